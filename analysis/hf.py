@@ -1,0 +1,63 @@
+"""Translate a Hugging Face ``config.json`` into llmcalc config keys.
+
+Only the architectures whose layout llmcalc reproduces exactly are accepted: GPT-2,
+Llama, Mistral, Mixtral, Qwen2 and Qwen3. Anything else is a ConfigError rather than a
+guess, because a silently wrong mapping would give silently wrong numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError
+
+_LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen3"}
+
+
+def _need(raw: dict[str, Any], key: str, source: str) -> Any:
+    if key not in raw:
+        raise ConfigError(f"missing Hugging Face key '{key}'", source, key)
+    return raw[key]
+
+
+def from_hf_config(raw: dict[str, Any], source: str) -> dict[str, Any]:
+    kind = raw["model_type"]
+    name = raw.get("_name_or_path") or Path(source).parent.name or Path(source).stem
+    if kind == "gpt2":
+        d = _need(raw, "n_embd", source)
+        return {"name": name, "vocab_size": _need(raw, "vocab_size", source),
+                "context_length": _need(raw, "n_positions", source), "d_model": d,
+                "n_layers": _need(raw, "n_layer", source), "n_heads": _need(raw, "n_head", source),
+                "d_ff": raw.get("n_inner") or 4 * d, "activation": "gelu", "position": "learned",
+                "qkv_bias": True, "out_bias": True, "mlp_bias": True,
+                "tie_embeddings": raw.get("tie_word_embeddings", True), "dtype": "fp32"}
+    if kind not in _LLAMA_LIKE:
+        raise ConfigError(f"unsupported Hugging Face model_type {kind!r}; supported: gpt2, "
+                          + ", ".join(sorted(_LLAMA_LIKE)), source, "model_type")
+    out: dict[str, Any] = {
+        "name": name, "vocab_size": _need(raw, "vocab_size", source),
+        "context_length": _need(raw, "max_position_embeddings", source),
+        "d_model": _need(raw, "hidden_size", source),
+        "n_layers": _need(raw, "num_hidden_layers", source),
+        "n_heads": _need(raw, "num_attention_heads", source),
+        "n_kv_heads": raw.get("num_key_value_heads") or raw["num_attention_heads"],
+        "d_ff": _need(raw, "intermediate_size", source),
+        "activation": "swiglu", "norm": "rmsnorm", "position": "rope",
+        "rope_theta": raw.get("rope_theta", 10000.0),
+        "tie_embeddings": bool(raw.get("tie_word_embeddings", False)),
+        "qkv_bias": bool(raw.get("attention_bias", kind == "qwen2")),
+        "out_bias": bool(raw.get("attention_bias", False)),
+        "mlp_bias": bool(raw.get("mlp_bias", False)),
+        "qk_norm": kind == "qwen3",
+        "dtype": {"float32": "fp32", "float16": "fp16"}.get(raw.get("torch_dtype"), "bf16"),
+    }
+    if raw.get("head_dim"):
+        out["head_dim"] = raw["head_dim"]
+    use_window = raw.get("use_sliding_window", kind in ("mistral", "mixtral"))
+    if raw.get("sliding_window") and use_window:
+        out["sliding_window"] = raw["sliding_window"]
+    if kind == "mixtral":
+        out["moe"] = {"num_experts": _need(raw, "num_local_experts", source),
+                      "experts_per_token": _need(raw, "num_experts_per_tok", source)}
+    return out

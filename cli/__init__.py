@@ -1,0 +1,1 @@
+"""llmcalc's command line: parse options, call ``analysis``, render tables or JSON."""

@@ -1,0 +1,25 @@
+"""The one place where domain errors become exit codes (DESIGN.md section 5)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from typer.core import TyperGroup
+
+from analysis.config import ConfigError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(ValueError):
+    """A bad option value (``--seq 0``, ``--budget 12XB``): exit 2, one line on stderr."""
+
+
+class ErrorHandlingGroup(TyperGroup):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (ConfigError, UsageError) as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            raise click.exceptions.Exit(EXIT_USAGE) from None

@@ -1,0 +1,68 @@
+"""Formatting: thousands separators, IEC bytes, SI FLOPs, shares, tables and JSON.
+
+Everything the user reads is formatted here; ``analysis`` returns only integers.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Iterable
+
+from rich.console import Console
+from rich.table import Table
+
+# Piped output keeps whole rows (rich would wrap at 80 columns) so it can be pasted and diffed.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+
+
+def count(n: int) -> str:
+    return f"{n:,}"
+
+
+def iec(n: int) -> str:
+    """Bytes with binary units: KiB = 1024 B, MiB = 1024 KiB, ..."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(value) < 1024 or unit == "PiB":
+            return f"{n:,} B" if unit == "B" else f"{value:,.2f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def si(n: int | float, unit: str = "") -> str:
+    """A count with decimal prefixes: 1.5 TFLOP = 1.5e12 FLOP."""
+    value = float(n)
+    for prefix in ("", "K", "M", "G", "T", "P", "E", "Z"):
+        if abs(value) < 1000 or prefix == "Z":
+            return f"{value:,.0f} {unit}".rstrip() if not prefix else f"{value:,.2f} {prefix}{unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+def share(part: int | float, whole: int | float) -> str:
+    if not whole:
+        return "-"
+    pct = 100 * part / whole
+    return "<0.1%" if 0 < pct < 0.05 else f"{pct:.1f}%"
+
+
+def table(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]],
+          numeric_from: int = 1, footer: Iterable[Any] | None = None) -> Table:
+    t = Table(title=title, title_justify="left", show_footer=footer is not None)
+    footer = list(footer) if footer is not None else None
+    for i, col in enumerate(columns):
+        t.add_column(col, justify="right" if i >= numeric_from else "left",
+                     footer=str(footer[i]) if footer else "")
+    for row in rows:
+        t.add_row(*(str(c) for c in row))
+    return t
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def warn(message: str) -> None:
+    err_console.print(f"[yellow]Warning:[/yellow] {message}")
