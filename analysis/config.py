@@ -232,17 +232,24 @@ def _moe(value: Any, check: _Checker) -> MoEConfig:
 
 # -- loading ------------------------------------------------------------------------
 
-def _key_lines(text: str) -> dict[str, int]:
-    """1-based line of each top-level key, from the node graph (no objects constructed)."""
+def _key_lines(text: str, source: str) -> dict[str, int]:
+    """1-based line of each top-level key, from the node graph (no objects constructed).
+
+    Duplicate keys are an error: ``yaml.safe_load`` would silently keep the last one.
+    """
     import yaml
 
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return {}
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
     if not isinstance(node, yaml.MappingNode):
         return {}
-    return {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
+    lines: dict[str, int] = {}
+    for key, _ in node.value:
+        if isinstance(key, yaml.ScalarNode):
+            if key.value in lines:
+                raise ConfigError(f"duplicate key (first on line {lines[key.value]})", source,
+                                  key.value, key.start_mark.line + 1)
+            lines[key.value] = key.start_mark.line + 1
+    return lines
 
 
 def load_text(text: str, source: str) -> ModelConfig:
@@ -250,6 +257,10 @@ def load_text(text: str, source: str) -> ModelConfig:
 
     try:
         raw = yaml.safe_load(text)
+    except yaml.constructor.ConstructorError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        raise ConfigError("YAML tags that construct objects are not allowed (plain YAML only)",
+                          source, None, line) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -259,7 +270,7 @@ def load_text(text: str, source: str) -> ModelConfig:
         from .hf import from_hf_config
 
         return from_dict(from_hf_config(raw, source), source)
-    return from_dict(raw, source, _key_lines(text))
+    return from_dict(raw, source, _key_lines(text, source))
 
 
 def load_path(path: Path) -> ModelConfig:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-import click
+import typer
 from typer.core import TyperGroup
 
 from analysis.config import ConfigError
@@ -17,9 +17,9 @@ class UsageError(ValueError):
 
 
 class ErrorHandlingGroup(TyperGroup):
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except (ConfigError, UsageError) as exc:
             print(f"Error: {exc}", file=sys.stderr)
-            raise click.exceptions.Exit(EXIT_USAGE) from None
+            raise typer.Exit(EXIT_USAGE) from None

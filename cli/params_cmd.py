@@ -30,7 +30,7 @@ def models(json_out: bool = JsonOpt) -> None:
     rows = [(c.name, count(count_params(c).total), c.n_layers, c.d_model, _heads(c),
              count(c.context_length), c.description) for c in cfgs]
     console.print(table(None, ["model", "parameters", "layers", "d_model", "heads/kv",
-                               "context", "description"], rows, numeric_from=1))
+                               "context", "description"], rows, text_columns=(0, 6)))
 
 
 def params_json(cfg: ModelConfig, p: ParamCount) -> dict:

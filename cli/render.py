@@ -49,11 +49,12 @@ def share(part: int | float, whole: int | float) -> str:
 
 
 def table(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]],
-          numeric_from: int = 1, footer: Iterable[Any] | None = None) -> Table:
+          text_columns: tuple[int, ...] = (0,), footer: Iterable[Any] | None = None) -> Table:
+    """A table whose columns are right-aligned numbers except ``text_columns``."""
     t = Table(title=title, title_justify="left", show_footer=footer is not None)
     footer = list(footer) if footer is not None else None
     for i, col in enumerate(columns):
-        t.add_column(col, justify="right" if i >= numeric_from else "left",
+        t.add_column(col, justify="left" if i in text_columns else "right",
                      footer=str(footer[i]) if footer else "")
     for row in rows:
         t.add_row(*(str(c) for c in row))

@@ -1,0 +1,130 @@
+"""Parameter counts: golden totals, component sums, every architecture variant."""
+
+import json
+
+import pytest
+
+from analysis.config import bundled_names, from_dict, load_bundled
+from analysis.params import count_params, weight_bytes
+
+# Published totals (DESIGN.md section 2). Sources:
+#  GPT-2: HF `openai-community/gpt2*` checkpoints, sum of numel over unique tensors
+#    (the 124M/355M/774M/1.5B of Radford et al. 2019);
+#  Mistral 7B v0.1: HF model card / safetensors metadata, 7,241,732,096;
+#  Mixtral 8x7B: HF safetensors metadata 46,702,792,704; 12.9B active (Jiang et al. 2024);
+#  Llama 2 7B: HF safetensors metadata 6,738,415,616; Llama 3 8B: 8,030,261,248;
+#  Qwen2.5 0.5B: HF safetensors metadata 494,032,768 (tied head).
+GOLDEN = {
+    "gpt2-small": (124_439_808, 124_439_808),
+    "gpt2-medium": (354_823_168, 354_823_168),
+    "gpt2-large": (774_030_080, 774_030_080),
+    "gpt2-xl": (1_557_611_200, 1_557_611_200),
+    "mistral-7b": (7_241_732_096, 7_241_732_096),
+    "mixtral-8x7b": (46_702_792_704, 12_879_925_248),
+    "llama-2-7b": (6_738_415_616, 6_738_415_616),
+    "llama-3-8b": (8_030_261_248, 8_030_261_248),
+    "qwen2.5-0.5b": (494_032_768, 494_032_768),
+}
+
+BASE = dict(name="t", vocab_size=1000, context_length=64, d_model=64, n_layers=2, n_heads=4, d_ff=256)
+
+
+def cfg(**kw):
+    return from_dict({**BASE, **kw})
+
+
+def test_every_bundled_model_has_a_golden_total():
+    assert sorted(GOLDEN) == bundled_names()
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_golden_totals(name):
+    p = count_params(load_bundled(name))
+    assert (p.total, p.active) == GOLDEN[name]
+    assert sum(p.components.values()) == p.total
+    assert p.embedding + p.non_embedding == p.total
+
+
+def test_user_yaml_gpt2_xl_shapes_rmsnorm_rope_untied(tmp_path, run):
+    path = tmp_path / "xl.yaml"
+    path.write_text("name: xl-variant\nvocab_size: 50257\ncontext_length: 1024\nd_model: 1600\n"
+                    "n_layers: 48\nn_heads: 25\nd_ff: 6400\nactivation: gelu\nnorm: rmsnorm\n"
+                    "position: rope\n")
+    result = run("params", path, "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["total"] == 1_635_537_600
+
+
+def test_mixtral_json(run):
+    result = run("params", "mixtral-8x7b", "--json")
+    data = json.loads(result.stdout)
+    assert (data["total"], data["active"]) == (46_702_792_704, 12_879_925_248)
+    assert data["model"] == "mixtral-8x7b" and sum(data["components"].values()) == data["total"]
+
+
+# Closed forms for each variant against a base model of d=64, L=2, h=4, d_ff=256, V=1000.
+d, L, V, ff, ctx = 64, 2, 1000, 256, 64
+BASE_TOTAL = V * d + ctx * d + L * (4 * d * d + 2 * d * ff + 2 * 2 * d) + 2 * d + V * d
+
+
+@pytest.mark.parametrize("kw, delta", [
+    ({}, 0),
+    ({"tie_embeddings": True}, -V * d),
+    ({"lm_head_bias": True}, V),
+    ({"tie_embeddings": True, "lm_head_bias": True}, -V * d + V),
+    ({"qkv_bias": True}, L * 3 * d),
+    ({"out_bias": True}, L * d),
+    ({"mlp_bias": True}, L * (ff + d)),
+    ({"position": "rope"}, -ctx * d),
+    ({"position": "sinusoidal"}, -ctx * d),
+    ({"position": "alibi"}, -ctx * d),
+    ({"position": "none"}, -ctx * d),
+    ({"position": "relative"}, -ctx * d + 32 * 4),
+    ({"position": "relative", "relative_buckets": 8}, -ctx * d + 8 * 4),
+    ({"norm": "rmsnorm"}, -(2 * L + 1) * d),
+    ({"norm_bias": False}, -(2 * L + 1) * d),
+    ({"final_norm": False}, -2 * d),
+    ({"norm_placement": "post"}, 0),
+    ({"norm_placement": "sandwich"}, L * 2 * 2 * d),
+    ({"parallel_block": True}, -L * 2 * d),
+    ({"parallel_block": True, "parallel_norms": 2}, 0),
+    ({"parallel_block": True, "norm_placement": "sandwich"}, L * 2 * d),
+    ({"qk_norm": True}, L * 2 * 2 * 16),
+    ({"qk_norm": True, "norm": "rmsnorm"}, L * 2 * 16 - (2 * L + 1) * d),
+    ({"n_kv_heads": 2}, -L * 2 * d * (d // 2)),
+    ({"n_kv_heads": 1}, -L * 2 * d * (d - 16)),
+    ({"head_dim": 32}, L * 4 * d * (128 - d)),
+    ({"activation": "swiglu"}, L * d * ff),
+    ({"activation": "geglu", "mlp_bias": True}, L * (d * ff + ff) + L * (ff + d)),
+    ({"activation": "relu"}, 0),
+    ({"activation": "sqrelu"}, 0),
+])
+def test_variant_closed_forms(kw, delta):
+    p = count_params(cfg(**kw))
+    assert p.total == BASE_TOTAL + delta
+    assert p.active == p.total
+    assert sum(p.components.values()) == p.total
+
+
+def test_head_dim_not_dividing_d_model():
+    p = count_params(cfg(d_model=60, head_dim=16, n_heads=4))
+    attn = 60 * 64 + 2 * 60 * 64 + 64 * 60
+    assert p.per_layer["attention/q"] + p.per_layer["attention/k"] + p.per_layer["attention/v"] \
+        + p.per_layer["attention/o"] == attn
+
+
+def test_moe_total_and_active():
+    E, k, s, f = 8, 2, 1, 128
+    p = count_params(cfg(activation="swiglu", moe={"num_experts": E, "experts_per_token": k,
+                                                  "expert_d_ff": f, "shared_experts": s}))
+    expert = 3 * d * f
+    assert p.per_layer["moe/router"] == d * E
+    assert p.per_layer["moe/experts"] == E * expert
+    assert p.per_layer["moe/shared_experts"] == s * expert
+    assert "mlp/up" not in p.per_layer
+    assert p.total - p.active == L * (E - k) * expert
+
+
+def test_weight_bytes():
+    assert [weight_bytes(3, dt) for dt in ("fp32", "bf16", "fp16", "fp8", "int8", "int4")] == \
+        [12, 6, 6, 3, 3, 2]
