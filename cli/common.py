@@ -9,6 +9,9 @@ import typer
 from analysis.config import ModelConfig, bundled_names, load_model
 from analysis.params import count_params
 
+from .errors import UsageError
+from .render import warn
+
 ModelsArg = typer.Argument(
     None, metavar="[MODEL]...",
     help="Bundled name (see `llmcalc models`), a YAML file, or a Hugging Face config.json. "
@@ -29,3 +32,35 @@ def load_models(specs: Optional[list[str]]) -> list[ModelConfig]:
 
 def one_or_list(items: list, single: bool):
     return items[0] if single else items
+
+
+def parse_seqs(text: Optional[str], option: str = "--seq") -> list[Optional[int]]:
+    """A comma list of positive integers; None (the model's context length) when not given."""
+    if text is None:
+        return [None]
+    out = []
+    for part in text.split(","):
+        try:
+            value = int(part.strip().replace("_", ""))
+        except ValueError:
+            raise UsageError(f"{option} expects positive integers (a comma list), got {part!r}") from None
+        out.append(positive(value, option))
+    return out
+
+
+def positive(value: int, option: str) -> int:
+    if value < 1:
+        raise UsageError(f"{option} must be >= 1, got {value}")
+    return value
+
+
+def choice(value: str, choices: tuple[str, ...], option: str) -> str:
+    if value not in choices:
+        raise UsageError(f"{option} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def warn_past_context(cfg: ModelConfig, seq: int) -> None:
+    if seq > cfg.context_length:
+        warn(f"{cfg.name}: --seq {seq:,} exceeds its context length ({cfg.context_length:,}); "
+             "computing anyway")

@@ -1,0 +1,163 @@
+"""`llmcalc flops`: forward, backward and total FLOPs per component."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from analysis.config import ModelConfig
+from analysis.flops import ATTENTION_IMPLS, MODES, FlopBreakdown, FlopReport, Workload, \
+    approximations, count_flops
+from analysis.params import count_params
+
+from .common import JsonOpt, ModelsArg, choice, load_models, one_or_list, parse_seqs, positive, \
+    warn_past_context
+from .render import console, count, print_json, share, si, table
+
+GROUPS = {  # share columns of the side-by-side table
+    "attn proj": ("attention/q", "attention/k", "attention/v", "attention/o"),
+    "attn scores+values": ("attention/scores", "attention/values"),
+    "mlp": ("mlp/", "moe/"),
+    "lm head": ("lm_head",),
+}
+
+
+def _group(mm: dict[str, int], members: tuple[str, ...]) -> int:
+    """Sum of the keys named in ``members``; a member ending in '/' names a whole family."""
+    return sum(v for k, v in mm.items()
+               if k in members or any(m.endswith("/") and k.startswith(m) for m in members))
+
+
+def _breakdown_json(b: FlopBreakdown) -> dict:
+    return {"matmul": b.matmul_total, "elementwise": b.elementwise_total, "total": b.total,
+            "components": b.matmul, "elementwise_components": b.elementwise}
+
+
+def flops_json(cfg: ModelConfig, r: FlopReport, causal: FlopReport) -> dict:
+    p = count_params(cfg)
+    approx = approximations(cfg, r.workload, p.active - p.embedding, p.embedding)
+    return {"model": cfg.name, "seq_len": r.workload.seq, "batch": r.workload.batch,
+            "mode": r.workload.mode, "attention": r.attention,
+            "convention": "causal" if r.causal else "dense", "recompute": r.recompute,
+            "forward": _breakdown_json(r.forward), "backward": _breakdown_json(r.backward),
+            "total": _breakdown_json(r.total),
+            "causal_total_matmul": causal.total.matmul_total,
+            "approximations": {"six_n_tokens": approx.six_n,
+                               "six_n_tokens_with_embeddings": approx.six_n_with_embeddings,
+                               "palm": approx.palm}}
+
+
+def _fmt(n: int, exact: bool, macs: bool = False) -> str:
+    if macs:
+        n //= 2
+    return count(n) if exact else si(n, "MAC" if macs else "FLOP")
+
+
+def _breakdown(cfg: ModelConfig, r: FlopReport, causal: FlopReport, exact: bool, macs: bool) -> None:
+    w = r.workload
+    tot = r.total
+    conv = "causal" if r.causal else "dense"
+    title = (f"{cfg.name}: {w.mode}, batch {w.batch} x seq {w.seq:,}, {conv} attention, "
+             f"{r.attention} backward" + (", recompute" if r.recompute else ""))
+    other = "dense" if r.causal else "causal"
+    other_report = count_flops(cfg, w, causal=not r.causal, attention=r.attention,
+                               recompute=r.recompute)
+    unit = "MACs" if macs else "FLOPs"
+    rows = []
+    for key, n in tot.matmul.items():
+        alt = _fmt(other_report.total.matmul[key], exact, macs) \
+            if key in GROUPS["attn scores+values"] else ""
+        rows.append((key, _fmt(r.forward.matmul.get(key, 0), exact, macs),
+                     _fmt(r.backward.matmul.get(key, 0), exact, macs), _fmt(n, exact, macs),
+                     share(n, tot.matmul_total), alt))
+    console.print(table(title, ["matmul " + unit, "forward", "backward", "total", "share",
+                                f"total ({other})"], rows,
+                        footer=["matmul", _fmt(r.forward.matmul_total, exact, macs),
+                                _fmt(r.backward.matmul_total, exact, macs),
+                                _fmt(tot.matmul_total, exact, macs), "100.0%",
+                                _fmt(other_report.total.matmul_total, exact, macs)]))
+    ew = [(k, _fmt(r.forward.elementwise.get(k, 0), exact), _fmt(r.backward.elementwise.get(k, 0), exact),
+           _fmt(v, exact), share(v, tot.total)) for k, v in tot.elementwise.items()]
+    console.print(table(None, ["elementwise FLOPs", "forward", "backward", "total", "of all FLOPs"],
+                        ew, footer=["elementwise", _fmt(r.forward.elementwise_total, exact),
+                                    _fmt(r.backward.elementwise_total, exact),
+                                    _fmt(tot.elementwise_total, exact),
+                                    share(tot.elementwise_total, tot.total)]))
+    attn = _group(r.forward.matmul, GROUPS["attn scores+values"])
+    console.print(f"forward:  {_fmt(r.forward.total, exact)} "
+                  f"(matmul {_fmt(r.forward.matmul_total, exact)}, attention scores+values "
+                  f"{share(attn, r.forward.matmul_total)} of it)")
+    if w.mode == "train":
+        console.print(f"backward: {_fmt(r.backward.total, exact)} "
+                      f"(matmul {_fmt(r.backward.matmul_total, exact)})")
+    console.print(f"total:    {_fmt(tot.total, exact)} (matmul {_fmt(tot.matmul_total, exact)}, "
+                  f"elementwise {_fmt(tot.elementwise_total, exact)})")
+    p = count_params(cfg)
+    approx = approximations(cfg, w, p.active - p.embedding, p.embedding)
+    rule = "6" if w.mode == "train" else "2"
+    for label, value in ((f"{rule}*N*tokens (N = non-embedding{' active' if cfg.moe else ''})", approx.six_n),
+                         (f"{rule}*N*tokens with embeddings", approx.six_n_with_embeddings),
+                         ("PaLM (6N + 12LHQT) per token" if rule == "6" else
+                          "PaLM forward (2N + 4LHQT) per token", approx.palm)):
+        console.print(f"  {label}: {_fmt(value, exact)}  (exact matmul / this = "
+                      f"{tot.matmul_total / value:.3f})")
+
+
+def flops(
+    models: Optional[list[str]] = ModelsArg,
+    seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence, or a comma list "
+                                      "(1024,4096,16384). Default: the model's context length."),
+    batch: int = typer.Option(1, "--batch", help="Sequences."),
+    mode: str = typer.Option("train", "--mode", help="train | prefill | decode."),
+    attention: str = typer.Option("flash", "--attention",
+                                  help="eager | flash: backward 2x or 2.5x attention forward."),
+    causal: bool = typer.Option(False, "--causal", help="Count only unmasked query-key pairs."),
+    recompute: bool = typer.Option(False, "--recompute", help="Full activation recomputation."),
+    all_logits: bool = typer.Option(False, "--all-logits", help="prefill: logits at every position."),
+    exact: bool = typer.Option(False, "--exact", help="Exact integers instead of units."),
+    macs: bool = typer.Option(False, "--macs", help="Show matmul multiply-accumulates (FLOPs / 2)."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """FLOPs per component: matmul and elementwise, forward, backward and total.
+
+    Examples:
+      llmcalc flops gpt2-xl --seq 16384
+      llmcalc flops gpt2-xl --seq 16384 --causal --json
+      llmcalc flops gpt2-small --seq 1024,4096,16384
+      llmcalc flops mistral-7b --mode decode --seq 8192 --batch 32
+      llmcalc flops                    # every bundled model side by side
+    """
+    seqs = parse_seqs(seq)
+    positive(batch, "--batch")
+    choice(mode, MODES, "--mode")
+    choice(attention, ATTENTION_IMPLS, "--attention")
+    cfgs = load_models(models)
+    runs = []
+    for cfg in cfgs:
+        for s in seqs:
+            s = s or cfg.context_length
+            warn_past_context(cfg, s)
+            w = Workload(mode, s, batch, all_logits)
+            opts = dict(attention=attention, recompute=recompute)
+            runs.append((cfg, count_flops(cfg, w, causal=causal, **opts),
+                         count_flops(cfg, w, causal=True, **opts)))
+    if json_out:
+        print_json(one_or_list([flops_json(*run) for run in runs], len(runs) == 1 and bool(models)))
+        return
+    if len(runs) == 1 and models:
+        _breakdown(*runs[0], exact=exact, macs=macs)
+        return
+    rows = []
+    for cfg, r, c in runs:
+        mm = r.total.matmul
+        shares = [share(_group(mm, g), r.total.matmul_total) for g in GROUPS.values()]
+        if not causal:
+            shares.append(share(_group(c.total.matmul, GROUPS["attn scores+values"]),
+                                c.total.matmul_total))
+        rows.append((cfg.name, count(r.workload.seq), _fmt(r.total.total, exact),
+                     _fmt(r.total.matmul_total, exact), *shares))
+    conv = "causal" if causal else "dense"
+    extra = [] if causal else ["scores+values if causal"]
+    console.print(table(f"{mode} FLOPs, batch {batch}, {conv} attention; shares of the matmul FLOPs",
+                        ["model", "seq", "total", "matmul", *GROUPS, *extra], rows))

@@ -1,0 +1,128 @@
+"""FLOP accounting: published figures, closed forms and identities over random configs."""
+
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from analysis.config import from_dict, load_bundled
+from analysis.flops import Workload, attended_pairs, count_flops
+from tests.test_config import valid_configs
+
+
+def test_gpt2_small_1024_forward_per_component():
+    # Per-layer figures for GPT-2 small at 1,024 tokens (d=768, 12 heads, d_ff=3072),
+    # counting 2 FLOPs per multiply-add: 2*1024*768*768*3 for q/k/v together, etc.
+    r = count_flops(load_bundled("gpt2-small"), Workload("train", 1024, 1))
+    per_layer = {k: v // 12 for k, v in r.forward.matmul.items() if k != "lm_head"}
+    assert per_layer["attention/q"] + per_layer["attention/k"] + per_layer["attention/v"] == 3_623_878_656
+    assert per_layer["attention/o"] == 1_207_959_552
+    assert per_layer["attention/scores"] == per_layer["attention/values"] == 1_610_612_736
+    assert per_layer["mlp/up"] == per_layer["mlp/down"] == 4_831_838_208
+    assert r.forward.matmul["lm_head"] == 79_047_426_048
+    assert r.forward.matmul_total == 291_648_307_200
+
+
+def test_gpt2_xl_16k(run):
+    result = run("flops", "gpt2-xl", "--seq", "16384", "--json")
+    assert result.exit_code == 0
+    assert "exceeds its context length (1,024)" in result.stderr
+    data = json.loads(result.stdout)
+    fwd = data["forward"]
+    assert fwd["matmul"] == 133_416_668_364_800
+    attn = fwd["components"]["attention/scores"] + fwd["components"]["attention/values"]
+    assert round(1000 * attn / fwd["matmul"]) == 618  # 61.8%
+    assert attn > max(v for k, v in fwd["components"].items() if not k.startswith("attention/s")
+                      and k != "attention/values")
+    causal = json.loads(run("flops", "gpt2-xl", "--seq", "16384", "--causal", "--json").stdout)
+    # causal: each of scores/values is 2*48*25*64*(16384*16385/2)
+    tri = 16384 * 16385 // 2
+    assert causal["forward"]["components"]["attention/scores"] == 2 * 48 * 25 * 64 * tri
+    assert causal["forward"]["matmul"] == 133_416_668_364_800 - 2 * 2 * 48 * 25 * 64 * (16384 ** 2 - tri)
+
+
+def test_gpt2_xl_1k_to_16k():
+    cfg = load_bundled("gpt2-xl")
+    short, long = (count_flops(cfg, Workload("train", s)).forward for s in (1024, 16384))
+    assert long.matmul["attention/scores"] == 256 * short.matmul["attention/scores"]
+    assert round(long.matmul_total / short.matmul_total) == 38
+
+
+def test_backward_linear_2x_attention_eager_2x_flash_2_5x():
+    cfg = load_bundled("gpt2-small")
+    w = Workload("train", 512, 2)
+    eager, flash = (count_flops(cfg, w, attention=a) for a in ("eager", "flash"))
+    for key, fwd in eager.forward.matmul.items():
+        assert eager.backward.matmul[key] == 2 * fwd
+    attn_fwd = eager.forward.matmul["attention/scores"] + eager.forward.matmul["attention/values"]
+    assert 2 * (flash.backward.matmul_total - eager.backward.matmul_total) == attn_fwd
+    rec = count_flops(cfg, w, attention="eager", recompute=True)
+    layers = eager.forward.matmul_total - eager.forward.matmul["lm_head"]
+    assert rec.backward.matmul_total - eager.backward.matmul_total == layers
+
+
+def test_prefill_last_logits_and_decode():
+    cfg = load_bundled("mistral-7b")
+    pre = count_flops(cfg, Workload("prefill", 8192, 2))
+    assert pre.forward.matmul["lm_head"] == 2 * 2 * 4096 * 32000
+    assert count_flops(cfg, Workload("prefill", 8192, 2, all_logits=True)).forward.matmul["lm_head"] \
+        == 2 * 2 * 8192 * 4096 * 32000
+    assert pre.backward.total == 0
+    # decode attends to min(seq, W) cached keys: the rolling buffer bounds it
+    d8k, d100k = (count_flops(cfg, Workload("decode", s, 4)).forward.matmul for s in (8192, 100_000))
+    assert d8k == d100k
+    assert d8k["attention/scores"] == 2 * 4 * 32 * 4096 * 128 * 32
+    d1k = count_flops(cfg, Workload("decode", 1000, 4)).forward.matmul
+    assert d1k["attention/scores"] == 2 * 4 * 32 * 1000 * 128 * 32
+    assert d1k["attention/q"] == 2 * 4 * 4096 * 4096 * 32
+
+
+def test_mixtral_experts_scale_with_top_k():
+    cfg = load_bundled("mixtral-8x7b")
+    w = Workload("train", 1024)
+    top2 = count_flops(cfg, w).forward.matmul
+    top1 = count_flops(cfg.replace(moe=cfg.moe.__class__(8, 1)), w).forward.matmul
+    assert top2["moe/experts"] == 2 * top1["moe/experts"] == 2 * 2 * 1024 * 3 * 4096 * 14336 * 32
+    assert top2["moe/router"] == 2 * 1024 * 4096 * 8 * 32
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seq", "0"], "Error: --seq must be >= 1, got 0\n"),
+    (["--seq", "abc"], "Error: --seq expects positive integers (a comma list), got 'abc'\n"),
+    (["--batch", "-1"], "Error: --batch must be >= 1, got -1\n"),
+    (["--mode", "infer"], "Error: --mode must be one of train, prefill, decode, got 'infer'\n"),
+    (["--attention", "sdpa"], "Error: --attention must be one of eager, flash, got 'sdpa'\n"),
+])
+def test_bad_options_exit_2(run, args, message):
+    result = run("flops", "gpt2-small", *args)
+    assert (result.exit_code, result.stderr) == (2, message)
+
+
+def test_side_by_side_rows(run):
+    result = run("flops", "gpt2-small", "--seq", "1024,4096,16384")
+    assert result.exit_code == 0
+    assert [line.split("│")[2].strip() for line in result.stdout.splitlines() if "gpt2-small" in line] \
+        == ["1,024", "4,096", "16,384"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(valid_configs(), st.integers(1, 200), st.integers(1, 3))
+def test_identities_over_random_configs(raw, seq, batch):
+    cfg = from_dict(raw, "random.yaml")
+    w = Workload("train", seq, batch)
+    dense, causal = count_flops(cfg, w), count_flops(cfg, w, causal=True)
+    assert causal.forward.matmul_total <= dense.forward.matmul_total
+    W = cfg.sliding_window or seq
+    assert attended_pairs(cfg, w, True) == sum(min(i + 1, W) for i in range(seq))
+    assert causal.forward.matmul["attention/scores"] == \
+        2 * batch * cfg.n_heads * cfg.head_size * sum(min(i + 1, W) for i in range(seq)) * cfg.n_layers
+    # linear in batch
+    single = count_flops(cfg, Workload("train", seq, 1))
+    assert dense.total.matmul_total == batch * single.total.matmul_total
+    # flash backward - eager backward = half the attention forward
+    eager = count_flops(cfg, w, attention="eager")
+    attn = dense.forward.matmul["attention/scores"] + dense.forward.matmul["attention/values"]
+    assert 2 * (dense.backward.matmul_total - eager.backward.matmul_total) == attn
+    # decode never sees more than the window
+    dec = count_flops(cfg, Workload("decode", seq, batch)).forward.matmul["attention/scores"]
+    assert dec == 2 * batch * cfg.n_heads * cfg.head_size * min(seq, W) * cfg.n_layers
