@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import flops_cmd, params_cmd
+from . import flops_cmd, kvcache_cmd, params_cmd
 from .errors import ErrorHandlingGroup
 
 app = typer.Typer(
@@ -33,6 +33,7 @@ def _main(_: bool = typer.Option(False, "--version", callback=_version, is_eager
 app.command("models")(params_cmd.models)
 app.command("params")(params_cmd.params)
 app.command("flops")(flops_cmd.flops)
+app.command("kvcache")(kvcache_cmd.kvcache)
 
 
 def main() -> None:

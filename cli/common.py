@@ -64,3 +64,26 @@ def warn_past_context(cfg: ModelConfig, seq: int) -> None:
     if seq > cfg.context_length:
         warn(f"{cfg.name}: --seq {seq:,} exceeds its context length ({cfg.context_length:,}); "
              "computing anyway")
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+               "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size(text: str, option: str = "--budget") -> int:
+    """'80GiB', '80GB', '24G' (= GiB), '512MiB', '1e9' -> bytes. GB = 10^9, GiB = 2^30."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = m.group(2).lower() if m else None
+    if m is None or unit not in _SIZE_UNITS:
+        raise UsageError(f"{option} expects a size such as 80GiB, 80GB, 24G or 512MiB, got {text!r}")
+    value = int(float(m.group(1)) * _SIZE_UNITS[unit])
+    return positive(value, option)
+
+
+def dtype_option(value: Optional[str], default: str, option: str) -> str:
+    from analysis.config import DTYPE_BITS
+
+    return choice(value or default, tuple(DTYPE_BITS), option)

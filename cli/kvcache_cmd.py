@@ -1,0 +1,72 @@
+"""`llmcalc kvcache`: KV-cache bytes, and what fits in a memory budget."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from analysis.kvcache import fit_budget, kv_cache
+
+from .common import JsonOpt, ModelsArg, dtype_option, load_models, one_or_list, parse_seqs, \
+    parse_size, positive, warn_past_context
+from .render import console, count, iec, print_json, table
+
+
+def kvcache(
+    models: Optional[list[str]] = ModelsArg,
+    seq: Optional[str] = typer.Option(None, "--seq", help="Context tokens per sequence, or a comma "
+                                      "list. Default: the model's context length."),
+    batch: int = typer.Option(1, "--batch", help="Sequences."),
+    kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="fp32 | fp16 | bf16 | fp8 | "
+                                           "int8 | int4. Default: the model's dtype."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Device memory: 80GiB, 80GB (10^9), "
+                                         "24G (= GiB), 512MiB. Reports how many sequences fit."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Weight dtype for --budget. "
+                                        "Default: the model's dtype."),
+    exact: bool = typer.Option(False, "--exact", help="Exact bytes instead of IEC units."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """KV-cache size: bytes per token, cached tokens (a sliding window caps them), total.
+
+    Examples:
+      llmcalc kvcache llama-2-7b --seq 4096 --kv-dtype fp16
+      llmcalc kvcache mistral-7b --seq 8192 --kv-dtype fp16 --budget 80GiB
+      llmcalc kvcache mistral-7b --seq 1024,4096,16384,32768     # the window plateau
+    """
+    seqs = parse_seqs(seq)
+    positive(batch, "--batch")
+    budget_bytes = parse_size(budget) if budget is not None else None
+    rows, out = [], []
+    for cfg in load_models(models):
+        kv_dt = dtype_option(kv_dtype, cfg.dtype, "--kv-dtype")
+        w_dt = dtype_option(dtype, cfg.dtype, "--dtype")
+        for s in seqs:
+            s = s or cfg.context_length
+            warn_past_context(cfg, s)
+            c = kv_cache(cfg, s, batch, kv_dt)
+            item = {"model": cfg.name, "seq_len": s, "batch": batch, "kv_dtype": kv_dt,
+                    "cached_tokens": c.cached_tokens, "bytes_per_token": c.bytes_per_token,
+                    "bytes": c.bytes, "bytes_per_layer": c.bytes_per_layer}
+            fmt = count if exact else iec
+            row = [cfg.name, count(s), count(c.cached_tokens), fmt(c.bytes_per_token),
+                   fmt(c.bytes_per_layer), fmt(c.bytes)]
+            if budget_bytes is not None:
+                fit = fit_budget(cfg, c, budget_bytes, w_dt)
+                item.update(budget=budget_bytes, weights_dtype=w_dt, weights_bytes=fit.weights,
+                            max_batch=fit.max_batch, max_tokens=fit.max_tokens)
+                row += [fmt(fit.weights) + f" ({w_dt})",
+                        count(fit.max_batch) if fit.free > 0 else "weights do not fit",
+                        count(fit.max_tokens) if fit.free > 0 else "-"]
+            out.append(item)
+            rows.append(row)
+    if json_out:
+        print_json(one_or_list(out, len(out) == 1 and bool(models)))
+        return
+    cols = ["model", "seq", "cached tokens", "bytes/token", "per layer", f"total (batch {batch})"]
+    if budget_bytes is not None:
+        cols += ["weights", "max batch", "max tokens"]
+    title = f"KV cache, K and V for every layer ({', '.join(sorted({o['kv_dtype'] for o in out}))})"
+    if budget_bytes is not None:
+        title += f"; budget {budget} = {iec(budget_bytes)} = {count(budget_bytes)} bytes"
+    console.print(table(title, cols, rows))

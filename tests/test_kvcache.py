@@ -1,0 +1,93 @@
+"""KV cache and attention working memory: public figures and closed forms."""
+
+import json
+
+import pytest
+
+from analysis.config import from_dict, load_bundled
+from analysis.kvcache import kv_cache
+from analysis.memory import attention_bytes, kv_span
+
+
+def test_llama2_7b_fp16_per_token():
+    # 2 (K, V) * 32 layers * 4096 * 2 bytes = 524,288 bytes per token (0.5 MiB)
+    assert kv_cache(load_bundled("llama-2-7b"), 4096, 1, "fp16").bytes_per_token == 524_288
+
+
+@pytest.mark.parametrize("seq", [4096, 4097, 8192, 32768, 1_000_000])
+def test_mistral_rolling_buffer_caps_the_cache(seq):
+    c = kv_cache(load_bundled("mistral-7b"), seq, 1, "fp16")
+    assert c.bytes_per_token == 131_072  # 2 * 32 * 8 KV heads * 128 * 2 bytes
+    assert (c.cached_tokens, c.bytes) == (4096, 536_870_912)
+
+
+def test_llama_13b_shape_vllm_figure(tmp_path, run):
+    # vLLM blog: "up to 1.7GB for a single sequence in LLaMA-13B" at 2,048 tokens, fp16.
+    path = tmp_path / "llama13b.yaml"
+    path.write_text("name: llama-13b\nvocab_size: 32000\ncontext_length: 2048\nd_model: 5120\n"
+                    "n_layers: 40\nn_heads: 40\nd_ff: 13824\nactivation: swiglu\nnorm: rmsnorm\n"
+                    "position: rope\n")
+    data = json.loads(run("kvcache", path, "--seq", "2048", "--kv-dtype", "fp16", "--json").stdout)
+    assert data["bytes"] == 1_677_721_600
+
+
+def test_mistral_budget(run):
+    result = run("kvcache", "mistral-7b", "--seq", "8192", "--kv-dtype", "fp16", "--budget", "80GiB",
+                 "--json")
+    data = json.loads(result.stdout)
+    assert (data["bytes"], data["cached_tokens"]) == (536_870_912, 4096)
+    # (80 * 2^30 - 2 * 7,241,732,096) // 536,870,912 = 133; // 131,072 tokens = 544,859
+    assert (data["max_batch"], data["max_tokens"]) == (133, 544_859)
+    assert data["budget"] == 80 * 2**30
+
+
+@pytest.mark.parametrize("size, expected", [("80GiB", 80 * 2**30), ("80GB", 80 * 10**9),
+                                            ("24G", 24 * 2**30), ("512MiB", 512 * 2**20),
+                                            ("1.5GiB", 3 * 2**29)])
+def test_budget_units(run, size, expected):
+    data = json.loads(run("kvcache", "gpt2-small", "--budget", size, "--json").stdout)
+    assert data["budget"] == expected
+
+
+def test_weights_do_not_fit(run):
+    result = run("kvcache", "mixtral-8x7b", "--budget", "40GB")
+    assert result.exit_code == 0 and "weights do not fit" in result.stdout
+    data = json.loads(run("kvcache", "mixtral-8x7b", "--budget", "40GB", "--json").stdout)
+    assert (data["max_batch"], data["max_tokens"]) == (0, 0)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budget", "12XB"], "Error: --budget expects a size such as 80GiB, 80GB, 24G or 512MiB, got '12XB'\n"),
+    (["--budget", "0GB"], "Error: --budget must be >= 1, got 0\n"),
+    (["--kv-dtype", "fp12"], "Error: --kv-dtype must be one of fp32, fp16, bf16, fp8, int8, int4, got 'fp12'\n"),
+    (["--seq", "0"], "Error: --seq must be >= 1, got 0\n"),
+])
+def test_bad_sizes_exit_2(run, args, message):
+    result = run("kvcache", "gpt2-small", *args)
+    assert (result.exit_code, result.stderr) == (2, message)
+
+
+def test_gqa_and_head_dim():
+    base = dict(name="t", vocab_size=10, context_length=8, d_model=64, n_layers=3, n_heads=8, d_ff=8)
+    mha = kv_cache(from_dict(base), 100, 2, "fp32")
+    gqa = kv_cache(from_dict({**base, "n_kv_heads": 2}), 100, 2, "fp32")
+    mqa = kv_cache(from_dict({**base, "n_kv_heads": 1, "head_dim": 24}), 100, 2, "fp32")
+    assert mha.bytes == 2 * 3 * 2 * 8 * 8 * 100 * 4 == 4 * gqa.bytes
+    assert mqa.bytes == 2 * 3 * 2 * 1 * 24 * 100 * 4
+    assert mha.bytes_per_layer * 3 == mha.bytes
+
+
+def test_eager_grows_256x_flash_16x():
+    cfg = load_bundled("gpt2-xl")
+    eager = [attention_bytes(cfg, 1, s, s, "eager", "bf16") for s in (1024, 16384)]
+    flash = [attention_bytes(cfg, 1, s, s, "flash", "bf16") for s in (1024, 16384)]
+    assert eager[1] == 256 * eager[0] == 256 * 2 * 25 * 1024 * 1024 * 2
+    assert flash[1] == 16 * flash[0] == 16 * 25 * 1024 * 4
+
+
+def test_chunked_prefill_span():
+    cfg = load_bundled("mistral-7b")  # W = 4096
+    assert kv_span(cfg, 16384, 4096) == (4096, 8192)
+    assert kv_span(cfg, 5000, 1000) == (1000, 5000)
+    assert kv_span(cfg, 100, None) == (100, 100)
+    assert kv_span(cfg.replace(sliding_window=None), 16384, 4096) == (4096, 16384)
