@@ -1,0 +1,138 @@
+"""Feed-forward layers: a dense MLP, or a mixture of experts.
+
+Conventions:
+- gated activations (``swiglu``, ``geglu``, ``reglu``) compute ``act(gate(x)) * up(x)``;
+  ``gelu`` and ``geglu`` use the tanh approximation (GPT-2's ``gelu_new``, Gemma);
+  ``sqrelu`` is ``relu(x)**2``;
+- MoE (Mixtral style): softmax over the router logits, top-k, the k weights renormalized
+  to sum to 1; each expert gathers its tokens and multiplies them by its own slice of the
+  stacked weights, so one expert matrix costs ``2*n_e*d*f`` FLOPs and all experts together
+  ``2*T*k*d*f``; shared experts see every token with weight 1.
+
+Routing modes. ``topk`` is the true, data-dependent routing. ``balanced`` assigns token
+slot ``s`` (token ``s // k``, choice ``s % k``) to expert ``s % E``: every token gets k
+distinct experts and expert ``e`` receives ``n_e = T*k//E + (e < T*k % E)`` slots. The meta
+device has no data, so it cannot route; ``auto`` uses ``balanced`` there and ``topk`` on
+real tensors. This is honest for counting: with no tokens dropped every expert matmul is
+linear in its row count, so expert FLOPs and parameters touched depend only on the number
+of token slots ``T*k``, not on which expert receives them; the balanced split also gives
+the same tensor shapes per expert that a perfectly balanced router would.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from analysis.config import ModelConfig
+
+ACTIVATIONS = {
+    "relu": F.relu, "reglu": F.relu,
+    "gelu": functools.partial(F.gelu, approximate="tanh"),
+    "geglu": functools.partial(F.gelu, approximate="tanh"),
+    "silu": F.silu, "swiglu": F.silu,
+    "sqrelu": lambda x: F.relu(x).square(),
+}
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        d, f, b = cfg.d_model, cfg.d_ff, cfg.mlp_bias
+        self.act = ACTIVATIONS[cfg.activation]
+        self.up = nn.Linear(d, f, bias=b)
+        if cfg.gated:
+            self.gate = nn.Linear(d, f, bias=b)
+        self.down = nn.Linear(f, d, bias=b)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.up(x)  # (B, S, f)
+        h = self.act(self.gate(x)) * h if hasattr(self, "gate") else self.act(h)
+        return self.down(h)  # (B, S, d)
+
+
+def _matmul(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    return x @ w if b is None else torch.addmm(b, x, w)
+
+
+class Experts(nn.Module):
+    """``n`` MLPs of width ``cfg.expert_width`` as stacked parameters: ``up``/``gate``
+    (n, d, f), ``down`` (n, f, d), biases ``up_bias``/``gate_bias`` (n, f), ``down_bias`` (n, d)."""
+
+    def __init__(self, cfg: ModelConfig, n: int):
+        super().__init__()
+        d, f = cfg.d_model, cfg.expert_width
+        self.act = ACTIVATIONS[cfg.activation]
+        for name, w_shape, b_shape in (("up", (n, d, f), (n, f)), ("gate", (n, d, f), (n, f)),
+                                       ("down", (n, f, d), (n, d))):
+            used = name != "gate" or cfg.gated
+            weight = nn.Parameter(torch.empty(w_shape).normal_(std=w_shape[1] ** -0.5)) if used else None
+            self.register_parameter(name, weight)
+            bias = nn.Parameter(torch.zeros(b_shape)) if used and cfg.mlp_bias else None
+            self.register_parameter(name + "_bias", bias)
+
+    def _expert(self, x: torch.Tensor, e: int) -> torch.Tensor:
+        def bias(name):
+            b = getattr(self, name + "_bias")
+            return None if b is None else b[e]
+
+        h = _matmul(x, self.up[e], bias("up"))  # (n_e, f)
+        if self.gate is not None:
+            h = self.act(_matmul(x, self.gate[e], bias("gate"))) * h
+        else:
+            h = self.act(h)
+        return _matmul(h, self.down[e], bias("down"))  # (n_e, d)
+
+    def forward(self, x: torch.Tensor, routes: list) -> torch.Tensor:
+        """x (T, d); ``routes[e]`` is (rows (n_e,), weights (n_e,)), or None for every token
+        with weight 1 (shared experts)."""
+        y = torch.zeros_like(x)
+        for e, route in enumerate(routes):
+            if route is None:
+                y = y + self._expert(x, e)
+            else:
+                rows, weights = route
+                y = y.index_add(0, rows, self._expert(x[rows], e) * weights[:, None])
+        return y  # (T, d)
+
+
+class MoE(nn.Module):
+    def __init__(self, cfg: ModelConfig, routing: str = "auto"):
+        super().__init__()
+        if routing not in ("auto", "topk", "balanced"):
+            raise ValueError(f"routing must be 'auto', 'topk' or 'balanced', got {routing!r}")
+        moe = cfg.moe
+        self.routing, self.E, self.k = routing, moe.num_experts, moe.experts_per_token
+        self.router = nn.Linear(cfg.d_model, self.E, bias=False)
+        self.experts = Experts(cfg, self.E)
+        self.n_shared = moe.shared_experts
+        if self.n_shared:
+            self.shared_experts = Experts(cfg, self.n_shared)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, S, d = x.shape
+        x = x.reshape(B * S, d)
+        T, E, k = B * S, self.E, self.k
+        probs = self.router(x).softmax(dim=-1)  # (T, E)
+        balanced = self.routing == "balanced" or (self.routing == "auto" and x.device.type == "meta")
+        if balanced:
+            ids = (torch.arange(T * k, device=x.device) % E).view(T, k)  # (T, k)
+        else:
+            ids = probs.topk(k, dim=-1).indices  # (T, k)
+        weights = probs.gather(1, ids)
+        weights = weights / weights.sum(dim=-1, keepdim=True)  # (T, k), renormalized
+        routes = []
+        for e in range(E):
+            if balanced:
+                slot = torch.arange(T * k, device=x.device)[e::E]
+                token, choice = slot // k, slot % k
+            else:
+                token, choice = (ids == e).nonzero(as_tuple=True)
+            routes.append((token, weights[token, choice]))
+        y = self.experts(x, routes)
+        if self.n_shared:
+            y = y + self.shared_experts(x, [None] * self.n_shared)
+        return y.view(B, S, d)

@@ -1,0 +1,204 @@
+"""Measure the reference model: parameters, FLOPs, saved activations, KV-cache bytes.
+
+Every function runs on the ``meta`` device (shapes only) for any model size, and on real
+tensors. Results are keyed by breakdown component (:func:`component_key`); ops run outside
+any submodule go to ``model`` (``layer`` for a block's own residual adds), the loss to ``loss``.
+
+Attribution is to the *innermost* module: in the forward by a stack of module hooks; in the
+backward by the autograd node that is executing, mapped to the module that was innermost
+when the forward created it (autograd sequence numbers increase monotonically, so the
+module hooks' sequence numbers delimit which nodes each module created).
+
+FLOPs follow ``torch.utils.flop_counter.FlopCounterMode``. In torch 2.13 it has no formula
+for the CPU flash kernel ``aten._scaled_dot_product_flash_attention_for_cpu`` (nor for its
+backward), so it counts 0 for SDPA on the cpu device; on meta ``F.scaled_dot_product_attention``
+would take the math path and count its bmm's. The reference model calls the CPU flash kernel
+on both devices, and we register for it the formulas FlopCounterMode applies to the CUDA
+flash kernels (``sdpa_flop_count``, ``sdpa_backward_flop_count``): forward the two matmuls,
+``4*B*h*S*S_kv*hd``; backward the score recomputation plus four gradient matmuls,
+``10*B*h*S*S_kv*hd`` = 2.5x forward, what a flash kernel executes. A learned bias (T5
+relative) makes flash take the math path, counted as its bmm's (backward 2x forward).
+``attention/sdpa`` is reported as equal halves of ``attention/scores`` and ``attention/values``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
+
+from analysis.config import ModelConfig
+
+from .cache import KVCache, cache_bytes
+from .model import Transformer
+
+_aten = torch.ops.aten
+
+
+def _cpu_flash_flop(q_shape, k_shape, v_shape, *args, out_shape=None, **kwargs) -> int:
+    return sdpa_flop_count(q_shape, k_shape, v_shape)
+
+
+def _cpu_flash_backward_flop(grad_shape, q_shape, k_shape, v_shape, *args, out_shape=None, **kwargs) -> int:
+    return sdpa_backward_flop_count(grad_shape, q_shape, k_shape, v_shape)
+
+
+# the formulas FlopCounterMode uses for the CUDA flash kernels, for the CPU one
+CPU_SDPA_FLOPS = {
+    _aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash_flop,
+    _aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_flash_backward_flop,
+}
+
+
+def build(cfg: ModelConfig, attention: str = "eager", device="meta", dtype=torch.float32,
+          routing: str = "auto") -> Transformer:
+    """The reference model on ``device`` (meta: no memory) in ``dtype``."""
+    with torch.device(device):
+        model = Transformer(cfg, attention, routing)
+    return model.to(dtype)
+
+
+def component_key(path: str) -> str:
+    """``layers.3.attention.q`` -> ``attention/q``; ``norm.final`` -> ``norm/final``."""
+    parts = path.split(".") if path else []
+    if parts[:1] == ["layers"]:
+        parts = parts[2:] or ["layer"]
+    return "/".join(parts) or "model"
+
+
+class ModuleScope:
+    """Which module path is innermost now, in the forward and (after it) in the backward.
+    Use as a context manager around the forward; ``current()`` stays valid for the backward."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+        self.stack: list[str] = []
+        self.seqs: list[int] = []  # autograd sequence number at each hook event
+        self.names: list[str] = []  # innermost module from that event on
+        self.handles = []
+
+    def _event(self):
+        self.seqs.append(torch._C._autograd._get_sequence_nr())
+        self.names.append(self.stack[-1] if self.stack else "")
+
+    def __enter__(self):
+        for name, module in self.model.named_modules():
+            def pre(mod, args, name=name):
+                self.stack.append(name)
+                self._event()
+
+            def post(mod, args, out):
+                self.stack.pop()
+                self._event()
+
+            self.handles += [module.register_forward_pre_hook(pre), module.register_forward_hook(post)]
+        return self
+
+    def __exit__(self, *exc):
+        for h in self.handles:
+            h.remove()
+
+    def current(self) -> str:
+        """Component of the running op; ``loss`` for anything after the model returned."""
+        if torch._C._current_graph_task_id() == -1:  # forward
+            return component_key(self.stack[-1]) if self.stack else "loss"
+        node = torch._C._current_autograd_node()
+        if node is None:  # the engine seeding the loss gradient
+            return "loss"
+        i = bisect.bisect_right(self.seqs, node._sequence_nr()) - 1
+        if i == len(self.seqs) - 1:  # created after the model returned (or AccumulateGrad)
+            return "loss"
+        return component_key(self.names[i]) if i >= 0 else "model"
+
+
+class _Counter(FlopCounterMode):
+    """FlopCounterMode keyed by innermost component instead of every enclosing module."""
+
+    def __init__(self, scope: ModuleScope):
+        super().__init__(display=False, custom_mapping=CPU_SDPA_FLOPS)
+        self.scope = scope
+        self.by_key: dict[str, int] = defaultdict(int)
+
+    def _count_flops(self, func_packet, out, args, kwargs):  # overrides the private hook
+        if func_packet in self.flop_registry:
+            flops = self.flop_registry[func_packet](*args, **kwargs, out_val=out)
+            self.by_key[self.scope.current()] += flops
+        return out
+
+    def result(self) -> dict[str, int]:
+        counts = dict(self.by_key)
+        sdpa = counts.pop("attention/sdpa", 0)  # always two equal-sized matmul families
+        if sdpa:
+            for key in ("attention/scores", "attention/values"):
+                counts[key] = counts.get(key, 0) + sdpa // 2
+        return {k: v for k, v in counts.items() if v}
+
+
+def measure_params(model: torch.nn.Module) -> dict[str, int]:
+    """Unique parameters' numel per component (tied parameters once, under their first name)."""
+    counts: dict[str, int] = defaultdict(int)
+    for name, p in model.named_parameters():
+        counts[component_key(name.rpartition(".")[0])] += p.numel()
+    return {k: v for k, v in counts.items() if v}
+
+
+def _loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    targets = tokens[:, -logits.shape[1]:]  # shapes only matter for counting
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def measure_flops(model: Transformer, tokens: torch.Tensor, logits: str = "all"):
+    """(forward, backward) FLOPs per component; the backward of the cross-entropy loss on
+    ``logits``. Only ops FlopCounterMode has a formula for count (matmuls, SDPA)."""
+    with ModuleScope(model) as scope:
+        with _Counter(scope) as fwd:
+            out = model(tokens, logits=logits)
+        loss = _loss(out, tokens)
+    with _Counter(scope) as bwd:
+        loss.backward()
+    return fwd.result(), bwd.result()
+
+
+def _storage_id(t: torch.Tensor) -> int:
+    """Identity of the storage behind a tensor, shared by all its views; on meta too."""
+    return t.untyped_storage()._cdata
+
+
+def measure_saved_bytes(model: Transformer, tokens: torch.Tensor, logits: str = "all") -> dict[str, int]:
+    """Bytes autograd saves for backward during forward and loss, per component, plus
+    ``total``. Each storage counts once, under the component that saved it first;
+    parameters and buffers are excluded (they are not activations)."""
+    excluded = {_storage_id(t) for t in [*model.parameters(), *model.buffers()]}
+    seen: dict[int, torch.Tensor] = {}  # keeps storages alive, so ids are not reused
+    counts: dict[str, int] = defaultdict(int)
+
+    with ModuleScope(model) as scope:
+        def pack(t):
+            sid = _storage_id(t)
+            if sid not in excluded and sid not in seen:
+                seen[sid] = t
+                counts[scope.current()] += t.untyped_storage().nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            _loss(model(tokens, logits=logits), tokens)
+    result = {k: v for k, v in counts.items() if v}
+    result["total"] = sum(result.values())
+    return result
+
+
+@torch.no_grad()
+def measure_kv_bytes(model: Transformer, batch: int, prefill: int, decode: int,
+                     dtype: torch.dtype | None = None) -> int:
+    """Bytes of the KV-cache tensors after a prefill of ``prefill`` tokens and ``decode``
+    single-token steps (cache sized for ``prefill + decode`` tokens)."""
+    device = next(model.parameters()).device
+    dtype = dtype or next(model.parameters()).dtype
+    cache = KVCache(model.cfg, batch, prefill + decode, dtype, device)
+    model(torch.zeros(batch, prefill, dtype=torch.long, device=device), cache, 0, logits="last")
+    for step in range(decode):
+        model(torch.zeros(batch, 1, dtype=torch.long, device=device), cache, prefill + step, logits="last")
+    return cache_bytes(cache)

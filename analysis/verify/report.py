@@ -1,0 +1,110 @@
+"""`llmcalc verify`: analytic figures against what the reference modules measure.
+
+Each check is ``(name, analytic, measured, ok)``. On the ``meta`` device (shapes only, any
+model size) it checks parameters, forward and backward matmul FLOPs per component for eager
+and flash attention, and KV-cache bytes after prefill and decode (past the sliding window
+too). On ``cpu`` it also runs the real-tensor checks of :mod:`analysis.verify.checks` on a
+small copy of the model.
+
+MoE routing is data dependent and the meta device has no data: tokens are dealt to the
+experts evenly instead (``Experts`` in :mod:`analysis.verify.ffn`). Expert FLOPs depend
+only on how many token-slots there are, ``T * experts_per_token``, when no token is
+dropped, so the count is the one any routing gives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from analysis.config import ModelConfig
+from analysis.flops import Workload, count_flops
+from analysis.kvcache import kv_cache
+from analysis.params import count_params
+
+from . import checks
+from .measure import build, measure_flops, measure_kv_bytes, measure_params
+
+ATTENTION_KEYS = ("attention/scores", "attention/values")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    analytic: int | float
+    measured: int | float
+    ok: bool
+    note: str = ""
+
+
+def _compare(prefix: str, analytic: dict[str, int], measured: dict[str, int]) -> list[Check]:
+    keys = list(dict.fromkeys([*analytic, *measured]))
+    out = [Check(f"{prefix}/{k}", analytic.get(k, 0), measured.get(k, 0),
+                 analytic.get(k, 0) == measured.get(k, 0)) for k in keys]
+    a, m = sum(analytic.values()), sum(measured.values())
+    return out + [Check(f"{prefix}/total", a, m, a == m)]
+
+
+def _merge_attention(d: dict[str, int]) -> dict[str, int]:
+    """scores + values as one entry: a fused SDPA kernel reports them together."""
+    out = {k: v for k, v in d.items() if k not in ATTENTION_KEYS}
+    out["attention/scores+values"] = sum(d.get(k, 0) for k in ATTENTION_KEYS)
+    return out
+
+
+def param_checks(cfg: ModelConfig) -> list[Check]:
+    return _compare("params", count_params(cfg).components, measure_params(build(cfg)))
+
+
+def flop_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, device: str) -> list[Check]:
+    model = build(cfg, attention, device)
+    tokens = torch.zeros(batch, seq, dtype=torch.long, device=device)
+    fwd, bwd = measure_flops(model, tokens)
+    report = count_flops(cfg, Workload("train", seq, batch), attention=attention)
+    a_fwd, a_bwd = report.forward.matmul, report.backward.matmul
+    if attention == "flash":  # the fused kernel's backward is one op: compare its total
+        a_bwd, bwd = _merge_attention(a_bwd), _merge_attention(bwd)
+    return (_compare(f"flops/{attention}/forward", a_fwd, fwd)
+            + _compare(f"flops/{attention}/backward", a_bwd, bwd))
+
+
+def kv_checks(cfg: ModelConfig, device: str, batch: int) -> list[Check]:
+    model = build(cfg, "eager", device)
+    W = cfg.sliding_window
+    spans = [(16, 4)] if W is None else [(min(W, 16), 2), (W + 3, 5)]  # below and past the window
+    out = []
+    for prefill, decode in spans:
+        analytic = kv_cache(cfg, prefill + decode, batch, "fp32").bytes
+        measured = measure_kv_bytes(model, batch, prefill, decode)
+        out.append(Check(f"kv_cache/prefill {prefill} + decode {decode}", analytic, measured,
+                         analytic == measured))
+    return out
+
+
+def real_tensor_checks(cfg: ModelConfig) -> list[Check]:
+    small = checks.small_config(cfg)
+    tests = {"cached decode == full forward": checks.check_cached_decode,
+             "rolling buffer == window mask": checks.check_rolling_buffer,
+             "chunked prefill == unchunked": checks.check_chunked_prefill,
+             "GQA == MHA with repeated K/V": checks.check_gqa,
+             "eager == flash": checks.check_eager_flash}
+    if cfg.position == "rope":
+        tests["RoPE scores depend on relative position only"] = checks.check_rope_relative
+    out = []
+    for name, fn in tests.items():
+        ok, diff = fn(small)
+        out.append(Check(f"real/{name}", 0.0, diff, ok, "max |difference| on float64 tensors"))
+    return out
+
+
+def verify(cfg: ModelConfig, device: str, seq: int, batch: int) -> list[Check]:
+    """All checks for one model; ``device`` is 'meta' or 'cpu' (real-tensor checks)."""
+    meta = "meta"
+    out = param_checks(cfg)
+    for attention in ("eager", "flash"):
+        out += flop_checks(cfg, seq, batch, attention, meta)
+    out += kv_checks(cfg, meta, batch)
+    if device == "cpu":
+        out += real_tensor_checks(cfg)
+    return out

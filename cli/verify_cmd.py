@@ -1,0 +1,90 @@
+"""`llmcalc verify`: the analytic figures against real PyTorch modules."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .common import JsonOpt, ModelsArg, choice, load_models, one_or_list, positive
+from .errors import UsageError, VerificationFailed
+from .render import console, count, err_console, print_json, table
+
+DEVICES = ("auto", "meta", "cpu", "cuda")
+
+
+def _fmt(x) -> str:
+    return count(x) if isinstance(x, int) else f"{x:.1e}"
+
+
+def _resolve_device(device: str, torch) -> str:
+    if device == "cuda" or (device == "auto" and torch.cuda.is_available()):
+        raise UsageError("the CUDA checks (wall time, FLOP/s, peak memory) are not implemented yet; "
+                         "use --device meta or cpu")
+    return "cpu" if device == "auto" else device
+
+
+def verify(
+    models: Optional[list[str]] = ModelsArg,
+    device: str = typer.Option("auto", "--device", help="meta: shapes only, any size. cpu: meta "
+                               "checks plus real-tensor checks on a small copy. auto: cpu here."),
+    seq: int = typer.Option(128, "--seq", help="Tokens per sequence for the FLOP checks."),
+    batch: int = typer.Option(2, "--batch", help="Sequences for the FLOP and KV-cache checks."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Build the reference PyTorch model from the same config and check every analytic
+    figure against it: parameters, forward/backward matmul FLOPs (FlopCounterMode), KV-cache
+    bytes; on cpu also cached decode, rolling buffer, chunked prefill, GQA and RoPE on real
+    tensors. Exit code 1 when any check fails.
+
+    Examples:
+      llmcalc verify gpt2-small --device cpu
+      llmcalc verify mixtral-8x7b --device meta --json
+      llmcalc verify --device meta          # every bundled model (what CI runs)
+    """
+    choice(device, DEVICES, "--device")
+    positive(seq, "--seq")
+    positive(batch, "--batch")
+    cfgs = load_models(models)
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("llmcalc verify needs PyTorch: pip install 'llmcalc[verify]' "
+                         "(CPU machines: pip install torch==2.13.0 first)") from None
+    from analysis.verify.report import verify as run_checks
+
+    dev = _resolve_device(device, torch)
+    results = []
+    if len(cfgs) > 1:
+        from rich.progress import Progress
+
+        with Progress(console=err_console, transient=True) as progress:
+            task = progress.add_task("verifying", total=len(cfgs))
+            for cfg in cfgs:
+                progress.update(task, description=f"verifying {cfg.name}")
+                results.append((cfg, run_checks(cfg, dev, seq, batch)))
+                progress.advance(task)
+    else:
+        results = [(cfg, run_checks(cfg, dev, seq, batch)) for cfg in cfgs]
+    ok = all(c.ok for _, checks in results for c in checks)
+    if json_out:
+        print_json(one_or_list([{"model": cfg.name, "device": dev, "seq_len": seq, "batch": batch,
+                                 "ok": all(c.ok for c in checks),
+                                 "checks": [{"name": c.name, "analytic": c.analytic,
+                                             "measured": c.measured, "ok": c.ok} for c in checks]}
+                                for cfg, checks in results], len(results) == 1 and bool(models)))
+    else:
+        for cfg, checks in results:
+            rows = [(c.name, _fmt(c.analytic), _fmt(c.measured),
+                     _fmt(c.measured - c.analytic) if isinstance(c.analytic, int) else c.note,
+                     "[green]ok[/green]" if c.ok else "[red bold]FAIL[/red bold]") for c in checks]
+            passed = sum(c.ok for c in checks)
+            console.print(table(f"{cfg.name}: verify on {dev} (seq {seq}, batch {batch}): "
+                                f"{passed}/{len(checks)} checks pass",
+                                ["check", "analytic", "measured", "difference", "verdict"], rows))
+        console.print("Attention FLOPs on CPU: PyTorch counts 0 for the CPU flash-attention kernel; "
+                      "llmcalc registers PyTorch's own SDPA formulas for it (backward includes the "
+                      "score recomputation), and compares the fused kernel's scores+values backward "
+                      "as one figure.")
+    if not ok:
+        raise VerificationFailed()
