@@ -9,7 +9,9 @@ Conventions (README "FLOPs"):
   query-key pairs: the causal triangle intersected with the sliding-window band);
 - backward is counted per operation: a linear layer costs 2x its forward (input and
   weight gradients); attention 2x with eager attention (dQ, dK, dP, dV) and 2.5x with
-  flash attention, which also recomputes the scores (charged to ``attention/scores``);
+  flash attention, which also recomputes the scores (charged to ``attention/scores``;
+  not with ``relative`` positions, whose learned bias needs a gradient no fused kernel
+  gives, so those models run the eager backward);
   ``recompute`` (full activation recomputation) adds one more forward of every layer
   (not the LM head, whose input is kept). Elementwise backward is estimated as 2x its
   forward.
@@ -194,7 +196,9 @@ def count_flops(cfg: ModelConfig, w: Workload, *, causal: bool = False, attentio
     if w.mode != "train":
         return FlopReport(w, causal, attention, recompute, forward, FlopBreakdown({}, {}))
     bwd_mm = _scaled(fwd_mm, 2)
-    if attention == "flash":  # scores recomputed from the saved log-sum-exp
+    if attention == "flash" and cfg.position != "relative":
+        # scores recomputed from the saved log-sum-exp. A learned T5 bias needs its
+        # gradient, which fused kernels do not give: such models run eager attention.
         bwd_mm["attention/scores"] += fwd_mm["attention/scores"]
     bwd_ew = _scaled(fwd_ew, 2)
     if recompute:

@@ -1,7 +1,5 @@
 """The torch reference model against the analytic counts, and its own correctness."""
 
-import time
-
 import pytest
 import torch
 
@@ -89,14 +87,12 @@ def test_moe_flops_follow_token_slots():
     assert bwd["moe/experts"] == 2 * fwd["moe/experts"]
 
 
-def test_mixtral_on_meta_is_fast():
-    start = time.perf_counter()
+def test_mixtral_on_meta():  # its time is measured by benchmarks/verify.py, not here
     cfg = load_bundled("mixtral-8x7b")
     model = build(cfg, dtype=torch.bfloat16)
     assert measure_params(model) == _expected(cfg)
     fwd, _ = measure_flops(model, torch.zeros(1, 128, dtype=torch.long, device="meta"))
     assert fwd["moe/experts"] == 2 * 128 * 2 * cfg.d_model * cfg.d_ff * 3 * cfg.n_layers
-    assert time.perf_counter() - start < 60
 
 
 def test_storage_identity_dedups_views_on_meta():

@@ -1,0 +1,66 @@
+"""`llmcalc verify` and the property-based proof: analytic == measured on the meta device."""
+
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import analysis.verify.report as report
+from analysis.config import from_dict
+from tests.test_config import valid_configs
+
+
+@settings(max_examples=40, deadline=None)
+@given(valid_configs(), st.integers(1, 24), st.integers(1, 3))
+def test_random_configs_analytic_equals_measured(raw, seq, batch):
+    """Parameters, forward/backward matmul FLOPs (eager and flash) and KV-cache bytes."""
+    cfg = from_dict(raw, "random.yaml")
+    checks = report.param_checks(cfg) + report.kv_checks(cfg, "meta", batch)
+    for attention in ("eager", "flash"):
+        checks += report.flop_checks(cfg, seq, batch, attention, "meta")
+    failed = [c for c in checks if not c.ok]
+    assert not failed, (cfg, failed)
+
+
+@pytest.mark.parametrize("name", ["gpt2-small", "mistral-7b", "mixtral-8x7b"])
+def test_verify_json_bundled(run, name):
+    result = run("verify", name, "--device", "meta", "--json")
+    assert result.exit_code == 0, result.stdout
+    data = json.loads(result.stdout)
+    assert (data["model"], data["device"], data["ok"]) == (name, "meta", True)
+    names = [c["name"] for c in data["checks"]]
+    for prefix in ("params/total", "flops/eager/forward/total", "flops/eager/backward/total",
+                   "flops/flash/forward/total", "flops/flash/backward/total", "kv_cache/"):
+        assert any(n.startswith(prefix) for n in names), prefix
+    assert all(c["ok"] and c["analytic"] == c["measured"] for c in data["checks"])
+
+
+def test_verify_cpu_runs_real_tensor_checks(run):
+    result = run("verify", "gpt2-small", "--device", "cpu", "--json")
+    data = json.loads(result.stdout)
+    real = [c for c in data["checks"] if c["name"].startswith("real/")]
+    assert result.exit_code == 0 and data["ok"] and len(real) == 5
+    assert all(c["measured"] < 1e-9 for c in real)
+
+
+def test_wrong_formula_fails_with_exit_1(run, monkeypatch):
+    real = report.count_params
+
+    def off_by_one(cfg):
+        p = real(cfg)
+        return p.__class__(p.per_layer, {**p.components, "lm_head": p.components.get("lm_head", 0) + 1},
+                           p.total + 1, p.active + 1)
+
+    monkeypatch.setattr(report, "count_params", off_by_one)
+    result = run("verify", "gpt2-small", "--device", "meta")
+    assert result.exit_code == 1
+    assert "FAIL" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--device", "tpu"], "Error: --device must be one of auto, meta, cpu, cuda, got 'tpu'\n"),
+    (["--seq", "0"], "Error: --seq must be >= 1, got 0\n"),
+])
+def test_verify_bad_usage(run, args, message):
+    result = run("verify", "gpt2-small", *args)
+    assert (result.exit_code, result.stderr) == (2, message)
