@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import flops_cmd, kvcache_cmd, params_cmd, verify_cmd
+from . import flops_cmd, kvcache_cmd, memory_cmd, params_cmd, verify_cmd
 from .errors import ErrorHandlingGroup
 
 app = typer.Typer(
@@ -34,6 +34,7 @@ app.command("models")(params_cmd.models)
 app.command("params")(params_cmd.params)
 app.command("flops")(flops_cmd.flops)
 app.command("kvcache")(kvcache_cmd.kvcache)
+app.command("memory")(memory_cmd.memory)
 app.command("verify")(verify_cmd.verify)
 
 

@@ -13,7 +13,7 @@ from analysis.params import count_params
 
 from .common import JsonOpt, ModelsArg, choice, load_models, one_or_list, parse_seqs, positive, \
     warn_past_context
-from .render import console, count, print_json, share, si, table
+from .render import console, count, print_json, share, si, show
 
 GROUPS = {  # share columns of the side-by-side table
     "attn proj": ("attention/q", "attention/k", "attention/v", "attention/o"),
@@ -71,19 +71,19 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, causal: FlopReport, exact: bool,
         rows.append((key, _fmt(r.forward.matmul.get(key, 0), exact, macs),
                      _fmt(r.backward.matmul.get(key, 0), exact, macs), _fmt(n, exact, macs),
                      share(n, tot.matmul_total), alt))
-    console.print(table(title, ["matmul " + unit, "forward", "backward", "total", "share",
+    show(title, ["matmul " + unit, "forward", "backward", "total", "share",
                                 f"total ({other})"], rows,
                         footer=["matmul", _fmt(r.forward.matmul_total, exact, macs),
                                 _fmt(r.backward.matmul_total, exact, macs),
                                 _fmt(tot.matmul_total, exact, macs), "100.0%",
-                                _fmt(other_report.total.matmul_total, exact, macs)]))
+                                _fmt(other_report.total.matmul_total, exact, macs)])
     ew = [(k, _fmt(r.forward.elementwise.get(k, 0), exact), _fmt(r.backward.elementwise.get(k, 0), exact),
            _fmt(v, exact), share(v, tot.total)) for k, v in tot.elementwise.items()]
-    console.print(table(None, ["elementwise FLOPs", "forward", "backward", "total", "of all FLOPs"],
+    show(None, ["elementwise FLOPs", "forward", "backward", "total", "of all FLOPs"],
                         ew, footer=["elementwise", _fmt(r.forward.elementwise_total, exact),
                                     _fmt(r.backward.elementwise_total, exact),
                                     _fmt(tot.elementwise_total, exact),
-                                    share(tot.elementwise_total, tot.total)]))
+                                    share(tot.elementwise_total, tot.total)])
     attn = _group(r.forward.matmul, GROUPS["attn scores+values"])
     console.print(f"forward:  {_fmt(r.forward.total, exact)} "
                   f"(matmul {_fmt(r.forward.matmul_total, exact)}, attention scores+values "
@@ -159,5 +159,5 @@ def flops(
                      _fmt(r.total.matmul_total, exact), *shares))
     conv = "causal" if causal else "dense"
     extra = [] if causal else ["scores+values if causal"]
-    console.print(table(f"{mode} FLOPs, batch {batch}, {conv} attention; shares of the matmul FLOPs",
-                        ["model", "seq", "total", "matmul", *GROUPS, *extra], rows))
+    show(f"{mode} FLOPs, batch {batch}, {conv} attention; shares of the matmul FLOPs",
+                        ["model", "seq", "total", "matmul", *GROUPS, *extra], rows)

@@ -10,7 +10,7 @@ from analysis.kvcache import fit_budget, kv_cache
 
 from .common import JsonOpt, ModelsArg, dtype_option, load_models, one_or_list, parse_seqs, \
     parse_size, positive, warn_past_context
-from .render import console, count, iec, print_json, table
+from .render import count, iec, print_json, show
 
 
 def kvcache(
@@ -69,4 +69,4 @@ def kvcache(
     title = f"KV cache, K and V for every layer ({', '.join(sorted({o['kv_dtype'] for o in out}))})"
     if budget_bytes is not None:
         title += f"; budget {budget} = {iec(budget_bytes)} = {count(budget_bytes)} bytes"
-    console.print(table(title, cols, rows))
+    show(title, cols, rows)

@@ -8,7 +8,7 @@ from analysis.config import DTYPE_BITS, ModelConfig
 from analysis.params import ParamCount, count_params, weight_bytes
 
 from .common import JsonOpt, ModelsArg, load_models, one_or_list
-from .render import console, count, iec, print_json, share, table
+from .render import console, count, iec, print_json, share, show
 
 
 def _heads(cfg: ModelConfig) -> str:
@@ -29,8 +29,8 @@ def models(json_out: bool = JsonOpt) -> None:
         return
     rows = [(c.name, count(count_params(c).total), c.n_layers, c.d_model, _heads(c),
              count(c.context_length), c.description) for c in cfgs]
-    console.print(table(None, ["model", "parameters", "layers", "d_model", "heads/kv",
-                               "context", "description"], rows, text_columns=(0, 6)))
+    show(None, ["model", "parameters", "layers", "d_model", "heads/kv",
+                               "context", "description"], rows, text_columns=(0, 6))
 
 
 def params_json(cfg: ModelConfig, p: ParamCount) -> dict:
@@ -46,9 +46,9 @@ def _breakdown(cfg: ModelConfig, p: ParamCount) -> None:
     for key, n in p.components.items():
         per_layer = count(p.per_layer[key]) if key in p.per_layer else ""
         rows.append((key, per_layer, count(n), share(n, p.total)))
-    console.print(table(f"{cfg.name}: parameters ({L} layers)",
+    show(f"{cfg.name}: parameters ({L} layers)",
                         ["component", "per layer", "total", "share"], rows,
-                        footer=["total", count(sum(p.per_layer.values())), count(p.total), "100.0%"]))
+                        footer=["total", count(sum(p.per_layer.values())), count(p.total), "100.0%"])
     if p.active != p.total:
         console.print(f"active per token: {count(p.active)} ({share(p.active, p.total)} of total)")
     console.print(f"embedding: {count(p.embedding)}   non-embedding: {count(p.non_embedding)}")
@@ -79,5 +79,5 @@ def params(models: Optional[list[str]] = ModelsArg, json_out: bool = JsonOpt) ->
         return
     rows = [(c.name, count(p.total), count(p.active), count(p.embedding), count(p.non_embedding),
              iec(weight_bytes(p.total, c.dtype)) + f" ({c.dtype})") for c, p in zip(cfgs, counts)]
-    console.print(table("parameters", ["model", "total", "active", "embedding", "non-embedding",
-                                       "weights"], rows))
+    show("parameters", ["model", "total", "active", "embedding", "non-embedding",
+                                       "weights"], rows)

@@ -48,17 +48,20 @@ def share(part: int | float, whole: int | float) -> str:
     return "<0.1%" if 0 < pct < 0.05 else f"{pct:.1f}%"
 
 
-def table(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]],
-          text_columns: tuple[int, ...] = (0,), footer: Iterable[Any] | None = None) -> Table:
-    """A table whose columns are right-aligned numbers except ``text_columns``."""
-    t = Table(title=title, title_justify="left", show_footer=footer is not None)
+def show(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]],
+         text_columns: tuple[int, ...] = (0,), footer: Iterable[Any] | None = None) -> None:
+    """Print a title line (never wrapped to the table's width) and a table whose columns
+    are right-aligned numbers except ``text_columns``."""
+    if title:
+        console.print(title)
+    t = Table(show_footer=footer is not None)
     footer = list(footer) if footer is not None else None
     for i, col in enumerate(columns):
         t.add_column(col, justify="left" if i in text_columns else "right",
                      footer=str(footer[i]) if footer else "")
     for row in rows:
         t.add_row(*(str(c) for c in row))
-    return t
+    console.print(t)
 
 
 def print_json(data: Any) -> None:

@@ -8,7 +8,7 @@ import typer
 
 from .common import JsonOpt, ModelsArg, choice, load_models, one_or_list, positive
 from .errors import UsageError, VerificationFailed
-from .render import console, count, err_console, print_json, table
+from .render import console, count, err_console, print_json, show
 
 DEVICES = ("auto", "meta", "cpu", "cuda")
 
@@ -79,9 +79,9 @@ def verify(
                      _fmt(c.measured - c.analytic) if isinstance(c.analytic, int) else c.note,
                      "[green]ok[/green]" if c.ok else "[red bold]FAIL[/red bold]") for c in checks]
             passed = sum(c.ok for c in checks)
-            console.print(table(f"{cfg.name}: verify on {dev} (seq {seq}, batch {batch}): "
+            show(f"{cfg.name}: verify on {dev} (seq {seq}, batch {batch}): "
                                 f"{passed}/{len(checks)} checks pass",
-                                ["check", "analytic", "measured", "difference", "verdict"], rows))
+                                ["check", "analytic", "measured", "difference", "verdict"], rows)
         console.print("Attention FLOPs on CPU: PyTorch counts 0 for the CPU flash-attention kernel; "
                       "llmcalc registers PyTorch's own SDPA formulas for it (backward includes the "
                       "score recomputation), and compares the fused kernel's scores+values backward "

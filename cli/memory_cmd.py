@@ -1,0 +1,126 @@
+"""`llmcalc memory`: training and inference memory, part by part."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from analysis.activations import activation_bytes, korthikanti_bytes
+from analysis.config import ModelConfig
+from analysis.flops import ATTENTION_IMPLS
+from analysis.kvcache import kv_cache
+from analysis.memory import OPTIMIZER_STATES, attention_bytes, kv_span, logits_bytes, training_state
+from analysis.params import count_params, weight_bytes
+
+from .common import JsonOpt, ModelsArg, choice, dtype_option, load_models, one_or_list, parse_seqs, \
+    positive, warn_past_context
+from .errors import UsageError
+from .render import console, count, iec, print_json, share, show
+
+MEMORY_MODES = ("train", "inference")
+PARTS = ("weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits")
+FLOAT_DTYPES = ("fp32", "bf16", "fp16")
+
+
+def memory_parts(cfg: ModelConfig, mode: str, seq: int, batch: int, attention: str, recompute: bool,
+                 dtype: str, kv_dtype: str, chunk: Optional[int], optimizer: str) -> dict:
+    parts = dict.fromkeys(PARTS, 0)
+    extra: dict = {}
+    if mode == "train":
+        state = training_state(cfg, dtype, optimizer)
+        acts = activation_bytes(cfg, batch, seq, attention, dtype, recompute)
+        parts.update(weights=state.weights, gradients=state.gradients, optimizer=state.optimizer,
+                     activations=acts.total - acts.loss, logits=acts.loss,
+                     attention=attention_bytes(cfg, batch, seq, seq, attention, dtype))
+        extra = {"activations_per_layer": sum(acts.per_layer.values()),
+                 "activation_components": acts.components,
+                 "korthikanti_per_layer": korthikanti_bytes(cfg, batch, seq)}
+    else:
+        queries, keys = kv_span(cfg, seq, chunk)
+        parts.update(weights=weight_bytes(count_params(cfg).total, dtype),
+                     kv_cache=kv_cache(cfg, seq, batch, kv_dtype).bytes,
+                     attention=attention_bytes(cfg, batch, queries, keys, attention, dtype),
+                     logits=logits_bytes(cfg, batch, 1, dtype))
+        extra = {"attention_queries": queries, "attention_keys": keys}
+    return {"model": cfg.name, "mode": mode, "seq_len": seq, "batch": batch, "dtype": dtype,
+            "attention_impl": attention, "recompute": recompute, **parts,
+            "total": sum(parts.values()), **extra}
+
+
+def _explain(cfg: ModelConfig, m: dict, fmt) -> None:
+    rows = [(k, fmt(m[k]), share(m[k], m["total"])) for k in PARTS if m[k]]
+    title = (f"{cfg.name}: {m['mode']} memory, batch {m['batch']} x seq {m['seq_len']:,}, "
+             f"{m['dtype']}, {m['attention_impl']} attention" + (", recompute" if m["recompute"] else ""))
+    show(title, ["part", "bytes", "share"], rows, footer=["total", fmt(m["total"]), "100.0%"])
+    if m["mode"] == "train":
+        L = cfg.n_layers
+        console.print(f"activations per layer: {fmt(m['activations_per_layer'])} (x {L} layers); "
+                      f"Korthikanti et al. sbh(34 + 5as/h): {fmt(m['korthikanti_per_layer'])} per layer "
+                      "(fp16 with dropout masks; llmcalc's reference has no dropout)")
+        console.print("attention: one layer's transient score buffers (eager) or log-sum-exp (flash)")
+    else:
+        console.print(f"attention: one layer's peak, {m['attention_queries']:,} queries x "
+                      f"{m['attention_keys']:,} keys; logits: the last position of each sequence")
+
+
+def memory(
+    models: Optional[list[str]] = ModelsArg,
+    mode: str = typer.Option("train", "--mode", help="train | inference."),
+    seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence. Default: the "
+                                      "model's context length."),
+    batch: int = typer.Option(1, "--batch", help="Sequences."),
+    attention: str = typer.Option("flash", "--attention", help="eager | flash."),
+    recompute: bool = typer.Option(False, "--recompute", help="train: full activation "
+                                   "recomputation (keep only each block's input)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Compute dtype. train default bf16 "
+                                        "mixed precision (fp32 master weights); fp32 = full precision. "
+                                        "inference default: the model's dtype."),
+    kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="inference: KV-cache dtype "
+                                           "(default: --dtype)."),
+    chunk: Optional[int] = typer.Option(None, "--chunk", help="inference: chunked prefill, C tokens "
+                                        "per chunk."),
+    optimizer: str = typer.Option("adam", "--optimizer", help="adam | adamw | sgd | sgd-momentum."),
+    exact: bool = typer.Option(False, "--exact", help="Exact bytes instead of IEC units."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Memory by part: weights, gradients, optimizer state, activations and logits for
+    training; weights, KV cache, attention working memory and logits for inference.
+
+    Examples:
+      llmcalc memory mistral-7b --mode train --seq 4096
+      llmcalc memory gpt2-xl --mode train --seq 1024 --batch 8 --attention eager --recompute
+      llmcalc memory mistral-7b --mode inference --seq 16384 --chunk 4096 --batch 4
+      llmcalc memory --mode inference --seq 4096      # every bundled model side by side
+    """
+    choice(mode, MEMORY_MODES, "--mode")
+    choice(attention, ATTENTION_IMPLS, "--attention")
+    choice(optimizer, tuple(OPTIMIZER_STATES), "--optimizer")
+    if seq is not None and "," in seq:
+        raise UsageError("--seq takes one value for memory")
+    (seq_value,) = parse_seqs(seq)
+    positive(batch, "--batch")
+    if chunk is not None:
+        positive(chunk, "--chunk")
+    results = []
+    for cfg in load_models(models):
+        dt = dtype_option(dtype, "bf16" if mode == "train" else cfg.dtype, "--dtype")
+        if dt not in FLOAT_DTYPES:
+            raise UsageError(f"--dtype must be a float type ({', '.join(FLOAT_DTYPES)}) for compute, "
+                             f"got {dt!r}; use `llmcalc params` for quantized weight sizes")
+        kv_dt = dtype_option(kv_dtype, dt, "--kv-dtype")
+        s = seq_value or cfg.context_length
+        warn_past_context(cfg, s)
+        results.append((cfg, memory_parts(cfg, mode, s, batch, attention, recompute, dt, kv_dt,
+                                          chunk, optimizer)))
+    if json_out:
+        print_json(one_or_list([m for _, m in results], len(results) == 1 and bool(models)))
+        return
+    fmt = count if exact else iec
+    if len(results) == 1 and models:
+        _explain(*results[0], fmt)
+        return
+    shown = [p for p in PARTS if any(m[p] for _, m in results)]
+    rows = [(cfg.name, count(m["seq_len"]), *(fmt(m[p]) for p in shown), fmt(m["total"]))
+            for cfg, m in results]
+    show(f"{mode} memory, batch {batch}", ["model", "seq", *shown, "total"], rows)

@@ -1,0 +1,64 @@
+"""`llmcalc memory`: training state, inference parts, JSON keys and bad input."""
+
+import json
+
+import pytest
+
+from analysis.config import load_bundled
+from analysis.memory import training_state
+from analysis.params import count_params
+
+KEYS = {"weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits", "total"}
+
+
+@pytest.mark.parametrize("dtype, optimizer, per_param", [
+    ("bf16", "adam", 16), ("bf16", "adamw", 16), ("fp16", "sgd", 8), ("bf16", "sgd-momentum", 12),
+    ("fp32", "adam", 16), ("fp32", "sgd", 8), ("fp32", "sgd-momentum", 12)])
+def test_training_state_bytes_per_parameter(dtype, optimizer, per_param):
+    cfg = load_bundled("mistral-7b")
+    s = training_state(cfg, dtype, optimizer)
+    assert s.weights + s.gradients + s.optimizer == per_param * count_params(cfg).total
+
+
+def test_mistral_train(run):
+    result = run("memory", "mistral-7b", "--mode", "train", "--seq", "4096", "--json")
+    data = json.loads(result.stdout)
+    assert KEYS <= set(data) and data["kv_cache"] == 0
+    n = 7_241_732_096
+    assert (data["weights"], data["gradients"], data["optimizer"]) == (2 * n, 2 * n, 12 * n)
+    assert data["activations"] == sum(v for k, v in data["activation_components"].items() if k != "loss")
+    assert data["logits"] == data["activation_components"]["loss"]
+    assert data["total"] == sum(data[k] for k in KEYS - {"total"})
+    table = run("memory", "mistral-7b", "--mode", "train", "--seq", "4096").stdout
+    for part in ("weights", "gradients", "optimizer", "activations", "total", "Korthikanti"):
+        assert part in table
+
+
+def test_recompute_keeps_less(run):
+    full, rec = (json.loads(run("memory", "gpt2-small", "--seq", "1024", "--json", *flag).stdout)
+                 for flag in ([], ["--recompute"]))
+    assert rec["activations"] < full["activations"]
+
+
+def test_inference_parts(run):
+    data = json.loads(run("memory", "mistral-7b", "--mode", "inference", "--seq", "16384", "--chunk",
+                          "4096", "--batch", "4", "--attention", "eager", "--json").stdout)
+    assert (data["gradients"], data["optimizer"], data["activations"]) == (0, 0, 0)
+    assert data["kv_cache"] == 4 * 4096 * 131_072
+    # one layer's scores and softmax output: 4 chunks of 4,096 queries x (4,096 cached + 4,096) keys
+    assert data["attention"] == 2 * 4 * 32 * 4096 * 8192 * 2
+    assert data["logits"] == 4 * 32000 * 2
+    assert data["weights"] == 2 * 7_241_732_096
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--chunk", "0"], "Error: --chunk must be >= 1, got 0\n"),
+    (["--optimizer", "lion"], "Error: --optimizer must be one of adam, adamw, sgd, sgd-momentum, got 'lion'\n"),
+    (["--mode", "serve"], "Error: --mode must be one of train, inference, got 'serve'\n"),
+    (["--dtype", "int4"], "Error: --dtype must be a float type (fp32, bf16, fp16) for compute, got 'int4'; "
+                          "use `llmcalc params` for quantized weight sizes\n"),
+    (["--seq", "1,2"], "Error: --seq takes one value for memory\n"),
+])
+def test_bad_input_exit_2(run, args, message):
+    result = run("memory", "gpt2-small", *args)
+    assert (result.exit_code, result.stderr) == (2, message)
