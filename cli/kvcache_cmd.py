@@ -6,8 +6,6 @@ from typing import Optional
 
 import typer
 
-from analysis.kvcache import fit_budget, kv_cache
-
 from .common import JsonOpt, ModelsArg, dtype_option, load_models, one_or_list, parse_seqs, \
     parse_size, positive, warn_past_context
 from .render import count, iec, print_json, show
@@ -34,6 +32,8 @@ def kvcache(
       llmcalc kvcache mistral-7b --seq 8192 --kv-dtype fp16 --budget 80GiB
       llmcalc kvcache mistral-7b --seq 1024,4096,16384,32768     # the window plateau
     """
+    from analysis.kvcache import fit_budget, kv_cache  # here: faster start for other commands
+
     seqs = parse_seqs(seq)
     positive(batch, "--batch")
     budget_bytes = parse_size(budget) if budget is not None else None

@@ -6,17 +6,15 @@ from typing import Optional
 
 import typer
 
-from analysis.activations import activation_bytes, korthikanti_bytes
-from analysis.config import ModelConfig
-from analysis.flops import ATTENTION_IMPLS
-from analysis.kvcache import kv_cache
-from analysis.memory import OPTIMIZER_STATES, attention_bytes, kv_span, logits_bytes, training_state
-from analysis.params import count_params, weight_bytes
+from typing import TYPE_CHECKING
 
 from .common import JsonOpt, ModelsArg, choice, dtype_option, load_models, one_or_list, parse_seqs, \
     positive, warn_past_context
 from .errors import UsageError
 from .render import console, count, iec, print_json, share, show
+
+if TYPE_CHECKING:
+    from analysis.config import ModelConfig
 
 MEMORY_MODES = ("train", "inference")
 PARTS = ("weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits")
@@ -25,6 +23,12 @@ FLOAT_DTYPES = ("fp32", "bf16", "fp16")
 
 def memory_parts(cfg: ModelConfig, mode: str, seq: int, batch: int, attention: str, recompute: bool,
                  dtype: str, kv_dtype: str, chunk: Optional[int], optimizer: str) -> dict:
+    # imported here, not at the top: `llmcalc` starts faster when other commands run
+    from analysis.activations import activation_bytes, korthikanti_bytes
+    from analysis.kvcache import kv_cache
+    from analysis.memory import attention_bytes, kv_span, logits_bytes, training_state
+    from analysis.params import count_params, weight_bytes
+
     parts = dict.fromkeys(PARTS, 0)
     extra: dict = {}
     if mode == "train":
@@ -93,6 +97,9 @@ def memory(
       llmcalc memory mistral-7b --mode inference --seq 16384 --chunk 4096 --batch 4
       llmcalc memory --mode inference --seq 4096      # every bundled model side by side
     """
+    from analysis.flops import ATTENTION_IMPLS
+    from analysis.memory import OPTIMIZER_STATES
+
     choice(mode, MEMORY_MODES, "--mode")
     choice(attention, ATTENTION_IMPLS, "--attention")
     choice(optimizer, tuple(OPTIMIZER_STATES), "--optimizer")
