@@ -54,10 +54,10 @@ CPU_SDPA_FLOPS = {
 
 
 def build(cfg: ModelConfig, attention: str = "eager", device="meta", dtype=torch.float32,
-          routing: str = "auto") -> Transformer:
+          routing: str = "auto", recompute: bool = False) -> Transformer:
     """The reference model on ``device`` (meta: no memory) in ``dtype``."""
     with torch.device(device):
-        model = Transformer(cfg, attention, routing)
+        model = Transformer(cfg, attention, routing, recompute)
     return model.to(dtype)
 
 
@@ -170,7 +170,12 @@ def _storage_id(t: torch.Tensor) -> int:
 def measure_saved_bytes(model: Transformer, tokens: torch.Tensor, logits: str = "all") -> dict[str, int]:
     """Bytes autograd saves for backward during forward and loss, per component, plus
     ``total``. Each storage counts once, under the component that saved it first;
-    parameters and buffers are excluded (they are not activations)."""
+    parameters and buffers are excluded (they are not activations).
+
+    With ``recompute`` the non-reentrant checkpoint installs its own saved-tensor hooks
+    inside each block, which replace every save there by a placeholder that keeps nothing
+    (so this hook never sees them); the checkpoint saves its tensor arguments through the
+    enclosing hooks, so exactly what it keeps until backward is counted, under ``layer``."""
     excluded = {_storage_id(t) for t in [*model.parameters(), *model.buffers()]}
     seen: dict[int, torch.Tensor] = {}  # keeps storages alive, so ids are not reused
     counts: dict[str, int] = defaultdict(int)

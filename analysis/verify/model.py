@@ -20,14 +20,21 @@ Conventions:
   deduplicated ``named_parameters`` name it ``embedding.token.weight``.
 - ``logits="last"`` keeps only the last position before the final norm (norms act per
   token, so the result is the same) and the LM head.
+- ``recompute=True`` (full activation recomputation) runs each block under
+  ``torch.utils.checkpoint.checkpoint(use_reentrant=False)``: backward recomputes the block,
+  so the forward keeps only what the checkpoint saves, its tensor arguments (the block input
+  and the Context's mask and RoPE tables, passed as arguments so they are saved like the
+  input rather than kept alive by reference, unseen by saved-tensor hooks).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from analysis.config import ModelConfig
 from analysis.layout import layer_norms
@@ -74,9 +81,10 @@ def relative_bucket(distance: torch.Tensor, buckets: int, max_distance: int) -> 
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig, index: int, attention: str, routing: str):
+    def __init__(self, cfg: ModelConfig, index: int, attention: str, routing: str,
+                 recompute: bool = False):
         super().__init__()
-        self.placement, self.parallel = cfg.norm_placement, cfg.parallel_block
+        self.placement, self.parallel, self.recompute = cfg.norm_placement, cfg.parallel_block, recompute
         self.attention = Attention(cfg, index, attention)
         if cfg.moe is not None:
             self.moe = MoE(cfg, routing)
@@ -86,6 +94,19 @@ class Block(nn.Module):
                                    for n in layer_norms(cfg) if n.key.startswith("norm/")})
 
     def forward(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
+        if not self.recompute:
+            return self.run(x, ctx)
+
+        # the Context's tensors go in as arguments, so the checkpoint saves them like x
+        # (visible to saved-tensor hooks) instead of keeping them alive by reference
+        def run(x, bias, *rope):
+            return self.run(x, dataclasses.replace(ctx, bias=bias, rope=rope or None))
+
+        # no dropout: nothing random to replay, so the RNG state need not be stashed
+        return checkpoint(run, x, ctx.bias, *(ctx.rope or ()), use_reentrant=False,
+                          preserve_rng_state=False)
+
+    def run(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
         n = self.norm
         ffn = self.moe if hasattr(self, "moe") else self.mlp
 
@@ -109,7 +130,8 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
-    def __init__(self, cfg: ModelConfig, attention: str = "eager", routing: str = "auto"):
+    def __init__(self, cfg: ModelConfig, attention: str = "eager", routing: str = "auto",
+                 recompute: bool = False):
         super().__init__()
         self.cfg, self.kind = cfg, attention
         d, V, ctx_len = cfg.d_model, cfg.vocab_size, cfg.context_length
@@ -127,7 +149,7 @@ class Transformer(nn.Module):
             self.register_buffer("rope_sin", sin, persistent=False)
         elif cfg.position == "alibi":
             self.register_buffer("alibi", alibi_slopes(cfg.n_heads), persistent=False)
-        self.layers = nn.ModuleList(Block(cfg, i, attention, routing) for i in range(cfg.n_layers))
+        self.layers = nn.ModuleList(Block(cfg, i, attention, routing, recompute) for i in range(cfg.n_layers))
         self.norm = nn.ModuleDict({"final": make_norm(cfg, d)} if cfg.final_norm else {})
         self.lm_head = nn.Linear(d, V, bias=cfg.lm_head_bias)
         if cfg.tie_embeddings:

@@ -1,14 +1,55 @@
 """Norm factory: ``layernorm`` (weight, and bias unless ``norm_bias: false``) or ``rmsnorm``
-(weight only), both with eps 1e-5 over the last dimension."""
+(weight only), both with eps 1e-5 over the last dimension.
+
+Both keep, for backward, their input and fp32 per-row statistics (LayerNorm: mean and rstd;
+RMSNorm: rstd), as the fused kernels do. ``nn.RMSNorm`` runs a fused kernel only on CUDA; on
+cpu and meta it decomposes into ops that also keep an fp32 copy of the input and of the
+normalized input (8 extra bytes per element in bf16), an artifact of the decomposition that
+no fused implementation pays, so RMSNorm here is :class:`RMSNorm`, which saves what
+``aten._fused_rms_norm`` saves on CUDA.
+"""
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from analysis.config import ModelConfig
 
 
+class _RMSNormFunction(torch.autograd.Function):
+    """``x * rstd * w`` with ``rstd = 1/sqrt(mean(x^2) + eps)`` computed in at least fp32."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        acc = torch.promote_types(x.dtype, torch.float32)
+        xf = x.to(acc)
+        rstd = torch.rsqrt(xf.square().mean(-1, keepdim=True) + eps)  # (..., 1)
+        ctx.save_for_backward(x, weight, rstd)
+        return (xf * rstd).to(x.dtype) * weight
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        x, weight, rstd = ctx.saved_tensors
+        xhat = x.to(rstd.dtype) * rstd
+        g = grad.to(rstd.dtype)
+        gw = g * weight.to(rstd.dtype)
+        dx = rstd * (gw - xhat * (gw * xhat).mean(-1, keepdim=True))
+        dw = (g * xhat).reshape(-1, x.shape[-1]).sum(0)
+        return dx.to(x.dtype), dw.to(weight.dtype), None
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, size: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(size))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _RMSNormFunction.apply(x, self.weight, self.eps)
+
+
 def make_norm(cfg: ModelConfig, size: int) -> nn.Module:
     if cfg.norm == "rmsnorm":
-        return nn.RMSNorm(size, eps=1e-5)
+        return RMSNorm(size, eps=1e-5)
     return nn.LayerNorm(size, eps=1e-5, bias=cfg.norm_bias)
