@@ -30,7 +30,9 @@ def test_verify_json_bundled(run, name):
     assert (data["model"], data["device"], data["ok"]) == (name, "meta", True)
     names = [c["name"] for c in data["checks"]]
     for prefix in ("params/total", "flops/eager/forward/total", "flops/eager/backward/total",
-                   "flops/flash/forward/total", "flops/flash/backward/total", "kv_cache/"):
+                   "flops/flash/forward/total", "flops/flash/backward/total", "kv_cache/",
+                   "activations/eager/total", "activations/flash/total",
+                   "activations/eager/recompute/total", "activations/flash/recompute/total"):
         assert any(n.startswith(prefix) for n in names), prefix
     assert all(c["ok"] and c["analytic"] == c["measured"] for c in data["checks"])
 

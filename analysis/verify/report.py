@@ -2,8 +2,8 @@
 
 Each check is ``(name, analytic, measured, ok)``. On the ``meta`` device (shapes only, any
 model size) it checks parameters, forward and backward matmul FLOPs per component for eager
-and flash attention, and KV-cache bytes after prefill and decode (past the sliding window
-too). On ``cpu`` it also runs the real-tensor checks of :mod:`analysis.verify.checks` on a
+and flash attention, the bytes saved for backward (eager and flash, with and without full
+recomputation) and KV-cache bytes after prefill and decode (past the sliding window too). On ``cpu`` it also runs the real-tensor checks of :mod:`analysis.verify.checks` on a
 small copy of the model.
 
 MoE routing is data dependent and the meta device has no data: tokens are dealt to the
@@ -18,13 +18,14 @@ from dataclasses import dataclass
 
 import torch
 
+from analysis.activations import activation_bytes
 from analysis.config import ModelConfig
 from analysis.flops import Workload, count_flops
 from analysis.kvcache import kv_cache
 from analysis.params import count_params
 
 from . import checks
-from .measure import build, measure_flops, measure_kv_bytes, measure_params
+from .measure import build, measure_flops, measure_kv_bytes, measure_params, measure_saved_bytes
 
 ATTENTION_KEYS = ("attention/scores", "attention/values")
 
@@ -69,6 +70,16 @@ def flop_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, device: 
             + _compare(f"flops/{attention}/backward", a_bwd, bwd))
 
 
+def activation_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, recompute: bool,
+                      device: str) -> list[Check]:
+    """Bytes saved for backward, in bf16, per component (see analysis.activations)."""
+    model = build(cfg, attention, device, torch.bfloat16, recompute=recompute)
+    measured = measure_saved_bytes(model, torch.zeros(batch, seq, dtype=torch.long, device=device))
+    measured.pop("total")
+    analytic = activation_bytes(cfg, batch, seq, attention, "bf16", recompute).components
+    return _compare(f"activations/{attention}" + ("/recompute" if recompute else ""), analytic, measured)
+
+
 def kv_checks(cfg: ModelConfig, device: str, batch: int) -> list[Check]:
     model = build(cfg, "eager", device)
     W = cfg.sliding_window
@@ -104,6 +115,8 @@ def verify(cfg: ModelConfig, device: str, seq: int, batch: int) -> list[Check]:
     out = param_checks(cfg)
     for attention in ("eager", "flash"):
         out += flop_checks(cfg, seq, batch, attention, meta)
+        for recompute in (False, True):
+            out += activation_checks(cfg, seq, batch, attention, recompute, meta)
     out += kv_checks(cfg, meta, batch)
     if device == "cpu":
         out += real_tensor_checks(cfg)
