@@ -49,13 +49,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import ModelConfig
+from .config import FLOAT_DTYPES, ModelConfig
 from .flops import ATTENTION_IMPLS
 from .params import weight_bytes
 
 INDEX = 8  # int64 token ids and indices
 STAT = 4  # fp32 norm statistics and log-sum-exp
-FLOAT_DTYPES = ("fp32", "bf16", "fp16")
 
 # Hidden-width tensors an activation keeps, besides the down projection's input ("out").
 _ACT_SAVES = {

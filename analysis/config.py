@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -24,6 +25,7 @@ NORMS = ("layernorm", "rmsnorm")
 NORM_PLACEMENTS = ("pre", "post", "sandwich")
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "relative", "none")
 DTYPE_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
+FLOAT_DTYPES = ("fp32", "bf16", "fp16")  # what activations, caches and compute can be in
 
 
 class ConfigError(ValueError):
@@ -154,6 +156,17 @@ class _Checker:
         return value
 
 
+def _positive_number(check: _Checker, key: str, value: Any) -> float:
+    """A finite positive number; also YAML 1.1's string reading of ``1e6``."""
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        check.fail(key, f"must be a positive number, got {value!r}")
+    return number
+
+
 def from_dict(raw: Any, source: str | None = None, lines: dict[str, int] | None = None) -> ModelConfig:
     """Validate a mapping of YAML keys and build a ModelConfig (or raise ConfigError)."""
     check = _Checker(source, lines or {})
@@ -186,11 +199,9 @@ def from_dict(raw: Any, source: str | None = None, lines: dict[str, int] | None 
                 check.fail(key, f"must be a non-empty string, got {value!r}")
             values[key] = value
         elif key == "rope_theta":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                check.fail(key, f"must be a positive number, got {value!r}")
-            values[key] = float(value)
+            values[key] = _positive_number(check, key, value)
         elif key == "parallel_norms":
-            if value not in (1, 2) or isinstance(value, bool):
+            if type(value) is not int or value not in (1, 2):
                 check.fail(key, f"must be 1 or 2, got {value!r}")
             values[key] = value
         elif key == "moe":
@@ -202,6 +213,11 @@ def from_dict(raw: Any, source: str | None = None, lines: dict[str, int] | None 
     if cfg.head_dim is None and cfg.d_model % cfg.n_heads:
         check.fail("n_heads", f"must divide d_model ({cfg.d_model}) when head_dim is not given, "
                               f"got {cfg.n_heads}")
+    if cfg.relative_buckets < 2:
+        check.fail("relative_buckets", f"must be >= 2, got {cfg.relative_buckets}")
+    if cfg.relative_max_distance <= cfg.relative_buckets // 2:
+        check.fail("relative_max_distance", f"must exceed relative_buckets // 2 "
+                                            f"({cfg.relative_buckets // 2}), got {cfg.relative_max_distance}")
     if cfg.parallel_block and cfg.norm_placement == "post":
         check.fail("norm_placement", "parallel_block works with 'pre' or 'sandwich', not 'post'")
     if cfg.position == "rope" and cfg.head_size % 2:
@@ -222,7 +238,10 @@ def _moe(value: Any, check: _Checker) -> MoEConfig:
     for key, v in value.items():
         if key == "expert_d_ff" and v is None:
             continue
-        ints[key] = check.positive_int("moe", v, minimum=0 if key == "shared_experts" else 1)
+        try:
+            ints[key] = check.positive_int("moe", v, minimum=0 if key == "shared_experts" else 1)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, exc.source, f"moe.{key}", exc.line) from None
     moe = MoEConfig(**ints)
     if moe.experts_per_token > moe.num_experts:
         check.fail("moe", f"experts_per_token ({moe.experts_per_token}) exceeds "
@@ -252,24 +271,34 @@ def _key_lines(text: str, source: str) -> dict[str, int]:
     return lines
 
 
-def load_text(text: str, source: str) -> ModelConfig:
-    import yaml
-
+def _load_json(text: str, source: str) -> ModelConfig:
+    """JSON is not quite a subset of YAML 1.1 (``1e6``, tabs): read it as JSON."""
     try:
-        raw = yaml.safe_load(text)
-    except yaml.constructor.ConstructorError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else None
-        raise ConfigError("YAML tags that construct objects are not allowed (plain YAML only)",
-                          source, None, line) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"not valid YAML: {problem}", source, None, line) from None
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc.msg}", source, None, exc.lineno) from None
     if isinstance(raw, dict) and "model_type" in raw and "name" not in raw:
         from .hf import from_hf_config
 
         return from_dict(from_hf_config(raw, source), source)
+    return from_dict(raw, source)
+
+
+def load_text(text: str, source: str) -> ModelConfig:
+    import yaml
+
+    if source.endswith(".json"):
+        return _load_json(text, source)
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if isinstance(exc, yaml.constructor.ConstructorError) and "tag" in problem:
+            raise ConfigError("YAML tags that construct objects are not allowed (plain YAML only)",
+                              source, None, line) from None
+        raise ConfigError(f"not valid YAML: {problem}", source, None, line) from None
     return from_dict(raw, source, _key_lines(text, source))
 
 
@@ -311,10 +340,6 @@ def load_model(spec: str) -> ModelConfig:
     close = difflib.get_close_matches(spec, names, n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise ConfigError(f"unknown model '{spec}'{hint} (`llmcalc models` lists them)")
-
-
-def to_dict(cfg: ModelConfig) -> dict[str, Any]:
-    return json.loads(json.dumps(dataclasses.asdict(cfg)))
 
 
 __all__ = ["ModelConfig", "MoEConfig", "ConfigError", "from_dict", "load_model", "load_path",

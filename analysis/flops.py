@@ -30,7 +30,7 @@ ATTENTION_IMPLS = ("eager", "flash")
 # Elementwise cost per element, forward (README "Elementwise FLOPs").
 NORM_COST = {"layernorm": 7, "layernorm_nobias": 6, "rmsnorm": 4}  # mean/var, normalize, scale(, shift)
 ACTIVATION_COST = {"relu": 1, "gelu": 8, "silu": 4, "sqrelu": 2,  # tanh-GELU: 8 ops; SiLU: x*sigmoid(x)
-                   "swiglu": 4, "geglu": 8, "reglu": 1}  # gated: + 1 multiply by the up branch
+                   "swiglu": 5, "geglu": 9, "reglu": 2}  # gated: + 1 multiply by the up branch
 SOFTMAX_COST = 5  # max, subtract, exp, sum, divide
 ROPE_COST = 3  # x*cos + rotate(x)*sin per element of q and k
 SCORE_SCALE_COST = 1  # scores / sqrt(hd)
@@ -220,7 +220,8 @@ class Approximations:
 
 def approximations(cfg: ModelConfig, w: Workload, n_non_embedding: int, n_embedding: int) -> Approximations:
     factor = 6 if w.mode == "train" else 2
-    attn = (12 if w.mode == "train" else 4) * cfg.n_layers * cfg.n_heads * cfg.head_size * w.seq
+    keys = cfg.window(w.seq) if w.mode == "decode" else w.seq  # decode: the cached keys
+    attn = (12 if w.mode == "train" else 4) * cfg.n_layers * cfg.n_heads * cfg.head_size * keys
     return Approximations(factor * n_non_embedding * w.tokens,
                           factor * (n_non_embedding + n_embedding) * w.tokens,
                           (factor * n_non_embedding + attn) * w.tokens)

@@ -7,7 +7,8 @@ Conventions (README "Memory"):
 - attention working memory is one layer's transient peak on top of weights and cache:
   eager attention holds the ``B*h*S*S_kv`` scores and the softmax output at once (the
   softmax reads one and writes the other); flash attention keeps only ``B*h*S`` fp32
-  log-sum-exp values (its tiles live in on-chip memory);
+  log-sum-exp values (its tiles live in on-chip memory). In training the softmax output
+  and the log-sum-exp are counted with the saved activations; only the eager scores add;
 - chunked prefill runs queries in chunks of C tokens against ``min(cached, W) + C`` keys;
   the peak is over the chunks;
 - MoE: every expert's weights, gradients and optimizer state, activations for the
@@ -39,25 +40,32 @@ def training_state(cfg: ModelConfig, dtype: str, optimizer: str) -> TrainingStat
                          OPTIMIZER_STATES[optimizer] * n * FP32 + master)
 
 
-def kv_span(cfg: ModelConfig, seq: int, chunk: int | None) -> tuple[int, int]:
-    """(queries, keys) of the largest attention call when prefilling ``seq`` tokens.
-
-    Without chunking: ``(seq, seq)``. With chunks of C: the chunk at offset o attends to
-    ``min(o, W) + len(chunk)`` keys; the maximum is at the last or the last full chunk.
-    """
+def chunk_spans(cfg: ModelConfig, seq: int, chunk: int | None) -> list[tuple[int, int]]:
+    """(queries, keys) of the attention calls that can be the largest when prefilling ``seq``
+    tokens: ``(seq, seq)`` unchunked; with chunks of C, the chunk at offset o attends to
+    ``min(o, W) + len(chunk)`` keys, and the largest is the last or the last full chunk."""
     if chunk is None or chunk >= seq:
-        return seq, seq
+        return [(seq, seq)]
     last = chunk * ((seq - 1) // chunk)
-    spans = [(min(chunk, seq - o), cfg.window(o) + min(chunk, seq - o)) for o in (last, last - chunk)]
-    return max(spans, key=lambda qk: qk[0] * qk[1])
+    return [(min(chunk, seq - o), cfg.window(o) + min(chunk, seq - o)) for o in (last - chunk, last)]
 
 
 def attention_bytes(cfg: ModelConfig, batch: int, queries: int, keys: int, attention: str,
-                    dtype: str) -> int:
-    """One layer's transient attention memory (see the module docstring)."""
+                    dtype: str, training: bool = False) -> int:
+    """One layer's transient attention memory (see the module docstring). In training the
+    softmax output (eager) and the log-sum-exp (flash) are saved activations already, so
+    only eager's pre-softmax scores are extra."""
     if attention == "flash":
-        return batch * cfg.n_heads * queries * FP32
-    return 2 * batch * cfg.n_heads * queries * keys * weight_bytes(1, dtype)
+        return 0 if training else batch * cfg.n_heads * queries * FP32
+    scores = batch * cfg.n_heads * queries * keys * weight_bytes(1, dtype)
+    return scores if training else 2 * scores
+
+
+def attention_peak(cfg: ModelConfig, batch: int, seq: int, chunk: int | None, attention: str,
+                   dtype: str) -> tuple[int, int, int]:
+    """(bytes, queries, keys) of the prefill's largest attention call."""
+    return max((attention_bytes(cfg, batch, q, k, attention, dtype), q, k)
+               for q, k in chunk_spans(cfg, seq, chunk))
 
 
 def logits_bytes(cfg: ModelConfig, batch: int, positions: int, dtype: str) -> int:

@@ -34,9 +34,6 @@ class ParamCount:
     def non_embedding(self) -> int:
         return self.total - self.embedding
 
-    def weight_bytes(self, dtype: str) -> int:
-        return weight_bytes(self.total, dtype)
-
 
 def weight_bytes(params: int, dtype: str) -> int:
     """Bytes to store ``params`` values of ``dtype`` (int4 packs two per byte, rounded up)."""

@@ -73,14 +73,17 @@ _SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**1
 
 def parse_size(text: str, option: str = "--budget") -> int:
     """'80GiB', '80GB', '24G' (= GiB), '512MiB', '1e9' -> bytes. GB = 10^9, GiB = 2^30."""
+    import math
     import re
 
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([a-zA-Z]*)\s*", text)
     unit = m.group(2).lower() if m else None
     if m is None or unit not in _SIZE_UNITS:
         raise UsageError(f"{option} expects a size such as 80GiB, 80GB, 24G or 512MiB, got {text!r}")
-    value = int(float(m.group(1)) * _SIZE_UNITS[unit])
-    return positive(value, option)
+    value = float(m.group(1)) * _SIZE_UNITS[unit]
+    if not math.isfinite(value):
+        raise UsageError(f"{option} is too large: {text!r}")
+    return positive(int(value), option)
 
 
 def dtype_option(value: Optional[str], default: str, option: str) -> str:

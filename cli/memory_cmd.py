@@ -2,31 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from typing import TYPE_CHECKING
+from analysis.config import FLOAT_DTYPES
 
 from .common import JsonOpt, ModelsArg, choice, dtype_option, load_models, one_or_list, parse_seqs, \
     positive, warn_past_context
 from .errors import UsageError
-from .render import console, count, iec, print_json, share, show
+from .render import console, count, iec, print_json, share, show, warn
 
 if TYPE_CHECKING:
     from analysis.config import ModelConfig
 
 MEMORY_MODES = ("train", "inference")
 PARTS = ("weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits")
-FLOAT_DTYPES = ("fp32", "bf16", "fp16")
 
 
 def memory_parts(cfg: ModelConfig, mode: str, seq: int, batch: int, attention: str, recompute: bool,
-                 dtype: str, kv_dtype: str, chunk: Optional[int], optimizer: str) -> dict:
+                 dtype: str, weights_dtype: str, kv_dtype: str, chunk: Optional[int],
+                 optimizer: str) -> dict:
     # imported here, not at the top: `llmcalc` starts faster when other commands run
     from analysis.activations import activation_bytes, korthikanti_bytes
     from analysis.kvcache import kv_cache
-    from analysis.memory import attention_bytes, kv_span, logits_bytes, training_state
+    from analysis.memory import attention_bytes, attention_peak, logits_bytes, training_state
     from analysis.params import count_params, weight_bytes
 
     parts = dict.fromkeys(PARTS, 0)
@@ -36,18 +36,18 @@ def memory_parts(cfg: ModelConfig, mode: str, seq: int, batch: int, attention: s
         acts = activation_bytes(cfg, batch, seq, attention, dtype, recompute)
         parts.update(weights=state.weights, gradients=state.gradients, optimizer=state.optimizer,
                      activations=acts.total - acts.loss, logits=acts.loss,
-                     attention=attention_bytes(cfg, batch, seq, seq, attention, dtype))
+                     attention=attention_bytes(cfg, batch, seq, seq, attention, dtype, training=True))
         extra = {"activations_per_layer": sum(acts.per_layer.values()),
                  "activation_components": acts.components,
                  "korthikanti_per_layer": korthikanti_bytes(cfg, batch, seq)}
     else:
-        queries, keys = kv_span(cfg, seq, chunk)
-        parts.update(weights=weight_bytes(count_params(cfg).total, dtype),
-                     kv_cache=kv_cache(cfg, seq, batch, kv_dtype).bytes,
-                     attention=attention_bytes(cfg, batch, queries, keys, attention, dtype),
+        peak, queries, keys = attention_peak(cfg, batch, seq, chunk, attention, dtype)
+        parts.update(weights=weight_bytes(count_params(cfg).total, weights_dtype),
+                     kv_cache=kv_cache(cfg, seq, batch, kv_dtype).bytes, attention=peak,
                      logits=logits_bytes(cfg, batch, 1, dtype))
         extra = {"attention_queries": queries, "attention_keys": keys}
     return {"model": cfg.name, "mode": mode, "seq_len": seq, "batch": batch, "dtype": dtype,
+            "weights_dtype": dtype if mode == "train" else weights_dtype, "kv_dtype": kv_dtype,
             "attention_impl": attention, "recompute": recompute, **parts,
             "total": sum(parts.values()), **extra}
 
@@ -59,10 +59,11 @@ def _explain(cfg: ModelConfig, m: dict, fmt) -> None:
     show(title, ["part", "bytes", "share"], rows, footer=["total", fmt(m["total"]), "100.0%"])
     if m["mode"] == "train":
         L = cfg.n_layers
-        console.print(f"activations per layer: {fmt(m['activations_per_layer'])} (x {L} layers); "
-                      f"Korthikanti et al. sbh(34 + 5as/h): {fmt(m['korthikanti_per_layer'])} per layer "
+        console.print(f"activations per layer: {fmt(m['activations_per_layer'])} (x {L} layers)")
+        console.print(f"Korthikanti et al. sbh(34 + 5as/h): {fmt(m['korthikanti_per_layer'])} per layer "
                       "(fp16 with dropout masks; llmcalc's reference has no dropout)")
-        console.print("attention: one layer's transient score buffers (eager) or log-sum-exp (flash)")
+        console.print("attention: one layer's pre-softmax scores (eager; the softmax output and flash's "
+                      "log-sum-exp are saved activations)")
     else:
         console.print(f"attention: one layer's peak, {m['attention_queries']:,} queries x "
                       f"{m['attention_keys']:,} keys; logits: the last position of each sequence")
@@ -77,9 +78,12 @@ def memory(
     attention: str = typer.Option("flash", "--attention", help="eager | flash."),
     recompute: bool = typer.Option(False, "--recompute", help="train: full activation "
                                    "recomputation (keep only each block's input)."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="Compute dtype. train default bf16 "
-                                        "mixed precision (fp32 master weights); fp32 = full precision. "
-                                        "inference default: the model's dtype."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Compute dtype (fp32 | bf16 | fp16). "
+                                        "train default bf16 mixed precision (fp32 master weights); "
+                                        "fp32 = full precision. inference default: the model's dtype "
+                                        "(bf16 for a quantized one)."),
+    weights_dtype: Optional[str] = typer.Option(None, "--weights-dtype", help="inference: stored "
+                                                "weights, e.g. int4 (default: the model's dtype)."),
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="inference: KV-cache dtype "
                                            "(default: --dtype)."),
     chunk: Optional[int] = typer.Option(None, "--chunk", help="inference: chunked prefill, C tokens "
@@ -109,16 +113,24 @@ def memory(
     positive(batch, "--batch")
     if chunk is not None:
         positive(chunk, "--chunk")
+    ignored = {"train": {"--chunk": chunk, "--kv-dtype": kv_dtype, "--weights-dtype": weights_dtype},
+               "inference": {"--recompute": recompute or None,
+                             "--optimizer": None if optimizer == "adam" else optimizer}}[mode]
+    for option, value in ignored.items():
+        if value is not None:
+            warn(f"{option} does not apply to --mode {mode}; ignored")
     results = []
     for cfg in load_models(models):
-        dt = dtype_option(dtype, "bf16" if mode == "train" else cfg.dtype, "--dtype")
+        compute = "bf16" if mode == "train" or cfg.dtype not in FLOAT_DTYPES else cfg.dtype
+        dt = dtype_option(dtype, compute, "--dtype")
         if dt not in FLOAT_DTYPES:
             raise UsageError(f"--dtype must be a float type ({', '.join(FLOAT_DTYPES)}) for compute, "
-                             f"got {dt!r}; use `llmcalc params` for quantized weight sizes")
+                             f"got {dt!r}; quantized weights: --weights-dtype")
+        w_dt = dtype_option(weights_dtype, cfg.dtype, "--weights-dtype")
         kv_dt = dtype_option(kv_dtype, dt, "--kv-dtype")
         s = seq_value or cfg.context_length
         warn_past_context(cfg, s)
-        results.append((cfg, memory_parts(cfg, mode, s, batch, attention, recompute, dt, kv_dt,
+        results.append((cfg, memory_parts(cfg, mode, s, batch, attention, recompute, dt, w_dt, kv_dt,
                                           chunk, optimizer)))
     if json_out:
         print_json(one_or_list([m for _, m in results], len(results) == 1 and bool(models)))

@@ -18,24 +18,28 @@ def _fmt(x) -> str:
 
 
 def _resolve_device(device: str, torch) -> str:
-    if device == "cuda" or (device == "auto" and torch.cuda.is_available()):
-        raise UsageError("the CUDA checks (wall time, FLOP/s, peak memory) are not implemented yet; "
-                         "use --device meta or cpu")
-    return "cpu" if device == "auto" else device
+    """auto: cuda when present, else cpu (the meta checks plus real tensors on the CPU)."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA device is available (try --device meta or cpu)")
+    return device
 
 
 def verify(
     models: Optional[list[str]] = ModelsArg,
     device: str = typer.Option("auto", "--device", help="meta: shapes only, any size. cpu: meta "
-                               "checks plus real-tensor checks on a small copy. auto: cpu here."),
+                               "checks plus real-tensor checks on a small copy. cuda: plus wall "
+                               "time, FLOP/s and peak memory. auto: cuda if present, else cpu."),
     seq: int = typer.Option(128, "--seq", help="Tokens per sequence for the FLOP checks."),
     batch: int = typer.Option(2, "--batch", help="Sequences for the FLOP and KV-cache checks."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Build the reference PyTorch model from the same config and check every analytic
-    figure against it: parameters, forward/backward matmul FLOPs (FlopCounterMode), KV-cache
-    bytes; on cpu also cached decode, rolling buffer, chunked prefill, GQA and RoPE on real
-    tensors. Exit code 1 when any check fails.
+    figure against it: parameters, forward/backward matmul FLOPs (FlopCounterMode), bytes
+    saved for backward, KV-cache bytes; on cpu also cached decode, rolling buffer, chunked
+    prefill, GQA and RoPE on real tensors; on cuda also wall time, FLOP/s and peak memory.
+    Exit code 1 when any check fails.
 
     Examples:
       llmcalc verify gpt2-small --device cpu

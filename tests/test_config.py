@@ -1,5 +1,6 @@
 """Config validation through the CLI: exit code 2, one line on stderr naming file, key, line."""
 
+import json
 import subprocess
 import sys
 
@@ -40,6 +41,12 @@ d_ff: 256
     (BASE + "moe: {num_experts: 2, experts_per_token: 3}\n",
      ":8: key 'moe': experts_per_token (3) exceeds num_experts (2)"),
     (BASE + "moe: {num_experts: 2}\n", ":8: key 'moe': missing required key 'experts_per_token'"),
+    (BASE + "moe: {num_experts: 2, experts_per_token: 0}\n",
+     ":8: key 'moe.experts_per_token': must be >= 1, got 0"),
+    (BASE + "parallel_norms: 1.0\n", ":8: key 'parallel_norms': must be 1 or 2, got 1.0"),
+    (BASE + "relative_buckets: 8\nrelative_max_distance: 4\n",
+     ":9: key 'relative_max_distance': must exceed relative_buckets // 2 (4), got 4"),
+    (BASE + "? [1, 2]\n: 3\n", ":8: not valid YAML: found unhashable key"),
     (BASE + "qkv_bias: yes please\n", ":8: key 'qkv_bias': must be true or false"),
     (BASE + "d_model: 128\n", ":8: key 'd_model': duplicate key (first on line 4)"),
     ("name: [1, 2\n", "not valid YAML"),
@@ -103,16 +110,60 @@ def test_analysis_never_imports_torch():
     assert out.stdout.strip() == "False"
 
 
-def test_hf_config_json(tmp_path, run):
+MIXTRAL_JSON = """{
+	"architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+	"vocab_size": 32000, "max_position_embeddings": 32768, "hidden_size": 4096,
+	"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+	"intermediate_size": 14336, "hidden_act": "silu", "rope_theta": 1e6,
+	"num_local_experts": 8, "num_experts_per_tok": 2, "sliding_window": null,
+	"tie_word_embeddings": false, "torch_dtype": "bfloat16"
+}"""
+
+
+def test_hf_config_json_read_as_json(tmp_path, run):
+    # tabs and 1e6 are JSON but not YAML 1.1: the file must be read as JSON
+    path = tmp_path / "config.json"
+    path.write_text(MIXTRAL_JSON)
+    data = json.loads(run("params", path, "--json").stdout)
+    assert (data["total"], data["active"]) == (46_702_792_704, 12_879_925_248)
+
+
+def test_hf_mistral_window(tmp_path, run):
     path = tmp_path / "config.json"
     path.write_text('{"model_type": "mistral", "_name_or_path": "mistralai/Mistral-7B-v0.1", '
                     '"vocab_size": 32000, "max_position_embeddings": 32768, "hidden_size": 4096, '
                     '"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, '
                     '"intermediate_size": 14336, "rope_theta": 10000.0, "sliding_window": 4096, '
                     '"tie_word_embeddings": false, "torch_dtype": "bfloat16"}')
-    result = run("params", path, "--json")
-    assert result.exit_code == 0, result.stderr
-    assert '"total": 7241732096' in result.stdout
+    assert json.loads(run("params", path, "--json").stdout)["total"] == 7_241_732_096
+    kv = json.loads(run("kvcache", path, "--seq", "8192", "--json").stdout)
+    assert kv["cached_tokens"] == 4096
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"model_type": ["x"]}', "key 'model_type': must be a string, got ['x']"),
+    ('{"model_type": "t5"}', "key 'model_type': unsupported Hugging Face model_type 't5'"),
+    ('{"model_type": "llama", "vocab_size": 10}', "key 'max_position_embeddings': missing Hugging Face key"),
+    (MIXTRAL_JSON.replace('"silu"', '"tanh"'), "key 'hidden_act': unsupported activation 'tanh'"),
+    (MIXTRAL_JSON.replace('"mixtral"', '"qwen2"').replace('null', '4096, "use_sliding_window": true, '
+                                                          '"max_window_layers": 28'),
+     "key 'max_window_layers': a sliding window on only some layers is not supported"),
+    ('{"model_type": "llama",', "not valid JSON: Expecting property name enclosed in double quotes"),
+])
+def test_hf_config_errors(tmp_path, run, text, message):
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    result = run("params", path)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert message in result.stderr
+
+
+def test_yaml_reads_1e6_as_a_number(tmp_path, run):
+    path = tmp_path / "m.yaml"
+    path.write_text(BASE + "position: rope\nrope_theta: 1e6\n")
+    assert run("params", path).exit_code == 0
+    path.write_text(BASE + "rope_theta: .inf\n")
+    assert run("params", path).stderr == f"Error: {path}:8: key 'rope_theta': must be a positive number, got inf\n"
 
 
 # -- property-based: random valid configs never crash; random invalid ones raise ConfigError --
@@ -145,6 +196,11 @@ def valid_configs(draw):
             raw["norm_placement"] = "pre"
     if draw(st.booleans()):
         raw["sliding_window"] = draw(st.integers(1, 64))
+    raw["rope_theta"] = draw(st.sampled_from([10000, 500000.0, 1e6]))
+    raw["relative_buckets"] = draw(st.integers(2, 16))
+    raw["relative_max_distance"] = draw(st.integers(raw["relative_buckets"], 64))
+    raw["dtype"] = draw(st.sampled_from(["fp32", "fp16", "bf16", "fp8", "int8", "int4"]))
+    raw["description"] = draw(st.text(max_size=10))
     if draw(st.booleans()):
         e = draw(st.integers(1, 6))
         raw["moe"] = {"num_experts": e, "experts_per_token": draw(st.integers(1, e)),

@@ -6,7 +6,7 @@ import pytest
 
 from analysis.config import from_dict, load_bundled
 from analysis.kvcache import kv_cache
-from analysis.memory import attention_bytes, kv_span
+from analysis.memory import attention_bytes, attention_peak, chunk_spans
 
 
 def test_llama2_7b_fp16_per_token():
@@ -85,9 +85,20 @@ def test_eager_grows_256x_flash_16x():
     assert flash[1] == 16 * flash[0] == 16 * 25 * 1024 * 4
 
 
-def test_chunked_prefill_span():
-    cfg = load_bundled("mistral-7b")  # W = 4096
-    assert kv_span(cfg, 16384, 4096) == (4096, 8192)
-    assert kv_span(cfg, 5000, 1000) == (1000, 5000)
-    assert kv_span(cfg, 100, None) == (100, 100)
-    assert kv_span(cfg.replace(sliding_window=None), 16384, 4096) == (4096, 16384)
+def test_chunked_prefill_spans_and_peak():
+    cfg = load_bundled("mistral-7b")  # W = 4096, 32 heads
+    assert chunk_spans(cfg, 16384, 4096) == [(4096, 8192), (4096, 8192)]
+    assert chunk_spans(cfg, 5000, 1000) == [(1000, 4000), (1000, 5000)]
+    assert chunk_spans(cfg, 100, None) == [(100, 100)]
+    assert chunk_spans(cfg.replace(sliding_window=None), 16384, 4096)[-1] == (4096, 16384)
+    # a short last chunk: eager peaks there (more keys), flash at the last full chunk (more queries)
+    llama = load_bundled("llama-2-7b")
+    assert chunk_spans(llama, 8191, 4096) == [(4096, 4096), (4095, 8191)]
+    assert attention_peak(llama, 1, 8191, 4096, "flash", "bf16") == (32 * 4096 * 4, 4096, 4096)
+    assert attention_peak(llama, 1, 8191, 4096, "eager", "bf16") == (2 * 32 * 4095 * 8191 * 2, 4095, 8191)
+
+
+def test_training_attention_is_only_the_extra_scores():
+    cfg = load_bundled("gpt2-small")
+    assert attention_bytes(cfg, 8, 1024, 1024, "flash", "bf16", training=True) == 0
+    assert attention_bytes(cfg, 8, 1024, 1024, "eager", "bf16", training=True) == 8 * 12 * 1024 * 1024 * 2

@@ -56,9 +56,27 @@ def test_inference_parts(run):
     (["--optimizer", "lion"], "Error: --optimizer must be one of adam, adamw, sgd, sgd-momentum, got 'lion'\n"),
     (["--mode", "serve"], "Error: --mode must be one of train, inference, got 'serve'\n"),
     (["--dtype", "int4"], "Error: --dtype must be a float type (fp32, bf16, fp16) for compute, got 'int4'; "
-                          "use `llmcalc params` for quantized weight sizes\n"),
+                          "quantized weights: --weights-dtype\n"),
     (["--seq", "1,2"], "Error: --seq takes one value for memory\n"),
 ])
 def test_bad_input_exit_2(run, args, message):
     result = run("memory", "gpt2-small", *args)
     assert (result.exit_code, result.stderr) == (2, message)
+
+
+def test_quantized_weights(tmp_path, run):
+    # a model stored in int4 computes in bf16 by default; weights take half a byte each
+    path = tmp_path / "q.yaml"
+    path.write_text("name: q\nvocab_size: 1000\ncontext_length: 64\nd_model: 64\nn_layers: 2\n"
+                    "n_heads: 4\nd_ff: 256\ndtype: int4\n")
+    data = json.loads(run("memory", path, "--mode", "inference", "--seq", "64", "--json").stdout)
+    assert (data["dtype"], data["weights_dtype"], data["kv_dtype"]) == ("bf16", "int4", "bf16")
+    assert data["weights"] == 231_040 // 2
+    mistral = json.loads(run("memory", "mistral-7b", "--mode", "inference", "--seq", "4096",
+                             "--weights-dtype", "int4", "--json").stdout)
+    assert mistral["weights"] == 7_241_732_096 // 2
+
+
+def test_flash_training_total_counts_the_log_sum_exp_once(run):
+    data = json.loads(run("memory", "gpt2-small", "--seq", "1024", "--json").stdout)
+    assert data["attention"] == 0 and data["activation_components"]["attention/sdpa"] > 0

@@ -66,3 +66,13 @@ def test_wrong_formula_fails_with_exit_1(run, monkeypatch):
 def test_verify_bad_usage(run, args, message):
     result = run("verify", "gpt2-small", *args)
     assert (result.exit_code, result.stderr) == (2, message)
+
+
+def test_verify_without_torch_says_how_to_install(run, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    result = run("verify", "gpt2-small")
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: llmcalc verify needs PyTorch: pip install 'llmcalc[verify]' "
+                             "(CPU machines: pip install torch==2.13.0 first)\n")

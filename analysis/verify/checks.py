@@ -20,7 +20,8 @@ TOL = 1e-9
 
 def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
     """The same structure at toy sizes: 2 layers, 4 query heads of 8 (12 when head_dim is
-    explicit), the same h/g ratio (capped at 4), at most 4 experts, window at most 5."""
+    explicit), MHA when the model is MHA and 4 // min(h/g, 4) KV heads otherwise (GQA stays
+    GQA, MQA stays MQA), at most 4 experts, window at most 5."""
     groups = min(cfg.n_heads // cfg.kv_heads, 4)
     small = dict(vocab_size=61, context_length=64, d_model=32, n_layers=2, n_heads=4,
                  n_kv_heads=4 // groups, head_dim=8 if cfg.head_dim is None else 12, d_ff=40, relative_buckets=8,

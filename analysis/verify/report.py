@@ -110,7 +110,8 @@ def real_tensor_checks(cfg: ModelConfig) -> list[Check]:
 
 
 def verify(cfg: ModelConfig, device: str, seq: int, batch: int) -> list[Check]:
-    """All checks for one model; ``device`` is 'meta' or 'cpu' (real-tensor checks)."""
+    """All checks for one model. ``meta``: the shape checks; ``cpu``: plus the real-tensor
+    checks; ``cuda``: plus wall time, FLOP/s and peak memory (:mod:`analysis.verify.gpu`)."""
     meta = "meta"
     out = param_checks(cfg)
     for attention in ("eager", "flash"):
@@ -118,6 +119,10 @@ def verify(cfg: ModelConfig, device: str, seq: int, batch: int) -> list[Check]:
         for recompute in (False, True):
             out += activation_checks(cfg, seq, batch, attention, recompute, meta)
     out += kv_checks(cfg, meta, batch)
-    if device == "cpu":
+    if device in ("cpu", "cuda"):
         out += real_tensor_checks(cfg)
+    if device == "cuda":
+        from .gpu import gpu_checks
+
+        out += gpu_checks(cfg, seq, batch)
     return out

@@ -1,0 +1,33 @@
+"""The CUDA path of `llmcalc verify`: runs only where a GPU is present."""
+
+import json
+
+import pytest
+import torch
+
+from analysis.config import load_bundled
+from analysis.verify.gpu import PEAK_TOLERANCE, gpu_checks
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@needs_gpu
+def test_gpu_checks_gpt2_small():
+    checks = gpu_checks(load_bundled("gpt2-small"), 512, 2)
+    peak = checks[0]
+    assert peak.name.endswith("peak memory (bytes)")
+    assert abs(peak.measured - peak.analytic) <= PEAK_TOLERANCE * peak.analytic
+    assert all(c.measured > 0 for c in checks)
+
+
+@needs_gpu
+def test_verify_cuda_json(run):
+    data = json.loads(run("verify", "gpt2-small", "--device", "cuda", "--json").stdout)
+    assert data["device"] == "cuda" and data["ok"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present")
+def test_cuda_without_gpu_is_a_usage_error(run):
+    result = run("verify", "gpt2-small", "--device", "cuda")
+    assert (result.exit_code, result.stderr) == (
+        2, "Error: --device cuda: no CUDA device is available (try --device meta or cpu)\n")
