@@ -13,11 +13,13 @@ from tests.test_config import valid_configs
 @settings(max_examples=40, deadline=None)
 @given(valid_configs(), st.integers(1, 24), st.integers(1, 3))
 def test_random_configs_analytic_equals_measured(raw, seq, batch):
-    """Parameters, forward/backward matmul FLOPs (eager and flash) and KV-cache bytes."""
+    """Parameters, forward/backward matmul FLOPs (eager and flash, with and without full
+    recomputation) and KV-cache bytes. Saved activation bytes: tests/test_activations.py."""
     cfg = from_dict(raw, "random.yaml")
     checks = report.param_checks(cfg) + report.kv_checks(cfg, "meta", batch)
     for attention in ("eager", "flash"):
         checks += report.flop_checks(cfg, seq, batch, attention, "meta")
+        checks.append(report.recompute_flop_check(cfg, seq, batch, attention, "meta"))
     failed = [c for c in checks if not c.ok]
     assert not failed, (cfg, failed)
 
@@ -31,6 +33,7 @@ def test_verify_json_bundled(run, name):
     names = [c["name"] for c in data["checks"]]
     for prefix in ("params/total", "flops/eager/forward/total", "flops/eager/backward/total",
                    "flops/flash/forward/total", "flops/flash/backward/total", "kv_cache/",
+                   "flops/eager/recompute/backward/total", "flops/flash/recompute/backward/total",
                    "activations/eager/total", "activations/flash/total",
                    "activations/eager/recompute/total", "activations/flash/recompute/total"):
         assert any(n.startswith(prefix) for n in names), prefix

@@ -22,7 +22,8 @@ Conventions:
   token, so the result is the same) and the LM head.
 - ``recompute=True`` (full activation recomputation) runs each block under
   ``torch.utils.checkpoint.checkpoint(use_reentrant=False)``: backward recomputes the block,
-  so the forward keeps only what the checkpoint saves, its tensor arguments (the block input
+  every op of it (early stop off), so the forward keeps only what the checkpoint saves, its
+  tensor arguments (the block input
   and the Context's mask and RoPE tables, passed as arguments so they are saved like the
   input rather than kept alive by reference, unseen by saved-tensor hooks).
 """
@@ -34,7 +35,7 @@ import math
 
 import torch
 from torch import nn
-from torch.utils.checkpoint import checkpoint
+from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from analysis.config import ModelConfig
 from analysis.layout import layer_norms
@@ -102,9 +103,13 @@ class Block(nn.Module):
         def run(x, bias, *rope):
             return self.run(x, dataclasses.replace(ctx, bias=bias, rope=rope or None))
 
-        # no dropout: nothing random to replay, so the RNG state need not be stashed
-        return checkpoint(run, x, ctx.bias, *(ctx.rope or ()), use_reentrant=False,
-                          preserve_rng_state=False)
+        # no dropout: nothing random to replay, so the RNG state need not be stashed.
+        # Early stop would skip recomputing ops whose outputs backward does not need (the
+        # block's last matmul); off, backward reruns the whole block, the convention of
+        # "full recomputation adds one forward" that the analytic FLOPs state.
+        with set_checkpoint_early_stop(False):
+            return checkpoint(run, x, ctx.bias, *(ctx.rope or ()), use_reentrant=False,
+                              preserve_rng_state=False)
 
     def run(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
         n = self.norm

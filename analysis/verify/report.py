@@ -80,6 +80,18 @@ def activation_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, re
     return _compare(f"activations/{attention}" + ("/recompute" if recompute else ""), analytic, measured)
 
 
+def recompute_flop_check(cfg: ModelConfig, seq: int, batch: int, attention: str,
+                         device: str) -> Check:
+    """Backward matmul FLOPs with full recomputation, in total: the recomputed forward runs
+    inside the backward, where per-module attribution is not meaningful."""
+    model = build(cfg, attention, device, recompute=True)
+    _, bwd = measure_flops(model, torch.zeros(batch, seq, dtype=torch.long, device=device))
+    analytic = count_flops(cfg, Workload("train", seq, batch), attention=attention,
+                           recompute=True).backward.matmul_total
+    return Check(f"flops/{attention}/recompute/backward/total", analytic, sum(bwd.values()),
+                 analytic == sum(bwd.values()))
+
+
 def kv_checks(cfg: ModelConfig, device: str, batch: int) -> list[Check]:
     model = build(cfg, "eager", device)
     W = cfg.sliding_window
@@ -116,6 +128,7 @@ def verify(cfg: ModelConfig, device: str, seq: int, batch: int) -> list[Check]:
     out = param_checks(cfg)
     for attention in ("eager", "flash"):
         out += flop_checks(cfg, seq, batch, attention, meta)
+        out.append(recompute_flop_check(cfg, seq, batch, attention, meta))
         for recompute in (False, True):
             out += activation_checks(cfg, seq, batch, attention, recompute, meta)
     out += kv_checks(cfg, meta, batch)
