@@ -17,6 +17,8 @@ ModelsArg = typer.Argument(
     help="Bundled name (see `llmcalc models`), a YAML file, or a Hugging Face config.json. "
          "None: every bundled model.")
 JsonOpt = typer.Option(False, "--json", help="Print only JSON to stdout.")
+BatchOpt = typer.Option(1, "--batch", help="Sequences.")
+ExactOpt = typer.Option(False, "--exact", help="Exact integers instead of units.")
 
 
 def family_order(cfg: ModelConfig) -> tuple[str, int]:
@@ -30,8 +32,9 @@ def load_models(specs: Optional[list[str]]) -> list[ModelConfig]:
     return sorted((load_model(n) for n in bundled_names()), key=family_order)
 
 
-def one_or_list(items: list, single: bool):
-    return items[0] if single else items
+def one_or_list(items: list, specs: Optional[list[str]]):
+    """JSON shape: an object for one model named on the command line, else a list."""
+    return items[0] if specs and len(items) == 1 else items
 
 
 def parse_seqs(text: Optional[str], option: str = "--seq") -> list[Optional[int]]:

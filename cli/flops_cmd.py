@@ -8,7 +8,7 @@ import typer
 
 from analysis.params import count_params
 
-from .common import JsonOpt, ModelsArg, choice, load_models, one_or_list, parse_seqs, positive, \
+from .common import BatchOpt, ExactOpt, JsonOpt, ModelsArg, choice, load_models, one_or_list, parse_seqs, positive, \
     warn_past_context
 from .render import console, count, print_json, share, si, show
 
@@ -113,14 +113,14 @@ def flops(
     models: Optional[list[str]] = ModelsArg,
     seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence, or a comma list "
                                       "(1024,4096,16384). Default: the model's context length."),
-    batch: int = typer.Option(1, "--batch", help="Sequences."),
+    batch: int = BatchOpt,
     mode: str = typer.Option("train", "--mode", help="train | prefill | decode."),
     attention: str = typer.Option("flash", "--attention",
                                   help="eager | flash: backward 2x or 2.5x attention forward."),
     causal: bool = typer.Option(False, "--causal", help="Count only unmasked query-key pairs."),
     recompute: bool = typer.Option(False, "--recompute", help="Full activation recomputation."),
     all_logits: bool = typer.Option(False, "--all-logits", help="prefill: logits at every position."),
-    exact: bool = typer.Option(False, "--exact", help="Exact integers instead of units."),
+    exact: bool = ExactOpt,
     macs: bool = typer.Option(False, "--macs", help="Show matmul multiply-accumulates (FLOPs / 2)."),
     json_out: bool = JsonOpt,
 ) -> None:
@@ -150,7 +150,7 @@ def flops(
             runs.append((cfg, count_flops(cfg, w, causal=causal, **opts),
                          count_flops(cfg, w, causal=True, **opts)))
     if json_out:
-        print_json(one_or_list([flops_json(*run) for run in runs], len(runs) == 1 and bool(models)))
+        print_json(one_or_list([flops_json(*run) for run in runs], models))
         return
     if len(runs) == 1 and models:
         _breakdown(*runs[0], exact=exact, macs=macs)

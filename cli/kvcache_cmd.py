@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .common import JsonOpt, ModelsArg, dtype_option, load_models, one_or_list, parse_seqs, \
+from .common import BatchOpt, ExactOpt, JsonOpt, ModelsArg, dtype_option, load_models, one_or_list, parse_seqs, \
     parse_size, positive, warn_past_context
 from .render import count, iec, print_json, show
 
@@ -15,14 +15,14 @@ def kvcache(
     models: Optional[list[str]] = ModelsArg,
     seq: Optional[str] = typer.Option(None, "--seq", help="Context tokens per sequence, or a comma "
                                       "list. Default: the model's context length."),
-    batch: int = typer.Option(1, "--batch", help="Sequences."),
+    batch: int = BatchOpt,
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="fp32 | fp16 | bf16 | fp8 | "
                                            "int8 | int4. Default: the model's dtype."),
     budget: Optional[str] = typer.Option(None, "--budget", help="Device memory: 80GiB, 80GB (10^9), "
                                          "24G (= GiB), 512MiB. Reports how many sequences fit."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="Weight dtype for --budget. "
                                         "Default: the model's dtype."),
-    exact: bool = typer.Option(False, "--exact", help="Exact bytes instead of IEC units."),
+    exact: bool = ExactOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """KV-cache size: bytes per token, cached tokens (a sliding window caps them), total.
@@ -61,7 +61,7 @@ def kvcache(
             out.append(item)
             rows.append(row)
     if json_out:
-        print_json(one_or_list(out, len(out) == 1 and bool(models)))
+        print_json(one_or_list(out, models))
         return
     cols = ["model", "seq", "cached tokens", "bytes/token", "per layer", f"total (batch {batch})"]
     if budget_bytes is not None:

@@ -8,7 +8,7 @@ import typer
 
 from analysis.config import FLOAT_DTYPES
 
-from .common import JsonOpt, ModelsArg, choice, dtype_option, load_models, one_or_list, parse_seqs, \
+from .common import BatchOpt, ExactOpt, JsonOpt, ModelsArg, choice, dtype_option, load_models, one_or_list, parse_seqs, \
     positive, warn_past_context
 from .errors import UsageError
 from .render import console, count, iec, print_json, share, show, warn
@@ -74,7 +74,7 @@ def memory(
     mode: str = typer.Option("train", "--mode", help="train | inference."),
     seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence. Default: the "
                                       "model's context length."),
-    batch: int = typer.Option(1, "--batch", help="Sequences."),
+    batch: int = BatchOpt,
     attention: str = typer.Option("flash", "--attention", help="eager | flash."),
     recompute: bool = typer.Option(False, "--recompute", help="train: full activation "
                                    "recomputation (keep only each block's input)."),
@@ -89,7 +89,7 @@ def memory(
     chunk: Optional[int] = typer.Option(None, "--chunk", help="inference: chunked prefill, C tokens "
                                         "per chunk."),
     optimizer: str = typer.Option("adam", "--optimizer", help="adam | adamw | sgd | sgd-momentum."),
-    exact: bool = typer.Option(False, "--exact", help="Exact bytes instead of IEC units."),
+    exact: bool = ExactOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """Memory by part: weights, gradients, optimizer state, activations and logits for
@@ -133,7 +133,7 @@ def memory(
         results.append((cfg, memory_parts(cfg, mode, s, batch, attention, recompute, dt, w_dt, kv_dt,
                                           chunk, optimizer)))
     if json_out:
-        print_json(one_or_list([m for _, m in results], len(results) == 1 and bool(models)))
+        print_json(one_or_list([m for _, m in results], models))
         return
     fmt = count if exact else iec
     if len(results) == 1 and models:

@@ -71,8 +71,7 @@ def params(models: Optional[list[str]] = ModelsArg, json_out: bool = JsonOpt) ->
     cfgs = load_models(models)
     counts = [count_params(c) for c in cfgs]
     if json_out:
-        print_json(one_or_list([params_json(c, p) for c, p in zip(cfgs, counts)], len(cfgs) == 1
-                               and bool(models)))
+        print_json(one_or_list([params_json(c, p) for c, p in zip(cfgs, counts)], models))
         return
     if len(cfgs) == 1 and models:
         _breakdown(cfgs[0], counts[0])

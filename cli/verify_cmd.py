@@ -76,7 +76,7 @@ def verify(
                                  "ok": all(c.ok for c in checks),
                                  "checks": [{"name": c.name, "analytic": c.analytic,
                                              "measured": c.measured, "ok": c.ok} for c in checks]}
-                                for cfg, checks in results], len(results) == 1 and bool(models)))
+                                for cfg, checks in results], models))
     else:
         for cfg, checks in results:
             rows = [(c.name, _fmt(c.analytic), _fmt(c.measured),
