@@ -318,12 +318,12 @@ def load_path(path: Path) -> ModelConfig:
 
 
 def bundled_names() -> list[str]:
-    files = resources.files("model_configs").iterdir()
+    files = resources.files("llmcalc.model_configs").iterdir()
     return sorted(f.name[:-5] for f in files if f.name.endswith(".yaml"))
 
 
 def load_bundled(name: str) -> ModelConfig:
-    res = resources.files("model_configs") / f"{name}.yaml"
+    res = resources.files("llmcalc.model_configs") / f"{name}.yaml"
     return load_text(res.read_text(encoding="utf-8"), f"model_configs/{name}.yaml")
 
 

@@ -24,7 +24,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     args = ap.parse_args()
     # What the console script runs, without a shell shim (pyenv) in front of it.
-    tool = [sys.executable, "-c", "import sys; sys.argv[0] = 'llmcalc'; from cli.app import main; main()"]
+    tool = [sys.executable, "-c", "import sys; sys.argv[0] = 'llmcalc'; from llmcalc.cli.app import main; main()"]
     cmds = {"floor": [sys.executable, "-c", "import typer, rich.console, rich.table, yaml"],
             "llmcalc params gpt2-xl": tool + ["params", "gpt2-xl"]}
     times: dict[str, list[float]] = {k: [] for k in cmds}

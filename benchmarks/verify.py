@@ -9,13 +9,13 @@ import subprocess
 import sys
 import time
 
-from analysis.config import bundled_names
+from llmcalc.analysis.config import bundled_names
 
 BAR_SECONDS = 60
 
 
 def main() -> None:
-    cmd = [sys.executable, "-c", "import sys; sys.argv[0] = 'llmcalc'; from cli.app import main; main()"]
+    cmd = [sys.executable, "-c", "import sys; sys.argv[0] = 'llmcalc'; from llmcalc.cli.app import main; main()"]
     worst = 0.0
     for name in bundled_names():
         start = time.perf_counter()

@@ -6,8 +6,8 @@ from typing import Optional
 
 import typer
 
-from analysis.config import ModelConfig, bundled_names, load_model
-from analysis.params import count_params
+from ..analysis.config import ModelConfig, bundled_names, load_model
+from ..analysis.params import count_params
 
 from .errors import UsageError
 from .render import warn
@@ -90,6 +90,6 @@ def parse_size(text: str, option: str = "--budget") -> int:
 
 
 def dtype_option(value: Optional[str], default: str, option: str) -> str:
-    from analysis.config import DTYPE_BITS
+    from ..analysis.config import DTYPE_BITS
 
     return choice(value or default, tuple(DTYPE_BITS), option)

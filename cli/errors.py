@@ -7,7 +7,7 @@ import sys
 import typer
 from typer.core import TyperGroup
 
-from analysis.config import ConfigError
+from ..analysis.config import ConfigError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -6,15 +6,15 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from analysis.params import count_params
+from ..analysis.params import count_params
 
 from .common import BatchOpt, ExactOpt, JsonOpt, ModelsArg, choice, load_models, one_or_list, parse_seqs, positive, \
     warn_past_context
 from .render import console, count, print_json, share, si, show
 
 if TYPE_CHECKING:  # analysis.flops is imported where used: other commands start faster
-    from analysis.config import ModelConfig
-    from analysis.flops import FlopBreakdown, FlopReport
+    from ..analysis.config import ModelConfig
+    from ..analysis.flops import FlopBreakdown, FlopReport
 
 GROUPS = {  # share columns of the side-by-side table
     "attn proj": ("attention/q", "attention/k", "attention/v", "attention/o"),
@@ -36,7 +36,7 @@ def _breakdown_json(b: FlopBreakdown) -> dict:
 
 
 def flops_json(cfg: ModelConfig, r: FlopReport, causal: FlopReport) -> dict:
-    from analysis.flops import approximations
+    from ..analysis.flops import approximations
 
     p = count_params(cfg)
     approx = approximations(cfg, r.workload, p.active - p.embedding, p.embedding)
@@ -58,7 +58,7 @@ def _fmt(n: int, exact: bool, macs: bool = False) -> str:
 
 
 def _breakdown(cfg: ModelConfig, r: FlopReport, causal: FlopReport, exact: bool, macs: bool) -> None:
-    from analysis.flops import approximations, count_flops
+    from ..analysis.flops import approximations, count_flops
 
     w = r.workload
     tot = r.total
@@ -133,7 +133,7 @@ def flops(
       llmcalc flops mistral-7b --mode decode --seq 8192 --batch 32
       llmcalc flops                    # every bundled model side by side
     """
-    from analysis.flops import ATTENTION_IMPLS, MODES, Workload, count_flops
+    from ..analysis.flops import ATTENTION_IMPLS, MODES, Workload, count_flops
 
     seqs = parse_seqs(seq)
     positive(batch, "--batch")

@@ -32,7 +32,7 @@ def kvcache(
       llmcalc kvcache mistral-7b --seq 8192 --kv-dtype fp16 --budget 80GiB
       llmcalc kvcache mistral-7b --seq 1024,4096,16384,32768     # the window plateau
     """
-    from analysis.kvcache import fit_budget, kv_cache  # here: faster start for other commands
+    from ..analysis.kvcache import fit_budget, kv_cache  # here: faster start for other commands
 
     seqs = parse_seqs(seq)
     positive(batch, "--batch")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from analysis.config import FLOAT_DTYPES
+from ..analysis.config import FLOAT_DTYPES
 
 from .common import BatchOpt, ExactOpt, JsonOpt, ModelsArg, choice, dtype_option, load_models, one_or_list, parse_seqs, \
     positive, warn_past_context
@@ -14,7 +14,7 @@ from .errors import UsageError
 from .render import console, count, iec, print_json, share, show, warn
 
 if TYPE_CHECKING:
-    from analysis.config import ModelConfig
+    from ..analysis.config import ModelConfig
 
 MEMORY_MODES = ("train", "inference")
 PARTS = ("weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits")
@@ -24,10 +24,10 @@ def memory_parts(cfg: ModelConfig, mode: str, seq: int, batch: int, attention: s
                  dtype: str, weights_dtype: str, kv_dtype: str, chunk: Optional[int],
                  optimizer: str) -> dict:
     # imported here, not at the top: `llmcalc` starts faster when other commands run
-    from analysis.activations import activation_bytes, korthikanti_bytes
-    from analysis.kvcache import kv_cache
-    from analysis.memory import attention_bytes, attention_peak, logits_bytes, training_state
-    from analysis.params import count_params, weight_bytes
+    from ..analysis.activations import activation_bytes, korthikanti_bytes
+    from ..analysis.kvcache import kv_cache
+    from ..analysis.memory import attention_bytes, attention_peak, logits_bytes, training_state
+    from ..analysis.params import count_params, weight_bytes
 
     parts = dict.fromkeys(PARTS, 0)
     extra: dict = {}
@@ -101,8 +101,8 @@ def memory(
       llmcalc memory mistral-7b --mode inference --seq 16384 --chunk 4096 --batch 4
       llmcalc memory --mode inference --seq 4096      # every bundled model side by side
     """
-    from analysis.flops import ATTENTION_IMPLS
-    from analysis.memory import OPTIMIZER_STATES
+    from ..analysis.flops import ATTENTION_IMPLS
+    from ..analysis.memory import OPTIMIZER_STATES
 
     choice(mode, MEMORY_MODES, "--mode")
     choice(attention, ATTENTION_IMPLS, "--attention")

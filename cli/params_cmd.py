@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from analysis.config import DTYPE_BITS, ModelConfig
-from analysis.params import ParamCount, count_params, weight_bytes
+from ..analysis.config import DTYPE_BITS, ModelConfig
+from ..analysis.params import ParamCount, count_params, weight_bytes
 
 from .common import JsonOpt, ModelsArg, load_models, one_or_list
 from .render import console, count, iec, print_json, share, show

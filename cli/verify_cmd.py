@@ -55,7 +55,7 @@ def verify(
     except ImportError:
         raise UsageError("llmcalc verify needs PyTorch: pip install 'llmcalc[verify]' "
                          "(CPU machines: pip install torch==2.13.0 first)") from None
-    from analysis.verify.report import verify as run_checks
+    from ..analysis.verify.report import verify as run_checks
 
     dev = _resolve_device(device, torch)
     results = []

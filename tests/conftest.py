@@ -1,7 +1,7 @@
 import pytest
 from typer.testing import CliRunner
 
-from cli.app import app
+from llmcalc.cli.app import app
 
 
 @pytest.fixture

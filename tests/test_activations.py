@@ -7,10 +7,10 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from analysis.activations import activation_bytes, korthikanti_bytes
-from analysis.config import bundled_names, from_dict, load_bundled
-from analysis.verify.measure import build, measure_saved_bytes
-from analysis.verify.norms import RMSNorm
+from llmcalc.analysis.activations import activation_bytes, korthikanti_bytes
+from llmcalc.analysis.config import bundled_names, from_dict, load_bundled
+from llmcalc.analysis.verify.measure import build, measure_saved_bytes
+from llmcalc.analysis.verify.norms import RMSNorm
 from tests.test_config import valid_configs
 from tests.test_reference import CONFIGS
 
@@ -115,6 +115,6 @@ def test_rmsnorm_matches_torch():
 
 
 def test_activations_never_import_torch():
-    code = "import sys, analysis.activations; print('torch' in sys.modules)"
+    code = "import sys, llmcalc.analysis.activations; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

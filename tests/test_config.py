@@ -7,8 +7,8 @@ import sys
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from analysis.config import ConfigError, from_dict
-from analysis.params import count_params
+from llmcalc.analysis.config import ConfigError, from_dict
+from llmcalc.analysis.params import count_params
 
 BASE = """name: t
 vocab_size: 1000
@@ -92,18 +92,19 @@ def test_missing_file(run):
 def test_real_process_has_no_traceback(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text(BASE + "n_kv_heads: 3\n")
-    proc = subprocess.run([sys.executable, "-m", "cli", "params", str(path)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "llmcalc.cli", "params", str(path)], capture_output=True,
                           text=True)
     assert proc.returncode == 2
     assert proc.stderr == f"Error: {path}:8: key 'n_kv_heads': must divide n_heads (4), got 3\n"
 
 
 def test_analysis_never_imports_torch():
-    code = ("import sys, pkgutil, importlib, analysis; from analysis.config import load_bundled; "
-            "from analysis.params import count_params; "
-            "[importlib.import_module('analysis.' + m.name) for m in pkgutil.iter_modules("
+    code = ("import sys, pkgutil, importlib, llmcalc.analysis as analysis; "
+            "from llmcalc.analysis.config import load_bundled; "
+            "from llmcalc.analysis.params import count_params; "
+            "[importlib.import_module('llmcalc.analysis.' + m.name) for m in pkgutil.iter_modules("
             "analysis.__path__) if m.name != 'verify']; "
-            "from cli.app import app; count_params(load_bundled('gpt2-xl')); "
+            "from llmcalc.cli.app import app; count_params(load_bundled('gpt2-xl')); "
             "from typer.testing import CliRunner; r = CliRunner().invoke(app, ['params', 'gpt2-xl']);"
             "assert r.exit_code == 0; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -5,8 +5,8 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from analysis.config import from_dict, load_bundled
-from analysis.flops import Workload, attended_pairs, count_flops
+from llmcalc.analysis.config import from_dict, load_bundled
+from llmcalc.analysis.flops import Workload, attended_pairs, count_flops
 from tests.test_config import valid_configs
 
 

@@ -5,8 +5,8 @@ import json
 import pytest
 import torch
 
-from analysis.config import load_bundled
-from analysis.verify.gpu import PEAK_TOLERANCE, gpu_checks
+from llmcalc.analysis.config import load_bundled
+from llmcalc.analysis.verify.gpu import PEAK_TOLERANCE, gpu_checks
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from analysis.config import from_dict, load_bundled
-from analysis.kvcache import kv_cache
-from analysis.memory import attention_bytes, attention_peak, chunk_spans
+from llmcalc.analysis.config import from_dict, load_bundled
+from llmcalc.analysis.kvcache import kv_cache
+from llmcalc.analysis.memory import attention_bytes, attention_peak, chunk_spans
 
 
 def test_llama2_7b_fp16_per_token():

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from analysis.config import load_bundled
-from analysis.memory import training_state
-from analysis.params import count_params
+from llmcalc.analysis.config import load_bundled
+from llmcalc.analysis.memory import training_state
+from llmcalc.analysis.params import count_params
 
 KEYS = {"weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits", "total"}
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from analysis.config import bundled_names, from_dict, load_bundled
-from analysis.params import count_params, weight_bytes
+from llmcalc.analysis.config import bundled_names, from_dict, load_bundled
+from llmcalc.analysis.params import count_params, weight_bytes
 
 # Published totals (DESIGN.md section 2). Sources:
 #  GPT-2: HF `openai-community/gpt2*` checkpoints, sum of numel over unique tensors

@@ -18,7 +18,7 @@ BLOCK = re.compile(r"```console\n\$ (llmcalc [^\n]*)\n(.*?)```", re.S)
 def _run(command: str) -> str:
     from typer.testing import CliRunner
 
-    from cli.app import app
+    from llmcalc.cli.app import app
 
     result = CliRunner().invoke(app, shlex.split(command)[1:])
     assert result.exit_code in (0, 1), (command, result.stderr)

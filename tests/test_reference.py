@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-from analysis.config import bundled_names, from_dict, load_bundled
-from analysis.params import count_params
-from analysis.verify.cache import KVCache
-from analysis.verify.checks import CHECKS, check_rope_relative
-from analysis.verify.measure import (_storage_id, build, component_key, measure_flops,
+from llmcalc.analysis.config import bundled_names, from_dict, load_bundled
+from llmcalc.analysis.params import count_params
+from llmcalc.analysis.verify.cache import KVCache
+from llmcalc.analysis.verify.checks import CHECKS, check_rope_relative
+from llmcalc.analysis.verify.measure import (_storage_id, build, component_key, measure_flops,
                                      measure_kv_bytes, measure_params, measure_saved_bytes)
 
 BASE = dict(name="t", vocab_size=61, context_length=64, d_model=32, n_layers=2, n_heads=4, d_ff=40)

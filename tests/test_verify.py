@@ -5,8 +5,8 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import analysis.verify.report as report
-from analysis.config import from_dict
+import llmcalc.analysis.verify.report as report
+from llmcalc.analysis.config import from_dict
 from tests.test_config import valid_configs
 
 

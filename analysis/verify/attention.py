@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from analysis.config import ModelConfig
+from ..config import ModelConfig
 
 from .norms import make_norm
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from analysis.config import ModelConfig
+from ..config import ModelConfig
 
 
 class KVCache:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from analysis.config import ModelConfig
+from ..config import ModelConfig
 
 from .attention import apply_rope
 from .cache import KVCache

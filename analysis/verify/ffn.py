@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from analysis.config import ModelConfig
+from ..config import ModelConfig
 
 ACTIVATIONS = {
     "relu": F.relu, "reglu": F.relu,

@@ -18,10 +18,10 @@ import time
 
 import torch
 
-from analysis.activations import activation_bytes
-from analysis.config import ModelConfig
-from analysis.flops import Workload, count_flops
-from analysis.memory import attention_bytes, training_state
+from ..activations import activation_bytes
+from ..config import ModelConfig
+from ..flops import Workload, count_flops
+from ..memory import attention_bytes, training_state
 
 from .measure import _loss, build
 from .report import Check

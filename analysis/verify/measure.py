@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
-from analysis.config import ModelConfig
+from ..config import ModelConfig
 
 from .cache import KVCache, cache_bytes
 from .model import Transformer

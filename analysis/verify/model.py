@@ -37,8 +37,8 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
-from analysis.config import ModelConfig
-from analysis.layout import layer_norms
+from ..config import ModelConfig
+from ..layout import layer_norms
 
 from .attention import Attention, Context
 from .ffn import MLP, MoE

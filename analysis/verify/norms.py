@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from analysis.config import ModelConfig
+from ..config import ModelConfig
 
 
 class _RMSNormFunction(torch.autograd.Function):

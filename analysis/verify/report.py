@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import torch
 
-from analysis.activations import activation_bytes
-from analysis.config import ModelConfig
-from analysis.flops import Workload, count_flops
-from analysis.kvcache import kv_cache
-from analysis.params import count_params
+from ..activations import activation_bytes
+from ..config import ModelConfig
+from ..flops import Workload, count_flops
+from ..kvcache import kv_cache
+from ..params import count_params
 
 from . import checks
 from .measure import build, measure_flops, measure_kv_bytes, measure_params, measure_saved_bytes
