@@ -1,10 +1,13 @@
 """ModelConfig: one flat, frozen description of a decoder-only transformer.
 
-Fields are exactly the YAML keys (DESIGN.md section 2); values a user may omit are
-``None`` or a documented default, and everything derived from them (KV heads, head
-size, widths, expert width) is a property, never a field that gets rewritten.
+Fields are exactly the YAML keys (DESIGN.md section 2, README "Config keys"); values a user
+may omit are ``None`` or a documented default, and everything derived from them (KV heads,
+head size, widths, expert width, the layer plan) is computed, never a field that gets
+rewritten.
 
-Loading reads YAML with ``yaml.safe_load`` only. Every problem with user input is a
+Validation is driven by the dataclass fields: every field carries its own check in its
+metadata, so a key exists in YAML exactly when it exists here and can never be silently
+dropped. Loading reads YAML with ``yaml.safe_load`` only. Every problem with user input is a
 :class:`ConfigError` naming the file, the key and, where known, the YAML line.
 """
 
@@ -14,16 +17,17 @@ import dataclasses
 import difflib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-ACTIVATIONS = ("relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu")
-GATED = ("swiglu", "geglu", "reglu")
-NORMS = ("layernorm", "rmsnorm")
-NORM_PLACEMENTS = ("pre", "post", "sandwich")
-POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "relative", "none")
+from .variants import ACTIVATIONS, NORMS, POSITIONS
+
+NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
+ATTENTION_KINDS = ("mha", "mla")
+LAYER_TYPES = ("full", "sliding")
+QK_NORMS = ("none", "head", "full")
 DTYPE_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 FLOAT_DTYPES = ("fp32", "bf16", "fp16")  # what activations, caches and compute can be in
 
@@ -38,48 +42,194 @@ class ConfigError(ValueError):
         super().__init__(where + (f"key '{key}': " if key else "") + message)
 
 
+def _suggest(key: str, choices) -> str:
+    close = difflib.get_close_matches(key, list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+class _Checker:
+    """Raises ConfigError for one file; ``prefix`` names the enclosing mapping (``moe.``)."""
+
+    def __init__(self, source: str | None, lines: dict[str, int], prefix: str = ""):
+        self.source, self.lines, self.prefix = source, lines, prefix
+
+    def fail(self, key: str | None, message: str):
+        top = self.prefix.split(".")[0] if self.prefix else key
+        line = self.lines.get(top) if top else None
+        raise ConfigError(message, self.source, self.prefix + key if key else None, line)
+
+    def nested(self, key: str) -> "_Checker":
+        return _Checker(self.source, self.lines, self.prefix + key + ".")
+
+
+# -- per-field checks: (checker, key, value) -> the stored value ---------------------------
+
+Check = Callable[[_Checker, str, Any], Any]
+
+
+def _int(minimum: int = 1) -> Check:
+    def check(c: _Checker, key: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            c.fail(key, f"must be an integer, got {value!r}")
+        if value < minimum:
+            c.fail(key, f"must be >= {minimum}, got {value}")
+        return value
+    return check
+
+
+def _optional(inner: Check) -> Check:
+    def check(c: _Checker, key: str, value: Any) -> Any:
+        return None if value is None else inner(c, key, value)
+    return check
+
+
+def _bool(c: _Checker, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        c.fail(key, f"must be true or false, got {value!r}")
+    return value
+
+
+def _enum(choices) -> Check:
+    choices = tuple(choices)
+
+    def check(c: _Checker, key: str, value: Any) -> str:
+        if not isinstance(value, str) or value not in choices:
+            c.fail(key, f"unknown value {value!r}{_suggest(str(value), choices)}; "
+                        f"expected one of: {', '.join(choices)}")
+        return value
+    return check
+
+
+def _text(required: bool) -> Check:
+    def check(c: _Checker, key: str, value: Any) -> str:
+        if not isinstance(value, str) or (required and not value.strip()):
+            c.fail(key, f"must be a non-empty string, got {value!r}")
+        return value
+    return check
+
+
+def _number(maximum: float = math.inf) -> Check:
+    """A finite positive number (at most ``maximum``); also YAML 1.1's string reading of ``1e6``."""
+    def check(c: _Checker, key: str, value: Any) -> float:
+        try:
+            number = float(value) if not isinstance(value, bool) else math.nan
+        except (TypeError, ValueError):
+            number = math.nan
+        if not (math.isfinite(number) and 0 < number <= maximum):
+            bound = "" if maximum == math.inf else f" at most {maximum:g}"
+            c.fail(key, f"must be a positive number{bound}, got {value!r}")
+        return number
+    return check
+
+
+def _pattern(inner: Check) -> Check:
+    """A non-empty list, repeated cyclically over the layers; stored as a tuple."""
+    def check(c: _Checker, key: str, value: Any) -> tuple:
+        if not isinstance(value, list) or not value:
+            c.fail(key, f"must be a non-empty list, got {value!r}")
+        return tuple(inner(c, key, v) for v in value)
+    return check
+
+
+def _one_of(*values: int) -> Check:
+    def check(c: _Checker, key: str, value: Any) -> int:
+        if type(value) is not int or value not in values:
+            c.fail(key, f"must be {' or '.join(map(str, values))}, got {value!r}")
+        return value
+    return check
+
+
+def _qk_norm(c: _Checker, key: str, value: Any) -> str:
+    """``true`` is ``head`` (per head, Qwen 3), ``false`` is ``none``; ``full``: over the whole
+    q and k projections (OLMo 2)."""
+    if isinstance(value, bool):
+        return "head" if value else "none"
+    return _enum(QK_NORMS)(c, key, value)
+
+
+def _mapping(cls) -> Check:
+    def check(c: _Checker, key: str, value: Any) -> Any:
+        return None if value is None else build(cls, value, c.nested(key))
+    return check
+
+
+def _key(check: Check, default: Any = dataclasses.MISSING) -> Any:
+    return field(default=default, metadata={"check": check})
+
+
 @dataclass(frozen=True)
 class MoEConfig:
-    """Mixture of experts replacing every layer's MLP (router has no bias)."""
+    """Mixture of experts in place of the MLP of layer ``i`` when ``i >= first_dense_layers``
+    and ``(i + 1) % step == 0``; the other layers keep a dense MLP of width ``d_ff``."""
 
-    num_experts: int
-    experts_per_token: int
-    expert_d_ff: int | None = None  # width of each expert; None: the model's d_ff
-    shared_experts: int = 0  # always-active experts of the same width
+    num_experts: int = _key(_int())
+    experts_per_token: int = _key(_int())
+    expert_d_ff: int | None = _key(_optional(_int()), None)  # None: the model's d_ff
+    shared_experts: int = _key(_int(0), 0)  # always-active experts
+    shared_expert_d_ff: int | None = _key(_optional(_int()), None)  # None: the expert width
+    shared_expert_gate: bool = _key(_bool, False)  # sigmoid(x @ w), w: d -> 1 (Qwen2-MoE)
+    first_dense_layers: int = _key(_int(0), 0)  # DeepSeek: the first 1 or 3 layers are dense
+    step: int = _key(_int(), 1)  # every step-th layer is MoE (Qwen-MoE's decoder_sparse_step)
+    router_bias: bool = _key(_bool, False)  # GPT-OSS
+    expert_bias: bool = _key(_bool, False)  # biases on every expert matrix (GPT-OSS)
+
+    def is_moe_layer(self, i: int) -> bool:
+        return i >= self.first_dense_layers and (i + 1) % self.step == 0
+
+
+@dataclass(frozen=True)
+class MLAConfig:
+    """Multi-head latent attention (DeepSeek-V2/V3, Kimi K2)."""
+
+    kv_lora_rank: int = _key(_int())  # the compressed KV latent per token
+    qk_nope_head_dim: int = _key(_int())  # per-head query/key size without positions
+    qk_rope_head_dim: int = _key(_int())  # per-head query size with RoPE; one shared rope key
+    v_head_dim: int = _key(_int())
+    q_lora_rank: int | None = _key(_optional(_int()), None)  # None: a full-rank query projection
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    name: str
-    vocab_size: int
-    context_length: int
-    d_model: int
-    n_layers: int
-    n_heads: int
-    d_ff: int
-    n_kv_heads: int | None = None
-    head_dim: int | None = None
-    activation: str = "gelu"
-    norm: str = "layernorm"
-    norm_bias: bool = True
-    norm_placement: str = "pre"
-    parallel_block: bool = False
-    parallel_norms: int = 1  # 1: one norm feeds both branches (GPT-J); 2: one each (NeoX)
-    final_norm: bool = True
-    qk_norm: bool = False
-    position: str = "learned"
-    rope_theta: float = 10000.0
-    relative_buckets: int = 32  # T5 relative-position buckets (shared by all layers)
-    relative_max_distance: int = 128
-    qkv_bias: bool = False
-    out_bias: bool = False
-    mlp_bias: bool = False
-    lm_head_bias: bool = False
-    tie_embeddings: bool = False
-    sliding_window: int | None = None
-    moe: MoEConfig | None = None
-    dtype: str = "bf16"
-    description: str = ""
+    name: str = _key(_text(True))
+    vocab_size: int = _key(_int())
+    context_length: int = _key(_int())
+    d_model: int = _key(_int())
+    n_layers: int = _key(_int())
+    n_heads: int = _key(_int())
+    d_ff: int = _key(_int())
+    n_kv_heads: int | None = _key(_optional(_int()), None)
+    head_dim: int | None = _key(_optional(_int()), None)
+    activation: str = _key(_enum(ACTIVATIONS), "gelu")
+    norm: str = _key(_enum(NORMS), "layernorm")
+    norm_bias: bool = _key(_bool, True)  # layernorm only
+    norm_weight: bool = _key(_bool, True)  # false: a norm without parameters (OLMo 1)
+    norm_placement: str = _key(_enum(NORM_PLACEMENTS), "pre")
+    parallel_block: bool = _key(_bool, False)
+    parallel_norms: int = _key(_one_of(1, 2), 1)  # 1: one norm feeds both branches (GPT-J); 2: NeoX
+    final_norm: bool = _key(_bool, True)
+    qk_norm: str = _key(_qk_norm, "none")
+    position: str = _key(_enum(POSITIONS), "learned")
+    rope_theta: float = _key(_number(), 10000.0)
+    rotary_fraction: float = _key(_number(1.0), 1.0)  # share of each head's dims RoPE rotates
+    rope_layers: tuple[bool, ...] | None = _key(_optional(_pattern(_bool)), None)  # false: NoPE layer
+    relative_buckets: int = _key(_int(2), 32)  # T5 relative-position buckets (shared by all layers)
+    relative_max_distance: int = _key(_int(), 128)
+    qkv_bias: bool = _key(_bool, False)
+    out_bias: bool = _key(_bool, False)
+    mlp_bias: bool = _key(_bool, False)
+    lm_head_bias: bool = _key(_bool, False)
+    tie_embeddings: bool = _key(_bool, False)
+    embedding_scale: float | None = _key(_optional(_number()), None)  # Gemma: sqrt(d_model)
+    sliding_window: int | None = _key(_optional(_int()), None)
+    layer_types: tuple[str, ...] | None = _key(_optional(_pattern(_enum(LAYER_TYPES))), None)
+    attention: str = _key(_enum(ATTENTION_KINDS), "mha")
+    mla: MLAConfig | None = _key(_mapping(MLAConfig), None)
+    attention_sinks: bool = _key(_bool, False)  # one learned logit per head joins the softmax
+    attn_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 50
+    final_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 30
+    moe: MoEConfig | None = _key(_mapping(MoEConfig), None)
+    dtype: str = _key(_enum(DTYPE_BITS), "bf16")
+    description: str = _key(_text(False), "")
 
     # -- derived values ------------------------------------------------------------
     @property
@@ -92,17 +242,22 @@ class ModelConfig:
 
     @property
     def q_width(self) -> int:
-        """Width of the query projection output, h * hd."""
+        """Width of the query projection output, h * hd (MHA)."""
         return self.n_heads * self.head_size
 
     @property
     def kv_width(self) -> int:
-        """Width of each of the key and value projection outputs, g * hd."""
+        """Width of each of the key and value projection outputs, g * hd (MHA)."""
         return self.kv_heads * self.head_size
 
     @property
+    def rotary_dims(self) -> int:
+        """Dimensions of each MHA head that RoPE rotates: ``int(head_size * rotary_fraction)``."""
+        return int(self.head_size * self.rotary_fraction)
+
+    @property
     def gated(self) -> bool:
-        return self.activation in GATED
+        return ACTIVATIONS[self.activation].gated
 
     @property
     def expert_width(self) -> int:
@@ -111,12 +266,14 @@ class ModelConfig:
         return self.moe.expert_d_ff
 
     @property
+    def shared_expert_width(self) -> int:
+        if self.moe is None or self.moe.shared_expert_d_ff is None:
+            return self.expert_width
+        return self.moe.shared_expert_d_ff
+
+    @property
     def norm_has_bias(self) -> bool:
         return self.norm == "layernorm" and self.norm_bias
-
-    def window(self, kv_len: int) -> int:
-        """Keys one query can see out of ``kv_len``: bounded by the sliding window."""
-        return kv_len if self.sliding_window is None else min(kv_len, self.sliding_window)
 
     def replace(self, **changes: Any) -> "ModelConfig":
         return dataclasses.replace(self, **changes)
@@ -124,129 +281,85 @@ class ModelConfig:
 
 # -- validation ---------------------------------------------------------------------
 
-_FIELDS = {f.name: f for f in dataclasses.fields(ModelConfig)}
-_MOE_FIELDS = {f.name: f for f in dataclasses.fields(MoEConfig)}
-REQUIRED = tuple(n for n, f in _FIELDS.items()
-                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-_ENUMS = {"activation": ACTIVATIONS, "norm": NORMS, "norm_placement": NORM_PLACEMENTS,
-          "position": POSITIONS, "dtype": tuple(DTYPE_BITS)}
-_INTS = {"vocab_size", "context_length", "d_model", "n_layers", "n_heads", "d_ff", "n_kv_heads",
-         "head_dim", "relative_buckets", "relative_max_distance", "sliding_window"}
-_BOOLS = {"norm_bias", "parallel_block", "final_norm", "qk_norm", "qkv_bias", "out_bias",
-          "mlp_bias", "lm_head_bias", "tie_embeddings"}
+def _required(cls) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING)
 
 
-def _suggest(key: str, choices) -> str:
-    close = difflib.get_close_matches(key, list(choices), n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+REQUIRED = _required(ModelConfig)
 
 
-class _Checker:
-    def __init__(self, source: str | None, lines: dict[str, int]):
-        self.source, self.lines = source, lines
-
-    def fail(self, key: str | None, message: str):
-        raise ConfigError(message, self.source, key, self.lines.get(key) if key else None)
-
-    def positive_int(self, key: str, value: Any, minimum: int = 1) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(key, f"must be an integer, got {value!r}")
-        if value < minimum:
-            self.fail(key, f"must be >= {minimum}, got {value}")
-        return value
-
-
-def _positive_number(check: _Checker, key: str, value: Any) -> float:
-    """A finite positive number; also YAML 1.1's string reading of ``1e6``."""
-    try:
-        number = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        number = math.nan
-    if not (math.isfinite(number) and number > 0):
-        check.fail(key, f"must be a positive number, got {value!r}")
-    return number
+def build(cls, raw: Any, check: _Checker):
+    """``cls`` from a mapping, each value through its field's check (unknown and missing keys
+    are errors)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    if not isinstance(raw, dict):
+        if check.prefix:  # a nested mapping (moe, mla): the error names the key holding it
+            _Checker(check.source, check.lines).fail(check.prefix[:-1], f"must be a mapping, got {raw!r}")
+        check.fail(None, f"expected a mapping of config keys, got {type(raw).__name__}")
+    for key in raw:
+        if not isinstance(key, str) or key not in fields:
+            check.fail(str(key), "unknown key" + _suggest(str(key), fields))
+    for key in _required(cls):
+        if key not in raw:
+            check.fail(key, "missing required key")
+    return cls(**{k: fields[k].metadata["check"](check, k, v) for k, v in raw.items()})
 
 
 def from_dict(raw: Any, source: str | None = None, lines: dict[str, int] | None = None) -> ModelConfig:
     """Validate a mapping of YAML keys and build a ModelConfig (or raise ConfigError)."""
     check = _Checker(source, lines or {})
-    if not isinstance(raw, dict):
-        check.fail(None, f"expected a mapping of config keys, got {type(raw).__name__}")
-    for key in raw:
-        if not isinstance(key, str) or key not in _FIELDS:
-            check.fail(str(key), "unknown key" + _suggest(str(key), _FIELDS))
-    for key in REQUIRED:
-        if key not in raw:
-            check.fail(key, "missing required key")
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key in _INTS:
-            if value is None and _FIELDS[key].default is None:
-                continue
-            values[key] = check.positive_int(key, value)
-        elif key in _BOOLS:
-            if not isinstance(value, bool):
-                check.fail(key, f"must be true or false, got {value!r}")
-            values[key] = value
-        elif key in _ENUMS:
-            if value not in _ENUMS[key]:
-                choices = ", ".join(_ENUMS[key])
-                check.fail(key, f"unknown value {value!r}{_suggest(str(value), _ENUMS[key])}; "
-                                f"expected one of: {choices}")
-            values[key] = value
-        elif key in ("name", "description"):
-            if not isinstance(value, str) or (key == "name" and not value.strip()):
-                check.fail(key, f"must be a non-empty string, got {value!r}")
-            values[key] = value
-        elif key == "rope_theta":
-            values[key] = _positive_number(check, key, value)
-        elif key == "parallel_norms":
-            if type(value) is not int or value not in (1, 2):
-                check.fail(key, f"must be 1 or 2, got {value!r}")
-            values[key] = value
-        elif key == "moe":
-            if value is not None:
-                values[key] = _moe(value, check)
-    cfg = ModelConfig(**values)
-    if cfg.n_heads % cfg.kv_heads:
-        check.fail("n_kv_heads", f"must divide n_heads ({cfg.n_heads}), got {cfg.kv_heads}")
-    if cfg.head_dim is None and cfg.d_model % cfg.n_heads:
-        check.fail("n_heads", f"must divide d_model ({cfg.d_model}) when head_dim is not given, "
-                              f"got {cfg.n_heads}")
-    if cfg.relative_buckets < 2:
-        check.fail("relative_buckets", f"must be >= 2, got {cfg.relative_buckets}")
-    if cfg.relative_max_distance <= cfg.relative_buckets // 2:
-        check.fail("relative_max_distance", f"must exceed relative_buckets // 2 "
-                                            f"({cfg.relative_buckets // 2}), got {cfg.relative_max_distance}")
-    if cfg.parallel_block and cfg.norm_placement == "post":
-        check.fail("norm_placement", "parallel_block works with 'pre' or 'sandwich', not 'post'")
-    if cfg.position == "rope" and cfg.head_size % 2:
-        check.fail("head_dim", f"RoPE needs an even head size, got {cfg.head_size}")
+    cfg = build(ModelConfig, raw, check)
+    _cross_checks(cfg, check)
     return cfg
 
 
-def _moe(value: Any, check: _Checker) -> MoEConfig:
-    if not isinstance(value, dict):
-        check.fail("moe", f"must be a mapping, got {value!r}")
-    for key in value:
-        if key not in _MOE_FIELDS:
-            check.fail("moe", f"unknown key '{key}'" + _suggest(str(key), _MOE_FIELDS))
-    for key in ("num_experts", "experts_per_token"):
-        if key not in value:
-            check.fail("moe", f"missing required key '{key}'")
-    ints = {}
-    for key, v in value.items():
-        if key == "expert_d_ff" and v is None:
-            continue
-        try:
-            ints[key] = check.positive_int("moe", v, minimum=0 if key == "shared_experts" else 1)
-        except ConfigError as exc:
-            raise ConfigError(exc.message, exc.source, f"moe.{key}", exc.line) from None
-    moe = MoEConfig(**ints)
-    if moe.experts_per_token > moe.num_experts:
-        check.fail("moe", f"experts_per_token ({moe.experts_per_token}) exceeds "
-                          f"num_experts ({moe.num_experts})")
-    return moe
+def _cross_checks(cfg: ModelConfig, check: _Checker) -> None:
+    """Rules between keys; each names the key a user would change."""
+    mla = cfg.attention == "mla"
+    if mla and cfg.mla is None:
+        check.fail("mla", "attention: mla needs an 'mla' mapping (kv_lora_rank, qk_nope_head_dim, "
+                          "qk_rope_head_dim, v_head_dim)")
+    if not mla and cfg.mla is not None:
+        check.fail("mla", "given, but attention is not 'mla'")
+    if mla:
+        for key, bad in (("n_kv_heads", cfg.n_kv_heads is not None), ("head_dim", cfg.head_dim is not None),
+                         ("qk_norm", cfg.qk_norm != "none"), ("rotary_fraction", cfg.rotary_fraction != 1)):
+            if bad:
+                check.fail(key, "does not apply to attention: mla (its sizes are under 'mla')")
+        if cfg.position == "rope" and cfg.mla.qk_rope_head_dim % 2:
+            check.fail("mla", f"RoPE needs an even qk_rope_head_dim, got {cfg.mla.qk_rope_head_dim}")
+    else:
+        if cfg.n_heads % cfg.kv_heads:
+            check.fail("n_kv_heads", f"must divide n_heads ({cfg.n_heads}), got {cfg.kv_heads}")
+        if cfg.head_dim is None and cfg.d_model % cfg.n_heads:
+            check.fail("n_heads", f"must divide d_model ({cfg.d_model}) when head_dim is not given, "
+                                  f"got {cfg.n_heads}")
+        if cfg.position == "rope" and (cfg.rotary_dims % 2 or cfg.rotary_dims == 0):
+            key = "head_dim" if cfg.rotary_fraction == 1 else "rotary_fraction"
+            check.fail(key, f"RoPE needs an even, non-zero number of rotated dimensions, got "
+                            f"int({cfg.head_size} * {cfg.rotary_fraction:g}) = {cfg.rotary_dims}")
+    if cfg.relative_max_distance <= cfg.relative_buckets // 2:
+        check.fail("relative_max_distance", f"must exceed relative_buckets // 2 "
+                                            f"({cfg.relative_buckets // 2}), got {cfg.relative_max_distance}")
+    if cfg.parallel_block and cfg.norm_placement in ("post", "post_branch"):
+        check.fail("norm_placement", "parallel_block works with 'pre' or 'sandwich', "
+                                     f"not {cfg.norm_placement!r}")
+    if cfg.norm == "rmsnorm" and not cfg.norm_weight:
+        check.fail("norm_weight", "false applies to layernorm only")
+    if cfg.layer_types and "sliding" in cfg.layer_types and cfg.sliding_window is None:
+        check.fail("layer_types", "has 'sliding' layers but sliding_window is not set")
+    if cfg.rope_layers is not None and cfg.position != "rope":
+        check.fail("rope_layers", f"applies to position: rope, not {cfg.position!r}")
+    moe = cfg.moe
+    if moe is not None:
+        if moe.experts_per_token > moe.num_experts:
+            check.fail("moe", f"experts_per_token ({moe.experts_per_token}) exceeds "
+                              f"num_experts ({moe.num_experts})")
+        if moe.shared_expert_gate and not moe.shared_experts:
+            check.fail("moe", "shared_expert_gate needs shared_experts >= 1")
+        if not any(moe.is_moe_layer(i) for i in range(cfg.n_layers)):
+            check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
+                              f"step {moe.step}, {cfg.n_layers} layers)")
 
 
 # -- loading ------------------------------------------------------------------------
@@ -342,5 +455,5 @@ def load_model(spec: str) -> ModelConfig:
     raise ConfigError(f"unknown model '{spec}'{hint} (`llmcalc models` lists them)")
 
 
-__all__ = ["ModelConfig", "MoEConfig", "ConfigError", "from_dict", "load_model", "load_path",
+__all__ = ["ModelConfig", "MoEConfig", "MLAConfig", "ConfigError", "from_dict", "load_model", "load_path",
            "load_text", "bundled_names", "load_bundled", "DTYPE_BITS"]

@@ -11,8 +11,8 @@ from llmcalc.analysis.activations import activation_bytes, korthikanti_bytes
 from llmcalc.analysis.config import bundled_names, from_dict, load_bundled
 from llmcalc.analysis.verify.measure import build, measure_saved_bytes
 from llmcalc.analysis.verify.norms import RMSNorm
-from tests.test_config import valid_configs
-from tests.test_reference import CONFIGS
+from tests.strategies import valid_configs
+from tests.strategies import CONFIGS
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 

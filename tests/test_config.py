@@ -7,6 +7,8 @@ import sys
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
+from tests.strategies import valid_configs
+
 from llmcalc.analysis.config import ConfigError, from_dict
 from llmcalc.analysis.params import count_params
 
@@ -165,48 +167,6 @@ def test_yaml_reads_1e6_as_a_number(tmp_path, run):
     assert run("params", path).exit_code == 0
     path.write_text(BASE + "rope_theta: .inf\n")
     assert run("params", path).stderr == f"Error: {path}:8: key 'rope_theta': must be a positive number, got inf\n"
-
-
-# -- property-based: random valid configs never crash; random invalid ones raise ConfigError --
-
-ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu"],
-         "norm": ["layernorm", "rmsnorm"], "norm_placement": ["pre", "post", "sandwich"],
-         "position": ["learned", "sinusoidal", "rope", "alibi", "relative", "none"]}
-
-
-@st.composite
-def valid_configs(draw):
-    g = draw(st.integers(1, 4))
-    h = g * draw(st.integers(1, 4))
-    hd = 2 * draw(st.integers(1, 8))
-    raw = {"name": "r", "vocab_size": draw(st.integers(1, 500)), "context_length": draw(st.integers(1, 64)),
-           "n_layers": draw(st.integers(1, 3)), "n_heads": h, "n_kv_heads": g,
-           "d_ff": draw(st.integers(1, 64))}
-    if draw(st.booleans()):
-        raw["d_model"] = h * hd
-    else:
-        raw["d_model"], raw["head_dim"] = draw(st.integers(1, 64)), hd
-    for key, choices in ENUMS.items():
-        raw[key] = draw(st.sampled_from(choices))
-    for key in ("qkv_bias", "out_bias", "mlp_bias", "lm_head_bias", "tie_embeddings", "qk_norm",
-                "final_norm", "norm_bias", "parallel_block"):
-        raw[key] = draw(st.booleans())
-    if raw["parallel_block"]:
-        raw["parallel_norms"] = draw(st.sampled_from([1, 2]))
-        if raw["norm_placement"] == "post":
-            raw["norm_placement"] = "pre"
-    if draw(st.booleans()):
-        raw["sliding_window"] = draw(st.integers(1, 64))
-    raw["rope_theta"] = draw(st.sampled_from([10000, 500000.0, 1e6]))
-    raw["relative_buckets"] = draw(st.integers(2, 16))
-    raw["relative_max_distance"] = draw(st.integers(raw["relative_buckets"], 64))
-    raw["dtype"] = draw(st.sampled_from(["fp32", "fp16", "bf16", "fp8", "int8", "int4"]))
-    raw["description"] = draw(st.text(max_size=10))
-    if draw(st.booleans()):
-        e = draw(st.integers(1, 6))
-        raw["moe"] = {"num_experts": e, "experts_per_token": draw(st.integers(1, e)),
-                      "expert_d_ff": draw(st.integers(1, 32)), "shared_experts": draw(st.integers(0, 2))}
-    return raw
 
 
 @settings(max_examples=200, deadline=None)

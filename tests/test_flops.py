@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from llmcalc.analysis.config import from_dict, load_bundled
 from llmcalc.analysis.flops import Workload, attended_pairs, count_flops
-from tests.test_config import valid_configs
+from tests.strategies import valid_configs
 
 
 def test_gpt2_small_1024_forward_per_component():

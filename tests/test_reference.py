@@ -7,27 +7,10 @@ from llmcalc.analysis.config import bundled_names, from_dict, load_bundled
 from llmcalc.analysis.params import count_params
 from llmcalc.analysis.verify.cache import KVCache
 from llmcalc.analysis.verify.checks import CHECKS, check_rope_relative
+from tests.strategies import CONFIGS
 from llmcalc.analysis.verify.measure import (_storage_id, build, component_key, measure_flops,
                                      measure_kv_bytes, measure_params, measure_saved_bytes)
 
-BASE = dict(name="t", vocab_size=61, context_length=64, d_model=32, n_layers=2, n_heads=4, d_ff=40)
-VARIANTS = {  # together every config key and value
-    "gpt": {"qkv_bias": True, "out_bias": True, "mlp_bias": True, "tie_embeddings": True},
-    "post": {"position": "sinusoidal", "activation": "relu", "norm_placement": "post",
-             "lm_head_bias": True, "tie_embeddings": True, "norm_bias": False},
-    "llama": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2,
-              "sliding_window": 5, "qk_norm": True, "final_norm": False, "rope_theta": 500000},
-    "neox": {"position": "alibi", "activation": "geglu", "norm_placement": "sandwich",
-             "parallel_block": True, "parallel_norms": 2, "qk_norm": True, "n_heads": 8},
-    "gptj": {"position": "relative", "activation": "reglu", "parallel_block": True,
-             "parallel_norms": 1, "n_kv_heads": 1, "head_dim": 12, "relative_buckets": 16,
-             "relative_max_distance": 32},
-    "moe": {"position": "none", "activation": "sqrelu", "mlp_bias": True, "norm_placement": "sandwich",
-            "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 24, "shared_experts": 1}},
-    "moe-silu": {"position": "rope", "activation": "silu", "n_kv_heads": 2, "sliding_window": 3,
-                 "moe": {"num_experts": 3, "experts_per_token": 1}, "norm": "rmsnorm"},
-}
-CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
 
 def _expected(cfg):

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import llmcalc.analysis.verify.report as report
 from llmcalc.analysis.config import from_dict
-from tests.test_config import valid_configs
+from tests.strategies import valid_configs
 
 
 @settings(max_examples=40, deadline=None)

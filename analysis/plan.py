@@ -1,0 +1,70 @@
+"""The layer plan: what each layer of a model is, derived once from its ModelConfig.
+
+A layer is described by a :class:`LayerSpec`: its attention kind (``mha`` or ``mla``), its
+window (``None``: full causal attention), whether it applies RoPE (``False`` on NoPE layers
+and for models without rotary positions), and its FFN kind (``dense`` or ``moe``). Layers with
+equal specs form a :class:`LayerGroup`; every analytic family computes one layer of each group
+and multiplies by its count, and the reference model builds layer ``i`` from ``specs[i]``.
+
+Per-layer rules (DESIGN.md section 2):
+- ``layer_types`` (``full``/``sliding``) repeats cyclically over the layers; absent, every
+  layer is ``sliding`` when ``sliding_window`` is set, else ``full``;
+- ``rope_layers`` (true/false) repeats cyclically; absent, every layer applies RoPE when the
+  model's positions are ``rope``;
+- layer ``i`` is MoE when ``i >= moe.first_dense_layers`` and ``(i + 1) % moe.step == 0``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import ModelConfig
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    attention: str  # "mha" | "mla"
+    window: int | None  # sliding window W; None: full causal attention
+    rope: bool  # rotates q and k (False: NoPE layer, or no rotary positions)
+    ffn: str  # "dense" | "moe"
+
+    def keys_seen(self, kv_len: int) -> int:
+        """Keys one query can see out of ``kv_len``: bounded by the window."""
+        return kv_len if self.window is None else min(kv_len, self.window)
+
+    def describe(self) -> str:
+        window = "full attention" if self.window is None else f"sliding window {self.window:,}"
+        rope = "" if self.rope else ", no RoPE"
+        return f"{self.attention} {window}{rope}, {self.ffn} FFN"
+
+    def as_dict(self) -> dict:
+        return {"attention": self.attention, "window": self.window, "rope": self.rope, "ffn": self.ffn}
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    spec: LayerSpec
+    layers: tuple[int, ...]  # layer indices, ascending
+
+    @property
+    def count(self) -> int:
+        return len(self.layers)
+
+
+def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
+    types = cfg.layer_types or (("sliding",) if cfg.sliding_window is not None else ("full",))
+    rope = cfg.rope_layers or (cfg.position == "rope",)
+    specs = []
+    for i in range(cfg.n_layers):
+        window = cfg.sliding_window if types[i % len(types)] == "sliding" else None
+        moe = cfg.moe is not None and cfg.moe.is_moe_layer(i)
+        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], "moe" if moe else "dense"))
+    return tuple(specs)
+
+
+def layer_plan(cfg: ModelConfig) -> tuple[LayerGroup, ...]:
+    """Groups of identical layers, in order of first appearance."""
+    members: dict[LayerSpec, list[int]] = {}
+    for i, spec in enumerate(layer_specs(cfg)):
+        members.setdefault(spec, []).append(i)
+    return tuple(LayerGroup(spec, tuple(layers)) for spec, layers in members.items())

@@ -1,0 +1,101 @@
+"""RunSpec: the workload every analytic function takes, ``f(cfg, run)``.
+
+One frozen type for what is being run: mode, batch, sequence length, attention
+implementation, FLOP convention, recomputation, dtypes, chunked prefill and optimizer (and,
+later, parallelism). ``None`` fields take the defaults of :meth:`RunSpec.resolve`, the one
+place where llmcalc's dtype policy lives:
+
+- compute dtype (activations, logits, attention scores): ``bf16`` for training; for
+  inference the model's dtype when it is a float type, else ``bf16`` (a quantized model
+  computes in bf16);
+- weights: the compute dtype for training (mixed precision keeps fp32 master weights in the
+  optimizer state); the model's dtype for inference (int4 weights stay int4);
+- KV cache: the compute dtype. ``kvcache`` and ``memory`` both resolve through here, so they
+  agree for the same model and options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .config import DTYPE_BITS, FLOAT_DTYPES, ModelConfig
+
+MODES = ("train", "prefill", "decode")
+ATTENTION_IMPLS = ("eager", "flash")
+OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1}  # fp32 values per parameter
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """``train``: forward+backward over ``batch x seq`` tokens, logits everywhere.
+    ``prefill``: forward over the prompt, logits for the last position unless ``all_logits``.
+    ``decode``: one new token per sequence whose context (cache plus itself) is ``seq``."""
+
+    mode: str = "train"
+    seq: int | None = None  # None: the model's context length
+    batch: int = 1
+    attention: str = "flash"  # eager | flash
+    causal: bool = False  # FLOP convention: False dense score matrix, True unmasked pairs only
+    recompute: bool = False  # full activation recomputation (training)
+    all_logits: bool = False  # prefill: logits at every position
+    dtype: str | None = None  # compute dtype
+    weights_dtype: str | None = None
+    kv_dtype: str | None = None
+    chunk: int | None = None  # chunked prefill: C tokens per chunk
+    optimizer: str = "adam"
+
+    def __post_init__(self) -> None:
+        for name, value, choices in (("mode", self.mode, MODES), ("attention", self.attention, ATTENTION_IMPLS),
+                                     ("optimizer", self.optimizer, tuple(OPTIMIZER_STATES)),
+                                     ("dtype", self.dtype, (None, *FLOAT_DTYPES)),
+                                     ("weights_dtype", self.weights_dtype, (None, *DTYPE_BITS)),
+                                     ("kv_dtype", self.kv_dtype, (None, *DTYPE_BITS))):
+            if value not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
+        for name in ("seq", "batch", "chunk"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+    def resolve(self, cfg: ModelConfig) -> "RunSpec":
+        """Every ``None`` replaced by its default for ``cfg`` (module docstring)."""
+        train = self.mode == "train"
+        dtype = self.dtype or ("bf16" if train or cfg.dtype not in FLOAT_DTYPES else cfg.dtype)
+        return dataclasses.replace(
+            self, seq=self.seq or cfg.context_length, dtype=dtype,
+            weights_dtype=self.weights_dtype or (dtype if train else cfg.dtype),
+            kv_dtype=self.kv_dtype or dtype)
+
+    def replace(self, **changes) -> "RunSpec":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def query_len(self) -> int:
+        return 1 if self.mode == "decode" else self._seq
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.query_len
+
+    @property
+    def logit_tokens(self) -> int:
+        if self.mode == "prefill" and not self.all_logits:
+            return self.batch
+        return self.tokens
+
+    @property
+    def _seq(self) -> int:
+        if self.seq is None:
+            raise ValueError("RunSpec.seq is unset: call resolve(cfg) first")
+        return self.seq
+
+
+def bytes_per(dtype: str) -> int:
+    """Bytes of one value (int4: two values per byte, so counts go through ``weight_bytes``)."""
+    return max(1, DTYPE_BITS[dtype] // 8)
+
+
+def weight_bytes(values: int, dtype: str) -> int:
+    """Bytes to store ``values`` values of ``dtype`` (int4 packs two per byte, rounded up)."""
+    return (values * DTYPE_BITS[dtype] + 7) // 8

@@ -1,0 +1,70 @@
+"""One record per activation, per position type and per norm: everything llmcalc needs to
+know about each, in one place. Attention kinds and FFN kinds have richer descriptors
+(:mod:`analysis.attention`, :mod:`analysis.ffn`); these are the small leaf variants.
+
+Elementwise costs are forward FLOPs per element (README "Elementwise FLOPs"); they are
+documented conventions, not measurements (FlopCounterMode counts only matmuls).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Activation:
+    name: str
+    gated: bool  # act(gate(x)) * up(x): three matrices of width d_ff
+    cost: int  # FLOPs per hidden element, gated ones including the multiply by the up branch
+    # hidden-width tensors kept for backward besides the down projection's input ("out"):
+    # "pre" the activation's input, "act" its output, "up" the up branch, "relu" relu's output
+    saves: tuple[str, ...]
+
+
+ACTIVATIONS = {a.name: a for a in (
+    Activation("relu", False, 1, ("out",)),  # relu keeps its output, the down projection's input
+    Activation("gelu", False, 8, ("pre",)),  # tanh approximation: 8 ops
+    Activation("silu", False, 4, ("pre",)),  # x * sigmoid(x)
+    Activation("sqrelu", False, 2, ("relu",)),  # square keeps relu's output, relu the same tensor
+    Activation("swiglu", True, 5, ("pre", "act", "up")),
+    Activation("geglu", True, 9, ("pre", "act", "up")),
+    Activation("reglu", True, 2, ("act", "up")),  # relu keeps its output; the product both factors
+)}
+
+
+@dataclass(frozen=True)
+class Position:
+    name: str
+    embedding: bool  # added to the token embeddings (one add per element)
+    rotary: bool  # rotates q and k inside attention (RoPE)
+    score_bias: bool  # adds a per-head bias to every score (ALiBi, T5)
+
+
+POSITIONS = {p.name: p for p in (
+    Position("learned", True, False, False),  # context_length x d_model parameters
+    Position("sinusoidal", True, False, False),
+    Position("rope", False, True, False),
+    Position("alibi", False, False, True),
+    Position("relative", False, False, True),  # T5 buckets: one (buckets, heads) table
+    Position("none", False, False, False),
+)}
+
+# LayerNorm: mean, variance, normalize (+ scale, + shift); RMSNorm: mean of squares, normalize (+ scale)
+NORMS = ("layernorm", "rmsnorm")
+
+
+def norm_cost(norm: str, weight: bool, bias: bool) -> int:
+    """Forward FLOPs per normalized element."""
+    return (5 if norm == "layernorm" else 3) + int(weight) + int(bias and norm == "layernorm")
+
+
+def norm_stat_values(norm: str) -> int:
+    """fp32 statistics a norm keeps per row for backward: LayerNorm mean and rstd, RMSNorm rstd."""
+    return 2 if norm == "layernorm" else 1
+
+
+SOFTMAX_COST = 5  # max, subtract, exp, sum, divide
+ROPE_COST = 3  # x*cos + rotate(x)*sin per rotated element of q and k
+SCORE_SCALE_COST = 1  # scores / sqrt(score head size)
+POSITION_BIAS_COST = 1  # ALiBi or T5 relative bias added to each score
+SOFTCAP_COST = 3  # cap * tanh(x / cap): divide, tanh, multiply
