@@ -6,7 +6,9 @@ Conventions (README "FLOPs"):
   like are *elementwise* FLOPs, reported apart and never folded into the matmul figure;
 - attention is ``dense`` (the full ``S x S_kv`` score matrix, as dense kernels execute it
   and as FlopCounterMode, PaLM and Chinchilla count it) or ``causal`` (only the unmasked
-  query-key pairs: the causal triangle intersected with the sliding-window band);
+  query-key pairs: the causal triangle intersected with each layer's sliding-window band);
+  scores cost ``2*B*h*pairs*score_dim`` and values ``2*B*h*pairs*value_dim`` with the head
+  sizes of the layer's attention kind (MLA: ``nope + rope`` and ``v_head_dim``);
 - backward is counted per operation: a linear layer costs 2x its forward (input and
   weight gradients); attention 2x with eager attention (dQ, dK, dP, dV) and 2.5x with
   flash attention, which also recomputes the scores (charged to ``attention/scores``;
@@ -22,45 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import ModelConfig
-from .layout import layer_linears, layer_norms
-
-MODES = ("train", "prefill", "decode")
-ATTENTION_IMPLS = ("eager", "flash")
-
-# Elementwise cost per element, forward (README "Elementwise FLOPs").
-NORM_COST = {"layernorm": 7, "layernorm_nobias": 6, "rmsnorm": 4}  # mean/var, normalize, scale(, shift)
-ACTIVATION_COST = {"relu": 1, "gelu": 8, "silu": 4, "sqrelu": 2,  # tanh-GELU: 8 ops; SiLU: x*sigmoid(x)
-                   "swiglu": 5, "geglu": 9, "reglu": 2}  # gated: + 1 multiply by the up branch
-SOFTMAX_COST = 5  # max, subtract, exp, sum, divide
-ROPE_COST = 3  # x*cos + rotate(x)*sin per element of q and k
-SCORE_SCALE_COST = 1  # scores / sqrt(hd)
-POSITION_BIAS_COST = 1  # ALiBi or T5 relative bias added to each score
-
-
-@dataclass(frozen=True)
-class Workload:
-    """``train``: forward+backward over ``batch x seq`` tokens, logits everywhere.
-    ``prefill``: forward over the prompt, logits for the last position unless ``all_logits``.
-    ``decode``: one new token per sequence whose context (cache plus itself) is ``seq``."""
-
-    mode: str = "train"
-    seq: int = 1024
-    batch: int = 1
-    all_logits: bool = False
-
-    @property
-    def query_len(self) -> int:
-        return 1 if self.mode == "decode" else self.seq
-
-    @property
-    def tokens(self) -> int:
-        return self.batch * self.query_len
-
-    @property
-    def logit_tokens(self) -> int:
-        if self.mode == "prefill" and not self.all_logits:
-            return self.batch
-        return self.tokens
+from .layout import Layer, final_norm
+from .plan import LayerGroup, LayerSpec, layer_plan
+from .run import RunSpec
+from .variants import (POSITION_BIAS_COST, POSITIONS, ROPE_COST, SCORE_SCALE_COST, SOFTCAP_COST, SOFTMAX_COST,
+                       norm_cost)
 
 
 def _triangle(n: int, window: int | None) -> int:
@@ -70,18 +38,23 @@ def _triangle(n: int, window: int | None) -> int:
     return window * (window + 1) // 2 + (n - window) * window
 
 
-def attended_pairs(cfg: ModelConfig, w: Workload, causal: bool) -> int:
-    """Query-key pairs one sequence computes in one head.
+def attended_pairs(spec: LayerSpec, run: RunSpec) -> int:
+    """Query-key pairs one sequence computes in one head of a layer.
 
     Dense: every query against every key the kernel holds (``S x S`` for train and
     prefill; the ``min(seq, W)`` cached keys for decode). Causal: query at position p
     sees ``min(p + 1, W)`` keys.
     """
-    if w.mode == "decode":
-        return cfg.window(w.seq)
-    if not causal:
-        return w.seq * w.seq
-    return _triangle(w.seq, cfg.sliding_window)
+    if run.mode == "decode":
+        return spec.keys_seen(run.seq)
+    if not run.causal:
+        return run.seq * run.seq
+    return _triangle(run.seq, spec.window)
+
+
+def attended_keys(spec: LayerSpec, run: RunSpec) -> int:
+    """Keys one sequence's forward attends to: its ``seq`` tokens, or in decode the cache."""
+    return spec.keys_seen(run.seq) if run.mode == "decode" else run.seq
 
 
 @dataclass(frozen=True)
@@ -104,12 +77,10 @@ class FlopBreakdown:
 
 @dataclass(frozen=True)
 class FlopReport:
-    workload: Workload
-    causal: bool
-    attention: str
-    recompute: bool
+    run: RunSpec  # resolved
     forward: FlopBreakdown
     backward: FlopBreakdown
+    groups: tuple[tuple[LayerGroup, dict[str, int]], ...]  # one layer's forward matmul FLOPs per group
 
     @property
     def total(self) -> FlopBreakdown:
@@ -125,88 +96,94 @@ def _add(d: dict[str, int], key: str, n: int) -> None:
         d[key] = d.get(key, 0) + n
 
 
-def layer_matmul(cfg: ModelConfig, w: Workload, causal: bool) -> dict[str, int]:
+def layer_matmul(layer: Layer, run: RunSpec) -> dict[str, int]:
     """Forward matmul FLOPs of one layer, by component."""
-    T = w.tokens
+    keys = run.batch * attended_keys(layer.spec, run)
     out: dict[str, int] = {}
-    for m in layer_linears(cfg):
-        _add(out, m.key, 2 * T * m.d_in * m.d_out * m.active)
-    attn = 2 * w.batch * cfg.n_heads * attended_pairs(cfg, w, causal) * cfg.head_size
-    out["attention/scores"] = attn
-    out["attention/values"] = attn
+    for m in layer.linears():
+        _add(out, m.key, 2 * (keys if m.over_keys else run.tokens) * m.d_in * m.d_out * m.active)
+    attn = layer.attention
+    pairs = run.batch * attn.heads * attended_pairs(layer.spec, run)
+    out["attention/scores"] = 2 * pairs * attn.score_dim
+    out["attention/values"] = 2 * pairs * attn.value_dim
     return out
 
 
-def _norm_cost(cfg: ModelConfig) -> int:
-    if cfg.norm == "rmsnorm":
-        return NORM_COST["rmsnorm"]
-    return NORM_COST["layernorm" if cfg.norm_bias else "layernorm_nobias"]
-
-
-def layer_elementwise(cfg: ModelConfig, w: Workload, causal: bool) -> dict[str, int]:
-    """Forward elementwise FLOPs of one layer, by op (costs in the module constants)."""
-    T, d = w.tokens, cfg.d_model
+def layer_elementwise(layer: Layer, run: RunSpec) -> dict[str, int]:
+    """Forward elementwise FLOPs of one layer, by op (costs in :mod:`analysis.variants`)."""
+    cfg, T = layer.cfg, run.tokens
+    keys = run.batch * attended_keys(layer.spec, run)
     out: dict[str, int] = {}
-    norm_cost = _norm_cost(cfg)
-    for n in layer_norms(cfg):
-        width = {"attention/q_norm": cfg.q_width, "attention/k_norm": cfg.kv_width}.get(n.key, d)
-        _add(out, "norm", norm_cost * T * width)
-    for m in layer_linears(cfg):
+    for n in layer.norms():
+        _add(out, "norm", norm_cost(cfg.norm, n.weight, n.bias) * T * n.size * n.rows)
+    for m in layer.linears():
         if m.bias:
-            _add(out, "bias", T * m.d_out * m.active)
-    scores = w.batch * cfg.n_heads * attended_pairs(cfg, w, causal)
+            _add(out, "bias", (keys if m.over_keys else T) * m.d_out * m.active)
+    attn = layer.attention
+    scores = run.batch * attn.heads * attended_pairs(layer.spec, run)
     _add(out, "attention/scale", SCORE_SCALE_COST * scores)
+    if cfg.attn_logit_softcap is not None:
+        _add(out, "attention/softcap", SOFTCAP_COST * scores)
     _add(out, "attention/softmax", SOFTMAX_COST * scores)
-    if cfg.position in ("alibi", "relative"):
+    if cfg.attention_sinks:  # one more logit in every softmax row
+        _add(out, "attention/sinks", SOFTMAX_COST * T * attn.heads)
+    if POSITIONS[cfg.position].score_bias:
         _add(out, "attention/position_bias", POSITION_BIAS_COST * scores)
-    if cfg.position == "rope":
-        _add(out, "attention/rope", ROPE_COST * T * (cfg.q_width + cfg.kv_width))
-    moe = cfg.moe
-    if moe is None:
-        _add(out, "activation", ACTIVATION_COST[cfg.activation] * T * cfg.d_ff)
-    else:
-        active = moe.experts_per_token + moe.shared_experts
-        _add(out, "activation", ACTIVATION_COST[cfg.activation] * T * cfg.expert_width * active)
-        _add(out, "moe/routing", SOFTMAX_COST * T * moe.num_experts)
-        # weight each routed expert's output and accumulate; add the shared experts
-        _add(out, "moe/combine", 2 * moe.experts_per_token * T * d + moe.shared_experts * T * d)
-    _add(out, "residual", 2 * T * d)
+    if layer.spec.rope:
+        _add(out, "attention/rope", ROPE_COST * T * attn.rope_elements_per_token)
+    for key, n in layer.ffn.elementwise(T).items():
+        _add(out, key, n)
+    _add(out, "residual", 2 * T * cfg.d_model)
     return out
 
 
-def _scaled(d: dict[str, int], factor: int, n_layers: int = 1) -> dict[str, int]:
-    return {k: v * factor * n_layers for k, v in d.items()}
+def _scaled(d: dict[str, int], factor: int) -> dict[str, int]:
+    return {k: v * factor for k, v in d.items()}
 
 
-def count_flops(cfg: ModelConfig, w: Workload, *, causal: bool = False, attention: str = "flash",
-                recompute: bool = False) -> FlopReport:
-    L, T, d = cfg.n_layers, w.tokens, cfg.d_model
-    layer_mm = layer_matmul(cfg, w, causal)
-    layer_ew = layer_elementwise(cfg, w, causal)
-    head = {"lm_head": 2 * w.logit_tokens * d * cfg.vocab_size}
-    fwd_mm = {**_scaled(layer_mm, 1, L), **head}
-    fwd_ew = _scaled(layer_ew, 1, L)
-    if cfg.final_norm:
-        _add(fwd_ew, "norm", _norm_cost(cfg) * w.logit_tokens * d)
+def _accumulate(into: dict[str, int], d: dict[str, int], factor: int = 1) -> None:
+    for k, v in d.items():
+        _add(into, k, v * factor)
+
+
+def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
+    run = run.resolve(cfg)
+    T, d, V = run.tokens, cfg.d_model, cfg.vocab_size
+    layers_mm: dict[str, int] = {}
+    layers_ew: dict[str, int] = {}
+    groups = []
+    for group in layer_plan(cfg):
+        layer = Layer(cfg, group.spec)
+        mm = layer_matmul(layer, run)
+        groups.append((group, mm))
+        _accumulate(layers_mm, mm, group.count)
+        _accumulate(layers_ew, layer_elementwise(layer, run), group.count)
+    fwd_mm = {**layers_mm, "lm_head": 2 * run.logit_tokens * d * V}
+    fwd_ew = dict(layers_ew)
+    final = final_norm(cfg)
+    if final is not None:
+        _add(fwd_ew, "norm", norm_cost(cfg.norm, final.weight, final.bias) * run.logit_tokens * d)
     if cfg.lm_head_bias:
-        _add(fwd_ew, "bias", w.logit_tokens * cfg.vocab_size)
-    if cfg.position in ("learned", "sinusoidal"):
+        _add(fwd_ew, "bias", run.logit_tokens * V)
+    if cfg.final_logit_softcap is not None:
+        _add(fwd_ew, "lm_head/softcap", SOFTCAP_COST * run.logit_tokens * V)
+    if POSITIONS[cfg.position].embedding:
         _add(fwd_ew, "position", T * d)
+    if cfg.embedding_scale is not None:
+        _add(fwd_ew, "embedding/scale", T * d)
     forward = FlopBreakdown(fwd_mm, fwd_ew)
-    if w.mode != "train":
-        return FlopReport(w, causal, attention, recompute, forward, FlopBreakdown({}, {}))
+    if run.mode != "train":
+        return FlopReport(run, forward, FlopBreakdown({}, {}), tuple(groups))
     bwd_mm = _scaled(fwd_mm, 2)
-    if attention == "flash" and cfg.position != "relative":
+    if run.attention == "flash" and cfg.position != "relative":
         # scores recomputed from the saved log-sum-exp. A learned T5 bias needs its
         # gradient, which fused kernels do not give: such models run eager attention.
         bwd_mm["attention/scores"] += fwd_mm["attention/scores"]
     bwd_ew = _scaled(fwd_ew, 2)
-    if recompute:
-        for k, v in _scaled(layer_mm, 1, L).items():
-            _add(bwd_mm, k, v)
-        for k, v in _scaled(layer_ew, 1, L).items():
-            _add(bwd_ew, k, v)
-    return FlopReport(w, causal, attention, recompute, forward, FlopBreakdown(bwd_mm, bwd_ew))
+    if run.recompute:
+        _accumulate(bwd_mm, layers_mm)
+        _accumulate(bwd_ew, layers_ew)
+    return FlopReport(run, forward, FlopBreakdown(bwd_mm, bwd_ew), tuple(groups))
 
 
 @dataclass(frozen=True)
@@ -218,10 +195,13 @@ class Approximations:
     palm: int  # PaLM appendix B: (6N + 12 L H Q T) per token; (2N + 4 L H Q T) forward only
 
 
-def approximations(cfg: ModelConfig, w: Workload, n_non_embedding: int, n_embedding: int) -> Approximations:
-    factor = 6 if w.mode == "train" else 2
-    keys = cfg.window(w.seq) if w.mode == "decode" else w.seq  # decode: the cached keys
-    attn = (12 if w.mode == "train" else 4) * cfg.n_layers * cfg.n_heads * cfg.head_size * keys
-    return Approximations(factor * n_non_embedding * w.tokens,
-                          factor * (n_non_embedding + n_embedding) * w.tokens,
-                          (factor * n_non_embedding + attn) * w.tokens)
+def approximations(cfg: ModelConfig, run: RunSpec, n_non_embedding: int, n_embedding: int) -> Approximations:
+    run = run.resolve(cfg)
+    factor = 6 if run.mode == "train" else 2
+    # H*Q is the query width; T the keys (decode: the cached keys of each layer)
+    attn = (12 if run.mode == "train" else 4) * sum(
+        group.count * Layer(cfg, group.spec).attention.heads * Layer(cfg, group.spec).attention.score_dim
+        * attended_keys(group.spec, run) for group in layer_plan(cfg))
+    return Approximations(factor * n_non_embedding * run.tokens,
+                          factor * (n_non_embedding + n_embedding) * run.tokens,
+                          (factor * n_non_embedding + attn) * run.tokens)

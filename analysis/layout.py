@@ -1,104 +1,69 @@
-"""The inventory of one transformer layer: which matrices and norms it holds.
+"""The inventory of one layer: which matrices, norms and vectors it holds.
 
-Parameters, FLOPs and memory are all computed from this one inventory, so the three
-can never disagree about what a layer contains. Keys are the stable breakdown paths
-(``attention/q``, ``mlp/up``, ``moe/experts``, ``norm/attention``) that the reference
-modules of ``analysis.verify`` use as their submodule names.
+Parameters, FLOPs and memory are all computed from this one inventory, so they can never
+disagree about what a layer contains. The attention and FFN parts come from their kind's
+descriptor (:mod:`analysis.attention`, :mod:`analysis.ffn`); this module adds the block's
+norms, which depend on the placement. Keys are the stable breakdown paths (``attention/q``,
+``mlp/up``, ``moe/experts``, ``norm/attention``) that the reference modules of
+``analysis.verify`` use as their submodule names.
 
 Block structure (``x`` is the residual stream; ``n_a``/``n_m`` the attention/MLP norms):
 
-- sequential, ``pre``:      ``x += attn(n_a(x)); x += mlp(n_m(x))``
-- sequential, ``post``:     ``x = n_a(x + attn(x)); x = n_m(x + mlp(x))``
-- sequential, ``sandwich``: ``x += n_a_post(attn(n_a(x))); x += n_m_post(mlp(n_m(x)))``
-- parallel, ``pre``:        ``x += attn(n_a(x)) + mlp(n_m(x))``, with ``n_m = n_a`` when
+- sequential, ``pre``:         ``x += attn(n_a(x)); x += mlp(n_m(x))``
+- sequential, ``post``:        ``x = n_a(x + attn(x)); x = n_m(x + mlp(x))``
+- sequential, ``sandwich``:    ``x += n_a_post(attn(n_a(x))); x += n_m_post(mlp(n_m(x)))`` (Gemma 2/3)
+- sequential, ``post_branch``: ``x += n_a_post(attn(x)); x += n_m_post(mlp(x))`` (OLMo 2)
+- parallel, ``pre``:           ``x += attn(n_a(x)) + mlp(n_m(x))``, with ``n_m = n_a`` when
   ``parallel_norms`` is 1 (GPT-J, PaLM) and a separate norm when it is 2 (GPT-NeoX)
-- parallel, ``sandwich``:   as parallel ``pre`` with a post norm on each branch output
+- parallel, ``sandwich``:      as parallel ``pre`` with a post norm on each branch output
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .attention import ATTENTION
 from .config import ModelConfig
+from .ffn import FFN
+from .inventory import Linear, Norm, Vector, make_norm
+from .plan import LayerSpec
+
+
+def block_norms(cfg: ModelConfig) -> list[Norm]:
+    """The norms around the attention and FFN branches (module docstring)."""
+    keys = {"pre": ["attention", "mlp"], "post": ["attention", "mlp"],
+            "sandwich": ["attention", "mlp", "attention_post", "mlp_post"],
+            "post_branch": ["attention_post", "mlp_post"]}[cfg.norm_placement]
+    if cfg.parallel_block and cfg.parallel_norms == 1:
+        keys.remove("mlp")
+    return [make_norm(cfg, "norm/" + k, cfg.d_model) for k in keys]
+
+
+def final_norm(cfg: ModelConfig) -> Norm | None:
+    """The norm before the LM head (not part of any layer)."""
+    return make_norm(cfg, "norm/final", cfg.d_model) if cfg.final_norm else None
 
 
 @dataclass(frozen=True)
-class Linear:
-    """A matrix ``d_in -> d_out`` held ``copies`` times, of which a token uses ``active``."""
+class Layer:
+    """One layer of a spec: its attention and FFN descriptors and its inventory."""
 
-    key: str
-    d_in: int
-    d_out: int
-    bias: bool
-    copies: int = 1
-    active: int = 1
+    cfg: ModelConfig
+    spec: LayerSpec
 
     @property
-    def params(self) -> int:
-        return self.copies * (self.d_in * self.d_out + (self.d_out if self.bias else 0))
+    def attention(self):
+        return ATTENTION[self.spec.attention](self.cfg)
 
     @property
-    def active_params(self) -> int:
-        return self.active * (self.d_in * self.d_out + (self.d_out if self.bias else 0))
+    def ffn(self):
+        return FFN[self.spec.ffn](self.cfg)
 
+    def linears(self) -> list[Linear]:
+        return self.attention.linears() + self.ffn.linears()
 
-@dataclass(frozen=True)
-class Norm:
-    key: str
-    size: int
-    bias: bool
+    def norms(self) -> list[Norm]:
+        return block_norms(self.cfg) + self.attention.norms()
 
-    @property
-    def params(self) -> int:
-        return self.size * (2 if self.bias else 1)
-
-
-def _mlp(cfg: ModelConfig, keys: tuple[str, str, str], width: int, copies: int = 1,
-         active: int = 1) -> list[Linear]:
-    """up (and gate, for gated activations) d -> width, then down width -> d."""
-    d, b = cfg.d_model, cfg.mlp_bias
-    up, gate, down = keys
-    mats = [Linear(up, d, width, b, copies, active)]
-    if cfg.gated:
-        mats.append(Linear(gate, d, width, b, copies, active))
-    return mats + [Linear(down, width, d, b, copies, active)]
-
-
-def attention_linears(cfg: ModelConfig) -> list[Linear]:
-    d, qb = cfg.d_model, cfg.qkv_bias
-    return [
-        Linear("attention/q", d, cfg.q_width, qb),
-        Linear("attention/k", d, cfg.kv_width, qb),
-        Linear("attention/v", d, cfg.kv_width, qb),
-        Linear("attention/o", cfg.q_width, d, cfg.out_bias),
-    ]
-
-
-def ffn_linears(cfg: ModelConfig) -> list[Linear]:
-    """The feed-forward part: a dense MLP, or a router plus routed and shared experts."""
-    moe = cfg.moe
-    if moe is None:
-        return _mlp(cfg, ("mlp/up", "mlp/gate", "mlp/down"), cfg.d_ff)
-    mats = [Linear("moe/router", cfg.d_model, moe.num_experts, False)]
-    mats += _mlp(cfg, ("moe/experts",) * 3, cfg.expert_width, moe.num_experts, moe.experts_per_token)
-    if moe.shared_experts:
-        mats += _mlp(cfg, ("moe/shared_experts",) * 3, cfg.expert_width,
-                     moe.shared_experts, moe.shared_experts)
-    return mats
-
-
-def layer_linears(cfg: ModelConfig) -> list[Linear]:
-    return attention_linears(cfg) + ffn_linears(cfg)
-
-
-def layer_norms(cfg: ModelConfig) -> list[Norm]:
-    d, b = cfg.d_model, cfg.norm_has_bias
-    keys = ["norm/attention"]
-    if not (cfg.parallel_block and cfg.parallel_norms == 1):
-        keys.append("norm/mlp")
-    if cfg.norm_placement == "sandwich":
-        keys += ["norm/attention_post", "norm/mlp_post"]
-    norms = [Norm(k, d, b) for k in keys]
-    if cfg.qk_norm:
-        norms += [Norm("attention/q_norm", cfg.head_size, b), Norm("attention/k_norm", cfg.head_size, b)]
-    return norms
+    def vectors(self) -> list[Vector]:
+        return self.attention.vectors()

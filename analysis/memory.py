@@ -8,9 +8,12 @@ Conventions (README "Memory"):
   eager attention holds the ``B*h*S*S_kv`` scores and the softmax output at once (the
   softmax reads one and writes the other); flash attention keeps only ``B*h*S`` fp32
   log-sum-exp values (its tiles live in on-chip memory). In training the softmax output
-  and the log-sum-exp are counted with the saved activations; only the eager scores add;
-- chunked prefill runs queries in chunks of C tokens against ``min(cached, W) + C`` keys;
-  the peak is over the chunks;
+  and the log-sum-exp are counted with the saved activations; only the eager scores add.
+  A sink logit per row is not counted here (one column out of ``S_kv``);
+- chunked prefill runs queries in chunks of C tokens against ``min(cached, W) + C`` keys
+  on a layer with window W (``cached + C`` on a full layer); the peak is over chunks and layers;
+- inference (``prefill`` and ``decode``): weights in their stored dtype, the KV cache for
+  ``seq`` tokens, the attention peak, and the logits of the last position of each sequence;
 - MoE: every expert's weights, gradients and optimizer state, activations for the
   ``experts_per_token`` experts each token visits.
 """
@@ -19,11 +22,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .activations import activation_bytes, korthikanti_bytes
 from .config import ModelConfig
-from .params import count_params, weight_bytes
+from .kvcache import kv_cache
+from .params import count_params
+from .plan import layer_plan
+from .run import OPTIMIZER_STATES, RunSpec, weight_bytes
 
-OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1}  # fp32 values per parameter
 FP32 = 4
+PARTS = ("weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits")
 
 
 @dataclass(frozen=True)
@@ -43,11 +50,14 @@ def training_state(cfg: ModelConfig, dtype: str, optimizer: str) -> TrainingStat
 def chunk_spans(cfg: ModelConfig, seq: int, chunk: int | None) -> list[tuple[int, int]]:
     """(queries, keys) of the attention calls that can be the largest when prefilling ``seq``
     tokens: ``(seq, seq)`` unchunked; with chunks of C, the chunk at offset o attends to
-    ``min(o, W) + len(chunk)`` keys, and the largest is the last or the last full chunk."""
+    ``min(o, W) + len(chunk)`` keys on each layer, and the largest is the last or the last
+    full chunk."""
     if chunk is None or chunk >= seq:
         return [(seq, seq)]
     last = chunk * ((seq - 1) // chunk)
-    return [(min(chunk, seq - o), cfg.window(o) + min(chunk, seq - o)) for o in (last - chunk, last)]
+    windows = {g.spec for g in layer_plan(cfg)}
+    return [(min(chunk, seq - o), spec.keys_seen(o) + min(chunk, seq - o))
+            for o in (last - chunk, last) for spec in windows]
 
 
 def attention_bytes(cfg: ModelConfig, batch: int, queries: int, keys: int, attention: str,
@@ -61,12 +71,51 @@ def attention_bytes(cfg: ModelConfig, batch: int, queries: int, keys: int, atten
     return scores if training else 2 * scores
 
 
-def attention_peak(cfg: ModelConfig, batch: int, seq: int, chunk: int | None, attention: str,
-                   dtype: str) -> tuple[int, int, int]:
-    """(bytes, queries, keys) of the prefill's largest attention call."""
-    return max((attention_bytes(cfg, batch, q, k, attention, dtype), q, k)
-               for q, k in chunk_spans(cfg, seq, chunk))
+def attention_peak(cfg: ModelConfig, run: RunSpec) -> tuple[int, int, int]:
+    """(bytes, queries, keys) of the largest attention call of an inference run."""
+    run = run.resolve(cfg)
+    if run.mode == "decode":
+        spans = [(1, g.spec.keys_seen(run.seq)) for g in layer_plan(cfg)]
+    else:
+        spans = chunk_spans(cfg, run.seq, run.chunk)
+    return max((attention_bytes(cfg, run.batch, q, k, run.attention, run.dtype), q, k) for q, k in spans)
 
 
 def logits_bytes(cfg: ModelConfig, batch: int, positions: int, dtype: str) -> int:
     return batch * positions * cfg.vocab_size * weight_bytes(1, dtype)
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    run: RunSpec  # resolved
+    parts: dict[str, int]  # every name of PARTS, 0 where it does not apply
+    activation_components: dict[str, int]  # train: saved bytes by component
+    activations_per_layer: dict[str, int]  # train: one layer of each group, by group description
+    korthikanti_per_layer: int  # train: sbh(34 + 5as/h), for comparison
+    attention_queries: int  # the largest attention call: queries x keys
+    attention_keys: int
+
+    @property
+    def total(self) -> int:
+        return sum(self.parts.values())
+
+
+def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
+    """Bytes by part (PARTS) for a training step or an inference run."""
+    run = run.resolve(cfg)
+    parts = dict.fromkeys(PARTS, 0)
+    if run.mode == "train":
+        state = training_state(cfg, run.dtype, run.optimizer)
+        acts = activation_bytes(cfg, run)
+        parts.update(weights=state.weights, gradients=state.gradients, optimizer=state.optimizer,
+                     activations=acts.total - acts.loss, logits=acts.loss,
+                     attention=attention_bytes(cfg, run.batch, run.seq, run.seq, run.attention, run.dtype,
+                                               training=True))
+        per_layer = {group.spec.describe(): sum(saved.values()) for group, saved in acts.groups}
+        return MemoryReport(run, parts, acts.components, per_layer,
+                            korthikanti_bytes(cfg, run.batch, run.seq), run.seq, run.seq)
+    peak, queries, keys = attention_peak(cfg, run)
+    parts.update(weights=weight_bytes(count_params(cfg).total, run.weights_dtype),
+                 kv_cache=kv_cache(cfg, run).bytes, attention=peak,
+                 logits=logits_bytes(cfg, run.batch, 1, run.dtype))
+    return MemoryReport(run, parts, {}, {}, 0, queries, keys)

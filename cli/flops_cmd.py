@@ -10,7 +10,7 @@ from ..analysis.params import count_params
 
 from .common import BatchOpt, ExactOpt, JsonOpt, ModelsArg, choice, load_models, one_or_list, parse_seqs, positive, \
     warn_past_context
-from .render import console, count, print_json, share, si, show
+from .render import console, count, group_json, group_label, print_json, share, si, show
 
 if TYPE_CHECKING:  # analysis.flops is imported where used: other commands start faster
     from ..analysis.config import ModelConfig
@@ -39,12 +39,15 @@ def flops_json(cfg: ModelConfig, r: FlopReport, causal: FlopReport) -> dict:
     from ..analysis.flops import approximations
 
     p = count_params(cfg)
-    approx = approximations(cfg, r.workload, p.active - p.embedding, p.embedding)
-    return {"model": cfg.name, "seq_len": r.workload.seq, "batch": r.workload.batch,
-            "mode": r.workload.mode, "attention": r.attention,
-            "convention": "causal" if r.causal else "dense", "recompute": r.recompute,
+    run = r.run
+    approx = approximations(cfg, run, p.active - p.embedding, p.embedding)
+    return {"model": cfg.name, "seq_len": run.seq, "batch": run.batch,
+            "mode": run.mode, "attention": run.attention,
+            "convention": "causal" if run.causal else "dense", "recompute": run.recompute,
             "forward": _breakdown_json(r.forward), "backward": _breakdown_json(r.backward),
             "total": _breakdown_json(r.total),
+            "layer_groups": [group_json(g, forward_matmul=sum(mm.values()), forward_components=mm)
+                             for g, mm in r.groups],
             "causal_total_matmul": causal.total.matmul_total,
             "approximations": {"six_n_tokens": approx.six_n,
                                "six_n_tokens_with_embeddings": approx.six_n_with_embeddings,
@@ -60,14 +63,13 @@ def _fmt(n: int, exact: bool, macs: bool = False) -> str:
 def _breakdown(cfg: ModelConfig, r: FlopReport, causal: FlopReport, exact: bool, macs: bool) -> None:
     from ..analysis.flops import approximations, count_flops
 
-    w = r.workload
+    w = r.run
     tot = r.total
-    conv = "causal" if r.causal else "dense"
+    conv = "causal" if w.causal else "dense"
     title = (f"{cfg.name}: {w.mode}, batch {w.batch} x seq {w.seq:,}, {conv} attention, "
-             f"{r.attention} backward" + (", recompute" if r.recompute else ""))
-    other = "dense" if r.causal else "causal"
-    other_report = count_flops(cfg, w, causal=not r.causal, attention=r.attention,
-                               recompute=r.recompute)
+             f"{w.attention} backward" + (", recompute" if w.recompute else ""))
+    other = "dense" if w.causal else "causal"
+    other_report = count_flops(cfg, w.replace(causal=not w.causal))
     unit = "MACs" if macs else "FLOPs"
     rows = []
     for key, n in tot.matmul.items():
@@ -89,6 +91,10 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, causal: FlopReport, exact: bool,
                                     _fmt(r.backward.elementwise_total, exact),
                                     _fmt(tot.elementwise_total, exact),
                                     share(tot.elementwise_total, tot.total)])
+    if len(r.groups) > 1:
+        show(None, ["layer kind", "forward matmul per layer", "forward matmul, all its layers"],
+             [(group_label(g), _fmt(sum(mm.values()), exact, macs), _fmt(sum(mm.values()) * g.count, exact, macs))
+              for g, mm in r.groups])
     attn = _group(r.forward.matmul, GROUPS["attn scores+values"])
     console.print(f"forward:  {_fmt(r.forward.total, exact)} "
                   f"(matmul {_fmt(r.forward.matmul_total, exact)}, attention scores+values "
@@ -133,7 +139,8 @@ def flops(
       llmcalc flops mistral-7b --mode decode --seq 8192 --batch 32
       llmcalc flops                    # every bundled model side by side
     """
-    from ..analysis.flops import ATTENTION_IMPLS, MODES, Workload, count_flops
+    from ..analysis.flops import count_flops
+    from ..analysis.run import ATTENTION_IMPLS, MODES, RunSpec
 
     seqs = parse_seqs(seq)
     positive(batch, "--batch")
@@ -145,10 +152,8 @@ def flops(
         for s in seqs:
             s = s or cfg.context_length
             warn_past_context(cfg, s)
-            w = Workload(mode, s, batch, all_logits)
-            opts = dict(attention=attention, recompute=recompute)
-            runs.append((cfg, count_flops(cfg, w, causal=causal, **opts),
-                         count_flops(cfg, w, causal=True, **opts)))
+            run = RunSpec(mode, s, batch, attention, causal, recompute, all_logits)
+            runs.append((cfg, count_flops(cfg, run), count_flops(cfg, run.replace(causal=True))))
     if json_out:
         print_json(one_or_list([flops_json(*run) for run in runs], models))
         return
@@ -162,7 +167,7 @@ def flops(
         if not causal:
             shares.append(share(_group(c.total.matmul, GROUPS["attn scores+values"]),
                                 c.total.matmul_total))
-        rows.append((cfg.name, count(r.workload.seq), _fmt(r.total.total, exact),
+        rows.append((cfg.name, count(r.run.seq), _fmt(r.total.total, exact),
                      _fmt(r.total.matmul_total, exact), *shares))
     conv = "causal" if causal else "dense"
     extra = [] if causal else ["scores+values if causal"]

@@ -8,7 +8,7 @@ import typer
 
 from .common import BatchOpt, ExactOpt, JsonOpt, ModelsArg, dtype_option, load_models, one_or_list, parse_seqs, \
     parse_size, positive, warn_past_context
-from .render import count, iec, print_json, show
+from .render import count, group_json, group_label, iec, print_json, show
 
 
 def kvcache(
@@ -17,7 +17,8 @@ def kvcache(
                                       "list. Default: the model's context length."),
     batch: int = BatchOpt,
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="fp32 | fp16 | bf16 | fp8 | "
-                                           "int8 | int4. Default: the model's dtype."),
+                                           "int8 | int4. Default: the compute dtype (the model's dtype; bf16 "
+                                           "for a quantized model), as in `memory`."),
     budget: Optional[str] = typer.Option(None, "--budget", help="Device memory: 80GiB, 80GB (10^9), "
                                          "24G (= GiB), 512MiB. Reports how many sequences fit."),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="Weight dtype for --budget. "
@@ -33,22 +34,30 @@ def kvcache(
       llmcalc kvcache mistral-7b --seq 1024,4096,16384,32768     # the window plateau
     """
     from ..analysis.kvcache import fit_budget, kv_cache  # here: faster start for other commands
+    from ..analysis.run import RunSpec
 
     seqs = parse_seqs(seq)
     positive(batch, "--batch")
     budget_bytes = parse_size(budget) if budget is not None else None
-    rows, out = [], []
+    rows, out, groups = [], [], []
+    fmt = count if exact else iec
     for cfg in load_models(models):
-        kv_dt = dtype_option(kv_dtype, cfg.dtype, "--kv-dtype")
-        w_dt = dtype_option(dtype, cfg.dtype, "--dtype")
         for s in seqs:
             s = s or cfg.context_length
             warn_past_context(cfg, s)
-            c = kv_cache(cfg, s, batch, kv_dt)
+            run = RunSpec("decode", s, batch, weights_dtype=dtype_option(dtype, cfg.dtype, "--dtype"),
+                          kv_dtype=kv_dtype and dtype_option(kv_dtype, cfg.dtype, "--kv-dtype")).resolve(cfg)
+            kv_dt, w_dt = run.kv_dtype, run.weights_dtype
+            c = kv_cache(cfg, run)
             item = {"model": cfg.name, "seq_len": s, "batch": batch, "kv_dtype": kv_dt,
                     "cached_tokens": c.cached_tokens, "bytes_per_token": c.bytes_per_token,
-                    "bytes": c.bytes, "bytes_per_layer": c.bytes_per_layer}
-            fmt = count if exact else iec
+                    "bytes": c.bytes, "bytes_per_layer": c.bytes_per_layer,
+                    "layer_groups": [group_json(g.group, cached_tokens=g.cached_tokens,
+                                                bytes_per_token=g.bytes_per_token, bytes=g.bytes)
+                                     for g in c.groups]}
+            if len(c.groups) > 1:
+                groups += [(f"{cfg.name} {group_label(g.group)}", count(s), count(g.cached_tokens),
+                            fmt(g.bytes_per_token), fmt(g.bytes), fmt(g.bytes * g.group.count)) for g in c.groups]
             row = [cfg.name, count(s), count(c.cached_tokens), fmt(c.bytes_per_token),
                    fmt(c.bytes_per_layer), fmt(c.bytes)]
             if budget_bytes is not None:
@@ -70,3 +79,6 @@ def kvcache(
     if budget_bytes is not None:
         title += f"; budget {budget} = {iec(budget_bytes)} = {count(budget_bytes)} bytes"
     show(title, cols, rows)
+    if groups:
+        show("per layer kind", ["layers", "seq", "cached tokens", "bytes/token per layer", "per layer",
+                                "all its layers"], groups)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from ..analysis.config import FLOAT_DTYPES
+from ..analysis.run import RunSpec
 
 from .common import BatchOpt, ExactOpt, JsonOpt, ModelsArg, choice, dtype_option, load_models, one_or_list, parse_seqs, \
     positive, warn_past_context
@@ -15,51 +16,39 @@ from .render import console, count, iec, print_json, share, show, warn
 
 if TYPE_CHECKING:
     from ..analysis.config import ModelConfig
+    from ..analysis.memory import MemoryReport
 
-MEMORY_MODES = ("train", "inference")
-PARTS = ("weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits")
+MEMORY_MODES = ("train", "inference")  # inference: a prefill of --seq tokens (RunSpec mode "prefill")
 
 
-def memory_parts(cfg: ModelConfig, mode: str, seq: int, batch: int, attention: str, recompute: bool,
-                 dtype: str, weights_dtype: str, kv_dtype: str, chunk: Optional[int],
-                 optimizer: str) -> dict:
-    # imported here, not at the top: `llmcalc` starts faster when other commands run
-    from ..analysis.activations import activation_bytes, korthikanti_bytes
-    from ..analysis.kvcache import kv_cache
-    from ..analysis.memory import attention_bytes, attention_peak, logits_bytes, training_state
-    from ..analysis.params import count_params, weight_bytes
-
-    parts = dict.fromkeys(PARTS, 0)
-    extra: dict = {}
+def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
+    run = m.run
+    out = {"model": cfg.name, "mode": mode, "seq_len": run.seq, "batch": run.batch, "dtype": run.dtype,
+           "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype, "attention_impl": run.attention,
+           "recompute": run.recompute, **m.parts, "total": m.total}
     if mode == "train":
-        state = training_state(cfg, dtype, optimizer)
-        acts = activation_bytes(cfg, batch, seq, attention, dtype, recompute)
-        parts.update(weights=state.weights, gradients=state.gradients, optimizer=state.optimizer,
-                     activations=acts.total - acts.loss, logits=acts.loss,
-                     attention=attention_bytes(cfg, batch, seq, seq, attention, dtype, training=True))
-        extra = {"activations_per_layer": sum(acts.per_layer.values()),
-                 "activation_components": acts.components,
-                 "korthikanti_per_layer": korthikanti_bytes(cfg, batch, seq)}
+        out.update(activations_per_layer=max(m.activations_per_layer.values()),
+                   activation_components=m.activation_components,
+                   activation_layer_groups=m.activations_per_layer,
+                   korthikanti_per_layer=m.korthikanti_per_layer)
     else:
-        peak, queries, keys = attention_peak(cfg, batch, seq, chunk, attention, dtype)
-        parts.update(weights=weight_bytes(count_params(cfg).total, weights_dtype),
-                     kv_cache=kv_cache(cfg, seq, batch, kv_dtype).bytes, attention=peak,
-                     logits=logits_bytes(cfg, batch, 1, dtype))
-        extra = {"attention_queries": queries, "attention_keys": keys}
-    return {"model": cfg.name, "mode": mode, "seq_len": seq, "batch": batch, "dtype": dtype,
-            "weights_dtype": dtype if mode == "train" else weights_dtype, "kv_dtype": kv_dtype,
-            "attention_impl": attention, "recompute": recompute, **parts,
-            "total": sum(parts.values()), **extra}
+        out.update(attention_queries=m.attention_queries, attention_keys=m.attention_keys)
+    return out
 
 
 def _explain(cfg: ModelConfig, m: dict, fmt) -> None:
+    from ..analysis.memory import PARTS
+
     rows = [(k, fmt(m[k]), share(m[k], m["total"])) for k in PARTS if m[k]]
     title = (f"{cfg.name}: {m['mode']} memory, batch {m['batch']} x seq {m['seq_len']:,}, "
              f"{m['dtype']}, {m['attention_impl']} attention" + (", recompute" if m["recompute"] else ""))
     show(title, ["part", "bytes", "share"], rows, footer=["total", fmt(m["total"]), "100.0%"])
     if m["mode"] == "train":
-        L = cfg.n_layers
-        console.print(f"activations per layer: {fmt(m['activations_per_layer'])} (x {L} layers)")
+        kinds = m["activation_layer_groups"]
+        if len(kinds) == 1:
+            console.print(f"activations per layer: {fmt(m['activations_per_layer'])} (x {cfg.n_layers} layers)")
+        for label, n in kinds.items() if len(kinds) > 1 else ():
+            console.print(f"activations per layer, {label}: {fmt(n)}")
         console.print(f"Korthikanti et al. sbh(34 + 5as/h): {fmt(m['korthikanti_per_layer'])} per layer "
                       "(fp16 with dropout masks; llmcalc's reference has no dropout)")
         console.print("attention: one layer's pre-softmax scores (eager; the softmax output and flash's "
@@ -101,8 +90,7 @@ def memory(
       llmcalc memory mistral-7b --mode inference --seq 16384 --chunk 4096 --batch 4
       llmcalc memory --mode inference --seq 4096      # every bundled model side by side
     """
-    from ..analysis.flops import ATTENTION_IMPLS
-    from ..analysis.memory import OPTIMIZER_STATES
+    from ..analysis.run import ATTENTION_IMPLS, OPTIMIZER_STATES
 
     choice(mode, MEMORY_MODES, "--mode")
     choice(attention, ATTENTION_IMPLS, "--attention")
@@ -119,19 +107,24 @@ def memory(
     for option, value in ignored.items():
         if value is not None:
             warn(f"{option} does not apply to --mode {mode}; ignored")
+    from ..analysis.memory import PARTS, memory as memory_report
+
+    if dtype is not None and dtype_option(dtype, dtype, "--dtype") not in FLOAT_DTYPES:
+        raise UsageError(f"--dtype must be a float type ({', '.join(FLOAT_DTYPES)}) for compute, "
+                         f"got {dtype!r}; quantized weights: --weights-dtype")
+    for value, option in ((weights_dtype, "--weights-dtype"), (kv_dtype, "--kv-dtype")):
+        if value is not None:
+            dtype_option(value, value, option)
+    train = mode == "train"
     results = []
     for cfg in load_models(models):
-        compute = "bf16" if mode == "train" or cfg.dtype not in FLOAT_DTYPES else cfg.dtype
-        dt = dtype_option(dtype, compute, "--dtype")
-        if dt not in FLOAT_DTYPES:
-            raise UsageError(f"--dtype must be a float type ({', '.join(FLOAT_DTYPES)}) for compute, "
-                             f"got {dt!r}; quantized weights: --weights-dtype")
-        w_dt = dtype_option(weights_dtype, cfg.dtype, "--weights-dtype")
-        kv_dt = dtype_option(kv_dtype, dt, "--kv-dtype")
         s = seq_value or cfg.context_length
         warn_past_context(cfg, s)
-        results.append((cfg, memory_parts(cfg, mode, s, batch, attention, recompute, dt, w_dt, kv_dt,
-                                          chunk, optimizer)))
+        run = RunSpec("train" if train else "prefill", s, batch, attention, recompute=recompute and train,
+                      dtype=dtype, weights_dtype=None if train else weights_dtype,
+                      kv_dtype=None if train else kv_dtype, chunk=None if train else chunk,
+                      optimizer=optimizer if train else "adam")
+        results.append((cfg, memory_json(cfg, memory_report(cfg, run), mode)))
     if json_out:
         print_json(one_or_list([m for _, m in results], models))
         return

@@ -8,7 +8,7 @@ from ..analysis.config import DTYPE_BITS, ModelConfig
 from ..analysis.params import ParamCount, count_params, weight_bytes
 
 from .common import JsonOpt, ModelsArg, load_models, one_or_list
-from .render import console, count, iec, print_json, share, show
+from .render import console, count, group_json, group_label, iec, print_json, share, show
 
 
 def _heads(cfg: ModelConfig) -> str:
@@ -35,20 +35,33 @@ def models(json_out: bool = JsonOpt) -> None:
 
 def params_json(cfg: ModelConfig, p: ParamCount) -> dict:
     return {"model": cfg.name, "total": p.total, "active": p.active, "components": p.components,
-            "per_layer": p.per_layer, "n_layers": cfg.n_layers, "embedding": p.embedding,
+            "layer_groups": [group_json(g, params=sum(per.values()), components=per) for g, per in p.groups],
+            "n_layers": cfg.n_layers, "embedding": p.embedding,
             "non_embedding": p.non_embedding,
             "weight_bytes": {dt: weight_bytes(p.total, dt) for dt in DTYPE_BITS}}
 
 
 def _breakdown(cfg: ModelConfig, p: ParamCount) -> None:
+    """One row per component; with several layer kinds, one row group per kind (its
+    components per layer and over its layers) before the rest of the model."""
     L = cfg.n_layers
-    rows = []
-    for key, n in p.components.items():
-        per_layer = count(p.per_layer[key]) if key in p.per_layer else ""
-        rows.append((key, per_layer, count(n), share(n, p.total)))
-    show(f"{cfg.name}: parameters ({L} layers)",
-                        ["component", "per layer", "total", "share"], rows,
-                        footer=["total", count(sum(p.per_layer.values())), count(p.total), "100.0%"])
+    if len(p.groups) == 1:
+        per_layer = p.groups[0][1]
+        rows = [(key, count(per_layer[key]) if key in per_layer else "", count(n), share(n, p.total))
+                for key, n in p.components.items()]
+        show(f"{cfg.name}: parameters ({L} layers)", ["component", "per layer", "total", "share"], rows,
+             footer=["total", count(sum(per_layer.values())), count(p.total), "100.0%"])
+    else:
+        layer_keys = {k for _, per in p.groups for k in per}
+        sections = [[(f"[bold]{group_label(g)}[/bold]", count(sum(per.values())),
+                      count(sum(per.values()) * g.count), share(sum(per.values()) * g.count, p.total))]
+                    + [("  " + k, count(n), count(n * g.count), share(n * g.count, p.total)) for k, n in per.items()]
+                    for g, per in p.groups]
+        sections.append([(k, "", count(n), share(n, p.total)) for k, n in p.components.items()
+                         if k not in layer_keys])
+        show(f"{cfg.name}: parameters ({L} layers, {len(p.groups)} layer kinds)",
+             ["component", "per layer", "total", "share"], sections=sections,
+             footer=["total", "", count(p.total), "100.0%"])
     if p.active != p.total:
         console.print(f"active per token: {count(p.active)} ({share(p.active, p.total)} of total)")
     console.print(f"embedding: {count(p.embedding)}   non-embedding: {count(p.non_embedding)}")

@@ -48,10 +48,12 @@ def share(part: int | float, whole: int | float) -> str:
     return "<0.1%" if 0 < pct < 0.05 else f"{pct:.1f}%"
 
 
-def show(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]],
-         text_columns: tuple[int, ...] = (0,), footer: Iterable[Any] | None = None) -> None:
+def show(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]] = (),
+         text_columns: tuple[int, ...] = (0,), footer: Iterable[Any] | None = None,
+         sections: Iterable[Iterable[Iterable[Any]]] = ()) -> None:
     """Print a title line (never wrapped to the table's width) and a table whose columns
-    are right-aligned numbers except ``text_columns``."""
+    are right-aligned numbers except ``text_columns``; ``sections`` are row groups after
+    ``rows``, separated by a rule."""
     if title:
         console.print(title)
     t = Table(show_footer=footer is not None)
@@ -61,6 +63,10 @@ def show(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]
                      footer=str(footer[i]) if footer else "")
     for row in rows:
         t.add_row(*(str(c) for c in row))
+    for section in sections:
+        t.add_section()
+        for row in section:
+            t.add_row(*(str(c) for c in row))
     console.print(t)
 
 
@@ -70,3 +76,27 @@ def print_json(data: Any) -> None:
 
 def warn(message: str) -> None:
     err_console.print(f"[yellow]Warning:[/yellow] {message}")
+
+
+def layer_list(layers: tuple[int, ...]) -> str:
+    """Layer indices compactly: ``0-31``, ``1,3,..,41`` (a step), or a plain list."""
+    if len(layers) == 1:
+        return str(layers[0])
+    steps = {b - a for a, b in zip(layers, layers[1:])}
+    if len(steps) == 1:
+        step = steps.pop()
+        if step == 1:
+            return f"{layers[0]}-{layers[-1]}"
+        if len(layers) > 3:
+            return f"{layers[0]},{layers[1]},..,{layers[-1]}"
+    return ",".join(map(str, layers))
+
+
+def group_label(group) -> str:
+    """``layers 0-31 (32): mha full attention, dense FFN``."""
+    return f"layers {layer_list(group.layers)} ({group.count}): {group.spec.describe()}"
+
+
+def group_json(group, **figures) -> dict:
+    """One entry of a ``layer_groups`` list: spec, layer indices, count, per-layer figures."""
+    return {"spec": group.spec.as_dict(), "layers": list(group.layers), "count": group.count, **figures}
