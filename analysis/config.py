@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
+from .errors import ConfigError
 from .variants import ACTIVATIONS, NORMS, POSITIONS
 
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
@@ -30,16 +31,6 @@ LAYER_TYPES = ("full", "sliding")
 QK_NORMS = ("none", "head", "full")
 DTYPE_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 FLOAT_DTYPES = ("fp32", "bf16", "fp16")  # what activations, caches and compute can be in
-
-
-class ConfigError(ValueError):
-    """A user-facing problem with a model config: one line, naming file, key and line."""
-
-    def __init__(self, message: str, source: str | None = None, key: str | None = None,
-                 line: int | None = None):
-        self.message, self.source, self.key, self.line = message, source, key, line
-        where = "" if source is None else source + (f":{line}" if line is not None else "") + ": "
-        super().__init__(where + (f"key '{key}': " if key else "") + message)
 
 
 def _suggest(key: str, choices) -> str:

@@ -27,8 +27,7 @@ from .config import ModelConfig
 from .layout import Layer, final_norm
 from .plan import LayerGroup, LayerSpec, layer_plan
 from .run import RunSpec
-from .variants import (POSITION_BIAS_COST, POSITIONS, ROPE_COST, SCORE_SCALE_COST, SOFTCAP_COST, SOFTMAX_COST,
-                       norm_cost)
+from .variants import POSITION_BIAS_COST, POSITIONS, ROPE_COST, SCORE_SCALE_COST, SOFTCAP_COST, SOFTMAX_COST, norm_cost
 
 
 def _triangle(n: int, window: int | None) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import ConfigError
+from .errors import ConfigError
 
 _LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen3"}
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import ModelConfig
+from .inventory import Linear, Norm, Vector
 from .layout import Layer, final_norm
 from .plan import LayerGroup, layer_plan
 from .run import weight_bytes
@@ -46,7 +47,8 @@ def _add(into: dict[str, int], key: str, n: int) -> None:
 def layer_params(layer: Layer) -> dict[str, int]:
     """One layer's parameters by key (linears, then norms, then learned vectors)."""
     out: dict[str, int] = {}
-    for part in [*layer.linears(), *layer.norms(), *layer.vectors()]:
+    parts: list[Linear | Norm | Vector] = [*layer.linears(), *layer.norms(), *layer.vectors()]
+    for part in parts:
         _add(out, part.key, part.params)
     return out
 

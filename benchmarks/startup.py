@@ -28,7 +28,7 @@ def main() -> None:
     cmds = {"floor": [sys.executable, "-c", "import typer, rich.console, rich.table, yaml"],
             "llmcalc params gpt2-xl": tool + ["params", "gpt2-xl"]}
     times: dict[str, list[float]] = {k: [] for k in cmds}
-    for k, c in cmds.items():  # warm the file cache
+    for c in cmds.values():  # warm the file cache
         wall(c)
     for _ in range(args.runs):
         for k, c in cmds.items():

@@ -8,7 +8,6 @@ import typer
 
 from ..analysis.config import ModelConfig, bundled_names, load_model
 from ..analysis.params import count_params
-
 from .errors import UsageError
 from .render import warn
 

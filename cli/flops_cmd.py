@@ -7,10 +7,19 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from ..analysis.params import count_params
-
-from .common import BatchOpt, ExactOpt, JsonOpt, ModelsArg, choice, load_models, one_or_list, parse_seqs, positive, \
-    warn_past_context
-from .render import console, count, group_json, group_label, print_json, share, si, show
+from .common import (
+    BatchOpt,
+    ExactOpt,
+    JsonOpt,
+    ModelsArg,
+    choice,
+    load_models,
+    one_or_list,
+    parse_seqs,
+    positive,
+    warn_past_context,
+)
+from .render import console, count, group_json, group_label, print_json, share, show, si
 
 if TYPE_CHECKING:  # analysis.flops is imported where used: other commands start faster
     from ..analysis.config import ModelConfig

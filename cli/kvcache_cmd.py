@@ -6,8 +6,19 @@ from typing import Optional
 
 import typer
 
-from .common import BatchOpt, ExactOpt, JsonOpt, ModelsArg, dtype_option, load_models, one_or_list, parse_seqs, \
-    parse_size, positive, warn_past_context
+from .common import (
+    BatchOpt,
+    ExactOpt,
+    JsonOpt,
+    ModelsArg,
+    dtype_option,
+    load_models,
+    one_or_list,
+    parse_seqs,
+    parse_size,
+    positive,
+    warn_past_context,
+)
 from .render import count, group_json, group_label, iec, print_json, show
 
 

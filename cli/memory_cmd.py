@@ -8,9 +8,19 @@ import typer
 
 from ..analysis.config import FLOAT_DTYPES
 from ..analysis.run import RunSpec
-
-from .common import BatchOpt, ExactOpt, JsonOpt, ModelsArg, choice, dtype_option, load_models, one_or_list, parse_seqs, \
-    positive, warn_past_context
+from .common import (
+    BatchOpt,
+    ExactOpt,
+    JsonOpt,
+    ModelsArg,
+    choice,
+    dtype_option,
+    load_models,
+    one_or_list,
+    parse_seqs,
+    positive,
+    warn_past_context,
+)
 from .errors import UsageError
 from .render import console, count, iec, print_json, share, show, warn
 
@@ -107,7 +117,8 @@ def memory(
     for option, value in ignored.items():
         if value is not None:
             warn(f"{option} does not apply to --mode {mode}; ignored")
-    from ..analysis.memory import PARTS, memory as memory_report
+    from ..analysis.memory import PARTS
+    from ..analysis.memory import memory as memory_report
 
     if dtype is not None and dtype_option(dtype, dtype, "--dtype") not in FLOAT_DTYPES:
         raise UsageError(f"--dtype must be a float type ({', '.join(FLOAT_DTYPES)}) for compute, "

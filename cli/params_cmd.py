@@ -6,7 +6,6 @@ from typing import Optional
 
 from ..analysis.config import DTYPE_BITS, ModelConfig
 from ..analysis.params import ParamCount, count_params, weight_bytes
-
 from .common import JsonOpt, ModelsArg, load_models, one_or_list
 from .render import console, count, group_json, group_label, iec, print_json, share, show
 

@@ -55,6 +55,11 @@ def verify(
     except ImportError:
         raise UsageError("llmcalc verify needs PyTorch: pip install 'llmcalc[verify]' "
                          "(CPU machines: pip install torch==2.13.0 first)") from None
+    from ..analysis.verify import torch_version_problem
+
+    problem = torch_version_problem(torch.__version__)
+    if problem:
+        raise UsageError(problem)
     from ..analysis.verify.report import verify as run_checks
 
     dev = _resolve_device(device, torch)
