@@ -80,3 +80,29 @@ def test_quantized_weights(tmp_path, run):
 def test_flash_training_total_counts_the_log_sum_exp_once(run):
     data = json.loads(run("memory", "gpt2-small", "--seq", "1024", "--json").stdout)
     assert data["attention"] == 0 and data["activation_components"]["attention/sdpa"] > 0
+
+
+QUANTIZED = ("name: q\nvocab_size: 1000\ncontext_length: 64\nd_model: 64\nn_layers: 4\nn_heads: 4\nd_ff: 256\n"
+             "position: rope\nsliding_window: 24\nlayer_types: [sliding, full]\ndtype: int4\n")
+
+
+@pytest.mark.parametrize("model, options", [
+    ("mistral-7b", []), ("gpt2-small", ["--batch", "3"]), ("mixtral-8x7b", ["--kv-dtype", "fp8"]),
+    ("quantized", []), ("quantized", ["--kv-dtype", "int8", "--batch", "2"])])
+def test_kvcache_and_inference_memory_agree(tmp_path, run, model, options):
+    """Same model and options: the same KV bytes and dtype from both commands (one dtype policy)."""
+    if model == "quantized":
+        model = tmp_path / "q.yaml"
+        model.write_text(QUANTIZED)
+    kv = json.loads(run("kvcache", model, "--seq", "100", *options, "--json").stdout)
+    mem = json.loads(run("memory", model, "--mode", "inference", "--seq", "100", *options, "--json").stdout)
+    assert (kv["kv_dtype"], kv["bytes"]) == (mem["kv_dtype"], mem["kv_cache"])
+
+
+def test_quantized_model_caches_in_the_compute_dtype(tmp_path, run):
+    # 4 layers alternating a 24-token window and full attention, 4 heads of 16: K and V in bf16
+    path = tmp_path / "q.yaml"
+    path.write_text(QUANTIZED)
+    kv = json.loads(run("kvcache", path, "--seq", "100", "--json").stdout)
+    assert kv["kv_dtype"] == "bf16"
+    assert kv["bytes"] == 2 * (24 + 100) * 2 * 64 * 2
