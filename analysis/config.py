@@ -45,9 +45,10 @@ class _Checker:
         self.source, self.lines, self.prefix = source, lines, prefix
 
     def fail(self, key: str | None, message: str):
-        top = self.prefix.split(".")[0] if self.prefix else key
-        line = self.lines.get(top) if top else None
-        raise ConfigError(message, self.source, self.prefix + key if key else None, line)
+        """Raise for ``key`` (``moe.step`` names a nested key; its line is that of ``moe``)."""
+        full = self.prefix + key if key else None
+        line = self.lines.get(full.split(".")[0]) if full else None
+        raise ConfigError(message, self.source, full, line)
 
     def nested(self, key: str) -> "_Checker":
         return _Checker(self.source, self.lines, self.prefix + key + ".")
@@ -308,7 +309,7 @@ def _cross_checks(cfg: ModelConfig, check: _Checker) -> None:
     """Rules between keys; each names the key a user would change."""
     mla = cfg.attention == "mla"
     if mla and cfg.mla is None:
-        check.fail("mla", "attention: mla needs an 'mla' mapping (kv_lora_rank, qk_nope_head_dim, "
+        check.fail("attention", "mla needs an 'mla' mapping (kv_lora_rank, qk_nope_head_dim, "
                           "qk_rope_head_dim, v_head_dim)")
     if not mla and cfg.mla is not None:
         check.fail("mla", "given, but attention is not 'mla'")
@@ -318,7 +319,7 @@ def _cross_checks(cfg: ModelConfig, check: _Checker) -> None:
             if bad:
                 check.fail(key, "does not apply to attention: mla (its sizes are under 'mla')")
         if cfg.position == "rope" and cfg.mla.qk_rope_head_dim % 2:
-            check.fail("mla", f"RoPE needs an even qk_rope_head_dim, got {cfg.mla.qk_rope_head_dim}")
+            check.fail("mla.qk_rope_head_dim", f"RoPE needs an even size, got {cfg.mla.qk_rope_head_dim}")
     else:
         if cfg.n_heads % cfg.kv_heads:
             check.fail("n_kv_heads", f"must divide n_heads ({cfg.n_heads}), got {cfg.kv_heads}")
@@ -347,7 +348,7 @@ def _cross_checks(cfg: ModelConfig, check: _Checker) -> None:
             check.fail("moe", f"experts_per_token ({moe.experts_per_token}) exceeds "
                               f"num_experts ({moe.num_experts})")
         if moe.shared_expert_gate and not moe.shared_experts:
-            check.fail("moe", "shared_expert_gate needs shared_experts >= 1")
+            check.fail("moe.shared_expert_gate", "needs shared_experts >= 1")
         if not any(moe.is_moe_layer(i) for i in range(cfg.n_layers)):
             check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
                               f"step {moe.step}, {cfg.n_layers} layers)")

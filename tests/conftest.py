@@ -1,3 +1,6 @@
+"""Fixtures shared by the test modules (modules never import each other; shared data such as
+hypothesis strategies lives in tests/strategies.py)."""
+
 import pytest
 from typer.testing import CliRunner
 
@@ -13,3 +16,14 @@ def run():
         return runner.invoke(app, [str(a) for a in args])
 
     return invoke
+
+
+@pytest.fixture
+def config_file(tmp_path):
+    """Write a config's text to a fresh file under tmp_path and return its path."""
+    def write(text: str, name: str = "model.yaml"):
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return write

@@ -5,7 +5,7 @@ Test modules import these from here, never from each other.
 
 from hypothesis import strategies as st
 
-from llmcalc.analysis.config import from_dict
+from llmcalc.analysis.config import REQUIRED, ConfigError, from_dict
 
 BASE = dict(name="t", vocab_size=61, context_length=64, d_model=32, n_layers=2, n_heads=4, d_ff=40)
 VARIANTS = {  # together every config key and value
@@ -23,47 +23,170 @@ VARIANTS = {  # together every config key and value
             "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 24, "shared_experts": 1}},
     "moe-silu": {"position": "rope", "activation": "silu", "n_kv_heads": 2, "sliding_window": 3,
                  "moe": {"num_experts": 3, "experts_per_token": 1}, "norm": "rmsnorm"},
+    "gemma2": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "norm_placement": "sandwich",
+               "head_dim": 16, "n_kv_heads": 2, "sliding_window": 4, "layer_types": ["sliding", "full"],
+               "attn_logit_softcap": 50.0, "final_logit_softcap": 30.0, "embedding_scale": 5.65,
+               "tie_embeddings": True},
+    "deepseek": {"attention": "mla", "position": "rope", "norm": "rmsnorm", "activation": "swiglu",
+                 "n_layers": 3, "mla": {"q_lora_rank": 16, "kv_lora_rank": 12, "qk_nope_head_dim": 8,
+                                        "qk_rope_head_dim": 4, "v_head_dim": 6},
+                 "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16, "shared_experts": 1,
+                         "first_dense_layers": 1}},
+    "deepseek-lite": {"attention": "mla", "position": "rope", "norm": "rmsnorm", "activation": "swiglu",
+                      "sliding_window": 3, "mla": {"kv_lora_rank": 16, "qk_nope_head_dim": 8,
+                                                   "qk_rope_head_dim": 4, "v_head_dim": 8},
+                      "moe": {"num_experts": 3, "experts_per_token": 1, "shared_experts": 2,
+                              "first_dense_layers": 1}},
+    "gpt-oss": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2,
+                "attention_sinks": True, "qkv_bias": True, "out_bias": True, "sliding_window": 4,
+                "layer_types": ["sliding", "full"],
+                "moe": {"num_experts": 4, "experts_per_token": 2, "router_bias": True, "expert_bias": True}},
+    "qwen2-moe": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "qkv_bias": True,
+                  "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16, "shared_experts": 1,
+                          "shared_expert_d_ff": 48, "shared_expert_gate": True, "step": 2}},
+    "olmo2": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "norm_placement": "post_branch",
+              "qk_norm": "full", "n_kv_heads": 2},
+    "olmo": {"position": "rope", "activation": "swiglu", "norm_weight": False, "norm_bias": False},
+    "neox-partial": {"position": "rope", "rotary_fraction": 0.25, "parallel_block": True, "parallel_norms": 2,
+                     "qkv_bias": True, "mlp_bias": True},
+    "smollm3": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 4,
+                "rope_layers": [True, True, True, False]},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
 
 ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu"],
-         "norm": ["layernorm", "rmsnorm"], "norm_placement": ["pre", "post", "sandwich"],
+         "norm": ["layernorm", "rmsnorm"], "norm_placement": ["pre", "post", "sandwich", "post_branch"],
          "position": ["learned", "sinusoidal", "rope", "alibi", "relative", "none"]}
+QK_NORMS = [False, True, "none", "head", "full"]  # true is "head", false is "none"
+
+
+_ABSENT = object()
+
+
+def _maybe(draw, strategy):
+    """Either leave the key out (its default) or draw it (``null`` included)."""
+    return draw(st.one_of(st.none(), strategy)) if draw(st.booleans()) else _ABSENT
+
+
+def _put(raw, key, value):
+    if value is not _ABSENT:
+        raw[key] = value
+
+
+@st.composite
+def _moe(draw, n_layers):
+    """Every MoE key, with at least one MoE layer (validation demands one): the last layer
+    ``i`` with ``(i + 1) % step == 0`` is MoE unless ``first_dense_layers`` passes it."""
+    e = draw(st.integers(1, 6))
+    moe = {"num_experts": e, "experts_per_token": draw(st.integers(1, e))}
+    if draw(st.booleans()):
+        moe["expert_d_ff"] = draw(st.integers(1, 32))
+    shared = draw(st.integers(0, 2))
+    if shared or draw(st.booleans()):
+        moe["shared_experts"] = shared
+    if shared:
+        if draw(st.booleans()):
+            moe["shared_expert_d_ff"] = draw(st.integers(1, 32))
+        if draw(st.booleans()):
+            moe["shared_expert_gate"] = draw(st.booleans())
+    elif draw(st.booleans()):
+        moe["shared_expert_gate"] = False
+    step = draw(st.integers(1, n_layers))
+    last_moe = (n_layers // step) * step - 1
+    if step > 1 or draw(st.booleans()):
+        moe["step"] = step
+    if draw(st.booleans()):
+        moe["first_dense_layers"] = draw(st.integers(0, last_moe))
+    for key in ("router_bias", "expert_bias"):
+        if draw(st.booleans()):
+            moe[key] = draw(st.booleans())
+    return moe
+
+
+@st.composite
+def _mla(draw, rope):
+    even = st.integers(1, 4).map(lambda n: 2 * n)
+    mla = {"kv_lora_rank": draw(st.integers(1, 16)), "qk_nope_head_dim": draw(st.integers(1, 8)),
+           "qk_rope_head_dim": draw(even if rope else st.integers(1, 8)),
+           "v_head_dim": draw(st.integers(1, 8))}
+    if draw(st.booleans()):  # absent or null: a full-rank query projection
+        mla["q_lora_rank"] = draw(st.one_of(st.none(), st.integers(1, 16)))
+    return mla
 
 
 @st.composite
 def valid_configs(draw):
-    g = draw(st.integers(1, 4))
-    h = g * draw(st.integers(1, 4))
-    hd = 2 * draw(st.integers(1, 8))
+    """Raw config mappings over every ModelConfig key and value (test_config checks the
+    coverage); sizes stay tiny, since verify tests build these on the meta device."""
+    n_layers = draw(st.integers(1, 4))
     raw = {"name": "r", "vocab_size": draw(st.integers(1, 500)), "context_length": draw(st.integers(1, 64)),
-           "n_layers": draw(st.integers(1, 3)), "n_heads": h, "n_kv_heads": g,
-           "d_ff": draw(st.integers(1, 64))}
-    if draw(st.booleans()):
-        raw["d_model"] = h * hd
-    else:
-        raw["d_model"], raw["head_dim"] = draw(st.integers(1, 64)), hd
+           "n_layers": n_layers, "d_ff": draw(st.integers(1, 64))}
     for key, choices in ENUMS.items():
         raw[key] = draw(st.sampled_from(choices))
-    for key in ("qkv_bias", "out_bias", "mlp_bias", "lm_head_bias", "tie_embeddings", "qk_norm",
-                "final_norm", "norm_bias", "parallel_block"):
+    if draw(st.booleans()):  # RoPE carries the most keys (rope_layers, rotary_fraction, MLA's rope key)
+        raw["position"] = "rope"
+    rope = raw["position"] == "rope"
+    mla = draw(st.integers(0, 3)) == 0
+    if mla:
+        raw["attention"] = "mla"
+        raw["n_heads"] = draw(st.integers(1, 4))
+        raw["d_model"] = draw(st.integers(1, 48))
+        raw["mla"] = draw(_mla(rope))
+        if draw(st.booleans()):
+            raw["qk_norm"] = draw(st.sampled_from([False, "none"]))
+    else:
+        if draw(st.booleans()):
+            raw["attention"] = "mha"
+        g = draw(st.integers(1, 4))
+        h = g * draw(st.integers(1, 4))
+        hd = 2 * draw(st.integers(1, 8))
+        raw["n_heads"], raw["n_kv_heads"] = h, g
+        if draw(st.booleans()):
+            raw["d_model"] = h * hd
+        else:
+            raw["d_model"], raw["head_dim"] = draw(st.integers(1, 64)), hd
+        raw["qk_norm"] = draw(st.sampled_from(QK_NORMS))
+        if draw(st.booleans()):
+            # rotated dims int(hd * f) must be even and > 0 under RoPE; any f in (0, 1] otherwise
+            rotated = 2 * draw(st.integers(1, hd // 2))
+            f = rotated / hd
+            if rope and int(hd * f) != rotated:
+                f = 1.0
+            raw["rotary_fraction"] = f if rope else draw(st.sampled_from([f, 0.3, 1]))
+    for key in ("qkv_bias", "out_bias", "mlp_bias", "lm_head_bias", "tie_embeddings",
+                "final_norm", "norm_bias", "parallel_block", "attention_sinks"):
         raw[key] = draw(st.booleans())
+    if raw["norm"] == "layernorm" or draw(st.booleans()):
+        raw["norm_weight"] = raw["norm"] == "rmsnorm" or draw(st.booleans())  # false: layernorm only
     if raw["parallel_block"]:
         raw["parallel_norms"] = draw(st.sampled_from([1, 2]))
-        if raw["norm_placement"] == "post":
-            raw["norm_placement"] = "pre"
+        if raw["norm_placement"] in ("post", "post_branch"):
+            raw["norm_placement"] = draw(st.sampled_from(["pre", "sandwich"]))
     if draw(st.booleans()):
         raw["sliding_window"] = draw(st.integers(1, 64))
+    if draw(st.booleans()):
+        kinds = ["full", "sliding"] if "sliding_window" in raw else ["full"]
+        raw["layer_types"] = draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=3))
+    if rope and draw(st.booleans()):
+        raw["rope_layers"] = draw(st.lists(st.booleans(), min_size=1, max_size=3))
     raw["rope_theta"] = draw(st.sampled_from([10000, 500000.0, 1e6]))
     raw["relative_buckets"] = draw(st.integers(2, 16))
     raw["relative_max_distance"] = draw(st.integers(raw["relative_buckets"], 64))
+    for key in ("attn_logit_softcap", "final_logit_softcap", "embedding_scale"):
+        _put(raw, key, _maybe(draw, st.sampled_from([0.5, 5.65, 30, 50.0])))
     raw["dtype"] = draw(st.sampled_from(["fp32", "fp16", "bf16", "fp8", "int8", "int4"]))
     raw["description"] = draw(st.text(max_size=10))
     if draw(st.booleans()):
-        e = draw(st.integers(1, 6))
-        raw["moe"] = {"num_experts": e, "experts_per_token": draw(st.integers(1, e)),
-                      "expert_d_ff": draw(st.integers(1, 32)), "shared_experts": draw(st.integers(0, 2))}
+        raw["moe"] = draw(_moe(n_layers))
+    elif draw(st.integers(0, 4)) == 0:
+        raw["moe"] = None
+    # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
+    optional = [k for k in raw if k not in REQUIRED]
+    for key in draw(st.lists(st.sampled_from(optional), unique=True)):
+        value = raw.pop(key)
+        try:
+            from_dict(raw)
+        except ConfigError:
+            raw[key] = value
     return raw
-
-

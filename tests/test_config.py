@@ -1,16 +1,28 @@
 """Config validation through the CLI: exit code 2, one line on stderr naming file, key, line."""
 
+import dataclasses
 import json
 import subprocess
 import sys
 
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
+from llmcalc.analysis.config import (
+    ATTENTION_KINDS,
+    DTYPE_BITS,
+    LAYER_TYPES,
+    NORM_PLACEMENTS,
+    QK_NORMS,
+    ConfigError,
+    MLAConfig,
+    ModelConfig,
+    MoEConfig,
+    from_dict,
+)
+from llmcalc.analysis.variants import ACTIVATIONS, NORMS, POSITIONS
 from tests.strategies import valid_configs
-
-from llmcalc.analysis.config import ConfigError, from_dict
-from llmcalc.analysis.params import count_params
 
 BASE = """name: t
 vocab_size: 1000
@@ -42,7 +54,7 @@ d_ff: 256
     (BASE + "norm_placement: middle\n", ":8: key 'norm_placement': unknown value 'middle'"),
     (BASE + "moe: {num_experts: 2, experts_per_token: 3}\n",
      ":8: key 'moe': experts_per_token (3) exceeds num_experts (2)"),
-    (BASE + "moe: {num_experts: 2}\n", ":8: key 'moe': missing required key 'experts_per_token'"),
+    (BASE + "moe: {num_experts: 2}\n", ":8: key 'moe.experts_per_token': missing required key"),
     (BASE + "moe: {num_experts: 2, experts_per_token: 0}\n",
      ":8: key 'moe.experts_per_token': must be >= 1, got 0"),
     (BASE + "parallel_norms: 1.0\n", ":8: key 'parallel_norms': must be 1 or 2, got 1.0"),
@@ -172,6 +184,8 @@ def test_yaml_reads_1e6_as_a_number(tmp_path, run):
 @settings(max_examples=200, deadline=None)
 @given(valid_configs())
 def test_random_valid_configs_count(raw):
+    from llmcalc.analysis.params import count_params
+
     p = count_params(from_dict(raw, "random.yaml"))
     assert sum(p.components.values()) == p.total
     assert 0 < p.active <= p.total
@@ -197,3 +211,177 @@ def test_random_invalid_configs_raise_config_error(raw, corruption):
         raw[key] = value
     with pytest.raises(ConfigError):
         from_dict(raw, "random.yaml")
+
+
+# -- the new keys: each rule gives exit 2, one line, the key and the YAML line ---------------
+
+MLA = "mla: {kv_lora_rank: 8, qk_nope_head_dim: 4, qk_rope_head_dim: 2, v_head_dim: 4}\n"
+MOE = "moe: {num_experts: 4, experts_per_token: 2"
+
+
+@pytest.mark.parametrize("text, fragments", [
+    # per-layer attention span
+    (BASE + "layer_types: [sliding, full]\n",
+     [":8: key 'layer_types': has 'sliding' layers but sliding_window is not set"]),
+    (BASE + "sliding_window: 4\nlayer_types: [sliding, global]\n",
+     [":9: key 'layer_types': unknown value 'global'", "expected one of: full, sliding"]),
+    (BASE + "sliding_window: 4\nlayer_types: []\n", [":9: key 'layer_types': must be a non-empty list"]),
+    (BASE + "sliding_window: 4\nlayer_types: sliding\n", [":9: key 'layer_types': must be a non-empty list"]),
+    # layers without positions
+    (BASE + "rope_layers: [true, false]\n", [":8: key 'rope_layers': applies to position: rope, not 'learned'"]),
+    (BASE + "position: rope\nrope_layers: [true, 0]\n", [":9: key 'rope_layers': must be true or false, got 0"]),
+    # partial rotary: head size 16
+    (BASE + "position: rope\nrotary_fraction: 0.1875\n",
+     [":9: key 'rotary_fraction': RoPE needs an even, non-zero number of rotated dimensions",
+      "int(16 * 0.1875) = 3"]),
+    (BASE + "position: rope\nrotary_fraction: 0.05\n",
+     [":9: key 'rotary_fraction': RoPE needs an even, non-zero number of rotated dimensions", "= 0"]),
+    (BASE + "rotary_fraction: 1.5\n", [":8: key 'rotary_fraction': must be a positive number at most 1, got 1.5"]),
+    (BASE + "rotary_fraction: 0\n", [":8: key 'rotary_fraction': must be a positive number"]),
+    # multi-head latent attention
+    (BASE + "attention: mla\n", [":8: ", "mla", "mapping"]),  # the line of `attention: mla`
+    (BASE + MLA, [":8: key 'mla': given, but attention is not 'mla'"]),
+    (BASE + "attention: gqa\n", [":8: key 'attention': unknown value 'gqa'", "expected one of: mha, mla"]),
+    (BASE + "attention: mla\nmla: 4\n", [":9: key 'mla': must be a mapping, got 4"]),
+    (BASE + "attention: mla\n" + MLA + "n_kv_heads: 2\n",
+     [":10: key 'n_kv_heads': does not apply to attention: mla"]),
+    (BASE + "attention: mla\n" + MLA + "head_dim: 8\n", [":10: key 'head_dim': does not apply to attention: mla"]),
+    (BASE + "attention: mla\n" + MLA + "qk_norm: true\n", [":10: key 'qk_norm': does not apply to attention: mla"]),
+    (BASE + "attention: mla\n" + MLA + "rotary_fraction: 0.5\n",
+     [":10: key 'rotary_fraction': does not apply to attention: mla"]),
+    (BASE + "attention: mla\n" + MLA.replace("v_head_dim: 4}", "v_head_dim: 4, q_lora: 8}"),
+     [":9: key 'mla.q_lora': unknown key (did you mean 'q_lora_rank'?)"]),
+    (BASE + "attention: mla\n" + MLA.replace("v_head_dim: 4, ", "").replace("}", ", v_head_dim: 4}")
+     .replace("kv_lora_rank: 8, ", ""), [":9: key 'mla.kv_lora_rank': missing required key"]),
+    (BASE + "attention: mla\n" + MLA.replace("kv_lora_rank: 8", "kv_lora_rank: 0"),
+     [":9: key 'mla.kv_lora_rank': must be >= 1, got 0"]),
+    (BASE + "attention: mla\n" + MLA.replace("}", ", q_lora_rank: 1.5}"),
+     [":9: key 'mla.q_lora_rank': must be an integer, got 1.5"]),
+    (BASE + "position: rope\nattention: mla\n" + MLA.replace("qk_rope_head_dim: 2", "qk_rope_head_dim: 3"),
+     [":10: key 'mla.qk_rope_head_dim': RoPE needs an even size, got 3"]),
+    # q/k norm, norms and their placement
+    (BASE + "qk_norm: both\n", [":8: key 'qk_norm': unknown value 'both'", "expected one of: none, head, full"]),
+    (BASE + "norm: rmsnorm\nnorm_weight: false\n", [":9: key 'norm_weight': false applies to layernorm only"]),
+    (BASE + "norm_weight: 0\n", [":8: key 'norm_weight': must be true or false, got 0"]),
+    (BASE + "parallel_block: true\nnorm_placement: post_branch\n",
+     [":9: key 'norm_placement': parallel_block works with 'pre' or 'sandwich', not 'post_branch'"]),
+    # logit soft-capping, embedding scaling, sinks
+    (BASE + "attn_logit_softcap: 0\n", [":8: key 'attn_logit_softcap': must be a positive number, got 0"]),
+    (BASE + "final_logit_softcap: -30\n", [":8: key 'final_logit_softcap': must be a positive number, got -30"]),
+    (BASE + "embedding_scale: yes\n", [":8: key 'embedding_scale': must be a positive number, got True"]),
+    (BASE + "attention_sinks: 1\n", [":8: key 'attention_sinks': must be true or false, got 1"]),
+    # mixed dense and MoE layers, shared experts
+    (BASE + MOE + ", step: 3}\n", [":8: key 'moe': no layer is MoE (first_dense_layers 0, step 3, 2 layers)"]),
+    (BASE + MOE + ", first_dense_layers: 2}\n",
+     [":8: key 'moe': no layer is MoE (first_dense_layers 2, step 1, 2 layers)"]),
+    (BASE + MOE + ", step: 2, first_dense_layers: 2}\n", [":8: key 'moe': no layer is MoE"]),
+    (BASE + MOE + ", step: 0}\n", [":8: key 'moe.step': must be >= 1, got 0"]),
+    (BASE + MOE + ", first_dense_layers: -1}\n", [":8: key 'moe.first_dense_layers': must be >= 0, got -1"]),
+    (BASE + MOE + ", shared_expert_gate: true}\n",
+     [":8: key 'moe.shared_expert_gate': needs shared_experts >= 1"]),
+    (BASE + MOE + ", shared_experts: 1, shared_expert_d_ff: 0}\n",
+     [":8: key 'moe.shared_expert_d_ff': must be >= 1, got 0"]),
+    (BASE + MOE + ", router_bias: maybe}\n", [":8: key 'moe.router_bias': must be true or false, got 'maybe'"]),
+    (BASE + MOE + ", expert_bias: null}\n", [":8: key 'moe.expert_bias': must be true or false, got None"]),
+    (BASE + MOE + ", shared_expert: 1}\n",
+     [":8: key 'moe.shared_expert': unknown key (did you mean 'shared_experts'?)"]),
+    (BASE + "moe:\n  num_experts: 4\n  experts_per_token: 0\n", [":8: key 'moe.experts_per_token': must be >= 1"]),
+])
+def test_new_keys_bad_config_exits_2_with_one_line(config_file, run, text, fragments):
+    path = config_file(text, "bad.yaml")
+    result = run("params", path)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"Error: {path}:")
+    for fragment in fragments:
+        assert fragment in result.stderr
+
+
+@pytest.mark.parametrize("text", [
+    BASE + "sliding_window: 8\nlayer_types: [sliding, full]\n",
+    BASE + "layer_types: [full]\n",
+    BASE + "position: rope\nrope_layers: [true, true, true, false]\n",
+    BASE + "position: rope\nrotary_fraction: 0.25\n",
+    BASE + "rotary_fraction: 0.3\n",  # no RoPE: nothing is rotated, so any share is accepted
+    BASE + "attention: mla\n" + MLA,
+    BASE + "attention: mla\nqk_norm: false\n" + MLA.replace("}", ", q_lora_rank: null}"),
+    BASE + "position: rope\nattention: mla\n" + MLA.replace("}", ", q_lora_rank: 6}"),
+    BASE + "attention: mha\nqk_norm: full\nnorm_placement: post_branch\nnorm_weight: false\nnorm_bias: false\n",
+    BASE + "attention_sinks: true\nattn_logit_softcap: 50\nfinal_logit_softcap: 30.0\nembedding_scale: 8\n",
+    BASE + MOE + ", step: 2, first_dense_layers: 1, shared_experts: 1, shared_expert_d_ff: 16, "
+                 "shared_expert_gate: true, router_bias: true, expert_bias: true}\n",
+])
+def test_new_keys_valid(config_file, run, text):
+    path = config_file(text)
+    result = run("params", path, "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["total"] > 0
+
+
+def test_qk_norm_booleans_mean_head_and_none():
+    raw = dict(name="t", vocab_size=10, context_length=8, d_model=16, n_layers=1, n_heads=2, d_ff=8)
+    assert [from_dict({**raw, "qk_norm": v}).qk_norm for v in (True, False, "head", "full", "none")] == \
+        ["head", "none", "head", "full", "none"]
+
+
+# -- the hypothesis strategy covers every key and every value ----------------------------------
+
+ENUM_CHOICES = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "norm_placement": NORM_PLACEMENTS,
+                "position": tuple(POSITIONS), "attention": ATTENTION_KINDS, "dtype": tuple(DTYPE_BITS),
+                "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES}
+
+
+def _drawn_configs(n=500):
+    drawn = []
+
+    @settings(max_examples=n, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(valid_configs())
+    def collect(raw):
+        drawn.append(raw)
+
+    collect()
+    return drawn
+
+
+def test_strategy_covers_every_key_and_value():
+    """A new ModelConfig, MoEConfig or MLAConfig field fails here until valid_configs() draws it:
+    every key is drawn and left at its default, every bool both ways, every enum value, and each
+    optional value both set and unset."""
+    drawn = _drawn_configs()
+    free_text = {"name", "description"}
+    enum_fields = {f.name for f in dataclasses.fields(ModelConfig) if f.type.startswith(("str", "tuple[str"))}
+    assert enum_fields - free_text == set(ENUM_CHOICES), "a new enum key: add its choices to ENUM_CHOICES"
+    for cls, key in ((ModelConfig, None), (MoEConfig, "moe"), (MLAConfig, "mla")):
+        maps = [raw if key is None else raw.get(key) for raw in drawn]
+        maps = [m for m in maps if isinstance(m, dict)]
+        assert maps, f"valid_configs() never draws a '{key}' mapping"
+        for f in dataclasses.fields(cls):
+            where = f"{cls.__name__}.{f.name}"
+            values = [m[f.name] for m in maps if f.name in m]
+            assert values, f"valid_configs() never draws {where}"
+            if f.default is not dataclasses.MISSING:
+                assert len(values) < len(maps), f"valid_configs() never leaves {where} at its default"
+            if "bool" in f.type:
+                flat = [v for value in values for v in (value if isinstance(value, list) else [value])]
+                assert {True, False} <= set(flat), f"{where}: not both true and false"
+            if f.name in ENUM_CHOICES:
+                flat = [v for value in values for v in (value if isinstance(value, list) else [value])]
+                missing = [c for c in ENUM_CHOICES[f.name] if not any(c == v and type(c) is type(v) for v in flat)]
+                assert not missing, f"{where}: never draws {missing}"
+            if "None" in f.type:
+                assert any(v is not None for v in values), f"{where}: never given a value"
+            if f.type.startswith("float"):
+                assert any(v != f.default for v in values), f"{where}: only its default"
+    # the combinations the layer plan exists for
+    cfgs = [from_dict(raw) for raw in drawn]
+    assert any(len(set(c.layer_types or ())) == 2 for c in cfgs), "no mix of sliding and full layers"
+    assert any(c.rope_layers and len(set(c.rope_layers)) == 2 and c.position == "rope" for c in cfgs)
+    assert any(c.moe and c.moe.first_dense_layers and any(c.moe.is_moe_layer(i) for i in range(c.n_layers))
+               for c in cfgs), "no first dense layers"
+    assert any(c.moe and c.moe.step > 1 for c in cfgs), "no MoE step"
+    assert any(c.moe and c.moe.shared_expert_gate for c in cfgs)
+    assert any(c.mla and c.mla.q_lora_rank for c in cfgs) and any(c.mla and not c.mla.q_lora_rank for c in cfgs)
+    assert any(c.position == "rope" and c.rotary_dims < c.head_size for c in cfgs if c.attention == "mha")
+    assert any(c.position == "rope" and c.attention == "mla" for c in cfgs)

@@ -3,17 +3,19 @@
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llmcalc.analysis.config import from_dict, load_bundled
-from llmcalc.analysis.flops import Workload, attended_pairs, count_flops
+from llmcalc.analysis.flops import count_flops
+from llmcalc.analysis.run import RunSpec
 from tests.strategies import valid_configs
 
 
 def test_gpt2_small_1024_forward_per_component():
     # Per-layer figures for GPT-2 small at 1,024 tokens (d=768, 12 heads, d_ff=3072),
     # counting 2 FLOPs per multiply-add: 2*1024*768*768*3 for q/k/v together, etc.
-    r = count_flops(load_bundled("gpt2-small"), Workload("train", 1024, 1))
+    r = count_flops(load_bundled("gpt2-small"), RunSpec("train", 1024, 1))
     per_layer = {k: v // 12 for k, v in r.forward.matmul.items() if k != "lm_head"}
     assert per_layer["attention/q"] + per_layer["attention/k"] + per_layer["attention/v"] == 3_623_878_656
     assert per_layer["attention/o"] == 1_207_959_552
@@ -43,43 +45,43 @@ def test_gpt2_xl_16k(run):
 
 def test_gpt2_xl_1k_to_16k():
     cfg = load_bundled("gpt2-xl")
-    short, long = (count_flops(cfg, Workload("train", s)).forward for s in (1024, 16384))
+    short, long = (count_flops(cfg, RunSpec("train", s)).forward for s in (1024, 16384))
     assert long.matmul["attention/scores"] == 256 * short.matmul["attention/scores"]
     assert round(long.matmul_total / short.matmul_total) == 38
 
 
 def test_backward_linear_2x_attention_eager_2x_flash_2_5x():
     cfg = load_bundled("gpt2-small")
-    w = Workload("train", 512, 2)
-    eager, flash = (count_flops(cfg, w, attention=a) for a in ("eager", "flash"))
+    w = RunSpec("train", 512, 2)
+    eager, flash = (count_flops(cfg, w.replace(attention=a)) for a in ("eager", "flash"))
     for key, fwd in eager.forward.matmul.items():
         assert eager.backward.matmul[key] == 2 * fwd
     attn_fwd = eager.forward.matmul["attention/scores"] + eager.forward.matmul["attention/values"]
     assert 2 * (flash.backward.matmul_total - eager.backward.matmul_total) == attn_fwd
-    rec = count_flops(cfg, w, attention="eager", recompute=True)
+    rec = count_flops(cfg, w.replace(attention="eager", recompute=True))
     layers = eager.forward.matmul_total - eager.forward.matmul["lm_head"]
     assert rec.backward.matmul_total - eager.backward.matmul_total == layers
 
 
 def test_prefill_last_logits_and_decode():
     cfg = load_bundled("mistral-7b")
-    pre = count_flops(cfg, Workload("prefill", 8192, 2))
+    pre = count_flops(cfg, RunSpec("prefill", 8192, 2))
     assert pre.forward.matmul["lm_head"] == 2 * 2 * 4096 * 32000
-    assert count_flops(cfg, Workload("prefill", 8192, 2, all_logits=True)).forward.matmul["lm_head"] \
+    assert count_flops(cfg, RunSpec("prefill", 8192, 2, all_logits=True)).forward.matmul["lm_head"] \
         == 2 * 2 * 8192 * 4096 * 32000
     assert pre.backward.total == 0
     # decode attends to min(seq, W) cached keys: the rolling buffer bounds it
-    d8k, d100k = (count_flops(cfg, Workload("decode", s, 4)).forward.matmul for s in (8192, 100_000))
+    d8k, d100k = (count_flops(cfg, RunSpec("decode", s, 4)).forward.matmul for s in (8192, 100_000))
     assert d8k == d100k
     assert d8k["attention/scores"] == 2 * 4 * 32 * 4096 * 128 * 32
-    d1k = count_flops(cfg, Workload("decode", 1000, 4)).forward.matmul
+    d1k = count_flops(cfg, RunSpec("decode", 1000, 4)).forward.matmul
     assert d1k["attention/scores"] == 2 * 4 * 32 * 1000 * 128 * 32
     assert d1k["attention/q"] == 2 * 4 * 4096 * 4096 * 32
 
 
 def test_mixtral_experts_scale_with_top_k():
     cfg = load_bundled("mixtral-8x7b")
-    w = Workload("train", 1024)
+    w = RunSpec("train", 1024)
     top2 = count_flops(cfg, w).forward.matmul
     top1 = count_flops(cfg.replace(moe=cfg.moe.__class__(8, 1)), w).forward.matmul
     assert top2["moe/experts"] == 2 * top1["moe/experts"] == 2 * 2 * 1024 * 3 * 4096 * 14336 * 32
@@ -105,25 +107,43 @@ def test_side_by_side_rows(run):
         == ["1,024", "4,096", "16,384"]
 
 
+def _windows(cfg):
+    """Each layer's window, read from the keys (DESIGN.md section 2): layer_types repeats
+    cyclically; absent, every layer slides when sliding_window is set."""
+    types = cfg.layer_types or (["sliding"] if cfg.sliding_window else ["full"])
+    return [cfg.sliding_window if types[i % len(types)] == "sliding" else None for i in range(cfg.n_layers)]
+
+
+def _head_sizes(cfg):
+    """(score, value) head sizes: MLA's nope + rope and v_head_dim, else head_size for both."""
+    if cfg.attention == "mla":
+        return cfg.mla.qk_nope_head_dim + cfg.mla.qk_rope_head_dim, cfg.mla.v_head_dim
+    return cfg.head_size, cfg.head_size
+
+
 @settings(max_examples=150, deadline=None)
 @given(valid_configs(), st.integers(1, 200), st.integers(1, 3))
 def test_identities_over_random_configs(raw, seq, batch):
     cfg = from_dict(raw, "random.yaml")
-    w = Workload("train", seq, batch)
-    dense, causal = count_flops(cfg, w), count_flops(cfg, w, causal=True)
+    w = RunSpec("train", seq, batch)
+    dense, causal = count_flops(cfg, w), count_flops(cfg, w.replace(causal=True))
     assert causal.forward.matmul_total <= dense.forward.matmul_total
-    W = cfg.sliding_window or seq
-    assert attended_pairs(cfg, w, True) == sum(min(i + 1, W) for i in range(seq))
-    assert causal.forward.matmul["attention/scores"] == \
-        2 * batch * cfg.n_heads * cfg.head_size * sum(min(i + 1, W) for i in range(seq)) * cfg.n_layers
+    score, value = _head_sizes(cfg)
+    h, windows = cfg.n_heads, _windows(cfg)
+    pairs = [sum(min(i + 1, W or seq) for i in range(seq)) for W in windows]
+    assert causal.forward.matmul["attention/scores"] == sum(2 * batch * h * p * score for p in pairs)
+    assert causal.forward.matmul["attention/values"] == sum(2 * batch * h * p * value for p in pairs)
+    assert dense.forward.matmul["attention/scores"] == 2 * batch * h * seq * seq * score * cfg.n_layers
+    assert dense.forward.matmul["attention/values"] == 2 * batch * h * seq * seq * value * cfg.n_layers
     # linear in batch
-    single = count_flops(cfg, Workload("train", seq, 1))
+    single = count_flops(cfg, RunSpec("train", seq, 1))
     assert dense.total.matmul_total == batch * single.total.matmul_total
-    # flash backward - eager backward = half the attention forward
-    eager = count_flops(cfg, w, attention="eager")
-    attn = dense.forward.matmul["attention/scores"] + dense.forward.matmul["attention/values"]
-    recomputed = 0 if cfg.position == "relative" else attn  # T5 bias: eager backward
-    assert 2 * (dense.backward.matmul_total - eager.backward.matmul_total) == recomputed
-    # decode never sees more than the window
-    dec = count_flops(cfg, Workload("decode", seq, batch)).forward.matmul["attention/scores"]
-    assert dec == 2 * batch * cfg.n_heads * cfg.head_size * min(seq, W) * cfg.n_layers
+    # backward: 2x every forward matmul; flash computes the scores once more (not with a T5 bias)
+    eager = count_flops(cfg, w.replace(attention="eager"))
+    assert eager.backward.matmul == {k: 2 * v for k, v in eager.forward.matmul.items()}
+    recomputed = 0 if cfg.position == "relative" else dense.forward.matmul["attention/scores"]
+    assert dense.backward.matmul_total - eager.backward.matmul_total == recomputed
+    # decode never sees more than each layer's window
+    dec = count_flops(cfg, RunSpec("decode", seq, batch)).forward.matmul
+    assert dec["attention/scores"] == sum(2 * batch * h * min(seq, W or seq) * score for W in windows)
+    assert dec["attention/values"] == sum(2 * batch * h * min(seq, W or seq) * value for W in windows)

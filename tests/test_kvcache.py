@@ -7,16 +7,21 @@ import pytest
 from llmcalc.analysis.config import from_dict, load_bundled
 from llmcalc.analysis.kvcache import kv_cache
 from llmcalc.analysis.memory import attention_bytes, attention_peak, chunk_spans
+from llmcalc.analysis.run import RunSpec
+
+
+def kv(cfg, seq, batch, dtype):
+    return kv_cache(cfg, RunSpec("decode", seq, batch, kv_dtype=dtype))
 
 
 def test_llama2_7b_fp16_per_token():
     # 2 (K, V) * 32 layers * 4096 * 2 bytes = 524,288 bytes per token (0.5 MiB)
-    assert kv_cache(load_bundled("llama-2-7b"), 4096, 1, "fp16").bytes_per_token == 524_288
+    assert kv(load_bundled("llama-2-7b"), 4096, 1, "fp16").bytes_per_token == 524_288
 
 
 @pytest.mark.parametrize("seq", [4096, 4097, 8192, 32768, 1_000_000])
 def test_mistral_rolling_buffer_caps_the_cache(seq):
-    c = kv_cache(load_bundled("mistral-7b"), seq, 1, "fp16")
+    c = kv(load_bundled("mistral-7b"), seq, 1, "fp16")
     assert c.bytes_per_token == 131_072  # 2 * 32 * 8 KV heads * 128 * 2 bytes
     assert (c.cached_tokens, c.bytes) == (4096, 536_870_912)
 
@@ -69,9 +74,9 @@ def test_bad_sizes_exit_2(run, args, message):
 
 def test_gqa_and_head_dim():
     base = dict(name="t", vocab_size=10, context_length=8, d_model=64, n_layers=3, n_heads=8, d_ff=8)
-    mha = kv_cache(from_dict(base), 100, 2, "fp32")
-    gqa = kv_cache(from_dict({**base, "n_kv_heads": 2}), 100, 2, "fp32")
-    mqa = kv_cache(from_dict({**base, "n_kv_heads": 1, "head_dim": 24}), 100, 2, "fp32")
+    mha = kv(from_dict(base), 100, 2, "fp32")
+    gqa = kv(from_dict({**base, "n_kv_heads": 2}), 100, 2, "fp32")
+    mqa = kv(from_dict({**base, "n_kv_heads": 1, "head_dim": 24}), 100, 2, "fp32")
     assert mha.bytes == 2 * 3 * 2 * 8 * 8 * 100 * 4 == 4 * gqa.bytes
     assert mqa.bytes == 2 * 3 * 2 * 1 * 24 * 100 * 4
     assert mha.bytes_per_layer * 3 == mha.bytes
@@ -94,11 +99,46 @@ def test_chunked_prefill_spans_and_peak():
     # a short last chunk: eager peaks there (more keys), flash at the last full chunk (more queries)
     llama = load_bundled("llama-2-7b")
     assert chunk_spans(llama, 8191, 4096) == [(4096, 4096), (4095, 8191)]
-    assert attention_peak(llama, 1, 8191, 4096, "flash", "bf16") == (32 * 4096 * 4, 4096, 4096)
-    assert attention_peak(llama, 1, 8191, 4096, "eager", "bf16") == (2 * 32 * 4095 * 8191 * 2, 4095, 8191)
+    run = RunSpec("prefill", 8191, 1, chunk=4096, dtype="bf16")
+    assert attention_peak(llama, run.replace(attention="flash")) == (32 * 4096 * 4, 4096, 4096)
+    assert attention_peak(llama, run.replace(attention="eager")) == (2 * 32 * 4095 * 8191 * 2, 4095, 8191)
 
 
 def test_training_attention_is_only_the_extra_scores():
     cfg = load_bundled("gpt2-small")
     assert attention_bytes(cfg, 8, 1024, 1024, "flash", "bf16", training=True) == 0
     assert attention_bytes(cfg, 8, 1024, 1024, "eager", "bf16", training=True) == 8 * 12 * 1024 * 1024 * 2
+
+
+MIXED = dict(name="t", vocab_size=10, context_length=64, d_model=64, n_layers=5, n_heads=8, n_kv_heads=2, d_ff=8)
+
+
+@pytest.mark.parametrize("seq", [1, 7, 8, 9, 100])
+def test_each_layer_caches_its_own_window(seq):
+    # layers 0, 2, 3 slide over 8 tokens ([sliding, full, sliding] repeated), layers 1 and 4 keep all
+    cfg = from_dict({**MIXED, "sliding_window": 8, "layer_types": ["sliding", "full", "sliding"]})
+    c = kv(cfg, seq, 3, "bf16")
+    assert c.bytes == 3 * (3 * min(seq, 8) + 2 * seq) * 2 * 2 * 8 * 2
+    assert c.bytes_per_token == 5 * 2 * 2 * 8 * 2  # every layer, while no window binds
+    assert c.cached_tokens == seq  # the full layers hold the whole sequence
+
+
+def test_mla_caches_the_latent_and_one_rope_key():
+    cfg = from_dict({**{k: v for k, v in MIXED.items() if k != "n_kv_heads"}, "attention": "mla",
+                     "mla": {"kv_lora_rank": 12, "qk_nope_head_dim": 6, "qk_rope_head_dim": 4,
+                             "v_head_dim": 5}})
+    c = kv(cfg, 33, 2, "fp32")
+    assert c.bytes_per_token == 5 * (12 + 4) * 4
+    assert c.bytes == 2 * 33 * 5 * (12 + 4) * 4
+
+
+def test_chunked_prefill_follows_each_layers_window():
+    cfg = from_dict({**MIXED, "sliding_window": 4096, "layer_types": ["sliding", "full"],
+                     "context_length": 16384})
+    # chunks at offsets 8192 and 12288: sliding layers see min(o, 4096) + 4096 keys, full ones o + 4096
+    assert sorted(chunk_spans(cfg, 16384, 4096)) == [(4096, 8192), (4096, 8192), (4096, 12288), (4096, 16384)]
+    run = RunSpec("prefill", 16384, 1, chunk=4096, dtype="bf16")
+    assert attention_peak(cfg, run.replace(attention="eager")) == (2 * 8 * 4096 * 16384 * 2, 4096, 16384)
+    # decode: one query against the longest layer's cache
+    assert attention_peak(cfg, RunSpec("decode", 16384, 1, attention="eager", dtype="bf16")) == \
+        (2 * 8 * 16384 * 2, 1, 16384)

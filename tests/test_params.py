@@ -106,11 +106,17 @@ def test_variant_closed_forms(kw, delta):
     assert sum(p.components.values()) == p.total
 
 
+def one_layer(p):
+    """The per-layer parameters of a model whose layers are all alike."""
+    (group, per_layer), = p.groups
+    return per_layer
+
+
 def test_head_dim_not_dividing_d_model():
     p = count_params(cfg(d_model=60, head_dim=16, n_heads=4))
     attn = 60 * 64 + 2 * 60 * 64 + 64 * 60
-    assert p.per_layer["attention/q"] + p.per_layer["attention/k"] + p.per_layer["attention/v"] \
-        + p.per_layer["attention/o"] == attn
+    layer = one_layer(p)
+    assert layer["attention/q"] + layer["attention/k"] + layer["attention/v"] + layer["attention/o"] == attn
 
 
 def test_moe_total_and_active():
@@ -118,13 +124,72 @@ def test_moe_total_and_active():
     p = count_params(cfg(activation="swiglu", moe={"num_experts": E, "experts_per_token": k,
                                                   "expert_d_ff": f, "shared_experts": s}))
     expert = 3 * d * f
-    assert p.per_layer["moe/router"] == d * E
-    assert p.per_layer["moe/experts"] == E * expert
-    assert p.per_layer["moe/shared_experts"] == s * expert
-    assert "mlp/up" not in p.per_layer
+    layer = one_layer(p)
+    assert layer["moe/router"] == d * E
+    assert layer["moe/experts"] == E * expert
+    assert layer["moe/shared_experts"] == s * expert
+    assert "mlp/up" not in layer
     assert p.total - p.active == L * (E - k) * expert
 
 
 def test_weight_bytes():
     assert [weight_bytes(3, dt) for dt in ("fp32", "bf16", "fp16", "fp8", "int8", "int4")] == \
         [12, 6, 6, 3, 3, 2]
+
+
+# The new keys against the same base (layernorm with weight and bias: 2 parameters per element;
+# h = 4 heads of hd = 16; learned positions ctx * d, dropped by rope).
+MLA = {"kv_lora_rank": 8, "qk_nope_head_dim": 4, "qk_rope_head_dim": 2, "v_head_dim": 4}
+MHA_ATTN = 4 * d * d
+# q: d -> h*(4+2); kv_a: d -> 8+2; its norm over 8; kv_b: 8 -> h*(4+4); o: h*4 -> d
+MLA_ATTN = d * 4 * 6 + d * 10 + 2 * 8 + 8 * 4 * 8 + 4 * 4 * d
+# q_a: d -> 6, its norm over 6, q_b: 6 -> h*(4+2)
+MLA_Q_LORA = d * 6 + 2 * 6 + 6 * 4 * 6 - d * 4 * 6
+MOE = {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 32}
+EXPERT = 2 * d * 32  # up and down (gelu)
+
+
+@pytest.mark.parametrize("kw, delta, inactive", [
+    ({"attention_sinks": True}, L * 4, 0),
+    ({"attn_logit_softcap": 50, "final_logit_softcap": 30, "embedding_scale": 8.0}, 0, 0),
+    ({"sliding_window": 16, "layer_types": ["sliding", "full"]}, 0, 0),
+    ({"position": "rope", "rope_layers": [False, True]}, -ctx * d, 0),
+    ({"position": "rope", "rotary_fraction": 0.25}, -ctx * d, 0),
+    ({"norm_weight": False}, -(2 * L + 1) * d, 0),
+    ({"norm_weight": False, "norm_bias": False}, -(2 * L + 1) * 2 * d, 0),
+    ({"norm_weight": False, "norm_bias": False, "qk_norm": "full"}, -(2 * L + 1) * 2 * d, 0),
+    ({"qk_norm": "head"}, L * 2 * 2 * 16, 0),
+    ({"qk_norm": "full"}, L * 2 * (4 * 16 + 4 * 16), 0),
+    ({"qk_norm": "full", "n_kv_heads": 2}, L * 2 * (4 * 16 + 2 * 16) - L * 2 * d * 32, 0),
+    ({"qk_norm": "full", "norm": "rmsnorm"}, L * (4 * 16 + 4 * 16) - (2 * L + 1) * d, 0),
+    ({"norm_placement": "post_branch"}, 0, 0),
+    ({"norm_placement": "post_branch", "qk_norm": "head"}, L * 2 * 2 * 16, 0),
+    ({"attention": "mla", "mla": MLA}, L * (MLA_ATTN - MHA_ATTN), 0),
+    ({"attention": "mla", "mla": {**MLA, "q_lora_rank": 6}}, L * (MLA_ATTN + MLA_Q_LORA - MHA_ATTN), 0),
+    ({"attention": "mla", "mla": MLA, "qkv_bias": True, "out_bias": True},  # q and kv_a; o
+     L * (MLA_ATTN - MHA_ATTN + 4 * 6 + 10 + d), 0),
+    ({"attention": "mla", "mla": {**MLA, "q_lora_rank": 6}, "qkv_bias": True},  # q_a, not q_b; kv_a
+     L * (MLA_ATTN + MLA_Q_LORA - MHA_ATTN + 6 + 10), 0),
+    ({"attention": "mla", "mla": MLA, "attention_sinks": True}, L * (MLA_ATTN - MHA_ATTN + 4), 0),
+    # MoE on every layer, on layer 1 only (first dense layer, or every second layer)
+    ({"moe": MOE}, L * (d * 4 + 4 * EXPERT - 2 * d * ff), L * 2 * EXPERT),
+    ({"moe": {**MOE, "first_dense_layers": 1}}, d * 4 + 4 * EXPERT - 2 * d * ff, 2 * EXPERT),
+    ({"moe": {**MOE, "step": 2}}, d * 4 + 4 * EXPERT - 2 * d * ff, 2 * EXPERT),
+    ({"moe": {**MOE, "step": 2}, "mlp_bias": True},  # mlp_bias: the dense layer only
+     d * 4 + 4 * EXPERT - 2 * d * ff + (ff + d), 2 * EXPERT),
+    ({"moe": {**MOE, "expert_bias": True}}, L * (d * 4 + 4 * (EXPERT + 32 + d) - 2 * d * ff),
+     L * 2 * (EXPERT + 32 + d)),
+    ({"moe": {**MOE, "router_bias": True}}, L * (d * 4 + 4 + 4 * EXPERT - 2 * d * ff), L * 2 * EXPERT),
+    ({"moe": {**MOE, "shared_experts": 2}}, L * (d * 4 + 6 * EXPERT - 2 * d * ff), L * 2 * EXPERT),
+    ({"moe": {**MOE, "shared_experts": 2, "shared_expert_d_ff": 16, "shared_expert_gate": True}},
+     L * (d * 4 + 4 * EXPERT + 2 * 2 * d * 16 + d - 2 * d * ff), L * 2 * EXPERT),
+    ({"moe": {**MOE, "shared_experts": 1, "shared_expert_d_ff": 16, "expert_bias": True}},
+     L * (d * 4 + 4 * (EXPERT + 32 + d) + 2 * d * 16 + 16 + d - 2 * d * ff), L * 2 * (EXPERT + 32 + d)),
+    ({"moe": {**MOE, "shared_experts": 1}, "activation": "swiglu"},
+     L * (d * 4 + 5 * 3 * d * 32 - 2 * d * ff), L * 2 * 3 * d * 32),
+])
+def test_new_key_closed_forms(kw, delta, inactive):
+    p = count_params(cfg(**kw))
+    assert p.total == BASE_TOTAL + delta
+    assert p.total - p.active == inactive
+    assert sum(p.components.values()) == p.total
