@@ -10,8 +10,9 @@ Conventions (README "FLOPs"):
   scores cost ``2*B*h*pairs*score_dim`` and values ``2*B*h*pairs*value_dim`` with the head
   sizes of the layer's attention kind (MLA: ``nope + rope`` and ``v_head_dim``);
 - backward is counted per operation: a linear layer costs 2x its forward (input and
-  weight gradients); attention 2x with eager attention (dQ, dK, dP, dV) and 2.5x with
-  flash attention, which also recomputes the scores (charged to ``attention/scores``;
+  weight gradients); attention 2x with eager attention (dQ, dK, dP, dV); flash
+  attention also recomputes the scores (charged to ``attention/scores``: 3x scores + 2x
+  values, 2.5x the attention forward when both head sizes are equal;
   not with ``relative`` positions, whose learned bias needs a gradient no fused kernel
   gives, so those models run the eager backward);
   ``recompute`` (full activation recomputation) adds one more forward of every layer
