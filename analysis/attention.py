@@ -24,13 +24,22 @@ from .inventory import Linear, Norm, Vector, make_norm
 
 
 @dataclass(frozen=True)
-class MHA:
+class _Attention:
+    """What every kind shares: ``n_heads`` query heads, and optional sinks."""
+
     cfg: ModelConfig
 
     @property
     def heads(self) -> int:
         return self.cfg.n_heads
 
+    def vectors(self) -> list[Vector]:
+        """Attention sinks (GPT-OSS): one learned logit per head joins each softmax."""
+        return [Vector("attention/sinks", self.cfg.n_heads)] if self.cfg.attention_sinks else []
+
+
+@dataclass(frozen=True)
+class MHA(_Attention):
     @property
     def score_dim(self) -> int:
         return self.cfg.head_size
@@ -61,18 +70,9 @@ class MHA:
             return [make_norm(c, "attention/q_norm", c.q_width), make_norm(c, "attention/k_norm", c.kv_width)]
         return []
 
-    def vectors(self) -> list[Vector]:
-        return sinks(self.cfg)
-
 
 @dataclass(frozen=True)
-class MLA:
-    cfg: ModelConfig
-
-    @property
-    def heads(self) -> int:
-        return self.cfg.n_heads
-
+class MLA(_Attention):
     @property
     def score_dim(self) -> int:
         m = self.cfg.mla
@@ -109,14 +109,6 @@ class MLA:
         c, m = self.cfg, self.cfg.mla
         q = [] if m.q_lora_rank is None else [make_norm(c, "attention/q_a_norm", m.q_lora_rank)]
         return q + [make_norm(c, "attention/kv_a_norm", m.kv_lora_rank)]
-
-    def vectors(self) -> list[Vector]:
-        return sinks(self.cfg)
-
-
-def sinks(cfg: ModelConfig) -> list[Vector]:
-    """Attention sinks (GPT-OSS): one learned logit per head joins each softmax."""
-    return [Vector("attention/sinks", cfg.n_heads)] if cfg.attention_sinks else []
 
 
 ATTENTION = {"mha": MHA, "mla": MLA}
