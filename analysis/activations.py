@@ -1,40 +1,49 @@
-"""Training activations: the bytes autograd saves for backward, per component.
+"""Training activations: the bytes autograd saves for backward, per component and per layer group.
 
 Convention (README "Memory"): every storage autograd saves for backward during the forward
 pass and the loss, counted once (a tensor saved by two ops, or saved as two views, is one
 storage) under the component that saves it first; parameters and buffers are excluded
 (they are not activations). It is exactly what ``analysis.verify.measure.measure_saved_bytes``
-measures for llmcalc's reference model; values are in the model's dtype (``b`` bytes), token
+measures for llmcalc's reference model; values are in the compute dtype (``b`` bytes), token
 ids and indices are int64 (8 bytes), norm statistics and flash's log-sum-exp fp32 (4 bytes,
 as on CUDA and meta; the CPU LayerNorm kernel keeps its mean/rstd in the input dtype).
 
-What each op keeps (``T = B*S`` tokens, ``x`` an op's input):
-- linear layers: their input (shared by q/k/v, by up/gate, and by two branches reading one
-  norm); bias adds, residual adds, scalings and mask adds keep nothing;
-- LayerNorm: input, fp32 mean and rstd per row; RMSNorm: input and fp32 rstd per row;
-- activations (hidden width): relu its output (also the down projection's input), gelu and
-  silu their input, sqrelu the relu output, gated ones the gate pre-activation (reglu: the
-  relu output instead), the activation and the up projection; plus the down projection's input;
-- eager attention: q, k and v as contiguous copies for the batched matmuls, k and v
-  expanded to all ``h`` heads (with ``B = 1`` and a single K/V head the expansion stays a
-  view of the ``g``-head tensor), the ``B*h*S*S`` softmax output, and the o projection's input;
-- flash attention: q, k, v (``g`` K/V heads), the output (which the o projection reads as a
-  view), the fp32 log-sum-exp, and the additive mask when it needs one (sliding window
-  shorter than the sequence: ``S*S``; ALiBi: ``h*S*S``), once per model. A learned T5 bias
-  makes SDPA take its math path, which keeps what eager attention keeps (k and v always
-  expanded) in at least fp32;
-- RoPE: the cos and sin tables (``S*hd`` each), once per model;
+The model is summed over its layer plan (:func:`analysis.plan.layer_plan`): each group's
+layers save the same bytes, so one layer is computed per group and multiplied by its count.
+What each op keeps (``T = B*S`` tokens, ``x`` an op's input, ``d_qk``/``d_v`` the score and
+value head sizes):
+- linear layers: their input (shared by q/k/v, by up/gate, by router and experts, and by
+  two branches reading one norm); bias adds, residual adds, scalings and mask adds keep
+  nothing;
+- LayerNorm: input, fp32 mean and rstd per row; RMSNorm: input and fp32 rstd per row (a
+  LayerNorm without weight or bias keeps the same);
+- activations (hidden width): what :data:`analysis.variants.ACTIVATIONS` lists in ``saves``,
+  plus the down projection's input;
+- eager attention: q and k as contiguous copies for the batched matmul, k and v expanded to
+  all ``h`` heads (with ``B = 1`` and a single K/V head the expansion stays a view of the
+  ``g``-head tensor), the ``B*h*S*S`` softmax output (``S + 1`` columns with a sink), tanh's
+  output with soft-capping, and the o projection's input;
+- flash attention: q, k, v (K/V unexpanded), the output (which the o projection reads as a
+  view), the fp32 log-sum-exp, and each distinct additive mask a layer needs (a window shorter
+  than the sequence: ``S*S``; ALiBi: ``h*S*S``), once per model. A learned T5 bias runs eager
+  attention (no fused kernel gives its gradient);
+- MLA: the q and kv_a inputs; the low-rank query's norm; the kv_a norm's input (the latent
+  half of kv_a's output, a view); kv_b its input; the per-head split of q and of kv_b's output
+  (views) as the attention reads them, and k concatenated from k_nope and the shared k_pe;
+- RoPE: the cos and sin tables (``S * rotated dims`` each), once per model;
 - MoE: the router input, routing probabilities, expert ids, renormalized weights and their
   sum, the token/choice indices of each expert's slots, and per slot the expert input, the
   activation tensors, the expert output and its weighted copy (the ``index_add`` source);
-  shared experts keep their activation tensors;
+  shared experts keep their activation tensors; a shared-expert gate its sigmoid's output
+  and the shared output it multiplies;
 - embeddings: the token ids, learned positions' ids (``S``), T5 relative buckets (``S*S``);
-  the LM head its input; the loss the log-softmax over the vocabulary (``T*V``) and a scalar.
+  the LM head its input; final soft-capping its tanh output; the loss the log-softmax over the
+  vocabulary (``T*V``) and a scalar.
 
 With ``recompute`` (full activation recomputation: each block checkpointed, backward runs
 it again) a block keeps only its input, ``T*d`` values, under ``layer``; the checkpoint also
-keeps the mask or position bias (eager always builds one) and the RoPE tables, once;
-embeddings, final norm, LM head and loss keep what they keep without.
+keeps each distinct mask or position bias a layer passes (eager always builds one) and the
+RoPE tables, once; embeddings, final norm, LM head and loss keep what they keep without.
 
 Korthikanti et al. 2022 count ``sbh(34 + 5as/h)`` bytes per layer for a GPT layer in 16
 bits (h = d_model, a = heads, MLP width 4h, materialized attention). They include dropout:
@@ -49,27 +58,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import FLOAT_DTYPES, ModelConfig
-from .flops import ATTENTION_IMPLS
-from .params import weight_bytes
+from .config import ModelConfig
+from .plan import LayerGroup, LayerSpec, layer_plan, layer_specs
+from .run import RunSpec, bytes_per
+from .variants import ACTIVATIONS, norm_stat_values
 
 INDEX = 8  # int64 token ids and indices
 STAT = 4  # fp32 norm statistics and log-sum-exp
 
-# Hidden-width tensors an activation keeps, besides the down projection's input ("out").
-_ACT_SAVES = {
-    "relu": ("out",),  # its output *is* the down projection's input
-    "gelu": ("pre",), "silu": ("pre",),  # their input
-    "sqrelu": ("relu",),  # relu keeps its output, square the same tensor
-    "reglu": ("act", "up"),  # relu keeps its output; the product both factors
-    "geglu": ("pre", "act", "up"), "swiglu": ("pre", "act", "up"),
-}
-
 
 @dataclass(frozen=True)
 class Activations:
-    per_layer: dict[str, int]  # one layer's saved bytes by component key (layers are identical)
-    components: dict[str, int]  # the whole model: layer keys x n_layers plus once-per-model saves
+    groups: tuple[tuple[LayerGroup, dict[str, int]], ...]  # (group, one layer's bytes by component)
+    components: dict[str, int]  # the whole model: per-layer bytes x counts plus once-per-model saves
 
     @property
     def total(self) -> int:
@@ -97,91 +98,154 @@ class _Tape:
             self._seen.add(name)
         self.bytes[key] = self.bytes.get(key, 0) + nbytes
 
-    def norm(self, key: str, x: str | None, rows: int, width: int) -> str:
-        """Saves the input ``x`` and fp32 statistics; returns the name of the output."""
-        self.save(key, rows * width * self.b, x)
+    def norm(self, key: str, x: str | None, rows: int, width: int, storage: int | None = None) -> str:
+        """Saves the input ``x`` (``storage`` values when it is a view of a larger tensor) and
+        fp32 statistics per row; returns the name of the output."""
+        self.save(key, (rows * width if storage is None else storage) * self.b, x)
         self.save(key, rows * norm_stat_bytes(self.cfg))
         return key + " output"
 
 
 def norm_stat_bytes(cfg: ModelConfig) -> int:
     """fp32 statistics a norm keeps per row: LayerNorm mean and rstd, RMSNorm rstd."""
-    return STAT * (2 if cfg.norm == "layernorm" else 1)
+    return STAT * norm_stat_values(cfg.norm)
 
 
-def _attention(tape: _Tape, cfg: ModelConfig, B: int, S: int, kind: str, x: str) -> None:
+def _eager_core(tape: _Tape, cfg: ModelConfig, B: int, S: int, d_qk: int, k: int, v: int) -> None:
+    """Eager scores, softmax and values over ``h`` heads: q (``T*h*d_qk`` values, a copy or
+    its own storage), ``k`` and ``v`` values of K and V as the batched matmuls read them."""
     T, h, b = B * S, cfg.n_heads, tape.b
+    tape.save("attention/scores", (T * h * d_qk + k) * b)  # q and k
+    if cfg.attn_logit_softcap is not None:
+        tape.save("attention", B * h * S * S * b)  # tanh's output
+    tape.save("attention", B * h * S * (S + cfg.attention_sinks) * b)  # softmax output
+    tape.save("attention/values", v * b)
+
+
+def _heads_first_q(cfg: ModelConfig, spec: LayerSpec) -> bool:
+    """q is laid out (B, h, S, d) (concatenated: MLA, or partial RoPE) rather than as a
+    transposed view of its (B, S, h, d) projection; flash lays its output out like q."""
+    return spec.attention == "mla" or (spec.rope and cfg.rotary_dims < cfg.head_size)
+
+
+def _merge_copies(B: int, S: int, h: int, d: int) -> bool:
+    """Whether an output laid out heads-first, (B, h, S, d), reaches the o projection's
+    (B*S, h*d) matrix only through a copy (the o projection then keeps the copy). Size-1
+    dimensions can make the strides agree: a view when S or h is 1, or when d and B are."""
+    return S > 1 and h > 1 and (d > 1 or B > 1)
+
+
+def _mha(tape: _Tape, cfg: ModelConfig, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None:
+    T, h, g, b, hd = B * S, cfg.n_heads, cfg.kv_heads, tape.b, cfg.head_size
     qw, kw = cfg.q_width, cfg.kv_width
     for p in "qkv":
         tape.save(f"attention/{p}", T * cfg.d_model * b, x)
-    if cfg.qk_norm:
-        tape.norm("attention/q_norm", None, T * h, cfg.head_size)
-        tape.norm("attention/k_norm", None, T * cfg.kv_heads, cfg.head_size)
-    if kind == "flash" and cfg.position != "relative":
+    if cfg.qk_norm == "full":
+        tape.norm("attention/q_norm", None, T, qw)
+        tape.norm("attention/k_norm", None, T, kw)
+    elif cfg.qk_norm == "head":
+        tape.norm("attention/q_norm", None, T * h, hd)
+        tape.norm("attention/k_norm", None, T * g, hd)
+    if kind == "flash":
         tape.save("attention/sdpa", T * (2 * qw + 2 * kw) * b)  # q, k, v and the output
         tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
-        return  # the output is laid out (B, S, h, hd): the o projection keeps a view of it
-    if kind == "eager":
-        keys, c = ("attention/scores", "attention", "attention/values"), b
-        # K/V heads are expanded to h; with B = 1 and one K/V head the expansion stays a view
-        kv = T * (kw if B == 1 and cfg.kv_heads == 1 else qw) * b
-    else:  # the learned T5 bias takes SDPA's math path, which computes in fp32 at least
-        keys, c = ("attention/sdpa",) * 3, max(b, STAT)
-        kv = T * qw * c
-    tape.save(keys[0], T * qw * c + kv)  # q and k, copied for the batched matmul
-    tape.save(keys[1], B * h * S * S * c)  # softmax output
-    tape.save(keys[2], kv)  # v
+        if _heads_first_q(cfg, spec) and _merge_copies(B, S, h, hd):
+            tape.save("attention/o", T * qw * b)
+        return  # else the output is laid out (B, S, h, hd): the o projection keeps a view of it
+    # K/V heads are expanded to h; with B = 1 and one K/V head the expansion stays a view
+    kv = T * (kw if B == 1 and g == 1 else qw)
+    _eager_core(tape, cfg, B, S, hd, kv, kv)
     tape.save("attention/o", T * qw * b)  # heads merged back: a copy
+
+
+def _mla(tape: _Tape, cfg: ModelConfig, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None:
+    m, T, h, b = cfg.mla, B * S, cfg.n_heads, tape.b
+    nope, d_v = m.qk_nope_head_dim, m.v_head_dim
+    d_qk = nope + m.qk_rope_head_dim
+    if m.q_lora_rank is not None:
+        tape.save("attention/q_a", T * cfg.d_model * b, x)
+        tape.norm("attention/q_a_norm", None, T, m.q_lora_rank)
+        tape.save("attention/q_b", T * m.q_lora_rank * b, "attention/q_a_norm output")
+    else:
+        tape.save("attention/q", T * cfg.d_model * b, x)
+    tape.save("attention/kv_a", T * cfg.d_model * b, x)
+    # the norm reads the latent half of kv_a's output: a view, whose whole storage counts
+    tape.norm("attention/kv_a_norm", None, T, m.kv_lora_rank, T * (m.kv_lora_rank + m.qk_rope_head_dim))
+    tape.save("attention/kv_b", T * m.kv_lora_rank * b, "attention/kv_a_norm output")
+    kv_b_out = T * h * (nope + d_v)  # v is a view of it
+    if kind == "flash":
+        # q and k concatenated from their nope and rope parts, v (kv_b's output), the output
+        tape.save("attention/sdpa", (T * h * (2 * d_qk + d_v) + kv_b_out) * b)
+        tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
+        if _merge_copies(B, S, h, d_v):  # the output is laid out like q, (B, h, S, d_v)
+            tape.save("attention/o", T * h * d_v * b)
+        return
+    # the values matmul reads v in place when (B, h) merge into one batch dim, else a copy
+    v = kv_b_out if B == 1 or S == 1 or h == 1 else T * h * d_v
+    _eager_core(tape, cfg, B, S, d_qk, T * h * d_qk, v)
+    tape.save("attention/o", T * h * d_v * b)  # heads merged back: a copy
 
 
 def _hidden(tape: _Tape, cfg: ModelConfig, act_key: str, down_key: str, tag: str, rows: int,
             width: int) -> None:
     """The activation's saved tensors and the down projection's input, ``rows x width`` each."""
-    for name in _ACT_SAVES[cfg.activation]:
+    for name in ACTIVATIONS[cfg.activation].saves:  # "out" (relu) is saved by relu itself
         tape.save(act_key, rows * width * tape.b, tag + name)
     tape.save(down_key, rows * width * tape.b, tag + "out")
 
 
-def _ffn(tape: _Tape, cfg: ModelConfig, T: int, x: str) -> None:
+def _ffn(tape: _Tape, cfg: ModelConfig, spec: LayerSpec, T: int, x: str) -> None:
     d, b, moe = cfg.d_model, tape.b, cfg.moe
-    if moe is None:
+    if spec.ffn == "dense":
         for key in ("mlp/up", "mlp/gate") if cfg.gated else ("mlp/up",):
             tape.save(key, T * d * b, x)
         _hidden(tape, cfg, "mlp", "mlp/down", "mlp ", T, cfg.d_ff)
         return
-    E, k, f = moe.num_experts, moe.experts_per_token, cfg.expert_width
+    E, k = moe.num_experts, moe.experts_per_token
     slots = T * k  # token slots, summed over the experts that receive them
     tape.save("moe/router", T * d * b, x)
     # probabilities, their sum after top-k, expert ids, renormalized weights, slot token/choice
     tape.save("moe", T * E * b + T * b + slots * (3 * INDEX + b))
     # per slot: the expert input, its weight, the expert output and the weighted output
     tape.save("moe/experts", slots * (3 * d + 1) * b)
-    _hidden(tape, cfg, "moe/experts", "moe/experts", "experts ", slots, f)
-    tape.save("moe/shared_experts", T * d * b, x)  # every token: the router's input
-    _hidden(tape, cfg, "moe/shared_experts", "moe/shared_experts", "shared ",
-            T * moe.shared_experts, f)
+    _hidden(tape, cfg, "moe/experts", "moe/experts", "experts ", slots, cfg.expert_width)
+    if moe.shared_experts:
+        tape.save("moe/shared_experts", T * d * b, x)  # every token: the router's input
+        _hidden(tape, cfg, "moe/shared_experts", "moe/shared_experts", "shared ",
+                T * moe.shared_experts, cfg.shared_expert_width)
+    if moe.shared_expert_gate:
+        tape.save("moe/shared_expert_gate", T * d * b, x)
+        tape.save("moe", T * b + T * d * b)  # the sigmoid's output and the shared output it scales
 
 
-def layer_bytes(cfg: ModelConfig, batch: int, seq: int, attention: str, b: int) -> dict[str, int]:
-    """One block's saved bytes by component, in the order of ``analysis.layout``'s block forms."""
+def layer_bytes(cfg: ModelConfig, spec: LayerSpec, batch: int, seq: int, attention: str,
+                b: int) -> dict[str, int]:
+    """One block's saved bytes by component, in the order of the reference block's forward
+    (``analysis.verify.model``)."""
     T, d = batch * seq, cfg.d_model
     tape = _Tape(cfg, b)
-    sandwich = cfg.norm_placement == "sandwich"
+    kind = "eager" if cfg.position == "relative" else attention  # a learned bias runs eager
+    placement = cfg.norm_placement
+    post_norms = placement in ("sandwich", "post_branch")
+    attention_fn = _mla if spec.attention == "mla" else _mha
 
     def attn(x: str) -> None:
-        _attention(tape, cfg, batch, seq, attention, x)
-        if sandwich:
+        attention_fn(tape, cfg, spec, batch, seq, kind, x)
+        if post_norms:
             tape.norm("norm/attention_post", None, T, d)
 
     def ffn(x: str) -> None:
-        _ffn(tape, cfg, T, x)
-        if sandwich:
+        _ffn(tape, cfg, spec, T, x)
+        if post_norms:
             tape.norm("norm/mlp_post", None, T, d)
 
-    if cfg.norm_placement == "post":
+    if placement == "post":
         attn("x")
         ffn(tape.norm("norm/attention", None, T, d))
         tape.norm("norm/mlp", None, T, d)
+    elif placement == "post_branch":
+        attn("x")
+        ffn("x + attention")
     elif cfg.parallel_block:
         h = tape.norm("norm/attention", "x", T, d)
         h_mlp = tape.norm("norm/mlp", "x", T, d) if cfg.parallel_norms == 2 else h
@@ -193,47 +257,59 @@ def layer_bytes(cfg: ModelConfig, batch: int, seq: int, attention: str, b: int) 
     return {k: v for k, v in tape.bytes.items() if v}
 
 
-def _mask_bytes(cfg: ModelConfig, seq: int, attention: str, b: int) -> int:
-    """The additive mask/position bias the model builds once per forward; 0 when flash uses
-    its causal flag instead (no position bias, window not shorter than the sequence)."""
+def _masks(cfg: ModelConfig, seq: int, attention: str, b: int) -> int:
+    """Bytes of the distinct additive masks/position biases the layers read (the model builds
+    one per window that binds, ``W < seq``, and one for the others); 0 for a layer where
+    flash uses its causal flag instead (no position bias, no binding window)."""
     biased = cfg.position in ("alibi", "relative")  # a bias per head
-    if attention == "flash" and not biased and seq <= cfg.window(seq):
-        return 0
-    return (cfg.n_heads if biased else 1) * seq * seq * b
+    eager = attention == "eager" or cfg.position == "relative"
+    keys = {w if w is not None and w < seq else None for w in (s.window for s in layer_specs(cfg))}
+    n = sum(1 for w in keys if eager or biased or w is not None)
+    return n * (cfg.n_heads if biased else 1) * seq * seq * b
 
 
-def activation_bytes(cfg: ModelConfig, batch: int, seq: int, attention: str = "flash",
-                     dtype: str = "bf16", recompute: bool = False) -> Activations:
-    if attention not in ATTENTION_IMPLS:
-        raise ValueError(f"attention must be one of {', '.join(ATTENTION_IMPLS)}, got {attention!r}")
-    if dtype not in FLOAT_DTYPES:
-        raise ValueError(f"activations are kept in fp32, bf16 or fp16, got {dtype!r}")
-    b = weight_bytes(1, dtype)
-    T, d, L = batch * seq, cfg.d_model, cfg.n_layers
-    rope = 2 * seq * cfg.head_size * b if cfg.position == "rope" else 0
-    mask = _mask_bytes(cfg, seq, attention, b)
+def _rope_dims(cfg: ModelConfig) -> int:
+    return cfg.mla.qk_rope_head_dim if cfg.attention == "mla" else cfg.rotary_dims
+
+
+def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
+    """Saved bytes of one training step (``run``: batch, seq, attention, recompute, dtype)."""
+    run = run.resolve(cfg)
+    batch, seq, attention, recompute = run.batch, run.seq, run.attention, run.recompute
+    b = bytes_per(run.dtype)
+    T, d = batch * seq, cfg.d_model
+    plan = layer_plan(cfg)
+    rope = 2 * seq * _rope_dims(cfg) * b if any(g.spec.rope for g in plan) else 0
+    masks = _masks(cfg, seq, attention, b)
     comps: dict[str, int] = {"embedding/token": T * INDEX}
     if cfg.position == "learned":
         comps["embedding/position"] = seq * INDEX
     elif cfg.position == "relative":
         comps["embedding/position"] = seq * seq * INDEX
+    groups = []
+    for group in plan:
+        if recompute:
+            per_layer = {"layer": T * d * b}
+        else:
+            per_layer = layer_bytes(cfg, group.spec, batch, seq, attention, b)
+        groups.append((group, per_layer))
+        for key, n in per_layer.items():
+            comps[key] = comps.get(key, 0) + n * group.count
     if recompute:
-        per_layer = {"layer": T * d * b}
-        shared = {"layer": rope + mask}  # the checkpoint keeps them with the first block's input
+        shared = {"layer": rope + masks}  # the checkpoints keep them with the blocks' inputs
     else:
-        per_layer = layer_bytes(cfg, batch, seq, attention, b)
-        flash_mask = mask if attention == "flash" and cfg.position != "relative" else 0
-        shared = {"attention": rope, "attention/sdpa": flash_mask}  # saved by the first layer
-    for key, n in per_layer.items():
-        comps[key] = n * L
+        flash = attention == "flash" and cfg.position != "relative"
+        shared = {"attention": rope, "attention/sdpa": masks if flash else 0}  # saved by the first layer
     for key, n in shared.items():
         if n:
             comps[key] = comps.get(key, 0) + n
     if cfg.final_norm:
         comps["norm/final"] = T * (d * b + norm_stat_bytes(cfg))
     comps["lm_head"] = T * d * b
+    if cfg.final_logit_softcap is not None:
+        comps["logit_softcap"] = T * cfg.vocab_size * b  # tanh's output
     comps["loss"] = T * cfg.vocab_size * b + b  # log-softmax, and nll_loss's total weight
-    return Activations(per_layer, comps)
+    return Activations(tuple(groups), comps)
 
 
 def korthikanti_bytes(cfg: ModelConfig, batch: int, seq: int) -> int:

@@ -3,14 +3,19 @@
 import pytest
 import torch
 
-from llmcalc.analysis.config import bundled_names, from_dict, load_bundled
+import llmcalc.analysis.verify.report as report
+from llmcalc.analysis.config import bundled_names, load_bundled
 from llmcalc.analysis.params import count_params
+from llmcalc.analysis.plan import layer_specs
+from llmcalc.analysis.verify.attention import ReferenceFlash, repeat_kv
 from llmcalc.analysis.verify.cache import KVCache
-from llmcalc.analysis.verify.checks import CHECKS, check_rope_relative
-from tests.strategies import CONFIGS
+from llmcalc.analysis.verify.checks import CHECKS, applicable, check_rope_relative, small_config
 from llmcalc.analysis.verify.measure import (_storage_id, build, component_key, measure_flops,
-                                     measure_kv_bytes, measure_params, measure_saved_bytes)
+                                             measure_kv_bytes, measure_params, measure_saved_bytes)
+from tests.strategies import CONFIGS
 
+NEW_VARIANTS = ["gemma2", "deepseek", "deepseek-lite", "gpt-oss", "qwen2-moe", "olmo2", "olmo",
+                "neox-partial", "smollm3"]
 
 
 def _expected(cfg):
@@ -53,10 +58,9 @@ def test_gpt2_small_forward_flops():
         fwd, bwd = measure_flops(build(load_bundled("gpt2-small"), attention), tokens)
         assert fwd == expected
         assert sum(fwd.values()) == 291_648_307_200
-        factor = {"eager": 2, "flash": 2.5}[attention]  # flash recomputes the scores
-        for key, flops in fwd.items():
-            attn = key in ("attention/scores", "attention/values")
-            assert bwd[key] == (factor if attn else 2) * flops, (attention, key)
+        for key, flops in fwd.items():  # flash recomputes the scores: 2.5x over both families
+            factor = 3 if attention == "flash" and key == "attention/scores" else 2
+            assert bwd[key] == factor * flops, (attention, key)
 
 
 def test_moe_flops_follow_token_slots():
@@ -113,14 +117,38 @@ def test_kv_bytes(window):
 
 def test_rolling_cache_slots():
     cache = KVCache(CONFIGS["llama"], 1, 100, device="meta")
-    assert cache.size == 5
-    assert cache.past_positions(7).tolist() == [5, 6, 2, 3, 4]  # slot s holds p with p % 5 == s
+    assert cache.sizes == [5, 5]
+    assert cache.past_positions(7, 5).tolist() == [5, 6, 2, 3, 4]  # slot s holds p with p % 5 == s
+    assert cache.past_positions(7, None).tolist() == list(range(7))
+
+
+def test_cache_sized_per_layer_window():
+    """Gemma 2: sliding layers hold min(tokens, W) slots, full layers every token."""
+    cfg = CONFIGS["gemma2"]  # [sliding, full], W = 4
+    cache = KVCache(cfg, 2, 10, device="meta")
+    assert cache.sizes == [4, 10]
+    got = measure_kv_bytes(build(cfg), batch=2, prefill=7, decode=3)
+    assert got == 2 * 2 * cfg.kv_heads * cfg.head_size * (4 + 10) * 4
+
+
+@pytest.mark.parametrize("name", ["deepseek", "deepseek-lite"])
+def test_mla_cache_holds_latent_and_rope_key(name):
+    cfg = CONFIGS[name]
+    m, specs = cfg.mla, layer_specs(cfg)
+    cache = KVCache(cfg, 3, 10, device="meta")
+    assert [tuple(t.shape) for t in cache.tensors[0]] == [(3, cache.sizes[0], m.kv_lora_rank),
+                                                          (3, 1, cache.sizes[0], m.qk_rope_head_dim)]
+    got = measure_kv_bytes(build(cfg, dtype=torch.float16), batch=3, prefill=6, decode=4)
+    slots = sum(min(10, s.window or 10) for s in specs)
+    assert got == 3 * slots * (m.kv_lora_rank + m.qk_rope_head_dim) * 2
 
 
 @pytest.mark.parametrize("name", CONFIGS)
 @pytest.mark.parametrize("check", ["cached decode", "rolling buffer", "chunked prefill", "gqa"])
 @pytest.mark.parametrize("attention", ["eager", "flash"])
 def test_real_tensor_checks(name, check, attention):
+    if check == "gqa" and CONFIGS[name].attention == "mla":
+        pytest.skip("MLA has no K/V head groups")
     ok, diff = CHECKS[check](CONFIGS[name], attention)
     assert ok, diff
 
@@ -131,17 +159,130 @@ def test_eager_equals_flash(name):
     assert ok, diff
 
 
-def test_rope_relative():
-    ok, diff = check_rope_relative(CONFIGS["llama"])
+@pytest.mark.parametrize("name", CONFIGS)
+def test_flash_gradients_equal_eager(name):
+    ok, diff = CHECKS["flash gradients"](CONFIGS[name])
+    assert ok, diff
+
+
+@pytest.mark.parametrize("name", ["llama", "neox-partial", "deepseek", "smollm3"])
+def test_rope_relative(name):
+    ok, diff = check_rope_relative(CONFIGS[name])
     assert ok, diff
 
 
 def test_window_binds():
     """The window mask changes the logits (so the rolling-buffer check is not vacuous)."""
     cfg = CONFIGS["llama"]
-    torch.manual_seed(0)
-    model = build(cfg, device="cpu", dtype=torch.float64)
     tokens = torch.randint(0, cfg.vocab_size, (1, 12))
-    windowed = model(tokens)
-    model.cfg = cfg.replace(sliding_window=None)
-    assert (windowed - model(tokens)).abs().max() > 1e-6
+    logits = []
+    for window in (5, None):
+        torch.manual_seed(0)
+        logits.append(build(cfg.replace(sliding_window=window), device="cpu", dtype=torch.float64)(tokens))
+    assert (logits[0] - logits[1]).abs().max() > 1e-6
+
+
+def _flash_inputs(B=2, h=4, g=2, S=5, d_qk=6, d_v=3, causal_bias=True):
+    gen = torch.Generator().manual_seed(0)
+
+    def rand(*shape):
+        return torch.randn(*shape, dtype=torch.float64, generator=gen, requires_grad=True)
+
+    q, k, v, sinks = rand(B, h, S, d_qk), rand(B, g, S, d_qk), rand(B, g, S, d_v), rand(h)
+    window = torch.arange(S)[:, None] - torch.arange(S)[None, :]
+    bias = torch.zeros(S, S, dtype=torch.float64).masked_fill((window < 0) | (window >= 3), float("-inf"))
+    return q, k, v, sinks, (bias[None, None] if causal_bias else None)
+
+
+@pytest.mark.parametrize("cap", [None, 1.5])
+@pytest.mark.parametrize("with_sinks", [False, True])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_reference_flash_gradcheck(cap, with_sinks, with_bias):
+    """Analytic backward (recomputed scores, sinks, soft-cap, GQA, d_v != d_qk) == numerical."""
+    q, k, v, sinks, bias = _flash_inputs(causal_bias=with_bias)
+    sinks = sinks if with_sinks else None
+
+    def f(q, k, v, sinks):
+        return ReferenceFlash.apply(q, k, v, bias, sinks, 0.4, cap, bias is None)
+
+    assert torch.autograd.gradcheck(f, (q, k, v, sinks))
+
+
+def test_reference_flash_equals_eager_with_sinks_and_softcap():
+    q, k, v, sinks, bias = _flash_inputs()
+    scores = torch.tanh(q @ repeat_kv(k, 2).transpose(-2, -1) * 0.4 / 1.5) * 1.5 + bias
+    logits = torch.cat([scores, sinks.view(1, 4, 1, 1).expand(2, 4, 5, 1)], -1)
+    eager = logits.softmax(-1)[..., :-1] @ repeat_kv(v, 2)
+    flash = ReferenceFlash.apply(q, k, v, bias, sinks, 0.4, 1.5, False)
+    assert torch.allclose(eager, flash)
+
+
+def test_reference_flash_flop_counts():
+    """2 matmuls forward, 5 backward: 2.5x, scores 3x and values 2x, as the aten kernel."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    q, k, v, sinks, bias = _flash_inputs()
+    with FlopCounterMode(display=False) as fwd:
+        out = ReferenceFlash.apply(q, k, v, bias, sinks, 0.4, 1.5, False)
+    with FlopCounterMode(display=False) as bwd:
+        out.sum().backward()
+    pairs = 2 * 2 * 4 * 5 * 5  # 2 * B * h * S * S_kv
+    assert fwd.get_total_flops() == pairs * (6 + 3)
+    assert bwd.get_total_flops() == pairs * (3 * 6 + 2 * 3)
+
+
+@pytest.mark.parametrize("name", NEW_VARIANTS)
+def test_new_variants_analytic_equals_measured(name):
+    """Params, forward/backward FLOPs (eager/flash, recompute), saved bytes, KV bytes."""
+    cfg = CONFIGS[name]
+    checks = report.param_checks(cfg) + report.kv_checks(cfg, "meta", 2)
+    for attention in ("eager", "flash"):
+        checks += report.flop_checks(cfg, 7, 2, attention, "meta")
+        checks.append(report.recompute_flop_check(cfg, 7, 2, attention, "meta"))
+        for recompute in (False, True):
+            checks += report.activation_checks(cfg, 7, 2, attention, recompute, "meta")
+    failed = [c for c in checks if not c.ok]
+    assert not failed, failed
+
+
+def test_variant_structure():
+    """Each new key reaches the reference modules."""
+    gemma = build(CONFIGS["gemma2"])
+    assert hasattr(gemma, "logit_softcap") and gemma.layers[0].attention.cap == 50.0
+    oss = build(CONFIGS["gpt-oss"])
+    assert oss.layers[0].attention.sinks.shape == (4,)
+    assert oss.layers[0].moe.router.bias is not None and oss.layers[0].moe.experts.up_bias is not None
+    qwen = build(CONFIGS["qwen2-moe"])
+    assert hasattr(qwen.layers[0], "mlp") and hasattr(qwen.layers[1].moe, "shared_expert_gate")
+    deepseek = build(CONFIGS["deepseek"])
+    assert hasattr(deepseek.layers[0], "mlp") and hasattr(deepseek.layers[1], "moe")
+    assert {"q_a", "q_a_norm", "q_b", "kv_a", "kv_a_norm", "kv_b", "o"} <= set(
+        dict(deepseek.layers[0].attention.named_children()))
+    olmo = build(CONFIGS["olmo"])
+    assert not list(olmo.layers[0].norm.parameters())
+    olmo2 = build(CONFIGS["olmo2"])
+    assert set(olmo2.layers[0].norm) == {"attention_post", "mlp_post"}
+    assert olmo2.layers[0].attention.q_norm.weight.shape == (CONFIGS["olmo2"].q_width,)
+    assert [s.rope for s in build(CONFIGS["smollm3"]).specs] == [True, True, True, False]
+
+
+def test_nope_layer_does_not_rotate():
+    """rope_layers reaches the blocks: the same weights with RoPE on every layer and on none
+    give different logits."""
+    cfg = CONFIGS["smollm3"]
+    tokens = torch.randint(0, cfg.vocab_size, (1, 6))
+    outs = []
+    for rope_layers in ([True], [False]):
+        torch.manual_seed(0)
+        outs.append(build(cfg.replace(rope_layers=tuple(rope_layers)), device="cpu", dtype=torch.float64)(tokens))
+    assert (outs[0] - outs[1]).abs().max() > 1e-6
+
+
+@pytest.mark.parametrize("name", list(CONFIGS) + ["mixtral-8x7b"])
+def test_small_config_keeps_structure(name):
+    cfg = CONFIGS.get(name) or load_bundled(name)
+    small = small_config(cfg)
+    kinds = {(s.window is None, s.rope, s.ffn, s.attention) for s in layer_specs(small)}
+    orig = {(s.window is None, s.rope, s.ffn, s.attention) for s in layer_specs(cfg)}
+    assert kinds == orig
+    assert small.d_model == 32 and set(applicable(cfg)) == set(applicable(small))

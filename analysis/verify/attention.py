@@ -1,24 +1,35 @@
-"""Multi-head attention of the reference model, eager or flash, with GQA, qk-norm and RoPE.
+"""Attention of the reference model: multi-head (MHA/GQA/MQA) and multi-head latent (MLA),
+eager or flash, with qk-norm, full or partial RoPE, attention sinks and logit soft-capping.
 
 Conventions:
 - heads: q has ``h = n_heads`` heads, k and v ``g = n_kv_heads``; query head ``i`` reads
   key/value head ``i // (h // g)`` (the ``repeat_interleave`` grouping of Llama / Mistral);
-- scale ``1/sqrt(head_size)``; masking and position biases arrive as one additive float
-  ``bias`` of shape (1, h or 1, S, S_kv) built once per forward by the model, so eager
-  and flash see the same mask and a mask never costs saved activations (an add saves nothing);
+- scale ``1/sqrt(d_qk)``, ``d_qk`` the score head size (MHA: ``head_size``; MLA:
+  ``qk_nope_head_dim + qk_rope_head_dim``); values have their own head size ``d_v``;
+- logits: ``scores = q @ k^T * scale``, then soft-capping ``cap * tanh(scores / cap)``
+  (Gemma 2), then the additive ``bias`` (mask and position bias, shape (1, h or 1, S, S_kv),
+  built once per forward per distinct window by the model, so eager and flash see the same
+  mask and a mask never costs saved activations: an add saves nothing); attention sinks
+  (GPT-OSS) are one learned logit per head that joins the softmax and has no value;
+- RoPE is rotate-half (GPT-NeoX / Llama) over the first ``rotary_dims`` of each head; the
+  other dimensions pass through unrotated (partial rotary: NeoX/Pythia, Phi-2);
 - eager materializes the scores in two tiny submodules, ``scores`` (q @ k^T, scaled) and
   ``values`` (probs @ v), so FLOP counters attribute the two matmuls by name; GQA expands
-  K/V to ``h`` heads first (the dense matmul FLOPs are ``2*B*h*S*S_kv*hd`` either way);
+  K/V to ``h`` heads first (the dense matmul FLOPs are ``2*B*h*S*S_kv*d`` either way);
 - flash calls the CPU flash kernel ``aten._scaled_dot_product_flash_attention_for_cpu``
   directly, with native GQA, on the cpu *and* the meta device, because
-  ``F.scaled_dot_product_attention`` silently takes the math path (materialized scores,
-  different saved tensors and backward FLOPs) on meta. That kernel cannot give a gradient to
-  ``attn_mask``, so a learned bias (T5 relative positions) that requires grad goes through
-  ``F.scaled_dot_product_attention``, which then picks the math path, as PyTorch itself does.
+  ``F.scaled_dot_product_attention`` silently takes the math path on meta. Where that kernel
+  cannot express the attention (soft-capping, sinks, a value head size different from the
+  score head size: MLA) flash runs :class:`ReferenceFlash`, which keeps and recomputes exactly
+  what a flash kernel does;
+- a learned position bias (T5 ``relative``) needs a gradient that no fused kernel gives, so
+  such a model runs eager attention even when flash is asked for (PyTorch's SDPA falls back
+  to its math path, an eager computation, in that case too).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -27,19 +38,42 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..config import ModelConfig
+from ..plan import LayerSpec
 
 from .norms import make_norm
 
 
 @dataclass
-class Context:
-    """What every layer's attention needs from the model for one forward call."""
+class LayerContext:
+    """What one layer's attention needs from the model for one forward call."""
 
     bias: torch.Tensor | None  # (1, h or 1, S, S_kv) additive; None: plain causal, S_kv == S
-    rope: tuple[torch.Tensor, torch.Tensor] | None  # cos, sin (S, hd)
+    rope: tuple[torch.Tensor, torch.Tensor] | None  # cos, sin (S, rotated dims); None: no RoPE
     cache: object | None  # a KVCache
     start_pos: int
 
+
+# -- the matmul family a ReferenceFlash matmul belongs to, read by the FLOP counter ---------
+
+_FAMILY: list[str] = []
+
+
+@contextlib.contextmanager
+def matmul_family(name: str):
+    """Label the matmuls run inside as ``scores`` or ``values`` (measure.py attributes the
+    FLOPs of ``attention/sdpa`` by it: one fused op holds both families)."""
+    _FAMILY.append(name)
+    try:
+        yield
+    finally:
+        _FAMILY.pop()
+
+
+def current_family() -> str | None:
+    return _FAMILY[-1] if _FAMILY else None
+
+
+# -- RoPE ---------------------------------------------------------------------------------
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     x1, x2 = x.chunk(2, dim=-1)
@@ -47,17 +81,24 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate-half RoPE (GPT-NeoX / Llama): pair dimension ``i`` with ``i + hd/2``."""
-    return x * cos + rotate_half(x) * sin  # (B, heads, S, hd)
+    """Rotate-half RoPE over the first ``r = cos.shape[-1]`` dims of each head (pair ``i``
+    with ``i + r/2``); the remaining dims pass through."""
+    r = cos.shape[-1]
+    if r == x.shape[-1]:
+        return x * cos + rotate_half(x) * sin  # (B, heads, S, hd)
+    rot, rest = x[..., :r], x[..., r:]
+    return torch.cat([rot * cos + rotate_half(rot) * sin, rest], dim=-1)  # (B, heads, S, hd)
 
 
 def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
-    """(B, g, S, hd) -> (B, g*groups, S, hd), each K/V head repeated for its query heads."""
+    """(B, g, S, d) -> (B, g*groups, S, d), each K/V head repeated for its query heads."""
     if groups == 1:
         return x
-    B, g, S, hd = x.shape
-    return x[:, :, None].expand(B, g, groups, S, hd).reshape(B, g * groups, S, hd)
+    B, g, S, d = x.shape
+    return x[:, :, None].expand(B, g, groups, S, d).reshape(B, g * groups, S, d)
 
+
+# -- eager --------------------------------------------------------------------------------
 
 class Scores(nn.Module):
     def __init__(self, scale: float):
@@ -70,63 +111,237 @@ class Scores(nn.Module):
 
 class Values(nn.Module):
     def forward(self, probs: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return probs @ v  # (B, h, S, hd)
+        return probs @ v  # (B, h, S, d_v)
+
+
+def softcap(scores: torch.Tensor, cap: float | None) -> torch.Tensor:
+    return scores if cap is None else torch.tanh(scores / cap) * cap
+
+
+# -- flash --------------------------------------------------------------------------------
+
+def _logits(s: torch.Tensor, scale: float, cap: float | None, bias: torch.Tensor | None,
+            causal: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Scaled, capped, biased (or causally masked) logits in at least fp32, and tanh's output."""
+    s = s.to(torch.promote_types(s.dtype, torch.float32)) * scale
+    t = None
+    if cap is not None:
+        t = torch.tanh(s / cap)
+        s = t * cap
+    if bias is not None:
+        s = s + bias
+    elif causal:
+        S, S_kv = s.shape[-2:]
+        future = torch.ones(S, S_kv, dtype=torch.bool, device=s.device).triu(1)
+        s = s.masked_fill(future, float("-inf"))
+    return s, t  # (B, h, S, S_kv)
+
+
+class ReferenceFlash(torch.autograd.Function):
+    """Flash attention as a flash kernel computes it, for what the aten kernel cannot express.
+
+    Forward keeps no score matrix: it saves q, k, v (K/V unexpanded), the output (laid out
+    like q, as the aten kernel lays it out: (B, S, h, d_v) when q is a transposed view of its
+    projection, so the o projection reads a view of it), the fp32 log-sum-exp over the
+    keys and the sink, and the additive bias when there is one; the sinks are a parameter.
+    Its two matmuls are ``scores`` and ``values``. Backward recomputes the scores from q and
+    k and runs four gradient matmuls: dV = P^T dO and dP = dO V^T (``values``), dQ = dS K and
+    dK = dS^T Q (``scores``): 2.5x the forward, as the aten flash kernel. Inputs are
+    (B, h, S, d_qk), (B, g, S_kv, d_qk), (B, g_v, S_kv, d_v); the bias gets no gradient.
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias, sinks, scale: float, cap: float | None, causal: bool):
+        B, h, S, _ = q.shape
+        with matmul_family("scores"):
+            s = q @ repeat_kv(k, h // k.shape[1]).transpose(-2, -1)  # (B, h, S, S_kv)
+        logits, _ = _logits(s, scale, cap, bias, causal)
+        full = logits
+        if sinks is not None:
+            full = torch.cat([logits, sinks.to(logits.dtype).view(1, h, 1, 1).expand(B, h, S, 1)], -1)
+        lse = full.logsumexp(dim=-1)  # (B, h, S), fp32
+        probs = (logits - lse[..., None]).exp().to(v.dtype)
+        with matmul_family("values"):
+            out = probs @ repeat_kv(v, h // v.shape[1])  # (B, h, S, d_v)
+        if q.transpose(1, 2).is_contiguous():  # as the aten kernel: the output laid out like q
+            out = out.transpose(1, 2).contiguous().transpose(1, 2)  # memory layout (B, S, h, d_v)
+        ctx.save_for_backward(q, k, v, out, lse, bias, sinks)
+        ctx.scale, ctx.cap, ctx.causal = scale, cap, causal
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse, bias, sinks = ctx.saved_tensors
+        B, h, S, _ = q.shape
+        gk, gv = h // k.shape[1], h // v.shape[1]
+        ke, ve = repeat_kv(k, gk), repeat_kv(v, gv)
+        with matmul_family("scores"):
+            s = q @ ke.transpose(-2, -1)  # recomputed (B, h, S, S_kv)
+        logits, t = _logits(s, ctx.scale, ctx.cap, bias, ctx.causal)
+        probs = (logits - lse[..., None]).exp()  # fp32
+        with matmul_family("values"):
+            dv = probs.to(dout.dtype).transpose(-2, -1) @ dout  # (B, h, S_kv, d_v)
+            dp = dout @ ve.transpose(-2, -1)  # (B, h, S, S_kv)
+        delta = (dout.to(lse.dtype) * out.to(lse.dtype)).sum(-1, keepdim=True)  # (B, h, S, 1)
+        ds = probs * (dp.to(lse.dtype) - delta)
+        dsinks = None
+        if sinks is not None:  # the sink's probability times (its zero value - delta)
+            p_sink = (sinks.to(lse.dtype).view(1, h, 1) - lse).exp()  # (B, h, S)
+            dsinks = -(p_sink * delta[..., 0]).sum(dim=(0, 2)).to(sinks.dtype)
+        if t is not None:
+            ds = ds * (1 - t * t)
+        ds = (ds * ctx.scale).to(q.dtype)
+        with matmul_family("scores"):
+            dq = ds @ ke  # (B, h, S, d_qk)
+            dk = ds.transpose(-2, -1) @ q  # (B, h, S_kv, d_qk)
+        dk = dk.unflatten(1, (k.shape[1], gk)).sum(2)  # GQA: sum over each K/V head's queries
+        dv = dv.unflatten(1, (v.shape[1], gv)).sum(2)
+        return dq, dk, dv, None, dsinks, None, None, None
 
 
 class SDPA(nn.Module):
-    def __init__(self, scale: float):
-        super().__init__()
-        self.scale = scale
+    """Flash attention: the aten flash kernel, or :class:`ReferenceFlash` where it cannot
+    express the attention (see the module docstring)."""
 
-    def forward(self, q, k, v, bias: torch.Tensor | None) -> torch.Tensor:
-        learned_bias = bias is not None and bias.requires_grad
-        if learned_bias or q.device.type not in ("cpu", "meta"):
+    def __init__(self, scale: float, cap: float | None):
+        super().__init__()
+        self.scale, self.cap = scale, cap
+
+    def forward(self, q, k, v, bias: torch.Tensor | None, sinks: torch.Tensor | None = None):
+        if self.cap is not None or sinks is not None or q.shape[-1] != v.shape[-1]:
+            return ReferenceFlash.apply(q, k, v, bias, sinks, self.scale, self.cap, bias is None)
+        if q.device.type not in ("cpu", "meta"):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=bias is None,
                                                   scale=self.scale, enable_gqa=True)
         out, _lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
             q, k, v, 0.0, bias is None, attn_mask=bias, scale=self.scale)
-        return out  # (B, h, S, hd)
+        return out  # (B, h, S, d_v)
 
 
-class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig, index: int, kind: str = "eager"):
-        super().__init__()
+class _Attention(nn.Module):
+    """The part both attention kinds share: from q, k, v (heads first) to the output."""
+
+    def _init_core(self, cfg: ModelConfig, index: int, kind: str, d_qk: int) -> None:
         if kind not in ("eager", "flash"):
             raise ValueError(f"attention must be 'eager' or 'flash', got {kind!r}")
+        if cfg.position == "relative":  # a learned bias needs its gradient: no fused kernel
+            kind = "eager"
+        self.index, self.kind, self.h = index, kind, cfg.n_heads
+        self.cap = cfg.attn_logit_softcap
+        if cfg.attention_sinks:
+            self.sinks = nn.Parameter(torch.zeros(cfg.n_heads))
+        scale = 1.0 / math.sqrt(d_qk)
+        if kind == "eager":
+            self.scores, self.values = Scores(scale), Values()
+        else:
+            self.sdpa = SDPA(scale, self.cap)
+
+    def attend(self, q, k, v, bias: torch.Tensor | None) -> torch.Tensor:
+        """q (B, h, S, d_qk), k (B, g, S_kv, d_qk), v (B, g, S_kv, d_v) -> (B, h, S, d_v)."""
+        sinks = getattr(self, "sinks", None)
+        if self.kind == "flash":
+            return self.sdpa(q, k, v, bias, sinks)
+        B, h, S, _ = q.shape
+        scores = softcap(self.scores(q, repeat_kv(k, h // k.shape[1])), self.cap)  # (B, h, S, S_kv)
+        if bias is not None:
+            scores = scores + bias
+        if sinks is None:
+            probs = scores.softmax(dim=-1)
+        else:  # as transformers' GPT-OSS eager: a sink column joins the softmax, then dropped
+            sink = sinks.view(1, h, 1, 1).expand(B, h, S, 1).to(scores.dtype)
+            probs = torch.cat([scores, sink], dim=-1).softmax(dim=-1)[..., :-1]
+        return self.values(probs, repeat_kv(v, h // v.shape[1]))  # (B, h, S, d_v)
+
+
+class Attention(_Attention):
+    """Multi-head attention (MHA, GQA, MQA): ``q``, ``k``, ``v``, ``o``; qk-norm per head
+    (``head``: over ``hd``) or over the whole projection (``full``: ``h*hd`` and ``g*hd``,
+    OLMo 2), after the projection and before RoPE."""
+
+    def __init__(self, cfg: ModelConfig, index: int, spec: LayerSpec, kind: str = "eager"):
+        super().__init__()
         d = cfg.d_model
-        self.index, self.kind = index, kind
-        self.h, self.g, self.hd = cfg.n_heads, cfg.kv_heads, cfg.head_size
+        self.g, self.hd, self.qk_norm = cfg.kv_heads, cfg.head_size, cfg.qk_norm
         self.q = nn.Linear(d, cfg.q_width, bias=cfg.qkv_bias)
         self.k = nn.Linear(d, cfg.kv_width, bias=cfg.qkv_bias)
         self.v = nn.Linear(d, cfg.kv_width, bias=cfg.qkv_bias)
         self.o = nn.Linear(cfg.q_width, d, bias=cfg.out_bias)
-        if cfg.qk_norm:
-            self.q_norm = make_norm(cfg, self.hd)
-            self.k_norm = make_norm(cfg, self.hd)
-        scale = 1.0 / math.sqrt(self.hd)
-        if kind == "eager":
-            self.scores, self.values = Scores(scale), Values()
-        else:
-            self.sdpa = SDPA(scale)
+        if cfg.qk_norm == "head":
+            self.q_norm, self.k_norm = make_norm(cfg, self.hd), make_norm(cfg, self.hd)
+        elif cfg.qk_norm == "full":
+            self.q_norm, self.k_norm = make_norm(cfg, cfg.q_width), make_norm(cfg, cfg.kv_width)
+        self._init_core(cfg, index, kind, self.hd)
 
-    def forward(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         B, S, _ = x.shape
-        q = self.q(x).view(B, S, self.h, self.hd)
-        k = self.k(x).view(B, S, self.g, self.hd)
-        v = self.v(x).view(B, S, self.g, self.hd)
-        if hasattr(self, "q_norm"):  # per head, after the projection, before RoPE
+        q, k, v = self.q(x), self.k(x), self.v(x)  # (B, S, h*hd), (B, S, g*hd) x2
+        if self.qk_norm == "full":
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = q.view(B, S, self.h, self.hd)
+        k = k.view(B, S, self.g, self.hd)
+        v = v.view(B, S, self.g, self.hd)
+        if self.qk_norm == "head":
             q, k = self.q_norm(q), self.k_norm(k)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, S, hd)
         if ctx.rope is not None:
             q, k = apply_rope(q, *ctx.rope), apply_rope(k, *ctx.rope)
         if ctx.cache is not None:
-            k, v = ctx.cache.update(self.index, k, v, ctx.start_pos)  # (B, g, S_kv, hd)
-        if self.kind == "eager":
-            groups = self.h // self.g
-            scores = self.scores(q, repeat_kv(k, groups))  # (B, h, S, S_kv)
-            if ctx.bias is not None:
-                scores = scores + ctx.bias
-            y = self.values(scores.softmax(dim=-1), repeat_kv(v, groups))  # (B, h, S, hd)
-        else:
-            y = self.sdpa(q, k, v, ctx.bias)  # (B, h, S, hd)
+            k, v = ctx.cache.update(self.index, (k, v), ctx.start_pos)  # (B, g, S_kv, hd)
+        y = self.attend(q, k, v, ctx.bias)  # (B, h, S, hd)
         return self.o(y.transpose(1, 2).reshape(B, S, self.h * self.hd))
+
+
+class LatentAttention(_Attention):
+    """Multi-head latent attention (DeepSeek-V2/V3), as transformers' DeepseekV2Attention.
+
+    Query: ``q`` (d -> h*(nope+rope)), or low rank ``q_a`` (d -> q_lora_rank), ``q_a_norm``,
+    ``q_b`` (-> h*(nope+rope)). Keys and values: ``kv_a`` (d -> kv_lora_rank + rope) gives the
+    latent c, normed by ``kv_a_norm``, and one rope key k_pe shared by all heads; ``kv_b``
+    (kv_lora_rank -> h*(nope+v)) decompresses per head k_nope and v. k = (k_nope, k_pe),
+    q = (q_nope, q_pe); RoPE on q_pe and k_pe only. The KV cache keeps the normed latent and
+    the rotated k_pe, and every forward decompresses all attended latents through ``kv_b``.
+    """
+
+    def __init__(self, cfg: ModelConfig, index: int, spec: LayerSpec, kind: str = "eager"):
+        super().__init__()
+        m, d, h = cfg.mla, cfg.d_model, cfg.n_heads
+        self.nope, self.rope_dims, self.vd, self.rank = (m.qk_nope_head_dim, m.qk_rope_head_dim,
+                                                        m.v_head_dim, m.kv_lora_rank)
+        d_qk = self.nope + self.rope_dims
+        if m.q_lora_rank is not None:
+            self.q_a = nn.Linear(d, m.q_lora_rank, bias=cfg.qkv_bias)
+            self.q_a_norm = make_norm(cfg, m.q_lora_rank)
+            self.q_b = nn.Linear(m.q_lora_rank, h * d_qk, bias=False)
+        else:
+            self.q = nn.Linear(d, h * d_qk, bias=cfg.qkv_bias)
+        self.kv_a = nn.Linear(d, self.rank + self.rope_dims, bias=cfg.qkv_bias)
+        self.kv_a_norm = make_norm(cfg, self.rank)
+        self.kv_b = nn.Linear(self.rank, h * (self.nope + self.vd), bias=False)
+        self.o = nn.Linear(h * self.vd, d, bias=cfg.out_bias)
+        self._init_core(cfg, index, kind, d_qk)
+
+    def forward(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
+        B, S, _ = x.shape
+        h = self.h
+        q = self.q_b(self.q_a_norm(self.q_a(x))) if hasattr(self, "q_a") else self.q(x)
+        q = q.view(B, S, h, self.nope + self.rope_dims).transpose(1, 2)  # (B, h, S, d_qk)
+        q_nope, q_pe = q.split([self.nope, self.rope_dims], dim=-1)
+        c, k_pe = self.kv_a(x).split([self.rank, self.rope_dims], dim=-1)  # (B, S, r), (B, S, rope)
+        c = self.kv_a_norm(c)
+        k_pe = k_pe.view(B, S, 1, self.rope_dims).transpose(1, 2)  # (B, 1, S, rope)
+        if ctx.rope is not None:
+            q_pe, k_pe = apply_rope(q_pe, *ctx.rope), apply_rope(k_pe, *ctx.rope)
+        if ctx.cache is not None:
+            c, k_pe = ctx.cache.update(self.index, (c, k_pe), ctx.start_pos)  # (B, S_kv, r), (B, 1, S_kv, rope)
+        S_kv = c.shape[1]
+        kv = self.kv_b(c).view(B, S_kv, h, self.nope + self.vd).transpose(1, 2)  # (B, h, S_kv, nope+v)
+        k_nope, v = kv.split([self.nope, self.vd], dim=-1)
+        k = torch.cat([k_nope, k_pe.expand(B, h, S_kv, self.rope_dims)], dim=-1)  # (B, h, S_kv, d_qk)
+        q = torch.cat([q_nope, q_pe], dim=-1)
+        y = self.attend(q, k, v, ctx.bias)  # (B, h, S, v)
+        return self.o(y.transpose(1, 2).reshape(B, S, h * self.vd))
+
+
+def make_attention(cfg: ModelConfig, index: int, spec: LayerSpec, kind: str) -> nn.Module:
+    cls = LatentAttention if spec.attention == "mla" else Attention
+    return cls(cfg, index, spec, kind)

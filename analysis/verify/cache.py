@@ -1,14 +1,20 @@
-"""KV cache for inference: per layer one k and one v tensor (B, g, M, hd), M = min(max_tokens, W).
+"""KV cache for inference, one buffer per layer, sized by that layer's own window.
 
-Without a sliding window M = max_tokens and position p lives in slot p. With a window W
-the cache is a rolling buffer: position p lives in slot p % M, overwriting p - M, which no
-later query can see. Its bytes are exactly ``2*L*B*g*hd*M*itemsize``.
+Layer ``i`` (spec from ``analysis.plan.layer_specs``) holds ``M_i`` token slots: ``max_tokens``
+for full attention, ``min(max_tokens, W)`` for a sliding window W. What a slot holds depends
+on the attention kind:
+- ``mha``: k and v, (B, g, M, hd) each;
+- ``mla``: the normed KV latent (B, M, kv_lora_rank) and the rotated shared rope key
+  (B, 1, M, qk_rope_head_dim), never the decompressed K/V.
+Every tensor has its token axis at -2. Bytes are exactly the sum of those tensors.
 
-A forward call with C new tokens at positions start..start+C-1 attends to the min(start, M)
-cached keys *plus* its own C keys (concatenated, never read back from the buffer), so a
-chunk longer than the free space cannot overwrite keys its own earlier queries still need;
-the model masks by absolute positions (``past_positions``). The chunk's last min(C, M) keys
-are then written. Inference only: call under ``torch.no_grad()``.
+Without a window position p lives in slot p. With a window the buffer rolls: position p
+lives in slot p % M, overwriting p - M, which no later query can see. A forward call with
+C new tokens at positions start..start+C-1 attends to the min(start, M) cached entries
+*plus* its own C (concatenated, never read back from the buffer), so a chunk longer than
+the free space cannot overwrite keys its own earlier queries still need; the model masks
+by absolute positions (``past_positions``). The chunk's last min(C, M) entries are then
+written. Inference only: call under ``torch.no_grad()``.
 """
 
 from __future__ import annotations
@@ -16,36 +22,47 @@ from __future__ import annotations
 import torch
 
 from ..config import ModelConfig
+from ..plan import layer_specs
 
 
 class KVCache:
     def __init__(self, cfg: ModelConfig, batch: int, max_tokens: int, dtype=torch.float32, device=None):
-        self.window = cfg.sliding_window
-        self.size = cfg.window(max_tokens)  # slots per layer, M
-        shape = (batch, cfg.kv_heads, self.size, cfg.head_size)
-        self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(cfg.n_layers)]
-        self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(cfg.n_layers)]
+        self.max_tokens = max_tokens
+        self.windows = [spec.window for spec in layer_specs(cfg)]
+        self.sizes = [self.slots(w) for w in self.windows]  # M_i per layer
+        self.tensors: list[list[torch.Tensor]] = []
+        for spec, M in zip(layer_specs(cfg), self.sizes):
+            if spec.attention == "mla":
+                shapes = [(batch, M, cfg.mla.kv_lora_rank), (batch, 1, M, cfg.mla.qk_rope_head_dim)]
+            else:
+                shapes = [(batch, cfg.kv_heads, M, cfg.head_size)] * 2
+            self.tensors.append([torch.zeros(s, dtype=dtype, device=device) for s in shapes])
 
-    def past_positions(self, start: int, device=None) -> torch.Tensor:
-        """Absolute position held by each valid slot, in slot order, before writing ``start``."""
-        slots = torch.arange(min(start, self.size), device=device)
-        return start - 1 - (start - 1 - slots) % self.size  # (min(start, M),)
+    def slots(self, window: int | None) -> int:
+        """Token slots of a layer with this window: M."""
+        return self.max_tokens if window is None else min(self.max_tokens, window)
 
-    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor, start: int):
-        """Append k, v (B, g, C, hd) at positions start..; return keys and values to attend to,
-        (B, g, min(start, M) + C, hd), ordered as ``past_positions(start)`` then the chunk."""
-        C = k.shape[2]
-        if self.window is None and start + C > self.size:
-            raise ValueError(f"KV cache holds {self.size} tokens, asked to reach {start + C}")
-        n = min(start, self.size)
-        keys = torch.cat([self.k[layer][:, :, :n].to(k.dtype), k], dim=2)  # before overwriting
-        values = torch.cat([self.v[layer][:, :, :n].to(v.dtype), v], dim=2)
-        keep = min(C, self.size)
-        slots = torch.arange(start + C - keep, start + C, device=k.device) % self.size
-        self.k[layer].index_copy_(2, slots, k[:, :, C - keep:].to(self.k[layer].dtype))
-        self.v[layer].index_copy_(2, slots, v[:, :, C - keep:].to(self.v[layer].dtype))
-        return keys, values
+    def past_positions(self, start: int, window: int | None = None, device=None) -> torch.Tensor:
+        """Absolute position held by each valid slot of a layer with this window, in slot
+        order, before writing ``start``."""
+        M = self.slots(window)
+        slots = torch.arange(min(start, M), device=device)
+        return start - 1 - (start - 1 - slots) % M  # (min(start, M),)
+
+    def update(self, layer: int, new: tuple[torch.Tensor, ...], start: int) -> tuple[torch.Tensor, ...]:
+        """Append ``new`` (token axis -2, C tokens) at positions start..; return what to attend
+        to, min(start, M) + C entries along axis -2, ordered as ``past_positions`` then the chunk."""
+        M, C = self.sizes[layer], new[0].shape[-2]
+        if self.windows[layer] is None and start + C > M:
+            raise ValueError(f"KV cache holds {M} tokens, asked to reach {start + C}")
+        n, keep = min(start, M), min(C, M)
+        slots = torch.arange(start + C - keep, start + C, device=new[0].device) % M
+        out = []
+        for buf, t in zip(self.tensors[layer], new):
+            out.append(torch.cat([buf[..., :n, :].to(t.dtype), t], dim=-2))  # before overwriting
+            buf.index_copy_(buf.dim() - 2, slots, t[..., C - keep:, :].to(buf.dtype))
+        return tuple(out)
 
 
 def cache_bytes(cache: KVCache) -> int:
-    return sum(t.numel() * t.element_size() for t in cache.k + cache.v)
+    return sum(t.numel() * t.element_size() for layer in cache.tensors for t in layer)

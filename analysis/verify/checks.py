@@ -1,10 +1,13 @@
 """Correctness checks of the reference model on small real tensors (float64, CPU).
 
 Each check takes any ModelConfig, shrinks it with :func:`small_config` (same structure,
-tiny sizes) and returns ``(ok, max_abs_diff)``, so the CLI can run them for any model.
+tiny sizes) and returns ``(ok, max_abs_diff)``, so the CLI can run them for any model;
+:func:`applicable` names the checks that apply to a model.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 
@@ -13,25 +16,54 @@ from ..config import ModelConfig
 from .attention import apply_rope
 from .cache import KVCache
 from .measure import build
-from .model import Transformer, rope_tables
+from .model import Transformer, rope_dims, rope_tables
 
 TOL = 1e-9
 
 
+def _small_head(cfg: ModelConfig) -> int:
+    """8 (12 when head_dim is explicit); with partial rotary the smallest even size from there
+    whose rotated share is even and non-zero, so RoPE stays partial."""
+    hd = 8 if cfg.head_dim is None else 12
+    if cfg.position == "rope" and cfg.rotary_fraction < 1:
+        while int(hd * cfg.rotary_fraction) % 2 or int(hd * cfg.rotary_fraction) == 0:
+            hd += 2
+    return hd
+
+
 def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
-    """The same structure at toy sizes: 2 layers, 4 query heads of 8 (12 when head_dim is
-    explicit), MHA when the model is MHA and 4 // min(h/g, 4) KV heads otherwise (GQA stays
-    GQA, MQA stays MQA), at most 4 experts, window at most 5."""
-    groups = min(cfg.n_heads // cfg.kv_heads, 4)
-    small = dict(vocab_size=61, context_length=64, d_model=32, n_layers=2, n_heads=4,
-                 n_kv_heads=4 // groups, head_dim=8 if cfg.head_dim is None else 12, d_ff=40, relative_buckets=8,
-                 relative_max_distance=16)
+    """The same structure at toy sizes: enough layers for every cyclic pattern (``layer_types``,
+    ``rope_layers``) and the first MoE layer (at least 2), 4 query heads, MHA when the model is
+    MHA and 4 // min(h/g, 4) KV heads otherwise (GQA stays GQA, MQA stays MQA), MLA with its
+    low-rank query when it has one and value heads equal to score heads when they are, at
+    most 4 experts (same first dense layers, step, shared experts capped at 1, gate, biases),
+    window at most 5, soft-caps at most 2 (so that they bend the logits)."""
+    layers = [2, len(cfg.layer_types or ()), len(cfg.rope_layers or ())]
+    if cfg.moe is not None:
+        layers.append(1 + next(i for i in range(cfg.n_layers) if cfg.moe.is_moe_layer(i)))
+    small = dict(vocab_size=61, context_length=64, d_model=32, n_layers=max(layers), n_heads=4, d_ff=40,
+                 relative_buckets=8, relative_max_distance=16)
+    if cfg.attention == "mla":
+        m = cfg.mla
+        same = m.v_head_dim == m.qk_nope_head_dim + m.qk_rope_head_dim
+        small["mla"] = dataclasses.replace(m, q_lora_rank=None if m.q_lora_rank is None else 16,
+                                           kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4,
+                                           v_head_dim=12 if same else 6)
+    else:
+        groups = min(cfg.n_heads // cfg.kv_heads, 4)
+        small.update(n_kv_heads=4 // groups, head_dim=_small_head(cfg))
     if cfg.sliding_window is not None:
         small["sliding_window"] = min(cfg.sliding_window, 5)
+    for key in ("attn_logit_softcap", "final_logit_softcap"):
+        if getattr(cfg, key) is not None:
+            small[key] = min(getattr(cfg, key), 2.0)
     if cfg.moe is not None:
-        E = min(cfg.moe.num_experts, 4)
-        small["moe"] = cfg.moe.__class__(E, min(cfg.moe.experts_per_token, E), 24,
-                                         min(cfg.moe.shared_experts, 1))
+        moe = cfg.moe
+        E = min(moe.num_experts, 4)
+        small["moe"] = dataclasses.replace(
+            moe, num_experts=E, experts_per_token=min(moe.experts_per_token, E), expert_d_ff=24,
+            shared_experts=min(moe.shared_experts, 1),
+            shared_expert_d_ff=None if moe.shared_expert_d_ff is None else 20)
     return cfg.replace(**{**small, **changes})
 
 
@@ -74,9 +106,11 @@ def check_cached_decode(cfg: ModelConfig, attention: str = "eager") -> tuple[boo
 
 @torch.no_grad()
 def check_rolling_buffer(cfg: ModelConfig, attention: str = "eager") -> tuple[bool, float]:
-    """Window 3 over 12 tokens: a 3-slot rolling cache, decoding token by token == a full
-    forward with the window mask."""
-    cfg = small_config(cfg, sliding_window=3)
+    """Window 3 over 12 tokens, sliding and full layers mixed (the model's own ``layer_types``
+    when it mixes them, else alternating): 3-slot rolling caches on the sliding layers, full
+    caches on the others; decoding token by token == a full forward with each layer's mask."""
+    types = cfg.layer_types if cfg.layer_types and len(set(cfg.layer_types)) == 2 else ("sliding", "full")
+    cfg = small_config(cfg, sliding_window=3, layer_types=types)
     model, tokens = _model(cfg, attention), _tokens(cfg)
     return _result(_chunked(model, tokens, [1] * 12), model(tokens))
 
@@ -100,17 +134,22 @@ def check_gqa(cfg: ModelConfig, attention: str = "eager") -> tuple[bool, float]:
         if name.endswith(("attention.k.weight", "attention.v.weight", "attention.k.bias",
                           "attention.v.bias")):  # rows are (g, hd): repeat each head
             state[name] = t.unflatten(0, (2, -1)).repeat_interleave(2, dim=0).flatten(0, 1)
+        elif name.endswith("attention.k_norm.weight") and cfg.qk_norm == "full":  # over g*hd
+            state[name] = t.unflatten(0, (2, -1)).repeat_interleave(2, dim=0).flatten(0, 1)
     mha.load_state_dict(state)
     tokens = _tokens(gqa_cfg)
     return _result(mha(tokens), gqa(tokens))
 
 
 def check_rope_relative(cfg: ModelConfig) -> tuple[bool, float]:
-    """q.k after RoPE at positions (m, n) equals it at (m + s, n + s)."""
-    hd = small_config(cfg).head_size
-    cos, sin = rope_tables(64, hd, cfg.rope_theta)
-    q, k = torch.randn(2, hd, dtype=torch.float64).unbind(0)
+    """q.k after RoPE at positions (m, n) equals it at (m + s, n + s), over a whole head
+    whose first ``rotary dims`` rotate (partial rotary: the rest pass through)."""
+    small = small_config(cfg)
+    hd = small.mla.qk_rope_head_dim if small.attention == "mla" else small.head_size
+    cos, sin = rope_tables(64, rope_dims(small), cfg.rope_theta)
+    q, k = torch.randn(2, hd, dtype=torch.float64, generator=torch.Generator().manual_seed(2)).unbind(0)
     m, n = torch.tensor([3, 10, 20]), torch.tensor([1, 7, 0])
+    q, k = q.expand(len(m), hd), k.expand(len(n), hd)  # one row per position pair
     scores = [(apply_rope(q, cos[m + s], sin[m + s]) * apply_rope(k, cos[n + s], sin[n + s])).sum(-1)
               for s in (0, 5, 30)]
     return _result(torch.stack(scores[1:]), scores[0].expand(2, -1))
@@ -125,6 +164,21 @@ def check_eager_flash(cfg: ModelConfig) -> tuple[bool, float]:
     return _result(eager(tokens), flash(tokens))
 
 
+def check_flash_gradients(cfg: ModelConfig) -> tuple[bool, float]:
+    """Flash attention (the aten kernel, or the reference flash Function with sinks,
+    soft-capping or MLA's value heads) gives the parameters the same gradients as eager."""
+    cfg = small_config(cfg)
+    tokens = _tokens(cfg)
+    grads = []
+    for kind in ("eager", "flash"):
+        model = _model(cfg, kind)
+        loss = torch.nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten())
+        loss.backward()
+        grads.append({name: p.grad for name, p in model.named_parameters()})
+    diff = max((grads[0][n] - grads[1][n]).abs().max().item() for n in grads[0])
+    return diff <= TOL, diff
+
+
 CHECKS = {
     "cached decode": check_cached_decode,
     "rolling buffer": check_rolling_buffer,
@@ -132,4 +186,19 @@ CHECKS = {
     "gqa": check_gqa,
     "rope relative": check_rope_relative,
     "eager == flash": check_eager_flash,
+    "flash gradients": check_flash_gradients,
 }
+
+
+def applicable(cfg: ModelConfig) -> dict:
+    """The real-tensor checks that apply to ``cfg``, by the name ``verify`` reports."""
+    tests = {"cached decode == full forward": check_cached_decode,
+             "rolling buffer == window masks (sliding and full layers)": check_rolling_buffer,
+             "chunked prefill == unchunked": check_chunked_prefill}
+    if cfg.attention == "mha":
+        tests["GQA == MHA with repeated K/V"] = check_gqa
+    tests["eager == flash"] = check_eager_flash
+    tests["flash gradients == eager gradients"] = check_flash_gradients
+    if cfg.position == "rope":
+        tests["RoPE scores depend on relative position only"] = check_rope_relative
+    return tests

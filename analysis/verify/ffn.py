@@ -4,10 +4,14 @@ Conventions:
 - gated activations (``swiglu``, ``geglu``, ``reglu``) compute ``act(gate(x)) * up(x)``;
   ``gelu`` and ``geglu`` use the tanh approximation (GPT-2's ``gelu_new``, Gemma);
   ``sqrelu`` is ``relu(x)**2``;
-- MoE (Mixtral style): softmax over the router logits, top-k, the k weights renormalized
-  to sum to 1; each expert gathers its tokens and multiplies them by its own slice of the
-  stacked weights, so one expert matrix costs ``2*n_e*d*f`` FLOPs and all experts together
-  ``2*T*k*d*f``; shared experts see every token with weight 1.
+- a dense MLP has width ``d_ff`` and biases iff ``mlp_bias``;
+- MoE (Mixtral style): ``router`` (bias iff ``moe.router_bias``), softmax over the router
+  logits, top-k, the k weights renormalized to sum to 1; each expert gathers its tokens and
+  multiplies them by its own slice of the stacked weights (width ``expert_width``, biases iff
+  ``moe.expert_bias``, not ``mlp_bias``), so one expert matrix costs ``2*n_e*d*f`` FLOPs and
+  all experts together ``2*T*k*d*f``; shared experts (width ``shared_expert_width``) see
+  every token with weight 1, times ``sigmoid(shared_expert_gate(x))`` with the gate
+  (Qwen2-MoE: ``d -> 1``, no bias).
 
 Routing modes. ``topk`` is the true, data-dependent routing. ``balanced`` assigns token
 slot ``s`` (token ``s // k``, choice ``s % k``) to expert ``s % E``: every token gets k
@@ -59,19 +63,19 @@ def _matmul(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.T
 
 
 class Experts(nn.Module):
-    """``n`` MLPs of width ``cfg.expert_width`` as stacked parameters: ``up``/``gate``
+    """``n`` MLPs of width ``f`` as stacked parameters: ``up``/``gate``
     (n, d, f), ``down`` (n, f, d), biases ``up_bias``/``gate_bias`` (n, f), ``down_bias`` (n, d)."""
 
-    def __init__(self, cfg: ModelConfig, n: int):
+    def __init__(self, cfg: ModelConfig, n: int, f: int, biased: bool):
         super().__init__()
-        d, f = cfg.d_model, cfg.expert_width
+        d = cfg.d_model
         self.act = ACTIVATIONS[cfg.activation]
         for name, w_shape, b_shape in (("up", (n, d, f), (n, f)), ("gate", (n, d, f), (n, f)),
                                        ("down", (n, f, d), (n, d))):
             used = name != "gate" or cfg.gated
             weight = nn.Parameter(torch.empty(w_shape).normal_(std=w_shape[1] ** -0.5)) if used else None
             self.register_parameter(name, weight)
-            bias = nn.Parameter(torch.zeros(b_shape)) if used and cfg.mlp_bias else None
+            bias = nn.Parameter(torch.zeros(b_shape)) if used and biased else None
             self.register_parameter(name + "_bias", bias)
 
     def _expert(self, x: torch.Tensor, e: int) -> torch.Tensor:
@@ -106,11 +110,13 @@ class MoE(nn.Module):
             raise ValueError(f"routing must be 'auto', 'topk' or 'balanced', got {routing!r}")
         moe = cfg.moe
         self.routing, self.E, self.k = routing, moe.num_experts, moe.experts_per_token
-        self.router = nn.Linear(cfg.d_model, self.E, bias=False)
-        self.experts = Experts(cfg, self.E)
+        self.router = nn.Linear(cfg.d_model, self.E, bias=moe.router_bias)
+        self.experts = Experts(cfg, self.E, cfg.expert_width, moe.expert_bias)
         self.n_shared = moe.shared_experts
         if self.n_shared:
-            self.shared_experts = Experts(cfg, self.n_shared)
+            self.shared_experts = Experts(cfg, self.n_shared, cfg.shared_expert_width, moe.expert_bias)
+        if moe.shared_expert_gate:
+            self.shared_expert_gate = nn.Linear(cfg.d_model, 1, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, S, d = x.shape
@@ -134,5 +140,8 @@ class MoE(nn.Module):
             routes.append((token, weights[token, choice]))
         y = self.experts(x, routes)
         if self.n_shared:
-            y = y + self.shared_experts(x, [None] * self.n_shared)
+            shared = self.shared_experts(x, [None] * self.n_shared)  # (T, d)
+            if hasattr(self, "shared_expert_gate"):
+                shared = shared * torch.sigmoid(self.shared_expert_gate(x))  # (T, 1) gate
+            y = y + shared
         return y.view(B, S, d)

@@ -20,8 +20,9 @@ import torch
 
 from ..activations import activation_bytes
 from ..config import ModelConfig
-from ..flops import Workload, count_flops
+from ..flops import count_flops
 from ..memory import attention_bytes, training_state
+from ..run import RunSpec
 
 from .measure import _loss, build
 from .report import Check
@@ -32,7 +33,8 @@ FIT_FRACTION = 0.8
 
 def analytic_peak(cfg: ModelConfig, seq: int, batch: int) -> int:
     state = training_state(cfg, "bf16", "sgd")  # no optimizer step in the measured window
-    return (state.weights + state.gradients + activation_bytes(cfg, batch, seq, "eager", "bf16").total
+    run = RunSpec("train", seq, batch, "eager", dtype="bf16")
+    return (state.weights + state.gradients + activation_bytes(cfg, run).total
             + attention_bytes(cfg, batch, seq, seq, "eager", "bf16", training=True))
 
 
@@ -58,7 +60,7 @@ def gpu_checks(cfg: ModelConfig, seq: int, batch: int):
         seconds = time.perf_counter() - start
     peak = torch.cuda.max_memory_allocated()
     expected = analytic_peak(cfg, seq, batch)
-    flops = count_flops(cfg, Workload("train", seq, batch), attention="eager").total.matmul_total
+    flops = count_flops(cfg, RunSpec("train", seq, batch, "eager")).total.matmul_total
     label = f"cuda/{cfg.n_layers} layers"
     return [
         Check(f"{label}/peak memory (bytes)", expected, peak,

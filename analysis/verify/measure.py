@@ -15,10 +15,13 @@ backward), so it counts 0 for SDPA on the cpu device; on meta ``F.scaled_dot_pro
 would take the math path and count its bmm's. The reference model calls the CPU flash kernel
 on both devices, and we register for it the formulas FlopCounterMode applies to the CUDA
 flash kernels (``sdpa_flop_count``, ``sdpa_backward_flop_count``): forward the two matmuls,
-``4*B*h*S*S_kv*hd``; backward the score recomputation plus four gradient matmuls,
-``10*B*h*S*S_kv*hd`` = 2.5x forward, what a flash kernel executes. A learned bias (T5
-relative) makes flash take the math path, counted as its bmm's (backward 2x forward).
-``attention/sdpa`` is reported as equal halves of ``attention/scores`` and ``attention/values``.
+``2*B*h*S*S_kv*(d_qk + d_v)``; backward the score recomputation plus four gradient matmuls,
+``2*B*h*S*S_kv*(3*d_qk + 2*d_v)`` = 2.5x forward when ``d_qk = d_v``, what a flash kernel
+executes. ``attention/sdpa`` holds both matmul families in one op; it is reported as
+``attention/scores`` (the matmuls over the score head size ``d_qk``: q k^T, its
+recomputation, dQ, dK) and ``attention/values`` (over ``d_v``: P V, dV, dP), split from the
+kernel's argument shapes, or by the family :class:`~analysis.verify.attention.ReferenceFlash`
+labels each of its matmuls with.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, 
 
 from ..config import ModelConfig
 
+from .attention import current_family
 from .cache import KVCache, cache_bytes
 from .model import Transformer
 
@@ -51,6 +55,22 @@ CPU_SDPA_FLOPS = {
     _aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash_flop,
     _aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_flash_backward_flop,
 }
+
+
+def _flash_split(func_packet, args) -> dict[str, int] | None:
+    """A CPU flash kernel call's FLOPs as ``scores`` and ``values``, from q, k, v's shapes
+    (B, h, S, d_qk), (B, g, S_kv, d_qk), (B, g, S_kv, d_v); None for any other op."""
+    if func_packet is _aten._scaled_dot_product_flash_attention_for_cpu:
+        q, k, v = args[:3]
+        factors = (1, 1)  # q k^T; P V
+    elif func_packet is _aten._scaled_dot_product_flash_attention_for_cpu_backward:
+        q, k, v = args[1:4]
+        factors = (3, 2)  # recomputed q k^T, dQ, dK; dV, dP
+    else:
+        return None
+    B, h, S, d_qk = q.shape
+    pairs = 2 * B * h * S * k.shape[-2]
+    return {"scores": factors[0] * pairs * d_qk, "values": factors[1] * pairs * v.shape[-1]}
 
 
 def build(cfg: ModelConfig, attention: str = "eager", device="meta", dtype=torch.float32,
@@ -125,23 +145,35 @@ class _Counter(FlopCounterMode):
     def _count_flops(self, func_packet, out, args, kwargs):  # overrides the private hook
         if func_packet in self.flop_registry:
             flops = self.flop_registry[func_packet](*args, **kwargs, out_val=out)
-            self.by_key[self.scope.current()] += flops
+            key = self.scope.current()
+            if key == "attention/sdpa":  # one fused op or Function: both matmul families
+                split = _flash_split(func_packet, args)
+                if split is None:
+                    family = current_family()
+                    if family is None:
+                        raise RuntimeError(f"unlabelled matmul {func_packet} inside attention/sdpa")
+                    split = {family: flops}
+                if sum(split.values()) != flops:
+                    raise RuntimeError(f"{func_packet}: split {split} does not sum to {flops}")
+                for family, n in split.items():
+                    self.by_key["attention/" + family] += n
+            else:
+                self.by_key[key] += flops
         return out
 
     def result(self) -> dict[str, int]:
-        counts = dict(self.by_key)
-        sdpa = counts.pop("attention/sdpa", 0)  # always two equal-sized matmul families
-        if sdpa:
-            for key in ("attention/scores", "attention/values"):
-                counts[key] = counts.get(key, 0) + sdpa // 2
-        return {k: v for k, v in counts.items() if v}
+        return {k: v for k, v in self.by_key.items() if v}
 
 
 def measure_params(model: torch.nn.Module) -> dict[str, int]:
-    """Unique parameters' numel per component (tied parameters once, under their first name)."""
+    """Unique parameters' numel per component (tied parameters once, under their first name).
+    A parameter belongs to its module (``attention.q.weight`` -> ``attention/q``), unless that
+    module has submodules: then it is a component of its own (``attention.sinks``)."""
     counts: dict[str, int] = defaultdict(int)
     for name, p in model.named_parameters():
-        counts[component_key(name.rpartition(".")[0])] += p.numel()
+        owner = name.rpartition(".")[0]
+        leaf = not any(True for _ in model.get_submodule(owner).children())
+        counts[component_key(owner if leaf else name)] += p.numel()
     return {k: v for k, v in counts.items() if v}
 
 

@@ -1,10 +1,14 @@
-"""The reference transformer, built from a ModelConfig alone.
+"""The reference transformer, built from a ModelConfig and its layer plan alone.
 
-Module paths are the breakdown keys of ``analysis.layout`` (``layers.<i>.`` dropped, '.'
-read as '/'): ``embedding.token``, ``embedding.position``, ``layers.<i>.attention.{q,k,v,o}``,
-``attention.{q_norm,k_norm}``, ``attention.{scores,values}`` (eager) or ``attention.sdpa``
-(flash), ``mlp.{up,gate,down}`` or ``moe.{router,experts,shared_experts}``,
-``layers.<i>.norm.{attention,mlp,attention_post,mlp_post}``, ``norm.final``, ``lm_head``.
+Layer ``i`` is built from ``analysis.plan.layer_specs(cfg)[i]`` (attention kind, window,
+RoPE on/off, FFN kind); nothing is taken from the analytic inventory. Module paths are the
+breakdown keys (``layers.<i>.`` dropped, '.' read as '/'): ``embedding.token``,
+``embedding.position``, ``layers.<i>.attention.{q,k,v,o}`` with ``attention.{q_norm,k_norm}``
+(MHA) or ``attention.{q,q_a,q_a_norm,q_b,kv_a,kv_a_norm,kv_b,o}`` (MLA), the parameter
+``attention.sinks``, ``attention.{scores,values}`` (eager) or ``attention.sdpa`` (flash),
+``mlp.{up,gate,down}`` or ``moe.{router,experts,shared_experts,shared_expert_gate}``,
+``layers.<i>.norm.{attention,mlp,attention_post,mlp_post}``, ``norm.final``, ``lm_head``,
+``logit_softcap`` (no parameters).
 
 Conventions:
 - positions: ``learned`` and ``sinusoidal`` (Vaswani: sin on even, cos on odd dimensions)
@@ -13,9 +17,20 @@ Conventions:
   ``relative`` adds a learned T5 bias from unidirectional buckets of ``i - j``, one table
   (relative_buckets, n_heads) shared by all layers. Tables are float64 buffers, computed once
   and cast to the activations' dtype when used; none is a parameter.
-- masking: query at absolute position i sees key j iff ``i - W < j <= i``; the mask and
-  position biases are one additive bias built once per forward and shared by all layers.
-- blocks follow the docstring of ``analysis.layout`` exactly.
+- token embeddings are multiplied by ``embedding_scale`` (Gemma) before positions are added;
+  logits are soft-capped, ``cap * tanh(logits / cap)``, after the LM head (Gemma 2).
+- masking: query at absolute position i sees key j iff ``i - W < j <= i`` (``W`` the layer's
+  window, none for full layers); the mask and position biases are one additive bias built
+  once per forward per distinct window that binds (a window no shorter than the keys' span
+  shares the full layers' mask), shared by the layers with that window.
+- blocks (``x`` the residual stream; ``n_a``/``n_m`` the attention/MLP norms):
+  sequential ``pre``: ``x += attn(n_a(x)); x += ffn(n_m(x))``;
+  ``post``: ``x = n_a(x + attn(x)); x = n_m(x + ffn(x))``;
+  ``sandwich``: ``x += n_a_post(attn(n_a(x))); x += n_m_post(ffn(n_m(x)))``;
+  ``post_branch`` (OLMo 2): ``x += n_a_post(attn(x)); x += n_m_post(ffn(x))``;
+  parallel ``pre``: ``x += attn(n_a(x)) + ffn(n_m(x))``, with ``n_m = n_a`` when
+  ``parallel_norms`` is 1 (GPT-J, PaLM) and a separate norm when it is 2 (GPT-NeoX);
+  parallel ``sandwich``: as parallel ``pre`` with a post norm on each branch output.
 - a tied LM head *is* ``embedding.token.weight``; the embedding is registered first, so
   deduplicated ``named_parameters`` name it ``embedding.token.weight``.
 - ``logits="last"`` keeps only the last position before the final norm (norms act per
@@ -30,19 +45,29 @@ Conventions:
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ..config import ModelConfig
-from ..layout import layer_norms
+from ..plan import LayerSpec, layer_specs
 
-from .attention import Attention, Context
+from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
 from .norms import make_norm
+
+
+@dataclass
+class Context:
+    """What every layer needs from the model for one forward call."""
+
+    biases: dict  # layer window (None: full) -> (1, h or 1, S, S_kv) additive bias, or None
+    rope: tuple[torch.Tensor, torch.Tensor] | None  # cos, sin (S, rotated dims)
+    cache: object | None  # a KVCache
+    start_pos: int
 
 
 def sinusoid_table(n: int, d: int) -> torch.Tensor:
@@ -81,37 +106,56 @@ def relative_bucket(distance: torch.Tensor, buckets: int, max_distance: int) -> 
     return torch.where(n < exact, n, large).clamp(0, buckets - 1)
 
 
+def block_norms(cfg: ModelConfig) -> tuple[str, ...]:
+    """Names of a block's norms (``norm.<name>``), from the placement (module docstring)."""
+    if cfg.norm_placement == "post_branch":
+        return ("attention_post", "mlp_post")
+    names = ["attention"]
+    if not (cfg.parallel_block and cfg.parallel_norms == 1):
+        names.append("mlp")
+    if cfg.norm_placement == "sandwich":
+        names += ["attention_post", "mlp_post"]
+    return tuple(names)
+
+
+def rope_dims(cfg: ModelConfig) -> int:
+    """Dimensions of each head RoPE rotates: MLA its rope part, MHA ``rotary_dims``."""
+    return cfg.mla.qk_rope_head_dim if cfg.attention == "mla" else cfg.rotary_dims
+
+
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig, index: int, attention: str, routing: str,
+    def __init__(self, cfg: ModelConfig, index: int, spec: LayerSpec, attention: str, routing: str,
                  recompute: bool = False):
         super().__init__()
+        self.spec = spec
         self.placement, self.parallel, self.recompute = cfg.norm_placement, cfg.parallel_block, recompute
-        self.attention = Attention(cfg, index, attention)
-        if cfg.moe is not None:
+        self.attention = make_attention(cfg, index, spec, attention)
+        if spec.ffn == "moe":
             self.moe = MoE(cfg, routing)
         else:
             self.mlp = MLP(cfg)
-        self.norm = nn.ModuleDict({n.key.split("/")[1]: make_norm(cfg, n.size)
-                                   for n in layer_norms(cfg) if n.key.startswith("norm/")})
+        self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in block_norms(cfg)})
 
     def forward(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
+        bias = ctx.biases[self.spec.window]
+        rope = ctx.rope if self.spec.rope else None
         if not self.recompute:
-            return self.run(x, ctx)
+            return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos))
 
-        # the Context's tensors go in as arguments, so the checkpoint saves them like x
-        # (visible to saved-tensor hooks) instead of keeping them alive by reference
+        # the layer's mask and RoPE tables go in as arguments, so the checkpoint saves them
+        # like x (visible to saved-tensor hooks) instead of keeping them alive by reference
         def run(x, bias, *rope):
-            return self.run(x, dataclasses.replace(ctx, bias=bias, rope=rope or None))
+            return self.run(x, LayerContext(bias, rope or None, ctx.cache, ctx.start_pos))
 
         # no dropout: nothing random to replay, so the RNG state need not be stashed.
         # Early stop would skip recomputing ops whose outputs backward does not need (the
         # block's last matmul); off, backward reruns the whole block, the convention of
         # "full recomputation adds one forward" that the analytic FLOPs state.
         with set_checkpoint_early_stop(False):
-            return checkpoint(run, x, ctx.bias, *(ctx.rope or ()), use_reentrant=False,
+            return checkpoint(run, x, bias, *(rope or ()), use_reentrant=False,
                               preserve_rng_state=False)
 
-    def run(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
+    def run(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         n = self.norm
         ffn = self.moe if hasattr(self, "moe") else self.mlp
 
@@ -121,6 +165,9 @@ class Block(nn.Module):
         if self.placement == "post":
             x = n["attention"](x + attn(x))
             return n["mlp"](x + ffn(x))
+        if self.placement == "post_branch":
+            x = x + n["attention_post"](attn(x))
+            return x + n["mlp_post"](ffn(x))
 
         def branch(f, key, h):  # sandwich: a post norm on the branch output
             y = f(h)
@@ -134,11 +181,23 @@ class Block(nn.Module):
         return x + branch(ffn, "mlp", n["mlp"](x))
 
 
+class SoftCap(nn.Module):
+    """``cap * tanh(x / cap)``: the final logits' soft-capping (Gemma 2)."""
+
+    def __init__(self, cap: float):
+        super().__init__()
+        self.cap = cap
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x / self.cap) * self.cap
+
+
 class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig, attention: str = "eager", routing: str = "auto",
                  recompute: bool = False):
         super().__init__()
         self.cfg, self.kind = cfg, attention
+        self.specs = layer_specs(cfg)
         d, V, ctx_len = cfg.d_model, cfg.vocab_size, cfg.context_length
         embedding = {"token": nn.Embedding(V, d)}
         if cfg.position == "learned":
@@ -149,57 +208,91 @@ class Transformer(nn.Module):
         if cfg.position == "sinusoidal":
             self.register_buffer("sinusoid", sinusoid_table(ctx_len, d), persistent=False)
         elif cfg.position == "rope":
-            cos, sin = rope_tables(ctx_len, cfg.head_size, cfg.rope_theta)
+            cos, sin = rope_tables(ctx_len, rope_dims(cfg), cfg.rope_theta)
             self.register_buffer("rope_cos", cos, persistent=False)
             self.register_buffer("rope_sin", sin, persistent=False)
         elif cfg.position == "alibi":
             self.register_buffer("alibi", alibi_slopes(cfg.n_heads), persistent=False)
-        self.layers = nn.ModuleList(Block(cfg, i, attention, routing, recompute) for i in range(cfg.n_layers))
+        self.layers = nn.ModuleList(Block(cfg, i, spec, attention, routing, recompute)
+                                    for i, spec in enumerate(self.specs))
         self.norm = nn.ModuleDict({"final": make_norm(cfg, d)} if cfg.final_norm else {})
         self.lm_head = nn.Linear(d, V, bias=cfg.lm_head_bias)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embedding["token"].weight
+        if cfg.final_logit_softcap is not None:
+            self.logit_softcap = SoftCap(cfg.final_logit_softcap)
 
-    def attention_bias(self, qpos: torch.Tensor, kpos: torch.Tensor, dtype) -> torch.Tensor | None:
-        """Additive (1, h or 1, S, S_kv) mask plus position bias; None when flash can use its
-        own causal flag (plain causal, keys = queries, window not binding)."""
-        cfg, W = self.cfg, self.cfg.sliding_window
-        plain = (cfg.position not in ("alibi", "relative") and kpos is qpos
-                 and (W is None or W >= len(qpos)))
-        if self.kind == "flash" and plain:
-            return None
-        distance = qpos[:, None] - kpos[None, :]  # (S, S_kv), i - j
-        allowed = distance >= 0
-        if W is not None:
-            allowed &= distance < W
-        bias = torch.zeros(allowed.shape, dtype=dtype, device=qpos.device)
-        bias = bias.masked_fill(~allowed, float("-inf"))[None, None]  # (1, 1, S, S_kv)
+    def position_bias(self, distance: torch.Tensor, dtype) -> torch.Tensor | None:
+        """ALiBi or T5 bias (1, h, S, S_kv) for ``distance = i - j``; None for other positions."""
+        cfg = self.cfg
         if cfg.position == "alibi":
-            bias = bias - self.alibi.to(dtype)[None, :, None, None] * distance.to(dtype)  # (1, h, S, S_kv)
-        elif cfg.position == "relative":
+            return -self.alibi.to(dtype)[None, :, None, None] * distance.to(dtype)
+        if cfg.position == "relative":
             buckets = relative_bucket(distance, cfg.relative_buckets, cfg.relative_max_distance)
-            bias = bias + self.embedding["position"](buckets).permute(2, 0, 1)[None]  # (1, h, S, S_kv)
-        return bias
+            return self.embedding["position"](buckets).permute(2, 0, 1)[None]
+        return None
+
+    def attention_biases(self, qpos: torch.Tensor, cache, start_pos: int, dtype) -> dict:
+        """One additive mask plus position bias per distinct window (module docstring); None
+        where flash can use its own causal flag (no position bias, keys = queries, no binding
+        window). Eager always gets a tensor."""
+        cfg, device = self.cfg, qpos.device
+        biased = cfg.position in ("alibi", "relative")
+        built: dict = {}  # mask key -> bias
+        position: dict = {}  # "q": the position bias over the queries' own keys
+
+        def build(window):
+            kpos = qpos
+            if cache is not None and start_pos > 0:
+                kpos = torch.cat([cache.past_positions(start_pos, window, device), qpos])
+            if self.kind == "flash" and not biased and kpos is qpos and window is None:
+                return None
+            distance = qpos[:, None] - kpos[None, :]  # (S, S_kv), i - j
+            allowed = distance >= 0
+            if window is not None:
+                allowed &= distance < window
+            bias = torch.zeros(allowed.shape, dtype=dtype, device=device)
+            bias = bias.masked_fill(~allowed, float("-inf"))[None, None]  # (1, 1, S, S_kv)
+            if biased:  # over the queries' own keys (training), one position bias for all masks
+                if kpos is not qpos:
+                    bias = bias + self.position_bias(distance, dtype)  # (1, h, S, S_kv)
+                else:
+                    if "q" not in position:
+                        position["q"] = self.position_bias(distance, dtype)
+                    bias = bias + position["q"]  # (1, h, S, S_kv)
+            return bias
+
+        out = {}
+        for window in dict.fromkeys(spec.window for spec in self.specs):
+            span = start_pos + len(qpos)  # keys from position 0 up to the last query
+            if cache is not None:
+                span = len(qpos) + min(start_pos, cache.slots(window))
+            key = window if window is not None and window < span else None  # the window binds
+            if key not in built:
+                built[key] = build(key)
+            out[window] = built[key]
+        return out
 
     def forward(self, tokens: torch.Tensor, cache=None, start_pos: int = 0, logits: str = "all"):
         B, S = tokens.shape
+        cfg = self.cfg
         x = self.embedding["token"](tokens)  # (B, S, d)
+        if cfg.embedding_scale is not None:
+            x = x * cfg.embedding_scale
         qpos = torch.arange(start_pos, start_pos + S, device=tokens.device)
-        if self.cfg.position == "learned":
+        if cfg.position == "learned":
             x = x + self.embedding["position"](qpos)
-        elif self.cfg.position == "sinusoidal":
+        elif cfg.position == "sinusoidal":
             x = x + self.sinusoid[qpos].to(x.dtype)
         rope = None
-        if self.cfg.position == "rope":
-            rope = self.rope_cos[qpos].to(x.dtype), self.rope_sin[qpos].to(x.dtype)  # (S, hd)
-        kpos = qpos
-        if cache is not None and start_pos > 0:
-            kpos = torch.cat([cache.past_positions(start_pos, tokens.device), qpos])
-        ctx = Context(self.attention_bias(qpos, kpos, x.dtype), rope, cache, start_pos)
+        if cfg.position == "rope" and any(spec.rope for spec in self.specs):
+            rope = self.rope_cos[qpos].to(x.dtype), self.rope_sin[qpos].to(x.dtype)  # (S, r)
+        ctx = Context(self.attention_biases(qpos, cache, start_pos, x.dtype), rope, cache, start_pos)
         for layer in self.layers:
             x = layer(x, ctx)
         if logits == "last":
             x = x[:, -1:]
         if "final" in self.norm:
             x = self.norm["final"](x)
-        return self.lm_head(x)  # (B, S or 1, V)
+        x = self.lm_head(x)  # (B, S or 1, V)
+        return self.logit_softcap(x) if hasattr(self, "logit_softcap") else x

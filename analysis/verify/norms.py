@@ -1,5 +1,6 @@
-"""Norm factory: ``layernorm`` (weight, and bias unless ``norm_bias: false``) or ``rmsnorm``
-(weight only), both with eps 1e-5 over the last dimension.
+"""Norm factory: ``layernorm`` (weight unless ``norm_weight: false``, bias unless
+``norm_bias: false``; OLMo 1 has neither) or ``rmsnorm`` (weight only), both with eps 1e-5
+over the last dimension.
 
 Both keep, for backward, their input and fp32 per-row statistics (LayerNorm: mean and rstd;
 RMSNorm: rstd), as the fused kernels do. ``nn.RMSNorm`` runs a fused kernel only on CUDA; on
@@ -12,6 +13,7 @@ no fused implementation pays, so RMSNorm here is :class:`RMSNorm`, which saves w
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..config import ModelConfig
@@ -49,7 +51,22 @@ class RMSNorm(nn.Module):
         return _RMSNormFunction.apply(x, self.weight, self.eps)
 
 
+class LayerNorm(nn.Module):
+    """LayerNorm whose weight and bias are each optional (``F.layer_norm`` takes either alone;
+    ``nn.LayerNorm`` cannot have a bias without a weight)."""
+
+    def __init__(self, size: int, weight: bool = True, bias: bool = True, eps: float = 1e-5):
+        super().__init__()
+        self.size, self.eps = size, eps
+        self.weight = nn.Parameter(torch.ones(size)) if weight else None
+        self.bias = nn.Parameter(torch.zeros(size)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, (self.size,), self.weight, self.bias, self.eps)
+
+
 def make_norm(cfg: ModelConfig, size: int) -> nn.Module:
+    """The model's norm over the last ``size`` values."""
     if cfg.norm == "rmsnorm":
         return RMSNorm(size, eps=1e-5)
-    return nn.LayerNorm(size, eps=1e-5, bias=cfg.norm_bias)
+    return LayerNorm(size, weight=cfg.norm_weight, bias=cfg.norm_bias)

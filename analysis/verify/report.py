@@ -20,9 +20,11 @@ import torch
 
 from ..activations import activation_bytes
 from ..config import ModelConfig
-from ..flops import Workload, count_flops
+from ..flops import count_flops
 from ..kvcache import kv_cache
 from ..params import count_params
+from ..plan import layer_specs
+from ..run import RunSpec
 
 from . import checks
 from .measure import build, measure_flops, measure_kv_bytes, measure_params, measure_saved_bytes
@@ -62,7 +64,7 @@ def flop_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, device: 
     model = build(cfg, attention, device)
     tokens = torch.zeros(batch, seq, dtype=torch.long, device=device)
     fwd, bwd = measure_flops(model, tokens)
-    report = count_flops(cfg, Workload("train", seq, batch), attention=attention)
+    report = count_flops(cfg, RunSpec("train", seq, batch, attention))
     a_fwd, a_bwd = report.forward.matmul, report.backward.matmul
     if attention == "flash":  # the fused kernel's backward is one op: compare its total
         a_bwd, bwd = _merge_attention(a_bwd), _merge_attention(bwd)
@@ -76,7 +78,8 @@ def activation_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, re
     model = build(cfg, attention, device, torch.bfloat16, recompute=recompute)
     measured = measure_saved_bytes(model, torch.zeros(batch, seq, dtype=torch.long, device=device))
     measured.pop("total")
-    analytic = activation_bytes(cfg, batch, seq, attention, "bf16", recompute).components
+    run = RunSpec("train", seq, batch, attention, recompute=recompute, dtype="bf16")
+    analytic = activation_bytes(cfg, run).components
     return _compare(f"activations/{attention}" + ("/recompute" if recompute else ""), analytic, measured)
 
 
@@ -86,19 +89,27 @@ def recompute_flop_check(cfg: ModelConfig, seq: int, batch: int, attention: str,
     inside the backward, where per-module attribution is not meaningful."""
     model = build(cfg, attention, device, recompute=True)
     _, bwd = measure_flops(model, torch.zeros(batch, seq, dtype=torch.long, device=device))
-    analytic = count_flops(cfg, Workload("train", seq, batch), attention=attention,
-                           recompute=True).backward.matmul_total
+    analytic = count_flops(cfg, RunSpec("train", seq, batch, attention,
+                                        recompute=True)).backward.matmul_total
     return Check(f"flops/{attention}/recompute/backward/total", analytic, sum(bwd.values()),
                  analytic == sum(bwd.values()))
 
 
+def kv_spans(cfg: ModelConfig) -> list[tuple[int, int]]:
+    """(prefill, decode) token counts: one span within every window of the plan (or 16
+    tokens without one), and one past each distinct window, so full layers and rolling
+    buffers are both exercised."""
+    windows = sorted({s.window for s in layer_specs(cfg) if s.window is not None})
+    spans = [(min([16, *windows]), 2 if windows else 4)]
+    return spans + [(W + 3, 5) for W in windows]
+
+
 def kv_checks(cfg: ModelConfig, device: str, batch: int) -> list[Check]:
     model = build(cfg, "eager", device)
-    W = cfg.sliding_window
-    spans = [(16, 4)] if W is None else [(min(W, 16), 2), (W + 3, 5)]  # below and past the window
     out = []
-    for prefill, decode in spans:
-        analytic = kv_cache(cfg, prefill + decode, batch, "fp32").bytes
+    for prefill, decode in kv_spans(cfg):
+        run = RunSpec("decode", prefill + decode, batch, kv_dtype="fp32")
+        analytic = kv_cache(cfg, run).bytes
         measured = measure_kv_bytes(model, batch, prefill, decode)
         out.append(Check(f"kv_cache/prefill {prefill} + decode {decode}", analytic, measured,
                          analytic == measured))
@@ -107,15 +118,8 @@ def kv_checks(cfg: ModelConfig, device: str, batch: int) -> list[Check]:
 
 def real_tensor_checks(cfg: ModelConfig) -> list[Check]:
     small = checks.small_config(cfg)
-    tests = {"cached decode == full forward": checks.check_cached_decode,
-             "rolling buffer == window mask": checks.check_rolling_buffer,
-             "chunked prefill == unchunked": checks.check_chunked_prefill,
-             "GQA == MHA with repeated K/V": checks.check_gqa,
-             "eager == flash": checks.check_eager_flash}
-    if cfg.position == "rope":
-        tests["RoPE scores depend on relative position only"] = checks.check_rope_relative
     out = []
-    for name, fn in tests.items():
+    for name, fn in checks.applicable(cfg).items():
         ok, diff = fn(small)
         out.append(Check(f"real/{name}", 0.0, diff, ok, "max |difference| on float64 tensors"))
     return out
