@@ -6,6 +6,7 @@ Everything the user reads is formatted here; ``analysis`` returns only integers.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, Iterable
 
@@ -70,8 +71,14 @@ def show(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]
     console.print(t)
 
 
+_NUMBER_LIST = re.compile(r"\[\s+(-?\d+(?:,\s+-?\d+)*)\s+\]")
+
+
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    """Indented JSON, with lists of integers (layer indices) kept on one line."""
+    text = json.dumps(data, indent=2)
+    text = _NUMBER_LIST.sub(lambda m: "[" + ", ".join(m.group(1).replace(",", " ").split()) + "]", text)
+    sys.stdout.write(text + "\n")
 
 
 def warn(message: str) -> None:

@@ -5,7 +5,8 @@ import sys
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llmcalc.analysis.activations import activation_bytes, korthikanti_bytes
 from llmcalc.analysis.config import bundled_names, from_dict, load_bundled

@@ -1,4 +1,8 @@
-"""The CUDA path of `llmcalc verify`: runs only where a GPU is present."""
+"""The CUDA path of `llmcalc verify`.
+
+The tests marked ``gpu`` need a CUDA device; the default run deselects them (pyproject's
+``addopts``), and ``python -m pytest -q -m gpu`` runs them on a machine with one.
+"""
 
 import json
 
@@ -8,7 +12,7 @@ import torch
 from llmcalc.analysis.config import load_bundled
 from llmcalc.analysis.verify.gpu import PEAK_TOLERANCE, gpu_checks
 
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+needs_gpu = pytest.mark.gpu
 
 
 @needs_gpu
@@ -26,8 +30,8 @@ def test_verify_cuda_json(run):
     assert data["device"] == "cuda" and data["ok"]
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present")
-def test_cuda_without_gpu_is_a_usage_error(run):
+def test_cuda_without_gpu_is_a_usage_error(run, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     result = run("verify", "gpt2-small", "--device", "cuda")
     assert (result.exit_code, result.stderr) == (
         2, "Error: --device cuda: no CUDA device is available (try --device meta or cpu)\n")

@@ -3,7 +3,8 @@
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import llmcalc.analysis.verify.report as report
 from llmcalc.analysis.config import from_dict

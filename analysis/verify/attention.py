@@ -39,7 +39,6 @@ from torch import nn
 
 from ..config import ModelConfig
 from ..plan import LayerSpec
-
 from .norms import make_norm
 
 

@@ -12,7 +12,6 @@ import dataclasses
 import torch
 
 from ..config import ModelConfig
-
 from .attention import apply_rope
 from .cache import KVCache
 from .measure import build

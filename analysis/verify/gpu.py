@@ -23,7 +23,6 @@ from ..config import ModelConfig
 from ..flops import count_flops
 from ..memory import attention_bytes, training_state
 from ..run import RunSpec
-
 from .measure import _loss, build
 from .report import Check
 

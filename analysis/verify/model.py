@@ -54,7 +54,6 @@ from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ..config import ModelConfig
 from ..plan import LayerSpec, layer_specs
-
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
 from .norms import make_norm

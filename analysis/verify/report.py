@@ -3,8 +3,9 @@
 Each check is ``(name, analytic, measured, ok)``. On the ``meta`` device (shapes only, any
 model size) it checks parameters, forward and backward matmul FLOPs per component for eager
 and flash attention, the bytes saved for backward (eager and flash, with and without full
-recomputation) and KV-cache bytes after prefill and decode (past the sliding window too). On ``cpu`` it also runs the real-tensor checks of :mod:`analysis.verify.checks` on a
-small copy of the model.
+recomputation) and KV-cache bytes after prefill and decode (below and past every window).
+On ``cpu`` it also runs the real-tensor checks of :mod:`analysis.verify.checks` on a small
+copy of the model.
 
 MoE routing is data dependent and the meta device has no data: tokens are dealt to the
 experts evenly instead (``Experts`` in :mod:`analysis.verify.ffn`). Expert FLOPs depend
@@ -25,7 +26,6 @@ from ..kvcache import kv_cache
 from ..params import count_params
 from ..plan import layer_specs
 from ..run import RunSpec
-
 from . import checks
 from .measure import build, measure_flops, measure_kv_bytes, measure_params, measure_saved_bytes
 
