@@ -24,6 +24,10 @@ GOLDEN = {
     "llama-2-7b": (6_738_415_616, 6_738_415_616),
     "llama-3-8b": (8_030_261_248, 8_030_261_248),
     "qwen2.5-0.5b": (494_032_768, 494_032_768),
+    # published checkpoint totals (model cards / papers cited in each YAML)
+    "gemma-2-9b": (9_241_705_984, 9_241_705_984),
+    "olmo-2-7b": (7_298_617_344, 7_298_617_344),
+    "pythia-410m": (405_334_016, 405_334_016),
 }
 
 BASE = dict(name="t", vocab_size=1000, context_length=64, d_model=64, n_layers=2, n_heads=4, d_ff=256)
