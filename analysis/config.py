@@ -18,7 +18,6 @@ import difflib
 import json
 import math
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
@@ -422,13 +421,21 @@ def load_path(path: Path) -> ModelConfig:
     return load_text(text, source)
 
 
+def _bundled_dir() -> Path:
+    """The bundled configs' folder. Not importlib.resources: it costs 13 ms of startup (it
+    imports tempfile, shutil, ...), and llmcalc is never imported from a zip."""
+    from .. import model_configs
+
+    return Path(model_configs.__file__).parent
+
+
 def bundled_names() -> list[str]:
-    files = resources.files("llmcalc.model_configs").iterdir()
+    files = _bundled_dir().iterdir()
     return sorted(f.name[:-5] for f in files if f.name.endswith(".yaml"))
 
 
 def load_bundled(name: str) -> ModelConfig:
-    res = resources.files("llmcalc.model_configs") / f"{name}.yaml"
+    res = _bundled_dir() / f"{name}.yaml"
     return load_text(res.read_text(encoding="utf-8"), f"model_configs/{name}.yaml")
 
 
