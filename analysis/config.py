@@ -339,6 +339,8 @@ def _cross_checks(cfg: ModelConfig, check: _Checker) -> None:
         check.fail("norm_weight", "false applies to layernorm only")
     if cfg.layer_types and "sliding" in cfg.layer_types and cfg.sliding_window is None:
         check.fail("layer_types", "has 'sliding' layers but sliding_window is not set")
+    if cfg.layer_types and "sliding" not in cfg.layer_types and cfg.sliding_window is not None:
+        check.fail("sliding_window", "is set but layer_types has no 'sliding' layer")
     if cfg.rope_layers is not None and cfg.position != "rope":
         check.fail("rope_layers", f"applies to position: rope, not {cfg.position!r}")
     moe = cfg.moe
@@ -346,8 +348,9 @@ def _cross_checks(cfg: ModelConfig, check: _Checker) -> None:
         if moe.experts_per_token > moe.num_experts:
             check.fail("moe", f"experts_per_token ({moe.experts_per_token}) exceeds "
                               f"num_experts ({moe.num_experts})")
-        if moe.shared_expert_gate and not moe.shared_experts:
-            check.fail("moe.shared_expert_gate", "needs shared_experts >= 1")
+        for key in ("shared_expert_gate", "shared_expert_d_ff"):
+            if getattr(moe, key) not in (None, False) and not moe.shared_experts:
+                check.fail(f"moe.{key}", "needs shared_experts >= 1")
         if not any(moe.is_moe_layer(i) for i in range(cfg.n_layers)):
             check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
                               f"step {moe.step}, {cfg.n_layers} layers)")
@@ -422,11 +425,10 @@ def load_path(path: Path) -> ModelConfig:
 
 
 def _bundled_dir() -> Path:
-    """The bundled configs' folder. Not importlib.resources: it costs 13 ms of startup (it
-    imports tempfile, shutil, ...), and llmcalc is never imported from a zip."""
-    from .. import model_configs
-
-    return Path(model_configs.__file__).parent
+    """The bundled configs' folder, ``model_configs`` beside ``analysis`` both in the repository
+    and installed (``llmcalc/model_configs``). Not importlib.resources: it costs 13 ms of
+    startup (it imports tempfile, shutil, ...), and llmcalc is never imported from a zip."""
+    return Path(__file__).resolve().parent.parent / "model_configs"
 
 
 def bundled_names() -> list[str]:

@@ -33,7 +33,7 @@ class KVCache:
     kv_dtype: str
     n_layers: int
     cached_tokens: int  # per sequence, in the layer that caches most: min(seq, W) when all slide
-    bytes_per_token: int  # all layers, K and V, when no window binds
+    bytes_per_token: int  # every layer's cache entry for one token (no window binding)
     bytes: int
     groups: tuple[GroupCache, ...]
 

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 
-
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 

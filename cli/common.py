@@ -92,3 +92,23 @@ def dtype_option(value: Optional[str], default: str, option: str) -> str:
     from ..analysis.config import DTYPE_BITS
 
     return choice(value or default, tuple(DTYPE_BITS), option)
+
+
+def checked_dtypes(dtype: Optional[str], weights_dtype: Optional[str], kv_dtype: Optional[str]) -> None:
+    """The dtype options as given (None: RunSpec's defaults); compute must be a float type."""
+    from ..analysis.config import FLOAT_DTYPES
+
+    for value, option in ((dtype, "--dtype"), (weights_dtype, "--weights-dtype"), (kv_dtype, "--kv-dtype")):
+        if value is not None:
+            dtype_option(value, value, option)
+    if dtype is not None and dtype not in FLOAT_DTYPES:
+        raise UsageError(f"--dtype must be a float type ({', '.join(FLOAT_DTYPES)}) for compute, "
+                         f"got {dtype!r}; quantized weights: --weights-dtype")
+
+
+DtypeOpt = typer.Option(None, "--dtype", help="Compute dtype (fp32 | bf16 | fp16). Default: bf16 for "
+                        "training; for inference the model's dtype, or bf16 when it is quantized.")
+WeightsDtypeOpt = typer.Option(None, "--weights-dtype", help="Stored weights, e.g. int4 (default: the "
+                               "compute dtype for training, the model's dtype for inference).")
+KvDtypeOpt = typer.Option(None, "--kv-dtype", help="KV-cache dtype: fp32 | fp16 | bf16 | fp8 | int8 | int4 "
+                          "(default: the compute dtype).")

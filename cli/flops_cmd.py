@@ -25,18 +25,22 @@ if TYPE_CHECKING:  # analysis.flops is imported where used: other commands start
     from ..analysis.config import ModelConfig
     from ..analysis.flops import FlopBreakdown, FlopReport
 
-GROUPS = {  # share columns of the side-by-side table
-    "attn proj": ("attention/q", "attention/k", "attention/v", "attention/o"),
-    "attn scores+values": ("attention/scores", "attention/values"),
-    "mlp": ("mlp/", "moe/"),
-    "lm head": ("lm_head",),
-}
+SCORES_VALUES = ("attention/scores", "attention/values")
 
 
-def _group(mm: dict[str, int], members: tuple[str, ...]) -> int:
-    """Sum of the keys named in ``members``; a member ending in '/' names a whole family."""
-    return sum(v for k, v in mm.items()
-               if k in members or any(m.endswith("/") and k.startswith(m) for m in members))
+def _column(key: str) -> str:
+    """The share column of a breakdown key, by its family prefix alone (any attention kind's
+    projections are ``attention/*``; any FFN kind's matrices ``mlp/*`` or ``moe/*``)."""
+    if key in SCORES_VALUES:
+        return "attn scores+values"
+    return {"attention": "attn proj", "mlp": "mlp", "moe": "mlp"}.get(key.split("/")[0], key.replace("_", " "))
+
+
+GROUPS = ("attn proj", "attn scores+values", "mlp", "lm head")  # share columns of the side-by-side table
+
+
+def _group(mm: dict[str, int], column: str) -> int:
+    return sum(v for k, v in mm.items() if _column(k) == column)
 
 
 def _breakdown_json(b: FlopBreakdown) -> dict:
@@ -83,7 +87,7 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, causal: FlopReport, exact: bool,
     rows = []
     for key, n in tot.matmul.items():
         alt = _fmt(other_report.total.matmul[key], exact, macs) \
-            if key in GROUPS["attn scores+values"] else ""
+            if key in SCORES_VALUES else ""
         rows.append((key, _fmt(r.forward.matmul.get(key, 0), exact, macs),
                      _fmt(r.backward.matmul.get(key, 0), exact, macs), _fmt(n, exact, macs),
                      share(n, tot.matmul_total), alt))
@@ -104,7 +108,7 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, causal: FlopReport, exact: bool,
         show(None, ["layer kind", "forward matmul per layer", "forward matmul, all its layers"],
              [(group_label(g), _fmt(sum(mm.values()), exact, macs), _fmt(sum(mm.values()) * g.count, exact, macs))
               for g, mm in r.groups])
-    attn = _group(r.forward.matmul, GROUPS["attn scores+values"])
+    attn = _group(r.forward.matmul, "attn scores+values")
     console.print(f"forward:  {_fmt(r.forward.total, exact)} "
                   f"(matmul {_fmt(r.forward.matmul_total, exact)}, attention scores+values "
                   f"{share(attn, r.forward.matmul_total)} of it)")
@@ -172,9 +176,9 @@ def flops(
     rows = []
     for cfg, r, c in runs:
         mm = r.total.matmul
-        shares = [share(_group(mm, g), r.total.matmul_total) for g in GROUPS.values()]
+        shares = [share(_group(mm, g), r.total.matmul_total) for g in GROUPS]
         if not causal:
-            shares.append(share(_group(c.total.matmul, GROUPS["attn scores+values"]),
+            shares.append(share(_group(c.total.matmul, "attn scores+values"),
                                 c.total.matmul_total))
         rows.append((cfg.name, count(r.run.seq), _fmt(r.total.total, exact),
                      _fmt(r.total.matmul_total, exact), *shares))

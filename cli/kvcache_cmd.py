@@ -8,10 +8,13 @@ import typer
 
 from .common import (
     BatchOpt,
+    DtypeOpt,
     ExactOpt,
     JsonOpt,
+    KvDtypeOpt,
     ModelsArg,
-    dtype_option,
+    WeightsDtypeOpt,
+    checked_dtypes,
     load_models,
     one_or_list,
     parse_seqs,
@@ -27,13 +30,11 @@ def kvcache(
     seq: Optional[str] = typer.Option(None, "--seq", help="Context tokens per sequence, or a comma "
                                       "list. Default: the model's context length."),
     batch: int = BatchOpt,
-    kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="fp32 | fp16 | bf16 | fp8 | "
-                                           "int8 | int4. Default: the compute dtype (the model's dtype; bf16 "
-                                           "for a quantized model), as in `memory`."),
+    kv_dtype: Optional[str] = KvDtypeOpt,
     budget: Optional[str] = typer.Option(None, "--budget", help="Device memory: 80GiB, 80GB (10^9), "
                                          "24G (= GiB), 512MiB. Reports how many sequences fit."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="Weight dtype for --budget. "
-                                        "Default: the model's dtype."),
+    dtype: Optional[str] = DtypeOpt,
+    weights_dtype: Optional[str] = WeightsDtypeOpt,
     exact: bool = ExactOpt,
     json_out: bool = JsonOpt,
 ) -> None:
@@ -49,6 +50,7 @@ def kvcache(
 
     seqs = parse_seqs(seq)
     positive(batch, "--batch")
+    checked_dtypes(dtype, weights_dtype, kv_dtype)
     budget_bytes = parse_size(budget) if budget is not None else None
     rows, out, groups = [], [], []
     fmt = count if exact else iec
@@ -56,8 +58,8 @@ def kvcache(
         for s in seqs:
             s = s or cfg.context_length
             warn_past_context(cfg, s)
-            run = RunSpec("decode", s, batch, weights_dtype=dtype_option(dtype, cfg.dtype, "--dtype"),
-                          kv_dtype=kv_dtype and dtype_option(kv_dtype, cfg.dtype, "--kv-dtype")).resolve(cfg)
+            run = RunSpec("decode", s, batch, dtype=dtype, weights_dtype=weights_dtype,
+                          kv_dtype=kv_dtype).resolve(cfg)
             kv_dt, w_dt = run.kv_dtype, run.weights_dtype
             c = kv_cache(cfg, run)
             item = {"model": cfg.name, "seq_len": s, "batch": batch, "kv_dtype": kv_dt,
@@ -86,7 +88,7 @@ def kvcache(
     cols = ["model", "seq", "cached tokens", "bytes/token", "per layer", f"total (batch {batch})"]
     if budget_bytes is not None:
         cols += ["weights", "max batch", "max tokens"]
-    title = f"KV cache, K and V for every layer ({', '.join(sorted({o['kv_dtype'] for o in out}))})"
+    title = f"KV cache of every layer ({', '.join(sorted({o['kv_dtype'] for o in out}))})"
     if budget_bytes is not None:
         title += f"; budget {budget} = {iec(budget_bytes)} = {count(budget_bytes)} bytes"
     show(title, cols, rows)

@@ -6,15 +6,17 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from ..analysis.config import FLOAT_DTYPES
 from ..analysis.run import RunSpec
 from .common import (
     BatchOpt,
+    DtypeOpt,
     ExactOpt,
     JsonOpt,
+    KvDtypeOpt,
     ModelsArg,
+    WeightsDtypeOpt,
+    checked_dtypes,
     choice,
-    dtype_option,
     load_models,
     one_or_list,
     parse_seqs,
@@ -77,14 +79,9 @@ def memory(
     attention: str = typer.Option("flash", "--attention", help="eager | flash."),
     recompute: bool = typer.Option(False, "--recompute", help="train: full activation "
                                    "recomputation (keep only each block's input)."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="Compute dtype (fp32 | bf16 | fp16). "
-                                        "train default bf16 mixed precision (fp32 master weights); "
-                                        "fp32 = full precision. inference default: the model's dtype "
-                                        "(bf16 for a quantized one)."),
-    weights_dtype: Optional[str] = typer.Option(None, "--weights-dtype", help="inference: stored "
-                                                "weights, e.g. int4 (default: the model's dtype)."),
-    kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="inference: KV-cache dtype "
-                                           "(default: --dtype)."),
+    dtype: Optional[str] = DtypeOpt,
+    weights_dtype: Optional[str] = WeightsDtypeOpt,
+    kv_dtype: Optional[str] = KvDtypeOpt,
     chunk: Optional[int] = typer.Option(None, "--chunk", help="inference: chunked prefill, C tokens "
                                         "per chunk."),
     optimizer: str = typer.Option("adam", "--optimizer", help="adam | adamw | sgd | sgd-momentum."),
@@ -120,12 +117,7 @@ def memory(
     from ..analysis.memory import PARTS
     from ..analysis.memory import memory as memory_report
 
-    if dtype is not None and dtype_option(dtype, dtype, "--dtype") not in FLOAT_DTYPES:
-        raise UsageError(f"--dtype must be a float type ({', '.join(FLOAT_DTYPES)}) for compute, "
-                         f"got {dtype!r}; quantized weights: --weights-dtype")
-    for value, option in ((weights_dtype, "--weights-dtype"), (kv_dtype, "--kv-dtype")):
-        if value is not None:
-            dtype_option(value, value, option)
+    checked_dtypes(dtype, weights_dtype, kv_dtype)
     train = mode == "train"
     results = []
     for cfg in load_models(models):

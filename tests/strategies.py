@@ -164,10 +164,12 @@ def valid_configs(draw):
         if raw["norm_placement"] in ("post", "post_branch"):
             raw["norm_placement"] = draw(st.sampled_from(["pre", "sandwich"]))
     if draw(st.booleans()):
-        raw["sliding_window"] = draw(st.integers(1, 64))
+        raw["sliding_window"] = draw(st.one_of(st.integers(1, 12), st.integers(1, 64)))  # mostly binding
     if draw(st.booleans()):
         kinds = ["full", "sliding"] if "sliding_window" in raw else ["full"]
         raw["layer_types"] = draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=3))
+        if "sliding_window" in raw and "sliding" not in raw["layer_types"]:  # a window some layer uses
+            raw["layer_types"].append("sliding")
     if rope and draw(st.booleans()):
         raw["rope_layers"] = draw(st.lists(st.booleans(), min_size=1, max_size=3))
     raw["rope_theta"] = draw(st.sampled_from([10000, 500000.0, 1e6]))

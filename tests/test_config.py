@@ -286,6 +286,9 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
     (BASE + MOE + ", shared_expert: 1}\n",
      [":8: key 'moe.shared_expert': unknown key (did you mean 'shared_experts'?)"]),
     (BASE + "moe:\n  num_experts: 4\n  experts_per_token: 0\n", [":8: key 'moe.experts_per_token': must be >= 1"]),
+    (BASE + MOE + ", shared_expert_d_ff: 32}\n", [":8: key 'moe.shared_expert_d_ff': needs shared_experts >= 1"]),
+    (BASE + "sliding_window: 4\nlayer_types: [full, full]\n",
+     [":8: key 'sliding_window': is set but layer_types has no 'sliding' layer"]),
 ])
 def test_new_keys_bad_config_exits_2_with_one_line(config_file, run, text, fragments):
     path = config_file(text, "bad.yaml")

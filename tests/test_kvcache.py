@@ -142,3 +142,16 @@ def test_chunked_prefill_follows_each_layers_window():
     # decode: one query against the longest layer's cache
     assert attention_peak(cfg, RunSpec("decode", 16384, 1, attention="eager", dtype="bf16")) == \
         (2 * 8 * 16384 * 2, 1, 16384)
+
+
+def test_budget_weights_dtype_and_compute_dtype(run):
+    """--weights-dtype sizes the weights for --budget; --dtype is the compute dtype, which the
+    cache follows unless --kv-dtype is given (as in `memory`)."""
+    data = json.loads(run("kvcache", "mistral-7b", "--seq", "8192", "--budget", "80GiB",
+                          "--weights-dtype", "int4", "--dtype", "fp32", "--json").stdout)
+    assert (data["weights_dtype"], data["weights_bytes"]) == ("int4", 7_241_732_096 // 2)
+    assert (data["kv_dtype"], data["bytes"]) == ("fp32", 4096 * 32 * 2 * 8 * 128 * 4)
+    result = run("kvcache", "mistral-7b", "--dtype", "int4")
+    assert (result.exit_code, result.stderr) == (
+        2, "Error: --dtype must be a float type (fp32, bf16, fp16) for compute, got 'int4'; "
+           "quantized weights: --weights-dtype\n")

@@ -87,7 +87,8 @@ QUANTIZED = ("name: q\nvocab_size: 1000\ncontext_length: 64\nd_model: 64\nn_laye
 
 
 @pytest.mark.parametrize("model, options", [
-    ("mistral-7b", []), ("gpt2-small", ["--batch", "3"]), ("mixtral-8x7b", ["--kv-dtype", "fp8"]),
+    ("mistral-7b", []), ("mistral-7b", ["--dtype", "fp32"]), ("gpt2-small", ["--batch", "3", "--dtype", "fp16"]),
+    ("mixtral-8x7b", ["--kv-dtype", "fp8"]), ("mixtral-8x7b", ["--weights-dtype", "int4"]),
     ("quantized", []), ("quantized", ["--kv-dtype", "int8", "--batch", "2"])])
 def test_kvcache_and_inference_memory_agree(tmp_path, run, model, options):
     """Same model and options: the same KV bytes and dtype from both commands (one dtype policy)."""

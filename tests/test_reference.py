@@ -125,8 +125,11 @@ def test_kv_bytes(window):
 def test_rolling_cache_slots():
     cache = KVCache(CONFIGS["llama"], 1, 100, device="meta")
     assert cache.sizes == [5, 5]
-    assert cache.past_positions(7, 5).tolist() == [5, 6, 2, 3, 4]  # slot s holds p with p % 5 == s
-    assert cache.past_positions(7, None).tolist() == list(range(7))
+    # slot s holds p with p % 5 == s; a chunk reads every filled slot
+    assert cache.past_positions(7, 5, chunk=2).tolist() == [5, 6, 2, 3, 4]
+    # a decode step at 7 sees 3..7: position 2 (slot 2) is not read, 4 keys + itself = the window
+    assert cache.past_positions(7, 5, chunk=1).tolist() == [5, 6, 3, 4]
+    assert cache.past_positions(7, None, chunk=1).tolist() == list(range(7))
 
 
 def test_cache_sized_per_layer_window():

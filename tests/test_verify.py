@@ -11,13 +11,15 @@ from llmcalc.analysis.config import from_dict
 from tests.strategies import valid_configs
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(valid_configs(), st.integers(1, 24), st.integers(1, 3))
 def test_random_configs_analytic_equals_measured(raw, seq, batch):
     """Parameters, forward/backward matmul FLOPs (eager and flash, with and without full
-    recomputation) and KV-cache bytes. Saved activation bytes: tests/test_activations.py."""
+    recomputation), prefill and decode FLOPs below and past every window, and KV-cache bytes.
+    Saved activation bytes: tests/test_activations.py."""
     cfg = from_dict(raw, "random.yaml")
-    checks = report.param_checks(cfg) + report.kv_checks(cfg, "meta", batch)
+    checks = (report.param_checks(cfg) + report.kv_checks(cfg, "meta", batch)
+              + report.inference_flop_checks(cfg, "meta", batch))
     for attention in ("eager", "flash"):
         checks += report.flop_checks(cfg, seq, batch, attention, "meta")
         checks.append(report.recompute_flop_check(cfg, seq, batch, attention, "meta"))

@@ -10,11 +10,16 @@ Every tensor has its token axis at -2. Bytes are exactly the sum of those tensor
 
 Without a window position p lives in slot p. With a window the buffer rolls: position p
 lives in slot p % M, overwriting p - M, which no later query can see. A forward call with
-C new tokens at positions start..start+C-1 attends to the min(start, M) cached entries
-*plus* its own C (concatenated, never read back from the buffer), so a chunk longer than
-the free space cannot overwrite keys its own earlier queries still need; the model masks
-by absolute positions (``past_positions``). The chunk's last min(C, M) entries are then
-written. Inference only: call under ``torch.no_grad()``.
+C new tokens at positions start..start+C-1 attends to the cached entries it reads *plus*
+its own C (concatenated, never read back from the buffer), so a chunk longer than the free
+space cannot overwrite keys its own earlier queries still need; the model masks by absolute
+positions (``past_positions``). The chunk's last min(C, M) entries are then written.
+
+What a call reads (``read_slots``): a chunk (C > 1) reads every filled slot, min(start, M),
+as chunked prefill over a rolling buffer does (llmcalc's memory figure ``min(cached, W) + C``);
+a decode step (C = 1) on a sliding layer reads only the W - 1 entries its query can see, so
+it attends to ``min(seq, W)`` keys, the analytic decode convention. Inference only: call
+under ``torch.no_grad()``.
 """
 
 from __future__ import annotations
@@ -42,24 +47,33 @@ class KVCache:
         """Token slots of a layer with this window: M."""
         return self.max_tokens if window is None else min(self.max_tokens, window)
 
-    def past_positions(self, start: int, window: int | None = None, device=None) -> torch.Tensor:
-        """Absolute position held by each valid slot of a layer with this window, in slot
-        order, before writing ``start``."""
+    def read_slots(self, start: int, window: int | None, chunk: int, device=None) -> torch.Tensor:
+        """Slots a call of ``chunk`` tokens at ``start`` reads, in slot order (module docstring)."""
         M = self.slots(window)
-        slots = torch.arange(min(start, M), device=device)
-        return start - 1 - (start - 1 - slots) % M  # (min(start, M),)
+        if chunk == 1 and window is not None and start >= window:  # all but the one it cannot see
+            drop = start % M
+            return torch.cat([torch.arange(drop, device=device), torch.arange(drop + 1, M, device=device)])
+        return torch.arange(min(start, M), device=device)
+
+    def past_positions(self, start: int, window: int | None = None, chunk: int = 1, device=None) -> torch.Tensor:
+        """Absolute position held by each slot a call reads, in slot order, before writing ``start``."""
+        M = self.slots(window)
+        slots = self.read_slots(start, window, chunk, device)
+        return start - 1 - (start - 1 - slots) % M  # (slots read,)
 
     def update(self, layer: int, new: tuple[torch.Tensor, ...], start: int) -> tuple[torch.Tensor, ...]:
         """Append ``new`` (token axis -2, C tokens) at positions start..; return what to attend
-        to, min(start, M) + C entries along axis -2, ordered as ``past_positions`` then the chunk."""
+        to along axis -2: the slots read (``past_positions``) then the chunk."""
         M, C = self.sizes[layer], new[0].shape[-2]
         if self.windows[layer] is None and start + C > M:
             raise ValueError(f"KV cache holds {M} tokens, asked to reach {start + C}")
-        n, keep = min(start, M), min(C, M)
+        read = self.read_slots(start, self.windows[layer], C, new[0].device)
+        keep = min(C, M)
         slots = torch.arange(start + C - keep, start + C, device=new[0].device) % M
         out = []
         for buf, t in zip(self.tensors[layer], new):
-            out.append(torch.cat([buf[..., :n, :].to(t.dtype), t], dim=-2))  # before overwriting
+            past = buf.index_select(buf.dim() - 2, read).to(t.dtype)  # before overwriting
+            out.append(torch.cat([past, t], dim=-2))
             buf.index_copy_(buf.dim() - 2, slots, t[..., C - keep:, :].to(buf.dtype))
         return tuple(out)
 

@@ -193,6 +193,20 @@ def measure_flops(model: Transformer, tokens: torch.Tensor, logits: str = "all")
     return fwd.result(), bwd.result()
 
 
+@torch.no_grad()
+def measure_inference_flops(model: Transformer, batch: int, prefill: int) -> tuple[dict, dict]:
+    """(prefill, decode) forward FLOPs per component: a prefill of ``prefill`` tokens into a
+    KV cache (logits of the last position), then one decode step at position ``prefill``."""
+    device = next(model.parameters()).device
+    cache = KVCache(model.cfg, batch, prefill + 1, next(model.parameters()).dtype, device)
+    counts = []
+    for tokens, start in ((prefill, 0), (1, prefill)):
+        with ModuleScope(model) as scope, _Counter(scope) as counter:
+            model(torch.zeros(batch, tokens, dtype=torch.long, device=device), cache, start, logits="last")
+        counts.append(counter.result())
+    return counts[0], counts[1]
+
+
 def _storage_id(t: torch.Tensor) -> int:
     """Identity of the storage behind a tensor, shared by all its views; on meta too."""
     return t.untyped_storage()._cdata

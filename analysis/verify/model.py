@@ -240,10 +240,7 @@ class Transformer(nn.Module):
         built: dict = {}  # mask key -> bias
         position: dict = {}  # "q": the position bias over the queries' own keys
 
-        def build(window):
-            kpos = qpos
-            if cache is not None and start_pos > 0:
-                kpos = torch.cat([cache.past_positions(start_pos, window, device), qpos])
+        def build(window, kpos):
             if self.kind == "flash" and not biased and kpos is qpos and window is None:
                 return None
             distance = qpos[:, None] - kpos[None, :]  # (S, S_kv), i - j
@@ -263,12 +260,15 @@ class Transformer(nn.Module):
 
         out = {}
         for window in dict.fromkeys(spec.window for spec in self.specs):
-            span = start_pos + len(qpos)  # keys from position 0 up to the last query
-            if cache is not None:
-                span = len(qpos) + min(start_pos, cache.slots(window))
-            key = window if window is not None and window < span else None  # the window binds
+            kpos = qpos  # the positions of the keys this layer attends to
+            if cache is not None and start_pos > 0:
+                kpos = torch.cat([cache.past_positions(start_pos, window, len(qpos), device), qpos])
+            # layers share a mask when they read the same keys and their window cuts none off;
+            # cached keys are the most recent ones, so the widest distance is len(kpos) - 1
+            binds = window is not None and len(kpos) - 1 >= window
+            key = (window if binds else None, len(kpos))
             if key not in built:
-                built[key] = build(key)
+                built[key] = build(key[0], kpos)
             out[window] = built[key]
         return out
 

@@ -27,7 +27,14 @@ from ..params import count_params
 from ..plan import layer_specs
 from ..run import RunSpec
 from . import checks
-from .measure import build, measure_flops, measure_kv_bytes, measure_params, measure_saved_bytes
+from .measure import (
+    build,
+    measure_flops,
+    measure_inference_flops,
+    measure_kv_bytes,
+    measure_params,
+    measure_saved_bytes,
+)
 
 ATTENTION_KEYS = ("attention/scores", "attention/values")
 
@@ -116,6 +123,20 @@ def kv_checks(cfg: ModelConfig, device: str, batch: int) -> list[Check]:
     return out
 
 
+def inference_flop_checks(cfg: ModelConfig, device: str, batch: int) -> list[Check]:
+    """Forward matmul FLOPs of a prefill (last position's logits) and of the decode step after
+    it, below and past every window (the decode step reads the cache)."""
+    out = []
+    for attention in ("eager", "flash"):
+        model = build(cfg, attention, device)
+        for prefill, _ in kv_spans(cfg):
+            pre, dec = measure_inference_flops(model, batch, prefill)
+            for mode, seq, measured in (("prefill", prefill, pre), ("decode", prefill + 1, dec)):
+                analytic = count_flops(cfg, RunSpec(mode, seq, batch, attention)).forward.matmul
+                out += _compare(f"flops/{attention}/{mode} {seq}", analytic, measured)
+    return out
+
+
 def real_tensor_checks(cfg: ModelConfig) -> list[Check]:
     small = checks.small_config(cfg)
     out = []
@@ -136,6 +157,7 @@ def verify(cfg: ModelConfig, device: str, seq: int, batch: int) -> list[Check]:
         for recompute in (False, True):
             out += activation_checks(cfg, seq, batch, attention, recompute, meta)
     out += kv_checks(cfg, meta, batch)
+    out += inference_flop_checks(cfg, meta, batch)
     if device in ("cpu", "cuda"):
         out += real_tensor_checks(cfg)
     if device == "cuda":
