@@ -58,13 +58,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .attention import ATTENTION
 from .config import ModelConfig
+from .layout import Layer
 from .plan import LayerGroup, LayerSpec, layer_plan, layer_specs
 from .run import RunSpec, bytes_per
-from .variants import ACTIVATIONS, norm_stat_values
-
-INDEX = 8  # int64 token ids and indices
-STAT = 4  # fp32 norm statistics and log-sum-exp
+from .tape import INDEX, Tape, norm_stat_bytes
+from .variants import POSITIONS
 
 
 @dataclass(frozen=True)
@@ -82,160 +82,24 @@ class Activations:
         return self.components["loss"]
 
 
-class _Tape:
-    """Saved storages in forward order. A storage several ops save is named, and counts once,
-    under the first component saving it; unnamed saves are storages no other op saves."""
-
-    def __init__(self, cfg: ModelConfig, b: int):
-        self.cfg, self.b = cfg, b  # b: bytes per value
-        self.bytes: dict[str, int] = {}
-        self._seen: set[str] = set()
-
-    def save(self, key: str, nbytes: int, name: str | None = None) -> None:
-        if name is not None:
-            if name in self._seen:
-                return
-            self._seen.add(name)
-        self.bytes[key] = self.bytes.get(key, 0) + nbytes
-
-    def norm(self, key: str, x: str | None, rows: int, width: int, storage: int | None = None) -> str:
-        """Saves the input ``x`` (``storage`` values when it is a view of a larger tensor) and
-        fp32 statistics per row; returns the name of the output."""
-        self.save(key, (rows * width if storage is None else storage) * self.b, x)
-        self.save(key, rows * norm_stat_bytes(self.cfg))
-        return key + " output"
-
-
-def norm_stat_bytes(cfg: ModelConfig) -> int:
-    """fp32 statistics a norm keeps per row: LayerNorm mean and rstd, RMSNorm rstd."""
-    return STAT * norm_stat_values(cfg.norm)
-
-
-def _eager_core(tape: _Tape, cfg: ModelConfig, B: int, S: int, d_qk: int, k: int, v: int) -> None:
-    """Eager scores, softmax and values over ``h`` heads: q (``T*h*d_qk`` values, a copy or
-    its own storage), ``k`` and ``v`` values of K and V as the batched matmuls read them."""
-    T, h, b = B * S, cfg.n_heads, tape.b
-    tape.save("attention/scores", (T * h * d_qk + k) * b)  # q and k
-    if cfg.attn_logit_softcap is not None:
-        tape.save("attention", B * h * S * S * b)  # tanh's output
-    tape.save("attention", B * h * S * (S + cfg.attention_sinks) * b)  # softmax output
-    tape.save("attention/values", v * b)
-
-
-def _heads_first_q(cfg: ModelConfig, spec: LayerSpec) -> bool:
-    """q is laid out (B, h, S, d) (concatenated: MLA, or partial RoPE) rather than as a
-    transposed view of its (B, S, h, d) projection; flash lays its output out like q."""
-    return spec.attention == "mla" or (spec.rope and cfg.rotary_dims < cfg.head_size)
-
-
-def _merge_copies(B: int, S: int, h: int, d: int) -> bool:
-    """Whether an output laid out heads-first, (B, h, S, d), reaches the o projection's
-    (B*S, h*d) matrix only through a copy (the o projection then keeps the copy). Size-1
-    dimensions can make the strides agree: a view when S or h is 1, or when d and B are."""
-    return S > 1 and h > 1 and (d > 1 or B > 1)
-
-
-def _mha(tape: _Tape, cfg: ModelConfig, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None:
-    T, h, g, b, hd = B * S, cfg.n_heads, cfg.kv_heads, tape.b, cfg.head_size
-    qw, kw = cfg.q_width, cfg.kv_width
-    for p in "qkv":
-        tape.save(f"attention/{p}", T * cfg.d_model * b, x)
-    if cfg.qk_norm == "full":
-        tape.norm("attention/q_norm", None, T, qw)
-        tape.norm("attention/k_norm", None, T, kw)
-    elif cfg.qk_norm == "head":
-        tape.norm("attention/q_norm", None, T * h, hd)
-        tape.norm("attention/k_norm", None, T * g, hd)
-    if kind == "flash":
-        tape.save("attention/sdpa", T * (2 * qw + 2 * kw) * b)  # q, k, v and the output
-        tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
-        if _heads_first_q(cfg, spec) and _merge_copies(B, S, h, hd):
-            tape.save("attention/o", T * qw * b)
-        return  # else the output is laid out (B, S, h, hd): the o projection keeps a view of it
-    # K/V heads are expanded to h; with B = 1 and one K/V head the expansion stays a view
-    kv = T * (kw if B == 1 and g == 1 else qw)
-    _eager_core(tape, cfg, B, S, hd, kv, kv)
-    tape.save("attention/o", T * qw * b)  # heads merged back: a copy
-
-
-def _mla(tape: _Tape, cfg: ModelConfig, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None:
-    m, T, h, b = cfg.mla, B * S, cfg.n_heads, tape.b
-    nope, d_v = m.qk_nope_head_dim, m.v_head_dim
-    d_qk = nope + m.qk_rope_head_dim
-    if m.q_lora_rank is not None:
-        tape.save("attention/q_a", T * cfg.d_model * b, x)
-        tape.norm("attention/q_a_norm", None, T, m.q_lora_rank)
-        tape.save("attention/q_b", T * m.q_lora_rank * b, "attention/q_a_norm output")
-    else:
-        tape.save("attention/q", T * cfg.d_model * b, x)
-    tape.save("attention/kv_a", T * cfg.d_model * b, x)
-    # the norm reads the latent half of kv_a's output: a view, whose whole storage counts
-    tape.norm("attention/kv_a_norm", None, T, m.kv_lora_rank, T * (m.kv_lora_rank + m.qk_rope_head_dim))
-    tape.save("attention/kv_b", T * m.kv_lora_rank * b, "attention/kv_a_norm output")
-    kv_b_out = T * h * (nope + d_v)  # v is a view of it
-    if kind == "flash":
-        # q and k concatenated from their nope and rope parts, v (kv_b's output), the output
-        tape.save("attention/sdpa", (T * h * (2 * d_qk + d_v) + kv_b_out) * b)
-        tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
-        if _merge_copies(B, S, h, d_v):  # the output is laid out like q, (B, h, S, d_v)
-            tape.save("attention/o", T * h * d_v * b)
-        return
-    # the values matmul reads v in place when (B, h) merge into one batch dim, else a copy
-    v = kv_b_out if B == 1 or S == 1 or h == 1 else T * h * d_v
-    _eager_core(tape, cfg, B, S, d_qk, T * h * d_qk, v)
-    tape.save("attention/o", T * h * d_v * b)  # heads merged back: a copy
-
-
-def _hidden(tape: _Tape, cfg: ModelConfig, act_key: str, down_key: str, tag: str, rows: int,
-            width: int) -> None:
-    """The activation's saved tensors and the down projection's input, ``rows x width`` each."""
-    for name in ACTIVATIONS[cfg.activation].saves:  # "out" (relu) is saved by relu itself
-        tape.save(act_key, rows * width * tape.b, tag + name)
-    tape.save(down_key, rows * width * tape.b, tag + "out")
-
-
-def _ffn(tape: _Tape, cfg: ModelConfig, spec: LayerSpec, T: int, x: str) -> None:
-    d, b, moe = cfg.d_model, tape.b, cfg.moe
-    if spec.ffn == "dense":
-        for key in ("mlp/up", "mlp/gate") if cfg.gated else ("mlp/up",):
-            tape.save(key, T * d * b, x)
-        _hidden(tape, cfg, "mlp", "mlp/down", "mlp ", T, cfg.d_ff)
-        return
-    E, k = moe.num_experts, moe.experts_per_token
-    slots = T * k  # token slots, summed over the experts that receive them
-    tape.save("moe/router", T * d * b, x)
-    # probabilities, their sum after top-k, expert ids, renormalized weights, slot token/choice
-    tape.save("moe", T * E * b + T * b + slots * (3 * INDEX + b))
-    # per slot: the expert input, its weight, the expert output and the weighted output
-    tape.save("moe/experts", slots * (3 * d + 1) * b)
-    _hidden(tape, cfg, "moe/experts", "moe/experts", "experts ", slots, cfg.expert_width)
-    if moe.shared_experts:
-        tape.save("moe/shared_experts", T * d * b, x)  # every token: the router's input
-        _hidden(tape, cfg, "moe/shared_experts", "moe/shared_experts", "shared ",
-                T * moe.shared_experts, cfg.shared_expert_width)
-    if moe.shared_expert_gate:
-        tape.save("moe/shared_expert_gate", T * d * b, x)
-        tape.save("moe", T * b + T * d * b)  # the sigmoid's output and the shared output it scales
-
-
 def layer_bytes(cfg: ModelConfig, spec: LayerSpec, batch: int, seq: int, attention: str,
                 b: int) -> dict[str, int]:
     """One block's saved bytes by component, in the order of the reference block's forward
     (``analysis.verify.model``)."""
     T, d = batch * seq, cfg.d_model
-    tape = _Tape(cfg, b)
-    kind = "eager" if cfg.position == "relative" else attention  # a learned bias runs eager
+    tape = Tape(cfg, b)
+    kind = "eager" if POSITIONS[cfg.position].learned_bias else attention  # no fused kernel for it
     placement = cfg.norm_placement
     post_norms = placement in ("sandwich", "post_branch")
-    attention_fn = _mla if spec.attention == "mla" else _mha
+    layer = Layer(cfg, spec)
 
     def attn(x: str) -> None:
-        attention_fn(tape, cfg, spec, batch, seq, kind, x)
+        layer.attention.saves(tape, spec, batch, seq, kind, x)
         if post_norms:
             tape.norm("norm/attention_post", None, T, d)
 
     def ffn(x: str) -> None:
-        _ffn(tape, cfg, spec, T, x)
+        layer.ffn.saves(tape, T, x)
         if post_norms:
             tape.norm("norm/mlp_post", None, T, d)
 
@@ -261,15 +125,12 @@ def _masks(cfg: ModelConfig, seq: int, attention: str, b: int) -> int:
     """Bytes of the distinct additive masks/position biases the layers read (the model builds
     one per window that binds, ``W < seq``, and one for the others); 0 for a layer where
     flash uses its causal flag instead (no position bias, no binding window)."""
-    biased = cfg.position in ("alibi", "relative")  # a bias per head
-    eager = attention == "eager" or cfg.position == "relative"
+    position = POSITIONS[cfg.position]
+    biased = position.score_bias  # a bias per head
+    eager = attention == "eager" or position.learned_bias
     keys = {w if w is not None and w < seq else None for w in (s.window for s in layer_specs(cfg))}
     n = sum(1 for w in keys if eager or biased or w is not None)
     return n * (cfg.n_heads if biased else 1) * seq * seq * b
-
-
-def _rope_dims(cfg: ModelConfig) -> int:
-    return cfg.mla.qk_rope_head_dim if cfg.attention == "mla" else cfg.rotary_dims
 
 
 def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
@@ -279,7 +140,8 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     b = bytes_per(run.dtype)
     T, d = batch * seq, cfg.d_model
     plan = layer_plan(cfg)
-    rope = 2 * seq * _rope_dims(cfg) * b if any(g.spec.rope for g in plan) else 0
+    rope_dims = ATTENTION[cfg.attention](cfg).rope_dims
+    rope = 2 * seq * rope_dims * b if any(g.spec.rope for g in plan) else 0
     masks = _masks(cfg, seq, attention, b)
     comps: dict[str, int] = {"embedding/token": T * INDEX}
     if cfg.position == "learned":
@@ -298,7 +160,7 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     if recompute:
         shared = {"layer": rope + masks}  # the checkpoints keep them with the blocks' inputs
     else:
-        flash = attention == "flash" and cfg.position != "relative"
+        flash = attention == "flash" and not POSITIONS[cfg.position].learned_bias
         shared = {"attention": rope, "attention/sdpa": masks if flash else 0}  # saved by the first layer
     for key, n in shared.items():
         if n:

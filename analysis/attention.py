@@ -4,8 +4,8 @@ A descriptor lists the kind's matrices, norms and learned vectors, and gives its
 the per-head sizes of the scores (q.k) and of the values, the values its KV cache holds per
 token, and the q/k elements RoPE rotates per token. Masking, windows, soft-capping, sinks
 and position biases act on the score matrix and are the same for every kind
-(:mod:`analysis.flops`). The tensors each kind saves for backward are in
-:mod:`analysis.activations`, next to the other saved-tensor rules.
+(:mod:`analysis.flops`). ``saves`` records on a :class:`~analysis.tape.Tape` the tensors
+the kind keeps for backward (conventions in :mod:`analysis.activations`).
 
 ``mha``: multi-head attention with ``g = n_kv_heads`` K/V heads (GQA; 1 is MQA).
 ``mla``: multi-head latent attention (DeepSeek-V2/V3): the query optionally through a
@@ -18,9 +18,42 @@ forward decompresses all the keys it attends to (``kv_b`` runs over keys, not ne
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Protocol
 
 from .config import ModelConfig
 from .inventory import Linear, Norm, Vector, make_norm
+from .plan import LayerSpec
+from .tape import STAT, Tape, eager_core, merge_copies
+
+
+class AttentionKind(Protocol):
+    """What every attention descriptor gives (per layer, per token where it says so)."""
+
+    @property
+    def heads(self) -> int: ...  # query heads
+
+    @property
+    def score_dim(self) -> int: ...  # per-head size of q.k
+
+    @property
+    def value_dim(self) -> int: ...  # per-head size of the values
+
+    @property
+    def kv_values_per_token(self) -> int: ...  # values its KV cache holds per token
+
+    @property
+    def rope_elements_per_token(self) -> int: ...  # q and k elements RoPE rotates per token
+
+    @property
+    def rope_dims(self) -> int: ...  # per-head width of the RoPE tables
+
+    def linears(self) -> list[Linear]: ...
+
+    def norms(self) -> list[Norm]: ...
+
+    def vectors(self) -> list[Vector]: ...
+
+    def saves(self, tape: Tape, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -70,6 +103,37 @@ class MHA(_Attention):
             return [make_norm(c, "attention/q_norm", c.q_width), make_norm(c, "attention/k_norm", c.kv_width)]
         return []
 
+    @property
+    def rope_dims(self) -> int:
+        """Dimensions of each head the RoPE tables cover."""
+        return self.cfg.rotary_dims
+
+    def saves(self, tape: Tape, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None:
+        """What the layer keeps for backward with ``kind`` (eager or flash) attention; ``x`` names
+        the input. q is laid out (B, h, S, hd) when partial RoPE concatenates it, else as a
+        transposed view of its projection; flash lays its output out like q."""
+        cfg = self.cfg
+        T, h, g, b, hd = B * S, cfg.n_heads, cfg.kv_heads, tape.b, cfg.head_size
+        qw, kw = cfg.q_width, cfg.kv_width
+        for p in "qkv":
+            tape.save(f"attention/{p}", T * cfg.d_model * b, x)
+        if cfg.qk_norm == "full":
+            tape.norm("attention/q_norm", None, T, qw)
+            tape.norm("attention/k_norm", None, T, kw)
+        elif cfg.qk_norm == "head":
+            tape.norm("attention/q_norm", None, T * h, hd)
+            tape.norm("attention/k_norm", None, T * g, hd)
+        if kind == "flash":
+            tape.save("attention/sdpa", T * (2 * qw + 2 * kw) * b)  # q, k, v and the output
+            tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
+            if (spec.rope and cfg.rotary_dims < cfg.head_size) and merge_copies(B, S, h, hd):
+                tape.save("attention/o", T * qw * b)
+            return  # else the output is laid out (B, S, h, hd): the o projection keeps a view of it
+        # K/V heads are expanded to h; with B = 1 and one K/V head the expansion stays a view
+        kv = T * (kw if B == 1 and g == 1 else qw)
+        eager_core(tape, cfg, B, S, hd, kv, kv)
+        tape.save("attention/o", T * qw * b)  # heads merged back: a copy
+
 
 @dataclass(frozen=True)
 class MLA(_Attention):
@@ -110,5 +174,38 @@ class MLA(_Attention):
         q = [] if m.q_lora_rank is None else [make_norm(c, "attention/q_a_norm", m.q_lora_rank)]
         return q + [make_norm(c, "attention/kv_a_norm", m.kv_lora_rank)]
 
+    @property
+    def rope_dims(self) -> int:
+        return self.cfg.mla.qk_rope_head_dim
 
-ATTENTION = {"mha": MHA, "mla": MLA}
+    def saves(self, tape: Tape, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None:
+        """As :meth:`MHA.saves`; q and k are concatenated from their nope and rope parts."""
+        cfg = self.cfg
+        m, T, h, b = cfg.mla, B * S, cfg.n_heads, tape.b
+        nope, d_v = m.qk_nope_head_dim, m.v_head_dim
+        d_qk = nope + m.qk_rope_head_dim
+        if m.q_lora_rank is not None:
+            tape.save("attention/q_a", T * cfg.d_model * b, x)
+            tape.norm("attention/q_a_norm", None, T, m.q_lora_rank)
+            tape.save("attention/q_b", T * m.q_lora_rank * b, "attention/q_a_norm output")
+        else:
+            tape.save("attention/q", T * cfg.d_model * b, x)
+        tape.save("attention/kv_a", T * cfg.d_model * b, x)
+        # the norm reads the latent half of kv_a's output: a view, whose whole storage counts
+        tape.norm("attention/kv_a_norm", None, T, m.kv_lora_rank, T * (m.kv_lora_rank + m.qk_rope_head_dim))
+        tape.save("attention/kv_b", T * m.kv_lora_rank * b, "attention/kv_a_norm output")
+        kv_b_out = T * h * (nope + d_v)  # v is a view of it
+        if kind == "flash":
+            # q and k concatenated from their nope and rope parts, v (kv_b's output), the output
+            tape.save("attention/sdpa", (T * h * (2 * d_qk + d_v) + kv_b_out) * b)
+            tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
+            if merge_copies(B, S, h, d_v):  # the output is laid out like q, (B, h, S, d_v)
+                tape.save("attention/o", T * h * d_v * b)
+            return
+        # the values matmul reads v in place when (B, h) merge into one batch dim, else a copy
+        v = kv_b_out if B == 1 or S == 1 or h == 1 else T * h * d_v
+        eager_core(tape, cfg, B, S, d_qk, T * h * d_qk, v)
+        tape.save("attention/o", T * h * d_v * b)  # heads merged back: a copy
+
+
+ATTENTION: dict[str, Callable[[ModelConfig], AttentionKind]] = {"mha": MHA, "mla": MLA}

@@ -25,7 +25,7 @@ from .errors import ConfigError
 from .variants import ACTIVATIONS, NORMS, POSITIONS
 
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
-ATTENTION_KINDS = ("mha", "mla")
+ATTENTION_KINDS = ("mha", "mla")  # the descriptors: analysis.attention.ATTENTION (a test keeps them equal)
 LAYER_TYPES = ("full", "sliding")
 QK_NORMS = ("none", "head", "full")
 DTYPE_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}

@@ -15,9 +15,11 @@ Routing: softmax over the router logits, top-k, the k weights renormalized (Mixt
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Protocol
 
 from .config import ModelConfig
 from .inventory import Linear
+from .tape import INDEX, Tape, hidden
 from .variants import ACTIVATIONS, SOFTMAX_COST
 
 SIGMOID_COST = 3  # exp, add, divide
@@ -31,6 +33,19 @@ def mlp(cfg: ModelConfig, key: str, width: int, bias: bool, copies: int = 1, act
     if cfg.gated:
         mats.append(Linear(gate, cfg.d_model, width, bias, copies, active))
     return mats + [Linear(down, width, cfg.d_model, bias, copies, active)]
+
+
+class FFNKind(Protocol):
+    """What every FFN descriptor gives."""
+
+    @property
+    def hidden_per_token(self) -> int: ...  # hidden elements the activation runs over per token
+
+    def linears(self) -> list[Linear]: ...
+
+    def elementwise(self, tokens: int) -> dict[str, int]: ...
+
+    def saves(self, tape: Tape, T: int, x: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,14 @@ class Dense:
 
     def elementwise(self, tokens: int) -> dict[str, int]:
         return {"activation": ACTIVATIONS[self.cfg.activation].cost * tokens * self.hidden_per_token}
+
+    def saves(self, tape: Tape, T: int, x: str) -> None:
+        """What the MLP keeps for backward over ``T`` tokens; ``x`` names its input."""
+        cfg = self.cfg
+        d, b = cfg.d_model, tape.b
+        for key in ("mlp/up", "mlp/gate") if cfg.gated else ("mlp/up",):
+            tape.save(key, T * d * b, x)
+        hidden(tape, cfg, "mlp", "mlp/down", "mlp ", T, cfg.d_ff)
 
 
 @dataclass(frozen=True)
@@ -79,5 +102,26 @@ class MoE:
             out["moe/shared_expert_gate"] = SIGMOID_COST * T + T * d
         return out
 
+    def saves(self, tape: Tape, T: int, x: str) -> None:
+        """What the mixture keeps for backward over ``T`` tokens (routing as in the module
+        docstring; per token slot the expert input, weight, output and weighted output)."""
+        cfg = self.cfg
+        d, b, moe = cfg.d_model, tape.b, cfg.moe
+        E, k = moe.num_experts, moe.experts_per_token
+        slots = T * k  # token slots, summed over the experts that receive them
+        tape.save("moe/router", T * d * b, x)
+        # probabilities, their sum after top-k, expert ids, renormalized weights, slot token/choice
+        tape.save("moe", T * E * b + T * b + slots * (3 * INDEX + b))
+        # per slot: the expert input, its weight, the expert output and the weighted output
+        tape.save("moe/experts", slots * (3 * d + 1) * b)
+        hidden(tape, cfg, "moe/experts", "moe/experts", "experts ", slots, cfg.expert_width)
+        if moe.shared_experts:
+            tape.save("moe/shared_experts", T * d * b, x)  # every token: the router's input
+            hidden(tape, cfg, "moe/shared_experts", "moe/shared_experts", "shared ",
+                    T * moe.shared_experts, cfg.shared_expert_width)
+        if moe.shared_expert_gate:
+            tape.save("moe/shared_expert_gate", T * d * b, x)
+            tape.save("moe", T * b + T * d * b)  # the sigmoid's output and the shared output it scales
 
-FFN = {"dense": Dense, "moe": MoE}
+
+FFN: dict[str, Callable[[ModelConfig], FFNKind]] = {"dense": Dense, "moe": MoE}

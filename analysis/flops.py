@@ -175,7 +175,7 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     if run.mode != "train":
         return FlopReport(run, forward, FlopBreakdown({}, {}), tuple(groups))
     bwd_mm = _scaled(fwd_mm, 2)
-    if run.attention == "flash" and cfg.position != "relative":
+    if run.attention == "flash" and not POSITIONS[cfg.position].learned_bias:
         # scores recomputed from the saved log-sum-exp. A learned T5 bias needs its
         # gradient, which fused kernels do not give: such models run eager attention.
         bwd_mm["attention/scores"] += fwd_mm["attention/scores"]

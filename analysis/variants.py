@@ -38,6 +38,9 @@ class Position:
     embedding: bool  # added to the token embeddings (one add per element)
     rotary: bool  # rotates q and k inside attention (RoPE)
     score_bias: bool  # adds a per-head bias to every score (ALiBi, T5)
+    # the score bias is learned: it needs a gradient no fused attention kernel gives, so
+    # attention runs eager (its backward and saved tensors) even when flash is asked for
+    learned_bias: bool = False
 
 
 POSITIONS = {p.name: p for p in (
@@ -45,7 +48,7 @@ POSITIONS = {p.name: p for p in (
     Position("sinusoidal", True, False, False),
     Position("rope", False, True, False),
     Position("alibi", False, False, True),
-    Position("relative", False, False, True),  # T5 buckets: one (buckets, heads) table
+    Position("relative", False, False, True, learned_bias=True),  # T5: one (buckets, heads) table
     Position("none", False, False, False),
 )}
 

@@ -388,3 +388,12 @@ def test_strategy_covers_every_key_and_value():
     assert any(c.mla and c.mla.q_lora_rank for c in cfgs) and any(c.mla and not c.mla.q_lora_rank for c in cfgs)
     assert any(c.position == "rope" and c.rotary_dims < c.head_size for c in cfgs if c.attention == "mha")
     assert any(c.position == "rope" and c.attention == "mla" for c in cfgs)
+
+
+def test_every_attention_kind_a_user_can_name_has_a_descriptor():
+    """config.py validates the names; analysis.attention holds the descriptors (config cannot
+    import them: they are built on it)."""
+    from llmcalc.analysis.attention import ATTENTION
+    from llmcalc.analysis.config import ATTENTION_KINDS
+
+    assert set(ATTENTION) == set(ATTENTION_KINDS)

@@ -1,0 +1,69 @@
+"""The tape of saved tensors: how the bytes autograd keeps for backward are accounted.
+
+Each descriptor (:mod:`analysis.attention`, :mod:`analysis.ffn`) records on a :class:`Tape`
+what its kind saves; :mod:`analysis.activations` runs the block and sums the tapes. The
+conventions are in :mod:`analysis.activations`' docstring.
+"""
+
+from __future__ import annotations
+
+from .config import ModelConfig
+from .variants import ACTIVATIONS, norm_stat_values
+
+INDEX = 8  # int64 token ids and indices
+STAT = 4  # fp32 norm statistics and log-sum-exp
+
+
+class Tape:
+    """Saved storages in forward order. A storage several ops save is named, and counts once,
+    under the first component saving it; unnamed saves are storages no other op saves."""
+
+    def __init__(self, cfg: ModelConfig, b: int):
+        self.cfg, self.b = cfg, b  # b: bytes per value
+        self.bytes: dict[str, int] = {}
+        self._seen: set[str] = set()
+
+    def save(self, key: str, nbytes: int, name: str | None = None) -> None:
+        if name is not None:
+            if name in self._seen:
+                return
+            self._seen.add(name)
+        self.bytes[key] = self.bytes.get(key, 0) + nbytes
+
+    def norm(self, key: str, x: str | None, rows: int, width: int, storage: int | None = None) -> str:
+        """Saves the input ``x`` (``storage`` values when it is a view of a larger tensor) and
+        fp32 statistics per row; returns the name of the output."""
+        self.save(key, (rows * width if storage is None else storage) * self.b, x)
+        self.save(key, rows * norm_stat_bytes(self.cfg))
+        return key + " output"
+
+
+def norm_stat_bytes(cfg: ModelConfig) -> int:
+    """fp32 statistics a norm keeps per row: LayerNorm mean and rstd, RMSNorm rstd."""
+    return STAT * norm_stat_values(cfg.norm)
+
+
+def eager_core(tape: Tape, cfg: ModelConfig, B: int, S: int, d_qk: int, k: int, v: int) -> None:
+    """Eager scores, softmax and values over ``h`` heads: q (``T*h*d_qk`` values, a copy or
+    its own storage), ``k`` and ``v`` values of K and V as the batched matmuls read them."""
+    T, h, b = B * S, cfg.n_heads, tape.b
+    tape.save("attention/scores", (T * h * d_qk + k) * b)  # q and k
+    if cfg.attn_logit_softcap is not None:
+        tape.save("attention", B * h * S * S * b)  # tanh's output
+    tape.save("attention", B * h * S * (S + cfg.attention_sinks) * b)  # softmax output
+    tape.save("attention/values", v * b)
+
+
+def merge_copies(B: int, S: int, h: int, d: int) -> bool:
+    """Whether an output laid out heads-first, (B, h, S, d), reaches the o projection's
+    (B*S, h*d) matrix only through a copy (the o projection then keeps the copy). Size-1
+    dimensions can make the strides agree: a view when S or h is 1, or when d and B are."""
+    return S > 1 and h > 1 and (d > 1 or B > 1)
+
+
+def hidden(tape: Tape, cfg: ModelConfig, act_key: str, down_key: str, tag: str, rows: int,
+            width: int) -> None:
+    """The activation's saved tensors and the down projection's input, ``rows x width`` each."""
+    for name in ACTIVATIONS[cfg.activation].saves:  # "out" (relu) is saved by relu itself
+        tape.save(act_key, rows * width * tape.b, tag + name)
+    tape.save(down_key, rows * width * tape.b, tag + "out")
