@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from .config import ModelConfig
 from .layout import Layer, final_norm
+from .params import count_params
 from .plan import LayerGroup, LayerSpec, layer_plan
 from .run import RunSpec
 from .variants import POSITION_BIAS_COST, POSITIONS, ROPE_COST, SCORE_SCALE_COST, SOFTCAP_COST, SOFTMAX_COST, norm_cost
@@ -195,8 +196,11 @@ class Approximations:
     palm: int  # PaLM appendix B: (6N + 12 L H Q T) per token; (2N + 4 L H Q T) forward only
 
 
-def approximations(cfg: ModelConfig, run: RunSpec, n_non_embedding: int, n_embedding: int) -> Approximations:
+def approximations(cfg: ModelConfig, run: RunSpec) -> Approximations:
+    """N is the non-embedding parameter count, active ones for MoE (LM head included)."""
     run = run.resolve(cfg)
+    p = count_params(cfg)
+    n_non_embedding, n_embedding = p.active - p.embedding, p.embedding
     factor = 6 if run.mode == "train" else 2
     # H*Q is the query width; T the keys (decode: the cached keys of each layer)
     attn = (12 if run.mode == "train" else 4) * sum(

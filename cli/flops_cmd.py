@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from ..analysis.params import count_params
 from .common import (
     BatchOpt,
     ExactOpt,
@@ -48,12 +47,13 @@ def _breakdown_json(b: FlopBreakdown) -> dict:
             "components": b.matmul, "elementwise_components": b.elementwise}
 
 
-def flops_json(cfg: ModelConfig, r: FlopReport, causal: FlopReport) -> dict:
+def flops_json(cfg: ModelConfig, r: FlopReport, other: FlopReport) -> dict:
+    """``other``: the same run in the other attention convention."""
+    causal = r if r.run.causal else other
     from ..analysis.flops import approximations
 
-    p = count_params(cfg)
     run = r.run
-    approx = approximations(cfg, run, p.active - p.embedding, p.embedding)
+    approx = approximations(cfg, run)
     return {"model": cfg.name, "seq_len": run.seq, "batch": run.batch,
             "mode": run.mode, "attention": run.attention,
             "convention": "causal" if run.causal else "dense", "recompute": run.recompute,
@@ -73,8 +73,9 @@ def _fmt(n: int, exact: bool, macs: bool = False) -> str:
     return count(n) if exact else si(n, "MAC" if macs else "FLOP")
 
 
-def _breakdown(cfg: ModelConfig, r: FlopReport, causal: FlopReport, exact: bool, macs: bool) -> None:
-    from ..analysis.flops import approximations, count_flops
+def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, exact: bool, macs: bool) -> None:
+    """One model: ``r`` in the asked convention, ``other_report`` in the other one."""
+    from ..analysis.flops import approximations
 
     w = r.run
     tot = r.total
@@ -82,7 +83,6 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, causal: FlopReport, exact: bool,
     title = (f"{cfg.name}: {w.mode}, batch {w.batch} x seq {w.seq:,}, {conv} attention, "
              f"{w.attention} backward" + (", recompute" if w.recompute else ""))
     other = "dense" if w.causal else "causal"
-    other_report = count_flops(cfg, w.replace(causal=not w.causal))
     unit = "MACs" if macs else "FLOPs"
     rows = []
     for key, n in tot.matmul.items():
@@ -117,8 +117,7 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, causal: FlopReport, exact: bool,
                       f"(matmul {_fmt(r.backward.matmul_total, exact)})")
     console.print(f"total:    {_fmt(tot.total, exact)} (matmul {_fmt(tot.matmul_total, exact)}, "
                   f"elementwise {_fmt(tot.elementwise_total, exact)})")
-    p = count_params(cfg)
-    approx = approximations(cfg, w, p.active - p.embedding, p.embedding)
+    approx = approximations(cfg, w)
     rule = "6" if w.mode == "train" else "2"
     for label, value in ((f"{rule}*N*tokens (N = non-embedding{' active' if cfg.moe else ''})", approx.six_n),
                          (f"{rule}*N*tokens with embeddings", approx.six_n_with_embeddings),
@@ -166,7 +165,7 @@ def flops(
             s = s or cfg.context_length
             warn_past_context(cfg, s)
             run = RunSpec(mode, s, batch, attention, causal, recompute, all_logits)
-            runs.append((cfg, count_flops(cfg, run), count_flops(cfg, run.replace(causal=True))))
+            runs.append((cfg, count_flops(cfg, run), count_flops(cfg, run.replace(causal=not causal))))
     if json_out:
         print_json(one_or_list([flops_json(*run) for run in runs], models))
         return
