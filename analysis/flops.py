@@ -17,7 +17,9 @@ Conventions (README "FLOPs"):
   gives, so those models run the eager backward);
   ``recompute`` (full activation recomputation) adds one more forward of every layer
   (not the LM head, whose input is kept). Elementwise backward is estimated as 2x its
-  forward.
+  forward;
+- a prefill is one pass over the prompt: ``run.chunk`` (chunked prefill) changes the memory
+  peak (:mod:`analysis.memory`), not these counts.
 """
 
 from __future__ import annotations

@@ -31,17 +31,18 @@ def _activation(raw: dict[str, Any], key: str, default: str, gated: bool, source
     return {"gelu": "geglu", "relu": "reglu", "silu": "swiglu"}[base] if gated else base
 
 
-def _window(raw: dict[str, Any], kind: str, source: str) -> int | None:
-    """Mistral windows every layer; Qwen only layers from ``max_window_layers`` on."""
+def _window(raw: dict[str, Any], kind: str) -> dict[str, Any]:
+    """Mistral windows every layer; Qwen the layers from ``max_window_layers`` on."""
     if not raw.get("sliding_window") or not raw.get("use_sliding_window", kind in ("mistral", "mixtral")):
-        return None
+        return {}
+    n = raw["num_hidden_layers"]
     first = raw.get("max_window_layers", 0) if kind in ("qwen2", "qwen3") else 0
-    if first >= raw["num_hidden_layers"]:
-        return None
+    if first >= n:
+        return {}
+    out: dict[str, Any] = {"sliding_window": raw["sliding_window"]}
     if first > 0:
-        raise ConfigError("a sliding window on only some layers is not supported", source,
-                          "max_window_layers")
-    return raw["sliding_window"]
+        out["layer_types"] = ["full"] * first + ["sliding"] * (n - first)
+    return out
 
 
 def from_hf_config(raw: dict[str, Any], source: str) -> dict[str, Any]:
@@ -82,9 +83,7 @@ def from_hf_config(raw: dict[str, Any], source: str) -> dict[str, Any]:
     }
     if raw.get("head_dim"):
         out["head_dim"] = raw["head_dim"]
-    window = _window(raw, kind, source)
-    if window:
-        out["sliding_window"] = window
+    out.update(_window(raw, kind))
     if kind == "mixtral":
         out["moe"] = {"num_experts": _need(raw, "num_local_experts", source),
                       "experts_per_token": _need(raw, "num_experts_per_tok", source)}

@@ -160,9 +160,6 @@ def test_hf_mistral_window(tmp_path, run):
     ('{"model_type": "t5"}', "key 'model_type': unsupported Hugging Face model_type 't5'"),
     ('{"model_type": "llama", "vocab_size": 10}', "key 'max_position_embeddings': missing Hugging Face key"),
     (MIXTRAL_JSON.replace('"silu"', '"tanh"'), "key 'hidden_act': unsupported activation 'tanh'"),
-    (MIXTRAL_JSON.replace('"mixtral"', '"qwen2"').replace('null', '4096, "use_sliding_window": true, '
-                                                          '"max_window_layers": 28'),
-     "key 'max_window_layers': a sliding window on only some layers is not supported"),
     ('{"model_type": "llama",', "not valid JSON: Expecting property name enclosed in double quotes"),
 ])
 def test_hf_config_errors(tmp_path, run, text, message):
@@ -397,3 +394,13 @@ def test_every_attention_kind_a_user_can_name_has_a_descriptor():
     from llmcalc.analysis.config import ATTENTION_KINDS
 
     assert set(ATTENTION) == set(ATTENTION_KINDS)
+
+
+def test_hf_qwen_window_from_max_window_layers(tmp_path, run):
+    """transformers' Qwen2 slides layers i >= max_window_layers: 28 full, then 4 sliding."""
+    path = tmp_path / "config.json"
+    path.write_text(MIXTRAL_JSON.replace('"mixtral"', '"qwen2"').replace(
+        'null', '4096, "use_sliding_window": true, "max_window_layers": 28'))
+    groups = json.loads(run("kvcache", path, "--seq", "8192", "--json").stdout)["layer_groups"]
+    assert [(g["spec"]["window"], g["layers"], g["cached_tokens"]) for g in groups] == [
+        (None, list(range(28)), 8192), (4096, [28, 29, 30, 31], 4096)]

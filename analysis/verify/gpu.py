@@ -23,8 +23,8 @@ from ..config import ModelConfig
 from ..flops import count_flops
 from ..memory import attention_bytes, training_state
 from ..run import RunSpec
+from .check import Check
 from .measure import _loss, build
-from .report import Check
 
 PEAK_TOLERANCE = 0.25
 FIT_FRACTION = 0.8

@@ -15,8 +15,6 @@ dropped, so the count is the one any routing gives.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from ..activations import activation_bytes
@@ -27,6 +25,7 @@ from ..params import count_params
 from ..plan import layer_specs
 from ..run import RunSpec
 from . import checks
+from .check import Check
 from .measure import (
     build,
     measure_flops,
@@ -37,15 +36,6 @@ from .measure import (
 )
 
 ATTENTION_KEYS = ("attention/scores", "attention/values")
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    analytic: int | float
-    measured: int | float
-    ok: bool
-    note: str = ""
 
 
 def _compare(prefix: str, analytic: dict[str, int], measured: dict[str, int]) -> list[Check]:
