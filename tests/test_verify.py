@@ -82,3 +82,13 @@ def test_verify_without_torch_says_how_to_install(run, monkeypatch):
     assert result.exit_code == 2
     assert result.stderr == ("Error: llmcalc verify needs PyTorch: pip install 'llmcalc[verify]' "
                              "(CPU machines: pip install torch==2.13.0 first)\n")
+
+
+def test_verify_rejects_an_untested_torch(run, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch, "__version__", "2.4.1+cpu")
+    result = run("verify", "gpt2-small", "--device", "meta")
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: llmcalc verify is tested with PyTorch 2.13.x, found 2.4.1+cpu; "
+                             "CPU machines: pip install torch==2.13.0\n")
