@@ -20,8 +20,15 @@ BatchOpt = typer.Option(1, "--batch", help="Sequences.")
 ExactOpt = typer.Option(False, "--exact", help="Exact integers instead of units.")
 
 
+def family(cfg: ModelConfig) -> str:
+    """The leading letters of the name: ``llama-3.1-8b`` -> ``llama``, ``gpt2-xl`` -> ``gpt``."""
+    import re
+
+    return re.match(r"[a-z]*", cfg.name.lower()).group(0) or cfg.name
+
+
 def family_order(cfg: ModelConfig) -> tuple[str, int]:
-    return cfg.name.split("-")[0], count_params(cfg).total
+    return family(cfg), count_params(cfg).total
 
 
 def load_models(specs: Optional[list[str]]) -> list[ModelConfig]:

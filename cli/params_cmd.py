@@ -6,7 +6,7 @@ from typing import Optional
 
 from ..analysis.config import DTYPE_BITS, ModelConfig
 from ..analysis.params import ParamCount, count_params, weight_bytes
-from .common import JsonOpt, ModelsArg, load_models, one_or_list
+from .common import JsonOpt, ModelsArg, family, load_models, one_or_list
 from .render import console, count, group_json, group_label, iec, print_json, share, show
 
 
@@ -19,17 +19,20 @@ def models(json_out: bool = JsonOpt) -> None:
 
     Example: llmcalc models
     """
-    cfgs = load_models(None)
+    cfgs = load_models(None)  # by family, then size
     if json_out:
-        print_json([{"model": c.name, "params": count_params(c).total, "n_layers": c.n_layers,
+        print_json([{"model": c.name, "family": family(c), "params": count_params(c).total, "n_layers": c.n_layers,
                      "d_model": c.d_model, "n_heads": c.n_heads, "n_kv_heads": c.kv_heads,
                      "context_length": c.context_length, "description": c.description}
                     for c in cfgs])
         return
-    rows = [(c.name, count(count_params(c).total), c.n_layers, c.d_model, _heads(c),
-             count(c.context_length), c.description) for c in cfgs]
-    show(None, ["model", "parameters", "layers", "d_model", "heads/kv",
-                               "context", "description"], rows, text_columns=(0, 6))
+    sections: dict[str, list] = {}
+    for c in cfgs:
+        sections.setdefault(family(c), []).append(
+            (c.name, count(count_params(c).total), c.n_layers, c.d_model, _heads(c), count(c.context_length),
+             c.description))
+    show(None, ["model", "parameters", "layers", "d_model", "heads/kv", "context", "description"],
+         text_columns=(0, 6), sections=sections.values())
 
 
 def params_json(cfg: ModelConfig, p: ParamCount) -> dict:

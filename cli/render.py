@@ -64,8 +64,9 @@ def show(title: str | None, columns: Iterable[str], rows: Iterable[Iterable[Any]
                      footer=str(footer[i]) if footer else "")
     for row in rows:
         t.add_row(*(str(c) for c in row))
-    for section in sections:
-        t.add_section()
+    for i, section in enumerate(sections):
+        if i or rows:
+            t.add_section()
         for row in section:
             t.add_row(*(str(c) for c in row))
     console.print(t)

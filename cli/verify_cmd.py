@@ -11,6 +11,7 @@ from .errors import UsageError, VerificationFailed
 from .render import console, count, err_console, print_json, show
 
 DEVICES = ("auto", "meta", "cpu", "cuda")
+AGAINST = ("transformers",)
 
 
 def _fmt(x) -> str:
@@ -33,6 +34,10 @@ def verify(
                                "time, FLOP/s and peak memory. auto: cuda if present, else cpu."),
     seq: int = typer.Option(128, "--seq", help="Tokens per sequence for the FLOP checks."),
     batch: int = typer.Option(2, "--batch", help="Sequences for the FLOP and KV-cache checks."),
+    against: Optional[str] = typer.Option(
+        None, "--against", help="transformers: check the analytic figures against transformers' own "
+        "model for the model's Hugging Face config.json (built on meta: no weights, no network) "
+        "instead of llmcalc's reference. Needs the hf extra."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Build the reference PyTorch model from the same config and check every analytic
@@ -45,10 +50,13 @@ def verify(
       llmcalc verify gpt2-small --device cpu
       llmcalc verify mixtral-8x7b --device meta --json
       llmcalc verify --device meta          # every bundled model (what CI runs)
+      llmcalc verify mistral-7b --against transformers
     """
     choice(device, DEVICES, "--device")
     positive(seq, "--seq")
     positive(batch, "--batch")
+    if against is not None:
+        choice(against, AGAINST, "--against")
     cfgs = load_models(models)
     try:
         import torch
@@ -60,6 +68,8 @@ def verify(
     problem = torch_version_problem(torch.__version__)
     if problem:
         raise UsageError(problem)
+    if against is not None:
+        return _verify_against(models, cfgs, seq, batch, json_out)
     from ..analysis.verify.report import verify as run_checks
 
     dev = _resolve_device(device, torch)
@@ -95,5 +105,42 @@ def verify(
                       "llmcalc registers PyTorch's own SDPA formulas for it (backward includes the "
                       "score recomputation), and compares the fused kernel's scores+values backward "
                       "as one figure.")
+    if not ok:
+        raise VerificationFailed()
+
+
+def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: int, json_out: bool) -> None:
+    """`--against transformers`: transformers' model on meta for each model's HF config."""
+    from ..analysis.verify import against
+
+    specs = models or [cfg.name for cfg in cfgs]  # bundled configs are named as their files
+    raws = [against.read_hf_config(against.hf_config_path(spec)) for spec in specs]
+    try:
+        against.import_transformers()
+    except against.TransformersMissing as exc:
+        raise UsageError(str(exc)) from None
+    results = [(cfg, against.against_transformers(cfg, raw, seq, batch)) for cfg, raw in zip(cfgs, raws)]
+    ok = all(c.ok for _, checks in results for c in checks)
+    if json_out:
+        print_json(one_or_list([{"model": cfg.name, "device": "meta", "against": "transformers",
+                                 "seq_len": seq, "batch": batch, "ok": all(c.ok for c in checks),
+                                 "checks": [{"name": c.name, "analytic": c.analytic, "measured": c.measured,
+                                             "ok": c.ok, "note": c.note} for c in checks]}
+                                for cfg, checks in results], models))
+    else:
+        for cfg, checks in results:
+            rows = [(c.name, _fmt(c.analytic), _fmt(c.measured), _fmt(c.measured - c.analytic),
+                     "[green]ok[/green]" if c.ok else "[red bold]FAIL[/red bold]") for c in checks]
+            show(f"{cfg.name}: verify against transformers on meta (seq {seq}, batch {batch}, eager "
+                 f"attention): {sum(c.ok for c in checks)}/{len(checks)} checks pass",
+                 ["check", "llmcalc", "transformers", "difference", "verdict"], rows)
+            for c in checks:
+                if not c.ok:
+                    console.print(f"{cfg.name}: {c.name} differs: llmcalc {_fmt(c.analytic)}, "
+                                  f"transformers {_fmt(c.measured)}" + (f" ({c.note})" if c.note else ""))
+        console.print("KV cache in transformers' convention: after a prefill of S tokens a sliding "
+                      "layer keeps min(S, W - 1) tokens (llmcalc's rolling buffer holds W during a "
+                      "decode step); MLA caches the decompressed K and V of every head (llmcalc: the "
+                      "latent plus the shared RoPE key).")
     if not ok:
         raise VerificationFailed()
