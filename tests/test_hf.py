@@ -1,0 +1,337 @@
+"""Hugging Face config.json, proven against transformers' own modeling code.
+
+For every supported ``model_type`` the config is written by transformers' own config class
+with the published hyperparameters of a real checkpoint (cited beside each), read by llmcalc,
+and llmcalc's parameter count must equal ``sum(p.numel())`` of transformers' model built on
+the meta device: in total, for the embedding and the LM head, and layer by layer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from llmcalc.analysis.config import load_path
+from llmcalc.analysis.hf import MAPPERS, from_hf_config, unclassified
+from llmcalc.analysis.params import count_params
+from llmcalc.analysis.plan import layer_plan
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+logging.getLogger("transformers").setLevel(logging.ERROR)
+
+# model_type -> (checkpoint, published hyperparameters, the published parameter total or None).
+# The totals are the checkpoints' own (safetensors) counts where they equal what transformers
+# builds; see DeepSeek-V3 for the one place they differ.
+CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
+    "gpt2": ("openai-community/gpt2", dict(
+        vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12), 124_439_808),
+    "gpt_neox": ("EleutherAI/pythia-410m", dict(
+        vocab_size=50304, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+        intermediate_size=4096, max_position_embeddings=2048, hidden_act="gelu", use_parallel_residual=True,
+        rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.25),
+        tie_word_embeddings=False), 405_334_016),
+    "gptj": ("EleutherAI/gpt-j-6b", dict(
+        vocab_size=50400, n_positions=2048, n_embd=4096, n_layer=28, n_head=16, rotary_dim=64,
+        activation_function="gelu_new", tie_word_embeddings=False), None),  # model card: 6,053,381,344 (see README)
+    "falcon": ("tiiuae/falcon-7b", dict(
+        vocab_size=65024, hidden_size=4544, num_hidden_layers=32, num_attention_heads=71, multi_query=True,
+        parallel_attn=True, bias=False, alibi=False, new_decoder_architecture=False,
+        max_position_embeddings=2048), 6_921_720_704),
+    "phi": ("microsoft/phi-2", dict(
+        vocab_size=51200, hidden_size=2560, intermediate_size=10240, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=32, max_position_embeddings=2048, hidden_act="gelu_new",
+        rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.4),
+        tie_word_embeddings=False), 2_779_683_840),
+    "phi3": ("microsoft/Phi-3-mini-4k-instruct", dict(
+        vocab_size=32064, hidden_size=3072, intermediate_size=8192, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=32, max_position_embeddings=4096, original_max_position_embeddings=4096,
+        sliding_window=2047, tie_word_embeddings=False, pad_token_id=32000, bos_token_id=1, eos_token_id=32000),
+        3_821_079_552),
+    "llama": ("meta-llama/Llama-3.1-8B", dict(
+        vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, max_position_embeddings=131072,
+        rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0,
+                             high_freq_factor=4.0, original_max_position_embeddings=8192),
+        tie_word_embeddings=False, bos_token_id=128000, eos_token_id=128001), 8_030_261_248),
+    "mistral": ("mistralai/Mistral-7B-v0.1", dict(
+        vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, max_position_embeddings=32768, sliding_window=4096, tie_word_embeddings=False),
+        7_241_732_096),
+    "mixtral": ("mistralai/Mixtral-8x7B-v0.1", dict(
+        vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, max_position_embeddings=32768, num_local_experts=8, num_experts_per_tok=2,
+        rope_parameters=dict(rope_type="default", rope_theta=1e6), tie_word_embeddings=False), 46_702_792_704),
+    "qwen2": ("Qwen/Qwen2.5-0.5B", dict(
+        vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+        num_key_value_heads=2, max_position_embeddings=32768, use_sliding_window=False, sliding_window=32768,
+        max_window_layers=24, rope_parameters=dict(rope_type="default", rope_theta=1e6),
+        tie_word_embeddings=True), 494_032_768),
+    "qwen2_moe": ("Qwen/Qwen1.5-MoE-A2.7B", dict(
+        vocab_size=151936, hidden_size=2048, intermediate_size=5632, num_hidden_layers=24, num_attention_heads=16,
+        num_key_value_heads=16, max_position_embeddings=8192, num_experts=60, num_experts_per_tok=4,
+        moe_intermediate_size=1408, shared_expert_intermediate_size=5632, decoder_sparse_step=1,
+        tie_word_embeddings=False), 14_315_784_192),
+    "qwen3": ("Qwen/Qwen3-0.6B", dict(
+        vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
+        num_key_value_heads=8, head_dim=128, max_position_embeddings=40960,
+        rope_parameters=dict(rope_type="default", rope_theta=1e6), tie_word_embeddings=True), 596_049_920),
+    "qwen3_moe": ("Qwen/Qwen3-30B-A3B", dict(
+        vocab_size=151936, hidden_size=2048, intermediate_size=6144, moe_intermediate_size=768,
+        num_hidden_layers=48, num_attention_heads=32, num_key_value_heads=4, head_dim=128, num_experts=128,
+        num_experts_per_tok=8, max_position_embeddings=40960, norm_topk_prob=True,
+        rope_parameters=dict(rope_type="default", rope_theta=1e6), tie_word_embeddings=False), 30_532_122_624),
+    "gemma": ("google/gemma-2b", dict(
+        vocab_size=256000, hidden_size=2048, intermediate_size=16384, num_hidden_layers=18, num_attention_heads=8,
+        num_key_value_heads=1, head_dim=256, max_position_embeddings=8192), 2_506_172_416),
+    "gemma2": ("google/gemma-2-9b", dict(
+        vocab_size=256000, hidden_size=3584, intermediate_size=14336, num_hidden_layers=42, num_attention_heads=16,
+        num_key_value_heads=8, head_dim=256, max_position_embeddings=8192, sliding_window=4096,
+        query_pre_attn_scalar=256, attn_logit_softcapping=50.0, final_logit_softcapping=30.0), 9_241_705_984),
+    "gemma3_text": ("google/gemma-3-1b-pt", dict(
+        vocab_size=262144, hidden_size=1152, intermediate_size=6912, num_hidden_layers=26, num_attention_heads=4,
+        num_key_value_heads=1, head_dim=256, max_position_embeddings=32768, sliding_window=512,
+        query_pre_attn_scalar=256), 999_885_952),
+    "olmo": ("allenai/OLMo-1B-hf", dict(
+        vocab_size=50304, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=16,
+        num_key_value_heads=16, max_position_embeddings=2048, tie_word_embeddings=True), 1_176_764_416),
+    "olmo2": ("allenai/OLMo-2-1124-7B", dict(
+        vocab_size=100352, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=32, max_position_embeddings=4096,
+        rope_parameters=dict(rope_type="default", rope_theta=500000.0), tie_word_embeddings=False),
+        7_298_617_344),
+    "stablelm": ("stabilityai/stablelm-2-1_6b", dict(
+        vocab_size=100352, hidden_size=2048, intermediate_size=5632, num_hidden_layers=24, num_attention_heads=32,
+        num_key_value_heads=32, max_position_embeddings=4096, use_qkv_bias=True,
+        rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.25),
+        tie_word_embeddings=False), 1_644_515_328),
+    "starcoder2": ("bigcode/starcoder2-3b", dict(
+        vocab_size=49152, hidden_size=3072, intermediate_size=12288, num_hidden_layers=30, num_attention_heads=24,
+        num_key_value_heads=2, max_position_embeddings=16384, sliding_window=4096, use_bias=True,
+        rope_parameters=dict(rope_type="default", rope_theta=999999.4420358813), tie_word_embeddings=True),
+        3_030_371_328),
+    "granite": ("ibm-granite/granite-3.0-2b-base", dict(
+        vocab_size=49155, hidden_size=2048, intermediate_size=8192, num_hidden_layers=40, num_attention_heads=32,
+        num_key_value_heads=8, max_position_embeddings=4096, embedding_multiplier=12.0, residual_multiplier=0.22,
+        attention_multiplier=0.015625, logits_scaling=8.0, tie_word_embeddings=True,
+        pad_token_id=0, bos_token_id=0, eos_token_id=0), None),  # published total not pinned here
+    "smollm3": ("HuggingFaceTB/SmolLM3-3B", dict(
+        vocab_size=128256, hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16,
+        num_key_value_heads=4, max_position_embeddings=65536, no_rope_layer_interval=4,
+        rope_parameters=dict(rope_type="default", rope_theta=5e6), tie_word_embeddings=True,
+        pad_token_id=128004, bos_token_id=128000, eos_token_id=128001), 3_075_098_624),
+    "deepseek_v2": ("deepseek-ai/DeepSeek-V2-Lite", dict(
+        vocab_size=102400, hidden_size=2048, intermediate_size=10944, moe_intermediate_size=1408,
+        num_hidden_layers=27, num_attention_heads=16, num_key_value_heads=16, n_routed_experts=64,
+        n_shared_experts=2, num_experts_per_tok=6, first_k_dense_replace=1, kv_lora_rank=512, q_lora_rank=None,
+        qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, max_position_embeddings=163840,
+        tie_word_embeddings=False, bos_token_id=100000, eos_token_id=100001), 15_706_484_224),
+    # transformers keeps e_score_correction_bias (256 per MoE layer, 58 layers) as a buffer: its model
+    # has 14,848 parameters fewer than the checkpoint's published 671,026,419,200
+    "deepseek_v3": ("deepseek-ai/DeepSeek-V3", dict(
+        vocab_size=129280, hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
+        num_hidden_layers=61, num_attention_heads=128, num_key_value_heads=128, n_routed_experts=256,
+        n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=3, n_group=8, topk_group=4,
+        q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+        max_position_embeddings=163840, tie_word_embeddings=False, bos_token_id=0, eos_token_id=1),
+        671_026_419_200 - 58 * 256),
+    "gpt_oss": ("openai/gpt-oss-20b", dict(
+        vocab_size=201088, hidden_size=2880, intermediate_size=2880, num_hidden_layers=24, num_attention_heads=64,
+        num_key_value_heads=8, head_dim=64, num_local_experts=32, num_experts_per_tok=4, sliding_window=128,
+        max_position_embeddings=131072, tie_word_embeddings=False), 20_914_757_184),
+}
+
+# Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
+VARIANTS = [
+    ("falcon", "tiiuae/falcon-40b", dict(
+        vocab_size=65024, hidden_size=8192, num_hidden_layers=60, num_attention_heads=128, num_kv_heads=8,
+        new_decoder_architecture=True, parallel_attn=True, bias=False, alibi=False, max_position_embeddings=2048)),
+    ("falcon", "tiiuae/falcon-rw-1b", dict(
+        vocab_size=50304, hidden_size=2048, num_hidden_layers=24, num_attention_heads=32, multi_query=False,
+        parallel_attn=False, bias=True, alibi=True, max_position_embeddings=2048)),
+    ("gpt_neox", "EleutherAI/gpt-neox-20b (sequential residual, as a variant)", dict(
+        vocab_size=50432, hidden_size=6144, num_hidden_layers=4, num_attention_heads=64, intermediate_size=24576,
+        use_parallel_residual=False, attention_bias=False, max_position_embeddings=2048)),
+    ("phi", "microsoft/phi-2 with qk_layernorm", dict(
+        vocab_size=51200, hidden_size=2560, intermediate_size=10240, num_hidden_layers=2, num_attention_heads=32,
+        qk_layernorm=True)),
+    ("qwen2", "Qwen/Qwen2-7B with its sliding window switched on", dict(
+        vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
+        num_key_value_heads=4, use_sliding_window=True, sliding_window=4096, max_window_layers=20)),
+    ("qwen2_moe", "Qwen/Qwen1.5-MoE-A2.7B, every second layer sparse after two dense", dict(
+        vocab_size=151936, hidden_size=2048, intermediate_size=5632, num_hidden_layers=8, num_attention_heads=16,
+        num_experts=60, num_experts_per_tok=4, moe_intermediate_size=1408, shared_expert_intermediate_size=5632,
+        decoder_sparse_step=2, mlp_only_layers=[0, 1])),
+    ("llama", "meta-llama/Llama-2-7b with attention and MLP biases", dict(
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=2, num_attention_heads=32,
+        attention_bias=True, mlp_bias=True)),
+    ("stablelm", "stabilityai/stablelm-3b-4e1t, parallel residual as a variant", dict(
+        vocab_size=50304, hidden_size=2560, intermediate_size=6912, num_hidden_layers=4, num_attention_heads=32,
+        use_parallel_residual=True)),
+    ("smollm3", "HuggingFaceTB/SmolLM3-3B with sliding windows on its NoPE layers", dict(
+        vocab_size=128256, hidden_size=2048, intermediate_size=11008, num_hidden_layers=8, num_attention_heads=16,
+        num_key_value_heads=4, use_sliding_window=True, sliding_window=4096)),
+    ("gemma3_text", "google/gemma-3-27b-pt (text)", dict(
+        vocab_size=262208, hidden_size=5376, intermediate_size=21504, num_hidden_layers=62, num_attention_heads=32,
+        num_key_value_heads=16, head_dim=128, sliding_window=1024, query_pre_attn_scalar=168)),
+]
+
+
+def _config(model_type: str, hp: dict):
+    return transformers.AutoConfig.for_model(model_type, **hp)
+
+
+def _transformers_model(cfg):
+    with torch.device("meta"):
+        return transformers.AutoModelForCausalLM.from_config(cfg)
+
+
+def _layers(model, n: int):
+    return next(m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == n)
+
+
+def _write(tmp_path, data: dict, name: str = "config.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _check_against(tmp_path, model_type: str, hp: dict) -> int:
+    """llmcalc equals transformers in total, embedding, LM head and layer by layer; returns the total."""
+    cfg = _config(model_type, hp)
+    data = cfg.to_dict()
+    assert unclassified(data) == [], "keys transformers writes that no rule covers"
+    ours = load_path(_write(tmp_path, data))
+    counted = count_params(ours)
+    model = _transformers_model(cfg)
+    total = sum(p.numel() for p in model.parameters())
+    assert counted.total == total
+
+    emb = model.get_input_embeddings().weight.numel()
+    assert counted.components["embedding/token"] == emb
+    head = model.get_output_embeddings()
+    tied = head.weight is model.get_input_embeddings().weight
+    head_params = (0 if tied else head.weight.numel()) + (head.bias.numel() if head.bias is not None else 0)
+    assert counted.components.get("lm_head", 0) == head_params
+
+    layers = _layers(model, ours.n_layers)
+    for group, per_layer in counted.groups:
+        want = sum(per_layer.values())
+        for i in group.layers:
+            assert sum(p.numel() for p in layers[i].parameters()) == want, f"layer {i} ({group.spec.describe()})"
+    return total
+
+
+@pytest.mark.parametrize("model_type", sorted(CHECKPOINTS))
+def test_params_equal_transformers(tmp_path, model_type):
+    _, hp, published = CHECKPOINTS[model_type]
+    total = _check_against(tmp_path, model_type, hp)
+    if published is not None:
+        assert total == published
+
+
+@pytest.mark.parametrize("model_type, checkpoint, hp", VARIANTS, ids=[v[1] for v in VARIANTS])
+def test_variants_equal_transformers(tmp_path, model_type, checkpoint, hp):
+    _check_against(tmp_path, model_type, hp)
+
+
+def test_every_mapper_is_tested():
+    assert set(CHECKPOINTS) == set(MAPPERS)
+
+
+def _v4_layout(data: dict) -> dict:
+    """The transformers 4 layout: rope_theta / partial_rotary_factor / rope_scaling at the top level,
+    no layer_types (derived from sliding_window and the family's rule)."""
+    out = {k: v for k, v in data.items() if k not in ("rope_parameters", "layer_types", "dtype")}
+    rope = dict(data.get("rope_parameters") or {})
+    if "full_attention" in rope:  # Gemma 3: rope_theta for the full layers, rope_local_base_freq for the others
+        out["rope_local_base_freq"] = rope["sliding_attention"]["rope_theta"]
+        rope = dict(rope["full_attention"])
+    out["rope_theta"] = rope.pop("rope_theta", 10000.0)
+    if "partial_rotary_factor" in rope:
+        out["partial_rotary_factor"] = rope.pop("partial_rotary_factor")
+    if rope.get("rope_type", "default") != "default":
+        out["rope_scaling"] = rope
+    out["torch_dtype"] = "bfloat16"
+    return out
+
+
+@pytest.mark.parametrize("model_type, checkpoint, hp", [
+    ("llama", *CHECKPOINTS["llama"][:2]), ("qwen2", *CHECKPOINTS["qwen2"][:2]),
+    ("gemma2", *CHECKPOINTS["gemma2"][:2]), ("phi", *CHECKPOINTS["phi"][:2]),
+    ("stablelm", *CHECKPOINTS["stablelm"][:2]), ("gpt_oss", *CHECKPOINTS["gpt_oss"][:2]),
+    ("qwen2", *VARIANTS[4][1:]), ("smollm3", *VARIANTS[8][1:]), ("gemma3_text", *VARIANTS[9][1:]),
+])
+def test_transformers_4_layout_reads_the_same(model_type, checkpoint, hp):
+    v5 = _config(model_type, hp).to_dict()
+    v4 = _v4_layout(v5)
+    assert "rope_parameters" not in v4 and "layer_types" not in v4
+    assert from_hf_config(v4, "config.json") == from_hf_config(v5, "config.json")
+
+
+def test_transformers_4_neox_rotary_pct(tmp_path):
+    v5 = _config("gpt_neox", CHECKPOINTS["gpt_neox"][1]).to_dict()
+    v4 = _v4_layout(v5)
+    v4["rotary_pct"] = v4.pop("partial_rotary_factor")
+    v4["rotary_emb_base"] = v4.pop("rope_theta")
+    assert from_hf_config(v4, "config.json") == from_hf_config(v5, "config.json")
+
+
+def test_mapped_keys():
+    """What a few families map to (the keys a reader would look for)."""
+    qwen = from_hf_config(_config("qwen2", VARIANTS[4][2]).to_dict(), "config.json")
+    assert (qwen["sliding_window"], qwen["layer_types"][:21]) == (4096, ["full"] * 20 + ["sliding"])
+    gemma3 = from_hf_config(_config("gemma3_text", CHECKPOINTS["gemma3_text"][1]).to_dict(), "config.json")
+    assert gemma3["layer_types"] == ["sliding"] * 5 + ["full"] and gemma3["qk_norm"] == "head"
+    smol = from_hf_config(_config("smollm3", CHECKPOINTS["smollm3"][1]).to_dict(), "config.json")
+    assert smol["rope_layers"] == [True, True, True, False]
+    neox = from_hf_config(_config("gpt_neox", CHECKPOINTS["gpt_neox"][1]).to_dict(), "config.json")
+    assert neox["rotary_fraction"] == 0.25 and neox["parallel_norms"] == 2
+    v3 = load_path_dict("deepseek_v3")
+    assert [g.spec.ffn for g in layer_plan(v3)] == ["dense", "moe"]
+
+
+def load_path_dict(model_type: str):
+    from llmcalc.analysis.config import from_dict
+
+    return from_dict(from_hf_config(_config(model_type, CHECKPOINTS[model_type][1]).to_dict(), "config.json"))
+
+
+# -- rejections: exit 2, one line, naming the field ------------------------------------
+
+LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+             num_attention_heads=4, max_position_embeddings=128)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"model_type": "mamba"}, "key 'model_type': unsupported Hugging Face model_type 'mamba'"),
+    ({"model_type": "qwen2", "layer_types": ["full_attention", "linear_attention"]},
+     "key 'layer_types': unsupported layer type 'linear_attention'"),
+    ({"layers_block_type": ["attention", "mamba"]}, "key 'layers_block_type': not supported: hybrid"),
+    ({"attention_chunk_size": 8192}, "key 'attention_chunk_size': not supported: chunked attention"),
+    ({"quantization_config": {"quant_method": "mxfp4"}}, "key 'quantization_config': 'mxfp4': not supported"),
+    ({"model_type": "stablelm", "qk_layernorm": True}, "key 'qk_layernorm': True is not supported"),
+    ({"model_type": "deepseek_v3", "moe_layer_freq": 2}, "key 'moe_layer_freq': must be 1"),
+    ({"dtype": "float8_e4m3fn"}, "key 'dtype': unsupported dtype 'float8_e4m3fn'"),
+    ({"model_type": "qwen2_moe", "mlp_only_layers": [3]}, "key 'mlp_only_layers': only a leading run"),
+])
+def test_rejected_fields_exit_2(tmp_path, run, changes, message):
+    data = {**LLAMA, **changes}
+    if data["model_type"] == "deepseek_v3":
+        data.update(n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, kv_lora_rank=16,
+                    qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8)
+    if data["model_type"] == "qwen2_moe":
+        data.update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
+    result = run("params", _write(tmp_path, data))
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert message in result.stderr
+
+
+def test_ignored_fields_change_nothing():
+    base = from_hf_config(dict(LLAMA), "config.json")
+    noisy = {**LLAMA, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}, "attention_dropout": 0.1,
+             "initializer_range": 0.5, "bos_token_id": 7, "pretraining_tp": 2, "custom_remote_field": 3}
+    assert from_hf_config(noisy, "config.json") == base
+    assert unclassified(noisy) == ["custom_remote_field"]
