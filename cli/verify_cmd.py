@@ -8,7 +8,7 @@ import typer
 
 from .common import JsonOpt, ModelsArg, choice, load_models, one_or_list, positive
 from .errors import UsageError, VerificationFailed
-from .render import console, count, err_console, print_json, show
+from .render import console, count, err_console, print_json, show, warn
 
 DEVICES = ("auto", "meta", "cpu", "cuda")
 AGAINST = ("transformers",)
@@ -114,12 +114,20 @@ def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: in
     from ..analysis.verify import against
 
     specs = models or [cfg.name for cfg in cfgs]  # bundled configs are named as their files
-    raws = [against.read_hf_config(against.hf_config_path(spec)) for spec in specs]
+    if not models:  # every bundled model that ships its Hugging Face config.json
+        kept = [(spec, cfg) for spec, cfg in zip(specs, cfgs) if (against.HF_DIR / f"{spec}.json").exists()]
+        skipped = [spec for spec in specs if spec not in {s for s, _ in kept}]
+        if skipped:
+            warn(f"no Hugging Face config.json shipped for {', '.join(skipped)}: not checked against transformers")
+        specs, cfgs = [s for s, _ in kept], [c for _, c in kept]
+    paths = [against.hf_config_path(spec) for spec in specs]
+    raws = [against.read_hf_config(path) for path in paths]
     try:
         against.import_transformers()
     except against.TransformersMissing as exc:
         raise UsageError(str(exc)) from None
-    results = [(cfg, against.against_transformers(cfg, raw, seq, batch)) for cfg, raw in zip(cfgs, raws)]
+    results = [(cfg, against.against_transformers(cfg, raw, seq, batch, str(path)))
+               for cfg, raw, path in zip(cfgs, raws, paths)]
     ok = all(c.ok for _, checks in results for c in checks)
     if json_out:
         print_json(one_or_list([{"model": cfg.name, "device": "meta", "against": "transformers",
@@ -138,9 +146,9 @@ def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: in
                 if not c.ok:
                     console.print(f"{cfg.name}: {c.name} differs: llmcalc {_fmt(c.analytic)}, "
                                   f"transformers {_fmt(c.measured)}" + (f" ({c.note})" if c.note else ""))
-        console.print("KV cache in transformers' convention: after a prefill of S tokens a sliding "
-                      "layer keeps min(S, W - 1) tokens (llmcalc's rolling buffer holds W during a "
-                      "decode step); MLA caches the decompressed K and V of every head (llmcalc: the "
-                      "latent plus the shared RoPE key).")
+        console.print("KV cache in transformers' convention: after a prefill of S tokens a sliding layer "
+                      "keeps min(S, W - 1) tokens,")
+        console.print("where llmcalc's rolling buffer holds W during the next decode step. "
+                      "MLA caches the latent and the shared RoPE key in both.")
     if not ok:
         raise VerificationFailed()

@@ -1,0 +1,340 @@
+"""`llmcalc verify --against transformers`: llmcalc's analytic figures against transformers'
+own modeling code, a reference llmcalc did not write.
+
+The model is ``AutoModelForCausalLM.from_config`` for the Hugging Face config of the same model
+(a ``config.json`` path itself; for a bundled name the shipped ``model_configs/hf/<name>.json``),
+built on the ``meta`` device (shapes only: no weights, no memory, no network) in fp32, with
+``attn_implementation="eager"`` (the score matrix materialized, as llmcalc's dense convention
+counts it) and ``experts_implementation="batched_mm"`` for MoE (the default loop over experts is
+data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the CPU). Checks:
+
+- parameters: unique parameters' ``numel`` (tied weights once), per llmcalc component where
+  transformers' module names map to one (``embed_tokens`` -> ``embedding/token``,
+  ``self_attn.q_proj`` -> ``attention/q``, ``mlp.experts`` -> ``moe/experts``, ...; a fused
+  projection such as GPT-2's ``c_attn`` is compared with the sum of its parts,
+  ``attention/q+k+v``), and in total;
+- forward and backward matmul FLOPs of a training step (cross-entropy on every position's
+  logits) under FlopCounterMode, attributed to the innermost module as ``llmcalc verify`` does:
+  the projections per component, the eager attention's two matmuls (run inside the attention
+  module itself) as ``attention/scores+values``, and the total;
+- KV-cache bytes of the ``DynamicCache`` transformers fills during a prefill past every window.
+  On sliding layers transformers' convention differs from llmcalc's, so the analytic side is
+  computed under transformers' convention from llmcalc's own layer plan and per-token sizes,
+  and labelled so: transformers keeps the last ``W - 1`` tokens between steps (the next token
+  makes ``W``); llmcalc's figure is the rolling buffer of ``W`` slots that a decode step reads,
+  cache plus the new token. After a prefill of ``S`` tokens transformers holds ``min(S, W - 1)``
+  tokens per sliding layer and ``S`` per full layer; llmcalc's ``kv_cache`` for a decode at
+  context ``S + 1`` is exactly that plus one token on every layer. MLA (DeepSeek-V2/V3):
+  transformers 5 caches what llmcalc counts, the normed latent and the rotated shared RoPE key
+  (``kv_lora_rank + qk_rope_head_dim`` per token), and decompresses every cached key through
+  ``kv_b`` at each step (llmcalc counts ``kv_b`` over keys too); no convention to translate.
+
+Module names that map to no llmcalc component (a model type whose names this file does not
+know) are not guessed: their parameters and FLOPs are compared, together, with the llmcalc
+components transformers has no counterpart for (``.../unmatched``), so totals stay exact.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ..config import ModelConfig, _bundled_dir, bundled_names, load_model
+from ..errors import ConfigError
+from ..flops import count_flops
+from ..layout import Layer
+from ..params import count_params
+from ..plan import layer_plan
+from ..run import RunSpec, bytes_per
+from .check import Check
+from .measure import ModuleScope, _Counter
+
+HF_DIR = _bundled_dir() / "hf"  # the published config.json of each bundled model
+
+# the last module names of a decoder layer's submodules -> llmcalc component
+_LAYER_NAMES = {
+    # attention projections
+    "q_proj": "attention/q", "k_proj": "attention/k", "v_proj": "attention/v",
+    "o_proj": "attention/o", "out_proj": "attention/o",
+    "c_attn": "attention/q+k+v", "query_key_value": "attention/q+k+v", "qkv_proj": "attention/q+k+v",
+    "Wqkv": "attention/q+k+v",
+    "q_norm": "attention/q_norm", "k_norm": "attention/k_norm",
+    # MLA
+    "q_a_proj": "attention/q_a", "q_b_proj": "attention/q_b", "q_a_layernorm": "attention/q_a_norm",
+    "kv_a_proj_with_mqa": "attention/kv_a", "kv_b_proj": "attention/kv_b",
+    "kv_a_layernorm": "attention/kv_a_norm",
+    # dense MLP
+    "gate_proj": "mlp/gate", "up_proj": "mlp/up", "down_proj": "mlp/down", "gate_up_proj": "mlp/gate+up",
+    "c_fc": "mlp/up", "fc_in": "mlp/up", "fc1": "mlp/up", "dense_h_to_4h": "mlp/up",
+    "fc_out": "mlp/down", "fc2": "mlp/down", "dense_4h_to_h": "mlp/down",
+    # norms
+    "ln_1": "norm/attention", "ln_2": "norm/mlp", "input_layernorm": "norm/attention",
+    "ln_attn": "norm/attention", "ln_mlp": "norm/mlp",
+    "pre_feedforward_layernorm": "norm/mlp", "post_feedforward_layernorm": "norm/mlp_post",
+}
+_ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention"}
+_MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe"}
+_TOP_NAMES = {
+    "wte": "embedding/token", "embed_tokens": "embedding/token", "embed_in": "embedding/token",
+    "word_embeddings": "embedding/token", "wpe": "embedding/position",
+    "ln_f": "norm/final", "norm": "norm/final", "final_layer_norm": "norm/final",
+    "final_layernorm": "norm/final", "lm_head": "lm_head", "embed_out": "lm_head",
+}
+_LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
+
+
+class TransformersMissing(RuntimeError):
+    """transformers is not installed (the ``hf`` extra)."""
+
+
+def import_transformers():
+    try:
+        import transformers
+    except ImportError:
+        raise TransformersMissing("--against transformers needs transformers: "
+                                  "pip install -e '.[hf]' (or pip install 'llmcalc[hf]')") from None
+    return transformers
+
+
+# --- where the Hugging Face config comes from ------------------------------------------------
+
+def hf_config_path(spec: str) -> Path:
+    """The ``config.json`` transformers builds from: the path itself, or for a bundled name
+    the shipped ``model_configs/hf/<name>.json``. ConfigError for a YAML (no HF config)."""
+    if spec in bundled_names():
+        path = HF_DIR / f"{spec}.json"
+        if not path.exists():
+            raise ConfigError(f"bundled model {spec!r} ships no Hugging Face config.json "
+                              f"(model_configs/hf/{spec}.json), so --against transformers cannot build it")
+        return path
+    path = Path(spec)
+    if not spec.endswith(".json"):
+        raise ConfigError("--against transformers needs a Hugging Face config.json (or a bundled name); "
+                          "a YAML config has no transformers model", spec)
+    return path
+
+
+def read_hf_config(path: Path) -> dict[str, Any]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read as JSON: {exc}", str(path)) from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("model_type"), str):
+        raise ConfigError("not a Hugging Face config.json (no model_type)", str(path), "model_type")
+    return raw
+
+
+def load_pair(spec: str) -> tuple[ModelConfig, dict[str, Any]]:
+    """llmcalc's config (as ``load_model`` reads ``spec``) and the HF config for transformers."""
+    path = hf_config_path(spec)
+    return load_model(spec), read_hf_config(path)
+
+
+# --- building transformers' model ------------------------------------------------------------
+
+def build_hf(raw: dict[str, Any], source: str | None = None) -> torch.nn.Module:
+    """``AutoModelForCausalLM.from_config`` on meta, fp32, eager attention, batched_mm experts.
+    A config transformers refuses is a ConfigError (exit 2), naming transformers' reason."""
+    transformers = import_transformers()
+    raw = {k: v for k, v in raw.items() if k not in ("torch_dtype", "dtype")}
+    kind = raw.pop("model_type")
+    try:
+        config_class = transformers.CONFIG_MAPPING[kind]
+    except KeyError:
+        raise ConfigError(f"transformers {transformers.__version__} does not know model_type {kind!r}",
+                          source, "model_type") from None
+    # quiet: transformers logs notes about unused, legacy or out-of-range keys
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    try:
+        config = config_class.from_dict(raw)
+        config.use_cache = True
+        kwargs: dict[str, Any] = {"attn_implementation": "eager", "dtype": torch.float32}
+        with torch.device("meta"):
+            try:
+                model = transformers.AutoModelForCausalLM.from_config(
+                    config, experts_implementation="batched_mm", **kwargs)
+            except (ValueError, TypeError):  # a model without experts may refuse the kwarg
+                model = transformers.AutoModelForCausalLM.from_config(config, **kwargs)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"transformers cannot build this config: {reason}", source) from None
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+    return model.eval()
+
+
+# --- names: transformers' module paths -> llmcalc components ----------------------------------
+
+def component(path: str, cfg: ModelConfig) -> str:
+    """``model.layers.3.self_attn.q_proj`` -> ``attention/q``; unknown -> ``?<path>``."""
+    m = _LAYER_PATH.match(path)
+    if m is None:  # outside the decoder layers
+        last = path.rpartition(".")[2]
+        return _TOP_NAMES.get(last, "model" if not path or last in ("model", "transformer", "gpt_neox")
+                              else f"?{path}")
+    local = m.group(1) or ""
+    parts = local.split(".") if local else []
+    if not parts:
+        return "layer"
+    last = parts[-1]
+    if "shared_expert_gate" in last:
+        return "moe/shared_expert_gate"
+    if any(p.startswith("shared_expert") for p in parts):
+        return "moe/shared_experts"
+    if "experts" in parts:
+        return "moe/experts"
+    if len(parts) == 2 and parts[0] in _MLP_MODULES and last in ("gate", "router"):
+        return "moe/router"
+    if last == "post_attention_layernorm":  # after the attention branch (sandwich, OLMo 2) or before the MLP
+        return "norm/attention_post" if cfg.norm_placement in ("sandwich", "post_branch") else "norm/mlp"
+    if len(parts) == 1 and last in _ATTENTION_MODULES:  # the eager attention's own matmuls
+        return "attention/scores+values"
+    if len(parts) == 1 and last in _MLP_MODULES:
+        return "moe" if cfg.moe is not None else "mlp"
+    if last in ("c_proj", "dense"):  # GPT-2 / NeoX / Falcon / Phi reuse the name in both branches
+        return "attention/o" if parts[0] in _ATTENTION_MODULES else "mlp/down"
+    if last == "sinks":
+        return "attention/sinks"
+    return _LAYER_NAMES.get(last, f"?{local}")
+
+
+def _parts(key: str) -> list[str]:
+    """``attention/q+k+v`` -> ``attention/q``, ``attention/k``, ``attention/v``."""
+    prefix, _, tail = key.rpartition("/")
+    return [f"{prefix}/{t}" for t in tail.split("+")]
+
+
+def _compare(prefix: str, analytic: dict[str, int], measured: dict[str, int]) -> list[Check]:
+    """Per component where transformers' names map; unmapped ones (``?path``) against the
+    llmcalc components transformers has no counterpart for, as one ``unmatched`` check."""
+    grouped: dict[str, int] = {}
+    used: set[str] = set()
+    for key in measured:
+        if key.startswith("?"):
+            continue
+        parts = _parts(key) if "+" in key else [key]
+        grouped[key] = sum(analytic.get(p, 0) for p in parts)
+        used.update(parts)
+    out = [Check(f"{prefix}/{k}", grouped[k], measured[k], grouped[k] == measured[k])
+           for k in measured if not k.startswith("?")]
+    missing = {k: v for k, v in analytic.items() if k not in used and v}
+    unmapped = {k[1:]: v for k, v in measured.items() if k.startswith("?")}
+    if missing or unmapped:
+        a, m = sum(missing.values()), sum(unmapped.values())
+        note = f"llmcalc: {', '.join(missing) or '-'}; transformers: {', '.join(unmapped) or '-'}"
+        out.append(Check(f"{prefix}/unmatched", a, m, a == m, note))
+    a, m = sum(analytic.values()), sum(measured.values())
+    return out + [Check(f"{prefix}/total", a, m, a == m)]
+
+
+# --- measurements ----------------------------------------------------------------------------
+
+def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
+    """Unique parameters' numel per component (tied ones once); a parameter belongs to its
+    module, or is a component of its own when that module has submodules (``sinks``)."""
+    counts: dict[str, int] = defaultdict(int)
+    for name, p in model.named_parameters():  # named_parameters yields a shared tensor once
+        owner = name.rpartition(".")[0]
+        leaf = not any(True for _ in model.get_submodule(owner).children())
+        counts[component(owner if leaf else name, cfg)] += p.numel()
+    return {k: v for k, v in counts.items() if v}
+
+
+class _Scope(ModuleScope):
+    """ModuleScope keyed by transformers' names mapped to llmcalc components."""
+
+    def __init__(self, model: torch.nn.Module, cfg: ModelConfig):
+        super().__init__(model)
+        self.cfg = cfg
+
+    def current(self) -> str:
+        if torch._C._current_graph_task_id() == -1:
+            return component(self.stack[-1], self.cfg) if self.stack else "loss"
+        node = torch._C._current_autograd_node()
+        if node is None:
+            return "loss"
+        i = bisect.bisect_right(self.seqs, node._sequence_nr()) - 1
+        if i == len(self.seqs) - 1:
+            return "loss"
+        return component(self.names[i], self.cfg) if i >= 0 else "model"
+
+
+def _inputs(batch: int, seq: int) -> dict[str, torch.Tensor]:
+    return {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device="meta"),
+            "attention_mask": torch.ones(batch, seq, dtype=torch.long, device="meta")}
+
+
+def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int):
+    """(forward, backward) matmul FLOPs per component of a training step: cross-entropy on the
+    logits of every position."""
+    inputs = _inputs(batch, seq)
+    with _Scope(model, cfg) as scope:
+        with _Counter(scope) as fwd:
+            logits = model(**inputs, use_cache=False).logits
+        loss = F.cross_entropy(logits.flatten(0, 1), inputs["input_ids"].flatten())
+    with _Counter(scope) as bwd:
+        loss.backward()
+    return fwd.result(), bwd.result()
+
+
+@torch.no_grad()
+def measure_kv_bytes(model: torch.nn.Module, batch: int, prefill: int) -> int:
+    """Bytes of the key and value tensors of the cache transformers fills during a prefill."""
+    out = model(**_inputs(batch, prefill), use_cache=True, logits_to_keep=1)
+    cache = out.past_key_values
+    total = 0
+    for layer in cache.layers:
+        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+            if isinstance(t, torch.Tensor):
+                total += t.numel() * t.element_size()
+    return total
+
+
+def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str = "fp32") -> int:
+    """llmcalc's KV-cache figure under transformers' convention (module docstring): after a
+    prefill of ``S`` tokens a sliding layer holds ``min(S, W - 1)`` tokens, a full one ``S``."""
+    total = 0
+    for group in layer_plan(cfg):
+        per_token = Layer(cfg, group.spec).attention.kv_values_per_token
+        window = group.spec.window
+        cached = prefill if window is None else min(prefill, window - 1)
+        total += group.count * batch * cached * per_token * bytes_per(dtype)
+    return total
+
+
+def kv_prefill(cfg: ModelConfig, seq: int) -> int:
+    """A prefill past every window of the plan (or ``seq`` tokens without one)."""
+    windows = [g.spec.window for g in layer_plan(cfg) if g.spec.window is not None]
+    return max(windows) + 3 if windows else seq
+
+
+# --- the checks --------------------------------------------------------------------------------
+
+def against_transformers(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int,
+                         source: str | None = None) -> list[Check]:
+    """Parameters, forward/backward matmul FLOPs (eager) and KV-cache bytes of transformers'
+    model for ``raw`` against llmcalc's analytic figures for ``cfg``."""
+    model = build_hf(raw, source)
+    out = _compare("transformers/params", count_params(cfg).components, measure_params(model, cfg))
+
+    fwd, bwd = measure_flops(model, cfg, batch, seq)
+    report = count_flops(cfg, RunSpec("train", seq, batch, "eager"))
+    out += _compare("transformers/flops/eager/forward", report.forward.matmul, fwd)
+    out += _compare("transformers/flops/eager/backward", report.backward.matmul, bwd)
+
+    prefill = kv_prefill(cfg, seq)
+    windows = sorted({g.spec.window for g in layer_plan(cfg) if g.spec.window is not None})
+    label = f"transformers/kv_cache/prefill {prefill}" + (" (sliding layers keep W - 1)" if windows else "")
+    analytic = transformers_kv_bytes(cfg, batch, prefill)
+    measured = measure_kv_bytes(model, batch, prefill)
+    out.append(Check(label, analytic, measured, analytic == measured,
+                     "analytic under transformers' cache convention" if windows else ""))
+    return out

@@ -1,0 +1,156 @@
+"""`llmcalc verify --against transformers`: llmcalc's figures against transformers' own model
+(on the meta device), and the shipped Hugging Face config.json of every bundled model."""
+
+import json
+import sys
+import warnings
+
+import pytest
+
+from llmcalc.analysis.config import bundled_names, load_model
+from llmcalc.analysis.flops import count_flops
+from llmcalc.analysis.kvcache import kv_cache
+from llmcalc.analysis.params import count_params
+from llmcalc.analysis.run import RunSpec
+
+against = pytest.importorskip("llmcalc.analysis.verify.against")
+pytest.importorskip("transformers")
+
+ARGS = ("--against", "transformers", "--seq", "16", "--batch", "1")
+
+
+@pytest.mark.parametrize("name", ["gpt2-small", "pythia-410m", "mistral-7b", "mixtral-8x7b", "gemma-2-9b"])
+def test_bundled_models_match_transformers(run, name):
+    result = run("verify", name, *ARGS, "--json")
+    assert result.exit_code == 0, result.stdout
+    data = json.loads(result.stdout)
+    assert (data["model"], data["against"], data["ok"]) == (name, "transformers", True)
+    names = [c["name"] for c in data["checks"]]
+    for prefix in ("transformers/params/total", "transformers/params/embedding/token",
+                   "transformers/flops/eager/forward/total", "transformers/flops/eager/backward/total",
+                   "transformers/flops/eager/forward/attention/scores+values", "transformers/kv_cache/prefill"):
+        assert any(n.startswith(prefix) for n in names), prefix
+    assert not any("unmatched" in n for n in names)  # every transformers module name maps
+    assert all(c["analytic"] == c["measured"] for c in data["checks"])
+
+
+def test_mla_moe_config_json_matches_transformers(run, tmp_path):
+    """A DeepSeek-V3-shaped config.json written by transformers' own config class: MLA with a
+    low-rank query, a dense first layer, routed and shared experts."""
+    from transformers import DeepseekV3Config
+
+    cfg = DeepseekV3Config(vocab_size=1000, hidden_size=256, intermediate_size=512, moe_intermediate_size=64,
+                           num_hidden_layers=3, first_k_dense_replace=1, num_attention_heads=4,
+                           num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2, n_group=1,
+                           topk_group=1, n_shared_experts=1, q_lora_rank=64, kv_lora_rank=32,
+                           qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg.to_dict()))
+    result = run("verify", path, *ARGS, "--json")
+    assert result.exit_code == 0, result.stdout
+    names = [c["name"] for c in json.loads(result.stdout)["checks"]]
+    for key in ("attention/kv_b", "attention/q_a_norm", "moe/experts", "moe/shared_experts", "mlp/gate"):
+        assert f"transformers/params/{key}" in names, key
+
+
+MODEL_TYPES = ["gpt2", "gpt_neox", "gptj", "falcon", "phi", "phi3", "llama", "mistral", "mixtral", "qwen2",
+               "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo", "olmo2", "stablelm",
+               "starcoder2", "granite", "smollm3", "deepseek_v2", "deepseek_v3", "gpt_oss"]
+EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first_k_dense_replace": 1},
+         "deepseek_v3": {"first_k_dense_replace": 1}}
+
+
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_every_model_type_matches_transformers(model_type, tmp_path):
+    """A config written by transformers' own config class (its defaults: published shapes, with
+    4 layers), read by llmcalc, against transformers' model: every check exact, every module
+    name mapped."""
+    from transformers import AutoConfig
+
+    layers = {"n_layer": 4} if model_type in ("gpt2", "gptj") else {"num_hidden_layers": 4}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raw = AutoConfig.for_model(model_type, **layers, **EXTRA.get(model_type, {})).to_dict()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    checks = against.against_transformers(load_model(str(path)), raw, 8, 1, str(path))
+    assert [c for c in checks if not c.ok or "unmatched" in c.name] == []
+
+
+def _off_by_one_params(real):
+    def count(cfg):
+        p = real(cfg)
+        return p.__class__(p.groups, {**p.components, "lm_head": p.components.get("lm_head", 0) + 1},
+                           p.total + 1, p.active + 1)
+    return count
+
+
+def _off_by_one_flops(real):
+    def count(cfg, run):
+        r = real(cfg, run)
+        fwd = r.forward.__class__({**r.forward.matmul, "mlp/up": r.forward.matmul["mlp/up"] + 1},
+                                  r.forward.elementwise)
+        return r.__class__(r.run, fwd, r.backward, r.groups)
+    return count
+
+
+@pytest.mark.parametrize("target, patch, prefix, component", [
+    ("count_params", _off_by_one_params, "transformers/params", "lm_head"),
+    ("count_flops", _off_by_one_flops, "transformers/flops/eager/forward", "mlp/up"),
+])
+def test_wrong_formula_fails_with_exit_1_naming_the_component(run, monkeypatch, target, patch, prefix, component):
+    monkeypatch.setattr(against, target, patch(getattr(against, target)))
+    result = run("verify", "pythia-410m", *ARGS)
+    assert result.exit_code == 1
+    failed = {line.split(":")[1].split()[0] for line in result.stdout.splitlines() if " differs: " in line}
+    assert failed == {f"{prefix}/{component}", f"{prefix}/total"}
+
+
+def test_sliding_window_convention():
+    """transformers keeps min(S, W - 1) tokens of a sliding layer between steps; llmcalc's decode
+    at context S + 1 holds min(S + 1, W): exactly one more token on every layer, full or sliding."""
+    for name in ("mistral-7b", "gemma-2-9b"):
+        cfg = load_model(name)
+        for prefill in (16, 4095, 4096, 4099):
+            ours = kv_cache(cfg, RunSpec("decode", prefill + 1, 2, kv_dtype="fp32"))
+            assert against.transformers_kv_bytes(cfg, 2, prefill) + 2 * ours.bytes_per_token == ours.bytes
+
+
+def test_yaml_without_hf_config_exits_2(run, config_file):
+    path = config_file((against.HF_DIR.parent / "gpt2-small.yaml").read_text().replace("gpt2-small", "mine"))
+    result = run("verify", path, *ARGS)
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "needs a Hugging Face config.json" in result.stderr
+
+
+def test_without_transformers_says_how_to_install(run, monkeypatch):
+    monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now raises ImportError
+    result = run("verify", "gpt2-small", *ARGS)
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: --against transformers needs transformers: pip install -e '.[hf]' "
+                             "(or pip install 'llmcalc[hf]')\n")
+
+
+def test_bad_against_value(run):
+    result = run("verify", "gpt2-small", "--against", "vllm")
+    assert (result.exit_code, result.stderr) == (2, "Error: --against must be one of transformers, got 'vllm'\n")
+
+
+SHIPPED = sorted(p.stem for p in against.HF_DIR.glob("*.json"))
+
+
+def test_hf_configs_shipped_for_the_original_bundled_models():
+    assert set(SHIPPED) >= {"gpt2-small", "gpt2-medium", "gpt2-large", "gpt2-xl", "llama-2-7b", "llama-3-8b",
+                            "mistral-7b", "mixtral-8x7b", "qwen2.5-0.5b", "gemma-2-9b", "olmo-2-7b",
+                            "pythia-410m"}
+    assert set(SHIPPED) <= set(bundled_names())
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_hf_config_reads_as_the_yaml(name):
+    """The shipped config.json, read by llmcalc's Hugging Face mapper, gives the bundled YAML's
+    parameters and forward FLOPs."""
+    yaml_cfg, hf_cfg = load_model(name), load_model(str(against.HF_DIR / f"{name}.json"))
+    assert count_params(hf_cfg).components == count_params(yaml_cfg).components
+    run = RunSpec("train", 64, 1, "eager")
+    assert count_flops(hf_cfg, run).forward.matmul == count_flops(yaml_cfg, run).forward.matmul
