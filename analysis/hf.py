@@ -124,10 +124,13 @@ def _dtype(r: Raw, default: str) -> str:
 
 
 def _base(r: Raw, *, d: str = "hidden_size", layers: str = "num_hidden_layers", heads: str = "num_attention_heads",
-          context: str = "max_position_embeddings", tie: bool = False, dtype: str = "bf16") -> dict[str, Any]:
-    """Name, sizes, dtype and tying (``tie``: the config class's default)."""
+          context: str = "max_position_embeddings", context_default: int | None = None, tie: bool = False,
+          dtype: str = "bf16") -> dict[str, Any]:
+    """Name, sizes, dtype and tying (``tie``, ``context_default``: the config class's defaults;
+    a context length changes no count unless positions are learned)."""
     name = r.raw.get("_name_or_path") or Path(r.source).parent.name or Path(r.source).stem
-    return {"name": name, "vocab_size": r.need("vocab_size"), "context_length": r.need(context),
+    length = r.need(context) if context_default is None else r.get(context, context_default)
+    return {"name": name, "vocab_size": r.need("vocab_size"), "context_length": length,
             "d_model": r.need(d), "n_layers": r.need(layers), "n_heads": r.need(heads),
             "tie_embeddings": bool(r.get("tie_word_embeddings", tie)), "dtype": _dtype(r, dtype)}
 
@@ -257,7 +260,7 @@ def _gptj(r: Raw) -> dict[str, Any]:
 
 
 def _falcon(r: Raw) -> dict[str, Any]:
-    out = _base(r, tie=True)
+    out = _base(r, tie=True, context_default=2048)  # falcon-7b's config.json has no max_position_embeddings
     d, h = out["d_model"], out["n_heads"]
     new, parallel = bool(r.get("new_decoder_architecture", False)), bool(r.get("parallel_attn", True))
     # read by one architecture only: num_kv_heads, num_ln_in_parallel_attn (new), multi_query (old)
