@@ -205,9 +205,11 @@ def approximations(cfg: ModelConfig, run: RunSpec) -> Approximations:
     n_non_embedding, n_embedding = p.active - p.embedding, p.embedding
     factor = 6 if run.mode == "train" else 2
     # H*Q is the query width; T the keys (decode: the cached keys of each layer)
-    attn = (12 if run.mode == "train" else 4) * sum(
-        group.count * Layer(cfg, group.spec).attention.heads * Layer(cfg, group.spec).attention.score_dim
-        * attended_keys(group.spec, run) for group in layer_plan(cfg))
+    attn = 0
+    for group in layer_plan(cfg):
+        kind = Layer(cfg, group.spec).attention
+        attn += group.count * kind.heads * kind.score_dim * attended_keys(group.spec, run)
+    attn *= 12 if run.mode == "train" else 4
     return Approximations(factor * n_non_embedding * run.tokens,
                           factor * (n_non_embedding + n_embedding) * run.tokens,
                           (factor * n_non_embedding + attn) * run.tokens)

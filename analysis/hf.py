@@ -293,12 +293,6 @@ def _phi(r: Raw) -> dict[str, Any]:
     return out
 
 
-def _phi3(r: Raw) -> dict[str, Any]:
-    out = _decoder(r)
-    _every_layer_window(r, out)
-    return out
-
-
 def _llama(r: Raw) -> dict[str, Any]:
     out = _decoder(r)
     _attention_bias(r, out)
@@ -307,6 +301,7 @@ def _llama(r: Raw) -> dict[str, Any]:
 
 
 def _mistral(r: Raw) -> dict[str, Any]:
+    """Llama layout, one window on every layer (Mistral, Phi-3)."""
     out = _decoder(r)
     _every_layer_window(r, out)
     return out
@@ -550,7 +545,7 @@ def _gpt_oss(r: Raw) -> dict[str, Any]:
 
 
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
-    "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _phi3,
+    "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
     "qwen3": _qwen3, "qwen3_moe": _qwen3_moe, "gemma": _gemma, "gemma2": _gemma2, "gemma3_text": _gemma3,
     "olmo": _olmo, "olmo2": _olmo2, "stablelm": _stablelm, "starcoder2": _starcoder2, "granite": _granite,

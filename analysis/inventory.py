@@ -24,12 +24,12 @@ class Linear:
     over_keys: bool = False
 
     @property
-    def params(self) -> int:
-        return self.copies * (self.d_in * self.d_out + (self.d_out if self.bias else 0))
+    def per_copy(self) -> int:
+        return self.d_in * self.d_out + (self.d_out if self.bias else 0)
 
     @property
-    def active_params(self) -> int:
-        return self.active * (self.d_in * self.d_out + (self.d_out if self.bias else 0))
+    def params(self) -> int:
+        return self.copies * self.per_copy
 
 
 @dataclass(frozen=True)

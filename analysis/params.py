@@ -55,7 +55,7 @@ def layer_params(layer: Layer) -> dict[str, int]:
 
 def _inactive(layer: Layer) -> int:
     """Parameters of the experts a token does not visit."""
-    return sum((m.copies - m.active) * (m.params // m.copies) for m in layer.linears())
+    return sum((m.copies - m.active) * m.per_copy for m in layer.linears())
 
 
 def position_params(cfg: ModelConfig) -> int:

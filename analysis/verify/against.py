@@ -36,7 +36,6 @@ components transformers has no counterpart for (``.../unmatched``), so totals st
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
 from collections import defaultdict
@@ -248,25 +247,6 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
 
 
-class _Scope(ModuleScope):
-    """ModuleScope keyed by transformers' names mapped to llmcalc components."""
-
-    def __init__(self, model: torch.nn.Module, cfg: ModelConfig):
-        super().__init__(model)
-        self.cfg = cfg
-
-    def current(self) -> str:
-        if torch._C._current_graph_task_id() == -1:
-            return component(self.stack[-1], self.cfg) if self.stack else "loss"
-        node = torch._C._current_autograd_node()
-        if node is None:
-            return "loss"
-        i = bisect.bisect_right(self.seqs, node._sequence_nr()) - 1
-        if i == len(self.seqs) - 1:
-            return "loss"
-        return component(self.names[i], self.cfg) if i >= 0 else "model"
-
-
 def _inputs(batch: int, seq: int) -> dict[str, torch.Tensor]:
     return {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device="meta"),
             "attention_mask": torch.ones(batch, seq, dtype=torch.long, device="meta")}
@@ -276,7 +256,7 @@ def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int
     """(forward, backward) matmul FLOPs per component of a training step: cross-entropy on the
     logits of every position."""
     inputs = _inputs(batch, seq)
-    with _Scope(model, cfg) as scope:
+    with ModuleScope(model, lambda path: component(path, cfg)) as scope:
         with _Counter(scope) as fwd:
             logits = model(**inputs, use_cache=False).logits
         loss = F.cross_entropy(logits.flatten(0, 1), inputs["input_ids"].flatten())

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -90,10 +91,11 @@ def component_key(path: str) -> str:
 
 class ModuleScope:
     """Which module path is innermost now, in the forward and (after it) in the backward.
-    Use as a context manager around the forward; ``current()`` stays valid for the backward."""
+    Use as a context manager around the forward; ``current()`` stays valid for the backward.
+    ``key`` turns a module path into a component (llmcalc's names by default)."""
 
-    def __init__(self, model: torch.nn.Module):
-        self.model = model
+    def __init__(self, model: torch.nn.Module, key: Callable[[str], str] = component_key):
+        self.model, self.key = model, key
         self.stack: list[str] = []
         self.seqs: list[int] = []  # autograd sequence number at each hook event
         self.names: list[str] = []  # innermost module from that event on
@@ -123,14 +125,14 @@ class ModuleScope:
     def current(self) -> str:
         """Component of the running op; ``loss`` for anything after the model returned."""
         if torch._C._current_graph_task_id() == -1:  # forward
-            return component_key(self.stack[-1]) if self.stack else "loss"
+            return self.key(self.stack[-1]) if self.stack else "loss"
         node = torch._C._current_autograd_node()
         if node is None:  # the engine seeding the loss gradient
             return "loss"
         i = bisect.bisect_right(self.seqs, node._sequence_nr()) - 1
         if i == len(self.seqs) - 1:  # created after the model returned (or AccumulateGrad)
             return "loss"
-        return component_key(self.names[i]) if i >= 0 else "model"
+        return self.key(self.names[i]) if i >= 0 else "model"
 
 
 class _Counter(FlopCounterMode):
