@@ -499,9 +499,9 @@ def _smollm3(r: Raw) -> dict[str, Any]:
 
 def _deepseek(r: Raw) -> dict[str, Any]:
     """DeepSeek-V2/V3: MLA, the first ``first_k_dense_replace`` layers dense, then MoE layers with
-    ``n_shared_experts`` always-on experts. V3's ``e_score_correction_bias`` is a buffer in
-    transformers, not a parameter, so it is not counted (the checkpoint stores it: 256 values per
-    MoE layer). The multi-token-prediction layers are not built by transformers (not counted)."""
+    ``n_shared_experts`` always-on experts. V3's router has ``e_score_correction_bias``, one value
+    per expert: a buffer in transformers but a learned tensor the checkpoint stores, counted as
+    ``router_bias``. The multi-token-prediction layers are not built by transformers (not counted)."""
     out = _base(r)
     r.false("attention_bias", "biases on MLA projections are not modeled")
     r.false("mlp_bias", "MLP biases in DeepSeek's experts are not modeled")
@@ -527,6 +527,8 @@ def _deepseek(r: Raw) -> dict[str, Any]:
         moe["shared_experts"] = r.get("n_shared_experts")
     if r.get("first_k_dense_replace", 0):
         moe["first_dense_layers"] = r.get("first_k_dense_replace")
+    if r.raw["model_type"] == "deepseek_v3":
+        moe["router_bias"] = True
     out["moe"] = moe
     return out
 

@@ -21,10 +21,11 @@ ExactOpt = typer.Option(False, "--exact", help="Exact integers instead of units.
 
 
 def family(cfg: ModelConfig) -> str:
-    """The leading letters of the name: ``llama-3.1-8b`` -> ``llama``, ``gpt2-xl`` -> ``gpt``."""
+    """The leading all-letter words of the name: ``llama-3.1-8b`` -> ``llama``, ``gpt2-xl`` ->
+    ``gpt``, ``gpt-oss-20b`` -> ``gpt-oss``."""
     import re
 
-    return re.match(r"[a-z]*", cfg.name.lower()).group(0) or cfg.name
+    return re.match(r"[a-z]*(?:-[a-z]+(?![a-z0-9]))*", cfg.name.lower()).group(0) or cfg.name
 
 
 def family_order(cfg: ModelConfig) -> tuple[str, int]:

@@ -2,8 +2,9 @@
 
 For every supported ``model_type`` the config is written by transformers' own config class
 with the published hyperparameters of a real checkpoint (cited beside each), read by llmcalc,
-and llmcalc's parameter count must equal ``sum(p.numel())`` of transformers' model built on
-the meta device: in total, for the embedding and the LM head, and layer by layer.
+and llmcalc's parameter count must equal the numel of the state dict of transformers' model
+built on the meta device (what a checkpoint stores): in total, for the embedding and the LM
+head, and layer by layer.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ transformers = pytest.importorskip("transformers")
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
 # model_type -> (checkpoint, published hyperparameters, the published parameter total or None).
-# The totals are the checkpoints' own (safetensors) counts where they equal what transformers
-# builds; see DeepSeek-V3 for the one place they differ.
+# The totals are the checkpoints' own (safetensors) counts.
 CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
     "gpt2": ("openai-community/gpt2", dict(
         vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12), 124_439_808),
@@ -128,15 +128,15 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         n_shared_experts=2, num_experts_per_tok=6, first_k_dense_replace=1, kv_lora_rank=512, q_lora_rank=None,
         qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, max_position_embeddings=163840,
         tie_word_embeddings=False, bos_token_id=100000, eos_token_id=100001), 15_706_484_224),
-    # transformers keeps e_score_correction_bias (256 per MoE layer, 58 layers) as a buffer: its model
-    # has 14,848 parameters fewer than the checkpoint's published 671,026,419,200
+    # the router's e_score_correction_bias (256 per MoE layer) is a buffer in transformers, in the
+    # checkpoint and in its state dict: counted (the 671B is without the multi-token-prediction layer)
     "deepseek_v3": ("deepseek-ai/DeepSeek-V3", dict(
         vocab_size=129280, hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
         num_hidden_layers=61, num_attention_heads=128, num_key_value_heads=128, n_routed_experts=256,
         n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=3, n_group=8, topk_group=4,
         q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
         max_position_embeddings=163840, tie_word_embeddings=False, bos_token_id=0, eos_token_id=1),
-        671_026_419_200 - 58 * 256),
+        671_026_419_200),
     "gpt_oss": ("openai/gpt-oss-20b", dict(
         vocab_size=201088, hidden_size=2880, intermediate_size=2880, num_hidden_layers=24, num_attention_heads=64,
         num_key_value_heads=8, head_dim=64, num_local_experts=32, num_experts_per_tok=4, sliding_window=128,
@@ -198,6 +198,13 @@ def _write(tmp_path, data: dict, name: str = "config.json"):
     return path
 
 
+def _stored(module) -> int:
+    """numel of what a checkpoint of ``module`` stores: its state dict (parameters and
+    persistent buffers), each storage once (tied weights once)."""
+    tensors = {t.untyped_storage()._cdata: t for t in module.state_dict(keep_vars=True).values()}
+    return sum(t.numel() for t in tensors.values())
+
+
 def _check_against(tmp_path, model_type: str, hp: dict) -> int:
     """llmcalc equals transformers in total, embedding, LM head and layer by layer; returns the total."""
     cfg = _config(model_type, hp)
@@ -206,7 +213,7 @@ def _check_against(tmp_path, model_type: str, hp: dict) -> int:
     ours = load_path(_write(tmp_path, data))
     counted = count_params(ours)
     model = _transformers_model(cfg)
-    total = sum(p.numel() for p in model.parameters())
+    total = _stored(model)
     assert counted.total == total
 
     emb = model.get_input_embeddings().weight.numel()
@@ -220,7 +227,7 @@ def _check_against(tmp_path, model_type: str, hp: dict) -> int:
     for group, per_layer in counted.groups:
         want = sum(per_layer.values())
         for i in group.layers:
-            assert sum(p.numel() for p in layers[i].parameters()) == want, f"layer {i} ({group.spec.describe()})"
+            assert _stored(layers[i]) == want, f"layer {i} ({group.spec.describe()})"
     return total
 
 

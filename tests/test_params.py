@@ -1,6 +1,7 @@
 """Parameter counts: golden totals, component sums, every architecture variant."""
 
 import json
+import math
 
 import pytest
 
@@ -36,7 +37,24 @@ GOLDEN = {
     "falcon-7b": (6_921_720_704, 6_921_720_704),
     # no published text-only total: transformers' Gemma3ForCausalLM on the same config
     "gemma-3-27b": (27_009_346_304, 27_009_346_304),
+    # MoE: the checkpoints' totals (the safetensors tensors; DeepSeek-V3 without its
+    # multi-token-prediction layer); the model cards round them, see test_published_rounded_figures
+    "qwen3-30b-a3b": (30_532_122_624, 3_353_032_704),
+    "deepseek-v3": (671_026_419_200, 37_552_297_472),
+    "gpt-oss-20b": (20_914_757_184, 4_187_440_704),
+    "gpt-oss-120b": (116_829_156_672, 5_711_982_912),
 }
+
+# The MoE model cards' rounded figures, each under its own convention: total and active in
+# billions, digits after the point, rounded or truncated (Qwen), and whether "active" leaves out
+# the token embedding.
+PUBLISHED_ROUNDED = {
+    "qwen3-30b-a3b": ("30.5", "3.3", 1, "truncate", False),  # Qwen3-30B-A3B card: 30.5B total, 3.3B activated
+    "deepseek-v3": ("671", "37", 0, "round", True),  # DeepSeek-V3 report: 671B total, 37B activated
+    "gpt-oss-20b": ("20.91", "3.61", 2, "round", True),  # gpt-oss model card: 20.91B total, 3.61B active
+    "gpt-oss-120b": ("116.83", "5.13", 2, "round", True),  # 116.83B total, 5.13B active
+}
+
 
 BASE = dict(name="t", vocab_size=1000, context_length=64, d_model=64, n_layers=2, n_heads=4, d_ff=256)
 
@@ -55,6 +73,20 @@ def test_golden_totals(name):
     assert (p.total, p.active) == GOLDEN[name]
     assert sum(p.components.values()) == p.total
     assert p.embedding + p.non_embedding == p.total
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_ROUNDED))
+def test_published_rounded_figures(name):
+    total, active, digits, how, without_embedding = PUBLISHED_ROUNDED[name]
+    model = load_bundled(name)
+    p = count_params(model)
+
+    def billions(n: int) -> str:
+        scaled = n / 10 ** (9 - digits)
+        return f"{(math.floor(scaled) if how == 'truncate' else round(scaled)) / 10 ** digits:.{digits}f}"
+
+    act = p.active - (model.vocab_size * model.d_model if without_embedding else 0)
+    assert (billions(p.total), billions(act)) == (total, active)
 
 
 def test_user_yaml_gpt2_xl_shapes_rmsnorm_rope_untied(tmp_path, run):

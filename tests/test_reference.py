@@ -1,5 +1,7 @@
 """The torch reference model against the analytic counts, and its own correctness."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -10,6 +12,7 @@ from llmcalc.analysis.plan import layer_specs
 from llmcalc.analysis.verify.attention import ReferenceFlash, repeat_kv
 from llmcalc.analysis.verify.cache import KVCache
 from llmcalc.analysis.verify.checks import CHECKS, applicable, check_rope_relative, small_config
+from llmcalc.analysis.verify.ffn import MoE
 from llmcalc.analysis.verify.measure import (
     _storage_id,
     build,
@@ -79,6 +82,57 @@ def test_moe_flops_follow_token_slots():
     assert fwd["moe/experts"] == 2 * T * 2 * d * f * 2 * L  # k=2 slots, up and down
     assert fwd["moe/shared_experts"] == 2 * T * d * f * 2 * L
     assert bwd["moe/experts"] == 2 * fwd["moe/experts"]
+
+
+def _five_experts(name):
+    """5 experts top-2: 28 token slots deal 6, 6, 6, 5, 5 (two batched groups); 2 slots, 1, 1, 0, 0, 0."""
+    cfg = CONFIGS[name]
+    return cfg.replace(moe=dataclasses.replace(cfg.moe, num_experts=5, experts_per_token=2))
+
+
+@pytest.mark.parametrize("name", ["deepseek", "gpt-oss"])  # shared expert; biased router and experts
+@pytest.mark.parametrize("batch, seq", [(2, 7), (1, 1)])
+def test_balanced_batches_compute_each_expert(name, batch, seq):
+    """The batched balanced path equals each token's weighted sum over its k experts, written out
+    here one expert at a time: slot s = (token s // k, choice s % k) goes to expert s % E."""
+    cfg = _five_experts(name)
+    torch.manual_seed(0)
+    moe = MoE(cfg, routing="balanced").double()
+    with torch.no_grad():
+        for p in moe.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    x = torch.randn(batch, seq, cfg.d_model, dtype=torch.float64)
+    ex, E, k = moe.experts, 5, 2
+
+    def expert(h, e):
+        def lin(h, name):
+            b = getattr(ex, name + "_bias")
+            return h @ getattr(ex, name)[e] + (0 if b is None else b[e])
+        return lin(torch.nn.functional.silu(lin(h, "gate")) * lin(h, "up"), "down")
+
+    flat = x.reshape(-1, cfg.d_model)
+    probs = moe.router(flat).softmax(-1)
+    want = []
+    for t, h in enumerate(flat):
+        ids = [(t * k + j) % E for j in range(k)]
+        w = probs[t, ids] / probs[t, ids].sum()
+        want.append(sum(w[j] * expert(h, e) for j, e in enumerate(ids)))
+    want = torch.stack(want)
+    if cfg.moe.shared_experts:
+        se = moe.shared_experts
+        want = want + (torch.nn.functional.silu(flat @ se.gate[0]) * (flat @ se.up[0])) @ se.down[0]
+    torch.testing.assert_close(moe(x).reshape(-1, cfg.d_model), want, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["moe", "gpt-oss", "qwen2-moe", "deepseek"])
+def test_true_topk_counts_what_balanced_counts(name):
+    """On real tensors the data-dependent top-k loop and the batched balanced path run the same
+    matmul FLOPs and save the same bytes for backward, component by component."""
+    cfg = _five_experts(name)
+    tokens = torch.randint(0, cfg.vocab_size, (2, 7), generator=torch.Generator().manual_seed(0))
+    topk, balanced = (build(cfg, device="cpu", routing=r) for r in ("topk", "balanced"))
+    assert measure_flops(topk, tokens) == measure_flops(balanced, tokens)
+    assert measure_saved_bytes(topk, tokens) == measure_saved_bytes(balanced, tokens)
 
 
 def test_mixtral_on_meta():  # its time is measured by benchmarks/verify.py, not here

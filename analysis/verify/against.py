@@ -8,8 +8,9 @@ built on the ``meta`` device (shapes only: no weights, no memory, no network) in
 counts it) and ``experts_implementation="batched_mm"`` for MoE (the default loop over experts is
 data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the CPU). Checks:
 
-- parameters: unique parameters' ``numel`` (tied weights once), per llmcalc component where
-  transformers' module names map to one (``embed_tokens`` -> ``embedding/token``,
+- parameters: the ``numel`` of the state dict (parameters and persistent buffers, tied weights
+  once: what a checkpoint stores), per llmcalc component where transformers' module names map
+  to one (``embed_tokens`` -> ``embedding/token``,
   ``self_attn.q_proj`` -> ``attention/q``, ``mlp.experts`` -> ``moe/experts``, ...; a fused
   projection such as GPT-2's ``c_attn`` is compared with the sum of its parts,
   ``attention/q+k+v``), and in total;
@@ -53,7 +54,7 @@ from ..params import count_params
 from ..plan import layer_plan
 from ..run import RunSpec, bytes_per
 from .check import Check
-from .measure import ModuleScope, _Counter
+from .measure import ModuleScope, _Counter, _storage_id
 
 HF_DIR = _bundled_dir() / "hf"  # the published config.json of each bundled model
 
@@ -237,13 +238,21 @@ def _compare(prefix: str, analytic: dict[str, int], measured: dict[str, int]) ->
 # --- measurements ----------------------------------------------------------------------------
 
 def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
-    """Unique parameters' numel per component (tied ones once); a parameter belongs to its
-    module, or is a component of its own when that module has submodules (``sinks``)."""
+    """The numel of what a checkpoint stores, per component: the state dict, that is the
+    parameters and the persistent buffers (DeepSeek-V3's router ``e_score_correction_bias``
+    is a buffer in transformers, but a learned tensor the checkpoint ships), each storage
+    once (tied weights once). A tensor belongs to its module, or is a component of its own
+    when that module has submodules (``sinks``)."""
     counts: dict[str, int] = defaultdict(int)
-    for name, p in model.named_parameters():  # named_parameters yields a shared tensor once
+    seen: set[int] = set()
+    for name, t in model.state_dict(keep_vars=True).items():
+        storage = _storage_id(t)
+        if storage in seen:
+            continue
+        seen.add(storage)
         owner = name.rpartition(".")[0]
         leaf = not any(True for _ in model.get_submodule(owner).children())
-        counts[component(owner if leaf else name, cfg)] += p.numel()
+        counts[component(owner if leaf else name, cfg)] += t.numel()
     return {k: v for k, v in counts.items() if v}
 
 
