@@ -7,8 +7,9 @@ rewritten.
 
 Validation is driven by the dataclass fields: every field carries its own check in its
 metadata, so a key exists in YAML exactly when it exists here and can never be silently
-dropped. Loading reads YAML with ``yaml.safe_load`` only. Every problem with user input is a
-:class:`ConfigError` naming the file, the key and, where known, the YAML line.
+dropped. Loading reads YAML with PyYAML's SafeLoader only, within the bounds of "reading
+files" below. Every problem with user input is a :class:`ConfigError` naming the file, the
+key and, where known, the YAML line.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import dataclasses
 import difflib
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import ConfigError
+from .errors import ConfigError, brief
 from .variants import ACTIVATIONS, NORMS, POSITIONS
 
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
@@ -30,6 +33,11 @@ LAYER_TYPES = ("full", "sliding")
 QK_NORMS = ("none", "head", "full")
 DTYPE_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 FLOAT_DTYPES = ("fp32", "bf16", "fp16")  # what activations, caches and compute can be in
+
+# Bounds on what a config may hold (README "Bad input"): past them a value is a mistake or an
+# attack, and without them it would cost minutes, memory or a silently inexact number.
+MAX_INT = 2**53  # every integer: floats hold it exactly, so no derived figure is rounded
+MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
 
 
 def _suggest(key: str, choices) -> str:
@@ -58,12 +66,14 @@ class _Checker:
 Check = Callable[[_Checker, str, Any], Any]
 
 
-def _int(minimum: int = 1) -> Check:
+def _int(minimum: int = 1, maximum: int = MAX_INT) -> Check:
     def check(c: _Checker, key: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            c.fail(key, f"must be an integer, got {value!r}")
+            c.fail(key, f"must be an integer, got {brief(value)}")
         if value < minimum:
-            c.fail(key, f"must be >= {minimum}, got {value}")
+            c.fail(key, f"must be >= {minimum}, got {brief(value)}")
+        if value > maximum:
+            c.fail(key, f"must be at most {maximum:,}, got {brief(value)}")
         return value
     return check
 
@@ -76,7 +86,7 @@ def _optional(inner: Check) -> Check:
 
 def _bool(c: _Checker, key: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        c.fail(key, f"must be true or false, got {value!r}")
+        c.fail(key, f"must be true or false, got {brief(value)}")
     return value
 
 
@@ -85,7 +95,8 @@ def _enum(choices) -> Check:
 
     def check(c: _Checker, key: str, value: Any) -> str:
         if not isinstance(value, str) or value not in choices:
-            c.fail(key, f"unknown value {value!r}{_suggest(str(value), choices)}; "
+            hint = _suggest(value, choices) if isinstance(value, str) else ""
+            c.fail(key, f"unknown value {brief(value)}{hint}; "
                         f"expected one of: {', '.join(choices)}")
         return value
     return check
@@ -94,7 +105,7 @@ def _enum(choices) -> Check:
 def _text(required: bool) -> Check:
     def check(c: _Checker, key: str, value: Any) -> str:
         if not isinstance(value, str) or (required and not value.strip()):
-            c.fail(key, f"must be a non-empty string, got {value!r}")
+            c.fail(key, f"must be a non-empty string, got {brief(value)}")
         return value
     return check
 
@@ -108,7 +119,7 @@ def _number(maximum: float = math.inf) -> Check:
             number = math.nan
         if not (math.isfinite(number) and 0 < number <= maximum):
             bound = "" if maximum == math.inf else f" at most {maximum:g}"
-            c.fail(key, f"must be a positive number{bound}, got {value!r}")
+            c.fail(key, f"must be a positive number{bound}, got {brief(value)}")
         return number
     return check
 
@@ -117,7 +128,7 @@ def _pattern(inner: Check) -> Check:
     """A non-empty list, repeated cyclically over the layers; stored as a tuple."""
     def check(c: _Checker, key: str, value: Any) -> tuple:
         if not isinstance(value, list) or not value:
-            c.fail(key, f"must be a non-empty list, got {value!r}")
+            c.fail(key, f"must be a non-empty list, got {brief(value)}")
         return tuple(inner(c, key, v) for v in value)
     return check
 
@@ -125,7 +136,7 @@ def _pattern(inner: Check) -> Check:
 def _one_of(*values: int) -> Check:
     def check(c: _Checker, key: str, value: Any) -> int:
         if type(value) is not int or value not in values:
-            c.fail(key, f"must be {' or '.join(map(str, values))}, got {value!r}")
+            c.fail(key, f"must be {' or '.join(map(str, values))}, got {brief(value)}")
         return value
     return check
 
@@ -185,7 +196,7 @@ class ModelConfig:
     vocab_size: int = _key(_int())
     context_length: int = _key(_int())
     d_model: int = _key(_int())
-    n_layers: int = _key(_int())
+    n_layers: int = _key(_int(maximum=MAX_LAYERS))
     n_heads: int = _key(_int())
     d_ff: int = _key(_int())
     n_kv_heads: int | None = _key(_optional(_int()), None)
@@ -285,7 +296,7 @@ def build(cls, raw: Any, check: _Checker):
     fields = {f.name: f for f in dataclasses.fields(cls)}
     if not isinstance(raw, dict):
         if check.prefix:  # a nested mapping (moe, mla): the error names the key holding it
-            _Checker(check.source, check.lines).fail(check.prefix[:-1], f"must be a mapping, got {raw!r}")
+            _Checker(check.source, check.lines).fail(check.prefix[:-1], f"must be a mapping, got {brief(raw)}")
         check.fail(None, f"expected a mapping of config keys, got {type(raw).__name__}")
     for key in raw:
         if not isinstance(key, str) or key not in fields:
@@ -356,48 +367,137 @@ def _cross_checks(cfg: ModelConfig, check: _Checker) -> None:
                               f"step {moe.step}, {cfg.n_layers} layers)")
 
 
-# -- loading ------------------------------------------------------------------------
+# -- reading files ------------------------------------------------------------------
+# A config is a few kilobytes of plain data. Anything past these bounds is refused with one line
+# before it can cost memory, time or Python's recursion limit (README "Bad input").
 
-def _key_lines(text: str, source: str) -> dict[str, int]:
-    """1-based line of each top-level key, from the node graph (no objects constructed).
+MAX_FILE_BYTES = 2**20  # 1 MiB: /dev/zero or a 10 GB file is never read whole
+MAX_DEPTH = 32  # nesting of mappings and lists (Hugging Face configs nest 3 or 4 deep)
+MAX_VALUES = 10_000  # YAML values, also once aliases are expanded ("billion laughs" makes 10^9)
+MAX_DIGITS = 100  # of an integer literal (Python refuses to convert 4,300; MAX_INT has 16)
 
-    Duplicate keys are an error: ``yaml.safe_load`` would silently keep the last one.
-    """
+
+def config_file(path: Path) -> Path:
+    """``path``, or for a model directory (a Hugging Face cache snapshot) its ``config.json``."""
+    return path / "config.json" if os.path.isdir(path) else path
+
+
+def read_text(path: Path) -> str:
+    """The text of a config file: a regular file of at most MAX_FILE_BYTES of UTF-8, or
+    ConfigError. The file type is checked on the open descriptor before anything is read, and
+    the open itself never waits (a FIFO without a writer would block an ordinary open)."""
+    source = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise ConfigError("no such file", source) from None
+    except OSError as exc:  # too long, not a directory, a symlink loop, no permission, ...
+        raise ConfigError(f"cannot read file: {exc.strerror or type(exc).__name__}", source) from None
+    too_large = f"larger than {MAX_FILE_BYTES:,} bytes, so not a model config (those are a few KB)"
+    with open(fd, "rb") as file:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ConfigError("is a directory", source)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError("not a regular file (a FIFO, device or socket is never read)", source)
+        if info.st_size > MAX_FILE_BYTES:
+            raise ConfigError(too_large, source)
+        try:
+            data = file.read(MAX_FILE_BYTES + 1)  # files that report no size (/proc) stop here too
+        except OSError as exc:
+            raise ConfigError(f"cannot read file: {exc.strerror or type(exc).__name__}", source) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(too_large, source)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError("not a YAML or JSON file (not UTF-8 text)", source) from None
+    if "\x00" in text:
+        raise ConfigError("not a YAML or JSON file (binary data)", source)
+    return text
+
+
+def _yaml_children(node) -> list:
+    if node.id == "mapping":
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if node.id == "sequence" else []
+
+
+def _check_yaml(root, source: str) -> None:
+    """The composed node graph, before any object is built: no duplicate key in any mapping
+    (``yaml.safe_load`` keeps the last), no over-long integer, and with aliases expanded no
+    cycle, at most MAX_VALUES nodes and MAX_DEPTH levels. Iterative: the graph can be deep."""
+    def fail(node, name: str, message: str):
+        raise ConfigError(message, source, name or None, node.start_mark.line + 1)
+
+    size: dict[int, int] = {}
+    height: dict[int, int] = {}
+    walking: set[int] = set()  # the current node's ancestors: an alias to one is a cycle
+    stack = [(root, "", False)]
+    while stack:
+        node, name, done = stack.pop()
+        children = _yaml_children(node)
+        if done:
+            size[id(node)] = 1 + sum(size[id(c)] for c in children)
+            height[id(node)] = 1 + max((height[id(c)] for c in children), default=0)
+            walking.discard(id(node))
+            if size[id(node)] > MAX_VALUES:
+                fail(node, name, f"more than {MAX_VALUES:,} values once YAML aliases are expanded")
+            if height[id(node)] > MAX_DEPTH:
+                fail(node, name, f"nested deeper than {MAX_DEPTH} levels once YAML aliases are expanded")
+            continue
+        if id(node) in walking:
+            fail(node, name, "a YAML alias refers to a node that contains it (a recursive structure)")
+        if id(node) in size:  # an alias to a node already checked
+            continue
+        if node.id == "scalar" and node.tag.endswith(":int") and len(node.value) > MAX_DIGITS:
+            fail(node, name, f"integer of {len(node.value):,} characters; at most {MAX_DIGITS} digits are read")
+        walking.add(id(node))
+        stack.append((node, name, True))
+        if node.id == "mapping":
+            first: dict[str, int] = {}
+            for key, value in node.value:
+                label = name
+                if key.id == "scalar":
+                    label = f"{name}.{key.value}" if name else key.value
+                    if key.value in first:
+                        fail(key, label, f"duplicate key (first on line {first[key.value]})")
+                    first[key.value] = key.start_mark.line + 1
+                stack += [(key, name, False), (value, label, False)]
+        else:
+            stack += [(child, name, False) for child in children]
+
+
+def _read_yaml(text: str, source: str) -> tuple[Any, dict[str, int]]:
+    """The document and the line of each top-level key. ``yaml.safe_load`` in three steps:
+    compose the node graph (at most MAX_VALUES nodes, no deeper than MAX_DEPTH: PyYAML composes
+    recursively), check it, construct it."""
     import yaml
 
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    if not isinstance(node, yaml.MappingNode):
-        return {}
-    lines: dict[str, int] = {}
-    for key, _ in node.value:
-        if isinstance(key, yaml.ScalarNode):
-            if key.value in lines:
-                raise ConfigError(f"duplicate key (first on line {lines[key.value]})", source,
-                                  key.value, key.start_mark.line + 1)
-            lines[key.value] = key.start_mark.line + 1
-    return lines
+    class Loader(yaml.SafeLoader):
+        depth = nodes = 0
 
+        def compose_node(self, parent, index):
+            self.depth, self.nodes = self.depth + 1, self.nodes + 1
+            try:
+                line = self.peek_event().start_mark.line + 1
+                if self.depth > MAX_DEPTH:
+                    raise ConfigError(f"nested deeper than {MAX_DEPTH} levels", source, None, line)
+                if self.nodes > MAX_VALUES:  # PyYAML is slow: stop early, not after a megabyte
+                    raise ConfigError(f"more than {MAX_VALUES:,} values, so not a model config", source, None, line)
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
 
-def _load_json(text: str, source: str) -> ModelConfig:
-    """JSON is not quite a subset of YAML 1.1 (``1e6``, tabs): read it as JSON."""
+    loader = Loader(text)
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"not valid JSON: {exc.msg}", source, None, exc.lineno) from None
-    if isinstance(raw, dict) and "model_type" in raw and "name" not in raw:
-        from .hf import from_hf_config
-
-        return from_dict(from_hf_config(raw, source), source)
-    return from_dict(raw, source)
-
-
-def load_text(text: str, source: str) -> ModelConfig:
-    import yaml
-
-    if source.endswith(".json"):
-        return _load_json(text, source)
-    try:
-        raw = yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}
+        _check_yaml(node, source)
+        lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if k.id == "scalar"} \
+            if node.id == "mapping" else {}
+        return loader.construct_document(node), lines
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -406,22 +506,65 @@ def load_text(text: str, source: str) -> ModelConfig:
             raise ConfigError("YAML tags that construct objects are not allowed (plain YAML only)",
                               source, None, line) from None
         raise ConfigError(f"not valid YAML: {problem}", source, None, line) from None
-    return from_dict(raw, source, _key_lines(text, source))
+    finally:
+        loader.dispose()
+
+
+def read_json(text: str, source: str) -> Any:
+    """JSON under the bounds YAML gets: duplicate keys (Python's reader keeps the last), integer
+    length and nesting are errors."""
+    def mapping(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise ConfigError("duplicate key", source, key)
+            out[key] = value
+        return out
+
+    def integer(digits: str) -> int:
+        if len(digits) > MAX_DIGITS:
+            raise ConfigError(f"integer of {len(digits):,} characters; at most {MAX_DIGITS} digits are read",
+                              source)
+        return int(digits)
+
+    too_deep = ConfigError(f"nested deeper than {MAX_DEPTH} levels", source)
+    try:
+        raw = json.loads(text, object_pairs_hook=mapping, parse_int=integer)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc.msg}", source, None, exc.lineno) from None
+    except RecursionError:  # deeper than Python's own limit: the C reader recurses per level
+        raise too_deep from None
+    stack = [(raw, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise too_deep
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        stack += [(item, depth + 1) for item in items]
+    return raw
+
+
+def _from_json(raw: Any, source: str) -> ModelConfig:
+    """JSON is not quite a subset of YAML 1.1 (``1e6``, tabs): read it as JSON. A mapping with
+    a ``model_type`` and no ``name`` is a Hugging Face config.json."""
+    if isinstance(raw, dict) and "model_type" in raw and "name" not in raw:
+        from .hf import from_hf_config
+
+        return from_dict(from_hf_config(raw, source), source)
+    return from_dict(raw, source)
+
+
+def load_text(text: str, source: str) -> ModelConfig:
+    if source.endswith(".json"):
+        return _from_json(read_json(text, source), source)
+    raw, lines = _read_yaml(text, source)
+    return from_dict(raw, source, lines)
 
 
 def load_path(path: Path) -> ModelConfig:
-    source = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read file: {exc.strerror}", source) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError("not a YAML or JSON file (not UTF-8 text)", source) from None
-    if "\x00" in text:
-        raise ConfigError("not a YAML or JSON file (binary data)", source)
-    return load_text(text, source)
+    """A YAML or JSON file, or a model directory holding a config.json."""
+    path = config_file(path)
+    return load_text(read_text(path), str(path))
 
 
 def _bundled_dir() -> Path:
@@ -442,19 +585,17 @@ def load_bundled(name: str) -> ModelConfig:
 
 
 def load_model(spec: str) -> ModelConfig:
-    """A bundled name (``gpt2-xl``), a YAML path, or a Hugging Face ``config.json`` path."""
+    """A bundled name (``gpt2-xl``), a YAML path, a Hugging Face ``config.json`` path, or a
+    model directory holding one (a Hugging Face cache snapshot)."""
     names = bundled_names()
     if spec in names:
         return load_bundled(spec)
-    path = Path(spec)
-    if path.exists() or spec.endswith((".yaml", ".yml", ".json")) or "/" in spec:
-        if not path.exists():
-            raise ConfigError("no such file", spec)
-        return load_path(path)
+    if os.path.lexists(spec) or spec.endswith((".yaml", ".yml", ".json")) or "/" in spec or os.sep in spec:
+        return load_path(Path(spec))
     close = difflib.get_close_matches(spec, names, n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise ConfigError(f"unknown model '{spec}'{hint} (`llmcalc models` lists them)")
+    raise ConfigError(f"unknown model {brief(spec)}{hint} (`llmcalc models` lists them)")
 
 
 __all__ = ["ModelConfig", "MoEConfig", "MLAConfig", "ConfigError", "from_dict", "load_model", "load_path",
-           "load_text", "bundled_names", "load_bundled", "DTYPE_BITS"]
+           "load_text", "read_text", "read_json", "config_file", "bundled_names", "load_bundled", "DTYPE_BITS"]

@@ -1,6 +1,41 @@
-"""ConfigError: the one exception for bad user input in ``analysis`` (the CLI maps it to exit 2)."""
+"""ConfigError: the one exception for bad user input in ``analysis`` (the CLI maps it to exit 2),
+and the helpers that keep its one line short whatever the input holds."""
 
 from __future__ import annotations
+
+import reprlib
+from typing import Any
+
+SHORT = 80  # characters of a value a message echoes
+LONG = 160  # of a path (a Hugging Face cache snapshot's config.json alone is about 120)
+
+# reprlib stops early, so a value's size never costs time: an alias-expanded YAML list of 10^8
+# items is summarised after a few of them, and a 4,300-digit integer is never converted.
+_REPR = reprlib.Repr()  # Python 3.11's Repr takes no keyword arguments
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 3, 6, 6, 4, 4
+_REPR.maxstring, _REPR.maxlong, _REPR.maxother = SHORT, 40, SHORT
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def shorten(text: str, limit: int = SHORT) -> str:
+    """``text`` as one printable line of at most ``limit`` characters: control characters and lone
+    surrogates escaped (a newline in a path cannot split the message, and any stdout can encode
+    it), the middle elided with ``...`` (both ends of a path say the most)."""
+    if len(text) > 4 * limit:  # escape only what can be shown: the input may be megabytes
+        text = text[:2 * limit] + text[-2 * limit:]
+    text = _printable(text)
+    if len(text) <= limit:
+        return text
+    head = (limit - 3) // 2
+    return text[:head] + "..." + text[len(text) - (limit - 3 - head):]
+
+
+def brief(value: Any) -> str:
+    """``repr(value)`` for a message: bounded in time and at most :data:`SHORT` characters."""
+    return shorten(_REPR.repr(value))
 
 
 class ConfigError(ValueError):
@@ -9,5 +44,6 @@ class ConfigError(ValueError):
     def __init__(self, message: str, source: str | None = None, key: str | None = None,
                  line: int | None = None):
         self.message, self.source, self.key, self.line = message, source, key, line
-        where = "" if source is None else source + (f":{line}" if line is not None else "") + ": "
-        super().__init__(where + (f"key '{key}': " if key else "") + message)
+        where = "" if source is None else shorten(source, LONG) + (f":{line}" if line is not None else "")
+        super().__init__((where + ": " if where else "") + (f"key {brief(key)}: " if key else "")
+                         + shorten(message, 4 * LONG))

@@ -60,10 +60,28 @@ def attended_keys(spec: LayerSpec, run: RunSpec) -> int:
     return spec.keys_seen(run.seq) if run.mode == "decode" else run.seq
 
 
+SCORES_VALUES = ("attention/scores", "attention/values")
+# The families breakdown keys fall into, by their prefix alone (any attention kind's projections
+# are ``attention/*``, any FFN kind's matrices ``mlp/*`` or ``moe/*``): the share columns of
+# `llmcalc flops` and the lines of `llmcalc plot flops`.
+FAMILIES = ("attn proj", "attn scores+values", "mlp", "lm head")
+
+
+def family(key: str) -> str:
+    """``attention/q`` -> ``attn proj``; ``moe/experts`` -> ``mlp``; ``lm_head`` -> ``lm head``."""
+    if key in SCORES_VALUES:
+        return "attn scores+values"
+    return {"attention": "attn proj", "mlp": "mlp", "moe": "mlp"}.get(key.split("/")[0], key.replace("_", " "))
+
+
 @dataclass(frozen=True)
 class FlopBreakdown:
     matmul: dict[str, int]  # model totals by component key
     elementwise: dict[str, int]  # model totals by op
+
+    def family_matmul(self, name: str) -> int:
+        """Matmul FLOPs of one of :data:`FAMILIES`."""
+        return sum(v for k, v in self.matmul.items() if family(k) == name)
 
     @property
     def matmul_total(self) -> int:

@@ -23,10 +23,12 @@ Policy for the keys of a config (README "Hugging Face config.json"):
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import ConfigError
+from .config import MAX_INT, MAX_LAYERS
+from .errors import ConfigError, brief
 
 # Keys that change no count, for every family.
 IGNORED = frozenset({
@@ -89,8 +91,23 @@ class Raw:
     def need(self, key: str) -> Any:
         self.read.add(key)
         if self.raw.get(key) is None:
-            self.fail(key, "missing Hugging Face key")
+            self.fail(key, "missing Hugging Face key" if key not in self.raw else "is null, but a value is needed")
         return self.raw[key]
+
+    def flag(self, key: str, default: bool) -> bool:
+        """A boolean (absent or null: ``default``); a string such as ``"false"`` is an error, not true."""
+        value = self.get(key, default)
+        if not isinstance(value, bool):
+            self.fail(key, f"must be true or false, got {brief(value)}")
+        return value
+
+    def size(self, key: str, default: int | None = None, minimum: int = 1, maximum: int = MAX_INT) -> int:
+        """An integer a mapper computes with (absent or null: ``default``, required when None);
+        checked here, before arithmetic on a string or a layer list of 10^40 entries."""
+        value = self.need(key) if default is None else self.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            self.fail(key, f"must be an integer from {minimum} to {maximum:,}, got {brief(value)}")
+        return value
 
     def ignore(self, *keys: str) -> None:
         """Keys of this family that change no count (listed with its mapper)."""
@@ -98,7 +115,7 @@ class Raw:
 
     def false(self, key: str, why: str) -> None:
         """The key must be absent or false (its true value is something llmcalc cannot count)."""
-        if self.get(key):
+        if self.flag(key, False):
             self.fail(key, f"{self.raw[key]!r} is not supported: {why}")
 
 
@@ -109,7 +126,7 @@ def _activation(r: Raw, keys: tuple[str, ...], default: str, gated: bool) -> str
     act = r.get(key, default)
     base = _ACTIVATIONS.get(act) if isinstance(act, str) else None
     if base is None:
-        r.fail(key, f"unsupported activation {act!r}")
+        r.fail(key, f"unsupported activation {brief(act)}")
     return _GATED[base] if gated else base
 
 
@@ -118,8 +135,8 @@ def _dtype(r: Raw, default: str) -> str:
     value = r.get(key)
     if value is None:
         return default
-    if value not in _DTYPES:
-        r.fail(key, f"unsupported dtype {value!r}; expected one of: {', '.join(_DTYPES)}")
+    if not isinstance(value, str) or value not in _DTYPES:
+        r.fail(key, f"unsupported dtype {brief(value)}; expected one of: {', '.join(_DTYPES)}")
     return _DTYPES[value]
 
 
@@ -128,11 +145,24 @@ def _base(r: Raw, *, d: str = "hidden_size", layers: str = "num_hidden_layers", 
           dtype: str = "bf16") -> dict[str, Any]:
     """Name, sizes, dtype and tying (``tie``, ``context_default``: the config class's defaults;
     a context length changes no count unless positions are learned)."""
-    name = r.raw.get("_name_or_path") or Path(r.source).parent.name or Path(r.source).stem
-    length = r.need(context) if context_default is None else r.get(context, context_default)
-    return {"name": name, "vocab_size": r.need("vocab_size"), "context_length": length,
-            "d_model": r.need(d), "n_layers": r.need(layers), "n_heads": r.need(heads),
-            "tie_embeddings": bool(r.get("tie_word_embeddings", tie)), "dtype": _dtype(r, dtype)}
+    return {"name": _name(r), "vocab_size": r.size("vocab_size"), "context_length": r.size(context, context_default),
+            "d_model": r.size(d), "n_layers": r.size(layers, maximum=MAX_LAYERS), "n_heads": r.size(heads),
+            "tie_embeddings": r.flag("tie_word_embeddings", tie), "dtype": _dtype(r, dtype)}
+
+
+def _name(r: Raw) -> str:
+    """The model's name: in a Hugging Face cache snapshot
+    (``models--<org>--<name>/snapshots/<commit>/config.json``) the repository's ``<name>``, never
+    the commit hash; else the config's ``_name_or_path`` when it has one; else a ``config.json``'s
+    folder (a model directory's name) or any other file's stem."""
+    path = Path(os.path.abspath(r.source))  # not resolved: a snapshot's config.json links into blobs/
+    folder, repo = path.parent, path.parent.parent.parent.name
+    if path.parent.parent.name == "snapshots" and repo.startswith("models--"):
+        return repo.split("--")[-1]
+    given = r.raw.get("_name_or_path")
+    if isinstance(given, str) and given.strip():
+        return given
+    return folder.name if path.name == "config.json" and folder.name else path.stem
 
 
 def _rope(r: Raw, out: dict[str, Any], fraction: float | None = None, theta_keys: tuple[str, ...] = ()) -> None:
@@ -140,7 +170,7 @@ def _rope(r: Raw, out: dict[str, Any], fraction: float | None = None, theta_keys
     ``rope_theta`` / ``partial_rotary_factor`` (transformers 4). ``fraction``: a family key already read."""
     params = r.get("rope_parameters") or {}
     if not isinstance(params, dict):
-        r.fail("rope_parameters", f"must be a mapping, got {params!r}")
+        r.fail("rope_parameters", f"must be a mapping, got {brief(params)}")
     if "full_attention" in params and isinstance(params["full_attention"], dict):
         params = params["full_attention"]  # Gemma 3: one set per layer type; the bases change no count
     theta = params.get("rope_theta")
@@ -169,10 +199,10 @@ def _windows(r: Raw, out: dict[str, Any], types: list[str] | None, window: int |
     if types is None:
         types = ["sliding_attention" if window else "full_attention"] * n
     if not isinstance(types, list) or len(types) != n:
-        r.fail("layer_types", f"must list one type per layer ({n}), got {types!r}")
-    bad = sorted({t for t in types if t not in _LAYER_TYPES}, key=str)
+        r.fail("layer_types", f"must list one type per layer ({n}), got {brief(types)}")
+    bad = [t for t in types if not isinstance(t, str) or t not in _LAYER_TYPES]
     if bad:
-        r.fail("layer_types", f"unsupported layer type {bad[0]!r} (llmcalc models full_attention and "
+        r.fail("layer_types", f"unsupported layer type {brief(bad[0])} (llmcalc models full_attention and "
                               "sliding_attention; hybrid, linear and chunked layers are not modeled)")
     spans = [_LAYER_TYPES[t] for t in types]
     if "sliding" not in spans:
@@ -188,7 +218,7 @@ def _layer_types(r: Raw, out: dict[str, Any], default: Callable[[int], bool], wi
                  use_key: str | None = None) -> None:
     """``layer_types`` if given, else transformers' default rule (``default(i)``: layer i slides)."""
     window = r.get(window_key)
-    if use_key is not None and not r.get(use_key, False):
+    if use_key is not None and not r.flag(use_key, False):
         window = None
     types = r.get("layer_types")
     if types is None:
@@ -218,7 +248,7 @@ def _decoder(r: Raw, *, tie: bool = False, gated: bool = True, act: str = "silu"
 
 
 def _attention_bias(r: Raw, out: dict[str, Any], key: str = "attention_bias", default: bool = False) -> None:
-    bias = bool(r.get(key, default))
+    bias = r.flag(key, default)
     out["qkv_bias"] = out["out_bias"] = bias
 
 
@@ -244,27 +274,29 @@ def _gpt_neox(r: Raw) -> dict[str, Any]:
         _rope(r, out, None, ("rotary_emb_base",))
     _attention_bias(r, out, default=True)
     out["mlp_bias"] = True
-    if r.get("use_parallel_residual", True):
+    if r.flag("use_parallel_residual", True):
         out.update(parallel_block=True, parallel_norms=2)
     return out
 
 
 def _gptj(r: Raw) -> dict[str, Any]:
     out = _base(r, d="n_embd", layers="n_layer", heads="n_head", context="n_positions")
+    if out["d_model"] % out["n_heads"]:  # transformers' GPT-J refuses it too
+        r.fail("n_head", f"must divide n_embd ({out['d_model']}), got {out['n_heads']}")
     hd = out["d_model"] // out["n_heads"]
     out.update(d_ff=r.get("n_inner") or 4 * out["d_model"],
                activation=_activation(r, ("activation_function",), "gelu_new", False),
                mlp_bias=True, lm_head_bias=True, parallel_block=True)
-    _rope(r, out, r.get("rotary_dim", hd) / hd)
+    _rope(r, out, r.size("rotary_dim", hd) / hd)
     return out
 
 
 def _falcon(r: Raw) -> dict[str, Any]:
     out = _base(r, tie=True, context_default=2048)  # falcon-7b's config.json has no max_position_embeddings
     d, h = out["d_model"], out["n_heads"]
-    new, parallel = bool(r.get("new_decoder_architecture", False)), bool(r.get("parallel_attn", True))
+    new, parallel = r.flag("new_decoder_architecture", False), r.flag("parallel_attn", True)
     # read by one architecture only: num_kv_heads, num_ln_in_parallel_attn (new), multi_query (old)
-    kv, norms, mq = r.get("num_kv_heads", h), r.get("num_ln_in_parallel_attn"), r.get("multi_query", True)
+    kv, norms, mq = r.get("num_kv_heads", h), r.get("num_ln_in_parallel_attn"), r.flag("multi_query", True)
     if new:
         if not parallel:
             r.fail("parallel_attn", "false with new_decoder_architecture is not a layout transformers builds")
@@ -274,10 +306,10 @@ def _falcon(r: Raw) -> dict[str, Any]:
         out["n_kv_heads"] = 1
     if parallel:
         out["parallel_block"] = True
-    bias = bool(r.get("bias", False))
+    bias = r.flag("bias", False)
     out.update(d_ff=r.get("ffn_hidden_size") or 4 * d, activation=_activation(r, ("activation",), "gelu", False),
                norm="layernorm", qkv_bias=bias, out_bias=bias, mlp_bias=bias)
-    if r.get("alibi", False):
+    if r.flag("alibi", False):
         out["position"] = "alibi"
         r.get("rope_parameters"), r.get("rope_theta"), r.get("rope_scaling")
     else:
@@ -287,7 +319,7 @@ def _falcon(r: Raw) -> dict[str, Any]:
 
 def _phi(r: Raw) -> dict[str, Any]:
     out = _decoder(r, gated=False, act="gelu_new", norm="layernorm")
-    if r.get("qk_layernorm", False):
+    if r.flag("qk_layernorm", False):
         out["qk_norm"] = "head"  # one LayerNorm(head_dim) with bias, shared by the heads
     out.update(qkv_bias=True, out_bias=True, mlp_bias=True, lm_head_bias=True, parallel_block=True)
     return out
@@ -296,7 +328,7 @@ def _phi(r: Raw) -> dict[str, Any]:
 def _llama(r: Raw) -> dict[str, Any]:
     out = _decoder(r)
     _attention_bias(r, out)
-    out["mlp_bias"] = bool(r.get("mlp_bias", False))
+    out["mlp_bias"] = r.flag("mlp_bias", False)
     return out
 
 
@@ -324,7 +356,7 @@ def _first(r: Raw, *keys: str) -> Any:
 
 def _qwen_windows(r: Raw, out: dict[str, Any]) -> None:
     """Qwen2/Qwen3: with use_sliding_window, layers i >= max_window_layers slide."""
-    first = r.get("max_window_layers", 28)
+    first = r.size("max_window_layers", 28, minimum=0)
     _layer_types(r, out, lambda i: i >= first, use_key="use_sliding_window")
 
 
@@ -346,8 +378,11 @@ def _moe_layers(r: Raw, moe: dict[str, Any]) -> None:
     """Qwen-MoE: ``decoder_sparse_step`` and ``mlp_only_layers`` (a leading run of dense layers)."""
     step = r.get("decoder_sparse_step", 1)
     if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        r.fail("decoder_sparse_step", f"must be an integer >= 1, got {step!r}")
-    dense = sorted(r.get("mlp_only_layers", []))
+        r.fail("decoder_sparse_step", f"must be an integer >= 1, got {brief(step)}")
+    dense = r.get("mlp_only_layers", [])
+    if not isinstance(dense, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in dense):
+        r.fail("mlp_only_layers", f"must be a list of layer indices, got {brief(dense)}")
+    dense = sorted(dense)
     if dense != list(range(len(dense))):
         r.fail("mlp_only_layers", f"only a leading run of dense layers (0, 1, ..., k-1) is modeled, got {dense}")
     if step != 1:
@@ -358,7 +393,7 @@ def _moe_layers(r: Raw, moe: dict[str, Any]) -> None:
 
 def _qwen2_moe(r: Raw) -> dict[str, Any]:
     out = _decoder(r)
-    out["qkv_bias"] = bool(r.get("qkv_bias", True))  # transformers 4: always true
+    out["qkv_bias"] = r.flag("qkv_bias", True)  # transformers 4: always true
     moe: dict[str, Any] = {"num_experts": _first(r, "num_experts", "num_local_experts"),
                            "experts_per_token": r.need("num_experts_per_tok"),
                            "expert_d_ff": r.need("moe_intermediate_size")}
@@ -367,7 +402,7 @@ def _qwen2_moe(r: Raw) -> dict[str, Any]:
         moe.update(shared_experts=1, shared_expert_d_ff=shared, shared_expert_gate=True)
     _moe_layers(r, moe)
     out["moe"] = moe
-    first = r.get("max_window_layers", 28)
+    first = r.size("max_window_layers", 28, minimum=0)
     _layer_types(r, out, lambda i: (i + 1) % 2 == 1 and i < first, use_key="use_sliding_window")
     return out
 
@@ -381,7 +416,7 @@ def _qwen3_moe(r: Raw) -> dict[str, Any]:
                            "expert_d_ff": r.need("moe_intermediate_size")}
     _moe_layers(r, moe)
     out["moe"] = moe
-    if r.get("use_sliding_window", False):
+    if r.flag("use_sliding_window", False):
         _every_layer_window(r, out)
     else:
         r.get("sliding_window")
@@ -418,14 +453,15 @@ def _gemma3_text(r: Raw) -> dict[str, Any]:
 
 
 def _gemma3_pattern(r: Raw) -> int:
-    return r.get("sliding_window_pattern", r.get("_sliding_window_pattern", 6))
+    return r.size("sliding_window_pattern", r.size("_sliding_window_pattern", 6))
 
 
 def _gemma3(r: Raw) -> dict[str, Any]:
     pattern = _gemma3_pattern(r)
     if not r.has("layer_types"):
-        r.raw = {**r.raw, "layer_types": [
-            "sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(r.need("num_hidden_layers"))]}
+        n = r.size("num_hidden_layers", maximum=MAX_LAYERS)
+        r.raw = {**r.raw, "layer_types": ["sliding_attention" if (i + 1) % pattern else "full_attention"
+                                          for i in range(n)]}
     return _gemma3_text(r)
 
 
@@ -447,16 +483,16 @@ def _olmo2(r: Raw) -> dict[str, Any]:
 
 def _stablelm(r: Raw) -> dict[str, Any]:
     out = _decoder(r, norm="layernorm")
-    out["qkv_bias"] = bool(r.get("use_qkv_bias", False))
+    out["qkv_bias"] = r.flag("use_qkv_bias", False)
     r.false("qk_layernorm", "StableLM's qk_layernorm is one LayerNorm per head, which llmcalc does not model")
-    if r.get("use_parallel_residual", False):
+    if r.flag("use_parallel_residual", False):
         out["parallel_block"] = True
     return out
 
 
 def _starcoder2(r: Raw) -> dict[str, Any]:
     out = _decoder(r, tie=True, gated=False, act="gelu_pytorch_tanh", norm="layernorm")
-    bias = bool(r.get("use_bias", True))
+    bias = r.flag("use_bias", True)
     out.update(qkv_bias=bias, out_bias=bias, mlp_bias=bias)
     _every_layer_window(r, out)
     return out
@@ -475,23 +511,23 @@ def _granite(r: Raw) -> dict[str, Any]:
 
 def _smollm3(r: Raw) -> dict[str, Any]:
     out = _llama(r)
-    out["tie_embeddings"] = bool(r.get("tie_word_embeddings", True))
+    out["tie_embeddings"] = r.flag("tie_word_embeddings", True)
     n = out["n_layers"]
     rope = r.get("no_rope_layers")  # 1: the layer applies RoPE; 0: a NoPE layer
     if rope is None:
-        interval = r.get("no_rope_layer_interval", 4)
+        interval = r.size("no_rope_layer_interval", 4)
         rope = [int((i + 1) % interval != 0) for i in range(n)]
-    if not isinstance(rope, list) or len(rope) != n:
-        r.fail("no_rope_layers", f"must list one value per layer ({n}), got {rope!r}")
+    if not isinstance(rope, list) or len(rope) != n or any(type(v) not in (int, bool) or v not in (0, 1) for v in rope):
+        r.fail("no_rope_layers", f"must list one value per layer ({n}), each 1 or 0, got {brief(rope)}")
     r.get("no_rope_layer_interval")
     if not all(rope):
         out["rope_layers"] = _cycle([bool(v) for v in rope])
-    use, window = r.get("use_sliding_window", False), r.get("sliding_window")
+    use, window = r.flag("use_sliding_window", False), r.get("sliding_window")
     window = window if use else None
     types = r.get("layer_types")
     if types is None:
         types = ["sliding_attention" if window and not rope[i] else "full_attention" for i in range(n)]
-    elif not use:  # transformers' SmolLM3 slides a layer only with use_sliding_window
+    elif not use and isinstance(types, list):  # transformers' SmolLM3 slides a layer only with use_sliding_window
         types = ["full_attention" if t == "sliding_attention" else t for t in types]
     _windows(r, out, types, window)
     return out
@@ -508,7 +544,7 @@ def _deepseek(r: Raw) -> dict[str, Any]:
     freq = r.get("moe_layer_freq", 1)
     if freq != 1:
         r.fail("moe_layer_freq", f"must be 1 (transformers makes every layer from first_k_dense_replace on "
-                                 f"MoE), got {freq!r}")
+                                 f"MoE), got {brief(freq)}")
     for key in ("num_key_value_heads", "head_dim", "qk_head_dim"):
         r.get(key)  # derived from the MLA sizes; MLA has no K/V head count
     q_lora = r.get("q_lora_rank")
@@ -558,16 +594,39 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
 def _read(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], Raw]:
     kind = raw.get("model_type")
     if not isinstance(kind, str):
-        raise ConfigError(f"must be a string, got {kind!r}", source, "model_type")
+        raise ConfigError(f"must be a string, got {brief(kind)}", source, "model_type")
     if kind not in MAPPERS:
-        raise ConfigError(f"unsupported Hugging Face model_type {kind!r}; supported: {', '.join(sorted(MAPPERS))}",
-                          source, "model_type")
+        raise ConfigError(f"unsupported Hugging Face model_type {brief(kind)}; supported: "
+                          f"{', '.join(sorted(MAPPERS))}", source, "model_type")
     for key, why in REJECTED.items():
         if raw.get(key) not in (None, {}, []):
-            detail = raw[key].get("quant_method") if isinstance(raw[key], dict) else None
-            raise ConfigError((f"{detail!r}: " if detail else "") + f"not supported: {why}", source, key)
+            raise ConfigError(_quant_method(raw[key]) + f"not supported: {why}", source, key)
+    nested = _nested_quantization(raw)
+    if nested is not None:
+        path, value = nested
+        raise ConfigError(_quant_method(value) + f"not supported: {REJECTED['quantization_config']}", source, path)
     r = Raw(raw, source)
     return MAPPERS[kind](r), r
+
+
+def _quant_method(value: Any) -> str:
+    method = value.get("quant_method") if isinstance(value, dict) else None
+    return f"{brief(method)}: " if method else ""
+
+
+def _nested_quantization(raw: dict[str, Any]) -> tuple[str, Any] | None:
+    """The dotted key and value of a ``quantization_config`` inside any mapping of the config
+    (``text_config``, ``rope_parameters``, ...): quantized storage wherever it is declared."""
+    stack: list[tuple[str, Any]] = [(k, v) for k, v in raw.items() if isinstance(v, (dict, list))]
+    while stack:
+        path, value = stack.pop()
+        items = value.items() if isinstance(value, dict) else ((f"{i}", v) for i, v in enumerate(value))
+        for key, item in items:
+            if key == "quantization_config" and item not in (None, {}, []):
+                return f"{path}.{key}", item
+            if isinstance(item, (dict, list)):
+                stack.append((f"{path}.{key}", item))
+    return None
 
 
 def from_hf_config(raw: dict[str, Any], source: str) -> dict[str, Any]:

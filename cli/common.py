@@ -6,17 +6,19 @@ from typing import Optional
 
 import typer
 
-from ..analysis.config import ModelConfig, bundled_names, load_model
-from ..analysis.params import count_params
+from ..analysis.config import MAX_INT, ModelConfig, bundled_names, load_model
+from ..analysis.params import ParamCount, count_params
 from .errors import UsageError
-from .render import warn
+from .render import FORMATS, count, warn
 
 ModelsArg = typer.Argument(
     None, metavar="[MODEL]...",
     help="Bundled name (see `llmcalc models`), a YAML file, or a Hugging Face config.json. "
          "None: every bundled model.")
-JsonOpt = typer.Option(False, "--json", help="Print only JSON to stdout.")
-BatchOpt = typer.Option(1, "--batch", help="Sequences.")
+FormatOpt = typer.Option("table", "--format",
+                         help="table | json | csv | markdown. CSV: raw integers, named as the JSON's keys.")
+JsonOpt = typer.Option(False, "--json", help="Short for --format json: only JSON on stdout.")
+BatchOpt = typer.Option("1", "--batch", help="Sequences, or a comma list (1,8,32): a row for each.")
 ExactOpt = typer.Option(False, "--exact", help="Exact integers instead of units.")
 
 
@@ -29,70 +31,118 @@ def family(cfg: ModelConfig) -> str:
 
 
 def family_order(cfg: ModelConfig) -> tuple[str, int]:
-    return family(cfg), count_params(cfg).total
+    return family(cfg), params_of(cfg).total
+
+
+# The counts of the configs load_models last gave, by id (each config held, so no id is reused):
+# every bundled model is counted once to sort them, and not again to show them.
+_counted: dict[int, tuple[ModelConfig, ParamCount]] = {}
+
+
+def params_of(cfg: ModelConfig) -> ParamCount:
+    """count_params(cfg), counted once for the configs of one command."""
+    if id(cfg) not in _counted:
+        _counted[id(cfg)] = (cfg, count_params(cfg))
+    return _counted[id(cfg)][1]
 
 
 def load_models(specs: Optional[list[str]]) -> list[ModelConfig]:
     """The configs named on the command line, or every bundled one (by family, then size)."""
+    _counted.clear()
     if specs:
         return [load_model(s) for s in specs]
     return sorted((load_model(n) for n in bundled_names()), key=family_order)
 
 
 def one_or_list(items: list, specs: Optional[list[str]]):
-    """JSON shape: an object for one model named on the command line, else a list."""
+    """JSON shape: an object for one model named on the command line with one workload (one
+    --seq, one --batch), else a list."""
     return items[0] if specs and len(items) == 1 else items
 
 
-def parse_seqs(text: Optional[str], option: str = "--seq") -> list[Optional[int]]:
-    """A comma list of positive integers; None (the model's context length) when not given."""
-    if text is None:
-        return [None]
+def output_format(fmt: str, json_out: bool) -> str:
+    """--format, with --json as its short form for json."""
+    choice(fmt, FORMATS, "--format")
+    if json_out and fmt not in ("table", "json"):
+        raise UsageError(f"--json means --format json; it cannot go with --format {fmt}")
+    return "json" if json_out else fmt
+
+
+def clip(text: str, limit: int = 80) -> str:
+    """A value as an error message quotes it: at most ``limit`` characters, so that a pasted
+    megabyte still gives a one-line message."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def shown(value: str) -> str:
+    return repr(clip(value))
+
+
+def parse_ints(text: str, option: str, single: str | None = None) -> list[int]:
+    """A comma list of positive integers (1_000 and 1000 alike). ``single``: the command
+    that takes one value only (its message says why)."""
+    parts = text.split(",")
+    if single and len(parts) > 1:
+        raise UsageError(f"{option} takes one value for {single}, got {shown(text)}")
     out = []
-    for part in text.split(","):
+    for part in parts:
         try:
-            value = int(part.strip().replace("_", ""))
+            value = int(part)
         except ValueError:
-            raise UsageError(f"{option} expects positive integers (a comma list), got {part!r}") from None
+            kind = "a positive integer" if single else "positive integers (a comma list)"
+            raise UsageError(f"{option} expects {kind}, got {shown(part)}") from None
         out.append(positive(value, option))
     return out
 
 
+def parse_seqs(text: Optional[str]) -> list[Optional[int]]:
+    """--seq as a list; [None] (each model's context length) when not given."""
+    return [None] if text is None else [*parse_ints(text, "--seq")]
+
+
 def positive(value: int, option: str) -> int:
+    """1 to 2^53, the integers a config may hold (analysis.config.MAX_INT): every figure stays
+    exact and within float range."""
     if value < 1:
-        raise UsageError(f"{option} must be >= 1, got {value}")
+        raise UsageError(f"{option} must be >= 1, got {clip(str(value))}")
+    if value > MAX_INT:
+        raise UsageError(f"{option} must be <= 2^53 = {MAX_INT:,}, got {clip(str(value))}")
     return value
 
 
 def choice(value: str, choices: tuple[str, ...], option: str) -> str:
     if value not in choices:
-        raise UsageError(f"{option} must be one of {', '.join(choices)}, got {value!r}")
+        raise UsageError(f"{option} must be one of {', '.join(choices)}, got {shown(value)}")
     return value
 
 
 def warn_past_context(cfg: ModelConfig, seq: int) -> None:
     if seq > cfg.context_length:
-        warn(f"{cfg.name}: --seq {seq:,} exceeds its context length ({cfg.context_length:,}); "
+        warn(f"{cfg.name}: --seq {count(seq)} exceeds its context length ({count(cfg.context_length)}); "
              "computing anyway")
 
 
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+_SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
                "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 
 def parse_size(text: str, option: str = "--budget") -> int:
-    """'80GiB', '80GB', '24G' (= GiB), '512MiB', '1e9' -> bytes. GB = 10^9, GiB = 2^30."""
+    """'80GiB', '80GB', '24G' (= GiB), '512MiB', '1e9B' -> bytes. GB = 10^9, GiB = 2^30. A bare
+    number is refused: 80 bytes is never what was meant."""
     import math
     import re
 
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = m.group(2).lower() if m else None
-    if m is None or unit not in _SIZE_UNITS:
-        raise UsageError(f"{option} expects a size such as 80GiB, 80GB, 24G or 512MiB, got {text!r}")
-    value = float(m.group(1)) * _SIZE_UNITS[unit]
+    if m and not m.group(2):
+        number = m.group(1) if len(m.group(1)) <= 12 else "80"
+        raise UsageError(f"{option} needs a unit: {number}GiB (2^30 bytes) or {number}GB (10^9 bytes), "
+                         f"got {shown(text)}")
+    if m is None or m.group(2).lower() not in _SIZE_UNITS:
+        raise UsageError(f"{option} expects a size such as 80GiB, 80GB, 24G or 512MiB, got {shown(text)}")
+    value = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
     if not math.isfinite(value):
-        raise UsageError(f"{option} is too large: {text!r}")
+        raise UsageError(f"{option} is too large: {shown(text)}")
     return positive(int(value), option)
 
 

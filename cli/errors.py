@@ -1,15 +1,32 @@
-"""The one place where domain errors become exit codes (DESIGN.md section 5)."""
+"""The one place where errors become exit codes (DESIGN.md section 5).
+
+Every failure ends as one line, ``Error: <message>``, on stderr (at most :data:`LINE`
+characters, control characters escaped) and an exit code, never a traceback or click's boxed
+usage text: 0 ok, 1 a verification check failed, 2 bad usage or a bad config (a closed stdout
+included), and :data:`EXIT_PIPE` when the reader of stdout went away (``llmcalc params | head -1``).
+"""
 
 from __future__ import annotations
 
+import io
+import os
 import sys
+from contextlib import contextmanager
 
 import typer
 from typer.core import TyperGroup
 
 from ..analysis.config import ConfigError
+from ..analysis.errors import LONG, shorten
+
+try:  # typer 0.27 carries its own copy of click
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # earlier typer uses click itself
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for any writer whose reader left (`yes | head -1`)
+LINE = 1000  # characters of an error line: room for every message llmcalc writes, not for an echoed file
 
 
 class UsageError(ValueError):
@@ -20,12 +37,108 @@ class VerificationFailed(Exception):
     """A check of `llmcalc verify` failed (the report is already printed): exit 1."""
 
 
+def _say(message: str) -> None:
+    """``Error: <message>`` as one line on stderr; nothing when stderr is closed or gone."""
+    try:
+        sys.stderr.write(f"Error: {shorten(message, LINE)}\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):  # None, a broken pipe, a closed file: the exit code tells
+        pass
+
+
+def _os_message(exc: OSError) -> str:
+    reason = exc.strerror or type(exc).__name__
+    return f"{shorten(str(exc.filename), LONG)}: {reason}" if exc.filename else reason
+
+
+def _silence_stdout() -> None:
+    """Point stdout's descriptor at /dev/null: the interpreter's last flush of what is still
+    buffered would otherwise fail again and print "Exception ignored" on stderr."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # no real descriptor (a test runner's stream)
+        pass
+
+
+@contextmanager
+def _reader_may_leave():
+    """A broken pipe (``| head -1`` has read enough) ends the run quietly with EXIT_PIPE, where
+    click and rich would exit 1."""
+    try:
+        yield
+    except BrokenPipeError:
+        _silence_stdout()
+        raise typer.Exit(EXIT_PIPE) from None
+    except SystemExit as exc:
+        if not isinstance(exc.__context__, BrokenPipeError):
+            raise
+        raise typer.Exit(EXIT_PIPE) from None  # rich's console.on_broken_pipe (stdout already silenced)
+
+
+def run(app) -> None:
+    """Run the application as a process: the console script's one boundary around everything
+    it does. stdout and stderr escape what they cannot encode (a lone surrogate from a config,
+    an ASCII terminal) instead of raising; a closed stdout is a usage error; a closed stderr
+    loses the error lines but not the exit code; a broken pipe ends the run quietly."""
+    if sys.stdout is None:  # started with stdout closed (`llmcalc params >&-`)
+        _say("standard output is closed: nowhere to write the results")
+        sys.exit(EXIT_USAGE)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+    code = EXIT_OK
+    try:
+        app()  # ends in SystemExit: ErrorHandlingGroup.main
+    except SystemExit as exc:
+        code = exc.code
+    try:  # what is still buffered: a reader that left after the last write shows up only here
+        sys.stdout.flush()
+    except OSError as exc:
+        _silence_stdout()
+        if isinstance(exc, BrokenPipeError):
+            code = EXIT_PIPE
+        elif not code:
+            _say(f"cannot write the results: {exc.strerror or type(exc).__name__}")
+            code = EXIT_USAGE
+    sys.exit(code)
+
+
 class ErrorHandlingGroup(TyperGroup):
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        """Parse and run the command line: click's usage errors (unknown option or command,
+        a value click cannot convert) as one line, like every other error, where Typer would
+        print a box; then exit with the code."""
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click_exceptions.ClickException as exc:
+            if type(exc).__name__ != "NoArgsIsHelpError":  # its help is already printed (Typer tests it so)
+                _say(exc.format_message())
+            code = EXIT_USAGE
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+    def make_context(self, *args, **kwargs):
+        with _reader_may_leave():  # --help and --version print while the command line is parsed
+            return super().make_context(*args, **kwargs)
+
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with _reader_may_leave():
+                return super().invoke(ctx)
         except VerificationFailed:
             raise typer.Exit(EXIT_FAILED) from None
         except (ConfigError, UsageError) as exc:
-            print(f"Error: {exc}", file=sys.stderr)
+            _say(str(exc))
+            raise typer.Exit(EXIT_USAGE) from None
+        except OSError as exc:  # a path the analysis did not read (an output file), a full disk
+            _say(_os_message(exc))
+            raise typer.Exit(EXIT_USAGE) from None
+        except RecursionError:  # a last resort: the readers bound nesting long before this
+            _say("input nested too deeply")
+            raise typer.Exit(EXIT_USAGE) from None
+        except OverflowError as exc:  # a last resort: an option far past any model (--seq 10^400)
+            _say(f"a number too large to compute with ({exc})")
             raise typer.Exit(EXIT_USAGE) from None

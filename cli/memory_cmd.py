@@ -11,6 +11,7 @@ from .common import (
     BatchOpt,
     DtypeOpt,
     ExactOpt,
+    FormatOpt,
     JsonOpt,
     KvDtypeOpt,
     ModelsArg,
@@ -19,12 +20,13 @@ from .common import (
     choice,
     load_models,
     one_or_list,
+    output_format,
+    parse_ints,
     parse_seqs,
     positive,
     warn_past_context,
 )
-from .errors import UsageError
-from .render import console, count, iec, print_json, share, show, warn
+from .render import Col, Report, Table, count, emit, iec, pick, share, text_col, warn
 
 if TYPE_CHECKING:
     from ..analysis.config import ModelConfig
@@ -48,34 +50,38 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
     return out
 
 
-def _explain(cfg: ModelConfig, m: dict, fmt) -> None:
+def _explain(cfg: ModelConfig, m: dict, fmt) -> Report:
+    """One model and workload: a row per part (CSV: every part, zero or not)."""
     from ..analysis.memory import PARTS
 
     rows = [(k, fmt(m[k]), share(m[k], m["total"])) for k in PARTS if m[k]]
-    title = (f"{cfg.name}: {m['mode']} memory, batch {m['batch']} x seq {m['seq_len']:,}, "
+    title = (f"{cfg.name}: {m['mode']} memory, batch {count(m['batch'])} x seq {count(m['seq_len'])}, "
              f"{m['dtype']}, {m['attention_impl']} attention" + (", recompute" if m["recompute"] else ""))
-    show(title, ["part", "bytes", "share"], rows, footer=["total", fmt(m["total"]), "100.0%"])
+    blocks: list = [Table([text_col("part", key=True), Col("bytes"), Col("share")], [rows], title,
+                          footer=["total", fmt(m["total"]), "100.0%"])]
     if m["mode"] == "train":
         kinds = m["activation_layer_groups"]
         if len(kinds) == 1:
-            console.print(f"activations per layer: {fmt(m['activations_per_layer'])} (x {cfg.n_layers} layers)")
+            blocks.append(f"activations per layer: {fmt(m['activations_per_layer'])} (x {cfg.n_layers} layers)")
         for label, n in kinds.items() if len(kinds) > 1 else ():
-            console.print(f"activations per layer, {label}: {fmt(n)}")
-        console.print(f"Korthikanti et al. sbh(34 + 5as/h): {fmt(m['korthikanti_per_layer'])} per layer "
+            blocks.append(f"activations per layer, {label}: {fmt(n)}")
+        blocks.append(f"Korthikanti et al. sbh(34 + 5as/h): {fmt(m['korthikanti_per_layer'])} per layer "
                       "(fp16 with dropout masks; llmcalc's reference has no dropout)")
-        console.print("attention: one layer's pre-softmax scores (eager; the softmax output and flash's "
+        blocks.append("attention: one layer's pre-softmax scores (eager; the softmax output and flash's "
                       "log-sum-exp are saved activations)")
     else:
-        console.print(f"attention: one layer's peak, {m['attention_queries']:,} queries x "
-                      f"{m['attention_keys']:,} keys; logits: the last position of each sequence")
+        blocks.append(f"attention: one layer's peak, {count(m['attention_queries'])} queries x "
+                      f"{count(m['attention_keys'])} keys; logits: the last position of each sequence")
+    workload = pick(m, "model", "mode", "seq_len", "batch")
+    return Report(m, [{**workload, "part": k, "bytes": m[k]} for k in PARTS], blocks)
 
 
 def memory(
     models: Optional[list[str]] = ModelsArg,
     mode: str = typer.Option("train", "--mode", help="train | inference."),
-    seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence. Default: the "
-                                      "model's context length."),
-    batch: int = BatchOpt,
+    seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence, or a comma list: a row "
+                                      "for each. Default: the model's context length."),
+    batch: str = BatchOpt,
     attention: str = typer.Option("flash", "--attention", help="eager | flash."),
     recompute: bool = typer.Option(False, "--recompute", help="train: full activation "
                                    "recomputation (keep only each block's input)."),
@@ -86,26 +92,28 @@ def memory(
                                         "per chunk."),
     optimizer: str = typer.Option("adam", "--optimizer", help="adam | adamw | sgd | sgd-momentum."),
     exact: bool = ExactOpt,
+    fmt: str = FormatOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """Memory by part: weights, gradients, optimizer state, activations and logits for
-    training; weights, KV cache, attention working memory and logits for inference.
+    training; weights, KV cache, attention working memory and logits for inference. One model
+    and one workload: a breakdown; several: a row for each model x seq x batch.
 
     Examples:
-      llmcalc memory mistral-7b --mode train --seq 4096
-      llmcalc memory gpt2-xl --mode train --seq 1024 --batch 8 --attention eager --recompute
-      llmcalc memory mistral-7b --mode inference --seq 16384 --chunk 4096 --batch 4
-      llmcalc memory --mode inference --seq 4096      # every bundled model side by side
+      llmcalc memory mistral-7b --seq 4096
+      llmcalc memory gpt2-xl --seq 1024 --batch 8 --recompute
+      llmcalc memory mistral-7b --mode inference --chunk 4096
+      llmcalc memory gpt2-xl --seq 1024,2048 --batch 1,8
+      llmcalc memory --mode inference --seq 4096
     """
     from ..analysis.run import ATTENTION_IMPLS, OPTIMIZER_STATES
 
+    fmt = output_format(fmt, json_out)
     choice(mode, MEMORY_MODES, "--mode")
     choice(attention, ATTENTION_IMPLS, "--attention")
     choice(optimizer, tuple(OPTIMIZER_STATES), "--optimizer")
-    if seq is not None and "," in seq:
-        raise UsageError("--seq takes one value for memory")
-    (seq_value,) = parse_seqs(seq)
-    positive(batch, "--batch")
+    seqs = parse_seqs(seq)
+    batches = parse_ints(batch, "--batch")
     if chunk is not None:
         positive(chunk, "--chunk")
     ignored = {"train": {"--chunk": chunk, "--kv-dtype": kv_dtype, "--weights-dtype": weights_dtype},
@@ -121,21 +129,27 @@ def memory(
     train = mode == "train"
     results = []
     for cfg in load_models(models):
-        s = seq_value or cfg.context_length
-        warn_past_context(cfg, s)
-        run = RunSpec("train" if train else "prefill", s, batch, attention, recompute=recompute and train,
-                      dtype=dtype, weights_dtype=None if train else weights_dtype,
-                      kv_dtype=None if train else kv_dtype, chunk=None if train else chunk,
-                      optimizer=optimizer if train else "adam")
-        results.append((cfg, memory_json(cfg, memory_report(cfg, run), mode)))
-    if json_out:
-        print_json(one_or_list([m for _, m in results], models))
-        return
-    fmt = count if exact else iec
+        for s in seqs:
+            s = s or cfg.context_length
+            warn_past_context(cfg, s)
+            for b in batches:
+                run = RunSpec("train" if train else "prefill", s, b, attention, recompute=recompute and train,
+                              dtype=dtype, weights_dtype=None if train else weights_dtype,
+                              kv_dtype=None if train else kv_dtype, chunk=None if train else chunk,
+                              optimizer=optimizer if train else "adam")
+                results.append((cfg, memory_json(cfg, memory_report(cfg, run), mode)))
+    fmt_bytes = count if exact else iec
     if len(results) == 1 and models:
-        _explain(*results[0], fmt)
+        emit(_explain(*results[0], fmt_bytes), fmt)
         return
-    shown = [p for p in PARTS if any(m[p] for _, m in results)]
-    rows = [(cfg.name, count(m["seq_len"]), *(fmt(m[p]) for p in shown), fmt(m["total"]))
-            for cfg, m in results]
-    show(f"{mode} memory, batch {batch}", ["model", "seq", *shown, "total"], rows)
+    records = [m for _, m in results]
+    shown = [p for p in PARTS if any(m[p] for m in records)]
+    several = len(batches) > 1
+    rows = [(m["model"], count(m["seq_len"]), *([count(m["batch"])] if several else []),
+             *(fmt_bytes(m[p]) for p in shown), fmt_bytes(m["total"])) for m in records]
+    table = Table([text_col("model", key=True), Col("seq", key=True), *([Col("batch", key=True)] if several else []),
+                   *map(Col, shown), Col("total")], [rows],
+                  f"{mode} memory" + ("" if several else f", batch {count(batches[0])}"))
+    csv = [pick(m, "model", "mode", "seq_len", "batch", "dtype", "weights_dtype", "kv_dtype", "attention_impl",
+                "recompute", *PARTS, "total") for m in records]
+    emit(Report(one_or_list(records, models), csv, [table]), fmt)

@@ -5,34 +5,45 @@ from __future__ import annotations
 from typing import Optional
 
 from ..analysis.config import DTYPE_BITS, ModelConfig
-from ..analysis.params import ParamCount, count_params, weight_bytes
-from .common import JsonOpt, ModelsArg, family, load_models, one_or_list
-from .render import console, count, group_json, group_label, iec, print_json, share, show
+from ..analysis.params import ParamCount, weight_bytes
+from .common import FormatOpt, JsonOpt, ModelsArg, family, load_models, one_or_list, output_format, params_of
+from .render import (
+    Col,
+    Report,
+    Styled,
+    Table,
+    count,
+    emit,
+    group_json,
+    group_label,
+    iec,
+    layer_list,
+    pick,
+    share,
+    text_col,
+)
 
 
-def _heads(cfg: ModelConfig) -> str:
-    return f"{cfg.n_heads}/{cfg.kv_heads}"
-
-
-def models(json_out: bool = JsonOpt) -> None:
+def models(fmt: str = FormatOpt, json_out: bool = JsonOpt) -> None:
     """List the bundled models.
 
-    Example: llmcalc models
+    Examples:
+      llmcalc models
+      llmcalc models --format csv
     """
-    cfgs = load_models(None)  # by family, then size
-    if json_out:
-        print_json([{"model": c.name, "family": family(c), "params": count_params(c).total, "n_layers": c.n_layers,
-                     "d_model": c.d_model, "n_heads": c.n_heads, "n_kv_heads": c.kv_heads,
-                     "context_length": c.context_length, "description": c.description}
-                    for c in cfgs])
-        return
+    fmt = output_format(fmt, json_out)
+    records = [{"model": c.name, "family": family(c), "params": params_of(c).total, "n_layers": c.n_layers,
+                "d_model": c.d_model, "n_heads": c.n_heads, "n_kv_heads": c.kv_heads,
+                "context_length": c.context_length, "description": c.description}
+               for c in load_models(None)]  # by family, then size
     sections: dict[str, list] = {}
-    for c in cfgs:
-        sections.setdefault(family(c), []).append(
-            (c.name, count(count_params(c).total), c.n_layers, c.d_model, _heads(c), count(c.context_length),
-             c.description))
-    show(None, ["model", "parameters", "layers", "d_model", "heads/kv", "context", "description"],
-         text_columns=(0, 6), sections=sections.values())
+    for r in records:
+        sections.setdefault(r["family"], []).append(
+            (r["model"], count(r["params"]), str(r["n_layers"]), str(r["d_model"]),
+             f"{r['n_heads']}/{r['n_kv_heads']}", count(r["context_length"]), r["description"]))
+    table = Table([text_col("model", key=True), Col("parameters"), Col("layers"), Col("d_model"), Col("heads/kv"),
+                   Col("context"), text_col("description", optional=True)], list(sections.values()))
+    emit(Report(records, records, [table]), fmt)
 
 
 def params_json(cfg: ModelConfig, p: ParamCount) -> dict:
@@ -43,55 +54,68 @@ def params_json(cfg: ModelConfig, p: ParamCount) -> dict:
             "weight_bytes": {dt: weight_bytes(p.total, dt) for dt in DTYPE_BITS}}
 
 
-def _breakdown(cfg: ModelConfig, p: ParamCount) -> None:
+def _breakdown(cfg: ModelConfig, p: ParamCount, record: dict) -> Report:
     """One row per component; with several layer kinds, one row group per kind (its
-    components per layer and over its layers) before the rest of the model."""
+    components per layer and over its layers) before the rest of the model. CSV: the same
+    rows, less the kinds' subtotals."""
     L = cfg.n_layers
+    csv = []
+
+    def row(layers: str, key: str, per_layer: int | None, n: int, indent: str = "") -> tuple:
+        csv.append({"model": cfg.name, "layers": layers, "component": key, "per_layer": per_layer, "params": n})
+        return indent + key, count(per_layer) if per_layer is not None else "", count(n), share(n, p.total)
+
+    columns = [text_col("component", key=True), Col("per layer"), Col("total"), Col("share")]
     if len(p.groups) == 1:
-        per_layer = p.groups[0][1]
-        rows = [(key, count(per_layer[key]) if key in per_layer else "", count(n), share(n, p.total))
+        group, per_layer = p.groups[0]
+        label = layer_list(group.layers)
+        rows = [row(label, key, per_layer[key], n) if key in per_layer else row("", key, None, n)
                 for key, n in p.components.items()]
-        show(f"{cfg.name}: parameters ({L} layers)", ["component", "per layer", "total", "share"], rows,
-             footer=["total", count(sum(per_layer.values())), count(p.total), "100.0%"])
+        table = Table(columns, [rows], f"{cfg.name}: parameters ({L} layers)",
+                      footer=["total", count(sum(per_layer.values())), count(p.total), "100.0%"])
     else:
         layer_keys = {k for _, per in p.groups for k in per}
-        sections = [[(f"[bold]{group_label(g)}[/bold]", count(sum(per.values())),
-                      count(sum(per.values()) * g.count), share(sum(per.values()) * g.count, p.total))]
-                    + [("  " + k, count(n), count(n * g.count), share(n * g.count, p.total)) for k, n in per.items()]
-                    for g, per in p.groups]
-        sections.append([(k, "", count(n), share(n, p.total)) for k, n in p.components.items()
-                         if k not in layer_keys])
-        show(f"{cfg.name}: parameters ({L} layers, {len(p.groups)} layer kinds)",
-             ["component", "per layer", "total", "share"], sections=sections,
-             footer=["total", "", count(p.total), "100.0%"])
-    if p.active != p.total:
-        console.print(f"active per token: {count(p.active)} ({share(p.active, p.total)} of total)")
-    console.print(f"embedding: {count(p.embedding)}   non-embedding: {count(p.non_embedding)}")
+        sections = []
+        for g, per in p.groups:
+            subtotal = sum(per.values())
+            sections.append([(Styled(group_label(g), "bold"), count(subtotal), count(subtotal * g.count),
+                              share(subtotal * g.count, p.total))]
+                            + [row(layer_list(g.layers), k, n, n * g.count, "  ") for k, n in per.items()])
+        sections.append([row("", k, None, n) for k, n in p.components.items() if k not in layer_keys])
+        table = Table(columns, sections, f"{cfg.name}: parameters ({L} layers, {len(p.groups)} layer kinds)",
+                      footer=["total", "", count(p.total), "100.0%"])
+    notes = [f"active per token: {count(p.active)} ({share(p.active, p.total)} of total)"] \
+        if p.active != p.total else []
+    notes.append(f"embedding: {count(p.embedding)}   non-embedding: {count(p.non_embedding)}")
     sizes = "   ".join(f"{dt} {iec(weight_bytes(p.total, dt))}" for dt in ("fp32", "bf16", "fp8", "int4"))
-    console.print(f"weights: {sizes}")
+    notes.append(f"weights: {sizes}")
     if cfg.tie_embeddings:
-        console.print("LM head tied to the token embedding: counted once, under embedding/token.")
+        notes.append("LM head tied to the token embedding: counted once, under embedding/token.")
+    return Report(record, csv, [table, *notes])
 
 
-def params(models: Optional[list[str]] = ModelsArg, json_out: bool = JsonOpt) -> None:
+def params(models: Optional[list[str]] = ModelsArg, fmt: str = FormatOpt, json_out: bool = JsonOpt) -> None:
     """Exact parameter counts: a per-component breakdown for one model, a row per model
     for several.
 
     Examples:
       llmcalc params gpt2-xl
       llmcalc params mixtral-8x7b --json
-      llmcalc params                 # every bundled model side by side
+      llmcalc params gpt2-xl --format csv
       llmcalc params ./my-model.yaml
+      llmcalc params          # every bundled model
     """
+    fmt = output_format(fmt, json_out)
     cfgs = load_models(models)
-    counts = [count_params(c) for c in cfgs]
-    if json_out:
-        print_json(one_or_list([params_json(c, p) for c, p in zip(cfgs, counts)], models))
-        return
+    counts = [params_of(c) for c in cfgs]
+    records = [params_json(c, p) for c, p in zip(cfgs, counts)]
     if len(cfgs) == 1 and models:
-        _breakdown(cfgs[0], counts[0])
+        emit(_breakdown(cfgs[0], counts[0], records[0]), fmt)
         return
     rows = [(c.name, count(p.total), count(p.active), count(p.embedding), count(p.non_embedding),
              iec(weight_bytes(p.total, c.dtype)) + f" ({c.dtype})") for c, p in zip(cfgs, counts)]
-    show("parameters", ["model", "total", "active", "embedding", "non-embedding",
-                                       "weights"], rows)
+    table = Table([text_col("model", key=True), Col("total"), Col("active"), Col("embedding"), Col("non-embedding"),
+                   Col("weights")], [rows], "parameters")
+    csv = [pick(r, "model", "total", "active", "embedding", "non_embedding", "n_layers",
+                *(f"weight_bytes.{dt}" for dt in DTYPE_BITS)) for r in records]
+    emit(Report(one_or_list(records, models), csv, [table]), fmt)

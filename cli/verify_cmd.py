@@ -6,9 +6,9 @@ from typing import Optional
 
 import typer
 
-from .common import JsonOpt, ModelsArg, choice, load_models, one_or_list, positive
+from .common import FormatOpt, JsonOpt, ModelsArg, choice, load_models, one_or_list, output_format, parse_ints
 from .errors import UsageError, VerificationFailed
-from .render import console, count, err_console, print_json, show, warn
+from .render import Col, Report, Table, count, emit, err_console, pick, text_col, verdict, warn
 
 DEVICES = ("auto", "meta", "cpu", "cuda")
 AGAINST = ("transformers",)
@@ -16,6 +16,21 @@ AGAINST = ("transformers",)
 
 def _fmt(x) -> str:
     return count(x) if isinstance(x, int) else f"{x:.1e}"
+
+
+def _difference(c) -> str:
+    """Measured less analytic for counts; a float check's measured figure is itself a difference."""
+    return _fmt(c.measured - c.analytic) if isinstance(c.analytic, int) else ""
+
+
+def _columns(analytic: str, measured: str) -> list[Col]:
+    return [text_col("check", key=True), Col(analytic), Col(measured), Col("difference"), Col("verdict")]
+
+
+def _csv(records: list[dict], *extra: str) -> list[dict]:
+    """A row per check of each model, named as the JSON's keys."""
+    return [{**pick(r, "model", "device", "against", "seq_len", "batch"),
+             **pick(c, "name", "analytic", "measured", "ok", *extra)} for r in records for c in r["checks"]]
 
 
 def _resolve_device(device: str, torch) -> str:
@@ -32,12 +47,14 @@ def verify(
     device: str = typer.Option("auto", "--device", help="meta: shapes only, any size. cpu: meta "
                                "checks plus real-tensor checks on a small copy. cuda: plus wall "
                                "time, FLOP/s and peak memory. auto: cuda if present, else cpu."),
-    seq: int = typer.Option(128, "--seq", help="Tokens per sequence for the FLOP checks."),
-    batch: int = typer.Option(2, "--batch", help="Sequences for the FLOP and KV-cache checks."),
+    seq: str = typer.Option("128", "--seq", help="Tokens per sequence for the FLOP checks. One value: "
+                            "verify checks the formulas, it is not a sweep."),
+    batch: str = typer.Option("2", "--batch", help="Sequences for the FLOP and KV-cache checks (one value)."),
     against: Optional[str] = typer.Option(
         None, "--against", help="transformers: check the analytic figures against transformers' own "
         "model for the model's Hugging Face config.json (built on meta: no weights, no network) "
         "instead of llmcalc's reference. Needs the hf extra."),
+    fmt: str = FormatOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """Build the reference PyTorch model from the same config and check every analytic
@@ -49,67 +66,72 @@ def verify(
     Examples:
       llmcalc verify gpt2-small --device cpu
       llmcalc verify mixtral-8x7b --device meta --json
-      llmcalc verify --device meta          # every bundled model (what CI runs)
+      llmcalc verify --device meta      # every bundled model
       llmcalc verify mistral-7b --against transformers
     """
+    fmt = output_format(fmt, json_out)
     choice(device, DEVICES, "--device")
-    positive(seq, "--seq")
-    positive(batch, "--batch")
+    (seq_value,) = parse_ints(seq, "--seq", single="verify (a check, not a sweep)")
+    (batch_value,) = parse_ints(batch, "--batch", single="verify (a check, not a sweep)")
     if against is not None:
         choice(against, AGAINST, "--against")
     cfgs = load_models(models)
     try:
         import torch
     except ImportError:
-        raise UsageError("llmcalc verify needs PyTorch: pip install 'llmcalc[verify]' "
-                         "(CPU machines: pip install torch==2.13.0 first)") from None
+        raise UsageError("llmcalc verify needs PyTorch 2.13: pip install torch==2.13.0 numpy (from llmcalc's "
+                         "source tree: pip install -e '.[verify]'; the PyPI project named llmcalc is "
+                         "unrelated)") from None
     from ..analysis.verify import torch_version_problem
 
     problem = torch_version_problem(torch.__version__)
     if problem:
         raise UsageError(problem)
     if against is not None:
-        return _verify_against(models, cfgs, seq, batch, json_out)
+        return _verify_against(models, cfgs, seq_value, batch_value, fmt)
     from ..analysis.verify.report import verify as run_checks
 
     dev = _resolve_device(device, torch)
     results = []
     if len(cfgs) > 1:
+        from rich.markup import escape
         from rich.progress import Progress
 
         with Progress(console=err_console, transient=True) as progress:
             task = progress.add_task("verifying", total=len(cfgs))
             for cfg in cfgs:
-                progress.update(task, description=f"verifying {cfg.name}")
-                results.append((cfg, run_checks(cfg, dev, seq, batch)))
+                progress.update(task, description=f"verifying {escape(cfg.name)}")
+                results.append((cfg, run_checks(cfg, dev, seq_value, batch_value)))
                 progress.advance(task)
     else:
-        results = [(cfg, run_checks(cfg, dev, seq, batch)) for cfg in cfgs]
-    ok = all(c.ok for _, checks in results for c in checks)
-    if json_out:
-        print_json(one_or_list([{"model": cfg.name, "device": dev, "seq_len": seq, "batch": batch,
-                                 "ok": all(c.ok for c in checks),
-                                 "checks": [{"name": c.name, "analytic": c.analytic,
-                                             "measured": c.measured, "ok": c.ok} for c in checks]}
-                                for cfg, checks in results], models))
-    else:
-        for cfg, checks in results:
-            rows = [(c.name, _fmt(c.analytic), _fmt(c.measured),
-                     _fmt(c.measured - c.analytic) if isinstance(c.analytic, int) else c.note,
-                     "[green]ok[/green]" if c.ok else "[red bold]FAIL[/red bold]") for c in checks]
-            passed = sum(c.ok for c in checks)
-            show(f"{cfg.name}: verify on {dev} (seq {seq}, batch {batch}): "
-                                f"{passed}/{len(checks)} checks pass",
-                                ["check", "analytic", "measured", "difference", "verdict"], rows)
-        console.print("Attention FLOPs on CPU: PyTorch counts 0 for the CPU flash-attention kernel; "
-                      "llmcalc registers PyTorch's own SDPA formulas for it (backward includes the "
-                      "score recomputation), and compares the fused kernel's scores+values backward "
-                      "as one figure.")
-    if not ok:
+        results = [(cfg, run_checks(cfg, dev, seq_value, batch_value)) for cfg in cfgs]
+    records = [{"model": cfg.name, "device": dev, "seq_len": seq_value, "batch": batch_value,
+                "ok": all(c.ok for c in checks),
+                "checks": [{"name": c.name, "analytic": c.analytic, "measured": c.measured, "ok": c.ok}
+                           for c in checks]}
+               for cfg, checks in results]
+    blocks: list = []
+    for cfg, checks in results:
+        rows = [(c.name, _fmt(c.analytic), _fmt(c.measured), _difference(c), verdict(c.ok)) for c in checks]
+        passed = sum(c.ok for c in checks)
+        blocks.append(Table(_columns("analytic", "measured"), [rows],
+                            f"{cfg.name}: verify on {dev} (seq {seq_value}, batch {batch_value}): "
+                            f"{passed}/{len(checks)} checks pass"))
+        notes: dict[str, list[str]] = {}
+        for c in checks:
+            if c.note:
+                notes.setdefault(c.note, []).append(c.name)
+        blocks += [f"{', '.join(names)}: {note}" for note, names in notes.items()]
+    blocks.append("Attention FLOPs on CPU: PyTorch counts 0 for the CPU flash-attention kernel; "
+                  "llmcalc registers PyTorch's own SDPA formulas for it (backward includes the "
+                  "score recomputation), and compares the fused kernel's scores+values backward "
+                  "as one figure.")
+    emit(Report(one_or_list(records, models), _csv(records), blocks), fmt)
+    if not all(r["ok"] for r in records):
         raise VerificationFailed()
 
 
-def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: int, json_out: bool) -> None:
+def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: int, fmt: str) -> None:
     """`--against transformers`: transformers' model on meta for each model's HF config."""
     from ..analysis.verify import against
 
@@ -128,27 +150,24 @@ def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: in
         raise UsageError(str(exc)) from None
     results = [(cfg, against.against_transformers(cfg, raw, seq, batch, str(path)))
                for cfg, raw, path in zip(cfgs, raws, paths)]
-    ok = all(c.ok for _, checks in results for c in checks)
-    if json_out:
-        print_json(one_or_list([{"model": cfg.name, "device": "meta", "against": "transformers",
-                                 "seq_len": seq, "batch": batch, "ok": all(c.ok for c in checks),
-                                 "checks": [{"name": c.name, "analytic": c.analytic, "measured": c.measured,
-                                             "ok": c.ok, "note": c.note} for c in checks]}
-                                for cfg, checks in results], models))
-    else:
-        for cfg, checks in results:
-            rows = [(c.name, _fmt(c.analytic), _fmt(c.measured), _fmt(c.measured - c.analytic),
-                     "[green]ok[/green]" if c.ok else "[red bold]FAIL[/red bold]") for c in checks]
-            show(f"{cfg.name}: verify against transformers on meta (seq {seq}, batch {batch}, eager "
-                 f"attention): {sum(c.ok for c in checks)}/{len(checks)} checks pass",
-                 ["check", "llmcalc", "transformers", "difference", "verdict"], rows)
-            for c in checks:
-                if not c.ok:
-                    console.print(f"{cfg.name}: {c.name} differs: llmcalc {_fmt(c.analytic)}, "
-                                  f"transformers {_fmt(c.measured)}" + (f" ({c.note})" if c.note else ""))
-        console.print("KV cache in transformers' convention: after a prefill of S tokens a sliding layer "
-                      "keeps min(S, W - 1) tokens,")
-        console.print("where llmcalc's rolling buffer holds W during the next decode step. "
-                      "MLA caches the latent and the shared RoPE key in both.")
-    if not ok:
+    records = [{"model": cfg.name, "device": "meta", "against": "transformers", "seq_len": seq, "batch": batch,
+                "ok": all(c.ok for c in checks),
+                "checks": [{"name": c.name, "analytic": c.analytic, "measured": c.measured, "ok": c.ok,
+                            "note": c.note} for c in checks]}
+               for cfg, checks in results]
+    blocks: list = []
+    for cfg, checks in results:
+        rows = [(c.name, _fmt(c.analytic), _fmt(c.measured), _fmt(c.measured - c.analytic), verdict(c.ok))
+                for c in checks]
+        blocks.append(Table(_columns("llmcalc", "transformers"), [rows],
+                            f"{cfg.name}: verify against transformers on meta (seq {seq}, batch {batch}, eager "
+                            f"attention): {sum(c.ok for c in checks)}/{len(checks)} checks pass"))
+        blocks += [f"{cfg.name}: {c.name} differs: llmcalc {_fmt(c.analytic)}, transformers {_fmt(c.measured)}"
+                   + (f" ({c.note})" if c.note else "") for c in checks if not c.ok]
+    blocks.append("KV cache in transformers' convention: after a prefill of S tokens a sliding layer "
+                  "keeps min(S, W - 1) tokens,")
+    blocks.append("where llmcalc's rolling buffer holds W during the next decode step. "
+                  "MLA caches the latent and the shared RoPE key in both.")
+    emit(Report(one_or_list(records, models), _csv(records, "note"), blocks), fmt)
+    if not all(r["ok"] for r in records):
         raise VerificationFailed()

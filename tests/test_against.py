@@ -127,8 +127,8 @@ def test_without_transformers_says_how_to_install(run, monkeypatch):
     monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now raises ImportError
     result = run("verify", "gpt2-small", *ARGS)
     assert result.exit_code == 2
-    assert result.stderr == ("Error: --against transformers needs transformers: pip install -e '.[hf]' "
-                             "(or pip install 'llmcalc[hf]')\n")
+    assert result.stderr == ("Error: --against transformers needs transformers: pip install transformers==5.23.0 "
+                             "(from llmcalc's source tree: pip install -e '.[hf]')\n")
 
 
 def test_bad_against_value(run):

@@ -248,8 +248,8 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
      [":10: key 'rotary_fraction': does not apply to attention: mla"]),
     (BASE + "attention: mla\n" + MLA.replace("v_head_dim: 4}", "v_head_dim: 4, q_lora: 8}"),
      [":9: key 'mla.q_lora': unknown key (did you mean 'q_lora_rank'?)"]),
-    (BASE + "attention: mla\n" + MLA.replace("v_head_dim: 4, ", "").replace("}", ", v_head_dim: 4}")
-     .replace("kv_lora_rank: 8, ", ""), [":9: key 'mla.kv_lora_rank': missing required key"]),
+    (BASE + "attention: mla\n" + MLA.replace("kv_lora_rank: 8, ", ""),
+     [":9: key 'mla.kv_lora_rank': missing required key"]),
     (BASE + "attention: mla\n" + MLA.replace("kv_lora_rank: 8", "kv_lora_rank: 0"),
      [":9: key 'mla.kv_lora_rank': must be >= 1, got 0"]),
     (BASE + "attention: mla\n" + MLA.replace("}", ", q_lora_rank: 1.5}"),

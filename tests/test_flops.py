@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcalc.analysis.config import from_dict, load_bundled
-from llmcalc.analysis.flops import count_flops
+from llmcalc.analysis.flops import FAMILIES, count_flops
 from llmcalc.analysis.run import RunSpec
-from tests.strategies import valid_configs
+from tests.strategies import CONFIGS, valid_configs
 
 
 def test_gpt2_small_1024_forward_per_component():
@@ -147,3 +147,12 @@ def test_identities_over_random_configs(raw, seq, batch):
     dec = count_flops(cfg, RunSpec("decode", seq, batch)).forward.matmul
     assert dec["attention/scores"] == sum(2 * batch * h * min(seq, W or seq) * score for W in windows)
     assert dec["attention/values"] == sum(2 * batch * h * min(seq, W or seq) * value for W in windows)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_families_partition_the_matmul_flops(name):
+    """Every breakdown key falls in exactly one of the share columns' families (attention
+    projections, scores+values, MLP or MoE, LM head), so the shares add up to 100%."""
+    r = count_flops(CONFIGS[name], RunSpec("train", 64, 2)).total
+    assert sum(r.family_matmul(f) for f in FAMILIES) == r.matmul_total
+    assert r.family_matmul("attn scores+values") == r.matmul["attention/scores"] + r.matmul["attention/values"]

@@ -57,7 +57,7 @@ def test_inference_parts(run):
     (["--mode", "serve"], "Error: --mode must be one of train, inference, got 'serve'\n"),
     (["--dtype", "int4"], "Error: --dtype must be a float type (fp32, bf16, fp16) for compute, got 'int4'; "
                           "quantized weights: --weights-dtype\n"),
-    (["--seq", "1,2"], "Error: --seq takes one value for memory\n"),
+    (["--seq", "1,x"], "Error: --seq expects positive integers (a comma list), got 'x'\n"),
 ])
 def test_bad_input_exit_2(run, args, message):
     result = run("memory", "gpt2-small", *args)

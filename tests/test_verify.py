@@ -1,14 +1,17 @@
 """`llmcalc verify` and the property-based proof: analytic == measured on the meta device."""
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llmcalc.analysis.verify.report as report
-from llmcalc.analysis.config import from_dict
+from llmcalc.analysis.config import _bundled_dir, from_dict
 from tests.strategies import valid_configs
+
+BUNDLED = _bundled_dir()
 
 
 @settings(max_examples=25, deadline=None)
@@ -28,9 +31,13 @@ def test_random_configs_analytic_equals_measured(raw, seq, batch):
 
 
 @pytest.mark.parametrize("name", ["gpt2-small", "mistral-7b", "mixtral-8x7b"])
-def test_verify_json_bundled(run, name):
-    # CI runs the full default verify of every bundled model; here a short sequence
-    result = run("verify", name, "--device", "meta", "--seq", "32", "--batch", "1", "--json")
+def test_verify_json_bundled(run, config_file, name):
+    """The JSON of `verify`: every family of checks, all exact. CI runs the full default verify
+    of every bundled model just before the tests; here the bundled shapes with 2 layers (a
+    window, GQA, experts) and a short sequence."""
+    text = (BUNDLED / f"{name}.yaml").read_text()
+    path = config_file(re.sub(r"(?m)^n_layers: \d+$", "n_layers: 2", text))
+    result = run("verify", path, "--device", "meta", "--seq", "32", "--batch", "1", "--json")
     assert result.exit_code == 0, result.stdout
     data = json.loads(result.stdout)
     assert (data["model"], data["device"], data["ok"]) == (name, "meta", True)
@@ -52,7 +59,7 @@ def test_verify_cpu_runs_real_tensor_checks(run):
     assert all(c["measured"] < 1e-9 for c in real)
 
 
-def test_wrong_formula_fails_with_exit_1(run, monkeypatch):
+def test_wrong_formula_fails_with_exit_1(run, config_file, monkeypatch):
     real = report.count_params
 
     def off_by_one(cfg):
@@ -61,7 +68,8 @@ def test_wrong_formula_fails_with_exit_1(run, monkeypatch):
                            p.total + 1, p.active + 1)
 
     monkeypatch.setattr(report, "count_params", off_by_one)
-    result = run("verify", "gpt2-small", "--device", "meta")
+    path = config_file(re.sub(r"(?m)^n_layers: \d+$", "n_layers: 2", (BUNDLED / "gpt2-small.yaml").read_text()))
+    result = run("verify", path, "--device", "meta", "--seq", "8", "--batch", "1")
     assert result.exit_code == 1
     assert "FAIL" in result.stdout
 
@@ -81,8 +89,9 @@ def test_verify_without_torch_says_how_to_install(run, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
     result = run("verify", "gpt2-small")
     assert result.exit_code == 2
-    assert result.stderr == ("Error: llmcalc verify needs PyTorch: pip install 'llmcalc[verify]' "
-                             "(CPU machines: pip install torch==2.13.0 first)\n")
+    assert result.stderr == ("Error: llmcalc verify needs PyTorch 2.13: pip install torch==2.13.0 numpy (from "
+                             "llmcalc's source tree: pip install -e '.[verify]'; the PyPI project named llmcalc "
+                             "is unrelated)\n")
 
 
 def test_verify_rejects_an_untested_torch(run, monkeypatch):

@@ -37,7 +37,6 @@ components transformers has no counterpart for (``.../unmatched``), so totals st
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -46,7 +45,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..config import ModelConfig, _bundled_dir, bundled_names, load_model
+from ..config import ModelConfig, _bundled_dir, bundled_names, config_file, load_model, read_json, read_text
 from ..errors import ConfigError
 from ..flops import count_flops
 from ..layout import Layer
@@ -55,6 +54,7 @@ from ..plan import layer_plan
 from ..run import RunSpec, bytes_per
 from .check import Check
 from .measure import ModuleScope, _Counter, _storage_id
+from .report import check_sizes, on_deep_stack
 
 HF_DIR = _bundled_dir() / "hf"  # the published config.json of each bundled model
 
@@ -99,33 +99,32 @@ def import_transformers():
         import transformers
     except ImportError:
         raise TransformersMissing("--against transformers needs transformers: "
-                                  "pip install -e '.[hf]' (or pip install 'llmcalc[hf]')") from None
+                                  "pip install transformers==5.23.0 (from llmcalc's source tree: "
+                                  "pip install -e '.[hf]')") from None
     return transformers
 
 
 # --- where the Hugging Face config comes from ------------------------------------------------
 
 def hf_config_path(spec: str) -> Path:
-    """The ``config.json`` transformers builds from: the path itself, or for a bundled name
-    the shipped ``model_configs/hf/<name>.json``. ConfigError for a YAML (no HF config)."""
+    """The ``config.json`` transformers builds from: the path itself (a model directory's
+    config.json), or for a bundled name the shipped ``model_configs/hf/<name>.json``.
+    ConfigError for a YAML (no HF config)."""
     if spec in bundled_names():
         path = HF_DIR / f"{spec}.json"
         if not path.exists():
             raise ConfigError(f"bundled model {spec!r} ships no Hugging Face config.json "
                               f"(model_configs/hf/{spec}.json), so --against transformers cannot build it")
         return path
-    path = Path(spec)
-    if not spec.endswith(".json"):
+    path = config_file(Path(spec))
+    if path.suffix != ".json":
         raise ConfigError("--against transformers needs a Hugging Face config.json (or a bundled name); "
                           "a YAML config has no transformers model", spec)
     return path
 
 
 def read_hf_config(path: Path) -> dict[str, Any]:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read as JSON: {exc}", str(path)) from None
+    raw = read_json(read_text(path), str(path))
     if not isinstance(raw, dict) or not isinstance(raw.get("model_type"), str):
         raise ConfigError("not a Hugging Face config.json (no model_type)", str(path), "model_type")
     return raw
@@ -310,7 +309,13 @@ def kv_prefill(cfg: ModelConfig, seq: int) -> int:
 def against_transformers(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int,
                          source: str | None = None) -> list[Check]:
     """Parameters, forward/backward matmul FLOPs (eager) and KV-cache bytes of transformers'
-    model for ``raw`` against llmcalc's analytic figures for ``cfg``."""
+    model for ``raw`` against llmcalc's analytic figures for ``cfg`` (on a deep stack, as
+    ``report.verify``). ConfigError when ``seq`` and ``batch`` make tensors torch cannot address."""
+    check_sizes(cfg, seq, batch, max(seq, kv_prefill(cfg, seq)))
+    return on_deep_stack(_against, cfg, raw, seq, batch, source)
+
+
+def _against(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int, source: str | None) -> list[Check]:
     model = build_hf(raw, source)
     out = _compare("transformers/params", count_params(cfg).components, measure_params(model, cfg))
 

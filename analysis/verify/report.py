@@ -15,10 +15,14 @@ dropped, so the count is the one any routing gives.
 
 from __future__ import annotations
 
+import threading
+from typing import Any, Callable, TypeVar
+
 import torch
 
 from ..activations import activation_bytes
 from ..config import ModelConfig
+from ..errors import ConfigError
 from ..flops import count_flops
 from ..kvcache import kv_cache
 from ..params import count_params
@@ -36,6 +40,10 @@ from .measure import (
 )
 
 ATTENTION_KEYS = ("attention/scores", "attention/values")
+TORCH_BYTES = 2**63 - 1  # torch sizes tensors and storages in int64 bytes, on meta too
+STACK_BYTES = 2**30  # of the thread the checks run on: address space, committed only as used
+
+T = TypeVar("T")
 
 
 def _compare(prefix: str, analytic: dict[str, int], measured: dict[str, int]) -> list[Check]:
@@ -136,9 +144,65 @@ def real_tensor_checks(cfg: ModelConfig) -> list[Check]:
     return out
 
 
+def check_sizes(cfg: ModelConfig, seq: int, batch: int, longest: int) -> None:
+    """ConfigError unless every tensor the checks make fits in what torch can address.
+    ``longest``: the longest sequence a check runs (``seq``, or a prefill past every window).
+    Elements are counted at 8 bytes (int64 positions, float64 tables), over a generous width
+    per token: the logits, the eager score rows, and every projection of a layer."""
+    widths = [cfg.vocab_size, cfg.n_heads * longest, cfg.d_model, 2 * cfg.d_ff, cfg.q_width, cfg.kv_width]
+    if cfg.mla is not None:
+        m = cfg.mla
+        widths += [cfg.n_heads * (m.qk_nope_head_dim + max(m.qk_rope_head_dim, m.v_head_dim)),
+                   m.kv_lora_rank + m.qk_rope_head_dim, m.q_lora_rank or 0]
+    if cfg.moe is not None:
+        widths += [cfg.moe.num_experts, 2 * cfg.moe.experts_per_token * cfg.expert_width,
+                   2 * max(cfg.moe.shared_experts, 1) * cfg.shared_expert_width]
+    run = f"--seq {seq:,} with --batch {batch:,}" + (f" and a prefill of {longest:,} tokens" if longest > seq else "")
+    tensors = {  # what would be too large -> its elements
+        run: batch * longest * max(widths),
+        f"context_length {cfg.context_length:,}": cfg.context_length * max(cfg.d_model, cfg.head_size),
+        "its parameters": max(count_params(cfg).components.values()),
+    }
+    for what, elements in tensors.items():
+        if 8 * elements > TORCH_BYTES:
+            raise ConfigError(f"{what}: a tensor of {elements:.3g} elements would pass the 2^63 bytes torch "
+                              "can address", cfg.name)
+
+
+def on_deep_stack(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` on a thread with a STACK_BYTES stack. torch frees an autograd graph by
+    recursing through every node that has a Python object, and measuring gives nodes one
+    (FlopCounterMode's module tracker, ModuleScope's node lookups): a 2,000-layer model
+    overflowed the main thread's 8 MiB C stack, a segfault. 1 GiB holds millions of nodes."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = fn(*args)
+        except BaseException as exc:  # handed to the caller's thread as it is
+            outcome["error"] = exc
+
+    previous = threading.stack_size(STACK_BYTES)
+    try:
+        thread = threading.Thread(target=target, daemon=True)  # daemon: Ctrl-C does not wait for it
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def verify(cfg: ModelConfig, device: str, seq: int, batch: int) -> list[Check]:
     """All checks for one model. ``meta``: the shape checks; ``cpu``: plus the real-tensor
-    checks; ``cuda``: plus wall time, FLOP/s and peak memory (:mod:`analysis.verify.gpu`)."""
+    checks; ``cuda``: plus wall time, FLOP/s and peak memory (:mod:`analysis.verify.gpu`).
+    ConfigError when ``seq`` and ``batch`` or the model make tensors torch cannot address."""
+    check_sizes(cfg, seq, batch, max([seq, *(prefill + decode for prefill, decode in kv_spans(cfg))]))
+    return on_deep_stack(_checks, cfg, device, seq, batch)
+
+
+def _checks(cfg: ModelConfig, device: str, seq: int, batch: int) -> list[Check]:
     meta = "meta"
     out = param_checks(cfg)
     for attention in ("eager", "flash"):

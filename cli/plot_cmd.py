@@ -1,0 +1,250 @@
+"""`llmcalc plot`: charts of the analytic figures as PNG or SVG (matplotlib, the plot extra).
+
+Every number comes from the analysis functions the flops, kvcache and memory commands call;
+this module only picks the workloads and draws them. matplotlib is imported inside the
+command, so no other command imports it or needs it installed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+from ..analysis.run import ATTENTION_IMPLS, MODES, RunSpec
+from .common import (
+    KvDtypeOpt,
+    ModelsArg,
+    checked_dtypes,
+    choice,
+    load_models,
+    parse_seqs,
+    parse_size,
+    positive,
+    warn_past_context,
+)
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ..analysis.config import ModelConfig
+
+KINDS = ("flops", "kvcache", "memory")
+SUFFIXES = (".png", ".svg")
+MEMORY_MODES = ("train", "inference")  # as `llmcalc memory`: inference is a prefill of --seq tokens
+DPI = 100  # figure sizes are whole multiples of 0.25 in, so pixel sizes are exact
+GIB = 2**30
+LINESTYLES = ("-", "-.", ":")
+# The options that mean something for each kind; any other one given is a usage error.
+APPLIES = {"--mode": ("flops", "memory"), "--attention": ("flops", "memory"), "--causal": ("flops",),
+           "--kv-dtype": ("kvcache", "memory"), "--budget": ("kvcache", "memory")}
+
+
+def default_seqs(context: int) -> list[int]:
+    """Powers of two from 512 up to the context length, and the context length itself."""
+    return [2**k for k in range(9, context.bit_length()) if 2**k < context] + [context]
+
+
+def _tokens(n: float, _pos: object = None) -> str:
+    """Axis label of a token count: 1024 -> 1k, 163840 -> 160k."""
+    n = int(round(n))
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else f"{n:,}"
+
+
+def _bytes(n: float, _pos: object = None) -> str:
+    """Axis label of a power-of-two byte count: 512 MiB, 4 GiB."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n:g} B"
+
+
+def _log2_tokens(ax: Axes, label: str) -> None:
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(LogLocator(base=2))
+    ax.xaxis.set_major_formatter(FuncFormatter(_tokens))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(label)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _budget_line(ax: Axes, budget_bytes: Optional[int], unit: int) -> None:
+    """A horizontal line at the budget, on an axis counting ``unit`` bytes."""
+    if budget_bytes is not None:
+        ax.axhline(budget_bytes / unit, color="black", linestyle="--", linewidth=1.2,
+                   label=f"budget {budget_bytes / GIB:,.4g} GiB")
+
+
+def _flops(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run: RunSpec,
+           budget_bytes: None) -> None:
+    """One panel per model: each component family's share of the matmul FLOPs against seq
+    (``budget_bytes``: always None, --budget does not apply to FLOPs)."""
+    from ..analysis.flops import FAMILIES, count_flops
+
+    cols = min(3, len(cfgs))
+    axes = fig.subplots(-(-len(cfgs) // cols), cols, squeeze=False, sharey=True).flat
+    for cfg, ax in zip(cfgs, axes):
+        points = _model_seqs(cfg, seqs)
+        totals = [count_flops(cfg, run.replace(seq=s)).total for s in points]
+        for name in FAMILIES:
+            ax.plot(points, [100 * t.family_matmul(name) / t.matmul_total for t in totals],
+                    marker="o", markersize=3, label=name)
+        _log2_tokens(ax, "context (tokens per sequence)" if run.mode == "decode" else "sequence length (tokens)")
+        ax.set_title(cfg.name)
+        ax.set_ylim(0, 100)
+        if ax.get_subplotspec().is_first_col():  # the panels share the y axis
+            ax.set_ylabel("share of matmul FLOPs (%)")
+    for ax in axes:  # the grid's cells past the last model
+        ax.set_visible(False)
+    fig.legend(*fig.axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=len(FAMILIES))
+    backward = f", {run.attention} backward" if run.mode == "train" else ""
+    fig.suptitle(f"{run.mode} matmul FLOPs by component, batch {run.batch}, "
+                 f"{'causal' if run.causal else 'dense'} attention{backward}")
+
+
+def _kvcache(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run: RunSpec,
+             budget_bytes: Optional[int]) -> None:
+    """One line per model: the KV cache of every layer against the context (a window flattens it)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    from ..analysis.kvcache import kv_cache
+
+    ax = fig.subplots()
+    dtypes = set()
+    for i, cfg in enumerate(cfgs):
+        points = _model_seqs(cfg, seqs)
+        caches = [kv_cache(cfg, run.replace(seq=s)) for s in points]
+        dtypes |= {c.kv_dtype for c in caches}
+        ax.plot(points, [c.bytes for c in caches], marker="o", markersize=3, label=cfg.name,
+                linestyle=LINESTYLES[i // 10 % len(LINESTYLES)])  # the palette has 10 colours
+    _budget_line(ax, budget_bytes, 1)
+    _log2_tokens(ax, "context (tokens per sequence)")
+    ax.set_yscale("log", base=2)  # caches double with the context: one tick per doubling
+    ax.yaxis.set_major_locator(LogLocator(base=2))
+    ax.yaxis.set_major_formatter(FuncFormatter(_bytes))
+    ax.set_ylabel("KV cache of every layer (bytes)")
+    fig.legend(loc="outside right center")  # beside the axes: the lines fill them corner to corner
+    ax.set_title(f"KV cache against context: batch {run.batch}, {', '.join(sorted(dtypes))}")
+
+
+def _memory(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run: RunSpec,
+            budget_bytes: Optional[int]) -> None:
+    """One stacked bar per model: the parts of analysis.memory (those that are not 0 for every model)."""
+    from ..analysis.memory import PARTS, memory
+
+    reports = []
+    for cfg in cfgs:
+        s = seqs[0] or cfg.context_length
+        warn_past_context(cfg, s)
+        reports.append(memory(cfg, run.replace(seq=s)))
+    ax = fig.subplots()
+    rotate = len(cfgs) > 6  # more names than fit side by side
+    sep = ", " if rotate else "\n"
+    names = [f"{cfg.name}{sep}{_tokens(m.run.seq)} tokens" for cfg, m in zip(cfgs, reports)]
+    bottom = [0.0] * len(cfgs)
+    for part in PARTS:
+        heights = [m.parts[part] / GIB for m in reports]
+        if any(heights):
+            ax.bar(names, heights, bottom=bottom, label=part.replace("_", " "))
+            bottom = [b + h for b, h in zip(bottom, heights)]
+    for x, m in enumerate(reports):
+        ax.annotate(f"{m.total / GIB:,.1f}", (x, m.total / GIB), ha="center", va="bottom", fontsize=8)
+    _budget_line(ax, budget_bytes, GIB)
+    ax.set_ylabel("memory (GiB)")
+    if rotate:
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", rotation_mode="anchor")
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles[::-1], labels[::-1], loc="outside right center")  # top to bottom, as stacked
+    workload = "training step" if run.mode == "train" else "inference (prefill)"
+    fig.suptitle(f"Memory by part, {workload}: batch {run.batch}, {run.attention} attention")
+
+
+def _model_seqs(cfg: ModelConfig, seqs: list[Optional[int]]) -> list[int]:
+    """--seq as given (warned once when past the context length), else default_seqs."""
+    if seqs == [None]:
+        return default_seqs(cfg.context_length)
+    warn_past_context(cfg, max(seqs))
+    return sorted(set(seqs))
+
+
+DRAW = {"flops": _flops, "kvcache": _kvcache, "memory": _memory}
+
+
+def _size(kind: str, n_models: int) -> tuple[float, float]:
+    """Inches: a 5 x 3.5 panel per model (3 a row) for flops, wider bars for more models."""
+    if kind == "flops":
+        cols, rows = min(3, n_models), -(-n_models // min(3, n_models))
+        return max(7.0, 5.0 * cols), 3.5 * rows + 1.25
+    if kind == "memory":
+        return max(7.0, 0.75 * n_models + 3.0), 5.5
+    return 9.0, 5.5
+
+
+def plot(
+    kind: str = typer.Argument(..., metavar="KIND", help="flops | kvcache | memory."),
+    models: Optional[list[str]] = ModelsArg,
+    out: str = typer.Option(..., "--out", help="The image to write: FILE.png or FILE.svg."),
+    seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence, a comma list for flops and "
+                                      "kvcache. Default: powers of two from 512 to each model's context "
+                                      "length (flops, kvcache); the context length (memory)."),
+    batch: int = typer.Option(1, "--batch", help="Sequences (one value: the chart's workload)."),
+    mode: Optional[str] = typer.Option(None, "--mode", help="flops: train | prefill | decode; memory: "
+                                       "train | inference. Default: train."),
+    attention: Optional[str] = typer.Option(None, "--attention", help="flops, memory: eager | flash "
+                                            "(default)."),
+    causal: bool = typer.Option(False, "--causal", help="flops: count only unmasked query-key pairs."),
+    kv_dtype: Optional[str] = KvDtypeOpt,
+    budget: Optional[str] = typer.Option(None, "--budget", help="kvcache, memory: a device's memory drawn "
+                                         "as a horizontal line: 80GiB, 80GB (10^9), 24G (= GiB)."),
+) -> None:
+    """Charts: FLOP shares against sequence length, KV cache against context, memory by part.
+
+    Examples:
+      llmcalc plot flops gpt2-xl llama-3.1-8b --out flops.png
+      llmcalc plot kvcache mistral-7b llama-2-7b gemma-2-9b --batch 8 --budget 80GiB --out kv.svg
+      llmcalc plot memory llama-2-7b mistral-7b --mode train --seq 4096 --out memory.png
+    """
+    choice(kind, KINDS, "KIND")
+    path = Path(out)
+    if path.suffix.lower() not in SUFFIXES:
+        raise UsageError(f"--out must end in .png or .svg, got {out!r}")
+    if not path.parent.is_dir():
+        raise UsageError(f"--out: no such directory {str(path.parent)!r}")
+    given = {"--mode": mode, "--attention": attention, "--causal": causal or None, "--kv-dtype": kv_dtype,
+             "--budget": budget}
+    for option, value in given.items():
+        if value is not None and kind not in APPLIES[option]:
+            raise UsageError(f"{option} does not apply to plot {kind}")
+    seqs = parse_seqs(seq)
+    positive(batch, "--batch")
+    choice(attention or "flash", ATTENTION_IMPLS, "--attention")
+    checked_dtypes(None, None, kv_dtype)
+    budget_bytes = parse_size(budget) if budget is not None else None
+    if kind == "flops":
+        run = RunSpec(choice(mode or "train", MODES, "--mode"), None, batch, attention or "flash", causal)
+    elif kind == "kvcache":
+        run = RunSpec("decode", None, batch, kv_dtype=kv_dtype)
+    else:
+        train = choice(mode or "train", MEMORY_MODES, "--mode") == "train"
+        if len(seqs) > 1:
+            raise UsageError("--seq takes one value for plot memory")
+        if train and kv_dtype is not None:
+            raise UsageError("--kv-dtype applies to plot memory --mode inference only")
+        run = RunSpec("train" if train else "prefill", None, batch, attention or "flash", kv_dtype=kv_dtype)
+    try:
+        # A Figure of its own, not pyplot: no GUI backend, no global state. `import matplotlib.figure`
+        # imports the package itself first, so a missing matplotlib fails here.
+        import matplotlib.figure
+    except ImportError:
+        raise UsageError("llmcalc plot needs matplotlib: pip install matplotlib (from llmcalc's source tree: "
+                         "pip install -e '.[plot]')") from None
+    cfgs = load_models(models)
+    fig = matplotlib.figure.Figure(figsize=_size(kind, len(cfgs)), dpi=DPI, layout="constrained")
+    DRAW[kind](fig, cfgs, seqs, run, budget_bytes)
+    fig.savefig(path, dpi=DPI)
+    typer.echo(f"wrote {out}")
