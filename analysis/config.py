@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import json
 import math
 import os
@@ -574,14 +575,24 @@ def _bundled_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "model_configs"
 
 
+BUNDLED_JSON = "bundled.json"
+
+
+@functools.cache
+def _bundled() -> dict[str, dict]:
+    """Every bundled YAML (``model_configs/<name>.yaml``, the source, with its citations),
+    parsed, from ``model_configs/bundled.json``: reading it needs no YAML parser, whose import
+    alone is a sixth of an analytic command's start. tests/test_bundled.py keeps the two equal
+    (``python tests/test_bundled.py`` rewrites the JSON after a YAML changes)."""
+    return json.loads((_bundled_dir() / BUNDLED_JSON).read_text(encoding="utf-8"))
+
+
 def bundled_names() -> list[str]:
-    files = _bundled_dir().iterdir()
-    return sorted(f.name[:-5] for f in files if f.name.endswith(".yaml"))
+    return sorted(_bundled())
 
 
 def load_bundled(name: str) -> ModelConfig:
-    res = _bundled_dir() / f"{name}.yaml"
-    return load_text(res.read_text(encoding="utf-8"), f"model_configs/{name}.yaml")
+    return from_dict(_bundled()[name], f"model_configs/{name}.yaml")
 
 
 def load_model(spec: str) -> ModelConfig:
