@@ -130,8 +130,8 @@ _SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 def parse_size(text: str, option: str = "--budget") -> int:
     """'80GiB', '80GB', '24G' (= GiB), '512MiB', '1e9B' -> bytes. GB = 10^9, GiB = 2^30. A bare
     number is refused: 80 bytes is never what was meant."""
-    import math
     import re
+    from fractions import Fraction
 
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([a-zA-Z]*)\s*", text)
     if m and not m.group(2):
@@ -140,9 +140,15 @@ def parse_size(text: str, option: str = "--budget") -> int:
                          f"got {shown(text)}")
     if m is None or m.group(2).lower() not in _SIZE_UNITS:
         raise UsageError(f"{option} expects a size such as 80GiB, 80GB, 24G or 512MiB, got {shown(text)}")
-    value = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
-    if not math.isfinite(value):
-        raise UsageError(f"{option} is too large: {shown(text)}")
+    # exact arithmetic: 9007199254740993B is not 2^53, and 100.7B is not 100
+    try:
+        value = Fraction(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    except ValueError:  # past the 4,300 digits Python converts, so past 2^53 too
+        value = Fraction(MAX_INT + 1)
+    if value.denominator != 1:
+        raise UsageError(f"{option} is not a whole number of bytes: {shown(text)}")
+    if value > MAX_INT:
+        raise UsageError(f"{option} must be <= 2^53 = {MAX_INT:,} bytes, got {shown(text)}")
     return positive(int(value), option)
 
 

@@ -26,6 +26,7 @@ except ImportError:  # earlier typer uses click itself
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for any writer whose reader left (`yes | head -1`)
+EXIT_INTERRUPTED = 130  # 128 + SIGINT: Ctrl-C
 LINE = 1000  # characters of an error line: room for every message llmcalc writes, not for an echoed file
 
 
@@ -102,6 +103,11 @@ def run(app) -> None:
         elif not code:
             _say(f"cannot write the results: {exc.strerror or type(exc).__name__}")
             code = EXIT_USAGE
+    if code == EXIT_INTERRUPTED:
+        # verify's checks run on a thread of their own (analysis.verify.report.on_deep_stack)
+        # that may still be inside torch; an orderly interpreter shutdown would tear it down
+        # mid-call and abort (SIGABRT). Everything the user should see is flushed by now.
+        os._exit(code)
     sys.exit(code)
 
 
@@ -118,6 +124,8 @@ class ErrorHandlingGroup(TyperGroup):
             if type(exc).__name__ != "NoArgsIsHelpError":  # its help is already printed (Typer tests it so)
                 _say(exc.format_message())
             code = EXIT_USAGE
+        except typer.Abort:  # Ctrl-C: click turns KeyboardInterrupt into Abort
+            code = EXIT_INTERRUPTED
         sys.exit(code if isinstance(code, int) else EXIT_OK)
 
     def make_context(self, *args, **kwargs):

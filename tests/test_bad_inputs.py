@@ -4,8 +4,10 @@ pipe, closed streams, stdout encodings) run the real console entry point in a su
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -322,3 +324,14 @@ def test_output_any_stdout_can_encode(tmp_path, encoding, name, shown):
     proc = llmcalc("params", str(path), env={**os.environ, "PYTHONIOENCODING": encoding})
     assert (proc.returncode, proc.stderr) == (0, b"")
     assert proc.stdout.startswith(shown + b": parameters")
+
+
+def test_ctrl_c_during_verify_exits_130_quietly():
+    """SIGINT while verify's checks run on their own thread inside torch: exit 130 and no
+    message, not an abort of the interpreter tearing that thread down (SIGABRT)."""
+    proc = subprocess.Popen([sys.executable, "-c", MAIN, "verify", "mistral-7b", "--device", "meta"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(5)  # torch imported, the checks under way (they take seconds more)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (130, b"")

@@ -305,10 +305,16 @@ def test_units_past_float_range():
     assert si(1_500_000_000_000, "FLOP") == "1.50 TFLOP"
 
 
-def test_a_budget_past_2_53_bytes_is_refused(run):
-    result = run("kvcache", "gpt2-small", "--budget", "1e300B")
-    assert result.exit_code == 2 and result.stderr.count("\n") == 1
-    assert result.stderr.startswith("Error: --budget must be <= 2^53 = 9,007,199,254,740,992, got 1000000000")
+@pytest.mark.parametrize("budget, message", [
+    ("1e300B", "must be <= 2^53 = 9,007,199,254,740,992 bytes, got '1e300B'"),
+    # 2^53 + 1: not rounded to 2^53 as a float would
+    ("9007199254740993B", "must be <= 2^53 = 9,007,199,254,740,992 bytes, got '9007199254740993B'"),
+    ("100.7B", "is not a whole number of bytes: '100.7B'"),
+])
+def test_a_budget_is_read_exactly(run, budget, message):
+    result = run("kvcache", "gpt2-small", "--budget", budget)
+    assert (result.exit_code, result.stderr) == (2, f"Error: --budget {message}\n")
+    assert "budget 0.5KiB = 512 B = 512 bytes" in run("kvcache", "gpt2-small", "--budget", "0.5KiB").stdout
 
 
 @pytest.mark.parametrize("name", ["[/]", "[bold]x[/bold]", "[red]"])

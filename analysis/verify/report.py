@@ -172,8 +172,9 @@ def check_sizes(cfg: ModelConfig, seq: int, batch: int, longest: int) -> None:
 def on_deep_stack(fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)`` on a thread with a STACK_BYTES stack. torch frees an autograd graph by
     recursing through every node that has a Python object, and measuring gives nodes one
-    (FlopCounterMode's module tracker, ModuleScope's node lookups): a 2,000-layer model
-    overflowed the main thread's 8 MiB C stack, a segfault. 1 GiB holds millions of nodes."""
+    (ModuleScope's node lookups): a 2,000-layer model overflowed the main thread's 8 MiB C
+    stack, a segfault. 1 GiB holds millions of nodes. Ctrl-C: cli.errors ends the process
+    without waiting for this thread."""
     outcome: dict[str, Any] = {}
 
     def target() -> None:
@@ -184,7 +185,7 @@ def on_deep_stack(fn: Callable[..., T], *args: Any) -> T:
 
     previous = threading.stack_size(STACK_BYTES)
     try:
-        thread = threading.Thread(target=target, daemon=True)  # daemon: Ctrl-C does not wait for it
+        thread = threading.Thread(target=target, daemon=True)
         thread.start()
     finally:
         threading.stack_size(previous)
