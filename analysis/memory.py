@@ -30,6 +30,9 @@ from .plan import layer_plan
 from .run import OPTIMIZER_STATES, RunSpec, weight_bytes
 
 FP32 = 4
+# `llmcalc memory --mode` -> the RunSpec mode: inference is a prefill of the sequence (weights,
+# KV cache, attention working memory, last-position logits)
+MEMORY_MODES = {"train": "train", "inference": "prefill"}
 PARTS = ("weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits")
 
 

@@ -100,6 +100,17 @@ def parse_seqs(text: Optional[str]) -> list[Optional[int]]:
     return [None] if text is None else [*parse_ints(text, "--seq")]
 
 
+def workloads(cfgs: list[ModelConfig], seqs: list[Optional[int]], batches: list[int]):
+    """Every (model, seq, batch) of a sweep, in that order; a missing seq is the model's context
+    length, and a seq past it is computed with a warning (once per model and seq)."""
+    for cfg in cfgs:
+        for s in seqs:
+            s = s or cfg.context_length
+            warn_past_context(cfg, s)
+            for b in batches:
+                yield cfg, s, b
+
+
 def positive(value: int, option: str) -> int:
     """1 to 2^53, the integers a config may hold (analysis.config.MAX_INT): every figure stays
     exact and within float range."""

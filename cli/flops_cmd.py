@@ -18,7 +18,7 @@ from .common import (
     output_format,
     parse_ints,
     parse_seqs,
-    warn_past_context,
+    workloads,
 )
 from .render import Col, Report, Table, count, emit, group_json, group_label, pick, share, si, text_col
 
@@ -62,7 +62,7 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
                macs: bool) -> Report:
     """One model: ``r`` in the asked convention, ``other_report`` in the other one. CSV: a row
     per matmul component and per elementwise op."""
-    from ..analysis.flops import SCORES_VALUES, approximations
+    from ..analysis.flops import SCORES_VALUES
 
     w = r.run
     tot = r.total
@@ -101,12 +101,13 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
         blocks.append(f"backward: {_fmt(r.backward.total, exact)} (matmul {_fmt(r.backward.matmul_total, exact)})")
     blocks.append(f"total:    {_fmt(tot.total, exact)} (matmul {_fmt(tot.matmul_total, exact)}, "
                   f"elementwise {_fmt(tot.elementwise_total, exact)})")
-    approx = approximations(cfg, w)
+    approx = record["approximations"]
     rule = "6" if w.mode == "train" else "2"
-    for label, value in ((f"{rule}*N*tokens (N = non-embedding{' active' if cfg.moe else ''})", approx.six_n),
-                         (f"{rule}*N*tokens with embeddings", approx.six_n_with_embeddings),
+    for label, value in ((f"{rule}*N*tokens (N = non-embedding{' active' if cfg.moe else ''})",
+                          approx["six_n_tokens"]),
+                         (f"{rule}*N*tokens with embeddings", approx["six_n_tokens_with_embeddings"]),
                          ("PaLM (6N + 12LHQT) per token" if rule == "6" else
-                          "PaLM forward (2N + 4LHQT) per token", approx.palm)):
+                          "PaLM forward (2N + 4LHQT) per token", approx["palm"])):
         blocks.append(f"  {label}: {_fmt(value, exact)}  (exact matmul / this = {tot.matmul_total / value:.3f})")
     workload = pick(record, "model", "seq_len", "batch", "mode", "attention", "convention", "recompute")
     csv = [{**workload, "kind": kind, "component": k, "forward": fwd.get(k, 0), "backward": bwd.get(k, 0),
@@ -181,13 +182,9 @@ def flops(
     choice(mode, MODES, "--mode")
     choice(attention, ATTENTION_IMPLS, "--attention")
     runs = []
-    for cfg in load_models(models):
-        for s in seqs:
-            s = s or cfg.context_length
-            warn_past_context(cfg, s)
-            for b in batches:
-                run = RunSpec(mode, s, b, attention, causal, recompute, all_logits)
-                runs.append((cfg, count_flops(cfg, run), count_flops(cfg, run.replace(causal=not causal))))
+    for cfg, s, b in workloads(load_models(models), seqs, batches):
+        run = RunSpec(mode, s, b, attention, causal, recompute, all_logits)
+        runs.append((cfg, count_flops(cfg, run), count_flops(cfg, run.replace(causal=not causal))))
     records = [flops_json(*run) for run in runs]
     if len(runs) == 1 and models:
         emit(_breakdown(*runs[0], records[0], exact=exact, macs=macs), fmt)

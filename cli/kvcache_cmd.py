@@ -22,7 +22,7 @@ from .common import (
     parse_ints,
     parse_seqs,
     parse_size,
-    warn_past_context,
+    workloads,
 )
 from .render import Col, Report, Table, count, emit, group_json, group_label, iec, pick, text_col
 
@@ -60,37 +60,33 @@ def kvcache(
     budget_bytes = parse_size(budget) if budget is not None else None
     rows, out, groups = [], [], []
     fmt_bytes = count if exact else iec
-    for cfg in load_models(models):
-        for s in seqs:
-            s = s or cfg.context_length
-            warn_past_context(cfg, s)
-            for b in batches:
-                run = RunSpec("decode", s, b, dtype=dtype, weights_dtype=weights_dtype,
-                              kv_dtype=kv_dtype).resolve(cfg)
-                kv_dt, w_dt = run.kv_dtype, run.weights_dtype
-                c = kv_cache(cfg, run)
-                item = {"model": cfg.name, "seq_len": s, "batch": b, "kv_dtype": kv_dt,
-                        "cached_tokens": c.cached_tokens, "bytes_per_token": c.bytes_per_token,
-                        "bytes": c.bytes, "bytes_per_layer": c.bytes_per_layer,
-                        "layer_groups": [group_json(g.group, cached_tokens=g.cached_tokens,
-                                                    bytes_per_token=g.bytes_per_token, bytes=g.bytes)
-                                         for g in c.groups]}
-                key = [cfg.name, count(s)] + ([count(b)] if len(batches) > 1 else [])
-                if len(c.groups) > 1:
-                    groups += [(f"{cfg.name} {group_label(g.group)}", *key[1:], count(g.cached_tokens),
-                                fmt_bytes(g.bytes_per_token), fmt_bytes(g.bytes), fmt_bytes(g.bytes * g.group.count))
-                               for g in c.groups]
-                row = [*key, count(c.cached_tokens), fmt_bytes(c.bytes_per_token), fmt_bytes(c.bytes_per_layer),
-                       fmt_bytes(c.bytes)]
-                if budget_bytes is not None:
-                    fit = fit_budget(cfg, c, budget_bytes, w_dt)
-                    item.update(budget=budget_bytes, weights_dtype=w_dt, weights_bytes=fit.weights,
-                                max_batch=fit.max_batch, max_tokens=fit.max_tokens)
-                    row += [fmt_bytes(fit.weights) + f" ({w_dt})",
-                            count(fit.max_batch) if fit.free > 0 else "weights do not fit",
-                            count(fit.max_tokens) if fit.free > 0 else "-"]
-                out.append(item)
-                rows.append(row)
+    for cfg, s, b in workloads(load_models(models), seqs, batches):
+        run = RunSpec("decode", s, b, dtype=dtype, weights_dtype=weights_dtype,
+                      kv_dtype=kv_dtype).resolve(cfg)
+        kv_dt, w_dt = run.kv_dtype, run.weights_dtype
+        c = kv_cache(cfg, run)
+        item = {"model": cfg.name, "seq_len": s, "batch": b, "kv_dtype": kv_dt,
+                "cached_tokens": c.cached_tokens, "bytes_per_token": c.bytes_per_token,
+                "bytes": c.bytes, "bytes_per_layer": c.bytes_per_layer,
+                "layer_groups": [group_json(g.group, cached_tokens=g.cached_tokens,
+                                            bytes_per_token=g.bytes_per_token, bytes=g.bytes)
+                                 for g in c.groups]}
+        key = [cfg.name, count(s)] + ([count(b)] if len(batches) > 1 else [])
+        if len(c.groups) > 1:
+            groups += [(f"{cfg.name} {group_label(g.group)}", *key[1:], count(g.cached_tokens),
+                        fmt_bytes(g.bytes_per_token), fmt_bytes(g.bytes), fmt_bytes(g.bytes * g.group.count))
+                       for g in c.groups]
+        row = [*key, count(c.cached_tokens), fmt_bytes(c.bytes_per_token), fmt_bytes(c.bytes_per_layer),
+               fmt_bytes(c.bytes)]
+        if budget_bytes is not None:
+            fit = fit_budget(cfg, c, budget_bytes, w_dt)
+            item.update(budget=budget_bytes, weights_dtype=w_dt, weights_bytes=fit.weights,
+                        max_batch=fit.max_batch, max_tokens=fit.max_tokens)
+            row += [fmt_bytes(fit.weights) + f" ({w_dt})",
+                    count(fit.max_batch) if fit.free > 0 else "weights do not fit",
+                    count(fit.max_tokens) if fit.free > 0 else "-"]
+        out.append(item)
+        rows.append(row)
     several = len(batches) > 1
     key_cols = [Col("seq", key=True)] + ([Col("batch", key=True)] if several else [])
     cols = [text_col("model", key=True), *key_cols, Col("cached tokens"), Col("bytes/token"), Col("per layer"),

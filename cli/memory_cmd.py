@@ -24,7 +24,7 @@ from .common import (
     parse_ints,
     parse_seqs,
     positive,
-    warn_past_context,
+    workloads,
 )
 from .render import Col, Report, Table, count, emit, iec, pick, share, text_col, warn
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from ..analysis.config import ModelConfig
     from ..analysis.memory import MemoryReport
 
-MEMORY_MODES = ("train", "inference")  # inference: a prefill of --seq tokens (RunSpec mode "prefill")
 
 
 def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
@@ -106,10 +105,12 @@ def memory(
       llmcalc memory gpt2-xl --seq 1024,2048 --batch 1,8
       llmcalc memory --mode inference --seq 4096
     """
+    from ..analysis.memory import MEMORY_MODES, PARTS
+    from ..analysis.memory import memory as memory_report
     from ..analysis.run import ATTENTION_IMPLS, OPTIMIZER_STATES
 
     fmt = output_format(fmt, json_out)
-    choice(mode, MEMORY_MODES, "--mode")
+    choice(mode, tuple(MEMORY_MODES), "--mode")
     choice(attention, ATTENTION_IMPLS, "--attention")
     choice(optimizer, tuple(OPTIMIZER_STATES), "--optimizer")
     seqs = parse_seqs(seq)
@@ -122,22 +123,16 @@ def memory(
     for option, value in ignored.items():
         if value is not None:
             warn(f"{option} does not apply to --mode {mode}; ignored")
-    from ..analysis.memory import PARTS
-    from ..analysis.memory import memory as memory_report
 
     checked_dtypes(dtype, weights_dtype, kv_dtype)
     train = mode == "train"
     results = []
-    for cfg in load_models(models):
-        for s in seqs:
-            s = s or cfg.context_length
-            warn_past_context(cfg, s)
-            for b in batches:
-                run = RunSpec("train" if train else "prefill", s, b, attention, recompute=recompute and train,
-                              dtype=dtype, weights_dtype=None if train else weights_dtype,
-                              kv_dtype=None if train else kv_dtype, chunk=None if train else chunk,
-                              optimizer=optimizer if train else "adam")
-                results.append((cfg, memory_json(cfg, memory_report(cfg, run), mode)))
+    for cfg, s, b in workloads(load_models(models), seqs, batches):
+        run = RunSpec(MEMORY_MODES[mode], s, b, attention, recompute=recompute and train,
+                      dtype=dtype, weights_dtype=None if train else weights_dtype,
+                      kv_dtype=None if train else kv_dtype, chunk=None if train else chunk,
+                      optimizer=optimizer if train else "adam")
+        results.append((cfg, memory_json(cfg, memory_report(cfg, run), mode)))
     fmt_bytes = count if exact else iec
     if len(results) == 1 and models:
         emit(_explain(*results[0], fmt_bytes), fmt)

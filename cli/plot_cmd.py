@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 KINDS = ("flops", "kvcache", "memory")
 SUFFIXES = (".png", ".svg")
-MEMORY_MODES = ("train", "inference")  # as `llmcalc memory`: inference is a prefill of --seq tokens
 DPI = 100  # figure sizes are whole multiples of 0.25 in, so pixel sizes are exact
 GIB = 2**30
 LINESTYLES = ("-", "-.", ":")
@@ -230,12 +229,15 @@ def plot(
     elif kind == "kvcache":
         run = RunSpec("decode", None, batch, kv_dtype=kv_dtype)
     else:
-        train = choice(mode or "train", MEMORY_MODES, "--mode") == "train"
+        from ..analysis.memory import MEMORY_MODES
+
+        memory_mode = choice(mode or "train", tuple(MEMORY_MODES), "--mode")
+        train = memory_mode == "train"
         if len(seqs) > 1:
             raise UsageError("--seq takes one value for plot memory")
         if train and kv_dtype is not None:
             raise UsageError("--kv-dtype applies to plot memory --mode inference only")
-        run = RunSpec("train" if train else "prefill", None, batch, attention or "flash", kv_dtype=kv_dtype)
+        run = RunSpec(MEMORY_MODES[memory_mode], None, batch, attention or "flash", kv_dtype=kv_dtype)
     try:
         # A Figure of its own, not pyplot: no GUI backend, no global state. `import matplotlib.figure`
         # imports the package itself first, so a missing matplotlib fails here.
