@@ -21,6 +21,7 @@ import json
 import math
 import os
 import stat
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -107,6 +108,10 @@ def _text(required: bool) -> Check:
     def check(c: _Checker, key: str, value: Any) -> str:
         if not isinstance(value, str) or (required and not value.strip()):
             c.fail(key, f"must be a non-empty string, got {brief(value)}")
+        if any(unicodedata.category(ch) == "Cc" for ch in value):
+            # an escape sequence or a newline would rewrite the terminal or split a table row
+            # (a lone surrogate, from a directory name that is not UTF-8, is escaped on output)
+            c.fail(key, f"must be printable text (no control characters), got {brief(value)}")
         return value
     return check
 

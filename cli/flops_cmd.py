@@ -20,7 +20,7 @@ from .common import (
     parse_seqs,
     workloads,
 )
-from .render import Col, Report, Table, count, emit, group_json, group_label, pick, share, si, text_col
+from .render import Col, Report, Table, count, emit, group_json, group_label, pick, share, si, text_col, warn
 
 if TYPE_CHECKING:  # analysis.flops is imported where used: other commands start faster
     from ..analysis.config import ModelConfig
@@ -181,6 +181,10 @@ def flops(
     batches = parse_ints(batch, "--batch")
     choice(mode, MODES, "--mode")
     choice(attention, ATTENTION_IMPLS, "--attention")
+    for option, given, applies in (("--recompute", recompute, "train"), ("--all-logits", all_logits, "prefill")):
+        if given and mode != applies:  # as `llmcalc memory` does: say so, never count it silently
+            warn(f"{option} does not apply to --mode {mode}; ignored")
+    recompute, all_logits = recompute and mode == "train", all_logits and mode == "prefill"
     runs = []
     for cfg, s, b in workloads(load_models(models), seqs, batches):
         run = RunSpec(mode, s, b, attention, causal, recompute, all_logits)

@@ -335,3 +335,13 @@ def test_ctrl_c_during_verify_exits_130_quietly():
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (130, b"")
+
+
+@pytest.mark.parametrize("name", ["red\x1b[31m", "two\nlines", "tab\there"])
+def test_control_characters_in_a_name_are_refused(tmp_path, run, name):
+    """From a YAML or a config.json's _name_or_path, a name reaches every table title and row."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "llama", "_name_or_path": name, "vocab_size": 100, "hidden_size": 64,
+                                "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                                "max_position_embeddings": 128}))
+    assert "key 'name': must be printable text (no control characters)" in error_line(run("params", path))

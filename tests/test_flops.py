@@ -156,3 +156,12 @@ def test_families_partition_the_matmul_flops(name):
     r = count_flops(CONFIGS[name], RunSpec("train", 64, 2)).total
     assert sum(r.family_matmul(f) for f in FAMILIES) == r.matmul_total
     assert r.family_matmul("attn scores+values") == r.matmul["attention/scores"] + r.matmul["attention/values"]
+
+
+@pytest.mark.parametrize("mode, option", [("decode", "--recompute"), ("prefill", "--recompute"),
+                                          ("train", "--all-logits"), ("decode", "--all-logits")])
+def test_an_option_of_another_mode_is_ignored_with_a_warning(run, mode, option):
+    result = run("flops", "gpt2-small", "--seq", "64", "--mode", mode, option, "--json")
+    plain = run("flops", "gpt2-small", "--seq", "64", "--mode", mode, "--json")
+    assert result.exit_code == 0 and result.stdout == plain.stdout  # nothing counted, nothing claimed
+    assert result.stderr == f"Warning: {option} does not apply to --mode {mode}; ignored\n"
