@@ -75,6 +75,8 @@ def verify(
     (batch_value,) = parse_ints(batch, "--batch", single="verify (a check, not a sweep)")
     if against is not None:
         choice(against, AGAINST, "--against")
+        if device not in ("auto", "meta"):  # transformers' model is built on meta, whatever the machine
+            warn(f"--device {device} does not apply to --against transformers (built on meta); ignored")
     cfgs = load_models(models)
     try:
         import torch

@@ -154,3 +154,9 @@ def test_shipped_hf_config_reads_as_the_yaml(name):
     assert count_params(hf_cfg).components == count_params(yaml_cfg).components
     run = RunSpec("train", 64, 1, "eager")
     assert count_flops(hf_cfg, run).forward.matmul == count_flops(yaml_cfg, run).forward.matmul
+
+
+def test_device_does_not_apply_to_against(run):
+    result = run("verify", "gpt2-small", *ARGS, "--device", "cpu", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["device"] == "meta"
+    assert result.stderr == "Warning: --device cpu does not apply to --against transformers (built on meta); ignored\n"
