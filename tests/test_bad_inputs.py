@@ -285,6 +285,19 @@ def test_checks_run_on_a_stack_deep_enough_to_free_a_deep_graph():
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "freed\n", "")
 
 
+def test_checks_run_on_the_calling_thread_when_no_big_stack_can_start(monkeypatch):
+    """A tight `ulimit -v` leaves no room for the 1 GiB stack: the checks still run, here."""
+    import threading
+
+    from llmcalc.analysis.verify.report import on_deep_stack
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    assert on_deep_stack(threading.get_ident) == threading.get_ident()
+
+
 # -- the process: pipes, closed streams, encodings -----------------------------------------------
 
 @pytest.mark.parametrize("args", [("params",), ("--help",)])  # llmcalc's output; typer's help, through rich

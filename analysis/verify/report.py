@@ -187,6 +187,8 @@ def on_deep_stack(fn: Callable[..., T], *args: Any) -> T:
     try:
         thread = threading.Thread(target=target, daemon=True)
         thread.start()
+    except RuntimeError:  # no room for the stack (a tight `ulimit -v`): the main thread's will do
+        return fn(*args)  # for all but the deepest models
     finally:
         threading.stack_size(previous)
     thread.join()
