@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from ..analysis.config import MAX_INT, ModelConfig, bundled_names, load_model
+from ..analysis.errors import shorten
 from ..analysis.params import ParamCount, count_params
 from .errors import UsageError
 from .render import FORMATS, count, warn
@@ -68,14 +69,10 @@ def output_format(fmt: str, json_out: bool) -> str:
     return "json" if json_out else fmt
 
 
-def clip(text: str, limit: int = 80) -> str:
-    """A value as an error message quotes it: at most ``limit`` characters, so that a pasted
-    megabyte still gives a one-line message."""
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
 def shown(value: str) -> str:
-    return repr(clip(value))
+    """A value as an error message quotes it: one printable line of at most 80 characters
+    (analysis.errors.shorten, as ConfigError does), so a pasted megabyte still gives one line."""
+    return repr(shorten(value))
 
 
 def parse_ints(text: str, option: str, single: str | None = None) -> list[int]:
@@ -115,9 +112,9 @@ def positive(value: int, option: str) -> int:
     """1 to 2^53, the integers a config may hold (analysis.config.MAX_INT): every figure stays
     exact and within float range."""
     if value < 1:
-        raise UsageError(f"{option} must be >= 1, got {clip(str(value))}")
+        raise UsageError(f"{option} must be >= 1, got {shorten(str(value))}")
     if value > MAX_INT:
-        raise UsageError(f"{option} must be <= 2^53 = {MAX_INT:,}, got {clip(str(value))}")
+        raise UsageError(f"{option} must be <= 2^53 = {MAX_INT:,}, got {shorten(str(value))}")
     return value
 
 
