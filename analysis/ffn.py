@@ -20,7 +20,7 @@ from typing import Callable, Protocol
 from .config import ModelConfig
 from .inventory import Linear
 from .tape import INDEX, Tape, hidden
-from .variants import ACTIVATIONS, SOFTMAX_COST
+from .variants import ACTIVATIONS, SOFTMAX_COST, Op
 
 SIGMOID_COST = 3  # exp, add, divide
 
@@ -35,6 +35,11 @@ def mlp(cfg: ModelConfig, key: str, width: int, bias: bool, copies: int = 1, act
     return mats + [Linear(down, width, cfg.d_model, bias, copies, active)]
 
 
+def activation(cfg: ModelConfig, elements: int) -> Op:
+    """The activation over ``elements`` hidden elements: gated ones read gate and up, and write one."""
+    return Op("activation", elements, ACTIVATIONS[cfg.activation].cost, 3 if cfg.gated else 2)
+
+
 class FFNKind(Protocol):
     """What every FFN descriptor gives."""
 
@@ -43,7 +48,7 @@ class FFNKind(Protocol):
 
     def linears(self) -> list[Linear]: ...
 
-    def elementwise(self, tokens: int) -> dict[str, int]: ...
+    def ops(self, tokens: int) -> list[Op]: ...  # its elementwise ops over ``tokens`` tokens
 
     def saves(self, tape: Tape, T: int, x: str) -> None: ...
 
@@ -60,8 +65,8 @@ class Dense:
     def hidden_per_token(self) -> int:
         return self.cfg.d_ff
 
-    def elementwise(self, tokens: int) -> dict[str, int]:
-        return {"activation": ACTIVATIONS[self.cfg.activation].cost * tokens * self.hidden_per_token}
+    def ops(self, tokens: int) -> list[Op]:
+        return [activation(self.cfg, tokens * self.hidden_per_token)]
 
     def saves(self, tape: Tape, T: int, x: str) -> None:
         """What the MLP keeps for backward over ``T`` tokens; ``x`` names its input."""
@@ -92,14 +97,16 @@ class MoE:
         c, moe = self.cfg, self.cfg.moe
         return moe.experts_per_token * c.expert_width + moe.shared_experts * c.shared_expert_width
 
-    def elementwise(self, tokens: int) -> dict[str, int]:
+    def ops(self, tokens: int) -> list[Op]:
         c, moe, T, d = self.cfg, self.cfg.moe, tokens, self.cfg.d_model
-        out = {"activation": ACTIVATIONS[c.activation].cost * T * self.hidden_per_token,
-               "moe/routing": SOFTMAX_COST * T * moe.num_experts,
-               # weight each routed expert's output and accumulate; add the shared experts
-               "moe/combine": 2 * moe.experts_per_token * T * d + moe.shared_experts * T * d}
+        # weight each routed expert's output and accumulate it; add the shared experts' output
+        out = [activation(c, T * self.hidden_per_token),
+               Op("moe/routing", T * moe.num_experts, SOFTMAX_COST, 2),
+               Op("moe/combine", moe.experts_per_token * T * d, 2, 3)]
+        if moe.shared_experts:
+            out.append(Op("moe/combine", moe.shared_experts * T * d, 1, 3))
         if moe.shared_expert_gate:  # sigmoid of one logit, times the shared output
-            out["moe/shared_expert_gate"] = SIGMOID_COST * T + T * d
+            out += [Op("moe/shared_expert_gate", T, SIGMOID_COST, 2), Op("moe/shared_expert_gate", T * d, 1, 3)]
         return out
 
     def saves(self, tape: Tape, T: int, x: str) -> None:

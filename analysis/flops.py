@@ -31,7 +31,16 @@ from .layout import Layer, final_norm
 from .params import count_params
 from .plan import LayerGroup, LayerSpec, layer_plan
 from .run import RunSpec
-from .variants import POSITION_BIAS_COST, POSITIONS, ROPE_COST, SCORE_SCALE_COST, SOFTCAP_COST, SOFTMAX_COST, norm_cost
+from .variants import (
+    POSITION_BIAS_COST,
+    POSITIONS,
+    ROPE_COST,
+    SCORE_SCALE_COST,
+    SOFTCAP_COST,
+    SOFTMAX_COST,
+    Op,
+    norm_cost,
+)
 
 
 def _triangle(n: int, window: int | None) -> int:
@@ -46,18 +55,18 @@ def attended_pairs(spec: LayerSpec, run: RunSpec) -> int:
 
     Dense: every query against every key the kernel holds (``S x S`` for train and
     prefill; the ``min(seq, W)`` cached keys for decode). Causal: query at position p
-    sees ``min(p + 1, W)`` keys.
+    sees ``min(p + 1, W)`` keys. A chunk (``run.past``) runs the queries ``past..seq-1``.
     """
-    if run.mode == "decode":
-        return spec.keys_seen(run.seq)
-    if not run.causal:
-        return run.seq * run.seq
-    return _triangle(run.seq, spec.window)
+    n = run.query_len
+    if run.mode == "decode" or run.causal:
+        return _triangle(run.seq, spec.window) - _triangle(run.seq - n, spec.window)
+    return n * attended_keys(spec, run)
 
 
 def attended_keys(spec: LayerSpec, run: RunSpec) -> int:
-    """Keys one sequence's forward attends to: its ``seq`` tokens, or in decode the cache."""
-    return spec.keys_seen(run.seq) if run.mode == "decode" else run.seq
+    """Keys one sequence's forward reads: all ``seq`` without a window; with one, those of the
+    last query's window and of the ``query_len - 1`` before it (decode: ``min(seq, W)``)."""
+    return spec.keys_seen(run.seq + 1 - run.query_len) + run.query_len - 1
 
 
 SCORES_VALUES = ("attention/scores", "attention/values")
@@ -130,32 +139,58 @@ def layer_matmul(layer: Layer, run: RunSpec) -> dict[str, int]:
     return out
 
 
-def layer_elementwise(layer: Layer, run: RunSpec) -> dict[str, int]:
-    """Forward elementwise FLOPs of one layer, by op (costs in :mod:`analysis.variants`)."""
+def layer_ops(layer: Layer, run: RunSpec) -> list[Op]:
+    """Forward elementwise ops of one layer (costs in :mod:`analysis.variants`)."""
     cfg, T = layer.cfg, run.tokens
     keys = run.batch * attended_keys(layer.spec, run)
-    out: dict[str, int] = {}
-    for n in layer.norms():
-        _add(out, "norm", norm_cost(cfg.norm, n.weight, n.bias) * T * n.size * n.rows)
-    for m in layer.linears():
-        if m.bias:
-            _add(out, "bias", (keys if m.over_keys else T) * m.d_out * m.active)
+    ops = [Op("norm", T * n.size * n.rows, norm_cost(cfg.norm, n.weight, n.bias), 2) for n in layer.norms()]
+    ops += [Op("bias", (keys if m.over_keys else T) * m.d_out * m.active, 1, 0) for m in layer.linears() if m.bias]
     attn = layer.attention
     scores = run.batch * attn.heads * attended_pairs(layer.spec, run)
-    _add(out, "attention/scale", SCORE_SCALE_COST * scores)
+    ops.append(Op("attention/scale", scores, SCORE_SCALE_COST, 2, True))
     if cfg.attn_logit_softcap is not None:
-        _add(out, "attention/softcap", SOFTCAP_COST * scores)
-    _add(out, "attention/softmax", SOFTMAX_COST * scores)
-    if cfg.attention_sinks:  # one more logit in every softmax row
-        _add(out, "attention/sinks", SOFTMAX_COST * T * attn.heads)
-    if POSITIONS[cfg.position].score_bias:
-        _add(out, "attention/position_bias", POSITION_BIAS_COST * scores)
+        ops.append(Op("attention/softcap", scores, SOFTCAP_COST, 2, True))
+    ops.append(Op("attention/softmax", scores, SOFTMAX_COST, 2, True))
+    if cfg.attention_sinks:  # one more logit in every softmax row, read with it
+        ops.append(Op("attention/sinks", T * attn.heads, SOFTMAX_COST, 0, True))
+    if POSITIONS[cfg.position].score_bias:  # reads the bias and the scores, writes the scores
+        ops.append(Op("attention/position_bias", scores, POSITION_BIAS_COST, 3, True))
     if layer.spec.rope:
-        _add(out, "attention/rope", ROPE_COST * T * attn.rope_elements_per_token)
-    for key, n in layer.ffn.elementwise(T).items():
-        _add(out, key, n)
-    _add(out, "residual", 2 * T * cfg.d_model)
+        ops.append(Op("attention/rope", T * attn.rope_elements_per_token, ROPE_COST, 2))
+    ops += layer.ffn.ops(T)
+    ops.append(Op("residual", 2 * T * cfg.d_model, 1, 3))  # two adds, each reads two and writes one
+    return ops
+
+
+def totals(ops: list[Op]) -> dict[str, int]:
+    """FLOPs by key."""
+    out: dict[str, int] = {}
+    for op in ops:
+        _add(out, op.key, op.cost * op.elements)
     return out
+
+
+def layer_elementwise(layer: Layer, run: RunSpec) -> dict[str, int]:
+    """Forward elementwise FLOPs of one layer, by op."""
+    return totals(layer_ops(layer, run))
+
+
+def model_ops(cfg: ModelConfig, run: RunSpec) -> list[Op]:
+    """The elementwise ops outside the layers (run resolved)."""
+    T, d, V, n = run.tokens, cfg.d_model, cfg.vocab_size, run.logit_tokens
+    ops = []
+    final = final_norm(cfg)
+    if final is not None:
+        ops.append(Op("norm", n * d, norm_cost(cfg.norm, final.weight, final.bias), 2))
+    if cfg.lm_head_bias:
+        ops.append(Op("bias", n * V, 1, 0))
+    if cfg.final_logit_softcap is not None:
+        ops.append(Op("lm_head/softcap", n * V, SOFTCAP_COST, 2))
+    if POSITIONS[cfg.position].embedding:
+        ops.append(Op("position", T * d, 1, 3))
+    if cfg.embedding_scale is not None:
+        ops.append(Op("embedding/scale", T * d, 1, 2))
+    return ops
 
 
 def _scaled(d: dict[str, int], factor: int) -> dict[str, int]:
@@ -169,7 +204,7 @@ def _accumulate(into: dict[str, int], d: dict[str, int], factor: int = 1) -> Non
 
 def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     run = run.resolve(cfg)
-    T, d, V = run.tokens, cfg.d_model, cfg.vocab_size
+    d, V = cfg.d_model, cfg.vocab_size
     layers_mm: dict[str, int] = {}
     layers_ew: dict[str, int] = {}
     groups = []
@@ -181,17 +216,7 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
         _accumulate(layers_ew, layer_elementwise(layer, run), group.count)
     fwd_mm = {**layers_mm, "lm_head": 2 * run.logit_tokens * d * V}
     fwd_ew = dict(layers_ew)
-    final = final_norm(cfg)
-    if final is not None:
-        _add(fwd_ew, "norm", norm_cost(cfg.norm, final.weight, final.bias) * run.logit_tokens * d)
-    if cfg.lm_head_bias:
-        _add(fwd_ew, "bias", run.logit_tokens * V)
-    if cfg.final_logit_softcap is not None:
-        _add(fwd_ew, "lm_head/softcap", SOFTCAP_COST * run.logit_tokens * V)
-    if POSITIONS[cfg.position].embedding:
-        _add(fwd_ew, "position", T * d)
-    if cfg.embedding_scale is not None:
-        _add(fwd_ew, "embedding/scale", T * d)
+    _accumulate(fwd_ew, totals(model_ops(cfg, run)))
     forward = FlopBreakdown(fwd_mm, fwd_ew)
     if run.mode != "train":
         return FlopReport(run, forward, FlopBreakdown({}, {}), tuple(groups))

@@ -30,7 +30,9 @@ OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1}  # fp32 
 class RunSpec:
     """``train``: forward+backward over ``batch x seq`` tokens, logits everywhere.
     ``prefill``: forward over the prompt, logits for the last position unless ``all_logits``.
-    ``decode``: one new token per sequence whose context (cache plus itself) is ``seq``."""
+    ``decode``: one new token per sequence whose context (cache plus itself) is ``seq``.
+    A prefill with ``past`` P is one chunk of a chunked prefill: the queries at positions
+    ``P..seq-1`` against the P cached tokens and themselves (a decode is the chunk ``P = seq - 1``)."""
 
     mode: str = "train"
     seq: int | None = None  # None: the model's context length
@@ -44,6 +46,8 @@ class RunSpec:
     kv_dtype: str | None = None
     chunk: int | None = None  # chunked prefill: C tokens per chunk
     optimizer: str = "adam"
+    past: int = 0  # prefill: tokens already cached, the pass runs positions past..seq-1 (one chunk)
+    logits: bool = True  # prefill: False for a chunk before the last, which computes no logits
 
     def __post_init__(self) -> None:
         for name, value, choices in (("mode", self.mode, MODES), ("attention", self.attention, ATTENTION_IMPLS),
@@ -57,6 +61,11 @@ class RunSpec:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(self.past, bool) or not isinstance(self.past, int) or self.past < 0:
+            raise ValueError(f"past must be a non-negative integer, got {self.past!r}")
+        if self.past and (self.mode != "prefill" or self.seq is None or self.past >= self.seq):
+            raise ValueError(f"past applies to a prefill of more than past tokens, got {self.past} with "
+                             f"{self.mode} of {self.seq}")
 
     def resolve(self, cfg: ModelConfig) -> "RunSpec":
         """Every ``None`` replaced by its default for ``cfg`` (module docstring)."""
@@ -72,7 +81,7 @@ class RunSpec:
 
     @property
     def query_len(self) -> int:
-        return 1 if self.mode == "decode" else self._seq
+        return 1 if self.mode == "decode" else self._seq - self.past
 
     @property
     def tokens(self) -> int:
@@ -81,7 +90,7 @@ class RunSpec:
     @property
     def logit_tokens(self) -> int:
         if self.mode == "prefill" and not self.all_logits:
-            return self.batch
+            return self.batch if self.logits else 0
         return self.tokens
 
     @property

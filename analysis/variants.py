@@ -9,6 +9,7 @@ documented conventions, not measurements (FlopCounterMode counts only matmuls).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -71,3 +72,16 @@ ROPE_COST = 3  # x*cos + rotate(x)*sin per rotated element of q and k
 SCORE_SCALE_COST = 1  # scores / sqrt(score head size)
 POSITION_BIAS_COST = 1  # ALiBi or T5 relative bias added to each score
 SOFTCAP_COST = 3  # cap * tanh(x / cap): divide, tanh, multiply
+
+
+class Op(NamedTuple):
+    """An elementwise op: ``cost`` FLOPs on each of ``elements`` elements, reading and writing
+    ``io`` values per element (its memory traffic, :mod:`analysis.traffic`; 0: fused into the
+    kernel it follows, as a bias into its matmul). ``scores``: it runs over the score matrix,
+    which flash attention keeps on chip (fused into the attention kernel)."""
+
+    key: str
+    elements: int
+    cost: int
+    io: int
+    scores: bool = False

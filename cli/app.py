@@ -20,6 +20,8 @@ COMMANDS = {
     "flops": ("flops_cmd", "flops"),
     "kvcache": ("kvcache_cmd", "kvcache"),
     "memory": ("memory_cmd", "memory"),
+    "time": ("time_cmd", "time_command"),
+    "hardware": ("time_cmd", "hardware"),
     "verify": ("verify_cmd", "verify"),
     "plot": ("plot_cmd", "plot"),
 }

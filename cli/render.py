@@ -74,6 +74,18 @@ def si(n: int, unit: str = "") -> str:
     return _scaled(n, 1000, ("", "K", "M", "G", "T", "P", "E", "Z"), unit)
 
 
+def seconds(t: float) -> str:
+    """A duration in the unit that keeps it between 1 and 1,000 (hours and days past an hour)."""
+    if t >= 86_400:
+        return f"{t / 86_400:,.2f} days"
+    if t >= 3_600:
+        return f"{t / 3_600:,.2f} h"
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if t >= scale:
+            return f"{t / scale:.2f} {unit}"
+    return f"{t * 1e9:.2f} ns"
+
+
 def share(part: int, whole: int) -> str:
     if not whole:
         return "-"

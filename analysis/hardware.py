@@ -1,0 +1,149 @@
+"""Accelerator specs: what the roofline of :mod:`analysis.timing` needs (DESIGN.md section 8).
+
+A spec is a YAML file (bundled ones in ``model_configs/hardware/``, each citing its datasheet):
+
+- ``name``, ``description``, ``source`` (the datasheet);
+- ``memory``: a size (``80GB`` = 80 * 10^9 bytes, ``80GiB`` = 80 * 2^30);
+- ``memory_bandwidth``: a rate (``3.35TB/s``);
+- ``peak_flops``: dense peak FLOP/s per dtype (``bf16: 989.4TFLOP/s``; ``fp32`` is the vector,
+  non-tensor-core peak that elementwise work runs at; a dtype the chip lacks is left out);
+- ``interconnect`` (optional): ``intra_node`` and ``inter_node`` bytes/s per GPU and direction,
+  ``gpus_per_node``.
+
+Numbers are written as the datasheet prints them, with units, and read exactly (``3.35TB/s`` is
+3,350,000,000,000 bytes/s); a plain integer is taken in the base unit (bytes, bytes/s, FLOP/s).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from .config import BUNDLED_JSON, _bundled_dir, _read_yaml, read_text
+from .errors import ConfigError, brief
+
+PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+_PREFIX = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_UNITS = {"bytes": ("B",), "rate": ("B/s",), "flops": ("FLOP/s", "FLOPS", "OP/s", "OPS")}
+_QUANTITY = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(Ki|Mi|Gi|Ti|[KMGTP]?)(\S*)\s*")
+MAX_QUANTITY = 10**21  # a zettabyte, a zettaFLOP/s: far past any accelerator
+
+
+@dataclass(frozen=True)
+class Hardware:
+    name: str
+    description: str
+    memory: int  # bytes
+    memory_bandwidth: int  # bytes/s
+    peak_flops: dict[str, int]  # dtype -> dense FLOP/s
+    source: str
+    intra_node: int | None = None  # bytes/s per GPU and direction
+    inter_node: int | None = None
+    gpus_per_node: int | None = None
+
+    def peak(self, dtype: str) -> int:
+        """Dense FLOP/s in ``dtype`` (no other dtype stands in for a missing one)."""
+        if dtype not in self.peak_flops:
+            raise ConfigError(f"{self.name} lists no {dtype} peak (it has {', '.join(self.peak_flops)})",
+                              key="peak_flops")
+        return self.peak_flops[dtype]
+
+
+def quantity(value: Any, kind: str, where: tuple[str, str, int | None]) -> int:
+    """``'3.35TB/s'`` -> 3_350_000_000_000, exactly; ``kind`` is bytes, rate or flops."""
+    source, key, line = where
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = Fraction(value)
+    elif isinstance(value, str) and (m := _QUANTITY.fullmatch(value)) and m.group(3) in _UNITS[kind]:
+        number = Fraction(m.group(1)) * _PREFIX[m.group(2)]
+    else:
+        example = {"bytes": "80GB", "rate": "3.35TB/s", "flops": "989.4TFLOP/s"}[kind]
+        raise ConfigError(f"expected a {'size' if kind == 'bytes' else kind} such as {example}, got {brief(value)}",
+                          source, key, line)
+    if number.denominator != 1 or not 0 < number <= MAX_QUANTITY:
+        raise ConfigError(f"expected a positive whole number of base units up to 10^21, got {brief(value)}",
+                          source, key, line)
+    return int(number)
+
+
+def from_dict(raw: Any, source: str, lines: dict[str, int] | None = None) -> Hardware:
+    lines = lines or {}
+    if not isinstance(raw, dict):
+        raise ConfigError("a hardware spec is a mapping of keys (name, memory, memory_bandwidth, peak_flops, "
+                          "source)", source)
+    known = {"name", "description", "memory", "memory_bandwidth", "peak_flops", "interconnect", "source"}
+    for key in raw:
+        if key not in known:
+            raise ConfigError(f"unknown key (known: {', '.join(sorted(known))})", source, str(key), lines.get(key))
+    for key in ("name", "memory", "memory_bandwidth", "peak_flops"):
+        if key not in raw:
+            raise ConfigError("missing required key", source, key)
+
+    def at(key: str) -> tuple[str, str, int | None]:
+        return source, key, lines.get(key.split(".")[0])
+
+    def text(key: str, default: str = "") -> str:
+        value = raw.get(key, default)
+        if not isinstance(value, str) or not value.isprintable():
+            raise ConfigError(f"expected one line of text, got {brief(value)}", *at(key))
+        return value
+
+    peaks = raw["peak_flops"]
+    if not isinstance(peaks, dict) or not peaks:
+        raise ConfigError(f"expected a mapping dtype -> FLOP/s ({', '.join(PEAK_DTYPES)})", *at("peak_flops"))
+    for dtype in peaks:
+        if dtype not in PEAK_DTYPES:
+            raise ConfigError(f"unknown dtype {brief(dtype)} (known: {', '.join(PEAK_DTYPES)})",
+                              *at("peak_flops"))
+    link = raw.get("interconnect", {})
+    if not isinstance(link, dict) or set(link) - {"intra_node", "inter_node", "gpus_per_node"}:
+        raise ConfigError("expected a mapping with intra_node, inter_node, gpus_per_node", *at("interconnect"))
+    per_node = link.get("gpus_per_node")
+    if per_node is not None and (isinstance(per_node, bool) or not isinstance(per_node, int) or not 0 < per_node
+                                 <= 2**20):
+        raise ConfigError(f"expected a positive integer, got {brief(per_node)}", *at("interconnect.gpus_per_node"))
+    return Hardware(
+        name=text("name"), description=text("description"),
+        memory=quantity(raw["memory"], "bytes", at("memory")),
+        memory_bandwidth=quantity(raw["memory_bandwidth"], "rate", at("memory_bandwidth")),
+        peak_flops={d: quantity(v, "flops", at(f"peak_flops.{d}")) for d, v in peaks.items()},
+        source=text("source"),
+        intra_node=None if "intra_node" not in link else quantity(link["intra_node"], "rate",
+                                                                  at("interconnect.intra_node")),
+        inter_node=None if "inter_node" not in link else quantity(link["inter_node"], "rate",
+                                                                  at("interconnect.inter_node")),
+        gpus_per_node=per_node)
+
+
+HARDWARE_DIR = "hardware"
+
+
+@functools.cache
+def _bundled() -> dict[str, dict]:
+    """The bundled specs, parsed, from ``model_configs/hardware/bundled.json`` (as for the models:
+    no YAML parser at startup; tests/test_bundled.py keeps it equal to the YAML files)."""
+    return json.loads((_bundled_dir() / HARDWARE_DIR / BUNDLED_JSON).read_text(encoding="utf-8"))
+
+
+def bundled_hardware() -> list[str]:
+    return sorted(_bundled())
+
+
+def load_hardware(spec: str) -> Hardware:
+    """A bundled name (``h100``) or a YAML file."""
+    if spec in _bundled():
+        return from_dict(_bundled()[spec], f"model_configs/hardware/{spec}.yaml")
+    if not spec.endswith((".yaml", ".yml")) and "/" not in spec:
+        import difflib
+
+        close = difflib.get_close_matches(spec, bundled_hardware(), n=3, cutoff=0.4)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ConfigError(f"unknown hardware {brief(spec)}{hint} (`llmcalc hardware` lists them)")
+    raw, lines = _read_yaml(read_text(Path(spec)), spec)
+    return from_dict(raw, spec, lines)

@@ -1,0 +1,283 @@
+"""`llmcalc time`: how long a pass takes on an accelerator, component by component (roofline);
+`llmcalc hardware`: the bundled accelerators."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+from .common import (
+    BatchOpt,
+    DtypeOpt,
+    FormatOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    ModelsArg,
+    WeightsDtypeOpt,
+    checked_dtypes,
+    choice,
+    load_models,
+    one_or_list,
+    output_format,
+    parse_ints,
+    parse_seqs,
+    positive,
+    shown,
+    workloads,
+)
+from .errors import UsageError
+from .render import Col, Report, Table, count, emit, iec, pick, seconds, si, text_col, warn
+
+if TYPE_CHECKING:
+    from ..analysis.config import ModelConfig
+    from ..analysis.hardware import Hardware
+    from ..analysis.timing import Roofline
+
+MODES = ("train", "prefill", "decode", "generate")
+
+
+def hardware(fmt: str = FormatOpt, json_out: bool = JsonOpt) -> None:
+    """The bundled accelerators: memory, bandwidth and dense peak FLOP/s, each from its datasheet.
+    Your own: a YAML file with the same keys (README "Hardware"), passed to --hardware.
+
+    Examples:
+      llmcalc hardware
+      llmcalc time mistral-7b --hardware h100 --mode decode --seq 4096
+    """
+    from ..analysis.hardware import bundled_hardware, load_hardware
+
+    fmt = output_format(fmt, json_out)
+    specs = [load_hardware(name) for name in bundled_hardware()]
+    data = [hardware_json(h) for h in specs]
+    rows = [(h.name, iec(h.memory) if h.memory % 10**9 else f"{h.memory // 10**9} GB",
+             si(h.memory_bandwidth, "B/s"), *(si(h.peak_flops[d], "FLOP/s") if d in h.peak_flops else "-"
+                                               for d in ("bf16", "fp8")), h.description) for h in specs]
+    table = Table([text_col("name", key=True), Col("memory"), Col("bandwidth"), Col("bf16 dense"),
+                   Col("fp8 dense"), text_col("description", optional=True)], [rows],
+                  "accelerators (sources: `llmcalc hardware --json`, or the YAML files)")
+    csv = [pick(d, "name", "description", "memory", "memory_bandwidth", *(f"peak_flops.{k}" for k in
+                                                                          ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")),
+                "source") for d in data]
+    emit(Report(data, csv, [table]), fmt)
+
+
+def hardware_json(h: Hardware) -> dict:
+    return {"name": h.name, "description": h.description, "memory": h.memory, "memory_bandwidth": h.memory_bandwidth,
+            "peak_flops": h.peak_flops, "interconnect": {"intra_node": h.intra_node, "inter_node": h.inter_node,
+                                                         "gpus_per_node": h.gpus_per_node}, "source": h.source}
+
+
+def fraction(text: Optional[str], option: str, default: float = 1.0) -> float:
+    """A fraction in (0, 1]: 0.45 or 45%."""
+    if text is None:
+        return default
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise UsageError(f"{option} expects a fraction such as 0.45 or 45%, got {shown(text)}") from None
+    if not 0 < value <= 1:
+        raise UsageError(f"{option} must be in (0, 1], got {shown(text)}")
+    return value
+
+
+def parse_amount(text: Optional[str], option: str) -> Optional[float]:
+    """A positive number: 15e12, 3000, 2_500.5."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{option} expects a positive number such as 3000 or 15e12, got {shown(text)}") from None
+    if not 0 < value < float("inf"):
+        raise UsageError(f"{option} must be a positive number, got {shown(text)}")
+    return value
+
+
+def _components(r: Roofline) -> dict:
+    return {k: {"flops": c.flops, "matmul_flops": c.matmul_flops, "elementwise_flops": c.elementwise_flops,
+                "bytes": c.bytes, "intensity": c.flops / c.bytes if c.bytes else None, "compute_s": c.compute_s,
+                "memory_s": c.memory_s, "time_s": c.time_s, "bound": c.bound} for k, c in r.components.items()}
+
+
+def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff) -> dict:
+    run = r.run
+    return {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
+            "attention": run.attention, "dtype": run.dtype, "weights_dtype": run.weights_dtype,
+            "kv_dtype": run.kv_dtype, "chunk": run.chunk, "recompute": run.recompute,
+            "efficiency": {"mfu": eff.mfu, "bandwidth": eff.bandwidth},
+            "time_s": r.time_s, "flops": r.flops, "bytes": r.bytes, "bound": r.bound, "components": _components(r)}
+
+
+def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report:
+    total = r.time_s
+    rows = [(key, si(c.flops, "FLOP"), iec(c.bytes), f"{c.flops / c.bytes:,.1f}" if c.bytes else "-",
+             seconds(c.time_s), c.bound, f"{100 * c.time_s / total:.1f}%" if total else "-")
+            for key, c in sorted(r.components.items(), key=lambda kc: -kc[1].time_s)]
+    run = r.run
+    what = (f"prefill of {count(run.seq)} tokens (time to first token)" if rec["mode"] == "generate"
+            else f"{rec['mode']}, seq {count(run.seq)}")
+    title = (f"{cfg.name} on {hw.name}: {what}, batch {count(run.batch)}, {run.dtype}, {run.attention} attention"
+             + (f", chunks of {count(run.chunk)}" if run.chunk else ""))
+    table = Table([text_col("component", key=True), Col("FLOPs"), Col("bytes"), Col("FLOP/B"), Col("time"),
+                   text_col("bound"), Col("share")], [rows], title,
+                  footer=["total", si(r.flops, "FLOP"), iec(r.bytes), f"{r.flops / r.bytes:,.1f}",
+                          seconds(total), r.bound, "100.0%"])
+    blocks: list = [table, *_notes(hw, rec)]
+    csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch"), "component": k,
+            **{f: v for f, v in c.items() if f != "intensity"}} for k, c in rec["components"].items()]
+    return Report(rec, csv, blocks)
+
+
+def _notes(hw: Hardware, rec: dict) -> list[str]:
+    eff = rec["efficiency"]
+    lines = [f"roofline per component: max(FLOPs / peak, bytes / bandwidth) on {hw.description}: "
+             f"{si(hw.peak(rec['dtype']), 'FLOP/s')} {rec['dtype']} dense, {si(hw.memory_bandwidth, 'B/s')}; "
+             f"efficiency {eff['mfu']:g} of peak FLOP/s, {eff['bandwidth']:g} of bandwidth"]
+    if rec["mode"] == "generate":
+        lines += [f"time to first token: {seconds(rec['ttft_s'])}; time per output token: {seconds(rec['tpot_s'])} "
+                  f"(mean of {count(rec['new'] - 1)} decode steps)",
+                  f"{count(rec['new'])} new tokens x batch {count(rec['batch'])}: {seconds(rec['total_s'])}, "
+                  f"{rec['tokens_per_s']:,.1f} tokens/s",
+                  f"without a KV cache (each step recomputes the prefix): {seconds(rec['no_cache_total_s'])}, "
+                  f"{rec['no_cache_total_s'] / rec['total_s']:,.1f}x longer"]
+    util = rec.get("utilization")
+    if util:
+        how = "measured" if util["measured"] else "estimated by the roofline"
+        lines.append(f"{util['tokens_per_s']:,.0f} tokens/s ({how}) on {util['gpus']} GPU(s): MFU {util['mfu']:.1%} "
+                     f"(llmcalc's {si(round(util['model_flops_per_token']), 'FLOP')}/token), HFU {util['hfu']:.1%}; "
+                     f"6N gives {util['mfu_6n']:.1%}, PaLM's 6N + 12LHQT {util['mfu_palm']:.1%}")
+    run = rec.get("training_run")
+    if run:
+        lines.append(f"{si(run['tokens'])} tokens on {run['gpus']} GPU(s): {seconds(run['time_s'])}, "
+                     f"{run['gpu_hours']:,.0f} GPU-hours")
+    return lines
+
+
+def time_command(
+    models: Optional[list[str]] = ModelsArg,
+    hardware_spec: str = typer.Option(..., "--hardware", help="A bundled accelerator (`llmcalc hardware`) or a "
+                                      "YAML file with the same keys."),
+    mode: str = typer.Option("train", "--mode", help="train | prefill | decode | generate."),
+    seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence (decode: the context), or a comma "
+                                      "list: a row for each. Default: the model's context length."),
+    batch: str = BatchOpt,
+    prompt: Optional[int] = typer.Option(None, "--prompt", help="generate: prompt tokens."),
+    new: Optional[int] = typer.Option(None, "--new", help="generate: new tokens per sequence."),
+    chunk: Optional[int] = typer.Option(None, "--chunk", help="prefill and generate: chunked prefill, C tokens "
+                                        "per chunk."),
+    attention: str = typer.Option("flash", "--attention", help="eager | flash."),
+    recompute: bool = typer.Option(False, "--recompute", help="train: full activation recomputation."),
+    dtype: Optional[str] = DtypeOpt,
+    weights_dtype: Optional[str] = WeightsDtypeOpt,
+    kv_dtype: Optional[str] = KvDtypeOpt,
+    mfu: Optional[str] = typer.Option(None, "--mfu", help="Fraction of peak FLOP/s reached (default 1: the "
+                                      "ideal roofline), e.g. 0.45."),
+    bandwidth_efficiency: Optional[str] = typer.Option(None, "--bandwidth-efficiency", help="Fraction of the "
+                                                       "memory bandwidth reached (default 1), e.g. 0.8."),
+    tokens_per_s: Optional[str] = typer.Option(None, "--tokens-per-s", help="train: your measured throughput over "
+                                               "all --gpus: gives MFU and HFU."),
+    tokens: Optional[str] = typer.Option(None, "--tokens", help="train: tokens of a whole run (e.g. 15e12): its "
+                                         "time and GPU-hours."),
+    gpus: int = typer.Option(1, "--gpus", help="train: GPUs, each running --batch (data parallel)."),
+    fmt: str = FormatOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """How long: the roofline time of each component, max(FLOPs / peak, bytes moved / bandwidth),
+    and whether it is compute- or memory-bound. generate: time to first token, time per output
+    token and tokens/s, with and without a KV cache. train: MFU and HFU at a throughput, and
+    the time of a whole run. One model and one workload: a breakdown; several: a row for each.
+
+    Examples:
+      llmcalc time mistral-7b --hardware h100 --mode decode --seq 4096
+      llmcalc time gpt2-xl --hardware h100 --mode prefill --seq 16384
+      llmcalc time llama-3-8b --hardware h100 --mode generate --prompt 1000 --new 100
+      llmcalc time llama-3-8b --hardware a100-80gb --seq 8192 --tokens-per-s 3000
+      llmcalc time mistral-7b --hardware my-gpu.yaml --mode decode --seq 4096 --batch 1,8,64
+    """
+    from ..analysis.hardware import load_hardware
+    from ..analysis.run import ATTENTION_IMPLS, RunSpec
+    from ..analysis.timing import Efficiency, generate, prefill, roofline, utilization
+
+    fmt = output_format(fmt, json_out)
+    choice(mode, MODES, "--mode")
+    choice(attention, ATTENTION_IMPLS, "--attention")
+    batches = parse_ints(batch, "--batch")
+    eff = Efficiency(fraction(mfu, "--mfu"), fraction(bandwidth_efficiency, "--bandwidth-efficiency"))
+    measured = parse_amount(tokens_per_s, "--tokens-per-s")
+    run_tokens = parse_amount(tokens, "--tokens")
+    positive(gpus, "--gpus")
+    if chunk is not None:
+        positive(chunk, "--chunk")
+    generating = mode == "generate"
+    if generating:
+        if prompt is None or new is None:
+            raise UsageError("--mode generate needs --prompt and --new")
+        positive(prompt, "--prompt")
+        positive(new, "--new")
+    ignored = {"--prompt": prompt if not generating else None, "--new": new if not generating else None,
+               "--seq": seq if generating else None,
+               "--chunk": chunk if mode in ("train", "decode") else None,
+               "--recompute": recompute if mode != "train" else None,
+               "--tokens-per-s": tokens_per_s if mode != "train" else None,
+               "--tokens": tokens if mode != "train" else None, "--gpus": gpus if mode != "train" and gpus != 1 else None}
+    for option, value in ignored.items():
+        if value:
+            warn(f"{option} does not apply to --mode {mode}; ignored")
+    checked_dtypes(dtype, weights_dtype, kv_dtype)
+    hw = load_hardware(hardware_spec)
+    seqs = [prompt] if generating else parse_seqs(seq)
+    records, shown_runs = [], []
+    for cfg, s, b in workloads(load_models(models), seqs, batches):
+        spec = RunSpec("prefill" if generating else mode, s, b, attention, recompute=recompute and mode == "train",
+                       dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+                       chunk=chunk if mode in ("prefill", "generate") else None)
+        try:
+            if generating:
+                gen = generate(cfg, spec, hw, s, new, eff)
+                r = gen.first
+            else:
+                r = prefill(cfg, spec, hw, eff) if mode == "prefill" else roofline(cfg, spec, hw, eff)
+        except ValueError as exc:  # past the passes computed one by one
+            raise UsageError(str(exc)) from None
+        rec = time_json(cfg, hw, mode, r, eff)
+        if generating:
+            rec.update(prompt=s, new=new, ttft_s=gen.ttft_s, tpot_s=gen.tpot_s, tokens_per_s=gen.tokens_per_s(b),
+                       total_s=gen.total_s, no_cache_total_s=gen.no_cache_total_s, time_s=gen.total_s)
+        if mode == "train":
+            throughput = measured or gpus * r.run.tokens / r.time_s
+            u = utilization(cfg, r.run, hw, throughput, gpus)
+            rec["utilization"] = {"tokens_per_s": throughput, "measured": measured is not None, "gpus": gpus,
+                                  "mfu": u.mfu, "hfu": u.hfu, "mfu_6n": u.of(u.six_n_per_token),
+                                  "mfu_palm": u.of(u.palm_per_token),
+                                  "model_flops_per_token": u.model_flops_per_token,
+                                  "hardware_flops_per_token": u.hardware_flops_per_token}
+            if run_tokens is not None:
+                t = run_tokens / throughput
+                rec["training_run"] = {"tokens": run_tokens, "gpus": gpus, "time_s": t, "gpu_hours": t * gpus / 3600}
+        records.append(rec)
+        shown_runs.append((cfg, r))
+    if len(records) == 1 and models:
+        emit(_breakdown(shown_runs[0][0], hw, records[0], shown_runs[0][1]), fmt)
+        return
+    emit(_side_by_side(records, one_or_list(records, models), hw, mode, batches), fmt)
+
+
+def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: list[int]) -> Report:
+    several = len(batches) > 1
+    extra = ["TTFT", "TPOT", "tokens/s", "no cache"] if mode == "generate" else []
+    rows = []
+    for m in records:
+        gen = [seconds(m["ttft_s"]), seconds(m["tpot_s"]), f"{m['tokens_per_s']:,.1f}",
+               seconds(m["no_cache_total_s"])] if mode == "generate" else []
+        rows.append((m["model"], count(m["prompt"] if mode == "generate" else m["seq_len"]),
+                     *([count(m["batch"])] if several else []), seconds(m["time_s"]), m["bound"],
+                     si(m["flops"], "FLOP"), iec(m["bytes"]), *gen))
+    table = Table([text_col("model", key=True), Col("prompt" if mode == "generate" else "seq", key=True),
+                   *([Col("batch", key=True)] if several else []), Col("time"), text_col("bound"), Col("FLOPs"),
+                   Col("bytes"), *map(Col, extra)], [rows],
+                  f"{mode} on {hw.name}" + ("" if several else f", batch {count(batches[0])}"))
+    csv = [pick(m, "model", "hardware", "mode", "seq_len", "batch", "time_s", "bound", "flops", "bytes",
+                *(["ttft_s", "tpot_s", "tokens_per_s", "total_s", "no_cache_total_s"] if mode == "generate" else []))
+           for m in records]
+    return Report(data, csv, [table])
