@@ -62,7 +62,8 @@ def _attention_bytes(layer: Layer, run: RunSpec, b: int, kv: int) -> dict[str, i
     if run.attention == "flash":
         rows = max(1, FLASH_TILE // (h // heads))
         reads = B * heads * tile_keys(run.seq - n, n, spec.window, rows)
-        return {"attention/scores": q + reads * attn.score_dim * kv, "attention/values": reads * attn.value_dim * kv + o}
+        return {"attention/scores": q + reads * attn.score_dim * kv,
+                "attention/values": reads * attn.value_dim * kv + o}
     keys = B * heads * attended_keys(spec, run)
     scores = B * h * n * attended_keys(spec, run) * b  # the dense matrix eager kernels hold
     return {"attention/scores": q + keys * attn.score_dim * kv + scores,

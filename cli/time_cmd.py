@@ -43,9 +43,9 @@ def hardware(fmt: str = FormatOpt, json_out: bool = JsonOpt) -> None:
 
     Examples:
       llmcalc hardware
-      llmcalc time mistral-7b --hardware h100 --mode decode --seq 4096
+      llmcalc hardware --json
     """
-    from ..analysis.hardware import bundled_hardware, load_hardware
+    from ..analysis.hardware import PEAK_DTYPES, bundled_hardware, load_hardware
 
     fmt = output_format(fmt, json_out)
     specs = [load_hardware(name) for name in bundled_hardware()]
@@ -56,9 +56,8 @@ def hardware(fmt: str = FormatOpt, json_out: bool = JsonOpt) -> None:
     table = Table([text_col("name", key=True), Col("memory"), Col("bandwidth"), Col("bf16 dense"),
                    Col("fp8 dense"), text_col("description", optional=True)], [rows],
                   "accelerators (sources: `llmcalc hardware --json`, or the YAML files)")
-    csv = [pick(d, "name", "description", "memory", "memory_bandwidth", *(f"peak_flops.{k}" for k in
-                                                                          ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")),
-                "source") for d in data]
+    csv = [pick(d, "name", "description", "memory", "memory_bandwidth",
+                *(f"peak_flops.{k}" for k in PEAK_DTYPES), "source") for d in data]
     emit(Report(data, csv, [table]), fmt)
 
 
@@ -189,11 +188,11 @@ def time_command(
     the time of a whole run. One model and one workload: a breakdown; several: a row for each.
 
     Examples:
-      llmcalc time mistral-7b --hardware h100 --mode decode --seq 4096
-      llmcalc time gpt2-xl --hardware h100 --mode prefill --seq 16384
-      llmcalc time llama-3-8b --hardware h100 --mode generate --prompt 1000 --new 100
-      llmcalc time llama-3-8b --hardware a100-80gb --seq 8192 --tokens-per-s 3000
-      llmcalc time mistral-7b --hardware my-gpu.yaml --mode decode --seq 4096 --batch 1,8,64
+      llmcalc time mistral-7b --hardware h100 --mode decode
+      llmcalc time gpt2-xl --hardware h100 --mode prefill
+      llmcalc time gpt2-xl --hardware l4 --seq 1024 --mfu 0.4
+      llmcalc time mistral-7b --hardware my-gpu.yaml --seq 512
+      (generate: --mode generate --prompt 1000 --new 100)
     """
     from ..analysis.hardware import load_hardware
     from ..analysis.run import ATTENTION_IMPLS, RunSpec
@@ -220,7 +219,8 @@ def time_command(
                "--chunk": chunk if mode in ("train", "decode") else None,
                "--recompute": recompute if mode != "train" else None,
                "--tokens-per-s": tokens_per_s if mode != "train" else None,
-               "--tokens": tokens if mode != "train" else None, "--gpus": gpus if mode != "train" and gpus != 1 else None}
+               "--tokens": tokens if mode != "train" else None,
+               "--gpus": gpus if mode != "train" and gpus != 1 else None}
     for option, value in ignored.items():
         if value:
             warn(f"{option} does not apply to --mode {mode}; ignored")

@@ -46,6 +46,8 @@ def _same(cell: str, value) -> bool:
     ["kvcache", "mixtral-8x7b", "--seq", "1024", "--batch", "1,2", "--budget", "40GB"],
     ["memory", "gpt2-small", "mixtral-8x7b", "--mode", "inference", "--seq", "512"],
     ["memory", "gpt2-small", "--seq", "128", "--batch", "1,2", "--recompute"],
+    ["time", "gpt2-small", "mistral-7b", "--hardware", "h100", "--mode", "decode", "--seq", "512", "--batch", "1,8"],
+    ["time", "gpt2-small", "--hardware", "l4", "--mode", "generate", "--prompt", "64", "--new", "4", "--batch", "1,2"],
 ])
 def test_csv_rows_are_the_json_records(run, args):
     """Side-by-side output: one CSV row per model x workload, each column a JSON path."""
@@ -150,7 +152,8 @@ def test_verify_table_notes_float_checks_under_the_table(run, fake_checks):
 # --- every command, every format -----------------------------------------------------------------
 
 COMMANDS = [["models"], ["params", "gpt2-small"], ["flops", "gpt2-small", "--seq", "64"],
-            ["kvcache", "gpt2-small"], ["memory", "gpt2-small", "--seq", "64"]]
+            ["kvcache", "gpt2-small"], ["memory", "gpt2-small", "--seq", "64"],
+            ["time", "gpt2-small", "--hardware", "h100", "--seq", "64"], ["hardware"]]
 
 
 @pytest.mark.parametrize("args", COMMANDS)
@@ -412,7 +415,7 @@ def test_verify_at_80_columns_keeps_every_check_name(run):
 # --- help ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("columns", ["60", "80"])
-@pytest.mark.parametrize("command", ["models", "params", "flops", "kvcache", "memory", "verify"])
+@pytest.mark.parametrize("command", ["models", "params", "flops", "kvcache", "memory", "time", "hardware", "verify"])
 def test_help_examples_stay_whole(run, monkeypatch, command, columns):
     import typer
 

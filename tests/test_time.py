@@ -1,0 +1,212 @@
+"""`llmcalc time`: bytes moved, the roofline, generation and MFU (DESIGN.md section 8).
+
+Closed forms are written here from the hardware's datasheet figures and the models' published
+sizes; the FlashAttention tile sum is checked against a loop over the tiles."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmcalc.analysis.config import from_dict, load_bundled
+from llmcalc.analysis.flops import count_flops
+from llmcalc.analysis.hardware import load_hardware
+from llmcalc.analysis.run import RunSpec
+from llmcalc.analysis.timing import Efficiency, generate, prefill, roofline, utilization
+from llmcalc.analysis.traffic import pass_bytes, tile_keys
+from tests.strategies import valid_configs
+
+H100 = load_hardware("h100")
+BW, BF16 = 3_350_000_000_000, 989_400_000_000_000  # the H100 SXM datasheet: 3.35 TB/s, 989.4 TFLOP/s
+
+
+def test_h100_is_its_datasheet():
+    assert (H100.memory, H100.memory_bandwidth, H100.peak("bf16")) == (80 * 10**9, BW, BF16)
+
+
+def test_decode_is_memory_bound_weights_plus_kv_over_bandwidth():
+    """Mistral 7B (7,241,732,096 parameters in bf16) at 4,096 tokens of context reads its
+    weights and its 32 layers x 8 K/V heads x 128 x 2 (K and V) x 2 bytes x 4,096 tokens cache."""
+    r = roofline(load_bundled("mistral-7b"), RunSpec("decode", 4096, 1), H100)
+    weights, kv = 7_241_732_096 * 2, 32 * 8 * 128 * 2 * 2 * 4096
+    closed = (weights + kv) / BW
+    assert r.bound == "memory"
+    assert abs(r.time_s - closed) / closed < 0.02
+    # exactly: the weights but the embedding table (it reads one row), the cache, and the
+    # token's activations, all at the bandwidth
+    embedding = 32000 * 4096 * 2
+    assert weights - embedding + kv < r.bytes < weights - embedding + kv + 20 * 2**20
+    assert r.time_s == pytest.approx(r.bytes / BW, rel=1e-4)
+
+
+def test_long_prefill_is_compute_bound_flops_over_peak():
+    """GPT-2 XL computes in its own fp32: matmuls and elementwise work at the fp32 peak, 66.9
+    TFLOP/s on an H100 SXM. Each matrix is compute-bound at FLOPs / peak; the whole pass takes
+    between FLOPs / peak and FLOPs / peak + bytes / bandwidth."""
+    cfg, fp32 = load_bundled("gpt2-xl"), 66_900_000_000_000
+    r = roofline(cfg, RunSpec("prefill", 16384, 1), H100)
+    counted = count_flops(cfg, RunSpec("prefill", 16384, 1, causal=True)).total
+    assert r.bound == "compute"
+    for key in ("attention/q", "attention/scores", "attention/values", "mlp/up", "mlp/down"):
+        assert r.components[key].time_s == counted.matmul[key] / fp32
+    assert counted.total / fp32 < r.time_s < counted.total / fp32 + r.bytes / BW
+    assert r.time_s == pytest.approx(counted.total / fp32, rel=0.03)
+
+
+H100_AS_USER_YAML = """
+name: my-h100
+description: the H100 SXM written in other units
+memory: "80000000000B"
+memory_bandwidth: "3350GB/s"
+peak_flops:
+  fp32: "66900GFLOP/s"
+  bf16: 989400000000000
+source: "datasheet"
+"""
+
+
+def test_a_user_yaml_gives_the_same_closed_forms(tmp_path, run):
+    path = tmp_path / "gpu.yaml"
+    path.write_text(H100_AS_USER_YAML)
+    for model, mode in (("mistral-7b", "decode"), ("gpt2-xl", "prefill")):
+        bundled = json.loads(run("time", model, "--hardware", "h100", "--mode", mode, "--seq", "4096", "--json").stdout)
+        mine = json.loads(run("time", model, "--hardware", path, "--mode", mode, "--seq", "4096", "--json").stdout)
+        assert mine["hardware"] == "my-h100"
+        assert (mine["time_s"], mine["bound"], mine["bytes"]) == (bundled["time_s"], bundled["bound"], bundled["bytes"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 300), st.integers(1, 300), st.one_of(st.none(), st.integers(1, 300)), st.integers(1, 40))
+def test_tile_keys_is_the_sum_over_tiles(past, n, window, rows):
+    total = 0
+    for first in range(past, past + n, rows):
+        last = min(first + rows, past + n) - 1
+        start = 0 if window is None else max(0, first - window + 1)
+        total += last + 1 - start
+    assert tile_keys(past, n, window, rows) == total
+
+
+def test_flash_reads_each_kv_head_once_in_decode_and_far_less_than_eager_in_prefill():
+    cfg = load_bundled("llama-3-8b")  # 8 K/V heads of 128, 32 layers
+    decode = pass_bytes(cfg, RunSpec("decode", 8192, 1))
+    # K and V of 8,192 tokens, 2 bytes, read once; Q (32 heads) read and O written once
+    assert decode["attention/scores"] + decode["attention/values"] == 32 * (8 * 128 * 2 * 2 * 8192 + 2 * 32 * 128 * 2)
+    flash = pass_bytes(cfg, RunSpec("prefill", 8192, 1))
+    eager = pass_bytes(cfg, RunSpec("prefill", 8192, 1, attention="eager"))
+    attn = ("attention/scores", "attention/values", "attention/scale", "attention/softmax")
+    assert sum(eager.get(k, 0) for k in attn) > 4 * sum(flash.get(k, 0) for k in attn)
+
+
+def _decode_bytes(cfg, seq):
+    return roofline(cfg, RunSpec("decode", seq, 8), H100).bytes
+
+
+def test_gqa_and_sliding_windows_read_fewer_bytes_in_decode():
+    mistral = load_bundled("mistral-7b")  # 8 K/V heads, a 4,096-token window
+    mha = mistral.replace(n_kv_heads=32)
+    full = mistral.replace(sliding_window=None)
+    assert _decode_bytes(mistral, 4096) < _decode_bytes(mha, 4096)
+    assert _decode_bytes(mistral, 32768) < _decode_bytes(full, 32768)
+    assert _decode_bytes(mistral, 32768) == _decode_bytes(mistral, 4096)  # the rolling buffer: a plateau
+
+
+@settings(max_examples=60, deadline=None)
+@given(valid_configs(), st.floats(1.0, 8.0), st.floats(1.0, 8.0), st.sampled_from(["train", "prefill", "decode"]))
+def test_more_bandwidth_or_flops_is_never_slower(raw, more_bw, more_flops, mode):
+    cfg = from_dict(raw, "random.yaml")
+    run = RunSpec(mode, cfg.context_length, 2, dtype="bf16")
+    faster = H100.__class__(**{**H100.__dict__, "memory_bandwidth": int(BW * more_bw),
+                               "peak_flops": {k: int(v * more_flops) for k, v in H100.peak_flops.items()}})
+    assert roofline(cfg, run, faster).time_s <= roofline(cfg, run, H100).time_s
+    slow = roofline(cfg, run, H100, Efficiency(0.5, 0.5)).time_s
+    assert slow == pytest.approx(2 * roofline(cfg, run, H100).time_s)
+
+
+@settings(max_examples=80, deadline=None)
+@given(valid_configs(), st.integers(1, 64), st.integers(1, 3))
+def test_chunked_prefill_flops_sum_to_the_unchunked_causal_count(raw, seq, chunk):
+    """Every chunk's queries against the cache and themselves: the causal pairs telescope. (MLA
+    decompresses its cached latents again in every chunk: more FLOPs, by design.)"""
+    cfg = from_dict(raw, "random.yaml")
+    if cfg.attention == "mla":
+        cfg = cfg.replace(attention="mha", mla=None)
+    run = RunSpec("prefill", seq, 2, chunk=chunk)
+    chunked = prefill(cfg, run, H100)
+    whole = count_flops(cfg, run.replace(causal=True)).total
+    assert chunked.flops == whole.total
+    assert sum(c.matmul_flops for c in chunked.components.values()) == whole.matmul_total
+
+
+def test_train_moves_three_forwards_and_the_optimizer_step():
+    cfg, run = load_bundled("gpt2-small"), RunSpec("train", 1024, 8)
+    train = pass_bytes(cfg, run)
+    forward = pass_bytes(cfg, run.replace(mode="prefill", all_logits=True, kv_dtype="bf16", weights_dtype="bf16",
+                                          dtype="bf16"))
+    forward.pop("kv_cache")
+    # bf16 weights and gradients and fp32 master weights and two moments: read 16, write 14 bytes
+    assert train.pop("optimizer") == 124_439_808 * 30
+    assert train == {k: 3 * v for k, v in forward.items()}
+
+
+def test_mfu_of_a_hand_example():
+    """Llama 2 7B: 6,738,415,616 parameters, 131,072,000 of them the token embedding. At 3,000
+    tokens/s on one A100 (312 TFLOP/s bf16), 6N gives 3,000 * 6 * 6,607,343,616 / 312e12."""
+    cfg = load_bundled("llama-2-7b")
+    u = utilization(cfg, RunSpec("train", 4096, 1), load_hardware("a100-80gb"), 3000.0)
+    assert u.of(u.six_n_per_token) == pytest.approx(3000 * 6 * 6_607_343_616 / 312e12, rel=1e-12)
+    assert u.mfu > u.of(u.six_n_per_token)  # attention's FLOPs on top
+    assert u.hfu < u.mfu  # flash skips the masked half of the scores
+
+
+def test_generate_adds_decode_steps_to_the_prefill_and_caching_pays():
+    cfg = load_bundled("llama-3-8b")
+    g = generate(cfg, RunSpec("prefill", 1000, 4), H100, 1000, 100)
+    assert g.ttft_s == prefill(cfg, RunSpec("prefill", 1000, 4), H100).time_s
+    steps = [roofline(cfg, RunSpec("decode", 1000 + k, 4), H100).time_s for k in (1, 99)]
+    assert 99 * min(steps) <= g.decode_s <= 99 * max(steps)
+    assert g.tokens_per_s(4) == pytest.approx(400 / (g.ttft_s + g.decode_s))
+    assert g.no_cache_total_s > 3 * g.total_s
+
+
+def test_time_generate_prints_ttft_tpot_and_the_no_cache_comparison(run):
+    result = run("time", "llama-3-8b", "--hardware", "h100", "--mode", "generate", "--prompt", "1000", "--new", "100")
+    assert result.exit_code == 0, result.stderr
+    for words in ("time to first token", "time per output token", "tokens/s", "without a KV cache"):
+        assert words in result.stdout
+    data = json.loads(run("time", "llama-3-8b", "--hardware", "h100", "--mode", "generate", "--prompt", "1000",
+                          "--new", "100", "--json").stdout)
+    assert {"ttft_s", "tpot_s", "tokens_per_s", "total_s", "no_cache_total_s"} <= set(data)
+    assert data["time_s"] == data["total_s"] > data["ttft_s"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--hardware", "h1000"], "Error: unknown hardware 'h1000'; did you mean h100"),
+    (["--hardware", "h100", "--mfu", "0"], "Error: --mfu must be in (0, 1], got '0'"),
+    (["--hardware", "h100", "--bandwidth-efficiency", "x"], "Error: --bandwidth-efficiency expects a fraction"),
+    (["--hardware", "h100", "--mode", "generate"], "Error: --mode generate needs --prompt and --new"),
+    (["--hardware", "h100", "--tokens-per-s", "-3"], "Error: --tokens-per-s must be a positive number"),
+    (["--hardware", "h100", "--mode", "prefill", "--seq", "200000", "--chunk", "1"],
+     "Error: 200,000 chunks: at most 100,000"),
+])
+def test_bad_time_options_exit_2_with_one_line(run, args, message):
+    result = run("time", "gpt2-small", *args)
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("Warning: ")]
+    assert len(errors) == 1 and errors[0].startswith(message), result.stderr
+
+
+def test_a_bad_hardware_yaml_names_file_key_and_line(run, tmp_path):
+    path = tmp_path / "gpu.yaml"
+    path.write_text(H100_AS_USER_YAML.replace('memory_bandwidth: "3350GB/s"', 'memory_bandwidth: "3350GB"'))
+    result = run("time", "gpt2-small", "--hardware", path)
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {path}:5: key 'memory_bandwidth': expected a rate such as 3.35TB/s, got '3350GB'\n"
+
+
+def test_hardware_lists_the_bundled_accelerators_with_sources(run):
+    data = json.loads(run("hardware", "--json").stdout)
+    names = {d["name"] for d in data}
+    assert {"h100", "h100-pcie", "h200", "a100-40gb", "a100-80gb", "l40s", "l4", "a10g", "rtx-4090", "mi300x",
+            "b200"} <= names
+    assert all(d["source"] and d["peak_flops"]["bf16"] and d["memory_bandwidth"] for d in data)
