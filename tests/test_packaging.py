@@ -50,6 +50,9 @@ def test_wheel_holds_only_the_llmcalc_namespace(installed):
     assert (installed / "llmcalc" / "model_configs" / "mistral-7b.yaml").is_file()
     # `verify --against transformers` reads the shipped config.json of a bundled model
     assert (installed / "llmcalc" / "model_configs" / "hf" / "mistral-7b.json").is_file()
+    # `llmcalc time --hardware h100` reads the parsed specs; the YAML files are their sources
+    for name in ("h100.yaml", "bundled.json"):
+        assert (installed / "llmcalc" / "model_configs" / "hardware" / name).is_file()
 
 
 def test_distribution_is_llmcalc_exact_with_the_llmcalc_command(installed):

@@ -34,7 +34,7 @@ EXAMPLE = re.compile(r"`llmcalc params` total ([0-9,]+)[^\n]*:\n\n```yaml\n(.*?)
 
 def test_readme_has_examples_of_every_command():
     shown = {cmd.split()[1] for cmd, _ in _blocks()}
-    assert {"models", "params", "flops", "kvcache", "memory", "verify"} <= shown
+    assert {"models", "params", "flops", "kvcache", "memory", "time", "hardware", "verify"} <= shown
 
 
 @pytest.mark.parametrize("command, shown", _blocks(), ids=[c for c, _ in _blocks()])
