@@ -584,20 +584,27 @@ BUNDLED_JSON = "bundled.json"
 
 
 @functools.cache
-def _bundled() -> dict[str, dict]:
-    """Every bundled YAML (``model_configs/<name>.yaml``, the source, with its citations),
-    parsed, from ``model_configs/bundled.json``: reading it needs no YAML parser, whose import
-    alone is a sixth of an analytic command's start. tests/test_bundled.py keeps the two equal
-    (``python tests/test_bundled.py`` rewrites the JSON after a YAML changes)."""
-    return json.loads((_bundled_dir() / BUNDLED_JSON).read_text(encoding="utf-8"))
+def read_bundled(folder: str = "") -> dict[str, dict]:
+    """Every bundled YAML of ``model_configs/<folder>`` (the source, with its citations), parsed,
+    from its ``bundled.json``: reading it needs no YAML parser, whose import alone is a sixth of
+    an analytic command's start. tests/test_bundled.py keeps the two equal (``python
+    tests/test_bundled.py`` rewrites the JSON after a YAML changes)."""
+    return json.loads((_bundled_dir() / folder / BUNDLED_JSON).read_text(encoding="utf-8"))
+
+
+def unknown(what: str, spec: str, names: list[str], command: str) -> ConfigError:
+    """The error for a name that is not bundled, with the nearest names."""
+    close = difflib.get_close_matches(spec, names, n=3, cutoff=0.4)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return ConfigError(f"unknown {what} {brief(spec)}{hint} (`llmcalc {command}` lists them)")
 
 
 def bundled_names() -> list[str]:
-    return sorted(_bundled())
+    return sorted(read_bundled())
 
 
 def load_bundled(name: str) -> ModelConfig:
-    return from_dict(_bundled()[name], f"model_configs/{name}.yaml")
+    return from_dict(read_bundled()[name], f"model_configs/{name}.yaml")
 
 
 def load_model(spec: str) -> ModelConfig:
@@ -608,9 +615,7 @@ def load_model(spec: str) -> ModelConfig:
         return load_bundled(spec)
     if os.path.lexists(spec) or spec.endswith((".yaml", ".yml", ".json")) or "/" in spec or os.sep in spec:
         return load_path(Path(spec))
-    close = difflib.get_close_matches(spec, names, n=3, cutoff=0.4)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise ConfigError(f"unknown model {brief(spec)}{hint} (`llmcalc models` lists them)")
+    raise unknown("model", spec, names, "models")
 
 
 __all__ = ["ModelConfig", "MoEConfig", "MLAConfig", "ConfigError", "from_dict", "load_model", "load_path",

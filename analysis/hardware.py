@@ -16,15 +16,13 @@ Numbers are written as the datasheet prints them, with units, and read exactly (
 
 from __future__ import annotations
 
-import functools
-import json
 import re
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .config import BUNDLED_JSON, _bundled_dir, _read_yaml, read_text
+from .config import _read_yaml, read_bundled, read_text, unknown
 from .errors import ConfigError, brief
 
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -124,26 +122,16 @@ def from_dict(raw: Any, source: str, lines: dict[str, int] | None = None) -> Har
 HARDWARE_DIR = "hardware"
 
 
-@functools.cache
-def _bundled() -> dict[str, dict]:
-    """The bundled specs, parsed, from ``model_configs/hardware/bundled.json`` (as for the models:
-    no YAML parser at startup; tests/test_bundled.py keeps it equal to the YAML files)."""
-    return json.loads((_bundled_dir() / HARDWARE_DIR / BUNDLED_JSON).read_text(encoding="utf-8"))
-
-
 def bundled_hardware() -> list[str]:
-    return sorted(_bundled())
+    return sorted(read_bundled(HARDWARE_DIR))
 
 
 def load_hardware(spec: str) -> Hardware:
     """A bundled name (``h100``) or a YAML file."""
-    if spec in _bundled():
-        return from_dict(_bundled()[spec], f"model_configs/hardware/{spec}.yaml")
+    bundled = read_bundled(HARDWARE_DIR)
+    if spec in bundled:
+        return from_dict(bundled[spec], f"model_configs/{HARDWARE_DIR}/{spec}.yaml")
     if not spec.endswith((".yaml", ".yml")) and "/" not in spec:
-        import difflib
-
-        close = difflib.get_close_matches(spec, bundled_hardware(), n=3, cutoff=0.4)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise ConfigError(f"unknown hardware {brief(spec)}{hint} (`llmcalc hardware` lists them)")
+        raise unknown("hardware", spec, sorted(bundled), "hardware")
     raw, lines = _read_yaml(read_text(Path(spec)), spec)
     return from_dict(raw, spec, lines)

@@ -19,10 +19,12 @@ one decode step per further token; without a KV cache each step is a prefill of 
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass
 
 from .config import ModelConfig
-from .flops import count_flops
+from .flops import approximations, count_flops
 from .hardware import Hardware
 from .run import RunSpec
 from .traffic import pass_bytes
@@ -62,6 +64,11 @@ class Component:
     def bound(self) -> str:
         return "compute" if self.compute_s >= self.memory_s else "memory"
 
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity, FLOPs per byte moved (None: it moves nothing of its own)."""
+        return self.flops / self.bytes if self.bytes else None
+
     def __add__(self, other: "Component") -> "Component":
         return Component(self.matmul_flops + other.matmul_flops, self.elementwise_flops + other.elementwise_flops,
                          self.bytes + other.bytes, self.compute_s + other.compute_s, self.memory_s + other.memory_s)
@@ -83,6 +90,15 @@ class Roofline:
     @property
     def bytes(self) -> int:
         return sum(c.bytes for c in self.components.values())
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens the pass processes per second (a training step's throughput on one GPU)."""
+        return self.run.tokens / self.time_s
 
     @property
     def bound(self) -> str:
@@ -126,12 +142,9 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Effi
     spans = chunks(run.seq, run.chunk)
     if len(spans) > MAX_PASSES:
         raise ValueError(f"{len(spans):,} chunks: at most {MAX_PASSES:,} (a larger chunk)")
-    total = None
-    for past, end in spans:
-        one = roofline(cfg, run.replace(mode="prefill", seq=end, past=past, logits=end == run.seq), hw, eff)
-        total = one if total is None else total + one
-    assert total is not None
-    return total
+    return functools.reduce(operator.add, (
+        roofline(cfg, run.replace(mode="prefill", seq=end, past=past, logits=end == run.seq), hw, eff)
+        for past, end in spans))
 
 
 @dataclass(frozen=True)
@@ -183,14 +196,15 @@ class Utilization:
     achieved FLOP/s / peak FLOP/s, with the FLOPs per token counted three ways."""
 
     tokens_per_s: float
+    gpus: int
     model_flops_per_token: float  # llmcalc's matmul FLOPs: dense attention, no recomputation
     hardware_flops_per_token: float  # as executed: flash skips masked blocks, recomputation counts
     six_n_per_token: float  # 6N, N the non-embedding (active) parameters
     palm_per_token: float  # 6N + 12 L H Q T
-    peak: float  # FLOP/s of all the GPUs
+    peak: float  # FLOP/s of one GPU
 
     def of(self, per_token: float) -> float:
-        return self.tokens_per_s * per_token / self.peak
+        return self.tokens_per_s * per_token / (self.gpus * self.peak)
 
     @property
     def mfu(self) -> float:
@@ -200,15 +214,20 @@ class Utilization:
     def hfu(self) -> float:
         return self.of(self.hardware_flops_per_token)
 
+    def run_time_s(self, tokens: float) -> float:
+        """Wall time to train on ``tokens`` tokens at this throughput."""
+        return tokens / self.tokens_per_s
+
+    def gpu_hours(self, tokens: float) -> float:
+        return self.run_time_s(tokens) * self.gpus / 3600
+
 
 def utilization(cfg: ModelConfig, run: RunSpec, hw: Hardware, tokens_per_s: float, gpus: int = 1) -> Utilization:
     """``run`` is one GPU's training step; ``tokens_per_s`` the throughput of all ``gpus``."""
-    from .flops import approximations
-
     run = run.resolve(cfg)
     tokens = run.tokens
     model = count_flops(cfg, run.replace(causal=False, recompute=False)).total.matmul_total
     executed = count_flops(cfg, run.replace(causal=run.attention == "flash")).total.matmul_total
     approx = approximations(cfg, run)
-    return Utilization(tokens_per_s, model / tokens, executed / tokens, approx.six_n / tokens, approx.palm / tokens,
-                       gpus * hw.peak(run.dtype))
+    return Utilization(tokens_per_s, gpus, model / tokens, executed / tokens, approx.six_n / tokens,
+                       approx.palm / tokens, hw.peak(run.dtype))

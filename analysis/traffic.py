@@ -28,7 +28,7 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
 from __future__ import annotations
 
 from .config import ModelConfig
-from .flops import attended_keys, layer_ops, model_ops
+from .flops import _add, attended_keys, layer_ops, model_ops
 from .layout import Layer
 from .memory import training_state
 from .plan import layer_plan
@@ -68,11 +68,6 @@ def _attention_bytes(layer: Layer, run: RunSpec, b: int, kv: int) -> dict[str, i
     scores = B * h * n * attended_keys(spec, run) * b  # the dense matrix eager kernels hold
     return {"attention/scores": q + keys * attn.score_dim * kv + scores,
             "attention/values": scores + keys * attn.value_dim * kv + o}
-
-
-def _add(into: dict[str, int], key: str, n: int) -> None:
-    if n:
-        into[key] = into.get(key, 0) + n
 
 
 def layer_bytes(layer: Layer, run: RunSpec) -> dict[str, int]:

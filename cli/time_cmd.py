@@ -95,7 +95,7 @@ def parse_amount(text: Optional[str], option: str) -> Optional[float]:
 
 def _components(r: Roofline) -> dict:
     return {k: {"flops": c.flops, "matmul_flops": c.matmul_flops, "elementwise_flops": c.elementwise_flops,
-                "bytes": c.bytes, "intensity": c.flops / c.bytes if c.bytes else None, "compute_s": c.compute_s,
+                "bytes": c.bytes, "intensity": c.intensity, "compute_s": c.compute_s,
                 "memory_s": c.memory_s, "time_s": c.time_s, "bound": c.bound} for k, c in r.components.items()}
 
 
@@ -110,7 +110,7 @@ def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff) -> di
 
 def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report:
     total = r.time_s
-    rows = [(key, si(c.flops, "FLOP"), iec(c.bytes), f"{c.flops / c.bytes:,.1f}" if c.bytes else "-",
+    rows = [(key, si(c.flops, "FLOP"), iec(c.bytes), "-" if c.intensity is None else f"{c.intensity:,.1f}",
              seconds(c.time_s), c.bound, f"{100 * c.time_s / total:.1f}%" if total else "-")
             for key, c in sorted(r.components.items(), key=lambda kc: -kc[1].time_s)]
     run = r.run
@@ -120,7 +120,7 @@ def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report
              + (f", chunks of {count(run.chunk)}" if run.chunk else ""))
     table = Table([text_col("component", key=True), Col("FLOPs"), Col("bytes"), Col("FLOP/B"), Col("time"),
                    text_col("bound"), Col("share")], [rows], title,
-                  footer=["total", si(r.flops, "FLOP"), iec(r.bytes), f"{r.flops / r.bytes:,.1f}",
+                  footer=["total", si(r.flops, "FLOP"), iec(r.bytes), f"{r.intensity:,.1f}",
                           seconds(total), r.bound, "100.0%"])
     blocks: list = [table, *_notes(hw, rec)]
     csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch"), "component": k,
@@ -245,7 +245,7 @@ def time_command(
             rec.update(prompt=s, new=new, ttft_s=gen.ttft_s, tpot_s=gen.tpot_s, tokens_per_s=gen.tokens_per_s(b),
                        total_s=gen.total_s, no_cache_total_s=gen.no_cache_total_s, time_s=gen.total_s)
         if mode == "train":
-            throughput = measured or gpus * r.run.tokens / r.time_s
+            throughput = measured or gpus * r.tokens_per_s
             u = utilization(cfg, r.run, hw, throughput, gpus)
             rec["utilization"] = {"tokens_per_s": throughput, "measured": measured is not None, "gpus": gpus,
                                   "mfu": u.mfu, "hfu": u.hfu, "mfu_6n": u.of(u.six_n_per_token),
@@ -253,8 +253,8 @@ def time_command(
                                   "model_flops_per_token": u.model_flops_per_token,
                                   "hardware_flops_per_token": u.hardware_flops_per_token}
             if run_tokens is not None:
-                t = run_tokens / throughput
-                rec["training_run"] = {"tokens": run_tokens, "gpus": gpus, "time_s": t, "gpu_hours": t * gpus / 3600}
+                rec["training_run"] = {"tokens": run_tokens, "gpus": gpus, "time_s": u.run_time_s(run_tokens),
+                                       "gpu_hours": u.gpu_hours(run_tokens)}
         records.append(rec)
         shown_runs.append((cfg, r))
     if len(records) == 1 and models:

@@ -3,6 +3,7 @@
 Closed forms are written here from the hardware's datasheet figures and the models' published
 sizes; the FlashAttention tile sum is checked against a loop over the tiles."""
 
+import dataclasses
 import json
 
 import pytest
@@ -116,8 +117,8 @@ def test_gqa_and_sliding_windows_read_fewer_bytes_in_decode():
 def test_more_bandwidth_or_flops_is_never_slower(raw, more_bw, more_flops, mode):
     cfg = from_dict(raw, "random.yaml")
     run = RunSpec(mode, cfg.context_length, 2, dtype="bf16")
-    faster = H100.__class__(**{**H100.__dict__, "memory_bandwidth": int(BW * more_bw),
-                               "peak_flops": {k: int(v * more_flops) for k, v in H100.peak_flops.items()}})
+    faster = dataclasses.replace(H100, memory_bandwidth=int(BW * more_bw),
+                                 peak_flops={k: int(v * more_flops) for k, v in H100.peak_flops.items()})
     assert roofline(cfg, run, faster).time_s <= roofline(cfg, run, H100).time_s
     slow = roofline(cfg, run, H100, Efficiency(0.5, 0.5)).time_s
     assert slow == pytest.approx(2 * roofline(cfg, run, H100).time_s)
