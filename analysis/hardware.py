@@ -126,6 +126,19 @@ def bundled_hardware() -> list[str]:
     return sorted(read_bundled(HARDWARE_DIR))
 
 
+# torch.cuda.get_device_name -> the bundled spec it is; first match wins. Only names whose
+# datasheet figures are the bundled ones (an A100 PCIe 80GB or an H100 NVL is none of them).
+DEVICE_NAMES = ((r"H100 PCIe$", "h100-pcie"), (r"H100 80GB HBM3$|H100 SXM", "h100"), (r"H200$", "h200"),
+                (r"A100-SXM4-80GB$", "a100-80gb"), (r"A100-SXM4-40GB$", "a100-40gb"), (r"L40S$", "l40s"),
+                (r"\bL4$", "l4"), (r"\bA10G$", "a10g"), (r"RTX 4090$", "rtx-4090"), (r"MI300X$", "mi300x"),
+                (r"\bB200$", "b200"))
+
+
+def for_device(device_name: str) -> str | None:
+    """The bundled spec of a device, by the name the driver reports (None: not bundled)."""
+    return next((spec for pattern, spec in DEVICE_NAMES if re.search(pattern, device_name)), None)
+
+
 def load_hardware(spec: str) -> Hardware:
     """A bundled name (``h100``) or a YAML file."""
     bundled = read_bundled(HARDWARE_DIR)

@@ -31,15 +31,17 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from ..analysis.config import ModelConfig
+    from ..analysis.hardware import Hardware
 
-KINDS = ("flops", "kvcache", "memory")
+KINDS = ("flops", "kvcache", "memory", "roofline")
 SUFFIXES = (".png", ".svg")
 DPI = 100  # figure sizes are whole multiples of 0.25 in, so pixel sizes are exact
 GIB = 2**30
 LINESTYLES = ("-", "-.", ":")
 # The options that mean something for each kind; any other one given is a usage error.
-APPLIES = {"--mode": ("flops", "memory"), "--attention": ("flops", "memory"), "--causal": ("flops",),
-           "--kv-dtype": ("kvcache", "memory"), "--budget": ("kvcache", "memory")}
+APPLIES = {"--mode": ("flops", "memory"), "--attention": ("flops", "memory", "roofline"), "--causal": ("flops",),
+           "--kv-dtype": ("kvcache", "memory"), "--budget": ("kvcache", "memory"), "--hardware": ("roofline",)}
+ROOFLINE_MODES = {"prefill": "o", "decode": "^"}  # mode -> marker
 
 
 def default_seqs(context: int) -> list[int]:
@@ -79,15 +81,22 @@ def _budget_line(ax: Axes, budget_bytes: Optional[int], unit: int) -> None:
                    label=f"budget {budget_bytes / GIB:,.4g} GiB")
 
 
+def _panels(fig: Figure, n: int, sharey: bool = True) -> list[Axes]:
+    """One panel per model, three a row; the grid's cells past the last model hidden."""
+    cols = min(3, n)
+    axes = list(fig.subplots(-(-n // cols), cols, squeeze=False, sharey=sharey).flat)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return axes[:n]
+
+
 def _flops(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run: RunSpec,
            budget_bytes: None) -> None:
     """One panel per model: each component family's share of the matmul FLOPs against seq
     (``budget_bytes``: always None, --budget does not apply to FLOPs)."""
     from ..analysis.flops import FAMILIES, count_flops
 
-    cols = min(3, len(cfgs))
-    axes = fig.subplots(-(-len(cfgs) // cols), cols, squeeze=False, sharey=True).flat
-    for cfg, ax in zip(cfgs, axes):
+    for cfg, ax in zip(cfgs, _panels(fig, len(cfgs))):
         points = _model_seqs(cfg, seqs)
         totals = [count_flops(cfg, run.replace(seq=s)).total for s in points]
         for name in FAMILIES:
@@ -98,8 +107,6 @@ def _flops(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run:
         ax.set_ylim(0, 100)
         if ax.get_subplotspec().is_first_col():  # the panels share the y axis
             ax.set_ylabel("share of matmul FLOPs (%)")
-    for ax in axes:  # the grid's cells past the last model
-        ax.set_visible(False)
     fig.legend(*fig.axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=len(FAMILIES))
     backward = f", {run.attention} backward" if run.mode == "train" else ""
     fig.suptitle(f"{run.mode} matmul FLOPs by component, batch {run.batch}, "
@@ -163,6 +170,53 @@ def _memory(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run
     fig.suptitle(f"Memory by part, {workload}: batch {run.batch}, {run.attention} attention")
 
 
+def _roofline(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run: RunSpec,
+              hw: Hardware) -> None:
+    """One panel per model: each component of a prefill of S tokens and of the decode step at
+    context S, at its arithmetic intensity (FLOPs per byte moved) and the FLOP/s its roofline time
+    gives it, under the roofs min(peak, intensity x bandwidth) of the compute dtype and of fp32
+    (elementwise work). Components that move no bytes or compute nothing have no point."""
+    import numpy as np
+    from matplotlib.lines import Line2D
+
+    from ..analysis.flops import FAMILIES, family
+    from ..analysis.timing import roofline
+
+    colours = dict(zip((*FAMILIES, "elementwise"), (f"C{i}" for i in range(len(FAMILIES) + 1))))
+    for cfg, ax in zip(cfgs, _panels(fig, len(cfgs))):
+        s = seqs[0] or cfg.context_length
+        warn_past_context(cfg, s)
+        points = []
+        for mode, marker in ROOFLINE_MODES.items():
+            r = roofline(cfg, run.replace(mode=mode, seq=s), hw)
+            points += [(c.intensity, c.flops / c.time_s, family(k), marker)
+                       for k, c in r.components.items() if c.intensity and c.flops]
+        dtype = r.run.dtype
+        lo = min(p[0] for p in points) / 4
+        hi = max(max(p[0] for p in points) * 4, 4 * hw.peak(dtype) / hw.memory_bandwidth)
+        x = np.geomspace(lo, hi, 200)
+        for peak_dtype, style in ((dtype, "-"), ("fp32", "--")):
+            if peak_dtype in hw.peak_flops:
+                ax.plot(x, np.minimum(hw.peak(peak_dtype), x * hw.memory_bandwidth), color="black",
+                        linestyle=style, linewidth=1.2, label=f"roof, {peak_dtype}")
+        for intensity, rate, fam, marker in points:
+            ax.scatter(intensity, rate, marker=marker, color=colours.get(fam, colours["elementwise"]), s=100,
+                       alpha=0.8, edgecolors="none")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("arithmetic intensity (FLOPs per byte)")
+        ax.set_title(f"{cfg.name}, {_tokens(s)} tokens")
+        ax.grid(True, which="major", alpha=0.3)
+        if ax.get_subplotspec().is_first_col():
+            ax.set_ylabel("attainable FLOP/s")
+    handles = [*fig.axes[0].get_legend_handles_labels()[0],
+               *(Line2D([], [], marker=m, linestyle="", color="grey", label=mode)
+                 for mode, m in ROOFLINE_MODES.items()),
+               *(Line2D([], [], marker="s", linestyle="", color=c, label=f) for f, c in colours.items())]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3)
+    fig.suptitle(f"Roofline on {hw.name}: prefill and one decode step, batch {run.batch}, {run.attention} attention")
+
+
 def _model_seqs(cfg: ModelConfig, seqs: list[Optional[int]]) -> list[int]:
     """--seq as given (warned once when past the context length), else default_seqs."""
     if seqs == [None]:
@@ -171,21 +225,21 @@ def _model_seqs(cfg: ModelConfig, seqs: list[Optional[int]]) -> list[int]:
     return sorted(set(seqs))
 
 
-DRAW = {"flops": _flops, "kvcache": _kvcache, "memory": _memory}
+DRAW = {"flops": _flops, "kvcache": _kvcache, "memory": _memory, "roofline": _roofline}
 
 
 def _size(kind: str, n_models: int) -> tuple[float, float]:
     """Inches: a 5 x 3.5 panel per model (3 a row) for flops, wider bars for more models."""
-    if kind == "flops":
+    if kind in ("flops", "roofline"):
         cols, rows = min(3, n_models), -(-n_models // min(3, n_models))
-        return max(7.0, 5.0 * cols), 3.5 * rows + 1.25
+        return max(7.0, 5.0 * cols), 3.5 * rows + (1.25 if kind == "flops" else 2.0)
     if kind == "memory":
         return max(7.0, 0.75 * n_models + 3.0), 5.5
     return 9.0, 5.5
 
 
 def plot(
-    kind: str = typer.Argument(..., metavar="KIND", help="flops | kvcache | memory."),
+    kind: str = typer.Argument(..., metavar="KIND", help="flops | kvcache | memory | roofline."),
     models: Optional[list[str]] = ModelsArg,
     out: str = typer.Option(..., "--out", help="The image to write: FILE.png or FILE.svg."),
     seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence, a comma list for flops and "
@@ -194,19 +248,23 @@ def plot(
     batch: int = typer.Option(1, "--batch", help="Sequences (one value: the chart's workload)."),
     mode: Optional[str] = typer.Option(None, "--mode", help="flops: train | prefill | decode; memory: "
                                        "train | inference. Default: train."),
-    attention: Optional[str] = typer.Option(None, "--attention", help="flops, memory: eager | flash "
-                                            "(default)."),
+    attention: Optional[str] = typer.Option(None, "--attention", help="flops, memory, roofline: eager | "
+                                            "flash (default)."),
     causal: bool = typer.Option(False, "--causal", help="flops: count only unmasked query-key pairs."),
     kv_dtype: Optional[str] = KvDtypeOpt,
     budget: Optional[str] = typer.Option(None, "--budget", help="kvcache, memory: a device's memory drawn "
                                          "as a horizontal line: 80GiB, 80GB (10^9), 24G (= GiB)."),
+    hardware_spec: Optional[str] = typer.Option(None, "--hardware", help="roofline (required): a bundled "
+                                                "accelerator (`llmcalc hardware`) or a YAML file."),
 ) -> None:
-    """Charts: FLOP shares against sequence length, KV cache against context, memory by part.
+    """Charts: FLOP shares against sequence length, KV cache against context, memory by part,
+    and each component under an accelerator's roofline.
 
     Examples:
       llmcalc plot flops gpt2-xl llama-3.1-8b --out flops.png
       llmcalc plot kvcache mistral-7b llama-2-7b gemma-2-9b --batch 8 --budget 80GiB --out kv.svg
       llmcalc plot memory llama-2-7b mistral-7b --mode train --seq 4096 --out memory.png
+      llmcalc plot roofline llama-3-8b --hardware h100 --seq 4096 --out roofline.png
     """
     choice(kind, KINDS, "KIND")
     path = Path(out)
@@ -215,7 +273,7 @@ def plot(
     if not path.parent.is_dir():
         raise UsageError(f"--out: no such directory {str(path.parent)!r}")
     given = {"--mode": mode, "--attention": attention, "--causal": causal or None, "--kv-dtype": kv_dtype,
-             "--budget": budget}
+             "--budget": budget, "--hardware": hardware_spec}
     for option, value in given.items():
         if value is not None and kind not in APPLIES[option]:
             raise UsageError(f"{option} does not apply to plot {kind}")
@@ -223,11 +281,21 @@ def plot(
     positive(batch, "--batch")
     choice(attention or "flash", ATTENTION_IMPLS, "--attention")
     checked_dtypes(None, None, kv_dtype)
-    budget_bytes = parse_size(budget) if budget is not None else None
+    # the kind's own input: --budget in bytes (kvcache, memory), or roofline's --hardware
+    extra: Optional[int | Hardware] = parse_size(budget) if budget is not None else None
     if kind == "flops":
         run = RunSpec(choice(mode or "train", MODES, "--mode"), None, batch, attention or "flash", causal)
     elif kind == "kvcache":
         run = RunSpec("decode", None, batch, kv_dtype=kv_dtype)
+    elif kind == "roofline":
+        from ..analysis.hardware import load_hardware
+
+        if hardware_spec is None:
+            raise UsageError("plot roofline needs --hardware NAME|FILE (`llmcalc hardware`)")
+        if len(seqs) > 1:
+            raise UsageError("--seq takes one value for plot roofline")
+        extra = load_hardware(hardware_spec)
+        run = RunSpec("prefill", None, batch, attention or "flash")
     else:
         from ..analysis.memory import MEMORY_MODES
 
@@ -247,6 +315,6 @@ def plot(
                          "pip install -e '.[plot]')") from None
     cfgs = load_models(models)
     fig = matplotlib.figure.Figure(figsize=_size(kind, len(cfgs)), dpi=DPI, layout="constrained")
-    DRAW[kind](fig, cfgs, seqs, run, budget_bytes)
+    DRAW[kind](fig, cfgs, seqs, run, extra)
     fig.savefig(path, dpi=DPI)
     typer.echo(f"wrote {out}")

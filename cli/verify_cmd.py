@@ -15,7 +15,7 @@ AGAINST = ("transformers",)
 
 
 def _fmt(x) -> str:
-    return count(x) if isinstance(x, int) else f"{x:.1e}"
+    return count(x) if isinstance(x, int) else f"{x:.3g}"
 
 
 def _difference(c) -> str:
@@ -29,7 +29,7 @@ def _columns(analytic: str, measured: str) -> list[Col]:
 
 def _csv(records: list[dict], *extra: str) -> list[dict]:
     """A row per check of each model, named as the JSON's keys."""
-    return [{**pick(r, "model", "device", "against", "seq_len", "batch"),
+    return [{**pick(r, "model", "device", "hardware", "against", "seq_len", "batch"),
              **pick(c, "name", "analytic", "measured", "ok", *extra)} for r in records for c in r["checks"]]
 
 
@@ -40,6 +40,20 @@ def _resolve_device(device: str, torch) -> str:
     if device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda: no CUDA device is available (try --device meta or cpu)")
     return device
+
+
+def _hardware(spec: Optional[str], device: str, torch):
+    """The roofline the timed runs are compared with: --hardware, else (cuda) the bundled spec of
+    the device by its name; None on cpu without --hardware (nothing is timed)."""
+    from ..analysis.hardware import for_device, load_hardware
+
+    if spec is None and device == "cuda":
+        name = torch.cuda.get_device_name(0)
+        spec = for_device(name)
+        if spec is None:
+            raise UsageError(f"--device cuda: {name!r} is not a bundled accelerator; pass --hardware NAME|FILE "
+                             "(`llmcalc hardware`, or your own YAML)")
+    return None if spec is None else load_hardware(spec)
 
 
 def verify(
@@ -54,13 +68,18 @@ def verify(
         None, "--against", help="transformers: check the analytic figures against transformers' own "
         "model for the model's Hugging Face config.json (built on meta: no weights, no network) "
         "instead of llmcalc's reference. Needs the hf extra."),
+    hardware_spec: Optional[str] = typer.Option(
+        None, "--hardware", help="cuda, cpu: time prefill, a decode step and a training step and compare "
+        "them with this accelerator's roofline (a bundled name or a YAML file). Default on cuda: the "
+        "bundled spec of the device; on cpu nothing is timed without it."),
     fmt: str = FormatOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """Build the reference PyTorch model from the same config and check every analytic
     figure against it: parameters, forward/backward matmul FLOPs (FlopCounterMode), bytes
     saved for backward, KV-cache bytes; on cpu also cached decode, rolling buffer, chunked
-    prefill, GQA and RoPE on real tensors; on cuda also wall time, FLOP/s and peak memory.
+    prefill, GQA and RoPE on real tensors; on cuda also prefill, decode and a training step
+    timed against the roofline (TFLOP/s, GB/s, fraction reached) and peak memory.
     Exit code 1 when any check fails.
 
     Examples:
@@ -77,6 +96,10 @@ def verify(
         choice(against, AGAINST, "--against")
         if device not in ("auto", "meta"):  # transformers' model is built on meta, whatever the machine
             warn(f"--device {device} does not apply to --against transformers (built on meta); ignored")
+        if hardware_spec is not None:
+            raise UsageError("--hardware does not apply to --against transformers (nothing is timed)")
+    if hardware_spec is not None and device == "meta":
+        raise UsageError("--hardware applies to --device cuda or cpu (meta runs no real tensors to time)")
     cfgs = load_models(models)
     try:
         import torch
@@ -94,6 +117,7 @@ def verify(
     from ..analysis.verify.report import verify as run_checks
 
     dev = _resolve_device(device, torch)
+    hw = _hardware(hardware_spec, dev, torch)
     results = []
     if len(cfgs) > 1:
         from rich.markup import escape
@@ -103,12 +127,12 @@ def verify(
             task = progress.add_task("verifying", total=len(cfgs))
             for cfg in cfgs:
                 progress.update(task, description=f"verifying {escape(cfg.name)}")
-                results.append((cfg, run_checks(cfg, dev, seq_value, batch_value)))
+                results.append((cfg, run_checks(cfg, dev, seq_value, batch_value, hw)))
                 progress.advance(task)
     else:
-        results = [(cfg, run_checks(cfg, dev, seq_value, batch_value)) for cfg in cfgs]
-    records = [{"model": cfg.name, "device": dev, "seq_len": seq_value, "batch": batch_value,
-                "ok": all(c.ok for c in checks),
+        results = [(cfg, run_checks(cfg, dev, seq_value, batch_value, hw)) for cfg in cfgs]
+    records = [{"model": cfg.name, "device": dev, **({"hardware": hw.name} if hw else {}),
+                "seq_len": seq_value, "batch": batch_value, "ok": all(c.ok for c in checks),
                 "checks": [{"name": c.name, "analytic": c.analytic, "measured": c.measured, "ok": c.ok}
                            for c in checks]}
                for cfg, checks in results]

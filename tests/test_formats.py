@@ -128,7 +128,7 @@ def fake_checks(monkeypatch):
 
     checks = [Check("params/total", 124_439_808, 124_439_808, True),
               Check("real/cached decode", 0.0, 2.5e-16, True, "max |difference| on float64 tensors")]
-    monkeypatch.setattr(report, "verify", lambda cfg, device, seq, batch: checks)
+    monkeypatch.setattr(report, "verify", lambda cfg, device, seq, batch, hw: checks)
 
 
 def test_verify_csv_is_a_row_per_check(run, fake_checks):
@@ -146,7 +146,7 @@ def test_verify_table_notes_float_checks_under_the_table(run, fake_checks):
     assert result.exit_code == 0
     assert "real/cached decode: max |difference| on float64 tensors\n" in result.stdout
     row = next(line for line in result.stdout.splitlines() if line.startswith("│ real/cached decode "))
-    assert [c.strip() for c in row.split("│")[2:6]] == ["0.0e+00", "2.5e-16", "", "ok"]
+    assert [c.strip() for c in row.split("│")[2:6]] == ["0", "2.5e-16", "", "ok"]
 
 
 # --- every command, every format -----------------------------------------------------------------

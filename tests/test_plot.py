@@ -29,6 +29,9 @@ def _decoded(path):
     (["kvcache", "mistral-7b", "gemma-2-9b", "llama-2-7b", "--batch", "8", "--budget", "80GiB"], (550, 900)),
     (["memory", "gpt2-small", "llama-2-7b", "--seq", "1024", "--budget", "24G"], (550, 700)),
     (["memory", "gpt2-small", "--mode", "inference", "--kv-dtype", "fp8"], (550, 700)),
+    (["roofline", "llama-3-8b", "--hardware", "h100", "--seq", "4096"], (550, 700)),
+    (["roofline", "mistral-7b", "gemma-2-9b", "--hardware", "l4", "--batch", "8", "--attention", "eager"],
+     (550, 1000)),
 ])
 def test_png_has_the_size_set_and_is_not_blank(run, tmp_path, args, size):
     out = tmp_path / "chart.png"
@@ -60,7 +63,11 @@ def test_default_seqs_are_powers_of_two_from_512_to_the_context():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["roofline", "gpt2-small", "--out", "x.png"], "KIND must be one of flops, kvcache, memory, got 'roofline'"),
+    (["bars", "gpt2-small", "--out", "x.png"], "KIND must be one of flops, kvcache, memory, roofline, got 'bars'"),
+    (["roofline", "gpt2-small", "--out", "x.png"], "plot roofline needs --hardware NAME|FILE (`llmcalc hardware`)"),
+    (["roofline", "gpt2-small", "--out", "x.png", "--hardware", "h100", "--seq", "512,1024"],
+     "--seq takes one value for plot roofline"),
+    (["flops", "gpt2-small", "--out", "x.png", "--hardware", "h100"], "--hardware does not apply to plot flops"),
     (["flops", "gpt2-small", "--out", "x.jpg"], "--out must end in .png or .svg, got 'x.jpg'"),
     (["flops", "gpt2-small", "--out", "no/such/dir/x.png"], "--out: no such directory 'no/such/dir'"),
     (["flops", "gpt2-small", "--out", "x.png", "--budget", "80GiB"], "--budget does not apply to plot flops"),

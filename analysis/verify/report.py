@@ -24,6 +24,7 @@ from ..activations import activation_bytes
 from ..config import ModelConfig
 from ..errors import ConfigError
 from ..flops import count_flops
+from ..hardware import Hardware
 from ..kvcache import kv_cache
 from ..params import count_params
 from ..plan import layer_specs
@@ -197,15 +198,18 @@ def on_deep_stack(fn: Callable[..., T], *args: Any) -> T:
     return outcome["value"]
 
 
-def verify(cfg: ModelConfig, device: str, seq: int, batch: int) -> list[Check]:
+def verify(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardware | None = None) -> list[Check]:
     """All checks for one model. ``meta``: the shape checks; ``cpu``: plus the real-tensor
-    checks; ``cuda``: plus wall time, FLOP/s and peak memory (:mod:`analysis.verify.gpu`).
+    checks; with ``hw`` (cpu or cuda) plus prefill, decode and a training step timed against
+    its roofline, and on cuda peak memory (:mod:`analysis.verify.timed`).
     ConfigError when ``seq`` and ``batch`` or the model make tensors torch cannot address."""
-    check_sizes(cfg, seq, batch, max([seq, *(prefill + decode for prefill, decode in kv_spans(cfg))]))
-    return on_deep_stack(_checks, cfg, device, seq, batch)
+    timed = hw if device != "meta" else None
+    longest = seq + 1 if timed else seq  # the timed decode step runs at position seq
+    check_sizes(cfg, seq, batch, max([longest, *(prefill + decode for prefill, decode in kv_spans(cfg))]))
+    return on_deep_stack(_checks, cfg, device, seq, batch, timed)
 
 
-def _checks(cfg: ModelConfig, device: str, seq: int, batch: int) -> list[Check]:
+def _checks(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardware | None) -> list[Check]:
     meta = "meta"
     out = param_checks(cfg)
     for attention in ("eager", "flash"):
@@ -217,8 +221,8 @@ def _checks(cfg: ModelConfig, device: str, seq: int, batch: int) -> list[Check]:
     out += inference_flop_checks(cfg, meta, batch)
     if device in ("cpu", "cuda"):
         out += real_tensor_checks(cfg)
-    if device == "cuda":
-        from .gpu import gpu_checks
+    if hw is not None:
+        from .timed import timed_checks
 
-        out += gpu_checks(cfg, seq, batch)
+        out += timed_checks(cfg, device, seq, batch, hw)
     return out

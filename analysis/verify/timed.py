@@ -1,0 +1,154 @@
+"""Timed runs of the reference model against the roofline (``verify --device cuda``).
+
+Three phases, each run ``WARMUP`` times and then timed ``RUNS`` times (the median is kept):
+
+- ``prefill S``: a forward of ``batch x S`` tokens into a KV cache, logits of the last position;
+- ``decode S+1``: one new token per sequence after that prefill (each run rewrites the same slot);
+- ``train S``: forward, cross-entropy and backward (no optimizer step: the roofline's
+  ``optimizer`` component is left out of the comparison).
+
+Flash attention throughout (``F.scaled_dot_product_attention`` on a GPU), bf16 on a GPU and fp32
+on the CPU. On a GPU the time is taken with CUDA events; on the CPU with ``time.perf_counter``,
+which is how this path is tested without a GPU.
+
+Each phase reports the roofline time of :func:`analysis.timing.roofline` (ideal: efficiency 1)
+against the measured one, the achieved FLOP/s (executed FLOPs, matmul and elementwise, over the
+measured time) and GB/s (the bytes of :mod:`analysis.traffic` over it) against the roofline's,
+and the fraction of the roofline reached (roofline time / measured time). These are reported,
+not judged: a roofline is a bound, not a prediction.
+
+On a GPU the training step's peak ``torch.cuda.max_memory_allocated`` is checked against the
+analytic weights + gradients + saved activations, within ``PEAK_TOLERANCE`` (relative): the
+caching allocator, cuBLAS workspaces and gradients being filled while activations are freed keep
+it from being exact. The tolerance is provisional until it has been measured on a GPU. The
+inference peak is reported against ``memory --mode inference`` (which leaves out the transient
+MLP activations of a long prefill), not judged.
+
+A model whose analytic training peak exceeds ``FIT_FRACTION`` of the device runs with fewer
+layers (the checks' names say how many): per-layer figures are what is compared.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+from ..activations import activation_bytes
+from ..config import ModelConfig
+from ..hardware import Hardware
+from ..memory import memory, training_state
+from ..run import RunSpec
+from ..timing import Roofline, roofline
+from .cache import KVCache
+from .check import Check
+from .measure import _loss, build
+
+WARMUP, RUNS = 2, 5
+PEAK_TOLERANCE = 0.25
+FIT_FRACTION = 0.8
+DTYPES = {"cuda": ("bf16", torch.bfloat16), "cpu": ("fp32", torch.float32)}
+
+
+def median_seconds(step: Callable[[], object], device: str, warmup: int = WARMUP, runs: int = RUNS) -> float:
+    """Median wall time of ``step()`` over ``runs`` calls after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(runs):
+        if device == "cuda":  # events on the stream: the kernels' time, not the launch's
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def train_peak(cfg: ModelConfig, run: RunSpec) -> int:
+    """Analytic peak of a training step without an optimizer: weights, gradients, saved activations
+    (flash attention keeps no score matrix)."""
+    state = training_state(cfg, run.dtype or "bf16", "sgd")
+    return state.weights + state.gradients + activation_bytes(cfg, run).total
+
+
+def phases(seq: int, batch: int, dtype: str) -> dict[str, RunSpec]:
+    spec = {"batch": batch, "attention": "flash", "dtype": dtype, "weights_dtype": dtype, "kv_dtype": dtype}
+    return {f"prefill {seq}": RunSpec("prefill", seq, **spec),
+            f"decode {seq + 1}": RunSpec("decode", seq + 1, **spec),
+            f"train {seq}": RunSpec("train", seq, **spec)}
+
+
+def _fitting(cfg: ModelConfig, run: RunSpec) -> ModelConfig:
+    budget = FIT_FRACTION * torch.cuda.get_device_properties(0).total_memory
+    layers = cfg.n_layers
+    while layers > 1 and train_peak(cfg.replace(n_layers=layers), run) > budget:
+        layers -= 1
+    return cfg.replace(n_layers=layers)
+
+
+def _compared(label: str, r: Roofline, seconds: float) -> list[Check]:
+    """Measured against the roofline: time, FLOP/s, bytes/s, fraction reached."""
+    flops, nbytes, ideal = r.flops, r.bytes, r.time_s
+    note = f"median of {RUNS} runs after {WARMUP} warm-up; analytic: the ideal roofline"
+    return [Check(f"{label}/time (s), info", ideal, seconds, True, note),
+            Check(f"{label}/achieved TFLOP/s, info", flops / ideal / 1e12, flops / seconds / 1e12, True),
+            Check(f"{label}/achieved GB/s, info", nbytes / ideal / 1e9, nbytes / seconds / 1e9, True),
+            Check(f"{label}/fraction of roofline, info", 1.0, ideal / seconds, True)]
+
+
+def timed_checks(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardware) -> list[Check]:
+    """Each phase timed on ``device`` (cuda or cpu) and compared with ``hw``'s roofline."""
+    dtype, torch_dtype = DTYPES[device]
+    runs = phases(seq, batch, dtype)
+    layers = cfg.n_layers
+    train = runs[f"train {seq}"]
+    if device == "cuda":
+        cfg = _fitting(cfg, train)
+    model = build(cfg, "flash", device, torch_dtype)
+    tokens = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
+    step = tokens[:, :1]
+    prefix = hw.name + (f"/{cfg.n_layers} layers" if cfg.n_layers < layers else "")
+    out: list[Check] = []
+    peaks: dict[str, int] = {}
+
+    def timed(name: str, fn: Callable[[], object]) -> None:
+        if device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        seconds = median_seconds(fn, device)
+        if device == "cuda":
+            peaks[name] = torch.cuda.max_memory_allocated()
+        r = roofline(cfg, runs[name], hw)
+        if name == f"train {seq}":  # the step is timed without an optimizer
+            r = Roofline(r.run, {k: c for k, c in r.components.items() if k != "optimizer"})
+        out.extend(_compared(f"{prefix}/{name}", r, seconds))
+
+    with torch.no_grad():  # the cache is freed before the training step
+        cache = KVCache(cfg, batch, seq + 1, torch_dtype, device)
+        for name, fn in ((f"prefill {seq}", lambda: model(tokens, cache, 0, logits="last")),
+                         (f"decode {seq + 1}", lambda: model(step, cache, seq, logits="last"))):
+            timed(name, fn)
+        cache = None
+
+    def train_step() -> None:
+        model.zero_grad(set_to_none=True)
+        _loss(model(tokens), tokens).backward()
+
+    timed(f"train {seq}", train_step)
+    if device == "cuda":
+        expected = train_peak(cfg, train)
+        out.append(Check(f"{prefix}/train {seq}/peak memory (bytes)", expected, peaks[f"train {seq}"],
+                         abs(peaks[f"train {seq}"] - expected) <= PEAK_TOLERANCE * expected,
+                         f"within {PEAK_TOLERANCE:.0%} of weights + gradients + saved activations (provisional)"))
+        inference = memory(cfg, runs[f"prefill {seq}"]).total
+        out.append(Check(f"{prefix}/prefill {seq}/peak memory (bytes), info", inference, peaks[f"prefill {seq}"],
+                         True, "memory --mode inference: weights, KV cache, attention, last logits"))
+    return out
