@@ -20,14 +20,16 @@ Conventions (README "Memory"):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from .activations import activation_bytes, korthikanti_bytes
 from .config import ModelConfig
+from .errors import ConfigError
 from .kvcache import kv_cache
 from .params import count_params
 from .plan import layer_plan
-from .run import OPTIMIZER_STATES, RunSpec, weight_bytes
+from .run import OPTIMIZER_STATES, Layout, RunSpec, weight_bytes
 
 FP32 = 4
 # `llmcalc memory --mode` -> the RunSpec mode: inference is a prefill of the sequence (weights,
@@ -45,9 +47,14 @@ class TrainingState:
 
 def training_state(cfg: ModelConfig, dtype: str, optimizer: str) -> TrainingState:
     n = count_params(cfg).total
-    master = n * FP32 if dtype != "fp32" else 0
-    return TrainingState(weight_bytes(n, dtype), weight_bytes(n, dtype),
-                         OPTIMIZER_STATES[optimizer] * n * FP32 + master)
+    return state_bytes(n, n, n, dtype, optimizer)
+
+
+def state_bytes(weights: int, gradients: int, optimized: int, dtype: str, optimizer: str) -> TrainingState:
+    """Bytes of the training state for these element counts (each can be a shard of the model)."""
+    master = FP32 if dtype != "fp32" else 0
+    return TrainingState(weight_bytes(weights, dtype), weight_bytes(gradients, dtype),
+                         optimized * (OPTIMIZER_STATES[optimizer] * FP32 + master))
 
 
 def chunk_spans(cfg: ModelConfig, seq: int, chunk: int | None) -> list[tuple[int, int]]:
@@ -97,6 +104,8 @@ class MemoryReport:
     korthikanti_per_layer: int  # train: sbh(34 + 5as/h), for comparison
     attention_queries: int  # the largest attention call: queries x keys
     attention_keys: int
+    stage: int = 0  # with parallelism: the pipeline stage of the GPU the figures are for (the peak)
+    stage_totals: tuple[int, ...] = ()  # with parallelism: one GPU's total on each stage
 
     @property
     def total(self) -> int:
@@ -104,8 +113,11 @@ class MemoryReport:
 
 
 def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
-    """Bytes by part (PARTS) for a training step or an inference run."""
+    """Bytes by part (PARTS) for a training step or an inference run; with a parallel layout,
+    of the GPU that needs the most (or of ``stage``)."""
     run = run.resolve(cfg)
+    if not run.layout.trivial:
+        return _per_gpu(cfg, run)
     parts = dict.fromkeys(PARTS, 0)
     if run.mode == "train":
         state = training_state(cfg, run.dtype, run.optimizer)
@@ -122,3 +134,38 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
                  kv_cache=kv_cache(cfg, run).bytes, attention=peak,
                  logits=logits_bytes(cfg, run.batch, 1, run.dtype))
     return MemoryReport(run, parts, {}, {}, 0, queries, keys)
+
+
+def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int) -> MemoryReport:
+    """One GPU of pipeline stage ``stage`` (analysis.parallel has the conventions)."""
+    from .parallel import gpu_state, stage_activations, stage_kv_bytes, tp_local
+
+    layout = run.layout
+    local = tp_local(cfg, layout.tp)
+    parts = dict.fromkeys(PARTS, 0)
+    last = stage == layout.pp - 1
+    state = gpu_state(cfg, layout, stage)
+    if run.mode == "train":
+        acts = stage_activations(cfg, run, stage)
+        train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
+        parts.update(weights=train.weights, gradients=train.gradients, optimizer=train.optimizer,
+                     activations=sum(v for k, v in acts.items() if k != "loss"), logits=acts.get("loss", 0),
+                     attention=attention_bytes(local, run.batch, run.seq, run.seq, run.attention, run.dtype,
+                                               training=True))
+        return MemoryReport(run, parts, acts, {}, 0, run.seq, run.seq, stage)
+    peak, queries, keys = attention_peak(local, run.replace(layout=Layout()))
+    parts.update(weights=weight_bytes(state.weights, run.weights_dtype), kv_cache=stage_kv_bytes(cfg, run, stage),
+                 attention=peak, logits=logits_bytes(local, run.batch, 1, run.dtype) if last else 0)
+    return MemoryReport(run, parts, {}, {}, 0, queries, keys, stage)
+
+
+def _per_gpu(cfg: ModelConfig, run: RunSpec) -> MemoryReport:
+    from .parallel import check_layout
+
+    check_layout(cfg, run.layout)
+    if run.layout.sp and run.seq % run.layout.tp:
+        raise ConfigError(f"invalid layout ({run.layout.describe()}): sequence parallelism needs tp "
+                          f"{run.layout.tp} to divide the {run.seq:,} tokens of a sequence", cfg.name)
+    reports = [_stage_memory(cfg, run, s) for s in range(run.layout.pp)]
+    peak = max(reports, key=lambda m: m.total)
+    return dataclasses.replace(peak, stage_totals=tuple(m.total for m in reports))

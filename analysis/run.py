@@ -22,8 +22,61 @@ from dataclasses import dataclass
 from .config import DTYPE_BITS, FLOAT_DTYPES, ModelConfig
 
 MODES = ("train", "prefill", "decode")
+ZERO_STAGES = (0, 1, 2, 3)
 ATTENTION_IMPLS = ("eager", "flash")
 OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1}  # fp32 values per parameter
+
+
+def ceil_div(n: int, d: int) -> int:
+    return -(-n // d)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a run is split over GPUs (:mod:`analysis.parallel` has the conventions)."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    zero: int = 0
+    sp: bool = False
+    micro_batches: int | None = None  # per step and pipeline; None: pp (1F1B's steady state)
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "dp", "ep"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.zero not in ZERO_STAGES:
+            raise ValueError(f"zero must be one of 0, 1, 2, 3, got {self.zero!r}")
+        if self.sp and self.tp == 1:
+            raise ValueError("sequence parallelism (sp) splits activations over tp: it needs tp > 1")
+        if self.dp % self.ep:
+            raise ValueError(f"ep ({self.ep}) must divide dp ({self.dp}): experts are dealt over data-parallel GPUs")
+        m = self.micro_batches
+        if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
+            raise ValueError(f"micro_batches must be a positive integer, got {m!r}")
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def trivial(self) -> bool:
+        return self.gpus == 1
+
+    def in_flight(self, stage: int) -> int:
+        """Micro-batches whose activations pipeline stage ``stage`` keeps at once under 1F1B."""
+        return min(self.pp - stage, self.micro_batches or self.pp)
+
+    def describe(self) -> str:
+        parts = [f"{name} {getattr(self, name)}" for name in ("tp", "pp", "dp", "ep") if getattr(self, name) > 1]
+        if self.zero:
+            parts.append(f"ZeRO-{self.zero}")
+        if self.sp:
+            parts.append("sp")
+        return ", ".join(parts) or "one GPU"
 
 
 @dataclass(frozen=True)
@@ -48,6 +101,7 @@ class RunSpec:
     optimizer: str = "adam"
     past: int = 0  # prefill: tokens already cached, the pass runs positions past..seq-1 (one chunk)
     logits: bool = True  # prefill: False for a chunk before the last, which computes no logits
+    layout: Layout = Layout()  # parallelism: every figure is one GPU's when it is not trivial
 
     def __post_init__(self) -> None:
         for name, value, choices in (("mode", self.mode, MODES), ("attention", self.attention, ATTENTION_IMPLS),

@@ -184,3 +184,39 @@ WeightsDtypeOpt = typer.Option(None, "--weights-dtype", help="Stored weights, e.
                                "compute dtype for training, the model's dtype for inference).")
 KvDtypeOpt = typer.Option(None, "--kv-dtype", help="KV-cache dtype: fp32 | fp16 | bf16 | fp8 | int8 | int4 "
                           "(default: the compute dtype).")
+
+
+TpOpt = typer.Option(1, "--tp", help="Tensor-parallel GPUs (Megatron: heads, FFN width and vocabulary split).")
+PpOpt = typer.Option(1, "--pp", help="Pipeline stages (1F1B); figures are the peak stage's unless noted.")
+DpOpt = typer.Option(1, "--dp", help="Data-parallel GPUs; --batch is each GPU's micro-batch.")
+EpOpt = typer.Option(1, "--ep", help="Expert-parallel GPUs, out of the data-parallel ones (MoE).")
+ZeroOpt = typer.Option(0, "--zero", help="ZeRO stage over --dp: 1 optimizer state, 2 also gradients, "
+                       "3 (FSDP) also weights.")
+SpOpt = typer.Option(False, "--sp", help="Megatron sequence parallelism: residual-stream activations "
+                     "split over --tp.")
+GlobalBatchOpt = typer.Option(None, "--global-batch", help="Sequences per step over all GPUs: sets the "
+                              "micro-batches per step, global / (batch x dp). Default: --pp of them.")
+GpusOpt = typer.Option(None, "--gpus", help="The GPUs the layout must use: tp x pp x dp.")
+
+
+def parallel_layout(tp: int, pp: int, dp: int, ep: int, zero: int, sp: bool, global_batch: Optional[int],
+                    gpus: Optional[int], batch: int):
+    """The Layout of the parallel options, or UsageError naming the rule that failed."""
+    from ..analysis.run import Layout
+
+    for value, option in ((tp, "--tp"), (pp, "--pp"), (dp, "--dp"), (ep, "--ep")):
+        positive(value, option)
+    micro = None
+    if global_batch is not None:
+        positive(global_batch, "--global-batch")
+        if global_batch % (batch * dp):
+            raise UsageError(f"--global-batch {global_batch:,} must be a multiple of --batch x --dp "
+                             f"({batch:,} x {dp:,})")
+        micro = global_batch // (batch * dp)
+    try:
+        layout = Layout(tp, pp, dp, ep, zero, sp, micro)
+    except ValueError as exc:
+        raise UsageError(f"invalid layout: {exc}") from None
+    if gpus is not None and gpus != layout.gpus:
+        raise UsageError(f"--gpus {gpus:,} must equal tp x pp x dp = {layout.gpus:,}")
+    return layout

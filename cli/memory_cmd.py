@@ -9,18 +9,27 @@ import typer
 from ..analysis.run import RunSpec
 from .common import (
     BatchOpt,
+    DpOpt,
     DtypeOpt,
+    EpOpt,
     ExactOpt,
     FormatOpt,
+    GlobalBatchOpt,
+    GpusOpt,
     JsonOpt,
     KvDtypeOpt,
     ModelsArg,
+    PpOpt,
+    SpOpt,
+    TpOpt,
     WeightsDtypeOpt,
+    ZeroOpt,
     checked_dtypes,
     choice,
     load_models,
     one_or_list,
     output_format,
+    parallel_layout,
     parse_ints,
     parse_seqs,
     positive,
@@ -39,6 +48,14 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
     out = {"model": cfg.name, "mode": mode, "seq_len": run.seq, "batch": run.batch, "dtype": run.dtype,
            "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype, "attention_impl": run.attention,
            "recompute": run.recompute, **m.parts, "total": m.total}
+    if not run.layout.trivial:
+        lay = run.layout
+        out.update(gpus=lay.gpus, layout={"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "zero": lay.zero,
+                                          "sp": lay.sp, "micro_batches": lay.micro_batches or lay.pp},
+                   stage=m.stage, stage_totals=list(m.stage_totals))
+        if mode == "train":
+            out["activation_components"] = m.activation_components
+        return out
     if mode == "train":
         out.update(activations_per_layer=max(m.activations_per_layer.values()),
                    activation_components=m.activation_components,
@@ -47,6 +64,11 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
     else:
         out.update(attention_queries=m.attention_queries, attention_keys=m.attention_keys)
     return out
+
+
+def _describe(layout: dict) -> str:
+    parts = [f"{k} {layout[k]}" for k in ("tp", "pp", "dp", "ep") if layout[k] > 1]
+    return ", ".join(parts + ([f"ZeRO-{layout['zero']}"] if layout["zero"] else []) + (["sp"] if layout["sp"] else []))
 
 
 def _explain(cfg: ModelConfig, m: dict, fmt) -> Report:
@@ -58,7 +80,16 @@ def _explain(cfg: ModelConfig, m: dict, fmt) -> Report:
              f"{m['dtype']}, {m['attention_impl']} attention" + (", recompute" if m["recompute"] else ""))
     blocks: list = [Table([text_col("part", key=True), Col("bytes"), Col("share")], [rows], title,
                           footer=["total", fmt(m["total"]), "100.0%"])]
-    if m["mode"] == "train":
+    if "layout" in m:
+        lay = m["layout"]
+        blocks[0] = blocks[0]._replace(title=f"{title}; per GPU of {count(m['gpus'])}: {_describe(lay)}")
+        if lay["pp"] > 1:
+            blocks.append(f"the peak GPU is on pipeline stage {m['stage']} of 0-{lay['pp'] - 1}; one GPU's total "
+                          "by stage: " + ", ".join(fmt(t) for t in m["stage_totals"]))
+        if m["mode"] == "train" and lay["pp"] > 1:
+            blocks.append(f"1F1B: stage s keeps the activations of min({lay['pp']} - s, "
+                          f"{lay['micro_batches']}) micro-batches of {count(m['batch'])}")
+    elif m["mode"] == "train":
         kinds = m["activation_layer_groups"]
         if len(kinds) == 1:
             blocks.append(f"activations per layer: {fmt(m['activations_per_layer'])} (x {cfg.n_layers} layers)")
@@ -90,6 +121,14 @@ def memory(
     chunk: Optional[int] = typer.Option(None, "--chunk", help="inference: chunked prefill, C tokens "
                                         "per chunk."),
     optimizer: str = typer.Option("adam", "--optimizer", help="adam | adamw | sgd | sgd-momentum."),
+    tp: int = TpOpt,
+    pp: int = PpOpt,
+    dp: int = DpOpt,
+    ep: int = EpOpt,
+    zero: int = ZeroOpt,
+    sp: bool = SpOpt,
+    global_batch: Optional[int] = GlobalBatchOpt,
+    gpus: Optional[int] = GpusOpt,
     exact: bool = ExactOpt,
     fmt: str = FormatOpt,
     json_out: bool = JsonOpt,
@@ -104,6 +143,8 @@ def memory(
       llmcalc memory mistral-7b --mode inference --chunk 4096
       llmcalc memory gpt2-xl --seq 1024,2048 --batch 1,8
       llmcalc memory --mode inference --seq 4096
+      llmcalc memory llama-2-7b --seq 4096 --dp 8 --zero 3
+      llmcalc memory llama-3.1-70b --tp 8 --pp 4 --sp
     """
     from ..analysis.memory import MEMORY_MODES, PARTS
     from ..analysis.memory import memory as memory_report
@@ -126,12 +167,16 @@ def memory(
 
     checked_dtypes(dtype, weights_dtype, kv_dtype)
     train = mode == "train"
+    layouts = [parallel_layout(tp, pp, dp, ep, zero, sp, global_batch, gpus, b) for b in batches]
+    if not train and (zero or global_batch is not None):
+        warn("--zero and --global-batch apply to --mode train; ignored")
+        layouts = [parallel_layout(tp, pp, dp, ep, 0, sp, None, gpus, b) for b in batches]
     results = []
     for cfg, s, b in workloads(load_models(models), seqs, batches):
         run = RunSpec(MEMORY_MODES[mode], s, b, attention, recompute=recompute and train,
                       dtype=dtype, weights_dtype=None if train else weights_dtype,
                       kv_dtype=None if train else kv_dtype, chunk=None if train else chunk,
-                      optimizer=optimizer if train else "adam")
+                      optimizer=optimizer if train else "adam", layout=layouts[batches.index(b)])
         results.append((cfg, memory_json(cfg, memory_report(cfg, run), mode)))
     fmt_bytes = count if exact else iec
     if len(results) == 1 and models:

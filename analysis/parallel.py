@@ -1,0 +1,227 @@
+"""Parallel layouts: what one GPU holds (DESIGN.md section 9).
+
+A :class:`Layout` splits a model over ``tp * pp * dp`` GPUs:
+
+- tensor parallel (Megatron), ``tp``: each GPU runs the same layer with ``h/tp`` query heads,
+  ``g/tp`` KV heads (one head, replicated ``tp/g`` times, when ``tp > g``), ``1/tp`` of every
+  FFN and expert width and ``1/tp`` of the vocabulary (token embedding, LM head and the
+  cross-entropy's log-softmax are vocab-parallel). That is :func:`tp_local`: the layer a TP rank
+  runs is the model's layer at those sizes, so parameters, KV cache and the activations inside
+  the TP region come from the ordinary analytic functions over it. Everything on the residual
+  stream is replicated: norms, routers, position tables, row-parallel biases (o, down), MLA's
+  latent projections (q_a, kv_a and their norms: their outputs are not split by heads), and the
+  activations saved outside the TP region (norm inputs, the inputs of q/k/v, up/gate and the
+  router). With ``sp`` (Megatron sequence parallelism) those activations are split over ``tp``
+  too. Widths that ``tp`` does not divide go as ``torch.chunk`` splits them: the first ranks
+  get ``ceil(n/tp)``, and the figures are those of rank 0, the largest;
+- pipeline parallel, ``pp``: stage ``s`` holds layers ``s*L/pp .. (s+1)*L/pp - 1`` of the layer
+  plan; the embedding is on the first stage, the final norm and LM head on the last (a tied
+  head keeps its own copy of the embedding there when ``pp > 1``, as Megatron does). Under 1F1B
+  stage ``s`` keeps the activations of ``min(pp - s, m)`` micro-batches (``m`` micro-batches per
+  step, at least ``pp`` by default);
+- data parallel, ``dp``: every GPU runs ``batch`` sequences (the micro-batch). ZeRO stage 1
+  shards the optimizer state (fp32 master weights and moments) over ``dp``, stage 2 also the
+  gradients, stage 3 (FSDP full sharding) also the weights; a tensor is split on its first
+  dimension as FSDP2 does (``ceil(rows/dp)`` rows on rank 0);
+- expert parallel, ``ep``: the routed experts of each MoE layer are dealt over ``ep`` GPUs of the
+  data-parallel group (``ep`` divides ``dp``), each expert then split over ``tp``; a GPU processes
+  ``1/ep`` of the token-slots (routing balanced). Expert weights are ZeRO-sharded over the
+  ``dp/ep`` GPUs that hold the same experts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from .activations import activation_bytes
+from .config import ModelConfig
+from .errors import ConfigError
+from .kvcache import kv_cache
+from .layout import Layer, final_norm
+from .params import position_params
+from .plan import layer_plan, layer_specs
+from .run import Layout, RunSpec, ceil_div
+
+
+def check_layout(cfg: ModelConfig, layout: Layout) -> None:
+    """ConfigError naming the rule a layout breaks for ``cfg``."""
+    tp, g = layout.tp, cfg.kv_heads
+    rules = [
+        (cfg.n_heads % tp == 0, f"tp {tp} must divide the {cfg.n_heads} attention heads"),
+        (cfg.attention == "mla" or g % tp == 0 or tp % g == 0,
+         f"tp {tp} and the {g} KV heads must divide one another"),
+        (cfg.n_layers % layout.pp == 0, f"pp {layout.pp} must divide the {cfg.n_layers} layers"),
+        (layout.ep == 1 or cfg.moe is not None, f"ep {layout.ep} needs a mixture-of-experts model"),
+        (cfg.moe is None or cfg.moe.num_experts % layout.ep == 0,
+         f"ep {layout.ep} must divide the {cfg.moe.num_experts if cfg.moe else 0} experts"),
+    ]
+    for ok, rule in rules:
+        if not ok:
+            raise ConfigError(f"invalid layout ({layout.describe()}): {rule}", cfg.name)
+
+
+def tp_local(cfg: ModelConfig, tp: int) -> ModelConfig:
+    """The model as one tensor-parallel rank runs it (module docstring)."""
+    if tp == 1:
+        return cfg
+    moe = cfg.moe
+    if moe is not None:
+        moe = dataclasses.replace(moe, expert_d_ff=ceil_div(cfg.expert_width, tp),
+                                  shared_expert_d_ff=ceil_div(cfg.shared_expert_width, tp))
+    return cfg.replace(n_heads=cfg.n_heads // tp, n_kv_heads=max(cfg.kv_heads // tp, 1), head_dim=cfg.head_size,
+                       d_ff=ceil_div(cfg.d_ff, tp), vocab_size=ceil_div(cfg.vocab_size, tp), moe=moe)
+
+
+def stages(cfg: ModelConfig, pp: int) -> list[range]:
+    """Layer indices of each pipeline stage."""
+    per = cfg.n_layers // pp
+    return [range(s * per, (s + 1) * per) for s in range(pp)]
+
+
+# Activations saved outside the TP region (on the residual stream), by component: replicated over
+# tp, split over tp with sequence parallelism. Every other layer component is inside the region.
+# Token ids (embedding/) are whole on every TP rank: the vocab-parallel lookup needs them all.
+RESIDUAL_STREAM = ("norm/", "attention/q", "attention/q_a", "attention/kv_a", "attention/q_a_norm",
+                   "attention/q_b", "attention/kv_a_norm", "attention/kv_b", "mlp/up", "moe/router", "moe",
+                   "layer", "lm_head")
+
+
+def on_residual_stream(key: str) -> bool:
+    return any(key == k or (k.endswith("/") and key.startswith(k)) for k in RESIDUAL_STREAM)
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A parameter tensor as one GPU holds it, shaped as the reference model stores it
+    (``analysis.verify``): a linear's weight ``(d_out, d_in)``, stacked experts ``(n, d_in, d_out)``."""
+
+    key: str
+    shape: tuple[int, ...]
+    expert: bool = False  # a routed expert tensor: split over ep, ZeRO-sharded over dp / ep
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def shard(self, n: int) -> int:
+        """Elements on rank 0 when split over ``n`` GPUs on the first dimension (FSDP2)."""
+        return ceil_div(self.shape[0], n) * math.prod(self.shape[1:])
+
+
+def _layer_tensors(layer: Layer, ep: int) -> list[Tensor]:
+    out = []
+    for m in layer.linears():
+        expert = m.key == "moe/experts"
+        if m.key.startswith("moe/") and m.key != "moe/router" and m.key != "moe/shared_expert_gate":
+            n = m.copies // ep if expert else m.copies
+            out.append(Tensor(m.key, (n, m.d_in, m.d_out), expert))
+            if m.bias:
+                out.append(Tensor(m.key, (n, m.d_out), expert))
+        else:
+            out.append(Tensor(m.key, (m.d_out, m.d_in)))
+            if m.bias:
+                out.append(Tensor(m.key, (m.d_out,)))
+    for norm in layer.norms():
+        out += [Tensor(norm.key, (norm.size,))] * (int(norm.weight) + int(norm.bias))
+    return out + [Tensor(v.key, (v.size,)) for v in layer.vectors()]
+
+
+def stage_tensors(cfg: ModelConfig, layout: Layout, stage: int) -> list[Tensor]:
+    """The parameter tensors one GPU of pipeline stage ``stage`` holds (rank 0 of its TP and EP
+    groups), before ZeRO."""
+    local = tp_local(cfg, layout.tp)
+    specs = layer_specs(local)
+    d, V = local.d_model, local.vocab_size
+    out = []
+    if stage == 0:
+        out.append(Tensor("embedding/token", (V, d)))
+        width = d if local.position == "learned" else local.n_heads  # a table per position, or per bucket
+        if position_params(local):
+            out.append(Tensor("embedding/position", (position_params(local) // width, width)))
+    for i in stages(cfg, layout.pp)[stage]:
+        out += _layer_tensors(Layer(local, specs[i]), layout.ep)
+    if stage == layout.pp - 1:
+        norm = final_norm(local)
+        if norm is not None:
+            out += [Tensor(norm.key, (norm.size,))] * (int(norm.weight) + int(norm.bias))
+        if not local.tie_embeddings or layout.pp > 1:  # a tied head on its own stage keeps a copy
+            out.append(Tensor("lm_head", (V, d)))
+        if local.lm_head_bias:
+            out.append(Tensor("lm_head", (V,)))
+    return out
+
+
+@dataclass(frozen=True)
+class GpuState:
+    """Training state of one GPU, in elements (weights and gradients are stored in the compute
+    dtype, the optimizer state in fp32)."""
+
+    weights: int
+    gradients: int
+    optimizer: int  # elements the fp32 master weights and moments are kept for
+
+
+def gpu_state(cfg: ModelConfig, layout: Layout, stage: int) -> GpuState:
+    """Elements of weights, gradients and optimizer state on one GPU of ``stage`` under ZeRO."""
+    tensors = stage_tensors(cfg, layout, stage)
+    full = sum(t.numel for t in tensors)
+
+    def zero(t: Tensor) -> int:
+        return t.shard(layout.dp // layout.ep if t.expert else layout.dp)
+
+    sharded = sum(zero(t) for t in tensors)
+    return GpuState(sharded if layout.zero >= 3 else full, sharded if layout.zero >= 2 else full,
+                    sharded if layout.zero >= 1 else full)
+
+
+def _in_stage(cfg: ModelConfig, pp: int, stage: int) -> list[tuple[int, int]]:
+    """(group index in the layer plan, layers of that group in ``stage``)."""
+    layers = set(stages(cfg, pp)[stage])
+    return [(i, sum(1 for j in g.layers if j in layers)) for i, g in enumerate(layer_plan(cfg))]
+
+
+def stage_activations(cfg: ModelConfig, run: RunSpec, stage: int) -> dict[str, int]:
+    """Bytes one GPU of ``stage`` keeps for backward: its layers' saves for each micro-batch in
+    flight, on the TP rank's model; routed experts' saves over ``ep``, residual-stream saves over
+    ``tp`` with sequence parallelism. Once-per-forward saves (RoPE tables, masks) on every stage,
+    embeddings on the first, final norm, LM head and loss on the last."""
+    layout = run.layout
+    local = tp_local(cfg, layout.tp)
+    acts = activation_bytes(local, run.replace(layout=Layout()))
+    once = dict(acts.components)
+    for group, per_layer in acts.groups:
+        for key, n in per_layer.items():
+            once[key] -= n * group.count
+    out: dict[str, int] = {}
+
+    def add(key: str, n: int) -> None:
+        if key == "moe/experts":
+            n = ceil_div(n, layout.ep)
+        if layout.sp and on_residual_stream(key):
+            n = ceil_div(n, layout.tp)
+        if n:
+            out[key] = out.get(key, 0) + n
+
+    for i, count in _in_stage(local, layout.pp, stage):
+        for key, n in acts.groups[i][1].items():
+            add(key, n * count)
+    first, last = stage == 0, stage == layout.pp - 1
+    for key, n in once.items():
+        if key.startswith("embedding/"):
+            wanted = first
+        elif key in ("attention", "attention/sdpa", "layer"):
+            wanted = True
+        else:  # final norm, LM head, soft-capping, loss
+            wanted = last
+        if wanted:
+            add(key, n)
+    return {k: v * layout.in_flight(stage) for k, v in out.items()}
+
+
+def stage_kv_bytes(cfg: ModelConfig, run: RunSpec, stage: int) -> int:
+    """KV cache one GPU of ``stage`` holds: its layers, its KV heads (or MLA's replicated latent)."""
+    local = tp_local(cfg, run.layout.tp)
+    cache = kv_cache(local, run.replace(layout=Layout()))
+    return sum(cache.groups[i].bytes * count for i, count in _in_stage(local, run.layout.pp, stage))

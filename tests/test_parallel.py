@@ -1,0 +1,137 @@
+"""Per-GPU memory under parallel layouts (analysis.parallel, DESIGN.md section 9): closed forms
+written here from the published parameter count and the Megatron/ZeRO conventions, and sums over
+the GPUs of a layout back to the unsharded figures."""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmcalc.analysis.activations import activation_bytes
+from llmcalc.analysis.config import from_dict, load_bundled
+from llmcalc.analysis.memory import memory
+from llmcalc.analysis.parallel import gpu_state, stage_tensors
+from llmcalc.analysis.params import count_params
+from llmcalc.analysis.run import Layout, RunSpec
+from tests.strategies import valid_configs
+
+P_LLAMA2_7B = 6_738_415_616  # Meta's published count
+
+
+def _state_bytes(report):
+    return report.parts["weights"] + report.parts["gradients"] + report.parts["optimizer"]
+
+
+def test_zero3_over_8_gpus_is_16_bytes_per_parameter_over_8(run):
+    data = json.loads(run("memory", "llama-2-7b", "--mode", "train", "--zero", "3", "--dp", "8", "--seq",
+                          "4096", "--json").stdout)
+    assert data["weights"] + data["gradients"] + data["optimizer"] == 16 * P_LLAMA2_7B // 8 == 13_476_831_232
+    assert (data["gpus"], data["layout"]["dp"], data["layout"]["zero"]) == (8, 8, 3)
+
+
+@pytest.mark.parametrize("zero, closed_form", [
+    (0, lambda P, d: 2 * P + 2 * P + 12 * P),
+    (1, lambda P, d: 2 * P + 2 * P + 12 * P // d),
+    (2, lambda P, d: 2 * P + 2 * P // d + 12 * P // d),
+    (3, lambda P, d: 16 * P // d),
+])
+def test_zero_stages(zero, closed_form):
+    m = memory(load_bundled("llama-2-7b"), RunSpec("train", 4096, 1, layout=Layout(dp=8, zero=zero)))
+    assert _state_bytes(m) == closed_form(P_LLAMA2_7B, 8)
+
+
+def test_tp8_weights_follow_megatron(run):
+    V, d, f, L = 32_000, 4096, 11_008, 32
+    sharded = 2 * V * d + L * (4 * d * d + 3 * d * f)  # embedding, head, q k v o, up gate down
+    replicated = L * 2 * d + d  # two RMSNorms per layer and the final one
+    data = json.loads(run("memory", "llama-2-7b", "--mode", "train", "--tp", "8", "--seq", "4096",
+                          "--json").stdout)
+    assert data["weights"] == 2 * (sharded // 8 + replicated) == 1_685_069_824
+
+
+def test_kv_cache_per_gpu_when_tp_exceeds_the_kv_heads():
+    cfg = load_bundled("mistral-7b")  # 32 heads, 8 KV heads of 128, 32 layers
+    for tp, heads in ((4, 2), (8, 1), (16, 1), (32, 1)):  # past 8 each GPU keeps one head, replicated
+        m = memory(cfg, RunSpec("prefill", 4096, 2, layout=Layout(tp=tp)))
+        assert m.parts["kv_cache"] == 2 * 32 * 2 * 4096 * heads * 128 * 2  # K and V, layers, batch, bf16
+
+
+def test_mla_latent_is_replicated_over_tp():
+    cfg = load_bundled("deepseek-v3")
+    one = memory(cfg, RunSpec("prefill", 1024, 1)).parts["kv_cache"]
+    assert memory(cfg, RunSpec("prefill", 1024, 1, layout=Layout(tp=8))).parts["kv_cache"] == one
+
+
+@pytest.mark.parametrize("tp, sp", [(1, False), (2, False), (4, False), (4, True), (12, True)])
+def test_gpt2_activations_under_tp_match_korthikanti(tp, sp):
+    """Korthikanti et al. 2022: sbh(10 + 24/t + 5as/(ht)) with TP, sbh(34/t + 5as/(ht)) with SP.
+    Without dropout (llmcalc's convention, activations.py) the 2 sbh of masks and 3 as^2b of
+    attention dropout go, and LayerNorm keeps 8 bytes of fp32 statistics per row: replicated
+    8 sbh + 16 sb (norm inputs, q/k/v and MLP inputs), sharded 24 sbh + 2 as^2b."""
+    cfg = load_bundled("gpt2-small")
+    s, B, h, a, L = 768, 2, 768, 12, 12  # tp divides s: sequence parallelism splits it
+    layout = Layout(tp=tp, sp=sp) if tp > 1 else Layout()
+    m = memory(cfg, RunSpec("train", s, B, "eager", layout=layout))
+    per_layer = (8 * s * B * h + 16 * s * B) // (tp if sp else 1) + (24 * s * B * h + 2 * a * s * s * B) // tp
+    residual = (2 * s * B * h + 8 * s * B) + 2 * s * B * h  # final LayerNorm, LM head input
+    once = 8 * s * B + 8 * s + residual // (tp if sp else 1)  # token ids, position ids
+    assert m.parts["activations"] == L * per_layer + once
+
+
+def test_pipeline_stages_hold_their_layers_and_1f1b_micro_batches():
+    cfg = load_bundled("llama-2-7b")
+    V, d, f, s = 32_000, 4096, 11_008, 2048
+    run = RunSpec("train", s, 1)
+    per_layer = sum(activation_bytes(cfg, run).groups[0][1].values())
+    rope = 2 * s * 128 * 2  # cos and sin tables, saved by each stage's first layer
+    m = memory(cfg, run.replace(layout=Layout(pp=4)))
+    assert (m.stage, m.parts["activations"]) == (0, 4 * (8 * per_layer + 8 * s + rope))  # 4 micro-batches
+    assert m.parts["weights"] == 2 * (V * d + 8 * (4 * d * d + 3 * d * f + 2 * d))
+    last = memory(cfg, run.replace(layout=Layout(pp=4, micro_batches=2)))
+    assert len(last.stage_totals) == 4 and last.stage_totals[0] > last.stage_totals[1]
+
+
+@given(raw=valid_configs(), pp=st.integers(1, 4), dp=st.integers(1, 4), zero=st.sampled_from([0, 1, 2, 3]))
+@settings(max_examples=60, deadline=None)
+def test_stages_sum_back_to_the_model(raw, pp, dp, zero):
+    """Without TP: the stages hold every parameter once (a tied head adds its copy on the last
+    stage when pp > 1), and ZeRO gives rank 0 at least 1/dp of its stage and less than 1/dp plus
+    one row of each tensor."""
+    cfg = from_dict(raw)
+    if cfg.n_layers % pp:
+        pp = 1
+    layout = Layout(pp=pp, dp=dp, zero=zero)
+    held = [sum(t.numel for t in stage_tensors(cfg, layout, s)) for s in range(pp)]
+    copy = cfg.vocab_size * cfg.d_model if cfg.tie_embeddings and pp > 1 else 0
+    assert sum(held) == count_params(cfg).total + copy
+    for s in range(pp):
+        state, tensors = gpu_state(cfg, layout, s), stage_tensors(cfg, layout, s)
+        if zero:
+            sharded = {1: state.optimizer, 2: state.gradients, 3: state.weights}[zero]
+            rows = sum(t.numel // t.shape[0] for t in tensors)
+            assert held[s] <= dp * sharded < held[s] + dp * rows
+
+
+@pytest.mark.parametrize("args, message", [
+    (["llama-2-7b", "--tp", "3"], "llama-2-7b: invalid layout (tp 3): tp 3 must divide the 32 attention heads"),
+    (["mistral-7b", "--tp", "16", "--pp", "3"],
+     "mistral-7b: invalid layout (tp 16, pp 3): pp 3 must divide the 32 layers"),
+    (["llama-2-7b", "--ep", "2", "--dp", "2"],
+     "llama-2-7b: invalid layout (dp 2, ep 2): ep 2 needs a mixture-of-experts model"),
+    (["mixtral-8x7b", "--ep", "3", "--dp", "3"],
+     "mixtral-8x7b: invalid layout (dp 3, ep 3): ep 3 must divide the 8 experts"),
+    (["mixtral-8x7b", "--ep", "2"],
+     "invalid layout: ep (2) must divide dp (1): experts are dealt over data-parallel GPUs"),
+    (["llama-2-7b", "--sp"], "invalid layout: sequence parallelism (sp) splits activations over tp: it needs tp > 1"),
+    (["llama-2-7b", "--tp", "4", "--sp", "--seq", "1001"],
+     "llama-2-7b: invalid layout (tp 4, sp): sequence parallelism needs tp 4 to divide the 1,001 tokens of a sequence"),
+    (["llama-2-7b", "--zero", "4"], "invalid layout: zero must be one of 0, 1, 2, 3, got 4"),
+    (["llama-2-7b", "--tp", "8", "--gpus", "16"], "--gpus 16 must equal tp x pp x dp = 8"),
+    (["llama-2-7b", "--dp", "2", "--batch", "3", "--global-batch", "8"],
+     "--global-batch 8 must be a multiple of --batch x --dp (3 x 2)"),
+    (["llama-2-7b", "--tp", "0"], "--tp must be >= 1, got 0"),
+])
+def test_invalid_layouts_exit_2_with_the_rule(run, args, message):
+    result = run("memory", *args)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"Error: {message}\n")
