@@ -33,6 +33,9 @@ class AttentionKind(Protocol):
     def heads(self) -> int: ...  # query heads
 
     @property
+    def kv_heads(self) -> int: ...  # K/V heads the score and value matmuls read
+
+    @property
     def score_dim(self) -> int: ...  # per-head size of q.k
 
     @property
@@ -73,6 +76,10 @@ class _Attention:
 
 @dataclass(frozen=True)
 class MHA(_Attention):
+    @property
+    def kv_heads(self) -> int:
+        return self.cfg.kv_heads
+
     @property
     def score_dim(self) -> int:
         return self.cfg.head_size
@@ -137,6 +144,11 @@ class MHA(_Attention):
 
 @dataclass(frozen=True)
 class MLA(_Attention):
+    @property
+    def kv_heads(self) -> int:
+        """kv_b decompresses K and V for every query head."""
+        return self.cfg.n_heads
+
     @property
     def score_dim(self) -> int:
         m = self.cfg.mla

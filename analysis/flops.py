@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import ModelConfig
+from .inventory import Linear
 from .layout import Layer, final_norm
 from .params import count_params
 from .plan import LayerGroup, LayerSpec, layer_plan
@@ -126,12 +127,16 @@ def _add(d: dict[str, int], key: str, n: int) -> None:
         d[key] = d.get(key, 0) + n
 
 
+def linear_rows(m: Linear, layer: Layer, run: RunSpec) -> int:
+    """Rows a linear runs over: every new token, or every attended key (``over_keys``)."""
+    return run.batch * attended_keys(layer.spec, run) if m.over_keys else run.tokens
+
+
 def layer_matmul(layer: Layer, run: RunSpec) -> dict[str, int]:
     """Forward matmul FLOPs of one layer, by component."""
-    keys = run.batch * attended_keys(layer.spec, run)
     out: dict[str, int] = {}
     for m in layer.linears():
-        _add(out, m.key, 2 * (keys if m.over_keys else run.tokens) * m.d_in * m.d_out * m.active)
+        _add(out, m.key, 2 * linear_rows(m, layer, run) * m.d_in * m.d_out * m.active)
     attn = layer.attention
     pairs = run.batch * attn.heads * attended_pairs(layer.spec, run)
     out["attention/scores"] = 2 * pairs * attn.score_dim
@@ -142,9 +147,8 @@ def layer_matmul(layer: Layer, run: RunSpec) -> dict[str, int]:
 def layer_ops(layer: Layer, run: RunSpec) -> list[Op]:
     """Forward elementwise ops of one layer (costs in :mod:`analysis.variants`)."""
     cfg, T = layer.cfg, run.tokens
-    keys = run.batch * attended_keys(layer.spec, run)
     ops = [Op("norm", T * n.size * n.rows, norm_cost(cfg.norm, n.weight, n.bias), 2) for n in layer.norms()]
-    ops += [Op("bias", (keys if m.over_keys else T) * m.d_out * m.active, 1, 0) for m in layer.linears() if m.bias]
+    ops += [Op("bias", linear_rows(m, layer, run) * m.d_out * m.active, 1, 0) for m in layer.linears() if m.bias]
     attn = layer.attention
     scores = run.batch * attn.heads * attended_pairs(layer.spec, run)
     ops.append(Op("attention/scale", scores, SCORE_SCALE_COST, 2, True))

@@ -52,6 +52,14 @@ class Hardware:
                               key="peak_flops")
         return self.peak_flops[dtype]
 
+    def ridge(self, dtype: str) -> float:
+        """Intensity (FLOPs per byte) where the roof of ``dtype`` turns from bandwidth to compute."""
+        return self.peak(dtype) / self.memory_bandwidth
+
+    def attainable(self, dtype: str, intensity: float) -> float:
+        """The roofline: FLOP/s reachable at ``intensity``, ``min(peak, intensity x bandwidth)``."""
+        return min(self.peak(dtype), intensity * self.memory_bandwidth)
+
 
 def quantity(value: Any, kind: str, where: tuple[str, str, int | None]) -> int:
     """``'3.35TB/s'`` -> 3_350_000_000_000, exactly; ``kind`` is bytes, rate or flops."""

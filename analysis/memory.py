@@ -25,11 +25,10 @@ from dataclasses import dataclass
 
 from .activations import activation_bytes, korthikanti_bytes
 from .config import ModelConfig
-from .errors import ConfigError
 from .kvcache import kv_cache
 from .params import count_params
 from .plan import layer_plan
-from .run import OPTIMIZER_STATES, Layout, RunSpec, weight_bytes
+from .run import OPTIMIZER_STATES, RunSpec, weight_bytes
 
 FP32 = 4
 # `llmcalc memory --mode` -> the RunSpec mode: inference is a prefill of the sequence (weights,
@@ -114,7 +113,7 @@ class MemoryReport:
 
 def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
     """Bytes by part (PARTS) for a training step or an inference run; with a parallel layout,
-    of the GPU that needs the most (or of ``stage``)."""
+    of the GPU that needs the most."""
     run = run.resolve(cfg)
     if not run.layout.trivial:
         return _per_gpu(cfg, run)
@@ -136,36 +135,37 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
     return MemoryReport(run, parts, {}, {}, 0, queries, keys)
 
 
-def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int) -> MemoryReport:
-    """One GPU of pipeline stage ``stage`` (analysis.parallel has the conventions)."""
-    from .parallel import gpu_state, stage_activations, stage_kv_bytes, tp_local
+def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, int], kv: int) -> MemoryReport:
+    """One GPU of pipeline stage ``stage``, which saves ``acts`` (train) or caches ``kv`` bytes
+    (inference); analysis.parallel has the conventions."""
+    from .parallel import gpu_state, tp_local
 
     layout = run.layout
     local = tp_local(cfg, layout.tp)
     parts = dict.fromkeys(PARTS, 0)
-    last = stage == layout.pp - 1
     state = gpu_state(cfg, layout, stage)
     if run.mode == "train":
-        acts = stage_activations(cfg, run, stage)
         train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
         parts.update(weights=train.weights, gradients=train.gradients, optimizer=train.optimizer,
                      activations=sum(v for k, v in acts.items() if k != "loss"), logits=acts.get("loss", 0),
                      attention=attention_bytes(local, run.batch, run.seq, run.seq, run.attention, run.dtype,
                                                training=True))
         return MemoryReport(run, parts, acts, {}, 0, run.seq, run.seq, stage)
-    peak, queries, keys = attention_peak(local, run.replace(layout=Layout()))
-    parts.update(weights=weight_bytes(state.weights, run.weights_dtype), kv_cache=stage_kv_bytes(cfg, run, stage),
-                 attention=peak, logits=logits_bytes(local, run.batch, 1, run.dtype) if last else 0)
+    peak, queries, keys = attention_peak(local, run)
+    last = stage == layout.pp - 1
+    parts.update(weights=weight_bytes(state.weights, run.weights_dtype), kv_cache=kv, attention=peak,
+                 logits=logits_bytes(local, run.batch, 1, run.dtype) if last else 0)
     return MemoryReport(run, parts, {}, {}, 0, queries, keys, stage)
 
 
 def _per_gpu(cfg: ModelConfig, run: RunSpec) -> MemoryReport:
-    from .parallel import check_layout
+    from .parallel import check_layout, stage_activations, stage_kv_bytes
 
-    check_layout(cfg, run.layout)
-    if run.layout.sp and run.seq % run.layout.tp:
-        raise ConfigError(f"invalid layout ({run.layout.describe()}): sequence parallelism needs tp "
-                          f"{run.layout.tp} to divide the {run.seq:,} tokens of a sequence", cfg.name)
-    reports = [_stage_memory(cfg, run, s) for s in range(run.layout.pp)]
+    check_layout(cfg, run.layout, run.seq)
+    pp = run.layout.pp
+    train = run.mode == "train"
+    acts = stage_activations(cfg, run) if train else [{}] * pp
+    kv = [0] * pp if train else stage_kv_bytes(cfg, run)
+    reports = [_stage_memory(cfg, run, s, acts[s], kv[s]) for s in range(pp)]
     peak = max(reports, key=lambda m: m.total)
     return dataclasses.replace(peak, stage_totals=tuple(m.total for m in reports))

@@ -45,8 +45,8 @@ from .plan import layer_plan, layer_specs
 from .run import Layout, RunSpec, ceil_div
 
 
-def check_layout(cfg: ModelConfig, layout: Layout) -> None:
-    """ConfigError naming the rule a layout breaks for ``cfg``."""
+def check_layout(cfg: ModelConfig, layout: Layout, seq: int) -> None:
+    """ConfigError naming the rule a layout breaks for ``cfg`` and sequences of ``seq`` tokens."""
     tp, g = layout.tp, cfg.kv_heads
     rules = [
         (cfg.n_heads % tp == 0, f"tp {tp} must divide the {cfg.n_heads} attention heads"),
@@ -56,6 +56,8 @@ def check_layout(cfg: ModelConfig, layout: Layout) -> None:
         (layout.ep == 1 or cfg.moe is not None, f"ep {layout.ep} needs a mixture-of-experts model"),
         (cfg.moe is None or cfg.moe.num_experts % layout.ep == 0,
          f"ep {layout.ep} must divide the {cfg.moe.num_experts if cfg.moe else 0} experts"),
+        (not layout.sp or seq % tp == 0,
+         f"sequence parallelism needs tp {tp} to divide the {seq:,} tokens of a sequence"),
     ]
     for ok, rule in rules:
         if not ok:
@@ -182,46 +184,45 @@ def _in_stage(cfg: ModelConfig, pp: int, stage: int) -> list[tuple[int, int]]:
     return [(i, sum(1 for j in g.layers if j in layers)) for i, g in enumerate(layer_plan(cfg))]
 
 
-def stage_activations(cfg: ModelConfig, run: RunSpec, stage: int) -> dict[str, int]:
-    """Bytes one GPU of ``stage`` keeps for backward: its layers' saves for each micro-batch in
+def stage_activations(cfg: ModelConfig, run: RunSpec) -> list[dict[str, int]]:
+    """Bytes one GPU of each stage keeps for backward: its layers' saves for each micro-batch in
     flight, on the TP rank's model; routed experts' saves over ``ep``, residual-stream saves over
     ``tp`` with sequence parallelism. Once-per-forward saves (RoPE tables, masks) on every stage,
     embeddings on the first, final norm, LM head and loss on the last."""
     layout = run.layout
     local = tp_local(cfg, layout.tp)
-    acts = activation_bytes(local, run.replace(layout=Layout()))
+    acts = activation_bytes(local, run)
     once = dict(acts.components)
     for group, per_layer in acts.groups:
         for key, n in per_layer.items():
             once[key] -= n * group.count
-    out: dict[str, int] = {}
 
-    def add(key: str, n: int) -> None:
+    def split(key: str, n: int) -> int:
         if key == "moe/experts":
             n = ceil_div(n, layout.ep)
-        if layout.sp and on_residual_stream(key):
-            n = ceil_div(n, layout.tp)
-        if n:
-            out[key] = out.get(key, 0) + n
+        return ceil_div(n, layout.tp) if layout.sp and on_residual_stream(key) else n
 
-    for i, count in _in_stage(local, layout.pp, stage):
-        for key, n in acts.groups[i][1].items():
-            add(key, n * count)
-    first, last = stage == 0, stage == layout.pp - 1
-    for key, n in once.items():
+    def on_stage(key: str, stage: int) -> bool:
         if key.startswith("embedding/"):
-            wanted = first
-        elif key in ("attention", "attention/sdpa", "layer"):
-            wanted = True
-        else:  # final norm, LM head, soft-capping, loss
-            wanted = last
-        if wanted:
-            add(key, n)
-    return {k: v * layout.in_flight(stage) for k, v in out.items()}
+            return stage == 0
+        if key in ("attention", "attention/sdpa", "layer"):
+            return True
+        return stage == layout.pp - 1  # final norm, LM head, soft-capping, loss
+
+    out = []
+    for stage in range(layout.pp):
+        saved: dict[str, int] = {}
+        layers = [(key, n * count) for i, count in _in_stage(local, layout.pp, stage)
+                  for key, n in acts.groups[i][1].items()]
+        for key, n in layers + [(k, n) for k, n in once.items() if on_stage(k, stage)]:
+            saved[key] = saved.get(key, 0) + split(key, n) * layout.in_flight(stage)
+        out.append({k: v for k, v in saved.items() if v})
+    return out
 
 
-def stage_kv_bytes(cfg: ModelConfig, run: RunSpec, stage: int) -> int:
-    """KV cache one GPU of ``stage`` holds: its layers, its KV heads (or MLA's replicated latent)."""
+def stage_kv_bytes(cfg: ModelConfig, run: RunSpec) -> list[int]:
+    """KV cache one GPU of each stage holds: its layers, its KV heads (or MLA's replicated latent)."""
     local = tp_local(cfg, run.layout.tp)
-    cache = kv_cache(local, run.replace(layout=Layout()))
-    return sum(cache.groups[i].bytes * count for i, count in _in_stage(local, run.layout.pp, stage))
+    cache = kv_cache(local, run)
+    return [sum(cache.groups[i].bytes * count for i, count in _in_stage(local, run.layout.pp, stage))
+            for stage in range(run.layout.pp)]

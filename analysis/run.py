@@ -31,6 +31,17 @@ def ceil_div(n: int, d: int) -> int:
     return -(-n // d)
 
 
+def _check_whole(obj: object, names: tuple[str, ...], minimum: int = 1, optional: bool = False) -> None:
+    """ValueError unless each field is an integer (not a bool) of at least ``minimum``, or None
+    where ``optional``."""
+    for name in names:
+        value = getattr(obj, name)
+        if not (optional and value is None) and (isinstance(value, bool) or not isinstance(value, int)
+                                                 or value < minimum):
+            kind = "a positive" if minimum == 1 else "a non-negative"
+            raise ValueError(f"{name} must be {kind} integer, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Layout:
     """How a run is split over GPUs (:mod:`analysis.parallel` has the conventions)."""
@@ -44,19 +55,14 @@ class Layout:
     micro_batches: int | None = None  # per step and pipeline; None: pp (1F1B's steady state)
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp", "ep"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        _check_whole(self, ("tp", "pp", "dp", "ep"))
+        _check_whole(self, ("micro_batches",), optional=True)
         if self.zero not in ZERO_STAGES:
             raise ValueError(f"zero must be one of 0, 1, 2, 3, got {self.zero!r}")
         if self.sp and self.tp == 1:
             raise ValueError("sequence parallelism (sp) splits activations over tp: it needs tp > 1")
         if self.dp % self.ep:
             raise ValueError(f"ep ({self.ep}) must divide dp ({self.dp}): experts are dealt over data-parallel GPUs")
-        m = self.micro_batches
-        if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
-            raise ValueError(f"micro_batches must be a positive integer, got {m!r}")
 
     @property
     def gpus(self) -> int:
@@ -66,9 +72,14 @@ class Layout:
     def trivial(self) -> bool:
         return self.gpus == 1
 
+    @property
+    def steps(self) -> int:
+        """Micro-batches per step through the pipeline."""
+        return self.micro_batches or self.pp
+
     def in_flight(self, stage: int) -> int:
         """Micro-batches whose activations pipeline stage ``stage`` keeps at once under 1F1B."""
-        return min(self.pp - stage, self.micro_batches or self.pp)
+        return min(self.pp - stage, self.steps)
 
     def describe(self) -> str:
         parts = [f"{name} {getattr(self, name)}" for name in ("tp", "pp", "dp", "ep") if getattr(self, name) > 1]
@@ -111,12 +122,8 @@ class RunSpec:
                                      ("kv_dtype", self.kv_dtype, (None, *DTYPE_BITS))):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
-        for name in ("seq", "batch", "chunk"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if isinstance(self.past, bool) or not isinstance(self.past, int) or self.past < 0:
-            raise ValueError(f"past must be a non-negative integer, got {self.past!r}")
+        _check_whole(self, ("seq", "batch", "chunk"), optional=True)
+        _check_whole(self, ("past",), minimum=0)
         if self.past and (self.mode != "prefill" or self.seq is None or self.past >= self.seq):
             raise ValueError(f"past applies to a prefill of more than past tokens, got {self.past} with "
                              f"{self.mode} of {self.seq}")
@@ -132,6 +139,10 @@ class RunSpec:
 
     def replace(self, **changes) -> "RunSpec":
         return dataclasses.replace(self, **changes)
+
+    def executed(self) -> "RunSpec":
+        """Counted as kernels execute it: flash skips the masked blocks, eager computes them all."""
+        return self.replace(causal=self.attention == "flash")
 
     @property
     def query_len(self) -> int:

@@ -19,6 +19,7 @@ one decode step per further token; without a KV cache each step is a prefill of 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 from dataclasses import dataclass
@@ -65,6 +66,11 @@ class Component:
         return "compute" if self.compute_s >= self.memory_s else "memory"
 
     @property
+    def flops_per_s(self) -> float:
+        """The FLOP/s its roofline time gives it (the attainable rate at its intensity)."""
+        return self.flops / self.time_s
+
+    @property
     def intensity(self) -> float | None:
         """Arithmetic intensity, FLOPs per byte moved (None: it moves nothing of its own)."""
         return self.flops / self.bytes if self.bytes else None
@@ -96,6 +102,14 @@ class Roofline:
         return self.flops / self.bytes
 
     @property
+    def flops_per_s(self) -> float:
+        return self.flops / self.time_s
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes / self.time_s
+
+    @property
     def tokens_per_s(self) -> float:
         """Tokens the pass processes per second (a training step's throughput on one GPU)."""
         return self.run.tokens / self.time_s
@@ -113,7 +127,7 @@ class Roofline:
 
 def roofline(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Efficiency()) -> Roofline:
     """One pass (train: forward, backward and the optimizer step), unchunked."""
-    run = run.resolve(cfg).replace(causal=run.attention == "flash")
+    run = run.resolve(cfg).executed()
     flops = count_flops(cfg, run).total
     moved = pass_bytes(cfg, run)
     matmul_peak, vector_peak = hw.peak(run.dtype) * eff.mfu, hw.peak("fp32") * eff.mfu
@@ -142,14 +156,14 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Effi
     spans = chunks(run.seq, run.chunk)
     if len(spans) > MAX_PASSES:
         raise ValueError(f"{len(spans):,} chunks: at most {MAX_PASSES:,} (a larger chunk)")
-    return functools.reduce(operator.add, (
+    total = functools.reduce(operator.add, (
         roofline(cfg, run.replace(mode="prefill", seq=end, past=past, logits=end == run.seq), hw, eff)
         for past, end in spans))
+    return dataclasses.replace(total, run=run.executed())  # the whole prefill's, not its first chunk's
 
 
 @dataclass(frozen=True)
 class Generation:
-    prompt: int
     new: int
     first: Roofline  # the prefill of the prompt: time to first token
     decode_s: float  # the new - 1 decode steps after it
@@ -187,7 +201,7 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
     for k in range(1, new):
         decode += roofline(cfg, run.replace(mode="decode", seq=prompt + k, chunk=None), hw, eff).time_s
         no_cache += roofline(cfg, run.replace(mode="prefill", seq=prompt + k, chunk=None), hw, eff).time_s
-    return Generation(prompt, new, first, decode, no_cache)
+    return Generation(new, first, decode, no_cache)
 
 
 @dataclass(frozen=True)
@@ -227,7 +241,7 @@ def utilization(cfg: ModelConfig, run: RunSpec, hw: Hardware, tokens_per_s: floa
     run = run.resolve(cfg)
     tokens = run.tokens
     model = count_flops(cfg, run.replace(causal=False, recompute=False)).total.matmul_total
-    executed = count_flops(cfg, run.replace(causal=run.attention == "flash")).total.matmul_total
+    executed = count_flops(cfg, run.executed()).total.matmul_total
     approx = approximations(cfg, run)
     return Utilization(tokens_per_s, gpus, model / tokens, executed / tokens, approx.six_n / tokens,
                        approx.palm / tokens, hw.peak(run.dtype))

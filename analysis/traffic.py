@@ -28,7 +28,7 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
 from __future__ import annotations
 
 from .config import ModelConfig
-from .flops import _add, attended_keys, layer_ops, model_ops
+from .flops import _add, attended_keys, layer_ops, linear_rows, model_ops
 from .layout import Layer
 from .memory import training_state
 from .plan import layer_plan
@@ -54,18 +54,17 @@ def tile_keys(past: int, n: int, window: int | None, rows: int) -> int:
 
 def _attention_bytes(layer: Layer, run: RunSpec, b: int, kv: int) -> dict[str, int]:
     """Scores and values of one layer: flash (one kernel) or eager (module docstring)."""
-    cfg, spec, attn = layer.cfg, layer.spec, layer.attention
-    B, n, h = run.batch, run.query_len, attn.heads
-    # K/V heads as the kernel reads them: MLA decompresses K and V per query head
-    heads = cfg.kv_heads if spec.attention == "mha" else h
+    spec, attn = layer.spec, layer.attention
+    B, n, h, heads = run.batch, run.query_len, attn.heads, attn.kv_heads
     q, o = B * n * h * attn.score_dim * b, B * n * h * attn.value_dim * b
     if run.attention == "flash":
         rows = max(1, FLASH_TILE // (h // heads))
         reads = B * heads * tile_keys(run.seq - n, n, spec.window, rows)
         return {"attention/scores": q + reads * attn.score_dim * kv,
                 "attention/values": reads * attn.value_dim * kv + o}
-    keys = B * heads * attended_keys(spec, run)
-    scores = B * h * n * attended_keys(spec, run) * b  # the dense matrix eager kernels hold
+    seen = attended_keys(spec, run)
+    keys = B * heads * seen
+    scores = B * h * n * seen * b  # the dense matrix eager kernels hold
     return {"attention/scores": q + keys * attn.score_dim * kv + scores,
             "attention/values": scores + keys * attn.value_dim * kv + o}
 
@@ -76,7 +75,7 @@ def layer_bytes(layer: Layer, run: RunSpec) -> dict[str, int]:
     kv = b if run.mode == "train" else bytes_per(run.kv_dtype)
     out: dict[str, int] = {}
     for m in layer.linears():
-        rows = run.batch * attended_keys(layer.spec, run) if m.over_keys else T
+        rows = linear_rows(m, layer, run)
         read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)
         _add(out, m.key, weight_bytes(read * m.per_copy, run.weights_dtype)
              + rows * m.active * (m.d_in + m.d_out) * b)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from ..analysis.run import RunSpec
+from ..analysis.run import Layout, RunSpec
 from .common import (
     BatchOpt,
     DpOpt,
@@ -50,8 +51,7 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
            "recompute": run.recompute, **m.parts, "total": m.total}
     if not run.layout.trivial:
         lay = run.layout
-        out.update(gpus=lay.gpus, layout={"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "zero": lay.zero,
-                                          "sp": lay.sp, "micro_batches": lay.micro_batches or lay.pp},
+        out.update(gpus=lay.gpus, layout={**dataclasses.asdict(lay), "micro_batches": lay.steps},
                    stage=m.stage, stage_totals=list(m.stage_totals))
         if mode == "train":
             out["activation_components"] = m.activation_components
@@ -66,23 +66,23 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
     return out
 
 
-def _describe(layout: dict) -> str:
-    parts = [f"{k} {layout[k]}" for k in ("tp", "pp", "dp", "ep") if layout[k] > 1]
-    return ", ".join(parts + ([f"ZeRO-{layout['zero']}"] if layout["zero"] else []) + (["sp"] if layout["sp"] else []))
+def _per_gpu(layout: Layout) -> str:
+    """The title's note of a parallel layout ("" on one GPU)."""
+    return "" if layout.trivial else f"; per GPU of {count(layout.gpus)}: {layout.describe()}"
 
 
-def _explain(cfg: ModelConfig, m: dict, fmt) -> Report:
+def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
     """One model and workload: a row per part (CSV: every part, zero or not)."""
     from ..analysis.memory import PARTS
 
     rows = [(k, fmt(m[k]), share(m[k], m["total"])) for k in PARTS if m[k]]
     title = (f"{cfg.name}: {m['mode']} memory, batch {count(m['batch'])} x seq {count(m['seq_len'])}, "
-             f"{m['dtype']}, {m['attention_impl']} attention" + (", recompute" if m["recompute"] else ""))
+             f"{m['dtype']}, {m['attention_impl']} attention" + (", recompute" if m["recompute"] else "")
+             + per_gpu)
     blocks: list = [Table([text_col("part", key=True), Col("bytes"), Col("share")], [rows], title,
                           footer=["total", fmt(m["total"]), "100.0%"])]
     if "layout" in m:
         lay = m["layout"]
-        blocks[0] = blocks[0]._replace(title=f"{title}; per GPU of {count(m['gpus'])}: {_describe(lay)}")
         if lay["pp"] > 1:
             blocks.append(f"the peak GPU is on pipeline stage {m['stage']} of 0-{lay['pp'] - 1}; one GPU's total "
                           "by stage: " + ", ".join(fmt(t) for t in m["stage_totals"]))
@@ -102,7 +102,7 @@ def _explain(cfg: ModelConfig, m: dict, fmt) -> Report:
     else:
         blocks.append(f"attention: one layer's peak, {count(m['attention_queries'])} queries x "
                       f"{count(m['attention_keys'])} keys; logits: the last position of each sequence")
-    workload = pick(m, "model", "mode", "seq_len", "batch")
+    workload = pick(m, "model", "mode", "seq_len", "batch", "gpus")
     return Report(m, [{**workload, "part": k, "bytes": m[k]} for k in PARTS], blocks)
 
 
@@ -160,27 +160,27 @@ def memory(
         positive(chunk, "--chunk")
     ignored = {"train": {"--chunk": chunk, "--kv-dtype": kv_dtype, "--weights-dtype": weights_dtype},
                "inference": {"--recompute": recompute or None,
-                             "--optimizer": None if optimizer == "adam" else optimizer}}[mode]
+                             "--optimizer": None if optimizer == "adam" else optimizer,
+                             "--zero": zero or None, "--global-batch": global_batch}}[mode]
     for option, value in ignored.items():
         if value is not None:
             warn(f"{option} does not apply to --mode {mode}; ignored")
 
     checked_dtypes(dtype, weights_dtype, kv_dtype)
     train = mode == "train"
-    layouts = [parallel_layout(tp, pp, dp, ep, zero, sp, global_batch, gpus, b) for b in batches]
-    if not train and (zero or global_batch is not None):
-        warn("--zero and --global-batch apply to --mode train; ignored")
-        layouts = [parallel_layout(tp, pp, dp, ep, 0, sp, None, gpus, b) for b in batches]
+    layouts = {b: parallel_layout(tp, pp, dp, ep, zero if train else 0, sp, global_batch if train else None,
+                                  gpus, b) for b in batches}
     results = []
     for cfg, s, b in workloads(load_models(models), seqs, batches):
         run = RunSpec(MEMORY_MODES[mode], s, b, attention, recompute=recompute and train,
                       dtype=dtype, weights_dtype=None if train else weights_dtype,
                       kv_dtype=None if train else kv_dtype, chunk=None if train else chunk,
-                      optimizer=optimizer if train else "adam", layout=layouts[batches.index(b)])
+                      optimizer=optimizer if train else "adam", layout=layouts[b])
         results.append((cfg, memory_json(cfg, memory_report(cfg, run), mode)))
     fmt_bytes = count if exact else iec
+    per_gpu = _per_gpu(layouts[batches[0]])  # the batch changes only the micro-batches per step
     if len(results) == 1 and models:
-        emit(_explain(*results[0], fmt_bytes), fmt)
+        emit(_explain(*results[0], fmt_bytes, per_gpu), fmt)
         return
     records = [m for _, m in results]
     shown = [p for p in PARTS if any(m[p] for m in records)]
@@ -189,7 +189,7 @@ def memory(
              *(fmt_bytes(m[p]) for p in shown), fmt_bytes(m["total"])) for m in records]
     table = Table([text_col("model", key=True), Col("seq", key=True), *([Col("batch", key=True)] if several else []),
                    *map(Col, shown), Col("total")], [rows],
-                  f"{mode} memory" + ("" if several else f", batch {count(batches[0])}"))
-    csv = [pick(m, "model", "mode", "seq_len", "batch", "dtype", "weights_dtype", "kv_dtype", "attention_impl",
-                "recompute", *PARTS, "total") for m in records]
+                  f"{mode} memory" + ("" if several else f", batch {count(batches[0])}") + per_gpu)
+    csv = [pick(m, "model", "mode", "seq_len", "batch", "gpus", "dtype", "weights_dtype", "kv_dtype",
+                "attention_impl", "recompute", *PARTS, "total") for m in records]
     emit(Report(one_or_list(records, models), csv, [table]), fmt)

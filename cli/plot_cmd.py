@@ -145,9 +145,7 @@ def _memory(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run
 
     reports = []
     for cfg in cfgs:
-        s = seqs[0] or cfg.context_length
-        warn_past_context(cfg, s)
-        reports.append(memory(cfg, run.replace(seq=s)))
+        reports.append(memory(cfg, run.replace(seq=_one_seq(cfg, seqs))))
     ax = fig.subplots()
     rotate = len(cfgs) > 6  # more names than fit side by side
     sep = ", " if rotate else "\n"
@@ -184,21 +182,19 @@ def _roofline(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], r
 
     colours = dict(zip((*FAMILIES, "elementwise"), (f"C{i}" for i in range(len(FAMILIES) + 1))))
     for cfg, ax in zip(cfgs, _panels(fig, len(cfgs))):
-        s = seqs[0] or cfg.context_length
-        warn_past_context(cfg, s)
+        s = _one_seq(cfg, seqs)
         points = []
         for mode, marker in ROOFLINE_MODES.items():
             r = roofline(cfg, run.replace(mode=mode, seq=s), hw)
-            points += [(c.intensity, c.flops / c.time_s, family(k), marker)
-                       for k, c in r.components.items() if c.intensity and c.flops]
+            points += [(c.intensity, c.flops_per_s, family(k), marker)
+                       for k, c in r.components.items() if c.intensity]
         dtype = r.run.dtype
         lo = min(p[0] for p in points) / 4
-        hi = max(max(p[0] for p in points) * 4, 4 * hw.peak(dtype) / hw.memory_bandwidth)
+        hi = max(max(p[0] for p in points) * 4, 4 * hw.ridge(dtype))
         x = np.geomspace(lo, hi, 200)
-        for peak_dtype, style in ((dtype, "-"), ("fp32", "--")):
-            if peak_dtype in hw.peak_flops:
-                ax.plot(x, np.minimum(hw.peak(peak_dtype), x * hw.memory_bandwidth), color="black",
-                        linestyle=style, linewidth=1.2, label=f"roof, {peak_dtype}")
+        for peak_dtype, style in ((dtype, "-"), ("fp32", "--")):  # the roofline needs both peaks
+            ax.plot(x, [hw.attainable(peak_dtype, i) for i in x], color="black",
+                    linestyle=style, linewidth=1.2, label=f"roof, {peak_dtype}")
         for intensity, rate, fam, marker in points:
             ax.scatter(intensity, rate, marker=marker, color=colours.get(fam, colours["elementwise"]), s=100,
                        alpha=0.8, edgecolors="none")
@@ -215,6 +211,13 @@ def _roofline(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], r
                *(Line2D([], [], marker="s", linestyle="", color=c, label=f) for f, c in colours.items())]
     fig.legend(handles=handles, loc="outside lower center", ncols=3)
     fig.suptitle(f"Roofline on {hw.name}: prefill and one decode step, batch {run.batch}, {run.attention} attention")
+
+
+def _one_seq(cfg: ModelConfig, seqs: list[Optional[int]]) -> int:
+    """--seq's one value (warned when past the context length), else the context length."""
+    s = seqs[0] or cfg.context_length
+    warn_past_context(cfg, s)
+    return s
 
 
 def _model_seqs(cfg: ModelConfig, seqs: list[Optional[int]]) -> list[int]:
@@ -278,6 +281,8 @@ def plot(
         if value is not None and kind not in APPLIES[option]:
             raise UsageError(f"{option} does not apply to plot {kind}")
     seqs = parse_seqs(seq)
+    if kind in ("memory", "roofline") and len(seqs) > 1:  # one bar or panel per model
+        raise UsageError(f"--seq takes one value for plot {kind}")
     positive(batch, "--batch")
     choice(attention or "flash", ATTENTION_IMPLS, "--attention")
     checked_dtypes(None, None, kv_dtype)
@@ -292,8 +297,6 @@ def plot(
 
         if hardware_spec is None:
             raise UsageError("plot roofline needs --hardware NAME|FILE (`llmcalc hardware`)")
-        if len(seqs) > 1:
-            raise UsageError("--seq takes one value for plot roofline")
         extra = load_hardware(hardware_spec)
         run = RunSpec("prefill", None, batch, attention or "flash")
     else:
@@ -301,8 +304,6 @@ def plot(
 
         memory_mode = choice(mode or "train", tuple(MEMORY_MODES), "--mode")
         train = memory_mode == "train"
-        if len(seqs) > 1:
-            raise UsageError("--seq takes one value for plot memory")
         if train and kv_dtype is not None:
             raise UsageError("--kv-dtype applies to plot memory --mode inference only")
         run = RunSpec(MEMORY_MODES[memory_mode], None, batch, attention or "flash", kv_dtype=kv_dtype)

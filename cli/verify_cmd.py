@@ -33,6 +33,13 @@ def _csv(records: list[dict], *extra: str) -> list[dict]:
              **pick(c, "name", "analytic", "measured", "ok", *extra)} for r in records for c in r["checks"]]
 
 
+def _record(cfg, checks: list, notes: bool = False, **fields) -> dict:
+    """One model's JSON record: its name, ``fields`` (device, workload), the verdict and the checks."""
+    return {"model": cfg.name, **fields, "ok": all(c.ok for c in checks),
+            "checks": [{"name": c.name, "analytic": c.analytic, "measured": c.measured, "ok": c.ok,
+                        **({"note": c.note} if notes else {})} for c in checks]}
+
+
 def _resolve_device(device: str, torch) -> str:
     """auto: cuda when present, else cpu (the meta checks plus real tensors on the CPU)."""
     if device == "auto":
@@ -131,11 +138,8 @@ def verify(
                 progress.advance(task)
     else:
         results = [(cfg, run_checks(cfg, dev, seq_value, batch_value, hw)) for cfg in cfgs]
-    records = [{"model": cfg.name, "device": dev, **({"hardware": hw.name} if hw else {}),
-                "seq_len": seq_value, "batch": batch_value, "ok": all(c.ok for c in checks),
-                "checks": [{"name": c.name, "analytic": c.analytic, "measured": c.measured, "ok": c.ok}
-                           for c in checks]}
-               for cfg, checks in results]
+    records = [_record(cfg, checks, device=dev, **({"hardware": hw.name} if hw else {}), seq_len=seq_value,
+                       batch=batch_value) for cfg, checks in results]
     blocks: list = []
     for cfg, checks in results:
         rows = [(c.name, _fmt(c.analytic), _fmt(c.measured), _difference(c), verdict(c.ok)) for c in checks]
@@ -176,10 +180,7 @@ def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: in
         raise UsageError(str(exc)) from None
     results = [(cfg, against.against_transformers(cfg, raw, seq, batch, str(path)))
                for cfg, raw, path in zip(cfgs, raws, paths)]
-    records = [{"model": cfg.name, "device": "meta", "against": "transformers", "seq_len": seq, "batch": batch,
-                "ok": all(c.ok for c in checks),
-                "checks": [{"name": c.name, "analytic": c.analytic, "measured": c.measured, "ok": c.ok,
-                            "note": c.note} for c in checks]}
+    records = [_record(cfg, checks, notes=True, device="meta", against="transformers", seq_len=seq, batch=batch)
                for cfg, checks in results]
     blocks: list = []
     for cfg, checks in results:

@@ -71,8 +71,7 @@ def test_gpt2_activations_under_tp_match_korthikanti(tp, sp):
     8 sbh + 16 sb (norm inputs, q/k/v and MLP inputs), sharded 24 sbh + 2 as^2b."""
     cfg = load_bundled("gpt2-small")
     s, B, h, a, L = 768, 2, 768, 12, 12  # tp divides s: sequence parallelism splits it
-    layout = Layout(tp=tp, sp=sp) if tp > 1 else Layout()
-    m = memory(cfg, RunSpec("train", s, B, "eager", layout=layout))
+    m = memory(cfg, RunSpec("train", s, B, "eager", layout=Layout(tp=tp, sp=sp)))
     per_layer = (8 * s * B * h + 16 * s * B) // (tp if sp else 1) + (24 * s * B * h + 2 * a * s * s * B) // tp
     residual = (2 * s * B * h + 8 * s * B) + 2 * s * B * h  # final LayerNorm, LM head input
     once = 8 * s * B + 8 * s + residual // (tp if sp else 1)  # token ids, position ids

@@ -137,6 +137,7 @@ def test_chunked_prefill_flops_sum_to_the_unchunked_causal_count(raw, seq, chunk
     whole = count_flops(cfg, run.replace(causal=True)).total
     assert chunked.flops == whole.total
     assert sum(c.matmul_flops for c in chunked.components.values()) == whole.matmul_total
+    assert (chunked.run.seq, chunked.run.past, chunked.run.tokens) == (seq, 0, 2 * seq)  # the whole prefill's
 
 
 def test_train_moves_three_forwards_and_the_optimizer_step():

@@ -10,6 +10,8 @@ import torch
 
 from llmcalc.analysis.config import load_bundled
 from llmcalc.analysis.hardware import for_device, load_hardware
+from llmcalc.analysis.run import RunSpec
+from llmcalc.analysis.timing import roofline
 from llmcalc.analysis.verify.checks import small_config
 from llmcalc.analysis.verify.timed import PEAK_TOLERANCE, RUNS, WARMUP, median_seconds, timed_checks
 
@@ -50,9 +52,15 @@ def test_device_names_map_to_their_own_datasheet_only(name, spec):
 def test_every_phase_is_timed_against_its_roofline_on_cpu(model, tmp_path):
     path = tmp_path / "laptop.yaml"
     path.write_text(CPU_SPEC)
-    checks = {c.name: c for c in timed_checks(small_config(load_bundled(model)), "cpu", 16, 2,
-                                                load_hardware(str(path)))}
+    cfg, hw = small_config(load_bundled(model)), load_hardware(str(path))
+    checks = {c.name: c for c in timed_checks(cfg, "cpu", 16, 2, hw)}
     phases = ("prefill 16", "decode 17", "train 16")
+    # fp32 on the CPU; the training step is timed without its optimizer step
+    for phase, mode, seq in zip(phases, ("prefill", "decode", "train"), (16, 17, 16)):
+        r = roofline(cfg, RunSpec(mode, seq, 2, dtype="fp32", weights_dtype="fp32", kv_dtype="fp32"), hw)
+        optimizer = r.components["optimizer"].time_s if mode == "train" else 0.0
+        assert checks[f"laptop/{phase}/time (s), info"].analytic == pytest.approx(r.time_s - optimizer)
+        assert optimizer > 0 or mode != "train"
     assert list(checks) == [f"laptop/{p}/{m}, info" for p in phases for m in METRICS]
     for p in phases:
         t, tflops, gbs, frac = (checks[f"laptop/{p}/{m}, info"] for m in METRICS)

@@ -75,15 +75,15 @@ def median_seconds(step: Callable[[], object], device: str, warmup: int = WARMUP
 def train_peak(cfg: ModelConfig, run: RunSpec) -> int:
     """Analytic peak of a training step without an optimizer: weights, gradients, saved activations
     (flash attention keeps no score matrix)."""
-    state = training_state(cfg, run.dtype or "bf16", "sgd")
+    state = training_state(cfg, run.dtype, "sgd")
     return state.weights + state.gradients + activation_bytes(cfg, run).total
 
 
 def phases(seq: int, batch: int, dtype: str) -> dict[str, RunSpec]:
+    """The timed runs by mode."""
     spec = {"batch": batch, "attention": "flash", "dtype": dtype, "weights_dtype": dtype, "kv_dtype": dtype}
-    return {f"prefill {seq}": RunSpec("prefill", seq, **spec),
-            f"decode {seq + 1}": RunSpec("decode", seq + 1, **spec),
-            f"train {seq}": RunSpec("train", seq, **spec)}
+    return {"prefill": RunSpec("prefill", seq, **spec), "decode": RunSpec("decode", seq + 1, **spec),
+            "train": RunSpec("train", seq, **spec)}
 
 
 def _fitting(cfg: ModelConfig, run: RunSpec) -> ModelConfig:
@@ -96,11 +96,11 @@ def _fitting(cfg: ModelConfig, run: RunSpec) -> ModelConfig:
 
 def _compared(label: str, r: Roofline, seconds: float) -> list[Check]:
     """Measured against the roofline: time, FLOP/s, bytes/s, fraction reached."""
-    flops, nbytes, ideal = r.flops, r.bytes, r.time_s
+    ideal = r.time_s
     note = f"median of {RUNS} runs after {WARMUP} warm-up; analytic: the ideal roofline"
     return [Check(f"{label}/time (s), info", ideal, seconds, True, note),
-            Check(f"{label}/achieved TFLOP/s, info", flops / ideal / 1e12, flops / seconds / 1e12, True),
-            Check(f"{label}/achieved GB/s, info", nbytes / ideal / 1e9, nbytes / seconds / 1e9, True),
+            Check(f"{label}/achieved TFLOP/s, info", r.flops_per_s / 1e12, r.flops / seconds / 1e12, True),
+            Check(f"{label}/achieved GB/s, info", r.bytes_per_s / 1e9, r.bytes / seconds / 1e9, True),
             Check(f"{label}/fraction of roofline, info", 1.0, ideal / seconds, True)]
 
 
@@ -109,46 +109,45 @@ def timed_checks(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardwa
     dtype, torch_dtype = DTYPES[device]
     runs = phases(seq, batch, dtype)
     layers = cfg.n_layers
-    train = runs[f"train {seq}"]
     if device == "cuda":
-        cfg = _fitting(cfg, train)
+        cfg = _fitting(cfg, runs["train"])
     model = build(cfg, "flash", device, torch_dtype)
     tokens = torch.randint(0, cfg.vocab_size, (batch, seq), device=device)
     step = tokens[:, :1]
     prefix = hw.name + (f"/{cfg.n_layers} layers" if cfg.n_layers < layers else "")
+    labels = {mode: f"{prefix}/{mode} {run.seq}" for mode, run in runs.items()}
     out: list[Check] = []
     peaks: dict[str, int] = {}
 
-    def timed(name: str, fn: Callable[[], object]) -> None:
+    def timed(mode: str, fn: Callable[[], object]) -> None:
         if device == "cuda":
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
         seconds = median_seconds(fn, device)
         if device == "cuda":
-            peaks[name] = torch.cuda.max_memory_allocated()
-        r = roofline(cfg, runs[name], hw)
-        if name == f"train {seq}":  # the step is timed without an optimizer
+            peaks[mode] = torch.cuda.max_memory_allocated()
+        r = roofline(cfg, runs[mode], hw)
+        if mode == "train":  # the step is timed without an optimizer
             r = Roofline(r.run, {k: c for k, c in r.components.items() if k != "optimizer"})
-        out.extend(_compared(f"{prefix}/{name}", r, seconds))
+        out.extend(_compared(labels[mode], r, seconds))
 
     with torch.no_grad():  # the cache is freed before the training step
         cache = KVCache(cfg, batch, seq + 1, torch_dtype, device)
-        for name, fn in ((f"prefill {seq}", lambda: model(tokens, cache, 0, logits="last")),
-                         (f"decode {seq + 1}", lambda: model(step, cache, seq, logits="last"))):
-            timed(name, fn)
+        timed("prefill", lambda: model(tokens, cache, 0, logits="last"))
+        timed("decode", lambda: model(step, cache, seq, logits="last"))
         cache = None
 
     def train_step() -> None:
         model.zero_grad(set_to_none=True)
         _loss(model(tokens), tokens).backward()
 
-    timed(f"train {seq}", train_step)
+    timed("train", train_step)
     if device == "cuda":
-        expected = train_peak(cfg, train)
-        out.append(Check(f"{prefix}/train {seq}/peak memory (bytes)", expected, peaks[f"train {seq}"],
-                         abs(peaks[f"train {seq}"] - expected) <= PEAK_TOLERANCE * expected,
+        expected = train_peak(cfg, runs["train"])
+        out.append(Check(f"{labels['train']}/peak memory (bytes)", expected, peaks["train"],
+                         abs(peaks["train"] - expected) <= PEAK_TOLERANCE * expected,
                          f"within {PEAK_TOLERANCE:.0%} of weights + gradients + saved activations (provisional)"))
-        inference = memory(cfg, runs[f"prefill {seq}"]).total
-        out.append(Check(f"{prefix}/prefill {seq}/peak memory (bytes), info", inference, peaks[f"prefill {seq}"],
+        inference = memory(cfg, runs["prefill"]).total
+        out.append(Check(f"{labels['prefill']}/peak memory (bytes), info", inference, peaks["prefill"],
                          True, "memory --mode inference: weights, KV cache, attention, last logits"))
     return out
