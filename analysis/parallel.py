@@ -130,29 +130,38 @@ def _layer_tensors(layer: Layer, ep: int) -> list[Tensor]:
     return out + [Tensor(v.key, (v.size,)) for v in layer.vectors()]
 
 
-def stage_tensors(cfg: ModelConfig, layout: Layout, stage: int) -> list[Tensor]:
+def stage_units(cfg: ModelConfig, layout: Layout, stage: int) -> list[list[Tensor]]:
     """The parameter tensors one GPU of pipeline stage ``stage`` holds (rank 0 of its TP and EP
-    groups), before ZeRO."""
+    groups), before ZeRO, by FSDP unit: first the stage's tensors outside its layers (embedding,
+    positions, final norm, LM head: the root unit, possibly empty), then one unit per layer."""
     local = tp_local(cfg, layout.tp)
     specs = layer_specs(local)
     d, V = local.d_model, local.vocab_size
-    out = []
+    root = []
     if stage == 0:
-        out.append(Tensor("embedding/token", (V, d)))
+        root.append(Tensor("embedding/token", (V, d)))
         width = d if local.position == "learned" else local.n_heads  # a table per position, or per bucket
         if position_params(local):
-            out.append(Tensor("embedding/position", (position_params(local) // width, width)))
-    for i in stages(cfg, layout.pp)[stage]:
-        out += _layer_tensors(Layer(local, specs[i]), layout.ep)
+            root.append(Tensor("embedding/position", (position_params(local) // width, width)))
     if stage == layout.pp - 1:
         norm = final_norm(local)
         if norm is not None:
-            out += [Tensor(norm.key, (norm.size,))] * (int(norm.weight) + int(norm.bias))
+            root += [Tensor(norm.key, (norm.size,))] * (int(norm.weight) + int(norm.bias))
         if not local.tie_embeddings or layout.pp > 1:  # a tied head on its own stage keeps a copy
-            out.append(Tensor("lm_head", (V, d)))
+            root.append(Tensor("lm_head", (V, d)))
         if local.lm_head_bias:
-            out.append(Tensor("lm_head", (V,)))
-    return out
+            root.append(Tensor("lm_head", (V,)))
+    return [root] + [_layer_tensors(Layer(local, specs[i]), layout.ep) for i in stages(cfg, layout.pp)[stage]]
+
+
+def stage_tensors(cfg: ModelConfig, layout: Layout, stage: int) -> list[Tensor]:
+    """The parameter tensors one GPU of pipeline stage ``stage`` holds, before ZeRO."""
+    return [t for unit in stage_units(cfg, layout, stage) for t in unit]
+
+
+def zero_shard(t: Tensor, layout: Layout) -> int:
+    """Elements of ``t`` on one GPU once ZeRO shards it over its data-parallel group."""
+    return t.shard(layout.dp // layout.ep if t.expert else layout.dp)
 
 
 @dataclass(frozen=True)
@@ -169,11 +178,7 @@ def gpu_state(cfg: ModelConfig, layout: Layout, stage: int) -> GpuState:
     """Elements of weights, gradients and optimizer state on one GPU of ``stage`` under ZeRO."""
     tensors = stage_tensors(cfg, layout, stage)
     full = sum(t.numel for t in tensors)
-
-    def zero(t: Tensor) -> int:
-        return t.shard(layout.dp // layout.ep if t.expert else layout.dp)
-
-    sharded = sum(zero(t) for t in tensors)
+    sharded = sum(zero_shard(t, layout) for t in tensors)
     return GpuState(sharded if layout.zero >= 3 else full, sharded if layout.zero >= 2 else full,
                     sharded if layout.zero >= 1 else full)
 

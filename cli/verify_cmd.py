@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import typer
 
-from .common import FormatOpt, JsonOpt, ModelsArg, choice, load_models, one_or_list, output_format, parse_ints
+from .common import (
+    DpOpt,
+    EpOpt,
+    FormatOpt,
+    JsonOpt,
+    ModelsArg,
+    PpOpt,
+    SpOpt,
+    TpOpt,
+    ZeroOpt,
+    choice,
+    load_models,
+    one_or_list,
+    output_format,
+    parallel_layout,
+    parse_ints,
+)
 from .errors import UsageError, VerificationFailed
 from .render import Col, Report, Table, count, emit, err_console, pick, text_col, verdict, warn
 
@@ -31,6 +48,19 @@ def _csv(records: list[dict], *extra: str) -> list[dict]:
     """A row per check of each model, named as the JSON's keys."""
     return [{**pick(r, "model", "device", "hardware", "against", "seq_len", "batch"),
              **pick(c, "name", "analytic", "measured", "ok", *extra)} for r in records for c in r["checks"]]
+
+
+def _table(checks: list, measured: str, title: str) -> Table:
+    rows = [(c.name, _fmt(c.analytic), _fmt(c.measured), _difference(c), verdict(c.ok)) for c in checks]
+    return Table(_columns("analytic", measured), [rows], f"{title}: {sum(c.ok for c in checks)}/{len(checks)} "
+                 "checks pass")
+
+
+def _conclude(records: list[dict], models: Optional[list[str]], csv: list[dict], blocks: list, fmt: str) -> None:
+    """Print the report; exit 1 when any check failed."""
+    emit(Report(one_or_list(records, models), csv, blocks), fmt)
+    if not all(r["ok"] for r in records):
+        raise VerificationFailed()
 
 
 def _record(cfg, checks: list, notes: bool = False, **fields) -> dict:
@@ -79,6 +109,12 @@ def verify(
         None, "--hardware", help="cuda, cpu: time prefill, a decode step and a training step and compare "
         "them with this accelerator's roofline (a bundled name or a YAML file). Default on cuda: the "
         "bundled spec of the device; on cpu nothing is timed without it."),
+    tp: int = TpOpt,
+    pp: int = PpOpt,
+    dp: int = DpOpt,
+    ep: int = EpOpt,
+    zero: int = ZeroOpt,
+    sp: bool = SpOpt,
     fmt: str = FormatOpt,
     json_out: bool = JsonOpt,
 ) -> None:
@@ -94,6 +130,7 @@ def verify(
       llmcalc verify mixtral-8x7b --device meta --json
       llmcalc verify --device meta      # every bundled model
       llmcalc verify mistral-7b --against transformers
+      llmcalc verify gpt2-small --tp 2 --dp 2 --zero 3
     """
     fmt = output_format(fmt, json_out)
     choice(device, DEVICES, "--device")
@@ -107,6 +144,9 @@ def verify(
             raise UsageError("--hardware does not apply to --against transformers (nothing is timed)")
     if hardware_spec is not None and device == "meta":
         raise UsageError("--hardware applies to --device cuda or cpu (meta runs no real tensors to time)")
+    layout = parallel_layout(tp, pp, dp, ep, zero, sp, None, None, batch_value)
+    if not layout.trivial and (against is not None or hardware_spec is not None):
+        raise UsageError("--tp/--dp check a layout on torch.distributed: not with --against or --hardware")
     cfgs = load_models(models)
     try:
         import torch
@@ -121,6 +161,10 @@ def verify(
         raise UsageError(problem)
     if against is not None:
         return _verify_against(models, cfgs, seq_value, batch_value, fmt)
+    if not layout.trivial:
+        if device not in ("auto", "cpu"):
+            warn(f"--device {device} does not apply to a layout check (FSDP2 needs its shards on the cpu); ignored")
+        return _verify_layout(models, cfgs, layout, seq_value, batch_value, fmt)
     from ..analysis.verify.report import verify as run_checks
 
     dev = _resolve_device(device, torch)
@@ -142,11 +186,7 @@ def verify(
                        batch=batch_value) for cfg, checks in results]
     blocks: list = []
     for cfg, checks in results:
-        rows = [(c.name, _fmt(c.analytic), _fmt(c.measured), _difference(c), verdict(c.ok)) for c in checks]
-        passed = sum(c.ok for c in checks)
-        blocks.append(Table(_columns("analytic", "measured"), [rows],
-                            f"{cfg.name}: verify on {dev} (seq {seq_value}, batch {batch_value}): "
-                            f"{passed}/{len(checks)} checks pass"))
+        blocks.append(_table(checks, "measured", f"{cfg.name}: verify on {dev} (seq {seq_value}, batch {batch_value})"))
         notes: dict[str, list[str]] = {}
         for c in checks:
             if c.note:
@@ -156,9 +196,7 @@ def verify(
                   "llmcalc registers PyTorch's own SDPA formulas for it (backward includes the "
                   "score recomputation), and compares the fused kernel's scores+values backward "
                   "as one figure.")
-    emit(Report(one_or_list(records, models), _csv(records), blocks), fmt)
-    if not all(r["ok"] for r in records):
-        raise VerificationFailed()
+    _conclude(records, models, _csv(records), blocks, fmt)
 
 
 def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: int, fmt: str) -> None:
@@ -195,6 +233,32 @@ def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: in
                   "keeps min(S, W - 1) tokens,")
     blocks.append("where llmcalc's rolling buffer holds W during the next decode step. "
                   "MLA caches the latent and the shared RoPE key in both.")
-    emit(Report(one_or_list(records, models), _csv(records, "note"), blocks), fmt)
-    if not all(r["ok"] for r in records):
-        raise VerificationFailed()
+    _conclude(records, models, _csv(records, "note"), blocks, fmt)
+
+
+def _verify_layout(models: Optional[list[str]], cfgs: list, layout, seq: int, batch: int, fmt: str) -> None:
+    """`--tp/--dp/--zero`: one training step of each model sharded on a fake process group."""
+    from ..analysis.errors import ConfigError
+    from ..analysis.parallel import check_layout
+    from ..analysis.verify.distributed import check_layout_on_torch, unsupported
+
+    for cfg in cfgs:
+        check_layout(cfg, layout, seq)
+        reason = unsupported(cfg, layout)
+        if reason:
+            raise UsageError(f"{cfg.name}: {reason}")
+    results = []
+    for cfg in cfgs:
+        try:
+            results.append((cfg, check_layout_on_torch(cfg, layout, seq, batch)))
+        except (ConfigError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+    records = [_record(cfg, checks, device="cpu", layout=dataclasses.asdict(layout), gpus=layout.gpus,
+                       seq_len=seq, batch=batch) for cfg, checks in results]
+    blocks: list = [_table(checks, "torch", f"{cfg.name}: {layout.describe()} on torch.distributed (seq {seq}, "
+                                              f"batch {batch})") for cfg, checks in results]
+    blocks.append(f"One process as rank 0 of a fake process group of {layout.gpus} GPUs: DTensor tensor-parallel "
+                  "plans and FSDP2 (fully_shard per layer, then the root); FSDP2 needs real shards, so one fp32 "
+                  "training step ran on the CPU on small real tensors. Collectives as CommDebugMode counts them; "
+                  "bytes are payloads (module docstring of analysis/comm.py).")
+    _conclude(records, models, _csv(records), blocks, fmt)
