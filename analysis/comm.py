@@ -72,7 +72,8 @@ def _tp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collect
     tp, m, train = layout.tp, layout.steps, run.mode == "train"
     T, b = run.tokens, bytes_per(run.dtype)
     act = T * cfg.d_model * b
-    layers = [layer_specs(cfg)[i] for i in stages(cfg, layout.pp)[stage]]
+    specs = layer_specs(cfg)
+    layers = [specs[i] for i in stages(cfg, layout.pp)[stage]]
     out: list[Collective] = []
 
     def reduce(what: str, payload: int, calls: int) -> None:
@@ -109,7 +110,8 @@ def _tp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collect
 
 def _ep(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collective]:
     layout = run.layout
-    moe = sum(1 for i in stages(cfg, layout.pp)[stage] if layer_specs(cfg)[i].ffn == "moe")
+    specs = layer_specs(cfg)
+    moe = sum(1 for i in stages(cfg, layout.pp)[stage] if specs[i].ffn == "moe")
     if layout.ep == 1 or not moe:
         return []
     slots = ceil_div(run.tokens, layout.tp) if layout.sp else run.tokens

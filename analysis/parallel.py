@@ -151,7 +151,8 @@ def stage_units(cfg: ModelConfig, layout: Layout, stage: int) -> list[list[Tenso
             root.append(Tensor("lm_head", (V, d)))
         if local.lm_head_bias:
             root.append(Tensor("lm_head", (V,)))
-    return [root] + [_layer_tensors(Layer(local, specs[i]), layout.ep) for i in stages(cfg, layout.pp)[stage]]
+    per_spec = {spec: _layer_tensors(Layer(local, spec), layout.ep) for spec in set(specs)}
+    return [root] + [per_spec[specs[i]] for i in stages(cfg, layout.pp)[stage]]
 
 
 def stage_tensors(cfg: ModelConfig, layout: Layout, stage: int) -> list[Tensor]:
@@ -183,7 +184,7 @@ def gpu_state(cfg: ModelConfig, layout: Layout, stage: int) -> GpuState:
                     sharded if layout.zero >= 1 else full)
 
 
-def _in_stage(cfg: ModelConfig, pp: int, stage: int) -> list[tuple[int, int]]:
+def in_stage(cfg: ModelConfig, pp: int, stage: int) -> list[tuple[int, int]]:
     """(group index in the layer plan, layers of that group in ``stage``)."""
     layers = set(stages(cfg, pp)[stage])
     return [(i, sum(1 for j in g.layers if j in layers)) for i, g in enumerate(layer_plan(cfg))]
@@ -217,7 +218,7 @@ def stage_activations(cfg: ModelConfig, run: RunSpec) -> list[dict[str, int]]:
     out = []
     for stage in range(layout.pp):
         saved: dict[str, int] = {}
-        layers = [(key, n * count) for i, count in _in_stage(local, layout.pp, stage)
+        layers = [(key, n * count) for i, count in in_stage(local, layout.pp, stage)
                   for key, n in acts.groups[i][1].items()]
         for key, n in layers + [(k, n) for k, n in once.items() if on_stage(k, stage)]:
             saved[key] = saved.get(key, 0) + split(key, n) * layout.in_flight(stage)
@@ -229,5 +230,5 @@ def stage_kv_bytes(cfg: ModelConfig, run: RunSpec) -> list[int]:
     """KV cache one GPU of each stage holds: its layers, its KV heads (or MLA's replicated latent)."""
     local = tp_local(cfg, run.layout.tp)
     cache = kv_cache(local, run)
-    return [sum(cache.groups[i].bytes * count for i, count in _in_stage(local, run.layout.pp, stage))
+    return [sum(cache.groups[i].bytes * count for i, count in in_stage(local, run.layout.pp, stage))
             for stage in range(run.layout.pp)]

@@ -16,6 +16,7 @@ Per-layer rules (DESIGN.md section 2):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from .config import ModelConfig
@@ -51,6 +52,7 @@ class LayerGroup:
         return len(self.layers)
 
 
+@functools.lru_cache(maxsize=256)  # configs are frozen; `plan` asks for the same few many times
 def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     types = cfg.layer_types or (("sliding",) if cfg.sliding_window is not None else ("full",))
     rope = cfg.rope_layers or (cfg.position == "rope",)
@@ -62,6 +64,7 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     return tuple(specs)
 
 
+@functools.lru_cache(maxsize=256)
 def layer_plan(cfg: ModelConfig) -> tuple[LayerGroup, ...]:
     """Groups of identical layers, in order of first appearance."""
     members: dict[LayerSpec, list[int]] = {}

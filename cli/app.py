@@ -21,6 +21,7 @@ COMMANDS = {
     "kvcache": ("kvcache_cmd", "kvcache"),
     "memory": ("memory_cmd", "memory"),
     "time": ("time_cmd", "time_command"),
+    "plan": ("plan_cmd", "plan"),
     "hardware": ("time_cmd", "hardware"),
     "verify": ("verify_cmd", "verify"),
     "plot": ("plot_cmd", "plot"),

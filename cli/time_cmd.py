@@ -3,23 +3,32 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from .common import (
     BatchOpt,
+    DpOpt,
     DtypeOpt,
+    EpOpt,
     FormatOpt,
+    GlobalBatchOpt,
     JsonOpt,
     KvDtypeOpt,
     ModelsArg,
+    PpOpt,
+    SpOpt,
+    TpOpt,
     WeightsDtypeOpt,
+    ZeroOpt,
     checked_dtypes,
     choice,
     load_models,
     one_or_list,
     output_format,
+    parallel_layout,
     parse_ints,
     parse_seqs,
     positive,
@@ -32,6 +41,7 @@ from .render import Col, Report, Table, count, emit, iec, pick, seconds, si, tex
 if TYPE_CHECKING:
     from ..analysis.config import ModelConfig
     from ..analysis.hardware import Hardware
+    from ..analysis.step import Step
     from ..analysis.timing import Roofline
 
 MODES = ("train", "prefill", "decode", "generate")
@@ -153,6 +163,82 @@ def _notes(hw: Hardware, rec: dict) -> list[str]:
     return lines
 
 
+def _utilization(u, measured: bool, run_tokens: Optional[float]) -> dict:
+    """The JSON of a training run's MFU and HFU, and of a whole run of ``run_tokens``."""
+    out = {"utilization": {"tokens_per_s": u.tokens_per_s, "measured": measured, "gpus": u.gpus, "mfu": u.mfu,
+                           "hfu": u.hfu, "mfu_6n": u.of(u.six_n_per_token), "mfu_palm": u.of(u.palm_per_token),
+                           "model_flops_per_token": u.model_flops_per_token,
+                           "hardware_flops_per_token": u.hardware_flops_per_token}}
+    if run_tokens is not None:
+        out["training_run"] = {"tokens": run_tokens, "gpus": u.gpus, "time_s": u.run_time_s(run_tokens),
+                               "gpu_hours": u.gpu_hours(run_tokens)}
+    return out
+
+
+STEP_PARTS = ("compute", "bubble", "communication", "optimizer")
+
+
+def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: Step, eff, u, measured: bool,
+              run_tokens: Optional[float]) -> dict:
+    from ..analysis.step import link
+
+    run = st.run
+    parts = {"compute": st.micro_batches * st.compute_s[st.stage], "bubble": st.bubble_s,
+             "communication": st.communication_s, "optimizer": st.optimizer_s}
+    rec = {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
+           "attention": run.attention, "dtype": run.dtype, "recompute": run.recompute,
+           "efficiency": {"mfu": eff.mfu, "bandwidth": eff.bandwidth}, "gpus": run.layout.gpus,
+           "layout": dataclasses.asdict(run.layout), "stage": st.stage, "time_s": st.time_s,
+           "parts_s": parts, "largest": max(parts, key=lambda k: parts[k]), "bubble": st.bubble,
+           "micro_batch_s": list(st.compute_s), "tokens": st.tokens, "tokens_per_s": st.tokens_per_s,
+           "sent_bytes": st.sent,
+           "collectives": [{**dataclasses.asdict(c), "sent": c.sent, "time_s": c.sent / link(hw, run.layout, c.group)}
+                           for c in st.collectives]}
+    if u is not None:
+        rec.update(_utilization(u, measured, run_tokens))
+    return rec
+
+
+def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: Step) -> Report:
+    run, total = st.run, rec["time_s"]
+    what = "step" if rec["mode"] == "train" else "pass"
+    title = (f"{cfg.name} on {rec['gpus']:,} x {hw.name}: {rec['mode']} {what}, {run.layout.describe()}, seq "
+             f"{count(run.seq)}, micro-batch {count(run.batch)} x {count(st.micro_batches)}, {run.dtype}")
+    parts = Table([text_col("part", key=True), Col("time"), Col("share")],
+                  [[(k, seconds(v), f"{100 * v / total:.1f}%") for k, v in rec["parts_s"].items()
+                    if v or k == "compute"]], title,
+                  footer=["total", seconds(total), "100.0%"])
+    comm = Table([text_col("collective", key=True), text_col("kind"), text_col("group"), Col("GPUs"), Col("calls"),
+                  Col("payload"), Col("sent/GPU"), Col("time")],
+                 [[(c["what"], c["kind"], c["group"], count(c["ranks"]), count(c["calls"]), iec(c["payload"]),
+                    iec(c["sent"]), seconds(c["time_s"])) for c in rec["collectives"]]],
+                 f"communication of stage {st.stage} (the slowest), per {what}",
+                 footer=["total", "", "", "", "", "", iec(st.sent), ""])
+    pipeline = (f"pipeline: {count(st.micro_batches)} micro-batches through {run.layout.pp} stages, bubble "
+                f"{100 * st.bubble:.1f}% of the pipelined time; " if run.layout.pp > 1 else "")
+    lines = [f"{pipeline}{si(rec['tokens'])} tokens per {what}, {rec['tokens_per_s']:,.0f} tokens/s",
+             f"links: {si(hw.intra_node or 0, 'B/s')} per GPU within a node of {hw.gpus_per_node or rec['gpus']}, "
+             f"{si(hw.inter_node or 0, 'B/s')} across nodes; communication not overlapped with compute",
+             *_notes(hw, rec)]
+    csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s"),
+            **{f"layout.{k}": v for k, v in rec["layout"].items()}, "part": k, "part_s": v}
+           for k, v in rec["parts_s"].items()]
+    return Report(rec, csv, [parts, comm, *lines])
+
+
+def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: list[int]) -> Report:
+    rows = [(m["model"], count(m["seq_len"]), count(m["batch"]), seconds(m["time_s"]), m["largest"],
+             f"{100 * m['bubble']:.1f}%", iec(m["sent_bytes"]), f"{m['tokens_per_s']:,.0f}") for m in records]
+    layout = records[0]["layout"]
+    table = Table([text_col("model", key=True), Col("seq", key=True), Col("batch", key=True), Col("time"),
+                   text_col("largest part"), Col("bubble"), Col("sent/GPU"), Col("tokens/s")], [rows],
+                  f"{mode} on {records[0]['gpus']:,} x {hw.name}, " + ", ".join(
+                      f"{k} {v}" for k, v in layout.items() if v not in (None, 0, 1, False)))
+    csv = [pick(m, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s", "largest", "bubble",
+                "sent_bytes", "tokens_per_s") for m in records]
+    return Report(data, csv, [table])
+
+
 def time_command(
     models: Optional[list[str]] = ModelsArg,
     hardware_spec: str = typer.Option(..., "--hardware", help="A bundled accelerator (`llmcalc hardware`) or a "
@@ -178,24 +264,37 @@ def time_command(
                                                "all --gpus: gives MFU and HFU."),
     tokens: Optional[str] = typer.Option(None, "--tokens", help="train: tokens of a whole run (e.g. 15e12): its "
                                          "time and GPU-hours."),
-    gpus: int = typer.Option(1, "--gpus", help="train: GPUs, each running --batch (data parallel)."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="train: GPUs, each running --batch (data "
+                                       "parallel). With a layout: must equal tp x pp x dp."),
+    tp: int = TpOpt,
+    pp: int = PpOpt,
+    dp: int = DpOpt,
+    ep: int = EpOpt,
+    zero: int = ZeroOpt,
+    sp: bool = SpOpt,
+    global_batch: Optional[int] = GlobalBatchOpt,
     fmt: str = FormatOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """How long: the roofline time of each component, max(FLOPs / peak, bytes moved / bandwidth),
     and whether it is compute- or memory-bound. generate: time to first token, time per output
     token and tokens/s, with and without a KV cache. train: MFU and HFU at a throughput, and
-    the time of a whole run. One model and one workload: a breakdown; several: a row for each.
+    the time of a whole run. With a parallel layout (--tp, --pp, --dp, ...): one GPU's step,
+    compute, pipeline bubble and each collective over the interconnect. One model and one
+    workload: a breakdown; several: a row for each.
 
     Examples:
       llmcalc time mistral-7b --hardware h100 --mode decode
       llmcalc time gpt2-xl --hardware h100 --mode prefill
       llmcalc time gpt2-xl --hardware l4 --seq 1024 --mfu 0.4
       llmcalc time mistral-7b --hardware my-gpu.yaml --seq 512
+      llmcalc time llama-3.1-70b --hardware h100 --seq 8192
+        --tp 8 --pp 4 --dp 2 --sp --global-batch 64
       (generate: --mode generate --prompt 1000 --new 100)
     """
     from ..analysis.hardware import load_hardware
-    from ..analysis.run import ATTENTION_IMPLS, RunSpec
+    from ..analysis.run import ATTENTION_IMPLS, Layout, RunSpec
+    from ..analysis.step import step
     from ..analysis.timing import Efficiency, generate, prefill, roofline, utilization
 
     fmt = output_format(fmt, json_out)
@@ -205,7 +304,6 @@ def time_command(
     eff = Efficiency(fraction(mfu, "--mfu"), fraction(bandwidth_efficiency, "--bandwidth-efficiency"))
     measured = parse_amount(tokens_per_s, "--tokens-per-s")
     run_tokens = parse_amount(tokens, "--tokens")
-    positive(gpus, "--gpus")
     if chunk is not None:
         positive(chunk, "--chunk")
     generating = mode == "generate"
@@ -220,11 +318,21 @@ def time_command(
                "--recompute": recompute if mode != "train" else None,
                "--tokens-per-s": tokens_per_s if mode != "train" else None,
                "--tokens": tokens if mode != "train" else None,
-               "--gpus": gpus if mode != "train" and gpus != 1 else None}
+               "--gpus": gpus if mode != "train" and gpus not in (None, 1) else None,
+               "--zero": zero if mode != "train" else None,
+               "--global-batch": global_batch if mode != "train" else None}
     for option, value in ignored.items():
         if value:
             warn(f"{option} does not apply to --mode {mode}; ignored")
     checked_dtypes(dtype, weights_dtype, kv_dtype)
+    train = mode == "train"
+    layouts = {b: parallel_layout(tp, pp, dp, ep, zero if train else 0, sp, global_batch if train else None,
+                                  gpus if not (tp == pp == dp == 1) else None, b) for b in batches}
+    parallel = not layouts[batches[0]].trivial
+    if parallel and generating:
+        raise UsageError("--mode generate runs on one GPU: drop the layout options (--tp, --pp, --dp)")
+    if not parallel and gpus is not None:
+        positive(gpus, "--gpus")
     hw = load_hardware(hardware_spec)
     seqs = [prompt] if generating else parse_seqs(seq)
     records, shown_runs = [], []
@@ -232,6 +340,12 @@ def time_command(
         spec = RunSpec("prefill" if generating else mode, s, b, attention, recompute=recompute and mode == "train",
                        dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
                        chunk=chunk if mode in ("prefill", "generate") else None)
+        if parallel:
+            st = step(cfg, spec.replace(layout=layouts[b]), hw, eff)
+            u = utilization(cfg, st.run.replace(layout=Layout()), hw, measured or st.tokens_per_s, st.run.layout.gpus)
+            records.append(step_json(cfg, hw, mode, st, eff, u if train else None, measured is not None, run_tokens))
+            shown_runs.append((cfg, st))
+            continue
         try:
             if generating:
                 gen = generate(cfg, spec, hw, s, new, eff)
@@ -245,22 +359,17 @@ def time_command(
             rec.update(prompt=s, new=new, ttft_s=gen.ttft_s, tpot_s=gen.tpot_s, tokens_per_s=gen.tokens_per_s(b),
                        total_s=gen.total_s, no_cache_total_s=gen.no_cache_total_s, time_s=gen.total_s)
         if mode == "train":
-            throughput = measured or gpus * r.tokens_per_s
-            u = utilization(cfg, r.run, hw, throughput, gpus)
-            rec["utilization"] = {"tokens_per_s": throughput, "measured": measured is not None, "gpus": gpus,
-                                  "mfu": u.mfu, "hfu": u.hfu, "mfu_6n": u.of(u.six_n_per_token),
-                                  "mfu_palm": u.of(u.palm_per_token),
-                                  "model_flops_per_token": u.model_flops_per_token,
-                                  "hardware_flops_per_token": u.hardware_flops_per_token}
-            if run_tokens is not None:
-                rec["training_run"] = {"tokens": run_tokens, "gpus": gpus, "time_s": u.run_time_s(run_tokens),
-                                       "gpu_hours": u.gpu_hours(run_tokens)}
+            n = gpus or 1
+            rec.update(_utilization(utilization(cfg, r.run, hw, measured or n * r.tokens_per_s, n),
+                                    measured is not None, run_tokens))
         records.append(rec)
         shown_runs.append((cfg, r))
     if len(records) == 1 and models:
-        emit(_breakdown(shown_runs[0][0], hw, records[0], shown_runs[0][1]), fmt)
+        explain = _step_breakdown if parallel else _breakdown
+        emit(explain(shown_runs[0][0], hw, records[0], shown_runs[0][1]), fmt)
         return
-    emit(_side_by_side(records, one_or_list(records, models), hw, mode, batches), fmt)
+    side_by_side = _steps_side_by_side if parallel else _side_by_side
+    emit(side_by_side(records, one_or_list(records, models), hw, mode, batches), fmt)
 
 
 def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: list[int]) -> Report:

@@ -1,0 +1,99 @@
+"""`llmcalc plan`: the layouts of a training run on N GPUs, ranked by estimated step time."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import typer
+
+from .common import DtypeOpt, FormatOpt, JsonOpt, checked_dtypes, load_models, output_format, parse_ints, positive
+from .errors import UsageError
+from .render import Col, Report, Table, count, emit, iec, pick, seconds, si, text_col
+from .time_cmd import fraction
+
+
+def _record(c) -> dict:
+    run, s = c.run, c.step
+    rec = {"layout": dataclasses.asdict(run.layout), "micro_batch": run.batch, "recompute": run.recompute,
+           "memory": c.memory.total, "memory_stage": c.memory.stage, "fits": c.fits}
+    if s is not None:
+        rec.update(step_s=s.time_s, compute_s=s.micro_batches * s.compute_s[s.stage], bubble_s=s.bubble_s,
+                   bubble=s.bubble, communication_s=s.communication_s, optimizer_s=s.optimizer_s,
+                   sent_bytes=s.sent, tokens_per_s=s.tokens_per_s, mfu=c.mfu,
+                   collectives=[{**dataclasses.asdict(k), "sent": k.sent} for k in s.collectives])
+    return rec
+
+
+def plan(
+    model: str = typer.Argument(..., help="A bundled name, a YAML file or a config.json."),
+    gpus: int = typer.Option(..., "--gpus", help="GPUs to split the run over."),
+    hardware_spec: str = typer.Option(..., "--hardware", help="A bundled accelerator (`llmcalc hardware`) or a "
+                                      "YAML file; its memory, peaks and interconnect are used."),
+    seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence. Default: the model's context "
+                                      "length."),
+    global_batch: int = typer.Option(..., "--global-batch", help="Sequences per optimizer step over all GPUs."),
+    dtype: Optional[str] = DtypeOpt,
+    mfu: Optional[str] = typer.Option(None, "--mfu", help="Fraction of peak FLOP/s reached (default 1: the "
+                                      "ideal roofline), e.g. 0.45."),
+    top: int = typer.Option(10, "--top", help="Layouts shown in the table (--json and csv list them all)."),
+    fmt: str = FormatOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """How to split a training run over --gpus GPUs: every valid tensor-, pipeline-, data- and
+    expert-parallel layout with ZeRO stage, sequence parallelism, recomputation and micro-batch
+    size; those that fit in the GPU's memory ranked by estimated step time (compute roofline,
+    pipeline bubble, communication over NVLink or InfiniBand, no overlap), with per-GPU memory,
+    bytes sent per GPU and MFU.
+
+    Examples:
+      llmcalc plan llama-3.1-70b --gpus 64 --hardware h100
+        --seq 8192 --global-batch 512
+      llmcalc plan mixtral-8x7b --gpus 16 --hardware h100
+        --seq 4096 --global-batch 256 --json
+    """
+    from ..analysis.hardware import load_hardware
+    from ..analysis.planner import MAX_GPUS, candidates
+    from ..analysis.timing import Efficiency
+
+    fmt = output_format(fmt, json_out)
+    positive(gpus, "--gpus")
+    if gpus > MAX_GPUS:
+        raise UsageError(f"--gpus must be at most {MAX_GPUS:,}, got {gpus:,}")
+    positive(global_batch, "--global-batch")
+    positive(top, "--top")
+    (seq_value,) = parse_ints(seq, "--seq", single="plan") if seq is not None else (None,)
+    checked_dtypes(dtype, None, None)
+    eff = Efficiency(fraction(mfu, "--mfu"))
+    (cfg,) = load_models([model])
+    hw = load_hardware(hardware_spec)
+    seq_value = seq_value or cfg.context_length
+    found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff)
+    fitting = [c for c in found if c.fits]
+    data = {"model": cfg.name, "hardware": hw.name, "gpus": gpus, "seq_len": seq_value, "global_batch": global_batch,
+            "efficiency": {"mfu": eff.mfu}, "layouts": [_record(c) for c in found]}
+    rows = []
+    for rank, c in enumerate(fitting[:top], 1):
+        layout, s = c.run.layout, c.step
+        rows.append((str(rank), str(layout.tp), str(layout.pp), str(layout.dp), str(layout.ep),
+                     str(layout.zero), "yes" if layout.sp else "-", "full" if c.run.recompute else "-",
+                     f"{count(c.run.batch)} x {count(layout.steps)}", iec(c.memory.total), iec(s.sent),
+                     seconds(s.time_s), f"{100 * s.bubble:.1f}%", f"{s.tokens_per_s:,.0f}", f"{100 * c.mfu:.1f}%"))
+    title = (f"{cfg.name} on {gpus:,} x {hw.name}: seq {count(seq_value)}, global batch {count(global_batch)}, "
+             f"{len(fitting):,} of {len(found):,} layouts fit")
+    table = Table([Col("#", key=True), Col("tp"), Col("pp"), Col("dp"), Col("ep"), Col("zero"), text_col("sp"),
+                   text_col("recompute"), Col("micro-batches"), Col("memory/GPU"), Col("sent/GPU"), Col("step"),
+                   Col("bubble"), Col("tokens/s"), Col("MFU")], [rows], title)
+    notes = ["micro-batches: sequences per micro-batch x micro-batches per step; memory: the peak GPU's; "
+             "sent/GPU: bytes one GPU sends per step (ring collectives, pipeline sends)",
+             f"step: roofline compute at {eff.mfu:g} of peak, the 1F1B bubble, communication over "
+             f"{si(hw.intra_node or 0, 'B/s')} within a node of {hw.gpus_per_node or gpus} and "
+             f"{si(hw.inter_node or 0, 'B/s')} across nodes, not overlapped (README \"Parallelism\")"]
+    if not fitting:
+        notes.insert(0, f"no layout fits in {iec(hw.memory)}: more GPUs, a shorter --seq or a smaller "
+                        "--global-batch")
+    csv = [{**pick(data, "model", "hardware", "gpus", "seq_len", "global_batch"),
+            **{f"layout.{k}": v for k, v in r["layout"].items()},
+            **pick(r, "micro_batch", "recompute", "memory", "fits", "step_s", "bubble", "communication_s",
+                   "sent_bytes", "tokens_per_s", "mfu")} for r in data["layouts"]]
+    emit(Report(data, csv, [table, *notes]), fmt)
