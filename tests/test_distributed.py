@@ -6,6 +6,7 @@ fake process group and counts collectives with CommDebugMode; nothing in it read
 formulas. The closed forms are Megatron's and ZeRO's published per-step volumes.
 """
 
+import dataclasses
 import json
 
 import pytest
@@ -14,11 +15,15 @@ from hypothesis import strategies as st
 
 from llmcalc.analysis.comm import collectives
 from llmcalc.analysis.config import from_dict, load_model
+from llmcalc.analysis.hardware import load_hardware
+from llmcalc.analysis.parallel import stage_tensors
 from llmcalc.analysis.params import count_params
 from llmcalc.analysis.run import Layout, RunSpec
+from llmcalc.analysis.step import step
+from llmcalc.analysis.timing import roofline
 from llmcalc.analysis.verify.distributed import check_layout_on_torch, unsupported
 
-from .strategies import BASE, VARIANTS
+from .strategies import BASE, VARIANTS, valid_configs
 
 
 def test_gpt2_small_tp2_dp2_zero3_passes_against_torch_distributed(run):
@@ -152,3 +157,123 @@ def test_inference_gathers_the_logits():
     gather = [c for c in cs if c.kind == "all-gather"]
     assert [(c.calls, c.payload) for c in gather] == [(1, 4 * 128256 * 2)]
     assert sum(c.calls for c in cs if c.kind == "all-reduce") == 2 * 32 + 1
+
+
+def replicated(name: str, cfg) -> bool:
+    """Whether TP keeps the reference model's parameter ``name`` whole on every rank (DESIGN.md
+    section 9): norms (a per-head qk-norm too; one over the whole projection splits with it),
+    routers and the shared-expert gate, learned position tables (a T5 bias table splits with its
+    heads), row-parallel biases, MLA's latent projections."""
+    parts = name.split(".")
+    module, leaf = parts[-2], parts[-1]
+    if name.startswith("embedding.position"):
+        return cfg.position != "relative"
+    if module in ("q_norm", "k_norm"):
+        return cfg.qk_norm == "head"
+    return ("norm" in parts or module in ("router", "shared_expert_gate", "q_a", "kv_a", "q_a_norm", "kv_a_norm")
+            or (leaf == "bias" and module in ("o", "down")) or leaf == "down_bias")
+
+
+@given(raw=valid_configs(), tp=st.sampled_from([2, 4]))
+@settings(max_examples=60, deadline=None)
+def test_tp_ranks_sum_back_to_the_model(raw, tp):
+    """tp ranks together hold every parameter of the reference model once, plus tp - 1 more copies
+    of what TP replicates (a T5 bias table splits with its heads)."""
+    import torch
+
+    from llmcalc.analysis.verify.model import Transformer
+
+    cfg = from_dict(raw)
+    # every split width made a multiple of tp (heads keep their size)
+    moe = cfg.moe and dataclasses.replace(cfg.moe, expert_d_ff=cfg.expert_width * tp,
+                                          shared_expert_d_ff=cfg.shared_expert_width * tp)
+    heads = {} if cfg.attention == "mla" else {"n_kv_heads": cfg.kv_heads * tp, "head_dim": cfg.head_size}
+    cfg = cfg.replace(n_heads=cfg.n_heads * tp, d_ff=cfg.d_ff * tp, vocab_size=cfg.vocab_size * tp, moe=moe,
+                      **heads)
+    with torch.device("meta"):
+        model = Transformer(cfg)
+    params = dict(model.named_parameters())
+    total = sum(p.numel() for p in params.values())
+    whole = sum(p.numel() for name, p in params.items() if replicated(name, cfg))
+    rank = sum(t.numel for t in stage_tensors(cfg, Layout(tp=tp), 0))
+    assert tp * rank == total + (tp - 1) * whole
+
+
+def test_pipeline_bubble_is_p_minus_1_over_m_plus_p_minus_1():
+    """1F1B: the step is m + p - 1 slots of the slowest stage (its micro-batch compute and the
+    activations it sends), then the optimizer; the stages' micro-batch compute sums back to the
+    one-GPU pass, and the optimizer's longest stage holds at least 1/p of it."""
+    cfg, hw = load_model("llama-2-7b"), load_hardware("h100")
+    run = RunSpec("train", 4096, 1)
+    whole = roofline(cfg, run, hw)
+    optimizer = whole.components["optimizer"].time_s
+    for p, m in ((2, 2), (4, 8), (8, 3)):
+        st = step(cfg, run.replace(layout=Layout(pp=p, micro_batches=m)), hw)
+        assert st.bubble == pytest.approx((p - 1) / (m + p - 1))
+        assert st.drain_comm_s == 0
+        slot = max(st.compute_s[s] + st.comm_s[s] / m for s in range(p))
+        assert st.time_s == pytest.approx((m + p - 1) * slot + st.optimizer_s)
+        assert st.bubble_s == pytest.approx(st.bubble * (st.time_s - st.optimizer_s))
+        assert sum(st.compute_s) == pytest.approx(whole.time_s - optimizer)
+        assert optimizer / p <= st.optimizer_s < optimizer
+
+
+def test_communication_time_is_bytes_over_the_link():
+    """tp within a node goes over NVLink (450 GB/s on the H100), dp across nodes over InfiniBand
+    (50 GB/s per GPU); ZeRO-1's gradients and weights move once per step."""
+    cfg, hw = load_model("llama-2-7b"), load_hardware("h100")
+    run = RunSpec("train", 4096, 1)
+    tp = step(cfg, run.replace(layout=Layout(tp=8)), hw)
+    assert tp.communication_s == pytest.approx(tp.sent / 450e9)
+    dp = step(cfg, run.replace(layout=Layout(dp=16, zero=1)), hw)
+    P = count_params(cfg).total
+    assert dp.drain_comm_s == pytest.approx(2 * 15 * 2 * P / 16 / 50e9)
+
+
+def test_a_link_the_hardware_lacks_exits_2(run, config_file):
+    spec = config_file("name: box\ndescription: no network\nmemory: 80GB\nmemory_bandwidth: 3TB/s\n"
+                       "peak_flops: {bf16: 900TFLOP/s, fp32: 60TFLOP/s}\nsource: test\n"
+                       "interconnect: {intra_node: 100GB/s, gpus_per_node: 4}\n", "box.yaml")
+    result = run("time", "llama-2-7b", "--hardware", spec, "--seq", "1024", "--dp", "8")
+    assert result.exit_code == 2
+    assert "box gives no inter-node bandwidth, needed for dp over 8 GPUs (per node: 4)" in result.output
+
+
+def test_time_with_a_layout_matches_plan_and_memory(run):
+    """The plan's best layout, timed and sized by `time` and `memory` with the same options."""
+    result = run("plan", "llama-3.1-70b", "--gpus", "64", "--hardware", "h100", "--seq", "8192",
+                 "--global-batch", "512", "--json")
+    assert result.exit_code == 0, result.output
+    layouts = json.loads(result.stdout)["layouts"]
+    fitting = [r for r in layouts if r["fits"]]
+    assert fitting and [r["step_s"] for r in fitting] == sorted(r["step_s"] for r in fitting)
+    assert all(r["memory"] <= 80 * 10**9 for r in fitting)
+    assert all("step_s" not in r and r["memory"] > 80 * 10**9 for r in layouts if not r["fits"])
+    best = fitting[0]
+    lay = best["layout"]
+    opts = ["--seq", "8192", "--batch", str(best["micro_batch"]), "--tp", str(lay["tp"]), "--pp", str(lay["pp"]),
+            "--dp", str(lay["dp"]), "--zero", str(lay["zero"]), "--global-batch", "512",
+            *(["--sp"] if lay["sp"] else []), *(["--recompute"] if best["recompute"] else [])]
+    timed = json.loads(run("time", "llama-3.1-70b", "--hardware", "h100", *opts, "--json").stdout)
+    assert timed["time_s"] == best["step_s"] and timed["utilization"]["mfu"] == best["mfu"]
+    sized = json.loads(run("memory", "llama-3.1-70b", *opts, "--json").stdout)
+    assert sized["total"] == best["memory"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["llama-2-7b", "--gpus", "0", "--hardware", "h100", "--global-batch", "8"], "--gpus must be >= 1, got 0"),
+    (["llama-2-7b", "--gpus", "8", "--hardware", "h100", "--global-batch", "8", "--seq", "1,2"],
+     "--seq takes one value for plan"),
+    (["llama-3.1-405b", "--gpus", "1", "--hardware", "l4", "--global-batch", "1", "--seq", "1024"],
+     "no layout fits in"),
+])
+def test_plan_usage(run, args, message):
+    result = run("plan", *args)
+    assert message in result.output, result.output
+    assert result.exit_code == (0 if "fits" in message else 2)
+
+
+def test_generate_takes_no_layout(run):
+    result = run("time", "llama-2-7b", "--hardware", "h100", "--mode", "generate", "--prompt", "10", "--new", "2",
+                 "--tp", "2")
+    assert result.exit_code == 2 and "--mode generate runs on one GPU" in result.output
