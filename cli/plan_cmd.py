@@ -86,7 +86,7 @@ def plan(
                    Col("bubble"), Col("tokens/s"), Col("MFU")], [rows], title)
     notes = ["micro-batches: sequences per micro-batch x micro-batches per step; memory: the peak GPU's; "
              "sent/GPU: bytes one GPU sends per step (ring collectives, pipeline sends)",
-             f"step: roofline compute at {eff.mfu:g} of peak, the 1F1B bubble, communication over "
+             f"step: roofline compute at {eff.mfu:g} of peak FLOP/s (--mfu), the 1F1B bubble, communication over "
              f"{si(hw.intra_node or 0, 'B/s')} within a node of {hw.gpus_per_node or gpus} and "
              f"{si(hw.inter_node or 0, 'B/s')} across nodes, not overlapped (README \"Parallelism\")"]
     if not fitting:

@@ -153,7 +153,9 @@ def test_verify_table_notes_float_checks_under_the_table(run, fake_checks):
 
 COMMANDS = [["models"], ["params", "gpt2-small"], ["flops", "gpt2-small", "--seq", "64"],
             ["kvcache", "gpt2-small"], ["memory", "gpt2-small", "--seq", "64"],
-            ["time", "gpt2-small", "--hardware", "h100", "--seq", "64"], ["hardware"]]
+            ["time", "gpt2-small", "--hardware", "h100", "--seq", "64"], ["hardware"],
+            ["time", "gpt2-small", "--hardware", "h100", "--seq", "64", "--tp", "2", "--pp", "2"],
+            ["plan", "gpt2-small", "--gpus", "4", "--hardware", "h100", "--seq", "64", "--global-batch", "8"]]
 
 
 @pytest.mark.parametrize("args", COMMANDS)
@@ -415,7 +417,8 @@ def test_verify_at_80_columns_keeps_every_check_name(run):
 # --- help ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("columns", ["60", "80"])
-@pytest.mark.parametrize("command", ["models", "params", "flops", "kvcache", "memory", "time", "hardware", "verify"])
+@pytest.mark.parametrize("command", ["models", "params", "flops", "kvcache", "memory", "time", "plan", "hardware",
+                                     "verify"])
 def test_help_examples_stay_whole(run, monkeypatch, command, columns):
     import typer
 
