@@ -40,10 +40,15 @@ value head sizes):
   the LM head its input; final soft-capping its tanh output; the loss the log-softmax over the
   vocabulary (``T*V``) and a scalar.
 
-With ``recompute`` (full activation recomputation: each block checkpointed, backward runs
-it again) a block keeps only its input, ``T*d`` values, under ``layer``; the checkpoint also
-keeps each distinct mask or position bias a layer passes (eager always builds one) and the
+With ``recompute="full"`` (full activation recomputation: each block checkpointed, backward
+runs it again) a block keeps only its input, ``T*d`` values, under ``layer``; the checkpoint
+also keeps each distinct mask or position bias a layer passes (eager always builds one) and the
 RoPE tables, once; embeddings, final norm, LM head and loss keep what they keep without.
+With ``recompute="selective"`` (Korthikanti et al.) eager attention's core (scores, softmax,
+values) is checkpointed: instead of the q/k copies, the expanded K/V, the softmax and tanh
+outputs, it keeps its inputs, q and k as RoPE (or the projection, or qk-norm) leaves them, v (a
+view of its projection; MLA: of kv_b's output), and each distinct mask once, under
+``attention``. Flash attention keeps no score matrix: selective changes nothing there.
 
 Korthikanti et al. 2022 count ``sbh(34 + 5as/h)`` bytes per layer for a GPT layer in 16
 bits (h = d_model, a = heads, MLP width 4h, materialized attention). They include dropout:
@@ -60,6 +65,7 @@ from dataclasses import dataclass
 
 from .attention import ATTENTION
 from .config import ModelConfig
+from .flops import core_recomputed
 from .layout import Layer
 from .plan import LayerGroup, LayerSpec, layer_plan, layer_specs
 from .run import RunSpec, bytes_per
@@ -85,10 +91,12 @@ class Activations:
 def layer_bytes(cfg: ModelConfig, spec: LayerSpec, batch: int, seq: int, attention: str,
                 b: int) -> dict[str, int]:
     """One block's saved bytes by component, in the order of the reference block's forward
-    (``analysis.verify.model``)."""
+    (``analysis.verify.model``); ``attention``: eager, flash or selective (eager, core
+    recomputed)."""
     T, d = batch * seq, cfg.d_model
     tape = Tape(cfg, b)
-    kind = "eager" if POSITIONS[cfg.position].learned_bias else attention  # no fused kernel for it
+    # a learned T5 bias has no fused kernel: eager (core recomputed under selective)
+    kind = "eager" if POSITIONS[cfg.position].learned_bias and attention == "flash" else attention
     placement = cfg.norm_placement
     post_norms = placement in ("sandwich", "post_branch")
     layer = Layer(cfg, spec)
@@ -136,7 +144,8 @@ def _masks(cfg: ModelConfig, seq: int, attention: str, b: int) -> int:
 def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     """Saved bytes of one training step (``run``: batch, seq, attention, recompute, dtype)."""
     run = run.resolve(cfg)
-    batch, seq, attention, recompute = run.batch, run.seq, run.attention, run.recompute
+    batch, seq, attention, full = run.batch, run.seq, run.attention, run.recompute == "full"
+    selective = core_recomputed(cfg, run)
     b = bytes_per(run.dtype)
     T, d = batch * seq, cfg.d_model
     plan = layer_plan(cfg)
@@ -150,15 +159,17 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
         comps["embedding/position"] = seq * seq * INDEX
     groups = []
     for group in plan:
-        if recompute:
+        if full:
             per_layer = {"layer": T * d * b}
         else:
-            per_layer = layer_bytes(cfg, group.spec, batch, seq, attention, b)
+            per_layer = layer_bytes(cfg, group.spec, batch, seq, "selective" if selective else attention, b)
         groups.append((group, per_layer))
         for key, n in per_layer.items():
             comps[key] = comps.get(key, 0) + n * group.count
-    if recompute:
+    if full:
         shared = {"layer": rope + masks}  # the checkpoints keep them with the blocks' inputs
+    elif selective:
+        shared = {"attention": rope + masks}  # the core's checkpoints keep the masks as inputs
     else:
         flash = attention == "flash" and not POSITIONS[cfg.position].learned_bias
         shared = {"attention": rope, "attention/sdpa": masks if flash else 0}  # saved by the first layer

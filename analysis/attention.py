@@ -136,6 +136,10 @@ class MHA(_Attention):
             if (spec.rope and cfg.rotary_dims < cfg.head_size) and merge_copies(B, S, h, hd):
                 tape.save("attention/o", T * qw * b)
             return  # else the output is laid out (B, S, h, hd): the o projection keeps a view of it
+        if kind == "selective":  # the checkpointed core keeps q, k and v (a view of its projection)
+            tape.save("attention", T * (qw + 2 * kw) * b)
+            tape.save("attention/o", T * qw * b)
+            return
         # K/V heads are expanded to h; with B = 1 and one K/V head the expansion stays a view
         kv = T * (kw if B == 1 and g == 1 else qw)
         eager_core(tape, cfg, B, S, hd, kv, kv)
@@ -213,6 +217,10 @@ class MLA(_Attention):
             tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
             if merge_copies(B, S, h, d_v):  # the output is laid out like q, (B, h, S, d_v)
                 tape.save("attention/o", T * h * d_v * b)
+            return
+        if kind == "selective":  # the checkpointed core keeps q, k and v (a view of kv_b's output)
+            tape.save("attention", (2 * T * h * d_qk + kv_b_out) * b)
+            tape.save("attention/o", T * h * d_v * b)
             return
         # the values matmul reads v in place when (B, h) merge into one batch dim, else a copy
         v = kv_b_out if B == 1 or S == 1 or h == 1 else T * h * d_v

@@ -180,6 +180,6 @@ def collectives(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
     (``run.layout.steps`` micro-batches of ``run.batch`` sequences) or one inference pass."""
     run = run.resolve(cfg)
     local = tp_local(cfg, run.layout.tp)
-    passes = 2 if run.mode == "train" and run.recompute else 1  # forward collectives per micro-batch
+    passes = 2 if run.mode == "train" and run.recompute == "full" else 1  # forward collectives per micro-batch
     tp = _tp(local, run, stage, passes) if run.layout.tp > 1 else []
     return tp + _ep(local, run, stage, passes) + _pp(local, run, stage) + _dp(cfg, run, stage)

@@ -15,9 +15,11 @@ Conventions (README "FLOPs"):
   values, 2.5x the attention forward when both head sizes are equal;
   not with ``relative`` positions, whose learned bias needs a gradient no fused kernel
   gives, so those models run the eager backward);
-  ``recompute`` (full activation recomputation) adds one more forward of every layer
-  (not the LM head, whose input is kept). Elementwise backward is estimated as 2x its
-  forward;
+  ``recompute="full"`` (full activation recomputation) adds one more forward of every layer
+  (not the LM head, whose input is kept); ``"selective"`` one more forward of eager
+  attention's core (scores, their elementwise ops, values: Korthikanti et al.'s selective
+  recomputation), nothing with flash attention, which recomputes its scores anyway.
+  Elementwise backward is estimated as 2x its forward;
 - a prefill is one pass over the prompt: ``run.chunk`` (chunked prefill) changes the memory
   peak (:mod:`analysis.memory`), not these counts.
 """
@@ -206,11 +208,26 @@ def _accumulate(into: dict[str, int], d: dict[str, int], factor: int = 1) -> Non
         _add(into, k, v * factor)
 
 
+# The attention core selective recomputation reruns: its two matmuls and the ops on the scores.
+CORE_MATMULS = ("attention/scores", "attention/values")
+
+
+def core_recomputed(cfg: ModelConfig, run: RunSpec) -> bool:
+    """Whether backward reruns eager attention's core (selective recomputation); flash keeps no
+    score matrix, so it changes nothing there. A learned T5 bias always runs eager attention."""
+    return run.recompute == "selective" and (run.attention == "eager" or POSITIONS[cfg.position].learned_bias)
+
+
+def core_ops(ops: list[Op]) -> list[Op]:
+    return [op for op in ops if op.scores]
+
+
 def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     run = run.resolve(cfg)
     d, V = cfg.d_model, cfg.vocab_size
     layers_mm: dict[str, int] = {}
     layers_ew: dict[str, int] = {}
+    core_ew: dict[str, int] = {}
     groups = []
     for group in layer_plan(cfg):
         layer = Layer(cfg, group.spec)
@@ -218,6 +235,7 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
         groups.append((group, mm))
         _accumulate(layers_mm, mm, group.count)
         _accumulate(layers_ew, layer_elementwise(layer, run), group.count)
+        _accumulate(core_ew, totals(core_ops(layer_ops(layer, run))), group.count)
     fwd_mm = {**layers_mm, "lm_head": 2 * run.logit_tokens * d * V}
     fwd_ew = dict(layers_ew)
     _accumulate(fwd_ew, totals(model_ops(cfg, run)))
@@ -230,9 +248,12 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
         # gradient, which fused kernels do not give: such models run eager attention.
         bwd_mm["attention/scores"] += fwd_mm["attention/scores"]
     bwd_ew = _scaled(fwd_ew, 2)
-    if run.recompute:
+    if run.recompute == "full":
         _accumulate(bwd_mm, layers_mm)
         _accumulate(bwd_ew, layers_ew)
+    elif core_recomputed(cfg, run):
+        _accumulate(bwd_mm, {k: layers_mm[k] for k in CORE_MATMULS})
+        _accumulate(bwd_ew, core_ew)
     return FlopReport(run, forward, FlopBreakdown(bwd_mm, bwd_ew), tuple(groups))
 
 

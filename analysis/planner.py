@@ -8,7 +8,8 @@ Enumerated (every combination the model allows, :func:`analysis.parallel.check_l
 - ``ep`` (MoE): divisors of dp dividing the experts;
 - ZeRO 0 to 3; with pipelining 0 and 1 only (as DeepSpeed: ZeRO-2 and -3 shard what every
   micro-batch of a pipeline needs again);
-- ``sp`` off and on when tp > 1; full recomputation off and on;
+- ``sp`` off and on when tp > 1; full recomputation off and on (selective recomputation changes
+  nothing under flash attention, which ``plan`` assumes);
 - micro-batch sizes ``b``, powers of two, with ``b x dp`` dividing the global batch:
   ``global / (b x dp)`` micro-batches per step; up to the first size that fits neither with nor
   without recomputation (a GPU's memory grows with ``b``: under 1F1B a stage keeps
@@ -82,7 +83,7 @@ def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch
         while fitted and global_batch % (b * layout.dp) == 0:
             micro = dataclasses.replace(layout, micro_batches=global_batch // (b * layout.dp))
             fitted = False
-            for recompute in (False, True):
+            for recompute in ("none", "full"):  # selective changes nothing under flash attention
                 run = RunSpec("train", seq, b, recompute=recompute, dtype=dtype, layout=micro)
                 try:
                     report = memory(cfg, run)

@@ -24,6 +24,7 @@ from .config import DTYPE_BITS, FLOAT_DTYPES, ModelConfig
 MODES = ("train", "prefill", "decode")
 ZERO_STAGES = (0, 1, 2, 3)
 ATTENTION_IMPLS = ("eager", "flash")
+RECOMPUTE = ("none", "selective", "full")  # activation recomputation (README "Memory")
 OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1}  # fp32 values per parameter
 
 
@@ -103,7 +104,7 @@ class RunSpec:
     batch: int = 1
     attention: str = "flash"  # eager | flash
     causal: bool = False  # FLOP convention: False dense score matrix, True unmasked pairs only
-    recompute: bool = False  # full activation recomputation (training)
+    recompute: str = "none"  # training: none | selective (eager attention's core) | full (every layer)
     all_logits: bool = False  # prefill: logits at every position
     dtype: str | None = None  # compute dtype
     weights_dtype: str | None = None
@@ -117,6 +118,7 @@ class RunSpec:
     def __post_init__(self) -> None:
         for name, value, choices in (("mode", self.mode, MODES), ("attention", self.attention, ATTENTION_IMPLS),
                                      ("optimizer", self.optimizer, tuple(OPTIMIZER_STATES)),
+                                     ("recompute", self.recompute, RECOMPUTE),
                                      ("dtype", self.dtype, (None, *FLOAT_DTYPES)),
                                      ("weights_dtype", self.weights_dtype, (None, *DTYPE_BITS)),
                                      ("kv_dtype", self.kv_dtype, (None, *DTYPE_BITS))):

@@ -240,7 +240,7 @@ def utilization(cfg: ModelConfig, run: RunSpec, hw: Hardware, tokens_per_s: floa
     """``run`` is one GPU's training step; ``tokens_per_s`` the throughput of all ``gpus``."""
     run = run.resolve(cfg)
     tokens = run.tokens
-    model = count_flops(cfg, run.replace(causal=False, recompute=False)).total.matmul_total
+    model = count_flops(cfg, run.replace(causal=False, recompute="none")).total.matmul_total
     executed = count_flops(cfg, run.executed()).total.matmul_total
     approx = approximations(cfg, run)
     return Utilization(tokens_per_s, gpus, model / tokens, executed / tokens, approx.six_n / tokens,

@@ -197,6 +197,21 @@ SpOpt = typer.Option(False, "--sp", help="Megatron sequence parallelism: residua
 GlobalBatchOpt = typer.Option(None, "--global-batch", help="Sequences per step over all GPUs: sets the "
                               "micro-batches per step, global / (batch x dp). Default: --pp of them.")
 GpusOpt = typer.Option(None, "--gpus", help="The GPUs the layout must use: tp x pp x dp.")
+RecomputeOpt = typer.Option("none", "--recompute", help="train: activation recomputation: none, selective "
+                            "(eager attention's core; nothing changes under flash) or full (every layer).")
+
+
+def recomputation(recompute: str, mode: str) -> str:
+    """--recompute checked; "none" outside training (the caller warns that it is ignored)."""
+    from ..analysis.run import RECOMPUTE
+
+    choice(recompute, RECOMPUTE, "--recompute")
+    return recompute if mode == "train" else "none"
+
+
+def recompute_tag(recompute: str) -> str:
+    """A title's words for a recomputation: ", full recomputation"; nothing without one."""
+    return "" if recompute == "none" else f", {recompute} recomputation"
 
 
 def parallel_layout(tp: int, pp: int, dp: int, ep: int, zero: int, sp: bool, global_batch: Optional[int],

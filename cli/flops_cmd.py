@@ -12,12 +12,15 @@ from .common import (
     FormatOpt,
     JsonOpt,
     ModelsArg,
+    RecomputeOpt,
     choice,
     load_models,
     one_or_list,
     output_format,
     parse_ints,
     parse_seqs,
+    recomputation,
+    recompute_tag,
     workloads,
 )
 from .render import Col, Report, Table, count, emit, group_json, group_label, pick, share, si, text_col, warn
@@ -68,7 +71,7 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
     tot = r.total
     conv = "causal" if w.causal else "dense"
     title = (f"{cfg.name}: {w.mode}, batch {w.batch} x seq {count(w.seq)}, {conv} attention, "
-             f"{w.attention} backward" + (", recompute" if w.recompute else ""))
+             f"{w.attention} backward" + recompute_tag(w.recompute))
     other = "dense" if w.causal else "causal"
     unit = "MACs" if macs else "FLOPs"
     rows = []
@@ -156,7 +159,7 @@ def flops(
     attention: str = typer.Option("flash", "--attention",
                                   help="eager | flash: backward 2x or 2.5x attention forward."),
     causal: bool = typer.Option(False, "--causal", help="Count only unmasked query-key pairs."),
-    recompute: bool = typer.Option(False, "--recompute", help="Full activation recomputation."),
+    recompute: str = RecomputeOpt,
     all_logits: bool = typer.Option(False, "--all-logits", help="prefill: logits at every position."),
     exact: bool = ExactOpt,
     macs: bool = typer.Option(False, "--macs", help="Show matmul multiply-accumulates (FLOPs / 2)."),
@@ -181,10 +184,11 @@ def flops(
     batches = parse_ints(batch, "--batch")
     choice(mode, MODES, "--mode")
     choice(attention, ATTENTION_IMPLS, "--attention")
-    for option, given, applies in (("--recompute", recompute, "train"), ("--all-logits", all_logits, "prefill")):
+    for option, given, applies in (("--recompute", recompute != "none", "train"),
+                                   ("--all-logits", all_logits, "prefill")):
         if given and mode != applies:  # as `llmcalc memory` does: say so, never count it silently
             warn(f"{option} does not apply to --mode {mode}; ignored")
-    recompute, all_logits = recompute and mode == "train", all_logits and mode == "prefill"
+    recompute, all_logits = recomputation(recompute, mode), all_logits and mode == "prefill"
     runs = []
     for cfg, s, b in workloads(load_models(models), seqs, batches):
         run = RunSpec(mode, s, b, attention, causal, recompute, all_logits)

@@ -21,6 +21,7 @@ from .common import (
     KvDtypeOpt,
     ModelsArg,
     PpOpt,
+    RecomputeOpt,
     SpOpt,
     TpOpt,
     WeightsDtypeOpt,
@@ -34,6 +35,8 @@ from .common import (
     parse_ints,
     parse_seqs,
     positive,
+    recomputation,
+    recompute_tag,
     workloads,
 )
 from .render import Col, Report, Table, count, emit, iec, pick, share, text_col, warn
@@ -77,7 +80,7 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
 
     rows = [(k, fmt(m[k]), share(m[k], m["total"])) for k in PARTS if m[k]]
     title = (f"{cfg.name}: {m['mode']} memory, batch {count(m['batch'])} x seq {count(m['seq_len'])}, "
-             f"{m['dtype']}, {m['attention_impl']} attention" + (", recompute" if m["recompute"] else "")
+             f"{m['dtype']}, {m['attention_impl']} attention" + recompute_tag(m["recompute"])
              + per_gpu)
     blocks: list = [Table([text_col("part", key=True), Col("bytes"), Col("share")], [rows], title,
                           footer=["total", fmt(m["total"]), "100.0%"])]
@@ -113,8 +116,7 @@ def memory(
                                       "for each. Default: the model's context length."),
     batch: str = BatchOpt,
     attention: str = typer.Option("flash", "--attention", help="eager | flash."),
-    recompute: bool = typer.Option(False, "--recompute", help="train: full activation "
-                                   "recomputation (keep only each block's input)."),
+    recompute: str = RecomputeOpt,
     dtype: Optional[str] = DtypeOpt,
     weights_dtype: Optional[str] = WeightsDtypeOpt,
     kv_dtype: Optional[str] = KvDtypeOpt,
@@ -139,7 +141,7 @@ def memory(
 
     Examples:
       llmcalc memory mistral-7b --seq 4096
-      llmcalc memory gpt2-xl --seq 1024 --batch 8 --recompute
+      llmcalc memory gpt2-xl --batch 8 --recompute full
       llmcalc memory mistral-7b --mode inference --chunk 4096
       llmcalc memory gpt2-xl --seq 1024,2048 --batch 1,8
       llmcalc memory --mode inference --seq 4096
@@ -159,7 +161,7 @@ def memory(
     if chunk is not None:
         positive(chunk, "--chunk")
     ignored = {"train": {"--chunk": chunk, "--kv-dtype": kv_dtype, "--weights-dtype": weights_dtype},
-               "inference": {"--recompute": recompute or None,
+               "inference": {"--recompute": None if recompute == "none" else recompute,
                              "--optimizer": None if optimizer == "adam" else optimizer,
                              "--zero": zero or None, "--global-batch": global_batch}}[mode]
     for option, value in ignored.items():
@@ -172,7 +174,7 @@ def memory(
                                   gpus, b) for b in batches}
     results = []
     for cfg, s, b in workloads(load_models(models), seqs, batches):
-        run = RunSpec(MEMORY_MODES[mode], s, b, attention, recompute=recompute and train,
+        run = RunSpec(MEMORY_MODES[mode], s, b, attention, recompute=recomputation(recompute, mode),
                       dtype=dtype, weights_dtype=None if train else weights_dtype,
                       kv_dtype=None if train else kv_dtype, chunk=None if train else chunk,
                       optimizer=optimizer if train else "adam", layout=layouts[b])

@@ -76,7 +76,8 @@ def plan(
     for rank, c in enumerate(fitting[:top], 1):
         layout, s = c.run.layout, c.step
         rows.append((str(rank), str(layout.tp), str(layout.pp), str(layout.dp), str(layout.ep),
-                     str(layout.zero), "yes" if layout.sp else "-", "full" if c.run.recompute else "-",
+                     str(layout.zero), "yes" if layout.sp else "-",
+                     "-" if c.run.recompute == "none" else c.run.recompute,
                      f"{count(c.run.batch)} x {count(layout.steps)}", iec(c.memory.total), iec(s.sent),
                      seconds(s.time_s), f"{100 * s.bubble:.1f}%", f"{s.tokens_per_s:,.0f}", f"{100 * c.mfu:.1f}%"))
     title = (f"{cfg.name} on {gpus:,} x {hw.name}: seq {count(seq_value)}, global batch {count(global_batch)}, "

@@ -19,6 +19,7 @@ from .common import (
     KvDtypeOpt,
     ModelsArg,
     PpOpt,
+    RecomputeOpt,
     SpOpt,
     TpOpt,
     WeightsDtypeOpt,
@@ -32,6 +33,7 @@ from .common import (
     parse_ints,
     parse_seqs,
     positive,
+    recomputation,
     shown,
     workloads,
 )
@@ -252,7 +254,7 @@ def time_command(
     chunk: Optional[int] = typer.Option(None, "--chunk", help="prefill and generate: chunked prefill, C tokens "
                                         "per chunk."),
     attention: str = typer.Option("flash", "--attention", help="eager | flash."),
-    recompute: bool = typer.Option(False, "--recompute", help="train: full activation recomputation."),
+    recompute: str = RecomputeOpt,
     dtype: Optional[str] = DtypeOpt,
     weights_dtype: Optional[str] = WeightsDtypeOpt,
     kv_dtype: Optional[str] = KvDtypeOpt,
@@ -315,7 +317,7 @@ def time_command(
     ignored = {"--prompt": prompt if not generating else None, "--new": new if not generating else None,
                "--seq": seq if generating else None,
                "--chunk": chunk if mode in ("train", "decode") else None,
-               "--recompute": recompute if mode != "train" else None,
+               "--recompute": recompute if mode != "train" and recompute != "none" else None,
                "--tokens-per-s": tokens_per_s if mode != "train" else None,
                "--tokens": tokens if mode != "train" else None,
                "--gpus": gpus if mode != "train" and gpus not in (None, 1) else None,
@@ -337,7 +339,7 @@ def time_command(
     seqs = [prompt] if generating else parse_seqs(seq)
     records, shown_runs = [], []
     for cfg, s, b in workloads(load_models(models), seqs, batches):
-        spec = RunSpec("prefill" if generating else mode, s, b, attention, recompute=recompute and mode == "train",
+        spec = RunSpec("prefill" if generating else mode, s, b, attention, recompute=recomputation(recompute, mode),
                        dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
                        chunk=chunk if mode in ("prefill", "generate") else None)
         if parallel:

@@ -118,7 +118,7 @@ def test_tensor_parallel_volume_is_megatrons():
     # all-reduce); the LM head all-gathers its input and reduce-scatters its gradient
     ends_sp = 3 * (t - 1) * TOKENS * h * b // t + 3 * 2 * (t - 1) * TOKENS * 4 // t
     assert sent(cfg, Layout(tp=t, sp=True)) == L * per_layer + ends_sp
-    assert sent(cfg, Layout(tp=t), recompute=True) == L * per_layer * 3 // 2 + ends
+    assert sent(cfg, Layout(tp=t), recompute="full") == L * per_layer * 3 // 2 + ends
 
 
 def test_data_parallel_volume_is_zeros():
@@ -253,7 +253,7 @@ def test_time_with_a_layout_matches_plan_and_memory(run):
     lay = best["layout"]
     opts = ["--seq", "8192", "--batch", str(best["micro_batch"]), "--tp", str(lay["tp"]), "--pp", str(lay["pp"]),
             "--dp", str(lay["dp"]), "--zero", str(lay["zero"]), "--global-batch", "512",
-            *(["--sp"] if lay["sp"] else []), *(["--recompute"] if best["recompute"] else [])]
+            *(["--sp"] if lay["sp"] else []), "--recompute", best["recompute"]]
     timed = json.loads(run("time", "llama-3.1-70b", "--hardware", "h100", *opts, "--json").stdout)
     assert timed["time_s"] == best["step_s"] and timed["utilization"]["mfu"] == best["mfu"]
     sized = json.loads(run("memory", "llama-3.1-70b", *opts, "--json").stdout)

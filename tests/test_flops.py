@@ -58,9 +58,14 @@ def test_backward_linear_2x_attention_eager_2x_flash_2_5x():
         assert eager.backward.matmul[key] == 2 * fwd
     attn_fwd = eager.forward.matmul["attention/scores"] + eager.forward.matmul["attention/values"]
     assert 2 * (flash.backward.matmul_total - eager.backward.matmul_total) == attn_fwd
-    rec = count_flops(cfg, w.replace(attention="eager", recompute=True))
+    rec = count_flops(cfg, w.replace(attention="eager", recompute="full"))
     layers = eager.forward.matmul_total - eager.forward.matmul["lm_head"]
     assert rec.backward.matmul_total - eager.backward.matmul_total == layers
+    # selective: one more forward of eager attention's core; flash recomputes its scores already
+    sel = count_flops(cfg, w.replace(attention="eager", recompute="selective"))
+    assert sel.backward.matmul_total - eager.backward.matmul_total == attn_fwd
+    flash_sel = count_flops(cfg, w.replace(attention="flash", recompute="selective"))
+    assert (flash_sel.forward, flash_sel.backward) == (flash.forward, flash.backward)
 
 
 def test_prefill_last_logits_and_decode():
@@ -158,10 +163,11 @@ def test_families_partition_the_matmul_flops(name):
     assert r.family_matmul("attn scores+values") == r.matmul["attention/scores"] + r.matmul["attention/values"]
 
 
-@pytest.mark.parametrize("mode, option", [("decode", "--recompute"), ("prefill", "--recompute"),
+@pytest.mark.parametrize("mode, option", [("decode", "--recompute full"), ("prefill", "--recompute selective"),
                                           ("train", "--all-logits"), ("decode", "--all-logits")])
 def test_an_option_of_another_mode_is_ignored_with_a_warning(run, mode, option):
-    result = run("flops", "gpt2-small", "--seq", "64", "--mode", mode, option, "--json")
+    result = run("flops", "gpt2-small", "--seq", "64", "--mode", mode, *option.split(), "--json")
+    option = option.split()[0]
     plain = run("flops", "gpt2-small", "--seq", "64", "--mode", mode, "--json")
     assert result.exit_code == 0 and result.stdout == plain.stdout  # nothing counted, nothing claimed
     assert result.stderr == f"Warning: {option} does not apply to --mode {mode}; ignored\n"

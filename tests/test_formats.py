@@ -45,7 +45,7 @@ def _same(cell: str, value) -> bool:
     ["kvcache", "mistral-7b", "gemma-2-9b", "--seq", "1024,8192", "--budget", "80GiB"],
     ["kvcache", "mixtral-8x7b", "--seq", "1024", "--batch", "1,2", "--budget", "40GB"],
     ["memory", "gpt2-small", "mixtral-8x7b", "--mode", "inference", "--seq", "512"],
-    ["memory", "gpt2-small", "--seq", "128", "--batch", "1,2", "--recompute"],
+    ["memory", "gpt2-small", "--seq", "128", "--batch", "1,2", "--recompute", "full"],
     ["time", "gpt2-small", "mistral-7b", "--hardware", "h100", "--mode", "decode", "--seq", "512", "--batch", "1,8"],
     ["time", "gpt2-small", "--hardware", "l4", "--mode", "generate", "--prompt", "64", "--new", "4", "--batch", "1,2"],
 ])

@@ -25,7 +25,8 @@ def test_random_configs_analytic_equals_measured(raw, seq, batch):
               + report.inference_flop_checks(cfg, "meta", batch))
     for attention in ("eager", "flash"):
         checks += report.flop_checks(cfg, seq, batch, attention, "meta")
-        checks.append(report.recompute_flop_check(cfg, seq, batch, attention, "meta"))
+        checks += [report.recompute_flop_check(cfg, seq, batch, attention, r, "meta")
+                   for r in report.recomputations(attention) if r != "none"]
     failed = [c for c in checks if not c.ok]
     assert not failed, (cfg, failed)
 
@@ -46,7 +47,8 @@ def test_verify_json_bundled(run, config_file, name):
                    "flops/flash/forward/total", "flops/flash/backward/total", "kv_cache/",
                    "flops/eager/recompute/backward/total", "flops/flash/recompute/backward/total",
                    "activations/eager/total", "activations/flash/total",
-                   "activations/eager/recompute/total", "activations/flash/recompute/total"):
+                   "activations/eager/recompute/total", "activations/flash/recompute/total",
+                   "flops/eager/selective/backward/total", "activations/eager/selective/total"):
         assert any(n.startswith(prefix) for n in names), prefix
     assert all(c["ok"] and c["analytic"] == c["measured"] for c in data["checks"])
 

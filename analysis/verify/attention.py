@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ..config import ModelConfig
 from ..plan import LayerSpec
@@ -226,6 +227,7 @@ class _Attention(nn.Module):
         if cfg.position == "relative":  # a learned bias needs its gradient: no fused kernel
             kind = "eager"
         self.index, self.kind, self.h = index, kind, cfg.n_heads
+        self.selective = False  # selective recomputation: eager's core checkpointed (model.py)
         self.cap = cfg.attn_logit_softcap
         if cfg.attention_sinks:
             self.sinks = nn.Parameter(torch.zeros(cfg.n_heads))
@@ -237,9 +239,16 @@ class _Attention(nn.Module):
 
     def attend(self, q, k, v, bias: torch.Tensor | None) -> torch.Tensor:
         """q (B, h, S, d_qk), k (B, g, S_kv, d_qk), v (B, g, S_kv, d_v) -> (B, h, S, d_v)."""
-        sinks = getattr(self, "sinks", None)
         if self.kind == "flash":
-            return self.sdpa(q, k, v, bias, sinks)
+            return self.sdpa(q, k, v, bias, getattr(self, "sinks", None))
+        if self.selective:  # keeps q, k, v and the bias; backward reruns the core (no early stop)
+            with set_checkpoint_early_stop(False):
+                return checkpoint(self.eager, q, k, v, bias, use_reentrant=False, preserve_rng_state=False)
+        return self.eager(q, k, v, bias)
+
+    def eager(self, q, k, v, bias: torch.Tensor | None) -> torch.Tensor:
+        """Scores, (soft-cap, bias, sink,) softmax, values: the core selective recomputation reruns."""
+        sinks = getattr(self, "sinks", None)
         B, h, S, _ = q.shape
         scores = softcap(self.scores(q, repeat_kv(k, h // k.shape[1])), self.cap)  # (B, h, S, S_kv)
         if bias is not None:

@@ -75,7 +75,7 @@ def _flash_split(func_packet, args) -> dict[str, int] | None:
 
 
 def build(cfg: ModelConfig, attention: str = "eager", device="meta", dtype=torch.float32,
-          routing: str = "auto", recompute: bool = False) -> Transformer:
+          routing: str = "auto", recompute: str = "none") -> Transformer:
     """The reference model on ``device`` (meta: no memory) in ``dtype``."""
     with torch.device(device):
         model = Transformer(cfg, attention, routing, recompute)

@@ -35,7 +35,10 @@ Conventions:
   deduplicated ``named_parameters`` name it ``embedding.token.weight``.
 - ``logits="last"`` keeps only the last position before the final norm (norms act per
   token, so the result is the same) and the LM head.
-- ``recompute=True`` (full activation recomputation) runs each block under
+- ``recompute="selective"`` runs eager attention's core (scores to values) under the same
+  checkpoint, with the layer's q, k, v and mask as its arguments; flash attention is left as it
+  is (it recomputes its scores already).
+- ``recompute="full"`` (full activation recomputation) runs each block under
   ``torch.utils.checkpoint.checkpoint(use_reentrant=False)``: backward recomputes the block,
   every op of it (early stop off), so the forward keeps only what the checkpoint saves, its
   tensor arguments (the block input
@@ -124,11 +127,12 @@ def rope_dims(cfg: ModelConfig) -> int:
 
 class Block(nn.Module):
     def __init__(self, cfg: ModelConfig, index: int, spec: LayerSpec, attention: str, routing: str,
-                 recompute: bool = False):
+                 recompute: str = "none"):
         super().__init__()
         self.spec = spec
-        self.placement, self.parallel, self.recompute = cfg.norm_placement, cfg.parallel_block, recompute
+        self.placement, self.parallel, self.recompute = cfg.norm_placement, cfg.parallel_block, recompute == "full"
         self.attention = make_attention(cfg, index, spec, attention)
+        self.attention.selective = recompute == "selective"
         if spec.ffn == "moe":
             self.moe = MoE(cfg, routing)
         else:
@@ -193,7 +197,7 @@ class SoftCap(nn.Module):
 
 class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig, attention: str = "eager", routing: str = "auto",
-                 recompute: bool = False):
+                 recompute: str = "none"):
         super().__init__()
         self.cfg, self.kind = cfg, attention
         self.specs = layer_specs(cfg)

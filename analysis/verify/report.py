@@ -78,7 +78,11 @@ def flop_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, device: 
             + _compare(f"flops/{attention}/backward", a_bwd, bwd))
 
 
-def activation_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, recompute: bool,
+# check-name suffix of each recomputation (full keeps its historical name)
+RECOMPUTE_TAG = {"none": "", "selective": "/selective", "full": "/recompute"}
+
+
+def activation_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, recompute: str,
                       device: str) -> list[Check]:
     """Bytes saved for backward, in bf16, per component (see analysis.activations)."""
     model = build(cfg, attention, device, torch.bfloat16, recompute=recompute)
@@ -86,19 +90,24 @@ def activation_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, re
     measured.pop("total")
     run = RunSpec("train", seq, batch, attention, recompute=recompute, dtype="bf16")
     analytic = activation_bytes(cfg, run).components
-    return _compare(f"activations/{attention}" + ("/recompute" if recompute else ""), analytic, measured)
+    return _compare(f"activations/{attention}{RECOMPUTE_TAG[recompute]}", analytic, measured)
 
 
-def recompute_flop_check(cfg: ModelConfig, seq: int, batch: int, attention: str,
+def recompute_flop_check(cfg: ModelConfig, seq: int, batch: int, attention: str, recompute: str,
                          device: str) -> Check:
-    """Backward matmul FLOPs with full recomputation, in total: the recomputed forward runs
-    inside the backward, where per-module attribution is not meaningful."""
-    model = build(cfg, attention, device, recompute=True)
+    """Backward matmul FLOPs with recomputation, in total: the recomputed forward runs inside
+    the backward, where per-module attribution is not meaningful."""
+    model = build(cfg, attention, device, recompute=recompute)
     _, bwd = measure_flops(model, torch.zeros(batch, seq, dtype=torch.long, device=device))
     analytic = count_flops(cfg, RunSpec("train", seq, batch, attention,
-                                        recompute=True)).backward.matmul_total
-    return Check(f"flops/{attention}/recompute/backward/total", analytic, sum(bwd.values()),
+                                        recompute=recompute)).backward.matmul_total
+    return Check(f"flops/{attention}{RECOMPUTE_TAG[recompute]}/backward/total", analytic, sum(bwd.values()),
                  analytic == sum(bwd.values()))
+
+
+def recomputations(attention: str) -> tuple[str, ...]:
+    """What each attention is checked with: selective recomputation changes only eager's."""
+    return ("none", "selective", "full") if attention == "eager" else ("none", "full")
 
 
 def kv_spans(cfg: ModelConfig) -> list[tuple[int, int]]:
@@ -214,8 +223,9 @@ def _checks(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardware | 
     out = param_checks(cfg)
     for attention in ("eager", "flash"):
         out += flop_checks(cfg, seq, batch, attention, meta)
-        out.append(recompute_flop_check(cfg, seq, batch, attention, meta))
-        for recompute in (False, True):
+        kinds = recomputations(attention)
+        out += [recompute_flop_check(cfg, seq, batch, attention, r, meta) for r in kinds if r != "none"]
+        for recompute in kinds:
             out += activation_checks(cfg, seq, batch, attention, recompute, meta)
     out += kv_checks(cfg, meta, batch)
     out += inference_flop_checks(cfg, meta, batch)
