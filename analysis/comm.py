@@ -20,6 +20,10 @@ Per micro-batch (``T`` tokens of the micro-batch, ``d`` the model width, compute
   with an all-gather of the logits;
 - expert parallel: each MoE layer dispatches and combines its ``T x k`` token slots with an
   all-to-all in forward and again in backward, ``T x k x d``;
+- context parallel (ring attention): each layer passes its K and V (the values its KV cache
+  holds per token: MLA's latent and rope key) around the ring of ``cp`` GPUs, ``cp - 1`` sends of
+  the local ``T/cp`` tokens' in forward, and in backward again with their gradients (twice the
+  forward); every other figure is of the ``T/cp`` tokens a GPU holds;
 - pipeline parallel: a stage sends its output, ``T x d`` (``/ tp`` with ``sp``), to the next
   stage, and in backward the gradient of its input to the previous one;
 - full recomputation repeats each layer's forward collectives in backward;
@@ -29,17 +33,20 @@ Per micro-batch (``T`` tokens of the micro-batch, ``d`` the model width, compute
   reduce-scattered.
 
 Per step: data parallel all-reduces the gradients (ZeRO-0), or reduce-scatters them and
-all-gathers the updated weights (ZeRO-1 and -2); routed experts over the ``dp / ep`` GPUs that
-hold the same experts. A tied embedding split over pipeline stages all-reduces its gradient
-between the first and last stage.
+all-gathers the updated weights (ZeRO-1 and -2), over the ``dp x cp`` GPUs that hold the same
+parameters (group ``dp``); routed experts over the ``dp x cp / ep`` that hold the same
+experts. A tied embedding split over pipeline stages all-reduces its gradient between the first
+and last stage.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .config import ModelConfig
-from .parallel import stage_units, stages, tp_local, zero_shard
+from .layout import Layer
+from .parallel import Tensor, cp_local, stage_units, stages, tp_local, zero_shard
 from .plan import layer_specs
 from .run import RunSpec, bytes_per, ceil_div, weight_bytes
 
@@ -51,7 +58,7 @@ KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send")
 class Collective:
     what: str  # why it runs: "tp attention", "dp gradients", ...
     kind: str  # one of KINDS
-    group: str  # tp | dp | ep | pp | dp/ep (the GPUs holding the same experts) | pp ends
+    group: str  # tp | cp | dp (the dp x cp replicas) | ep | pp | dp/ep (holding the same experts) | pp ends
     ranks: int  # GPUs in the group
     calls: int  # per step (training) or pass (inference)
     payload: int  # bytes, summed over the calls (module docstring)
@@ -120,6 +127,20 @@ def _ep(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collect
     return [Collective("ep dispatch and combine", "all-to-all", "ep", layout.ep, calls, calls * payload)]
 
 
+def _cp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collective]:
+    """Ring attention's K/V sends (``run``: one GPU's ``S/cp`` tokens)."""
+    layout = run.layout
+    if layout.cp == 1:
+        return []
+    specs = layer_specs(cfg)
+    layers = stages(cfg, layout.pp)[stage]
+    kv = sum(Layer(cfg, specs[i]).attention.kv_values_per_token for i in layers)  # per token, all layers
+    rounds = passes + 2 * (run.mode == "train")  # forward(s), and backward's K/V with their gradients
+    sends = (layout.cp - 1) * rounds * layout.steps  # per layer
+    return [Collective("cp ring K/V", "send", "cp", layout.cp, sends * len(layers),
+                       sends * run.tokens * kv * bytes_per(run.dtype))]
+
+
 def _pp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
     layout = run.layout
     if layout.pp == 1:
@@ -135,11 +156,18 @@ def _pp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
     return out
 
 
-def _dp_group(run: RunSpec, units: list[list], group: str, ranks: int) -> list[Collective]:
+def _dp_group(run: RunSpec, units: Sequence[Sequence[Tensor]], group: str, ranks: int) -> list[Collective]:
     """Data-parallel collectives over ``ranks`` GPUs of the tensors in ``units`` (FSDP units)."""
     layout, train = run.layout, run.mode == "train"
     tag = "expert " if group == "dp/ep" else ""
-    padded = [sum(zero_shard(t, layout) for t in unit) * ranks for unit in units]
+    sums: dict[int, tuple[int, int]] = {}  # (elements, padded shards x ranks); layers share units
+
+    def elements(unit: Sequence[Tensor]) -> tuple[int, int]:
+        if id(unit) not in sums:
+            sums[id(unit)] = (sum(t.numel for t in unit), sum(zero_shard(t, layout) for t in unit) * ranks)
+        return sums[id(unit)]
+
+    padded = [elements(u)[1] for u in units]
     if layout.zero == 3:
         m = layout.steps
         gathered = [n for n in padded if n]
@@ -152,7 +180,7 @@ def _dp_group(run: RunSpec, units: list[list], group: str, ranks: int) -> list[C
             if calls:  # one call per unit and micro-batch, of that unit's size
                 out.append(Collective(what, kind, group, ranks, len(calls) * m, weight_bytes(sum(calls), dtype) * m))
         return out
-    total = sum(padded) if layout.zero else sum(t.numel for unit in units for t in unit)
+    total = sum(padded) if layout.zero else sum(elements(u)[0] for u in units)
     if not train or not total:
         return []
     grads = weight_bytes(total, run.dtype)
@@ -166,10 +194,11 @@ def _dp_group(run: RunSpec, units: list[list], group: str, ranks: int) -> list[C
 def _dp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
     layout = run.layout
     units = stage_units(cfg, layout, stage)
+    replicas = layout.replicas
     if layout.ep == 1:  # routed experts are ZeRO-sharded with the rest
-        return _dp_group(run, units, "dp", layout.dp) if layout.dp > 1 else []
+        return _dp_group(run, units, "dp", replicas) if replicas > 1 else []
     out = []
-    for expert, group, ranks in ((False, "dp", layout.dp), (True, "dp/ep", layout.dp // layout.ep)):
+    for expert, group, ranks in ((False, "dp", replicas), (True, "dp/ep", replicas // layout.ep)):
         if ranks > 1:
             out += _dp_group(run, [[t for t in unit if t.expert == expert] for unit in units], group, ranks)
     return out
@@ -179,7 +208,8 @@ def collectives(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
     """The collectives one GPU of pipeline stage ``stage`` takes part in over one training step
     (``run.layout.steps`` micro-batches of ``run.batch`` sequences) or one inference pass."""
     run = run.resolve(cfg)
-    local = tp_local(cfg, run.layout.tp)
+    local, mine = tp_local(cfg, run.layout.tp), cp_local(run)
     passes = 2 if run.mode == "train" and run.recompute == "full" else 1  # forward collectives per micro-batch
-    tp = _tp(local, run, stage, passes) if run.layout.tp > 1 else []
-    return tp + _ep(local, run, stage, passes) + _pp(local, run, stage) + _dp(cfg, run, stage)
+    tp = _tp(local, mine, stage, passes) if run.layout.tp > 1 else []
+    return (tp + _cp(local, mine, stage, passes) + _ep(local, mine, stage, passes) + _pp(local, mine, stage)
+            + _dp(cfg, run, stage))

@@ -222,6 +222,11 @@ def core_ops(ops: list[Op]) -> list[Op]:
     return [op for op in ops if op.scores]
 
 
+def core_keys(cfg: ModelConfig, run: RunSpec) -> set[str]:
+    """Components of attention's core: its two matmuls and the ops on the scores."""
+    return set(CORE_MATMULS) | {op.key for g in layer_plan(cfg) for op in core_ops(layer_ops(Layer(cfg, g.spec), run))}
+
+
 def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     run = run.resolve(cfg)
     d, V = cfg.d_model, cfg.vocab_size

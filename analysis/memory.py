@@ -138,7 +138,7 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
 def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, int], kv: int) -> MemoryReport:
     """One GPU of pipeline stage ``stage``, which saves ``acts`` (train) or caches ``kv`` bytes
     (inference); analysis.parallel has the conventions."""
-    from .parallel import gpu_state, tp_local
+    from .parallel import cp_local, gpu_state, tp_local
 
     layout = run.layout
     local = tp_local(cfg, layout.tp)
@@ -151,7 +151,7 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
                      attention=attention_bytes(local, run.batch, run.seq, run.seq, run.attention, run.dtype,
                                                training=True))
         return MemoryReport(run, parts, acts, {}, 0, run.seq, run.seq, stage)
-    peak, queries, keys = attention_peak(local, run)
+    peak, queries, keys = attention_peak(local, cp_local(run))
     last = stage == layout.pp - 1
     parts.update(weights=weight_bytes(state.weights, run.weights_dtype), kv_cache=kv, attention=peak,
                  logits=logits_bytes(local, run.batch, 1, run.dtype) if last else 0)
@@ -161,7 +161,7 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
 def _per_gpu(cfg: ModelConfig, run: RunSpec) -> MemoryReport:
     from .parallel import check_layout, stage_activations, stage_kv_bytes
 
-    check_layout(cfg, run.layout, run.seq)
+    check_layout(cfg, run)
     pp = run.layout.pp
     train = run.mode == "train"
     acts = stage_activations(cfg, run) if train else [{}] * pp

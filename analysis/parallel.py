@@ -23,6 +23,12 @@ A :class:`Layout` splits a model over ``tp * pp * dp`` GPUs:
   shards the optimizer state (fp32 master weights and moments) over ``dp``, stage 2 also the
   gradients, stage 3 (FSDP full sharding) also the weights; a tensor is split on its first
   dimension as FSDP2 does (``ceil(rows/dp)`` rows on rank 0);
+- context parallel, ``cp`` (ring attention, as Megatron-Core's CP): each sequence is split over
+  ``cp`` GPUs, which hold ``S/cp`` of its tokens each (every activation, and the KV cache, of a
+  sequence of ``S/cp`` tokens: :func:`cp_local`) and pass K and V around the ring; they hold the
+  same parameters, so ZeRO shards, and gradients are reduced, over the ``dp x cp`` replicas.
+  Ring attention needs flash attention (no score matrix, masks applied by position), and a
+  decode step has one token to split: training and prefill only;
 - expert parallel, ``ep``: the routed experts of each MoE layer are dealt over ``ep`` GPUs of the
   data-parallel group (``ep`` divides ``dp``), each expert then split over ``tp``; a GPU processes
   ``1/ep`` of the token-slots (routing balanced). Expert weights are ZeRO-sharded over the
@@ -32,6 +38,7 @@ A :class:`Layout` splits a model over ``tp * pp * dp`` GPUs:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -43,11 +50,14 @@ from .layout import Layer, final_norm
 from .params import position_params
 from .plan import layer_plan, layer_specs
 from .run import Layout, RunSpec, ceil_div
+from .variants import POSITIONS
 
 
-def check_layout(cfg: ModelConfig, layout: Layout, seq: int) -> None:
-    """ConfigError naming the rule a layout breaks for ``cfg`` and sequences of ``seq`` tokens."""
-    tp, g = layout.tp, cfg.kv_heads
+def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
+    """ConfigError naming the rule ``run.layout`` breaks for ``cfg`` and ``run`` (resolved)."""
+    layout, seq = run.layout, run.seq or cfg.context_length
+    tp, g, cp = layout.tp, cfg.kv_heads, layout.cp
+    ring = cp == 1 or (run.attention == "flash" and not POSITIONS[cfg.position].learned_bias)
     rules = [
         (cfg.n_heads % tp == 0, f"tp {tp} must divide the {cfg.n_heads} attention heads"),
         (cfg.attention == "mla" or g % tp == 0 or tp % g == 0,
@@ -56,14 +66,19 @@ def check_layout(cfg: ModelConfig, layout: Layout, seq: int) -> None:
         (layout.ep == 1 or cfg.moe is not None, f"ep {layout.ep} needs a mixture-of-experts model"),
         (cfg.moe is None or cfg.moe.num_experts % layout.ep == 0,
          f"ep {layout.ep} must divide the {cfg.moe.num_experts if cfg.moe else 0} experts"),
-        (not layout.sp or seq % tp == 0,
-         f"sequence parallelism needs tp {tp} to divide the {seq:,} tokens of a sequence"),
+        (seq % cp == 0, f"cp {cp} must divide the {seq:,} tokens of a sequence"),
+        (not layout.sp or (seq // cp) % tp == 0,
+         f"sequence parallelism needs tp {tp} to divide the {seq // cp:,} tokens of a sequence"
+         + (" on a GPU" if cp > 1 else "")),
+        (ring, "context parallelism runs ring flash attention: not with eager attention or a learned T5 bias"),
+        (cp == 1 or run.mode != "decode", "context parallelism splits a sequence's new tokens: not a decode step"),
     ]
     for ok, rule in rules:
         if not ok:
             raise ConfigError(f"invalid layout ({layout.describe()}): {rule}", cfg.name)
 
 
+@functools.lru_cache(maxsize=64)  # configs are frozen; `plan` asks for the same few many times
 def tp_local(cfg: ModelConfig, tp: int) -> ModelConfig:
     """The model as one tensor-parallel rank runs it (module docstring)."""
     if tp == 1:
@@ -130,11 +145,17 @@ def _layer_tensors(layer: Layer, ep: int) -> list[Tensor]:
     return out + [Tensor(v.key, (v.size,)) for v in layer.vectors()]
 
 
-def stage_units(cfg: ModelConfig, layout: Layout, stage: int) -> list[list[Tensor]]:
+def stage_units(cfg: ModelConfig, layout: Layout, stage: int) -> tuple[tuple[Tensor, ...], ...]:
     """The parameter tensors one GPU of pipeline stage ``stage`` holds (rank 0 of its TP and EP
     groups), before ZeRO, by FSDP unit: first the stage's tensors outside its layers (embedding,
-    positions, final norm, LM head: the root unit, possibly empty), then one unit per layer."""
-    local = tp_local(cfg, layout.tp)
+    positions, final norm, LM head: the root unit, possibly empty), then one unit per layer
+    (layers of one spec share one tuple)."""
+    return _units(cfg, layout.tp, layout.pp, layout.ep, stage)
+
+
+@functools.lru_cache(maxsize=256)
+def _units(cfg: ModelConfig, tp: int, pp: int, ep: int, stage: int) -> tuple[tuple[Tensor, ...], ...]:
+    local = tp_local(cfg, tp)
     specs = layer_specs(local)
     d, V = local.d_model, local.vocab_size
     root = []
@@ -143,16 +164,16 @@ def stage_units(cfg: ModelConfig, layout: Layout, stage: int) -> list[list[Tenso
         width = d if local.position == "learned" else local.n_heads  # a table per position, or per bucket
         if position_params(local):
             root.append(Tensor("embedding/position", (position_params(local) // width, width)))
-    if stage == layout.pp - 1:
+    if stage == pp - 1:
         norm = final_norm(local)
         if norm is not None:
             root += [Tensor(norm.key, (norm.size,))] * (int(norm.weight) + int(norm.bias))
-        if not local.tie_embeddings or layout.pp > 1:  # a tied head on its own stage keeps a copy
+        if not local.tie_embeddings or pp > 1:  # a tied head on its own stage keeps a copy
             root.append(Tensor("lm_head", (V, d)))
         if local.lm_head_bias:
             root.append(Tensor("lm_head", (V,)))
-    per_spec = {spec: _layer_tensors(Layer(local, spec), layout.ep) for spec in set(specs)}
-    return [root] + [per_spec[specs[i]] for i in stages(cfg, layout.pp)[stage]]
+    per_spec = {spec: tuple(_layer_tensors(Layer(local, spec), ep)) for spec in set(specs)}
+    return (tuple(root), *(per_spec[specs[i]] for i in stages(cfg, pp)[stage]))
 
 
 def stage_tensors(cfg: ModelConfig, layout: Layout, stage: int) -> list[Tensor]:
@@ -161,8 +182,15 @@ def stage_tensors(cfg: ModelConfig, layout: Layout, stage: int) -> list[Tensor]:
 
 
 def zero_shard(t: Tensor, layout: Layout) -> int:
-    """Elements of ``t`` on one GPU once ZeRO shards it over its data-parallel group."""
-    return t.shard(layout.dp // layout.ep if t.expert else layout.dp)
+    """Elements of ``t`` on one GPU once ZeRO shards it over the GPUs that hold it (the ``dp x cp``
+    replicas; a routed expert's over those holding the same experts)."""
+    return t.shard(layout.replicas // layout.ep if t.expert else layout.replicas)
+
+
+def cp_local(run: RunSpec) -> RunSpec:
+    """One GPU's share of the run under context parallelism: ``S/cp`` tokens of each sequence."""
+    cp = run.layout.cp
+    return run if cp == 1 else run.replace(seq=run.seq // cp)
 
 
 @dataclass(frozen=True)
@@ -177,9 +205,12 @@ class GpuState:
 
 def gpu_state(cfg: ModelConfig, layout: Layout, stage: int) -> GpuState:
     """Elements of weights, gradients and optimizer state on one GPU of ``stage`` under ZeRO."""
-    tensors = stage_tensors(cfg, layout, stage)
-    full = sum(t.numel for t in tensors)
-    sharded = sum(zero_shard(t, layout) for t in tensors)
+    full = sharded = 0
+    sums: dict[int, tuple[int, int]] = {}  # the layers of one spec share one unit
+    for unit in stage_units(cfg, layout, stage):
+        if id(unit) not in sums:
+            sums[id(unit)] = (sum(t.numel for t in unit), sum(zero_shard(t, layout) for t in unit))
+        full, sharded = full + sums[id(unit)][0], sharded + sums[id(unit)][1]
     return GpuState(sharded if layout.zero >= 3 else full, sharded if layout.zero >= 2 else full,
                     sharded if layout.zero >= 1 else full)
 
@@ -197,7 +228,7 @@ def stage_activations(cfg: ModelConfig, run: RunSpec) -> list[dict[str, int]]:
     embeddings on the first, final norm, LM head and loss on the last."""
     layout = run.layout
     local = tp_local(cfg, layout.tp)
-    acts = activation_bytes(local, run)
+    acts = activation_bytes(local, cp_local(run))
     once = dict(acts.components)
     for group, per_layer in acts.groups:
         for key, n in per_layer.items():
@@ -229,6 +260,6 @@ def stage_activations(cfg: ModelConfig, run: RunSpec) -> list[dict[str, int]]:
 def stage_kv_bytes(cfg: ModelConfig, run: RunSpec) -> list[int]:
     """KV cache one GPU of each stage holds: its layers, its KV heads (or MLA's replicated latent)."""
     local = tp_local(cfg, run.layout.tp)
-    cache = kv_cache(local, run)
+    cache = kv_cache(local, cp_local(run))
     return [sum(cache.groups[i].bytes * count for i, count in in_stage(local, run.layout.pp, stage))
             for stage in range(run.layout.pp)]

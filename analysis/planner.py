@@ -4,7 +4,9 @@ Enumerated (every combination the model allows, :func:`analysis.parallel.check_l
 
 - ``tp``: divisors of N up to a node (``gpus_per_node``; all N when the hardware gives none),
   dividing the heads;
-- ``pp``: divisors of N / tp dividing the layers; ``dp`` the rest;
+- ``cp``: divisors of N / tp that split each sequence into chunks of at least
+  :data:`MIN_CP_CHUNK` tokens (context parallelism pays off on long sequences only);
+- ``pp``: divisors of N / (tp x cp) dividing the layers; ``dp`` the rest;
 - ``ep`` (MoE): divisors of dp dividing the experts;
 - ZeRO 0 to 3; with pipelining 0 and 1 only (as DeepSpeed: ZeRO-2 and -3 shard what every
   micro-batch of a pipeline needs again);
@@ -33,6 +35,7 @@ from .step import Step, step
 from .timing import Efficiency, utilization
 
 MAX_GPUS = 1 << 20
+MIN_CP_CHUNK = 4096  # tokens of a sequence per context-parallel GPU
 
 
 @dataclass(frozen=True)
@@ -51,23 +54,27 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def layouts(cfg: ModelConfig, gpus: int, per_node: int | None) -> list[Layout]:
-    """Every (tp, pp, dp, ep, zero, sp) for ``gpus`` GPUs (module docstring), before micro-batches."""
+def layouts(cfg: ModelConfig, gpus: int, per_node: int | None, seq: int) -> list[Layout]:
+    """Every (tp, cp, pp, dp, ep, zero, sp) for ``gpus`` GPUs and sequences of ``seq`` tokens
+    (module docstring), before micro-batches."""
     out = []
     for tp in divisors(gpus):
         if (per_node and tp > per_node) or cfg.n_heads % tp:
             continue
-        for pp in divisors(gpus // tp):
-            if cfg.n_layers % pp:
+        for cp in divisors(gpus // tp):
+            if cp > 1 and (seq % cp or seq // cp < MIN_CP_CHUNK):
                 continue
-            dp = gpus // (tp * pp)
-            eps = [ep for ep in divisors(dp) if cfg.moe is not None and cfg.moe.num_experts % ep == 0] or [1]
-            for ep in eps:
-                for zero in (0, 1) if pp > 1 else (0, 1, 2, 3):
-                    if zero and dp == 1:
-                        continue
-                    for sp in (False, True) if tp > 1 else (False,):
-                        out.append(Layout(tp, pp, dp, ep, zero, sp))
+            for pp in divisors(gpus // (tp * cp)):
+                if cfg.n_layers % pp:
+                    continue
+                dp = gpus // (tp * cp * pp)
+                eps = [ep for ep in divisors(dp) if cfg.moe is not None and cfg.moe.num_experts % ep == 0] or [1]
+                for ep in eps:
+                    for zero in (0, 1) if pp > 1 else (0, 1, 2, 3):
+                        if zero and dp * cp == 1:
+                            continue
+                        for sp in (False, True) if tp > 1 else (False,):
+                            out.append(Layout(tp, pp, dp, ep, zero, sp, cp=cp))
     return out
 
 
@@ -78,7 +85,7 @@ def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch
     if not 0 < gpus <= MAX_GPUS:
         raise ValueError(f"gpus must be in 1..{MAX_GPUS:,}, got {gpus}")
     out = []
-    for layout in layouts(cfg, gpus, hw.gpus_per_node):
+    for layout in layouts(cfg, gpus, hw.gpus_per_node, seq):
         b, fitted = 1, True
         while fitted and global_batch % (b * layout.dp) == 0:
             micro = dataclasses.replace(layout, micro_batches=global_batch // (b * layout.dp))

@@ -54,9 +54,10 @@ class Layout:
     zero: int = 0
     sp: bool = False
     micro_batches: int | None = None  # per step and pipeline; None: pp (1F1B's steady state)
+    cp: int = 1  # context parallel: each sequence split over cp GPUs (ring attention)
 
     def __post_init__(self) -> None:
-        _check_whole(self, ("tp", "pp", "dp", "ep"))
+        _check_whole(self, ("tp", "pp", "dp", "ep", "cp"))
         _check_whole(self, ("micro_batches",), optional=True)
         if self.zero not in ZERO_STAGES:
             raise ValueError(f"zero must be one of 0, 1, 2, 3, got {self.zero!r}")
@@ -67,7 +68,13 @@ class Layout:
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def replicas(self) -> int:
+        """GPUs holding the same parameters (one per data- and context-parallel rank): ZeRO shards
+        and gradient reductions run over them."""
+        return self.dp * self.cp
 
     @property
     def trivial(self) -> bool:
@@ -83,7 +90,7 @@ class Layout:
         return min(self.pp - stage, self.steps)
 
     def describe(self) -> str:
-        parts = [f"{name} {getattr(self, name)}" for name in ("tp", "pp", "dp", "ep") if getattr(self, name) > 1]
+        parts = [f"{name} {getattr(self, name)}" for name in ("tp", "cp", "pp", "dp", "ep") if getattr(self, name) > 1]
         if self.zero:
             parts.append(f"ZeRO-{self.zero}")
         if self.sp:

@@ -11,11 +11,15 @@
   slowest stage (its compute plus its per-micro-batch communication); the bubble is the
   ``p - 1`` idle slots, ``(p - 1) / (m + p - 1)`` of the pipelined time. An inference pass is
   one micro-batch unless ``micro_batches`` says otherwise;
+- context parallelism: a GPU runs the ``S/cp`` tokens it holds, and ``1/cp`` of the whole
+  sequence's attention core (scores, softmax, values: causal load balancing, as Megatron's CP
+  splits each sequence into ``2 cp`` chunks);
 - communication: bytes each GPU sends over its group's link. Ranks are numbered tp fastest, then
-  dp (ep inside it), then pp, so a group spans ``tp`` GPUs (tp), ``tp x dp`` (dp), ``tp x ep``
-  (ep) or all of them (pp); it uses the hardware's ``intra_node`` bandwidth when that span fits in
-  ``gpus_per_node`` (or no node size is given), else ``inter_node``. Communication is not
-  overlapped with compute: the step time is an upper bound, the same for every layout compared.
+  cp, then dp (ep inside it), then pp, so a group spans ``tp`` GPUs (tp), ``tp x cp`` (cp),
+  ``tp x cp x dp`` (dp), ``tp x cp x ep`` (ep) or all of them (pp); it uses the hardware's
+  ``intra_node`` bandwidth when that span fits in ``gpus_per_node`` (or no node size is given),
+  else ``inter_node``. Communication is not overlapped with compute: the step time is an upper
+  bound, the same for every layout compared.
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ from dataclasses import dataclass
 from .comm import Collective, collectives
 from .config import ModelConfig
 from .errors import ConfigError
-from .flops import count_flops
+from .flops import core_keys, count_flops
 from .hardware import Hardware
-from .parallel import check_layout, gpu_state, in_stage, tp_local
+from .parallel import check_layout, cp_local, gpu_state, in_stage, tp_local
 from .params import count_params
 from .run import Layout, RunSpec
 from .timing import Efficiency, roofline
@@ -90,8 +94,9 @@ class Step:
 
 def link(hw: Hardware, layout: Layout, group: str) -> float:
     """Bytes/s per direction of the link ``group``'s GPUs share (module docstring)."""
-    span = {"tp": layout.tp, "dp": layout.tp * layout.dp, "dp/ep": layout.tp * layout.dp,
-            "ep": layout.tp * layout.ep}.get(group, layout.gpus)  # pp, pp ends: across the stages
+    tc = layout.tp * layout.cp
+    span = {"tp": layout.tp, "cp": tc, "dp": tc * layout.dp, "dp/ep": tc * layout.dp,
+            "ep": tc * layout.ep}.get(group, layout.gpus)  # pp, pp ends: across the stages
     inside = hw.gpus_per_node is None or span <= hw.gpus_per_node
     rate = hw.intra_node if inside else hw.inter_node
     if rate is None:
@@ -110,10 +115,13 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
     if run.mode != "train" and layout.micro_batches is None:
         layout = dataclasses.replace(layout, micro_batches=1)
         run = run.replace(layout=layout)
-    check_layout(cfg, layout, run.seq)
+    check_layout(cfg, run)
     local = tp_local(cfg, layout.tp)
-    pass_ = roofline(local, run.replace(layout=Layout()), hw, eff)
+    pass_ = roofline(local, cp_local(run).replace(layout=Layout()), hw, eff)
     times = {key: c.time_s for key, c in pass_.components.items()}
+    if layout.cp > 1:  # ring attention: each GPU computes 1/cp of the whole sequence's attention
+        sequence = roofline(local, run.replace(layout=Layout()), hw, eff).components
+        times.update({k: sequence[k].time_s / layout.cp for k in core_keys(local, pass_.run) if k in sequence})
     optimizer = times.pop("optimizer", 0.0)
     first = sum(times.pop(k, 0.0) for k in FIRST_STAGE)
     last = sum(times.pop(k, 0.0) for k in LAST_STAGE)

@@ -28,7 +28,7 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
 from __future__ import annotations
 
 from .config import ModelConfig
-from .flops import CORE_MATMULS, _add, attended_keys, core_ops, core_recomputed, layer_ops, linear_rows, model_ops
+from .flops import _add, attended_keys, core_keys, core_recomputed, layer_ops, linear_rows, model_ops
 from .layout import Layer
 from .memory import training_state
 from .plan import layer_plan
@@ -115,8 +115,7 @@ def pass_bytes(cfg: ModelConfig, run: RunSpec) -> dict[str, int]:
             _add(out, key, factor * n)
     if run.mode == "train":
         if run.recompute == "full" or core_recomputed(cfg, run):
-            core = set(CORE_MATMULS) | {op.key for g in layer_plan(cfg) for op in core_ops(layer_ops(Layer(cfg, g.spec),
-                                                                                                      run))}
+            core = core_keys(cfg, run)
             for key, n in layers.items():
                 if run.recompute == "full" or key in core:
                     _add(out, key, n)

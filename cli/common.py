@@ -189,6 +189,8 @@ KvDtypeOpt = typer.Option(None, "--kv-dtype", help="KV-cache dtype: fp32 | fp16 
 TpOpt = typer.Option(1, "--tp", help="Tensor-parallel GPUs (Megatron: heads, FFN width and vocabulary split).")
 PpOpt = typer.Option(1, "--pp", help="Pipeline stages (1F1B); figures are the peak stage's unless noted.")
 DpOpt = typer.Option(1, "--dp", help="Data-parallel GPUs; --batch is each GPU's micro-batch.")
+CpOpt = typer.Option(1, "--cp", help="Context-parallel GPUs: each sequence split over them (ring "
+                     "attention; flash, training and prefill).")
 EpOpt = typer.Option(1, "--ep", help="Expert-parallel GPUs, out of the data-parallel ones (MoE).")
 ZeroOpt = typer.Option(0, "--zero", help="ZeRO stage over --dp: 1 optimizer state, 2 also gradients, "
                        "3 (FSDP) also weights.")
@@ -196,7 +198,7 @@ SpOpt = typer.Option(False, "--sp", help="Megatron sequence parallelism: residua
                      "split over --tp.")
 GlobalBatchOpt = typer.Option(None, "--global-batch", help="Sequences per step over all GPUs: sets the "
                               "micro-batches per step, global / (batch x dp). Default: --pp of them.")
-GpusOpt = typer.Option(None, "--gpus", help="The GPUs the layout must use: tp x pp x dp.")
+GpusOpt = typer.Option(None, "--gpus", help="The GPUs the layout must use: tp x cp x pp x dp.")
 RecomputeOpt = typer.Option("none", "--recompute", help="train: activation recomputation: none, selective "
                             "(eager attention's core; nothing changes under flash) or full (every layer).")
 
@@ -215,11 +217,11 @@ def recompute_tag(recompute: str) -> str:
 
 
 def parallel_layout(tp: int, pp: int, dp: int, ep: int, zero: int, sp: bool, global_batch: Optional[int],
-                    gpus: Optional[int], batch: int):
+                    gpus: Optional[int], batch: int, cp: int = 1):
     """The Layout of the parallel options, or UsageError naming the rule that failed."""
     from ..analysis.run import Layout
 
-    for value, option in ((tp, "--tp"), (pp, "--pp"), (dp, "--dp"), (ep, "--ep")):
+    for value, option in ((tp, "--tp"), (pp, "--pp"), (dp, "--dp"), (ep, "--ep"), (cp, "--cp")):
         positive(value, option)
     micro = None
     if global_batch is not None:
@@ -229,9 +231,9 @@ def parallel_layout(tp: int, pp: int, dp: int, ep: int, zero: int, sp: bool, glo
                              f"({batch:,} x {dp:,})")
         micro = global_batch // (batch * dp)
     try:
-        layout = Layout(tp, pp, dp, ep, zero, sp, micro)
+        layout = Layout(tp, pp, dp, ep, zero, sp, micro, cp)
     except ValueError as exc:
         raise UsageError(f"invalid layout: {exc}") from None
     if gpus is not None and gpus != layout.gpus:
-        raise UsageError(f"--gpus {gpus:,} must equal tp x pp x dp = {layout.gpus:,}")
+        raise UsageError(f"--gpus {gpus:,} must equal tp x cp x pp x dp = {layout.gpus:,}")
     return layout

@@ -10,6 +10,7 @@ import typer
 from ..analysis.run import Layout, RunSpec
 from .common import (
     BatchOpt,
+    CpOpt,
     DpOpt,
     DtypeOpt,
     EpOpt,
@@ -124,6 +125,7 @@ def memory(
                                         "per chunk."),
     optimizer: str = typer.Option("adam", "--optimizer", help="adam | adamw | sgd | sgd-momentum."),
     tp: int = TpOpt,
+    cp: int = CpOpt,
     pp: int = PpOpt,
     dp: int = DpOpt,
     ep: int = EpOpt,
@@ -171,7 +173,7 @@ def memory(
     checked_dtypes(dtype, weights_dtype, kv_dtype)
     train = mode == "train"
     layouts = {b: parallel_layout(tp, pp, dp, ep, zero if train else 0, sp, global_batch if train else None,
-                                  gpus, b) for b in batches}
+                                  gpus, b, cp) for b in batches}
     results = []
     for cfg, s, b in workloads(load_models(models), seqs, batches):
         run = RunSpec(MEMORY_MODES[mode], s, b, attention, recompute=recomputation(recompute, mode),

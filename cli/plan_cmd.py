@@ -41,7 +41,7 @@ def plan(
     json_out: bool = JsonOpt,
 ) -> None:
     """How to split a training run over --gpus GPUs: every valid tensor-, pipeline-, data- and
-    expert-parallel layout with ZeRO stage, sequence parallelism, recomputation and micro-batch
+    expert- and context-parallel layout with ZeRO stage, sequence parallelism, recomputation and micro-batch
     size; those that fit in the GPU's memory ranked by estimated step time (compute roofline,
     pipeline bubble, communication over NVLink or InfiniBand, no overlap), with per-GPU memory,
     bytes sent per GPU and MFU.
@@ -75,14 +75,14 @@ def plan(
     rows = []
     for rank, c in enumerate(fitting[:top], 1):
         layout, s = c.run.layout, c.step
-        rows.append((str(rank), str(layout.tp), str(layout.pp), str(layout.dp), str(layout.ep),
+        rows.append((str(rank), str(layout.tp), str(layout.cp), str(layout.pp), str(layout.dp), str(layout.ep),
                      str(layout.zero), "yes" if layout.sp else "-",
                      "-" if c.run.recompute == "none" else c.run.recompute,
                      f"{count(c.run.batch)} x {count(layout.steps)}", iec(c.memory.total), iec(s.sent),
                      seconds(s.time_s), f"{100 * s.bubble:.1f}%", f"{s.tokens_per_s:,.0f}", f"{100 * c.mfu:.1f}%"))
     title = (f"{cfg.name} on {gpus:,} x {hw.name}: seq {count(seq_value)}, global batch {count(global_batch)}, "
              f"{len(fitting):,} of {len(found):,} layouts fit")
-    table = Table([Col("#", key=True), Col("tp"), Col("pp"), Col("dp"), Col("ep"), Col("zero"), text_col("sp"),
+    table = Table([Col("#", key=True), *map(Col, ("tp", "cp", "pp", "dp", "ep", "zero")), text_col("sp"),
                    text_col("recompute"), Col("micro-batches"), Col("memory/GPU"), Col("sent/GPU"), Col("step"),
                    Col("bubble"), Col("tokens/s"), Col("MFU")], [rows], title)
     notes = ["micro-batches: sequences per micro-batch x micro-batches per step; memory: the peak GPU's; "

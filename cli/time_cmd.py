@@ -10,6 +10,7 @@ import typer
 
 from .common import (
     BatchOpt,
+    CpOpt,
     DpOpt,
     DtypeOpt,
     EpOpt,
@@ -267,8 +268,9 @@ def time_command(
     tokens: Optional[str] = typer.Option(None, "--tokens", help="train: tokens of a whole run (e.g. 15e12): its "
                                          "time and GPU-hours."),
     gpus: Optional[int] = typer.Option(None, "--gpus", help="train: GPUs, each running --batch (data "
-                                       "parallel). With a layout: must equal tp x pp x dp."),
+                                       "parallel). With a layout: must equal tp x cp x pp x dp."),
     tp: int = TpOpt,
+    cp: int = CpOpt,
     pp: int = PpOpt,
     dp: int = DpOpt,
     ep: int = EpOpt,
@@ -329,7 +331,7 @@ def time_command(
     checked_dtypes(dtype, weights_dtype, kv_dtype)
     train = mode == "train"
     layouts = {b: parallel_layout(tp, pp, dp, ep, zero if train else 0, sp, global_batch if train else None,
-                                  gpus if not (tp == pp == dp == 1) else None, b) for b in batches}
+                                  gpus if not (tp == pp == dp == cp == 1) else None, b, cp) for b in batches}
     parallel = not layouts[batches[0]].trivial
     if parallel and generating:
         raise UsageError("--mode generate runs on one GPU: drop the layout options (--tp, --pp, --dp)")

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from .common import (
+    CpOpt,
     DpOpt,
     EpOpt,
     FormatOpt,
@@ -110,6 +111,7 @@ def verify(
         "them with this accelerator's roofline (a bundled name or a YAML file). Default on cuda: the "
         "bundled spec of the device; on cpu nothing is timed without it."),
     tp: int = TpOpt,
+    cp: int = CpOpt,
     pp: int = PpOpt,
     dp: int = DpOpt,
     ep: int = EpOpt,
@@ -144,7 +146,7 @@ def verify(
             raise UsageError("--hardware does not apply to --against transformers (nothing is timed)")
     if hardware_spec is not None and device == "meta":
         raise UsageError("--hardware applies to --device cuda or cpu (meta runs no real tensors to time)")
-    layout = parallel_layout(tp, pp, dp, ep, zero, sp, None, None, batch_value)
+    layout = parallel_layout(tp, pp, dp, ep, zero, sp, None, None, batch_value, cp)
     if not layout.trivial and (against is not None or hardware_spec is not None):
         raise UsageError("--tp/--dp check a layout on torch.distributed: not with --against or --hardware")
     cfgs = load_models(models)
@@ -240,10 +242,11 @@ def _verify_layout(models: Optional[list[str]], cfgs: list, layout, seq: int, ba
     """`--tp/--dp/--zero`: one training step of each model sharded on a fake process group."""
     from ..analysis.errors import ConfigError
     from ..analysis.parallel import check_layout
+    from ..analysis.run import RunSpec
     from ..analysis.verify.distributed import check_layout_on_torch, unsupported
 
     for cfg in cfgs:
-        check_layout(cfg, layout, seq)
+        check_layout(cfg, RunSpec("train", seq, batch, layout=layout))
         reason = unsupported(cfg, layout)
         if reason:
             raise UsageError(f"{cfg.name}: {reason}")

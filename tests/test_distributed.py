@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from llmcalc.analysis.comm import collectives
 from llmcalc.analysis.config import from_dict, load_model
 from llmcalc.analysis.hardware import load_hardware
+from llmcalc.analysis.memory import memory
 from llmcalc.analysis.parallel import stage_tensors
 from llmcalc.analysis.params import count_params
 from llmcalc.analysis.run import Layout, RunSpec
@@ -86,7 +87,7 @@ def test_random_variants_match_torch(variant, tp, dp):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["gpt2-small", "--pp", "2"], "pipeline, expert and sequence parallelism are checked on the formulas only"),
+    (["gpt2-small", "--pp", "2"], "pipeline, expert, sequence and context parallelism are checked on the formulas"),
     (["gpt2-small", "--dp", "2"], "data parallelism is checked with FSDP2, which is ZeRO-3: add --zero 3"),
     (["deepseek-v3", "--tp", "2"], "not with multi-head latent attention, experts"),
     (["gpt2-small", "--tp", "5"], "tp 5 must divide the 12 attention heads"),
@@ -251,7 +252,8 @@ def test_time_with_a_layout_matches_plan_and_memory(run):
     assert all("step_s" not in r and r["memory"] > 80 * 10**9 for r in layouts if not r["fits"])
     best = fitting[0]
     lay = best["layout"]
-    opts = ["--seq", "8192", "--batch", str(best["micro_batch"]), "--tp", str(lay["tp"]), "--pp", str(lay["pp"]),
+    opts = ["--seq", "8192", "--batch", str(best["micro_batch"]), "--tp", str(lay["tp"]), "--cp", str(lay["cp"]),
+            "--pp", str(lay["pp"]),
             "--dp", str(lay["dp"]), "--zero", str(lay["zero"]), "--global-batch", "512",
             *(["--sp"] if lay["sp"] else []), "--recompute", best["recompute"]]
     timed = json.loads(run("time", "llama-3.1-70b", "--hardware", "h100", *opts, "--json").stdout)
@@ -277,3 +279,56 @@ def test_generate_takes_no_layout(run):
     result = run("time", "llama-2-7b", "--hardware", "h100", "--mode", "generate", "--prompt", "10", "--new", "2",
                  "--tp", "2")
     assert result.exit_code == 2 and "--mode generate runs on one GPU" in result.output
+
+
+# --- context parallelism -------------------------------------------------------------------------
+
+def test_context_parallel_splits_each_sequence():
+    """A GPU of a cp group keeps the activations of S/cp tokens: with flash attention over full
+    layers everything it saves is per token but the RoPE tables (per position, S x hd x 2) and the
+    loss's scalar, so cp GPUs together keep one GPU's activations plus cp - 1 more scalars."""
+    cfg, S, c, b = load_model("llama-2-7b"), 8192, 4, 2
+    whole = memory(cfg, RunSpec("train", S, 1)).parts
+    split = memory(cfg, RunSpec("train", S, 1, layout=Layout(cp=c))).parts
+    assert c * (split["activations"] + split["logits"]) == whole["activations"] + whole["logits"] + (c - 1) * b
+
+
+def test_context_parallel_ranks_are_zero_replicas():
+    """ZeRO shards over the dp x cp GPUs that hold the same parameters: dp 2 x cp 4 at ZeRO-3 is
+    16P/8, as dp 8 is."""
+    result = memory(load_model("llama-2-7b"), RunSpec("train", 4096, 1, layout=Layout(dp=2, cp=4, zero=3))).parts
+    assert result["weights"] + result["gradients"] + result["optimizer"] == 13_476_831_232
+
+
+def test_context_parallel_ring_sends_kv():
+    """Ring attention: per layer, cp - 1 sends of the local tokens' K and V in forward and twice
+    that in backward (K/V again, and their gradients)."""
+    cfg, S, c, L, kv, b = load_model("llama-2-7b"), 8192, 4, 32, 2 * 4096, 2
+    ring = [x for x in collectives(cfg, RunSpec("train", S, 1, layout=Layout(cp=c)), 0) if x.group == "cp"]
+    assert sum(x.sent for x in ring) == 3 * (c - 1) * L * (S // c) * kv * b
+    grads = [x for x in collectives(cfg, RunSpec("train", S, 1, layout=Layout(cp=c)), 0) if x.group == "dp"]
+    P = count_params(cfg).total
+    assert sum(x.sent for x in grads) == 2 * (c - 1) * 2 * P // c  # gradients all-reduced over the cp ranks
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--cp", "3", "--seq", "4096"], "cp 3 must divide the 4,096 tokens of a sequence"),
+    (["--cp", "2", "--attention", "eager"], "context parallelism runs ring flash attention"),
+    (["--cp", "2", "--tp", "8", "--sp", "--seq", "4104"],
+     "sequence parallelism needs tp 8 to divide the 2,052 tokens of a sequence on a GPU"),
+])
+def test_context_parallel_rules(run, args, message):
+    result = run("memory", "llama-2-7b", *args)
+    assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_decode_cannot_split_its_token(run):
+    result = run("time", "llama-2-7b", "--hardware", "h100", "--mode", "decode", "--seq", "4096", "--cp", "2")
+    assert result.exit_code == 2 and "not a decode step" in result.output
+
+
+def test_plan_considers_context_parallelism_for_long_sequences(run):
+    data = json.loads(run("plan", "llama-3.1-8b", "--gpus", "16", "--hardware", "h100", "--seq", "65536",
+                          "--global-batch", "16", "--json").stdout)
+    cps = {r["layout"]["cp"] for r in data["layouts"] if r["fits"]}
+    assert cps > {1} and all(65536 // cp >= 4096 for cp in cps)

@@ -126,7 +126,7 @@ def test_stages_sum_back_to_the_model(raw, pp, dp, zero):
     (["llama-2-7b", "--tp", "4", "--sp", "--seq", "1001"],
      "llama-2-7b: invalid layout (tp 4, sp): sequence parallelism needs tp 4 to divide the 1,001 tokens of a sequence"),
     (["llama-2-7b", "--zero", "4"], "invalid layout: zero must be one of 0, 1, 2, 3, got 4"),
-    (["llama-2-7b", "--tp", "8", "--gpus", "16"], "--gpus 16 must equal tp x pp x dp = 8"),
+    (["llama-2-7b", "--tp", "8", "--gpus", "16"], "--gpus 16 must equal tp x cp x pp x dp = 8"),
     (["llama-2-7b", "--dp", "2", "--batch", "3", "--global-batch", "8"],
      "--global-batch 8 must be a multiple of --batch x --dp (3 x 2)"),
     (["llama-2-7b", "--tp", "0"], "--tp must be >= 1, got 0"),

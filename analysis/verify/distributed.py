@@ -46,8 +46,9 @@ MAX_LOCAL_BYTES = 8 * 2**30  # rank 0's materialized shards and their Adam state
 
 def unsupported(cfg: ModelConfig, layout: Layout) -> str | None:
     """Why ``layout`` of ``cfg`` cannot be checked on torch.distributed here (None: it can)."""
-    if layout.pp > 1 or layout.ep > 1 or layout.sp:
-        return "pipeline, expert and sequence parallelism are checked on the formulas only (use memory or time)"
+    if layout.pp > 1 or layout.ep > 1 or layout.sp or layout.cp > 1:
+        return ("pipeline, expert, sequence and context parallelism are checked on the formulas only (use memory "
+                "or time)")
     if layout.dp > 1 and layout.zero != 3:
         return "data parallelism is checked with FSDP2, which is ZeRO-3: add --zero 3"
     if layout.tp > 1:
@@ -175,11 +176,11 @@ def check_layout_on_torch(cfg: ModelConfig, layout: Layout, seq: int, batch: int
     # registers the "fake" backend (PyTorch ships it in its testing package)
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
-    check_layout(cfg, layout, seq)
+    run = RunSpec("train", seq, batch, "flash", dtype="fp32", layout=layout)
+    check_layout(cfg, run)
     reason = unsupported(cfg, layout)
     if reason:
         raise ValueError(reason)
-    run = RunSpec("train", seq, batch, "flash", dtype="fp32", layout=layout)
     state = gpu_state(cfg, layout, 0)
     moments = OPTIMIZER_STATES["adam"]
     if state.weights * 4 * (2 + moments) > MAX_LOCAL_BYTES:
