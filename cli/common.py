@@ -20,6 +20,9 @@ FormatOpt = typer.Option("table", "--format",
                          help="table | json | csv | markdown. CSV: raw integers, named as the JSON's keys.")
 JsonOpt = typer.Option(False, "--json", help="Short for --format json: only JSON on stdout.")
 BatchOpt = typer.Option("1", "--batch", help="Sequences, or a comma list (1,8,32): a row for each.")
+# memory and time: with a parallel layout --batch is each GPU's micro-batch, hence the second name
+MicroBatchOpt = typer.Option("1", "--batch", "--micro-batch", help="Sequences (with a parallel layout: each GPU's "
+                             "micro-batch), or a comma list (1,8,32): a row for each.")
 ExactOpt = typer.Option(False, "--exact", help="Exact integers instead of units.")
 
 

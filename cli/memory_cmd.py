@@ -9,7 +9,6 @@ import typer
 
 from ..analysis.run import Layout, RunSpec
 from .common import (
-    BatchOpt,
     CpOpt,
     DpOpt,
     DtypeOpt,
@@ -20,6 +19,7 @@ from .common import (
     GpusOpt,
     JsonOpt,
     KvDtypeOpt,
+    MicroBatchOpt,
     ModelsArg,
     PpOpt,
     RecomputeOpt,
@@ -115,7 +115,7 @@ def memory(
     mode: str = typer.Option("train", "--mode", help="train | inference."),
     seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence, or a comma list: a row "
                                       "for each. Default: the model's context length."),
-    batch: str = BatchOpt,
+    batch: str = MicroBatchOpt,
     attention: str = typer.Option("flash", "--attention", help="eager | flash."),
     recompute: str = RecomputeOpt,
     dtype: Optional[str] = DtypeOpt,

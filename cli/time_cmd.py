@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from .common import (
-    BatchOpt,
     CpOpt,
     DpOpt,
     DtypeOpt,
@@ -18,6 +17,7 @@ from .common import (
     GlobalBatchOpt,
     JsonOpt,
     KvDtypeOpt,
+    MicroBatchOpt,
     ModelsArg,
     PpOpt,
     RecomputeOpt,
@@ -249,7 +249,7 @@ def time_command(
     mode: str = typer.Option("train", "--mode", help="train | prefill | decode | generate."),
     seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence (decode: the context), or a comma "
                                       "list: a row for each. Default: the model's context length."),
-    batch: str = BatchOpt,
+    batch: str = MicroBatchOpt,
     prompt: Optional[int] = typer.Option(None, "--prompt", help="generate: prompt tokens."),
     new: Optional[int] = typer.Option(None, "--new", help="generate: new tokens per sequence."),
     chunk: Optional[int] = typer.Option(None, "--chunk", help="prefill and generate: chunked prefill, C tokens "
