@@ -11,7 +11,8 @@ Per micro-batch (``T`` tokens of the micro-batch, ``d`` the model width, compute
 
 - tensor parallel: each TP region (a layer's attention, its FFN or MoE block) all-reduces its
   output in forward and its input's gradient in backward, ``T x d`` each (MLA: the gradients of
-  the latents q_b and kv_b read, ``T x q_lora_rank`` or ``T x d``, and ``T x kv_lora_rank``); the
+  the latents q_b and kv_b read, ``T x q_lora_rank`` or ``T x d``, and ``T x kv_lora_rank``, and
+  of the shared RoPE key, ``T x qk_rope_head_dim``); the
   vocab-parallel embedding all-reduces its output, the LM head its input's gradient, and the
   vocab-parallel cross-entropy three fp32 values per token (max logit, sum of exponentials,
   target logit). With ``sp`` each all-reduce is a reduce-scatter and an all-gather of the same
@@ -22,7 +23,8 @@ Per micro-batch (``T`` tokens of the micro-batch, ``d`` the model width, compute
   all-to-all in forward and again in backward, ``T x k x d``;
 - context parallel (ring attention): each layer passes its K and V (the values its KV cache
   holds per token: MLA's latent and rope key) around the ring of ``cp`` GPUs, ``cp - 1`` sends of
-  the local ``T/cp`` tokens' in forward, and in backward again with their gradients (twice the
+  the local ``T/cp`` tokens' in forward (a layer with window W only ``ceil(W / (S/cp))``, the
+  chunks its window reaches), and in backward again with their gradients (twice the
   forward); every other figure is of the ``T/cp`` tokens a GPU holds;
 - pipeline parallel: a stage sends its output, ``T x d`` (``/ tp`` with ``sp``), to the next
   stage, and in backward the gradient of its input to the previous one;
@@ -33,7 +35,8 @@ Per micro-batch (``T`` tokens of the micro-batch, ``d`` the model width, compute
   reduce-scattered.
 
 Per step: data parallel all-reduces the gradients (ZeRO-0), or reduce-scatters them and
-all-gathers the updated weights (ZeRO-1 and -2), over the ``dp x cp`` GPUs that hold the same
+all-gathers the updated weights (ZeRO-1; ZeRO-2 keeps only its gradient shard, so it
+reduce-scatters every micro-batch's), over the ``dp x cp`` GPUs that hold the same
 parameters (group ``dp``); routed experts over the ``dp x cp / ep`` that hold the same
 experts. A tied embedding split over pipeline stages all-reduces its gradient between the first
 and last stage.
@@ -46,7 +49,7 @@ from dataclasses import dataclass
 
 from .config import ModelConfig
 from .layout import Layer
-from .parallel import Tensor, cp_local, stage_units, stages, tp_local, zero_shard
+from .parallel import Tensor, cp_local, per_unit, stage_units, stages, tp_local, zero_shard
 from .plan import layer_specs
 from .run import RunSpec, bytes_per, ceil_div, weight_bytes
 
@@ -96,8 +99,9 @@ def _tp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collect
         mha = n - len(mla)
         reduce("tp region input gradients", act, n + mha)
         if mla:
-            q_in = cfg.mla.q_lora_rank or cfg.d_model
-            reduce("tp latent gradients", T * (q_in + cfg.mla.kv_lora_rank) * b, len(mla))
+            q_in = cfg.mla.q_lora_rank or cfg.d_model  # and the shared RoPE key, summed over local heads
+            reduce("tp latent gradients", T * (q_in + cfg.mla.kv_lora_rank + cfg.mla.qk_rope_head_dim) * b,
+                   len(mla))
     if stage == 0:
         kind = "reduce-scatter" if layout.sp else "all-reduce"
         out.append(Collective("tp embedding", kind, "tp", tp, m, m * act))
@@ -133,12 +137,17 @@ def _cp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collect
     if layout.cp == 1:
         return []
     specs = layer_specs(cfg)
+    chunk = run.seq  # tokens of a sequence on one GPU (run is the GPU's share)
+
+    def hops(i: int) -> int:  # a window reaches back over ceil(W / chunk) chunks at most
+        w = specs[i].window
+        return layout.cp - 1 if w is None else min(layout.cp - 1, ceil_div(w, chunk))
+
     layers = stages(cfg, layout.pp)[stage]
-    kv = sum(Layer(cfg, specs[i]).attention.kv_values_per_token for i in layers)  # per token, all layers
-    rounds = passes + 2 * (run.mode == "train")  # forward(s), and backward's K/V with their gradients
-    sends = (layout.cp - 1) * rounds * layout.steps  # per layer
-    return [Collective("cp ring K/V", "send", "cp", layout.cp, sends * len(layers),
-                       sends * run.tokens * kv * bytes_per(run.dtype))]
+    rounds = (passes + 2 * (run.mode == "train")) * layout.steps  # forward(s); backward's K/V and gradients
+    sends = sum(hops(i) for i in layers) * rounds
+    kv = sum(hops(i) * Layer(cfg, specs[i]).attention.kv_values_per_token for i in layers)
+    return [Collective("cp ring K/V", "send", "cp", layout.cp, sends, rounds * run.tokens * kv * bytes_per(run.dtype))]
 
 
 def _pp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
@@ -148,6 +157,8 @@ def _pp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
     act = run.tokens * cfg.d_model * bytes_per(run.dtype)
     act = ceil_div(act, layout.tp) if layout.sp else act
     sends = int(stage < layout.pp - 1) + int(run.mode == "train" and stage > 0)
+    if not sends:  # an inference pass's last stage sends nothing on
+        return []
     calls = sends * layout.steps
     out = [Collective("pp activations", "send", "pp", 2, calls, calls * act)]
     if run.mode == "train" and cfg.tie_embeddings and stage in (0, layout.pp - 1):
@@ -160,14 +171,7 @@ def _dp_group(run: RunSpec, units: Sequence[Sequence[Tensor]], group: str, ranks
     """Data-parallel collectives over ``ranks`` GPUs of the tensors in ``units`` (FSDP units)."""
     layout, train = run.layout, run.mode == "train"
     tag = "expert " if group == "dp/ep" else ""
-    sums: dict[int, tuple[int, int]] = {}  # (elements, padded shards x ranks); layers share units
-
-    def elements(unit: Sequence[Tensor]) -> tuple[int, int]:
-        if id(unit) not in sums:
-            sums[id(unit)] = (sum(t.numel for t in unit), sum(zero_shard(t, layout) for t in unit) * ranks)
-        return sums[id(unit)]
-
-    padded = [elements(u)[1] for u in units]
+    padded = [n * ranks for n in per_unit(units, lambda unit: sum(zero_shard(t, layout) for t in unit))]
     if layout.zero == 3:
         m = layout.steps
         gathered = [n for n in padded if n]
@@ -180,13 +184,16 @@ def _dp_group(run: RunSpec, units: Sequence[Sequence[Tensor]], group: str, ranks
             if calls:  # one call per unit and micro-batch, of that unit's size
                 out.append(Collective(what, kind, group, ranks, len(calls) * m, weight_bytes(sum(calls), dtype) * m))
         return out
-    total = sum(padded) if layout.zero else sum(elements(u)[0] for u in units)
+    total = sum(padded) if layout.zero else sum(per_unit(units, lambda unit: sum(t.numel for t in unit)))
     if not train or not total:
         return []
     grads = weight_bytes(total, run.dtype)
     if layout.zero == 0:
         return [Collective(f"dp {tag}gradients", "all-reduce", group, ranks, 1, grads, False)]
-    return [Collective(f"zero-{layout.zero} {tag}gradients", "reduce-scatter", group, ranks, 1, grads, False),
+    # ZeRO-2 keeps only its gradient shard: every micro-batch's gradients are reduce-scattered
+    m = layout.steps if layout.zero == 2 else 1
+    return [Collective(f"zero-{layout.zero} {tag}gradients", "reduce-scatter", group, ranks, m, m * grads,
+                       layout.zero == 2),
             Collective(f"zero-{layout.zero} {tag}weights", "all-gather", group, ranks, 1,
                        weight_bytes(total, run.weights_dtype), False)]
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .activations import activation_bytes
@@ -187,6 +188,15 @@ def zero_shard(t: Tensor, layout: Layout) -> int:
     return t.shard(layout.replicas // layout.ep if t.expert else layout.replicas)
 
 
+def per_unit(units: Sequence[Sequence[Tensor]], f: Callable[[Sequence[Tensor]], int]) -> list[int]:
+    """``f`` of each unit, computed once per distinct unit (the layers of one spec share one)."""
+    seen: dict[int, int] = {}
+    for u in units:
+        if id(u) not in seen:
+            seen[id(u)] = f(u)
+    return [seen[id(u)] for u in units]
+
+
 def cp_local(run: RunSpec) -> RunSpec:
     """One GPU's share of the run under context parallelism: ``S/cp`` tokens of each sequence."""
     cp = run.layout.cp
@@ -205,12 +215,9 @@ class GpuState:
 
 def gpu_state(cfg: ModelConfig, layout: Layout, stage: int) -> GpuState:
     """Elements of weights, gradients and optimizer state on one GPU of ``stage`` under ZeRO."""
-    full = sharded = 0
-    sums: dict[int, tuple[int, int]] = {}  # the layers of one spec share one unit
-    for unit in stage_units(cfg, layout, stage):
-        if id(unit) not in sums:
-            sums[id(unit)] = (sum(t.numel for t in unit), sum(zero_shard(t, layout) for t in unit))
-        full, sharded = full + sums[id(unit)][0], sharded + sums[id(unit)][1]
+    units = stage_units(cfg, layout, stage)
+    full = sum(per_unit(units, lambda unit: sum(t.numel for t in unit)))
+    sharded = sum(per_unit(units, lambda unit: sum(zero_shard(t, layout) for t in unit)))
     return GpuState(sharded if layout.zero >= 3 else full, sharded if layout.zero >= 2 else full,
                     sharded if layout.zero >= 1 else full)
 

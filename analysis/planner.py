@@ -68,7 +68,8 @@ def layouts(cfg: ModelConfig, gpus: int, per_node: int | None, seq: int) -> list
                 if cfg.n_layers % pp:
                     continue
                 dp = gpus // (tp * cp * pp)
-                eps = [ep for ep in divisors(dp) if cfg.moe is not None and cfg.moe.num_experts % ep == 0] or [1]
+                moe = cfg.moe
+                eps = [ep for ep in divisors(dp) if moe.num_experts % ep == 0] if moe is not None else [1]
                 for ep in eps:
                     for zero in (0, 1) if pp > 1 else (0, 1, 2, 3):
                         if zero and dp * cp == 1:

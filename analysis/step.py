@@ -35,7 +35,7 @@ from .hardware import Hardware
 from .parallel import check_layout, cp_local, gpu_state, in_stage, tp_local
 from .params import count_params
 from .run import Layout, RunSpec
-from .timing import Efficiency, roofline
+from .timing import Component, Efficiency, Roofline, roofline
 
 FIRST_STAGE = ("embedding", "embedding/scale", "position")
 LAST_STAGE = ("lm_head", "lm_head/softcap")
@@ -50,6 +50,7 @@ class Step:
     optimizer_s: float  # the optimizer step (the longest of the stages')
     collectives: tuple[Collective, ...]  # the slowest stage's
     stage: int  # the slowest stage: the longest pipeline slot
+    components: dict[str, Component]  # the slowest stage's micro-batch compute, by component
 
     @property
     def micro_batches(self) -> int:
@@ -77,6 +78,18 @@ class Step:
     def time_s(self) -> float:
         m = self.micro_batches
         return m * self.compute_s[self.stage] + self.bubble_s + self.communication_s + self.optimizer_s
+
+    @property
+    def compute(self) -> Roofline:
+        """The slowest stage's compute over the step (every micro-batch), by component."""
+        return Roofline(self.run, {k: _scaled(c, self.micro_batches) for k, c in self.components.items()})
+
+    @property
+    def parts_s(self) -> dict[str, float]:
+        """The step's time in four parts: the slowest stage's compute for every micro-batch, the
+        pipeline bubble, the communication it waits for, the optimizer step."""
+        return {"compute": self.micro_batches * self.compute_s[self.stage], "bubble": self.bubble_s,
+                "communication": self.communication_s, "optimizer": self.optimizer_s}
 
     @property
     def tokens(self) -> int:
@@ -118,23 +131,24 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
     check_layout(cfg, run)
     local = tp_local(cfg, layout.tp)
     pass_ = roofline(local, cp_local(run).replace(layout=Layout()), hw, eff)
-    times = {key: c.time_s for key, c in pass_.components.items()}
+    parts = dict(pass_.components)
     if layout.cp > 1:  # ring attention: each GPU computes 1/cp of the whole sequence's attention
         sequence = roofline(local, run.replace(layout=Layout()), hw, eff).components
-        times.update({k: sequence[k].time_s / layout.cp for k in core_keys(local, pass_.run) if k in sequence})
-    optimizer = times.pop("optimizer", 0.0)
-    first = sum(times.pop(k, 0.0) for k in FIRST_STAGE)
-    last = sum(times.pop(k, 0.0) for k in LAST_STAGE)
-    layers = sum(times.values())
+        parts.update({k: _scaled(sequence[k], 1 / layout.cp) for k in core_keys(local, pass_.run) if k in sequence})
+    optimizer = parts.pop("optimizer").time_s if "optimizer" in parts else 0.0
 
     groups = count_flops(local, pass_.run).groups
     work = [sum(mm.values()) for _, mm in groups]
     whole = sum(w * g.count for w, (g, _) in zip(work, groups))
     total_params = count_params(local).total
-    compute, comm, drain, opt, stage_collectives = [], [], [], [], []
+    compute, comm, drain, opt, stage_collectives, stage_parts = [], [], [], [], [], []
     for s in range(layout.pp):
         share = sum(work[i] * n for i, n in in_stage(local, layout.pp, s)) / whole
-        compute.append(layers * share + (first if s == 0 else 0.0) + (last if s == layout.pp - 1 else 0.0))
+        ends = (FIRST_STAGE if s == 0 else ()) + (LAST_STAGE if s == layout.pp - 1 else ())
+        mine = {k: c if k in ends else _scaled(c, share) for k, c in parts.items()
+                if k in ends or k not in FIRST_STAGE + LAST_STAGE}
+        stage_parts.append(mine)
+        compute.append(sum(c.time_s for c in mine.values()))
         cs = collectives(cfg, run, s)
         comm.append(sum(c.sent / link(hw, layout, c.group) for c in cs if c.per_micro_batch))
         drain.append(sum(c.sent / link(hw, layout, c.group) for c in cs if not c.per_micro_batch))
@@ -142,4 +156,11 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
         stage_collectives.append(tuple(cs))
     m = layout.steps
     slowest = max(range(layout.pp), key=lambda s: compute[s] + comm[s] / m)  # it sets the pipeline's pace
-    return Step(run, tuple(compute), tuple(comm), max(drain), max(opt), stage_collectives[slowest], slowest)
+    return Step(run, tuple(compute), tuple(comm), max(drain), max(opt), stage_collectives[slowest], slowest,
+                stage_parts[slowest])
+
+
+def _scaled(c: Component, f: float) -> Component:
+    """A component's work times ``f`` (a stage's share of the layers, a GPU's of the attention)."""
+    return Component(round(c.matmul_flops * f), round(c.elementwise_flops * f), round(c.bytes * f),
+                     c.compute_s * f, c.memory_s * f)

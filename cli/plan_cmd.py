@@ -9,8 +9,8 @@ import typer
 
 from .common import DtypeOpt, FormatOpt, JsonOpt, checked_dtypes, load_models, output_format, parse_ints, positive
 from .errors import UsageError
-from .render import Col, Report, Table, count, emit, iec, pick, seconds, si, text_col
-from .time_cmd import fraction
+from .render import Col, Report, Table, count, emit, iec, pick, seconds, text_col
+from .time_cmd import fraction, rate
 
 
 def _record(c) -> dict:
@@ -18,8 +18,7 @@ def _record(c) -> dict:
     rec = {"layout": dataclasses.asdict(run.layout), "micro_batch": run.batch, "recompute": run.recompute,
            "memory": c.memory.total, "memory_stage": c.memory.stage, "fits": c.fits}
     if s is not None:
-        rec.update(step_s=s.time_s, compute_s=s.micro_batches * s.compute_s[s.stage], bubble_s=s.bubble_s,
-                   bubble=s.bubble, communication_s=s.communication_s, optimizer_s=s.optimizer_s,
+        rec.update(step_s=s.time_s, **{f"{k}_s": v for k, v in s.parts_s.items()}, bubble=s.bubble,
                    sent_bytes=s.sent, tokens_per_s=s.tokens_per_s, mfu=c.mfu,
                    collectives=[{**dataclasses.asdict(k), "sent": k.sent} for k in s.collectives])
     return rec
@@ -88,9 +87,12 @@ def plan(
     notes = ["micro-batches: sequences per micro-batch x micro-batches per step; memory: the peak GPU's; "
              "sent/GPU: bytes one GPU sends per step (ring collectives, pipeline sends)",
              f"step: roofline compute at {eff.mfu:g} of peak FLOP/s (--mfu), the 1F1B bubble, communication over "
-             f"{si(hw.intra_node or 0, 'B/s')} within a node of {hw.gpus_per_node or gpus} and "
-             f"{si(hw.inter_node or 0, 'B/s')} across nodes, not overlapped (README \"Parallelism\")"]
-    if not fitting:
+             f"{rate(hw.intra_node)} within a node of {hw.gpus_per_node or gpus} and "
+             f"{rate(hw.inter_node)} across nodes, not overlapped (README \"Parallelism\")"]
+    if not found:
+        notes.insert(0, f"no valid layout of {gpus:,} GPUs for {cfg.name}: the heads, layers or global batch do "
+                        "not divide (README \"llmcalc plan\")")
+    elif not fitting:
         notes.insert(0, f"no layout fits in {iec(hw.memory)}: more GPUs, a shorter --seq or a smaller "
                         "--global-batch")
     csv = [{**pick(data, "model", "hardware", "gpus", "seq_len", "global_batch"),

@@ -93,6 +93,11 @@ def fraction(text: Optional[str], option: str, default: float = 1.0) -> float:
     return value
 
 
+def rate(bandwidth: Optional[int]) -> str:
+    """A link's bandwidth, or that the hardware spec does not give it."""
+    return "(not given)" if bandwidth is None else si(bandwidth, "B/s")
+
+
 def parse_amount(text: Optional[str], option: str) -> Optional[float]:
     """A positive number: 15e12, 3000, 2_500.5."""
     if text is None:
@@ -185,13 +190,15 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: Step, eff, u, measu
               run_tokens: Optional[float]) -> dict:
     from ..analysis.step import link
 
-    run = st.run
-    parts = {"compute": st.micro_batches * st.compute_s[st.stage], "bubble": st.bubble_s,
-             "communication": st.communication_s, "optimizer": st.optimizer_s}
+    run, parts, compute = st.run, st.parts_s, st.compute
     rec = {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
            "attention": run.attention, "dtype": run.dtype, "recompute": run.recompute,
            "efficiency": {"mfu": eff.mfu, "bandwidth": eff.bandwidth}, "gpus": run.layout.gpus,
-           "layout": dataclasses.asdict(run.layout), "stage": st.stage, "time_s": st.time_s,
+           "layout": {**dataclasses.asdict(run.layout), "micro_batches": st.micro_batches}, "stage": st.stage,
+           "time_s": st.time_s,
+           # the slowest stage's compute over the step, as one GPU's roofline (DESIGN.md section 8 keys)
+           "flops": compute.flops, "bytes": compute.bytes, "bound": compute.bound,
+           "components": _components(compute),
            "parts_s": parts, "largest": max(parts, key=lambda k: parts[k]), "bubble": st.bubble,
            "micro_batch_s": list(st.compute_s), "tokens": st.tokens, "tokens_per_s": st.tokens_per_s,
            "sent_bytes": st.sent,
@@ -220,8 +227,8 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: Step) -> Repo
     pipeline = (f"pipeline: {count(st.micro_batches)} micro-batches through {run.layout.pp} stages, bubble "
                 f"{100 * st.bubble:.1f}% of the pipelined time; " if run.layout.pp > 1 else "")
     lines = [f"{pipeline}{si(rec['tokens'])} tokens per {what}, {rec['tokens_per_s']:,.0f} tokens/s",
-             f"links: {si(hw.intra_node or 0, 'B/s')} per GPU within a node of {hw.gpus_per_node or rec['gpus']}, "
-             f"{si(hw.inter_node or 0, 'B/s')} across nodes; communication not overlapped with compute",
+             f"links: {rate(hw.intra_node)} per GPU within a node of {hw.gpus_per_node or rec['gpus']}, "
+             f"{rate(hw.inter_node)} across nodes; communication not overlapped with compute",
              *_notes(hw, rec)]
     csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s"),
             **{f"layout.{k}": v for k, v in rec["layout"].items()}, "part": k, "part_s": v}
@@ -230,13 +237,16 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: Step) -> Repo
 
 
 def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: list[int]) -> Report:
-    rows = [(m["model"], count(m["seq_len"]), count(m["batch"]), seconds(m["time_s"]), m["largest"],
-             f"{100 * m['bubble']:.1f}%", iec(m["sent_bytes"]), f"{m['tokens_per_s']:,.0f}") for m in records]
-    layout = records[0]["layout"]
-    table = Table([text_col("model", key=True), Col("seq", key=True), Col("batch", key=True), Col("time"),
-                   text_col("largest part"), Col("bubble"), Col("sent/GPU"), Col("tokens/s")], [rows],
-                  f"{mode} on {records[0]['gpus']:,} x {hw.name}, " + ", ".join(
-                      f"{k} {v}" for k, v in layout.items() if v not in (None, 0, 1, False)))
+    from ..analysis.run import Layout
+
+    rows = [(m["model"], count(m["seq_len"]), count(m["batch"]), count(m["layout"]["micro_batches"]),
+             seconds(m["time_s"]), m["largest"], f"{100 * m['bubble']:.1f}%", iec(m["sent_bytes"]),
+             f"{m['tokens_per_s']:,.0f}") for m in records]
+    layout = Layout(**{**records[0]["layout"], "micro_batches": None})
+    table = Table([text_col("model", key=True), Col("seq", key=True), Col("batch", key=True),
+                   Col("micro-batches", key=True), Col("time"), text_col("largest part"), Col("bubble"),
+                   Col("sent/GPU"), Col("tokens/s")], [rows],
+                  f"{mode} on {records[0]['gpus']:,} x {hw.name}, {layout.describe()}")
     csv = [pick(m, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s", "largest", "bubble",
                 "sent_bytes", "tokens_per_s") for m in records]
     return Report(data, csv, [table])
@@ -316,13 +326,16 @@ def time_command(
             raise UsageError("--mode generate needs --prompt and --new")
         positive(prompt, "--prompt")
         positive(new, "--new")
+    split = not (tp == pp == dp == cp == 1)  # a parallel layout: --gpus is checked against it in any mode
+    if split and chunk is not None:
+        raise UsageError("--chunk runs on one GPU: drop it or the layout options")
     ignored = {"--prompt": prompt if not generating else None, "--new": new if not generating else None,
                "--seq": seq if generating else None,
                "--chunk": chunk if mode in ("train", "decode") else None,
                "--recompute": recompute if mode != "train" and recompute != "none" else None,
                "--tokens-per-s": tokens_per_s if mode != "train" else None,
                "--tokens": tokens if mode != "train" else None,
-               "--gpus": gpus if mode != "train" and gpus not in (None, 1) else None,
+               "--gpus": gpus if mode != "train" and gpus not in (None, 1) and not split else None,
                "--zero": zero if mode != "train" else None,
                "--global-batch": global_batch if mode != "train" else None}
     for option, value in ignored.items():
@@ -331,7 +344,7 @@ def time_command(
     checked_dtypes(dtype, weights_dtype, kv_dtype)
     train = mode == "train"
     layouts = {b: parallel_layout(tp, pp, dp, ep, zero if train else 0, sp, global_batch if train else None,
-                                  gpus if not (tp == pp == dp == cp == 1) else None, b, cp) for b in batches}
+                                  gpus if split else None, b, cp) for b in batches}
     parallel = not layouts[batches[0]].trivial
     if parallel and generating:
         raise UsageError("--mode generate runs on one GPU: drop the layout options (--tp, --pp, --dp)")

@@ -147,6 +147,8 @@ def verify(
     if hardware_spec is not None and device == "meta":
         raise UsageError("--hardware applies to --device cuda or cpu (meta runs no real tensors to time)")
     layout = parallel_layout(tp, pp, dp, ep, zero, sp, None, None, batch_value, cp)
+    if zero and dp == 1:
+        warn("--zero shards over --dp: without it there is nothing to shard; ignored")
     if not layout.trivial and (against is not None or hardware_spec is not None):
         raise UsageError("--tp/--dp check a layout on torch.distributed: not with --against or --hardware")
     cfgs = load_models(models)
@@ -241,15 +243,8 @@ def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: in
 def _verify_layout(models: Optional[list[str]], cfgs: list, layout, seq: int, batch: int, fmt: str) -> None:
     """`--tp/--dp/--zero`: one training step of each model sharded on a fake process group."""
     from ..analysis.errors import ConfigError
-    from ..analysis.parallel import check_layout
-    from ..analysis.run import RunSpec
-    from ..analysis.verify.distributed import check_layout_on_torch, unsupported
+    from ..analysis.verify.distributed import check_layout_on_torch
 
-    for cfg in cfgs:
-        check_layout(cfg, RunSpec("train", seq, batch, layout=layout))
-        reason = unsupported(cfg, layout)
-        if reason:
-            raise UsageError(f"{cfg.name}: {reason}")
     results = []
     for cfg in cfgs:
         try:

@@ -130,6 +130,11 @@ def test_data_parallel_volume_is_zeros():
     P = count_params(cfg).total
     for zero in (0, 1, 2):
         assert sent(cfg, Layout(dp=d, zero=zero)) == 2 * (d - 1) * 2 * P // d
+    # over m micro-batches ZeRO-0 and -1 accumulate whole gradients and reduce once; ZeRO-2 keeps
+    # only its shard, so it reduce-scatters every micro-batch's (DeepSpeed #2252)
+    m = 4
+    assert sent(cfg, Layout(dp=d, zero=1, micro_batches=m)) == 2 * (d - 1) * 2 * P // d
+    assert sent(cfg, Layout(dp=d, zero=2, micro_batches=m)) == (m + 1) * (d - 1) * 2 * P // d
     root = 2 * 32000 * 4096 + 4096  # embedding, LM head, final norm: not gathered again for backward
     assert sent(cfg, Layout(dp=d, zero=3)) == 3 * (d - 1) * 2 * P // d - (d - 1) * 2 * root // d
 
@@ -201,31 +206,34 @@ def test_tp_ranks_sum_back_to_the_model(raw, tp):
 
 
 def test_pipeline_bubble_is_p_minus_1_over_m_plus_p_minus_1():
-    """1F1B: the step is m + p - 1 slots of the slowest stage (its micro-batch compute and the
-    activations it sends), then the optimizer; the stages' micro-batch compute sums back to the
-    one-GPU pass, and the optimizer's longest stage holds at least 1/p of it."""
+    """1F1B: m micro-batches through p stages take m + p - 1 slots of the slowest stage, so a step
+    of m micro-batches takes (m + p - 1) / p times a step of one (whose p slots are one
+    micro-batch's trip through every stage), optimizer aside; the stages' micro-batch compute sums
+    back to the one-GPU pass, and the optimizer's longest stage holds at least 1/p of it."""
     cfg, hw = load_model("llama-2-7b"), load_hardware("h100")
     run = RunSpec("train", 4096, 1)
     whole = roofline(cfg, run, hw)
     optimizer = whole.components["optimizer"].time_s
-    for p, m in ((2, 2), (4, 8), (8, 3)):
-        st = step(cfg, run.replace(layout=Layout(pp=p, micro_batches=m)), hw)
-        assert st.bubble == pytest.approx((p - 1) / (m + p - 1))
-        assert st.drain_comm_s == 0
-        slot = max(st.compute_s[s] + st.comm_s[s] / m for s in range(p))
-        assert st.time_s == pytest.approx((m + p - 1) * slot + st.optimizer_s)
-        assert st.bubble_s == pytest.approx(st.bubble * (st.time_s - st.optimizer_s))
-        assert sum(st.compute_s) == pytest.approx(whole.time_s - optimizer)
-        assert optimizer / p <= st.optimizer_s < optimizer
+    for p in (2, 4, 8):
+        one = step(cfg, run.replace(layout=Layout(pp=p, micro_batches=1)), hw)
+        for m in (2, 3, 16):
+            many = step(cfg, run.replace(layout=Layout(pp=p, micro_batches=m)), hw)
+            assert many.time_s - many.optimizer_s == pytest.approx((one.time_s - one.optimizer_s) * (m + p - 1) / p)
+            assert many.bubble_s / (many.time_s - many.optimizer_s) == pytest.approx((p - 1) / (m + p - 1))
+        assert sum(one.compute_s) == pytest.approx(whole.time_s - optimizer)
+        assert optimizer / p <= one.optimizer_s < optimizer
 
 
 def test_communication_time_is_bytes_over_the_link():
-    """tp within a node goes over NVLink (450 GB/s on the H100), dp across nodes over InfiniBand
-    (50 GB/s per GPU); ZeRO-1's gradients and weights move once per step."""
+    """tp within a node goes over NVLink (450 GB/s on the H100): Megatron's 4 all-reduces of
+    s x h per layer, the embedding's and the LM head's, the cross-entropy's; dp across nodes over
+    InfiniBand (50 GB/s per GPU), ZeRO-1's gradients and weights once per step."""
     cfg, hw = load_model("llama-2-7b"), load_hardware("h100")
     run = RunSpec("train", 4096, 1)
-    tp = step(cfg, run.replace(layout=Layout(tp=8)), hw)
-    assert tp.communication_s == pytest.approx(tp.sent / 450e9)
+    t, L, S, h, b = 8, 32, 4096, 4096, 2
+    ring = 2 * (t - 1) / t
+    tp = step(cfg, run.replace(layout=Layout(tp=t)), hw)
+    assert tp.communication_s == pytest.approx(ring * ((4 * L + 2) * S * h * b + 3 * S * 4) / 450e9)
     dp = step(cfg, run.replace(layout=Layout(dp=16, zero=1)), hw)
     P = count_params(cfg).total
     assert dp.drain_comm_s == pytest.approx(2 * 15 * 2 * P / 16 / 50e9)
@@ -262,17 +270,32 @@ def test_time_with_a_layout_matches_plan_and_memory(run):
     assert sized["total"] == best["memory"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["llama-2-7b", "--gpus", "0", "--hardware", "h100", "--global-batch", "8"], "--gpus must be >= 1, got 0"),
-    (["llama-2-7b", "--gpus", "8", "--hardware", "h100", "--global-batch", "8", "--seq", "1,2"],
+@pytest.mark.parametrize("args, code, message", [
+    (["llama-2-7b", "--gpus", "0", "--hardware", "h100", "--global-batch", "8"], 2, "--gpus must be >= 1, got 0"),
+    (["llama-2-7b", "--gpus", "8", "--hardware", "h100", "--global-batch", "8", "--seq", "1,2"], 2,
      "--seq takes one value for plan"),
-    (["llama-3.1-405b", "--gpus", "1", "--hardware", "l4", "--global-batch", "1", "--seq", "1024"],
+    (["llama-3.1-405b", "--gpus", "1", "--hardware", "l4", "--global-batch", "1", "--seq", "1024"], 0,
      "no layout fits in"),
+    (["gpt2-small", "--gpus", "1048576", "--hardware", "h100", "--global-batch", "8"], 0,
+     "no valid layout of 1,048,576 GPUs for gpt2-small"),
 ])
-def test_plan_usage(run, args, message):
+def test_plan_usage(run, args, code, message):
     result = run("plan", *args)
-    assert message in result.output, result.output
-    assert result.exit_code == (0 if "fits" in message else 2)
+    assert message in result.output and result.exit_code == code, result.output
+
+
+def test_time_json_keeps_its_keys_with_a_layout(run):
+    """DESIGN.md section 8's keys describe the slowest stage's compute over the step."""
+    data = json.loads(run("time", "llama-2-7b", "--hardware", "h100", "--seq", "4096", "--tp", "2", "--pp", "2",
+                          "--json").stdout)
+    assert data["flops"] == sum(c["flops"] for c in data["components"].values())
+    assert data["bound"] in ("compute", "memory")
+    assert sum(c["time_s"] for c in data["components"].values()) == pytest.approx(data["parts_s"]["compute"])
+
+
+def test_chunked_prefill_takes_no_layout(run):
+    result = run("time", "gpt2-small", "--hardware", "h100", "--mode", "prefill", "--tp", "2", "--chunk", "16")
+    assert result.exit_code == 2 and "--chunk runs on one GPU" in result.output
 
 
 def test_generate_takes_no_layout(run):
@@ -306,6 +329,10 @@ def test_context_parallel_ring_sends_kv():
     cfg, S, c, L, kv, b = load_model("llama-2-7b"), 8192, 4, 32, 2 * 4096, 2
     ring = [x for x in collectives(cfg, RunSpec("train", S, 1, layout=Layout(cp=c)), 0) if x.group == "cp"]
     assert sum(x.sent for x in ring) == 3 * (c - 1) * L * (S // c) * kv * b
+    # a sliding window of W reaches back over ceil(W / (S/c)) chunks only: Mistral's 4,096 at 32k over 8
+    mistral, S2, c2 = load_model("mistral-7b"), 32768, 8
+    ring2 = [x for x in collectives(mistral, RunSpec("train", S2, 1, layout=Layout(cp=c2)), 0) if x.group == "cp"]
+    assert sum(x.sent for x in ring2) == 3 * 1 * L * (S2 // c2) * (2 * 1024) * b
     grads = [x for x in collectives(cfg, RunSpec("train", S, 1, layout=Layout(cp=c)), 0) if x.group == "dp"]
     P = count_params(cfg).total
     assert sum(x.sent for x in grads) == 2 * (c - 1) * 2 * P // c  # gradients all-reduced over the cp ranks

@@ -180,7 +180,7 @@ def check_layout_on_torch(cfg: ModelConfig, layout: Layout, seq: int, batch: int
     check_layout(cfg, run)
     reason = unsupported(cfg, layout)
     if reason:
-        raise ValueError(reason)
+        raise ValueError(f"{cfg.name}: {reason}")
     state = gpu_state(cfg, layout, 0)
     moments = OPTIMIZER_STATES["adam"]
     if state.weights * 4 * (2 + moments) > MAX_LOCAL_BYTES:
