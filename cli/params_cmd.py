@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from typing import Optional
 
+import typer
+
 from ..analysis.config import DTYPE_BITS, ModelConfig
 from ..analysis.params import ParamCount, weight_bytes
-from .common import FormatOpt, JsonOpt, ModelsArg, family, load_models, one_or_list, output_format, params_of
+from .common import (
+    FormatOpt,
+    JsonOpt,
+    ModelsArg,
+    family,
+    load_models,
+    one_or_list,
+    output_format,
+    params_of,
+    positive,
+)
+from .errors import UsageError
 from .render import (
     Col,
     Report,
@@ -54,6 +67,13 @@ def params_json(cfg: ModelConfig, p: ParamCount) -> dict:
             "weight_bytes": {dt: weight_bytes(p.total, dt) for dt in DTYPE_BITS}}
 
 
+def _lora_note(rec: dict) -> str:
+    parts = ", ".join(f"{k} {count(n)}" for k, n in rec["components"].items())
+    return (f"LoRA rank {rec['rank']} (alpha {rec['alpha']:g}, scaling {rec['scaling']:g}): {count(rec['trainable'])} "
+            f"trainable parameters ({share(rec['trainable'], rec['frozen'])} of the {count(rec['frozen'])} frozen): "
+            f"{parts}")
+
+
 def _breakdown(cfg: ModelConfig, p: ParamCount, record: dict) -> Report:
     """One row per component; with several layer kinds, one row group per kind (its
     components per layer and over its layers) before the rest of the model. CSV: the same
@@ -94,9 +114,49 @@ def _breakdown(cfg: ModelConfig, p: ParamCount, record: dict) -> Report:
     return Report(record, csv, [table, *notes])
 
 
-def params(models: Optional[list[str]] = ModelsArg, fmt: str = FormatOpt, json_out: bool = JsonOpt) -> None:
+def lora_spec(rank: Optional[int], alpha: Optional[float], targets: Optional[str]):
+    """The LoRA of --lora-rank/--lora-alpha/--lora-targets, or None without a rank."""
+    from ..analysis.lora import LoRA
+
+    if rank is None:
+        if alpha is not None or targets is not None:
+            raise UsageError("--lora-alpha and --lora-targets need --lora-rank")
+        return None
+    positive(rank, "--lora-rank")
+    if alpha is not None and not 0 < alpha < float("inf"):
+        raise UsageError(f"--lora-alpha must be a positive number, got {alpha}")
+    names = tuple(t.strip() for t in (targets or "attention/q,attention/v").split(",") if t.strip())
+    if not names:
+        raise UsageError("--lora-targets needs at least one breakdown key, or all-linear")
+    return LoRA(rank, names, alpha)
+
+
+def lora_json(cfg: ModelConfig, p: ParamCount, lora) -> dict:
+    """Trainable adapters and the frozen base (analysis.lora); UsageError for a target the model lacks."""
+    from ..analysis.lora import adapter_params, targeted
+
+    try:
+        adapters = adapter_params(cfg, lora)
+        targets = targeted(cfg, lora)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    trainable = sum(adapters.values())
+    return {"rank": lora.rank, "alpha": lora.rank if lora.alpha is None else lora.alpha, "scaling": lora.scaling,
+            "targets": targets, "trainable": trainable, "frozen": p.total, "components": adapters}
+
+
+def params(models: Optional[list[str]] = ModelsArg,
+           lora_rank: Optional[int] = typer.Option(None, "--lora-rank", help="LoRA: adapters of rank R on "
+                                                   "--lora-targets; shows trainable and frozen parameters."),
+           lora_alpha: Optional[float] = typer.Option(None, "--lora-alpha", help="LoRA: alpha (scaling alpha / "
+                                                      "R; default R)."),
+           lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="LoRA: breakdown keys, "
+                                                      "comma-separated (attention/q,attention/v, the default), "
+                                                      "or all-linear."),
+           fmt: str = FormatOpt, json_out: bool = JsonOpt) -> None:
     """Exact parameter counts: a per-component breakdown for one model, a row per model
-    for several.
+    for several. With --lora-rank: the LoRA adapters' trainable parameters beside the frozen
+    base.
 
     Examples:
       llmcalc params gpt2-xl
@@ -104,18 +164,29 @@ def params(models: Optional[list[str]] = ModelsArg, fmt: str = FormatOpt, json_o
       llmcalc params gpt2-xl --format csv
       llmcalc params ./my-model.yaml
       llmcalc params          # every bundled model
+      llmcalc params llama-2-7b --lora-rank 16
     """
     fmt = output_format(fmt, json_out)
+    lora = lora_spec(lora_rank, lora_alpha, lora_targets)
     cfgs = load_models(models)
     counts = [params_of(c) for c in cfgs]
     records = [params_json(c, p) for c, p in zip(cfgs, counts)]
+    if lora is not None:
+        for c, p, r in zip(cfgs, counts, records):
+            r["lora"] = lora_json(c, p, lora)
     if len(cfgs) == 1 and models:
-        emit(_breakdown(cfgs[0], counts[0], records[0]), fmt)
+        report = _breakdown(cfgs[0], counts[0], records[0])
+        if lora is not None:
+            report.blocks.append(_lora_note(records[0]["lora"]))
+        emit(report, fmt)
         return
+    extra = [Col("LoRA trainable")] if lora is not None else []
     rows = [(c.name, count(p.total), count(p.active), count(p.embedding), count(p.non_embedding),
-             iec(weight_bytes(p.total, c.dtype)) + f" ({c.dtype})") for c, p in zip(cfgs, counts)]
+             iec(weight_bytes(p.total, c.dtype)) + f" ({c.dtype})", *([count(r["lora"]["trainable"])] if lora else []))
+            for c, p, r in zip(cfgs, counts, records)]
     table = Table([text_col("model", key=True), Col("total"), Col("active"), Col("embedding"), Col("non-embedding"),
-                   Col("weights")], [rows], "parameters")
+                   Col("weights"), *extra], [rows], "parameters")
     csv = [pick(r, "model", "total", "active", "embedding", "non_embedding", "n_layers",
-                *(f"weight_bytes.{dt}" for dt in DTYPE_BITS)) for r in records]
+                *(f"weight_bytes.{dt}" for dt in DTYPE_BITS), *(["lora.rank", "lora.trainable"] if lora else []))
+           for r in records]
     emit(Report(one_or_list(records, models), csv, [table]), fmt)
