@@ -405,10 +405,12 @@ def _first_column(out: str) -> list[str]:
     return names
 
 
-def test_verify_at_80_columns_keeps_every_check_name(run):
-    out = _terminal("verify", "gpt2-small", "--device", "meta")
+def test_verify_at_80_columns_keeps_every_check_name(run, config_file):
+    """GPT-2 small's shapes with 2 layers: every check name and figure of its verify, whole."""
+    path = config_file(re.sub(r"(?m)^n_layers: \d+$", "n_layers: 2", GPT2_SMALL), "gpt2-small.yaml")
+    out = _terminal("verify", path, "--device", "meta")
     _fits(out)
-    data = json.loads(run("verify", "gpt2-small", "--device", "meta", "--json").stdout)
+    data = json.loads(run("verify", path, "--device", "meta", "--json").stdout)
     assert _first_column(out) == [c["name"] for c in data["checks"]]
     for c in data["checks"]:
         assert _whole(f"{c['analytic']:,}", out) and _whole(f"{c['measured']:,}", out), c["name"]

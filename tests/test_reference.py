@@ -301,11 +301,8 @@ def test_new_variants_analytic_equals_measured(name):
     cfg = CONFIGS[name]
     checks = report.param_checks(cfg) + report.kv_checks(cfg, "meta", 2)
     for attention in ("eager", "flash"):
-        checks += report.flop_checks(cfg, 7, 2, attention, "meta")
-        kinds = report.recomputations(attention)
-        checks += [report.recompute_flop_check(cfg, 7, 2, attention, r, "meta") for r in kinds if r != "none"]
-        for recompute in kinds:
-            checks += report.activation_checks(cfg, 7, 2, attention, recompute, "meta")
+        for recompute in report.recomputations(attention):
+            checks += report.training_checks(cfg, 7, 2, attention, recompute, "meta")
     failed = [c for c in checks if not c.ok]
     assert not failed, failed
 

@@ -191,13 +191,19 @@ def _loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
 def measure_flops(model: Transformer, tokens: torch.Tensor, logits: str = "all"):
     """(forward, backward) FLOPs per component; the backward of the cross-entropy loss on
     ``logits``. Only ops FlopCounterMode has a formula for count (matmuls, SDPA)."""
+    fwd, bwd, _ = measure_training(model, tokens, logits)
+    return fwd, bwd
+
+
+def measure_training(model: Transformer, tokens: torch.Tensor, logits: str = "all"):
+    """(forward FLOPs, backward FLOPs, saved bytes) of one training step, in one pass: the FLOPs
+    as :func:`measure_flops` counts them, the bytes as :func:`measure_saved_bytes` does."""
     with ModuleScope(model) as scope:
-        with _Counter(scope) as fwd:
-            out = model(tokens, logits=logits)
-        loss = _loss(out, tokens)
+        with _Counter(scope) as fwd, _Saved(model, scope) as saved:
+            loss = _loss(model(tokens, logits=logits), tokens)
     with _Counter(scope) as bwd:
         loss.backward()
-    return fwd.result(), bwd.result()
+    return fwd.result(), bwd.result(), saved.result()
 
 
 @torch.no_grad()
@@ -219,6 +225,37 @@ def _storage_id(t: torch.Tensor) -> int:
     return t.untyped_storage()._cdata
 
 
+class _Saved:
+    """Bytes autograd saves for backward while it is entered, per component of ``scope``: each
+    storage once, under the component that saved it first; parameters and buffers excluded."""
+
+    def __init__(self, model: torch.nn.Module, scope: ModuleScope):
+        self.scope = scope
+        self.excluded = {_storage_id(t) for t in [*model.parameters(), *model.buffers()]}
+        self.seen: dict[int, torch.Tensor] = {}  # keeps storages alive, so ids are not reused
+        self.counts: dict[str, int] = defaultdict(int)
+        self.hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
+
+    def _pack(self, t):
+        sid = _storage_id(t)
+        if sid not in self.excluded and sid not in self.seen:
+            self.seen[sid] = t
+            self.counts[self.scope.current()] += t.untyped_storage().nbytes()
+        return t
+
+    def __enter__(self):
+        self.hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.hooks.__exit__(*exc)
+
+    def result(self) -> dict[str, int]:
+        out = {k: v for k, v in self.counts.items() if v}
+        out["total"] = sum(out.values())
+        return out
+
+
 def measure_saved_bytes(model: Transformer, tokens: torch.Tensor, logits: str = "all") -> dict[str, int]:
     """Bytes autograd saves for backward during forward and loss, per component, plus
     ``total``. Each storage counts once, under the component that saved it first;
@@ -228,23 +265,9 @@ def measure_saved_bytes(model: Transformer, tokens: torch.Tensor, logits: str = 
     inside each block, which replace every save there by a placeholder that keeps nothing
     (so this hook never sees them); the checkpoint saves its tensor arguments through the
     enclosing hooks, so exactly what it keeps until backward is counted, under ``layer``."""
-    excluded = {_storage_id(t) for t in [*model.parameters(), *model.buffers()]}
-    seen: dict[int, torch.Tensor] = {}  # keeps storages alive, so ids are not reused
-    counts: dict[str, int] = defaultdict(int)
-
-    with ModuleScope(model) as scope:
-        def pack(t):
-            sid = _storage_id(t)
-            if sid not in excluded and sid not in seen:
-                seen[sid] = t
-                counts[scope.current()] += t.untyped_storage().nbytes()
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            _loss(model(tokens, logits=logits), tokens)
-    result = {k: v for k, v in counts.items() if v}
-    result["total"] = sum(result.values())
-    return result
+    with ModuleScope(model) as scope, _Saved(model, scope) as saved:
+        _loss(model(tokens, logits=logits), tokens)
+    return saved.result()
 
 
 @torch.no_grad()

@@ -33,11 +33,10 @@ from . import checks
 from .check import Check
 from .measure import (
     build,
-    measure_flops,
     measure_inference_flops,
     measure_kv_bytes,
     measure_params,
-    measure_saved_bytes,
+    measure_training,
 )
 
 ATTENTION_KEYS = ("attention/scores", "attention/values")
@@ -66,43 +65,31 @@ def param_checks(cfg: ModelConfig) -> list[Check]:
     return _compare("params", count_params(cfg).components, measure_params(build(cfg)))
 
 
-def flop_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, device: str) -> list[Check]:
-    model = build(cfg, attention, device)
-    tokens = torch.zeros(batch, seq, dtype=torch.long, device=device)
-    fwd, bwd = measure_flops(model, tokens)
-    report = count_flops(cfg, RunSpec("train", seq, batch, attention))
-    a_fwd, a_bwd = report.forward.matmul, report.backward.matmul
-    if attention == "flash":  # the fused kernel's backward is one op: compare its total
-        a_bwd, bwd = _merge_attention(a_bwd), _merge_attention(bwd)
-    return (_compare(f"flops/{attention}/forward", a_fwd, fwd)
-            + _compare(f"flops/{attention}/backward", a_bwd, bwd))
-
-
 # check-name suffix of each recomputation (full keeps its historical name)
 RECOMPUTE_TAG = {"none": "", "selective": "/selective", "full": "/recompute"}
 
 
-def activation_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, recompute: str,
-                      device: str) -> list[Check]:
-    """Bytes saved for backward, in bf16, per component (see analysis.activations)."""
+def training_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, recompute: str,
+                    device: str) -> list[Check]:
+    """One training step of the bf16 model, measured once: forward and backward matmul FLOPs per
+    component (with recomputation the backward's total only: the recomputed forward runs inside
+    the backward, where per-module attribution is not meaningful) and the bytes saved for
+    backward per component (see analysis.activations)."""
     model = build(cfg, attention, device, torch.bfloat16, recompute=recompute)
-    measured = measure_saved_bytes(model, torch.zeros(batch, seq, dtype=torch.long, device=device))
-    measured.pop("total")
+    fwd, bwd, saved = measure_training(model, torch.zeros(batch, seq, dtype=torch.long, device=device))
+    saved.pop("total")
     run = RunSpec("train", seq, batch, attention, recompute=recompute, dtype="bf16")
-    analytic = activation_bytes(cfg, run).components
-    return _compare(f"activations/{attention}{RECOMPUTE_TAG[recompute]}", analytic, measured)
-
-
-def recompute_flop_check(cfg: ModelConfig, seq: int, batch: int, attention: str, recompute: str,
-                         device: str) -> Check:
-    """Backward matmul FLOPs with recomputation, in total: the recomputed forward runs inside
-    the backward, where per-module attribution is not meaningful."""
-    model = build(cfg, attention, device, recompute=recompute)
-    _, bwd = measure_flops(model, torch.zeros(batch, seq, dtype=torch.long, device=device))
-    analytic = count_flops(cfg, RunSpec("train", seq, batch, attention,
-                                        recompute=recompute)).backward.matmul_total
-    return Check(f"flops/{attention}{RECOMPUTE_TAG[recompute]}/backward/total", analytic, sum(bwd.values()),
-                 analytic == sum(bwd.values()))
+    flops = count_flops(cfg, run)
+    tag = f"{attention}{RECOMPUTE_TAG[recompute]}"
+    if recompute == "none":
+        a_fwd, a_bwd = flops.forward.matmul, flops.backward.matmul
+        if attention == "flash":  # the fused kernel's backward is one op: compare its total
+            a_bwd, bwd = _merge_attention(a_bwd), _merge_attention(bwd)
+        out = _compare(f"flops/{tag}/forward", a_fwd, fwd) + _compare(f"flops/{tag}/backward", a_bwd, bwd)
+    else:
+        analytic, measured = flops.backward.matmul_total, sum(bwd.values())
+        out = [Check(f"flops/{tag}/backward/total", analytic, measured, analytic == measured)]
+    return out + _compare(f"activations/{tag}", activation_bytes(cfg, run).components, saved)
 
 
 def recomputations(attention: str) -> tuple[str, ...]:
@@ -222,11 +209,8 @@ def _checks(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardware | 
     meta = "meta"
     out = param_checks(cfg)
     for attention in ("eager", "flash"):
-        out += flop_checks(cfg, seq, batch, attention, meta)
-        kinds = recomputations(attention)
-        out += [recompute_flop_check(cfg, seq, batch, attention, r, meta) for r in kinds if r != "none"]
-        for recompute in kinds:
-            out += activation_checks(cfg, seq, batch, attention, recompute, meta)
+        for recompute in recomputations(attention):
+            out += training_checks(cfg, seq, batch, attention, recompute, meta)
     out += kv_checks(cfg, meta, batch)
     out += inference_flop_checks(cfg, meta, batch)
     if device in ("cpu", "cuda"):
