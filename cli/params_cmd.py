@@ -125,7 +125,9 @@ def lora_spec(rank: Optional[int], alpha: Optional[float], targets: Optional[str
     positive(rank, "--lora-rank")
     if alpha is not None and not 0 < alpha < float("inf"):
         raise UsageError(f"--lora-alpha must be a positive number, got {alpha}")
-    names = tuple(t.strip() for t in (targets or "attention/q,attention/v").split(",") if t.strip())
+    if targets is None:
+        return LoRA(rank, alpha=alpha)  # its default targets
+    names = tuple(t.strip() for t in targets.split(",") if t.strip())
     if not names:
         raise UsageError("--lora-targets needs at least one breakdown key, or all-linear")
     return LoRA(rank, names, alpha)
