@@ -35,6 +35,9 @@ LAYER_TYPES = ("full", "sliding")
 QK_NORMS = ("none", "head", "full")
 DTYPE_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 FLOAT_DTYPES = ("fp32", "bf16", "fp16")  # what activations, caches and compute can be in
+# quantized storage formats, described in analysis.quant.FORMATS (a test keeps the names equal)
+WEIGHT_FORMATS = ("nf4", "nf4-dq", "fp4", "fp4-dq", "llm-int8", "gptq-int4", "gptq-int8", "awq-int4",
+                  "fp8-tensor", "fp8-channel", "fp8-block", "mxfp4")
 
 # Bounds on what a config may hold (README "Bad input"): past them a value is a mistake or an
 # attack, and without them it would cost minutes, memory or a silently inexact number.
@@ -139,6 +142,13 @@ def _pattern(inner: Check) -> Check:
     return check
 
 
+def _names(c: _Checker, key: str, value: Any) -> tuple[str, ...]:
+    """A list of names, possibly empty; stored as a tuple."""
+    if not isinstance(value, list):
+        c.fail(key, f"must be a list, got {brief(value)}")
+    return tuple(_text(True)(c, key, v) for v in value)
+
+
 def _one_of(*values: int) -> Check:
     def check(c: _Checker, key: str, value: Any) -> int:
         if type(value) is not int or value not in values:
@@ -236,7 +246,9 @@ class ModelConfig:
     attn_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 50
     final_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 30
     moe: MoEConfig | None = _key(_mapping(MoEConfig), None)
-    dtype: str = _key(_enum(DTYPE_BITS), "bf16")
+    dtype: str = _key(_enum((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
+    quant_group_size: int | None = _key(_optional(_int()), None)  # a format's block or group (None: its default)
+    quant_skip: tuple[str, ...] | None = _key(_optional(_names), None)  # linears kept unquantized
     description: str = _key(_text(False), "")
 
     # -- derived values ------------------------------------------------------------
@@ -360,6 +372,16 @@ def _cross_checks(cfg: ModelConfig, check: _Checker) -> None:
         check.fail("sliding_window", "is set but layer_types has no 'sliding' layer")
     if cfg.rope_layers is not None and cfg.position != "rope":
         check.fail("rope_layers", f"applies to position: rope, not {cfg.position!r}")
+    if (cfg.quant_group_size is not None or cfg.quant_skip is not None) and cfg.dtype not in WEIGHT_FORMATS:
+        check.fail("quant_group_size" if cfg.quant_group_size is not None else "quant_skip",
+                   f"applies to a quantized dtype ({', '.join(WEIGHT_FORMATS)}), not {cfg.dtype!r}")
+    if cfg.quant_skip:
+        from .quant import unknown_skips  # the model's linears, from its layer plan
+
+        unknown = unknown_skips(cfg, cfg.quant_skip)
+        if unknown:
+            check.fail("quant_skip", f"{', '.join(brief(b) for b in unknown)} names none of the model's linears "
+                                     "(breakdown keys or their prefixes, e.g. lm_head, attention, moe/router)")
     moe = cfg.moe
     if moe is not None:
         if moe.experts_per_token > moe.num_experts:

@@ -49,8 +49,6 @@ IGNORED = frozenset({
 
 # Keys that describe something llmcalc cannot count: an error whenever they carry a value.
 REJECTED = {
-    "quantization_config": "quantized storage (mxfp4, fp8 blocks, int4 groups) carries scales llmcalc "
-                           "cannot size; delete the key to count the dequantized model",
     "attention_chunk_size": "chunked attention (Llama 4) is not modeled",
     "layers_block_type": "hybrid or state-space layers are not modeled",
     "hybrid_override_pattern": "hybrid or state-space layers are not modeled",
@@ -600,13 +598,84 @@ def _read(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], Raw]:
                           f"{', '.join(sorted(MAPPERS))}", source, "model_type")
     for key, why in REJECTED.items():
         if raw.get(key) not in (None, {}, []):
-            raise ConfigError(_quant_method(raw[key]) + f"not supported: {why}", source, key)
+            raise ConfigError(f"not supported: {why}", source, key)
     nested = _nested_quantization(raw)
     if nested is not None:
         path, value = nested
-        raise ConfigError(_quant_method(value) + f"not supported: {REJECTED['quantization_config']}", source, path)
+        raise ConfigError(_quant_method(value) + "not supported inside a nested config; move it to the top "
+                          "level, or delete it to count the dequantized model", source, path)
     r = Raw(raw, source)
-    return MAPPERS[kind](r), r
+    out = MAPPERS[kind](r)
+    if r.get("quantization_config") not in (None, {}):
+        out.update(_quantization(r))
+    return out, r
+
+
+# HF module names in a skip list -> the breakdown keys they name (embeddings are never quantized)
+_MODULES = (("lm_head", "lm_head"), ("embed", None), ("shared_expert_gate", "moe/shared_expert_gate"),
+            ("router", "moe/router"), ("mlp.gate", "moe/router"), ("block_sparse_moe.gate", "moe/router"),
+            ("experts", "moe/experts"), ("attn", "attention"), ("mlp", "mlp"))
+
+
+def _skip(r: Raw, key: str, names: Any) -> list[str] | None:
+    if names is None:
+        return None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        r.fail(key, f"must be a list of module names, got {brief(names)}")
+    out = []
+    for name in names:
+        keys = [k for part, k in _MODULES if part in name]
+        if not keys:
+            r.fail(key, f"cannot map module {brief(name)} to a llmcalc component (lm_head, attention, mlp, "
+                        "moe/router, moe/experts)")
+        if keys[0] is not None:
+            out.append(keys[0])
+    return list(dict.fromkeys(out))
+
+
+def _quantization(r: Raw) -> dict[str, Any]:
+    """``dtype`` (a format of analysis.quant), ``quant_group_size`` and ``quant_skip`` for a
+    ``quantization_config`` (bitsandbytes, GPTQ, AWQ, FP8, MXFP4); ConfigError for other methods."""
+    key, q = "quantization_config", r.get("quantization_config")
+    if not isinstance(q, dict):
+        r.fail(key, f"must be a mapping, got {brief(q)}")
+    method, bits = q.get("quant_method"), q.get("bits", 4)
+    group = q.get("group_size", q.get("q_group_size"))
+    skip_key = "llm_int8_skip_modules" if method == "bitsandbytes" else "modules_to_not_convert"
+    out: dict[str, Any] = {"quant_skip": _skip(r, f"{key}.{skip_key}", q.get(skip_key))}
+    if method == "bitsandbytes" and q.get("load_in_4bit"):
+        kind = q.get("bnb_4bit_quant_type", "fp4")  # BitsAndBytesConfig's default
+        if kind not in ("nf4", "fp4"):
+            r.fail(f"{key}.bnb_4bit_quant_type", f"must be nf4 or fp4, got {brief(kind)}")
+        out["dtype"] = kind + ("-dq" if q.get("bnb_4bit_use_double_quant") else "")
+    elif method == "bitsandbytes" and q.get("load_in_8bit"):
+        out["dtype"] = "llm-int8"
+    elif method in ("gptq", "awq"):
+        if (method, bits) not in (("gptq", 4), ("gptq", 8), ("awq", 4)):
+            sizes = "4 or 8" if method == "gptq" else "4"
+            r.fail(f"{key}.bits", f"{method} stores {sizes} bits here, got {brief(bits)}")
+        out["dtype"] = f"{method}-int{bits}"
+        if group is not None:  # -1: one group over the whole input (per-channel scales)
+            if isinstance(group, bool) or not isinstance(group, int) or not (group == -1 or 1 <= group <= MAX_INT):
+                r.fail(f"{key}.group_size", f"must be a positive integer or -1, got {brief(group)}")
+            out["quant_group_size"] = MAX_INT if group == -1 else group
+    elif method == "fp8":
+        block = q.get("weight_block_size")
+        if block is None:
+            out["dtype"] = "fp8-tensor"
+        elif isinstance(block, list) and len(block) == 2 and block[0] == block[1] and type(block[0]) is int \
+                and block[0] > 0:
+            out.update(dtype="fp8-block", quant_group_size=block[0])
+        else:
+            r.fail(f"{key}.weight_block_size", f"must be a square block [n, n], got {brief(block)}")
+    elif method == "fbgemm_fp8":
+        out["dtype"] = "fp8-channel"
+    elif method == "mxfp4":
+        out["dtype"] = "mxfp4"
+    else:
+        r.fail(f"{key}.quant_method", f"{brief(method)} is not a format llmcalc sizes (bitsandbytes 4 or 8 bit, "
+                                      "gptq, awq, fp8, fbgemm_fp8, mxfp4)")
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _quant_method(value: Any) -> str:

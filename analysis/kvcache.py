@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from .config import ModelConfig
 from .layout import Layer
-from .params import count_params
 from .plan import LayerGroup, layer_plan
+from .quant import weights_bytes
 from .run import RunSpec, weight_bytes
 
 
@@ -68,8 +68,9 @@ class BudgetFit:
     max_tokens: int  # cached tokens (over all sequences) that fit in `free`, no window binding
 
 
-def fit_budget(cfg: ModelConfig, cache: KVCache, budget: int, weights_dtype: str) -> BudgetFit:
-    weights = weight_bytes(count_params(cfg).total, weights_dtype)
+def fit_budget(cfg: ModelConfig, cache: KVCache, budget: int, weights_dtype: str, dtype: str) -> BudgetFit:
+    """``dtype``: the compute dtype, that of what a quantized format leaves unquantized."""
+    weights = weights_bytes(cfg, weights_dtype, dtype)
     free = budget - weights
     if free <= 0:
         return BudgetFit(budget, weights, free, 0, 0)

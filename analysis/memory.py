@@ -28,6 +28,7 @@ from .config import ModelConfig
 from .kvcache import kv_cache
 from .params import count_params
 from .plan import layer_plan
+from .quant import weights_bytes
 from .run import OPTIMIZER_STATES, RunSpec, weight_bytes
 
 FP32 = 4
@@ -129,7 +130,7 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
         return MemoryReport(run, parts, acts.components, per_layer,
                             korthikanti_bytes(cfg, run.batch, run.seq), run.seq, run.seq)
     peak, queries, keys = attention_peak(cfg, run)
-    parts.update(weights=weight_bytes(count_params(cfg).total, run.weights_dtype),
+    parts.update(weights=weights_bytes(cfg, run.weights_dtype, run.dtype),
                  kv_cache=kv_cache(cfg, run).bytes, attention=peak,
                  logits=logits_bytes(cfg, run.batch, 1, run.dtype))
     return MemoryReport(run, parts, {}, {}, 0, queries, keys)

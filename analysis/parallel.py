@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .activations import activation_bytes
-from .config import ModelConfig
+from .config import WEIGHT_FORMATS, ModelConfig
 from .errors import ConfigError
 from .kvcache import kv_cache
 from .layout import Layer, final_norm
@@ -73,6 +73,8 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
          + (" on a GPU" if cp > 1 else "")),
         (ring, "context parallelism runs ring flash attention: not with eager attention or a learned T5 bias"),
         (cp == 1 or run.mode != "decode", "context parallelism splits a sequence's new tokens: not a decode step"),
+        (run.weights_dtype not in WEIGHT_FORMATS,
+         f"{run.weights_dtype} weights are sized on one GPU only (their scale blocks are not split here)"),
     ]
     for ok, rule in rules:
         if not ok:

@@ -9,7 +9,8 @@ place where llmcalc's dtype policy lives:
   inference the model's dtype when it is a float type, else ``bf16`` (a quantized model
   computes in bf16);
 - weights: the compute dtype for training (mixed precision keeps fp32 master weights in the
-  optimizer state); the model's dtype for inference (int4 weights stay int4);
+  optimizer state); the model's dtype for inference (int4 weights stay int4; a quantized
+  format, :mod:`analysis.quant`, keeps what it does not quantize in the compute dtype);
 - KV cache: the compute dtype. ``kvcache`` and ``memory`` both resolve through here, so they
   agree for the same model and options.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .config import DTYPE_BITS, FLOAT_DTYPES, ModelConfig
+from .config import DTYPE_BITS, FLOAT_DTYPES, WEIGHT_FORMATS, ModelConfig
 
 MODES = ("train", "prefill", "decode")
 ZERO_STAGES = (0, 1, 2, 3)
@@ -127,7 +128,7 @@ class RunSpec:
                                      ("optimizer", self.optimizer, tuple(OPTIMIZER_STATES)),
                                      ("recompute", self.recompute, RECOMPUTE),
                                      ("dtype", self.dtype, (None, *FLOAT_DTYPES)),
-                                     ("weights_dtype", self.weights_dtype, (None, *DTYPE_BITS)),
+                                     ("weights_dtype", self.weights_dtype, (None, *DTYPE_BITS, *WEIGHT_FORMATS)),
                                      ("kv_dtype", self.kv_dtype, (None, *DTYPE_BITS))):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 from .config import ModelConfig
 from .flops import _add, attended_keys, core_keys, core_recomputed, layer_ops, linear_rows, model_ops
+from .inventory import Linear
 from .layout import Layer
 from .memory import training_state
 from .plan import layer_plan
+from .quant import FORMATS, linear_weight_bytes
 from .run import RunSpec, bytes_per, weight_bytes
 
 FLASH_TILE = 128  # query rows of a forward tile: FlashAttention-2's block for head sizes up to 128
@@ -77,7 +79,7 @@ def layer_bytes(layer: Layer, run: RunSpec) -> dict[str, int]:
     for m in layer.linears():
         rows = linear_rows(m, layer, run)
         read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)
-        _add(out, m.key, weight_bytes(read * m.per_copy, run.weights_dtype)
+        _add(out, m.key, linear_weight_bytes(layer.cfg, m, read, run.weights_dtype, run.dtype)
              + rows * m.active * (m.d_in + m.d_out) * b)
     for key, n in _attention_bytes(layer, run, b, kv).items():
         _add(out, key, n)
@@ -96,9 +98,14 @@ def forward_bytes(cfg: ModelConfig, run: RunSpec) -> tuple[dict[str, int], dict[
         for key, n in layer_bytes(Layer(cfg, group.spec), run).items():
             _add(layers, key, n * group.count)
     b, T, d, V, n = bytes_per(run.dtype), run.tokens, cfg.d_model, cfg.vocab_size, run.logit_tokens
-    rest = {"embedding": weight_bytes(T * d, run.weights_dtype) + T * d * b}
+    # a format leaves the embedding rows in the compute dtype
+    table = run.dtype if run.weights_dtype in FORMATS else run.weights_dtype
+    rest = {"embedding": weight_bytes(T * d, table) + T * d * b}
     if n:  # no logits: a chunk before the last of a chunked prefill
-        rest["lm_head"] = weight_bytes(V * d, run.weights_dtype) + n * (d + V) * b
+        head = Linear("lm_head", d, V, False)  # tied: the embedding's table
+        weights = weight_bytes(V * d, table) if cfg.tie_embeddings else linear_weight_bytes(
+            cfg, head, 1, run.weights_dtype, run.dtype)
+        rest["lm_head"] = weights + n * (d + V) * b
     for op in model_ops(cfg, run):
         _add(rest, op.key, op.io * op.elements * b)
     return layers, rest

@@ -164,9 +164,10 @@ def parse_size(text: str, option: str = "--budget") -> int:
 
 
 def dtype_option(value: Optional[str], default: str, option: str) -> str:
-    from ..analysis.config import DTYPE_BITS
+    from ..analysis.config import DTYPE_BITS, WEIGHT_FORMATS
 
-    return choice(value or default, tuple(DTYPE_BITS), option)
+    formats = WEIGHT_FORMATS if option == "--weights-dtype" else ()
+    return choice(value or default, (*DTYPE_BITS, *formats), option)
 
 
 def checked_dtypes(dtype: Optional[str], weights_dtype: Optional[str], kv_dtype: Optional[str]) -> None:
@@ -183,8 +184,10 @@ def checked_dtypes(dtype: Optional[str], weights_dtype: Optional[str], kv_dtype:
 
 DtypeOpt = typer.Option(None, "--dtype", help="Compute dtype (fp32 | bf16 | fp16). Default: bf16 for "
                         "training; for inference the model's dtype, or bf16 when it is quantized.")
-WeightsDtypeOpt = typer.Option(None, "--weights-dtype", help="Stored weights, e.g. int4 (default: the "
-                               "compute dtype for training, the model's dtype for inference).")
+WeightsDtypeOpt = typer.Option(None, "--weights-dtype", help="Stored weights: a dtype (int4: every weight "
+                               "in 4 bits) or a format with its scales, e.g. nf4-dq, gptq-int4, awq-int4, "
+                               "fp8-block, mxfp4 (README \"Quantized weights\"). Default: the compute dtype "
+                               "for training, the model's for inference.")
 KvDtypeOpt = typer.Option(None, "--kv-dtype", help="KV-cache dtype: fp32 | fp16 | bf16 | fp8 | int8 | int4 "
                           "(default: the compute dtype).")
 

@@ -79,7 +79,7 @@ def kvcache(
         row = [*key, count(c.cached_tokens), fmt_bytes(c.bytes_per_token), fmt_bytes(c.bytes_per_layer),
                fmt_bytes(c.bytes)]
         if budget_bytes is not None:
-            fit = fit_budget(cfg, c, budget_bytes, w_dt)
+            fit = fit_budget(cfg, c, budget_bytes, w_dt, run.dtype)
             item.update(budget=budget_bytes, weights_dtype=w_dt, weights_bytes=fit.weights,
                         max_batch=fit.max_batch, max_tokens=fit.max_tokens)
             row += [fmt_bytes(fit.weights) + f" ({w_dt})",

@@ -81,7 +81,8 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
 
     rows = [(k, fmt(m[k]), share(m[k], m["total"])) for k in PARTS if m[k]]
     title = (f"{cfg.name}: {m['mode']} memory, batch {count(m['batch'])} x seq {count(m['seq_len'])}, "
-             f"{m['dtype']}, {m['attention_impl']} attention" + recompute_tag(m["recompute"])
+             f"{m['dtype']}" + (f", {m['weights_dtype']} weights" if m["weights_dtype"] != m["dtype"] else "")
+             + f", {m['attention_impl']} attention" + recompute_tag(m["recompute"])
              + per_gpu)
     blocks: list = [Table([text_col("part", key=True), Col("bytes"), Col("share")], [rows], title,
                           footer=["total", fmt(m["total"]), "100.0%"])]

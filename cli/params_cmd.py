@@ -6,8 +6,9 @@ from typing import Optional
 
 import typer
 
-from ..analysis.config import DTYPE_BITS, ModelConfig
-from ..analysis.params import ParamCount, weight_bytes
+from ..analysis.config import DTYPE_BITS, WEIGHT_FORMATS, ModelConfig
+from ..analysis.params import ParamCount
+from ..analysis.quant import checkpoint_bytes
 from .common import (
     FormatOpt,
     JsonOpt,
@@ -64,7 +65,7 @@ def params_json(cfg: ModelConfig, p: ParamCount) -> dict:
             "layer_groups": [group_json(g, params=sum(per.values()), components=per) for g, per in p.groups],
             "n_layers": cfg.n_layers, "embedding": p.embedding,
             "non_embedding": p.non_embedding,
-            "weight_bytes": {dt: weight_bytes(p.total, dt) for dt in DTYPE_BITS}}
+            "weight_bytes": {dt: checkpoint_bytes(cfg, dt) for dt in (*DTYPE_BITS, *WEIGHT_FORMATS)}}
 
 
 def _lora_note(rec: dict) -> str:
@@ -107,7 +108,7 @@ def _breakdown(cfg: ModelConfig, p: ParamCount, record: dict) -> Report:
     notes = [f"active per token: {count(p.active)} ({share(p.active, p.total)} of total)"] \
         if p.active != p.total else []
     notes.append(f"embedding: {count(p.embedding)}   non-embedding: {count(p.non_embedding)}")
-    sizes = "   ".join(f"{dt} {iec(weight_bytes(p.total, dt))}" for dt in ("fp32", "bf16", "fp8", "int4"))
+    sizes = "   ".join(f"{dt} {iec(record['weight_bytes'][dt])}" for dt in ("fp32", "bf16", "fp8", "nf4-dq"))
     notes.append(f"weights: {sizes}")
     if cfg.tie_embeddings:
         notes.append("LM head tied to the token embedding: counted once, under embedding/token.")
@@ -184,7 +185,7 @@ def params(models: Optional[list[str]] = ModelsArg,
         return
     extra = [Col("LoRA trainable")] if lora is not None else []
     rows = [(c.name, count(p.total), count(p.active), count(p.embedding), count(p.non_embedding),
-             iec(weight_bytes(p.total, c.dtype)) + f" ({c.dtype})", *([count(r["lora"]["trainable"])] if lora else []))
+             iec(r["weight_bytes"][c.dtype]) + f" ({c.dtype})", *([count(r["lora"]["trainable"])] if lora else []))
             for c, p, r in zip(cfgs, counts, records)]
     table = Table([text_col("model", key=True), Col("total"), Col("active"), Col("embedding"), Col("non-embedding"),
                    Col("weights"), *extra], [rows], "parameters")

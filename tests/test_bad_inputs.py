@@ -194,10 +194,10 @@ def test_sizes_past_the_bounds(config_file, run, text, message):
     ({"model_type": "qwen2", "layer_types": [["full_attention"], "full_attention"]},
      "key 'layer_types': unsupported layer type ['full_attention']"),
     ({"text_config": {"quantization_config": {"quant_method": "fp8"}}},
-     "key 'text_config.quantization_config': 'fp8': not supported: quantized storage"),
+     "key 'text_config.quantization_config': 'fp8': not supported inside a nested config"),
     ({"rope_parameters": {"rope_theta": 1e4, "quantization_config": {"bits": 4}}},
-     "key 'rope_parameters.quantization_config': not supported: quantized storage"),
-    ({"quantization_config": False}, "key 'quantization_config': not supported: quantized storage"),
+     "key 'rope_parameters.quantization_config': not supported inside a nested config"),
+    ({"quantization_config": False}, "key 'quantization_config': must be a mapping, got False"),
 ])
 def test_hf_values(config_file, run, changes, message):
     path = config_file(json.dumps({**LLAMA, **changes}), "config.json")

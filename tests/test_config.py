@@ -15,6 +15,7 @@ from llmcalc.analysis.config import (
     LAYER_TYPES,
     NORM_PLACEMENTS,
     QK_NORMS,
+    WEIGHT_FORMATS,
     ConfigError,
     MLAConfig,
     ModelConfig,
@@ -22,7 +23,7 @@ from llmcalc.analysis.config import (
     from_dict,
 )
 from llmcalc.analysis.variants import ACTIVATIONS, NORMS, POSITIONS
-from tests.strategies import valid_configs
+from tests.strategies import QUANT_SKIPS, valid_configs
 
 BASE = """name: t
 vocab_size: 1000
@@ -328,7 +329,8 @@ def test_qk_norm_booleans_mean_head_and_none():
 # -- the hypothesis strategy covers every key and every value ----------------------------------
 
 ENUM_CHOICES = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "norm_placement": NORM_PLACEMENTS,
-                "position": tuple(POSITIONS), "attention": ATTENTION_KINDS, "dtype": tuple(DTYPE_BITS),
+                "position": tuple(POSITIONS), "attention": ATTENTION_KINDS,
+                "dtype": (*DTYPE_BITS, *WEIGHT_FORMATS), "quant_skip": tuple(QUANT_SKIPS),
                 "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES}
 
 
