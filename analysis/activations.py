@@ -67,6 +67,7 @@ from .attention import ATTENTION
 from .config import ModelConfig
 from .flops import core_recomputed
 from .layout import Layer
+from .lora import LoRA, targeted
 from .plan import LayerGroup, LayerSpec, layer_plan, layer_specs
 from .run import RunSpec, bytes_per
 from .tape import INDEX, Tape, norm_stat_bytes
@@ -89,12 +90,12 @@ class Activations:
 
 
 def layer_bytes(cfg: ModelConfig, spec: LayerSpec, batch: int, seq: int, attention: str,
-                b: int) -> dict[str, int]:
+                b: int, lora: LoRA | None = None) -> dict[str, int]:
     """One block's saved bytes by component, in the order of the reference block's forward
     (``analysis.verify.model``); ``attention``: eager, flash or selective (eager, core
-    recomputed)."""
+    recomputed); ``lora``: adapters on a frozen base."""
     T, d = batch * seq, cfg.d_model
-    tape = Tape(cfg, b)
+    tape = Tape(cfg, b) if lora is None else Tape(cfg, b, frozenset(targeted(cfg, lora)), lora.rank)
     # a learned T5 bias has no fused kernel: eager (core recomputed under selective)
     kind = "eager" if POSITIONS[cfg.position].learned_bias and attention == "flash" else attention
     placement = cfg.norm_placement
@@ -152,17 +153,20 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     rope_dims = ATTENTION[cfg.attention](cfg).rope_dims
     rope = 2 * seq * rope_dims * b if any(g.spec.rope for g in plan) else 0
     masks = _masks(cfg, seq, attention, b)
-    comps: dict[str, int] = {"embedding/token": T * INDEX}
-    if cfg.position == "learned":
-        comps["embedding/position"] = seq * INDEX
-    elif cfg.position == "relative":
-        comps["embedding/position"] = seq * seq * INDEX
+    comps: dict[str, int] = {}
+    if run.lora is None:  # frozen embeddings keep no ids (their lookups need no gradient)
+        comps["embedding/token"] = T * INDEX
+        if cfg.position == "learned":
+            comps["embedding/position"] = seq * INDEX
+        elif cfg.position == "relative":
+            comps["embedding/position"] = seq * seq * INDEX
     groups = []
     for group in plan:
         if full:
             per_layer = {"layer": T * d * b}
         else:
-            per_layer = layer_bytes(cfg, group.spec, batch, seq, "selective" if selective else attention, b)
+            per_layer = layer_bytes(cfg, group.spec, batch, seq, "selective" if selective else attention, b,
+                                    run.lora)
         groups.append((group, per_layer))
         for key, n in per_layer.items():
             comps[key] = comps.get(key, 0) + n * group.count
@@ -178,7 +182,8 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
             comps[key] = comps.get(key, 0) + n
     if cfg.final_norm:
         comps["norm/final"] = T * (d * b + norm_stat_bytes(cfg))
-    comps["lm_head"] = T * d * b
+    if run.lora is None:  # a frozen head keeps nothing: its input gradient needs only its weight
+        comps["lm_head"] = T * d * b
     if cfg.final_logit_softcap is not None:
         comps["logit_softcap"] = T * cfg.vocab_size * b  # tanh's output
     comps["loss"] = T * cfg.vocab_size * b + b  # log-softmax, and nll_loss's total weight

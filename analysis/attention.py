@@ -123,7 +123,7 @@ class MHA(_Attention):
         T, h, g, b, hd = B * S, cfg.n_heads, cfg.kv_heads, tape.b, cfg.head_size
         qw, kw = cfg.q_width, cfg.kv_width
         for p in "qkv":
-            tape.save(f"attention/{p}", T * cfg.d_model * b, x)
+            tape.linear(f"attention/{p}", T * cfg.d_model * b, T, x)
         if cfg.qk_norm == "full":
             tape.norm("attention/q_norm", None, T, qw)
             tape.norm("attention/k_norm", None, T, kw)
@@ -131,19 +131,21 @@ class MHA(_Attention):
             tape.norm("attention/q_norm", None, T * h, hd)
             tape.norm("attention/k_norm", None, T * g, hd)
         if kind == "flash":
-            tape.save("attention/sdpa", T * (2 * qw + 2 * kw) * b)  # q, k, v and the output
+            tape.save("attention/sdpa", T * (qw + 2 * kw) * b)  # q, k, v
+            tape.save("attention/sdpa", T * qw * b, "attention output")
             tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
-            if (spec.rope and cfg.rotary_dims < cfg.head_size) and merge_copies(B, S, h, hd):
-                tape.save("attention/o", T * qw * b)
-            return  # else the output is laid out (B, S, h, hd): the o projection keeps a view of it
+            # laid out (B, S, h, hd), the output reaches the o projection as a view, else as a copy
+            copy = (spec.rope and cfg.rotary_dims < cfg.head_size) and merge_copies(B, S, h, hd)
+            tape.linear("attention/o", T * qw * b, T, None if copy else "attention output")
+            return
         if kind == "selective":  # the checkpointed core keeps q, k and v (a view of its projection)
             tape.save("attention", T * (qw + 2 * kw) * b)
-            tape.save("attention/o", T * qw * b)
+            tape.linear("attention/o", T * qw * b, T)
             return
         # K/V heads are expanded to h; with B = 1 and one K/V head the expansion stays a view
         kv = T * (kw if B == 1 and g == 1 else qw)
         eager_core(tape, cfg, B, S, hd, kv, kv)
-        tape.save("attention/o", T * qw * b)  # heads merged back: a copy
+        tape.linear("attention/o", T * qw * b, T)  # heads merged back: a copy
 
 
 @dataclass(frozen=True)
@@ -201,31 +203,33 @@ class MLA(_Attention):
         nope, d_v = m.qk_nope_head_dim, m.v_head_dim
         d_qk = nope + m.qk_rope_head_dim
         if m.q_lora_rank is not None:
-            tape.save("attention/q_a", T * cfg.d_model * b, x)
+            tape.linear("attention/q_a", T * cfg.d_model * b, T, x)
             tape.norm("attention/q_a_norm", None, T, m.q_lora_rank)
-            tape.save("attention/q_b", T * m.q_lora_rank * b, "attention/q_a_norm output")
+            tape.linear("attention/q_b", T * m.q_lora_rank * b, T, "attention/q_a_norm output")
         else:
-            tape.save("attention/q", T * cfg.d_model * b, x)
-        tape.save("attention/kv_a", T * cfg.d_model * b, x)
+            tape.linear("attention/q", T * cfg.d_model * b, T, x)
+        tape.linear("attention/kv_a", T * cfg.d_model * b, T, x)
         # the norm reads the latent half of kv_a's output: a view, whose whole storage counts
         tape.norm("attention/kv_a_norm", None, T, m.kv_lora_rank, T * (m.kv_lora_rank + m.qk_rope_head_dim))
-        tape.save("attention/kv_b", T * m.kv_lora_rank * b, "attention/kv_a_norm output")
+        tape.linear("attention/kv_b", T * m.kv_lora_rank * b, T, "attention/kv_a_norm output")
         kv_b_out = T * h * (nope + d_v)  # v is a view of it
         if kind == "flash":
-            # q and k concatenated from their nope and rope parts, v (kv_b's output), the output
-            tape.save("attention/sdpa", (T * h * (2 * d_qk + d_v) + kv_b_out) * b)
+            # q and k concatenated from their nope and rope parts, v (kv_b's output); the output
+            tape.save("attention/sdpa", (T * h * 2 * d_qk + kv_b_out) * b)
+            tape.save("attention/sdpa", T * h * d_v * b, "attention output")
             tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
-            if merge_copies(B, S, h, d_v):  # the output is laid out like q, (B, h, S, d_v)
-                tape.save("attention/o", T * h * d_v * b)
+            # laid out like q, (B, h, S, d_v), the output reaches the o projection as a copy
+            copy = merge_copies(B, S, h, d_v)
+            tape.linear("attention/o", T * h * d_v * b, T, None if copy else "attention output")
             return
         if kind == "selective":  # the checkpointed core keeps q, k and v (a view of kv_b's output)
             tape.save("attention", (2 * T * h * d_qk + kv_b_out) * b)
-            tape.save("attention/o", T * h * d_v * b)
+            tape.linear("attention/o", T * h * d_v * b, T)
             return
         # the values matmul reads v in place when (B, h) merge into one batch dim, else a copy
         v = kv_b_out if B == 1 or S == 1 or h == 1 else T * h * d_v
         eager_core(tape, cfg, B, S, d_qk, T * h * d_qk, v)
-        tape.save("attention/o", T * h * d_v * b)  # heads merged back: a copy
+        tape.linear("attention/o", T * h * d_v * b, T)  # heads merged back: a copy
 
 
 ATTENTION: dict[str, Callable[[ModelConfig], AttentionKind]] = {"mha": MHA, "mla": MLA}

@@ -40,6 +40,13 @@ def activation(cfg: ModelConfig, elements: int) -> Op:
     return Op("activation", elements, ACTIVATIONS[cfg.activation].cost, 3 if cfg.gated else 2)
 
 
+def inputs(tape: Tape, cfg: ModelConfig, key: str, nbytes: int, rows: int, x: str | None) -> None:
+    """The input ``x`` of stacked experts' up and gate matrices (one storage), over ``rows`` rows
+    summed over the experts (an adapter per expert and matrix keeps its A's output)."""
+    for _ in range(2 if cfg.gated else 1):
+        tape.linear(key, nbytes, rows, x)
+
+
 class FFNKind(Protocol):
     """What every FFN descriptor gives."""
 
@@ -72,8 +79,9 @@ class Dense:
         """What the MLP keeps for backward over ``T`` tokens; ``x`` names its input."""
         cfg = self.cfg
         d, b = cfg.d_model, tape.b
-        for key in ("mlp/up", "mlp/gate") if cfg.gated else ("mlp/up",):
-            tape.save(key, T * d * b, x)
+        tape.linear("mlp/up", T * d * b, T, x)
+        if cfg.gated:
+            tape.linear("mlp/gate", T * d * b, T, x)
         hidden(tape, cfg, "mlp", "mlp/down", "mlp ", T, cfg.d_ff)
 
 
@@ -116,18 +124,19 @@ class MoE:
         d, b, moe = cfg.d_model, tape.b, cfg.moe
         E, k = moe.num_experts, moe.experts_per_token
         slots = T * k  # token slots, summed over the experts that receive them
-        tape.save("moe/router", T * d * b, x)
+        tape.linear("moe/router", T * d * b, T, x)
         # probabilities, their sum after top-k, expert ids, renormalized weights, slot token/choice
         tape.save("moe", T * E * b + T * b + slots * (3 * INDEX + b))
-        # per slot: the expert input, its weight, the expert output and the weighted output
-        tape.save("moe/experts", slots * (3 * d + 1) * b)
+        inputs(tape, cfg, "moe/experts", slots * d * b, slots, "experts input")  # gathered per slot
+        # per slot: its weight, the expert output and the weighted output
+        tape.save("moe/experts", slots * (2 * d + 1) * b)
         hidden(tape, cfg, "moe/experts", "moe/experts", "experts ", slots, cfg.expert_width)
         if moe.shared_experts:
-            tape.save("moe/shared_experts", T * d * b, x)  # every token: the router's input
-            hidden(tape, cfg, "moe/shared_experts", "moe/shared_experts", "shared ",
-                    T * moe.shared_experts, cfg.shared_expert_width)
+            n = T * moe.shared_experts  # every token, through each shared expert: the router's input
+            inputs(tape, cfg, "moe/shared_experts", T * d * b, n, x)
+            hidden(tape, cfg, "moe/shared_experts", "moe/shared_experts", "shared ", n, cfg.shared_expert_width)
         if moe.shared_expert_gate:
-            tape.save("moe/shared_expert_gate", T * d * b, x)
+            tape.linear("moe/shared_expert_gate", T * d * b, T, x)
             tape.save("moe", T * b + T * d * b)  # the sigmoid's output and the shared output it scales
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from .config import ModelConfig
 from .inventory import Linear
 from .layout import Layer, final_norm
+from .lora import linear_keys, targeted
 from .params import count_params
 from .plan import LayerGroup, LayerSpec, layer_plan
 from .run import RunSpec
@@ -134,11 +135,21 @@ def linear_rows(m: Linear, layer: Layer, run: RunSpec) -> int:
     return run.batch * attended_keys(layer.spec, run) if m.over_keys else run.tokens
 
 
+def adapted(cfg: ModelConfig, run: RunSpec) -> frozenset[str]:
+    """Keys of the linears ``run``'s LoRA adapts (none without LoRA)."""
+    return frozenset() if run.lora is None else frozenset(targeted(cfg, run.lora))
+
+
 def layer_matmul(layer: Layer, run: RunSpec) -> dict[str, int]:
-    """Forward matmul FLOPs of one layer, by component."""
+    """Forward matmul FLOPs of one layer, by component; a LoRA adapter's two matmuls
+    (``A``: d_in -> r, ``B``: r -> d_out) under ``key/lora``."""
     out: dict[str, int] = {}
+    lora = adapted(layer.cfg, run)
     for m in layer.linears():
-        _add(out, m.key, 2 * linear_rows(m, layer, run) * m.d_in * m.d_out * m.active)
+        rows = linear_rows(m, layer, run) * m.active
+        _add(out, m.key, 2 * rows * m.d_in * m.d_out)
+        if m.key in lora:
+            _add(out, m.key + "/lora", 2 * rows * run.lora.rank * (m.d_in + m.d_out))
     attn = layer.attention
     pairs = run.batch * attn.heads * attended_pairs(layer.spec, run)
     out["attention/scores"] = 2 * pairs * attn.score_dim
@@ -164,6 +175,9 @@ def layer_ops(layer: Layer, run: RunSpec) -> list[Op]:
     if layer.spec.rope:
         ops.append(Op("attention/rope", T * attn.rope_elements_per_token, ROPE_COST, 2))
     ops += layer.ffn.ops(T)
+    lora = adapted(cfg, run)  # an adapter's output scaled by alpha / r and added to the base's
+    ops += [Op("lora", linear_rows(m, layer, run) * m.d_out * m.active, 2, 3) for m in layer.linears()
+            if m.key in lora]
     ops.append(Op("residual", 2 * T * cfg.d_model, 1, 3))  # two adds, each reads two and writes one
     return ops
 
@@ -227,6 +241,11 @@ def core_keys(cfg: ModelConfig, run: RunSpec) -> set[str]:
     return set(CORE_MATMULS) | {op.key for g in layer_plan(cfg) for op in core_ops(layer_ops(Layer(cfg, g.spec), run))}
 
 
+def frozen_keys(cfg: ModelConfig) -> list[str]:
+    """Components whose matmuls are frozen weights under LoRA: every layer linear and the head."""
+    return [*linear_keys(cfg), "lm_head"]
+
+
 def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     run = run.resolve(cfg)
     d, V = cfg.d_model, cfg.vocab_size
@@ -248,6 +267,9 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     if run.mode != "train":
         return FlopReport(run, forward, FlopBreakdown({}, {}), tuple(groups))
     bwd_mm = _scaled(fwd_mm, 2)
+    if run.lora is not None:  # frozen: the base linears and the head compute input gradients only
+        for key in frozen_keys(cfg):
+            bwd_mm[key] = fwd_mm[key]
     if run.attention == "flash" and not POSITIONS[cfg.position].learned_bias:
         # scores recomputed from the saved log-sum-exp. A learned T5 bias needs its
         # gradient, which fused kernels do not give: such models run eager attention.

@@ -15,7 +15,12 @@ Conventions (README "Memory"):
 - inference (``prefill`` and ``decode``): weights in their stored dtype, the KV cache for
   ``seq`` tokens, the attention peak, and the logits of the last position of each sequence;
 - MoE: every expert's weights, gradients and optimizer state, activations for the
-  ``experts_per_token`` experts each token visits.
+  ``experts_per_token`` experts each token visits;
+- LoRA (``run.lora``): the frozen base in ``weights_dtype`` (the compute dtype, or a quantized
+  format: QLoRA) with no gradients or optimizer state; the adapters as any trained parameter
+  (bf16 + Adam: 16 bytes each); activations as :mod:`analysis.activations` says;
+- dequantization: a format that expands each matrix to the compute dtype before its matmul
+  (bitsandbytes 4-bit) holds its largest quantized matrix so, transiently, once.
 """
 
 from __future__ import annotations
@@ -26,16 +31,17 @@ from dataclasses import dataclass
 from .activations import activation_bytes, korthikanti_bytes
 from .config import ModelConfig
 from .kvcache import kv_cache
+from .lora import adapter_params
 from .params import count_params
 from .plan import layer_plan
-from .quant import weights_bytes
+from .quant import dequantized_bytes, weights_bytes
 from .run import OPTIMIZER_STATES, RunSpec, weight_bytes
 
 FP32 = 4
 # `llmcalc memory --mode` -> the RunSpec mode: inference is a prefill of the sequence (weights,
 # KV cache, attention working memory, last-position logits)
 MEMORY_MODES = {"train": "train", "inference": "prefill"}
-PARTS = ("weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits")
+PARTS = ("weights", "gradients", "optimizer", "activations", "attention", "dequantization", "kv_cache", "logits")
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,15 @@ class TrainingState:
 def training_state(cfg: ModelConfig, dtype: str, optimizer: str) -> TrainingState:
     n = count_params(cfg).total
     return state_bytes(n, n, n, dtype, optimizer)
+
+
+def lora_state(cfg: ModelConfig, run: RunSpec) -> TrainingState:
+    """A frozen base stored as ``run.weights_dtype`` (a dtype or a quantized format: QLoRA) with
+    no gradient or optimizer state, and the adapters trained as every parameter is (run resolved)."""
+    n = sum(adapter_params(cfg, run.lora).values())
+    adapters = state_bytes(n, n, n, run.dtype, run.optimizer)
+    base = weights_bytes(cfg, run.weights_dtype, run.dtype)
+    return TrainingState(base + adapters.weights, adapters.gradients, adapters.optimizer)
 
 
 def state_bytes(weights: int, gradients: int, optimized: int, dtype: str, optimizer: str) -> TrainingState:
@@ -119,8 +134,12 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
     if not run.layout.trivial:
         return _per_gpu(cfg, run)
     parts = dict.fromkeys(PARTS, 0)
+    parts["dequantization"] = dequantized_bytes(cfg, run.weights_dtype, run.dtype)
     if run.mode == "train":
-        state = training_state(cfg, run.dtype, run.optimizer)
+        if run.lora is None and run.weights_dtype != run.dtype:
+            raise ValueError(f"training stores the weights in the compute dtype ({run.dtype}); {run.weights_dtype} "
+                             "weights train only as a frozen base under LoRA adapters (QLoRA)")
+        state = training_state(cfg, run.dtype, run.optimizer) if run.lora is None else lora_state(cfg, run)
         acts = activation_bytes(cfg, run)
         parts.update(weights=state.weights, gradients=state.gradients, optimizer=state.optimizer,
                      activations=acts.total - acts.loss, logits=acts.loss,

@@ -73,6 +73,7 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
          + (" on a GPU" if cp > 1 else "")),
         (ring, "context parallelism runs ring flash attention: not with eager attention or a learned T5 bias"),
         (cp == 1 or run.mode != "decode", "context parallelism splits a sequence's new tokens: not a decode step"),
+        (run.lora is None, "LoRA adapters are sized on one GPU only"),
         (run.weights_dtype not in WEIGHT_FORMATS,
          f"{run.weights_dtype} weights are sized on one GPU only (their scale blocks are not split here)"),
     ]

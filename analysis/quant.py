@@ -84,13 +84,14 @@ class Format:
     group: int  # values per block or group (the formula's ``g``)
     skip: tuple[str, ...]  # linears kept in the compute dtype: keys or key prefixes
     source: str
+    dequantizes: bool = False  # each matmul first expands its whole matrix to the compute dtype
 
 
 FORMATS = {f.name: f for f in (
-    Format("nf4", _bnb4(False), 64, BNB_SKIP, "bitsandbytes quantize_4bit"),
-    Format("nf4-dq", _bnb4(True), 64, BNB_SKIP, "bitsandbytes quantize_4bit, compress_statistics"),
-    Format("fp4", _bnb4(False), 64, BNB_SKIP, "bitsandbytes quantize_4bit"),
-    Format("fp4-dq", _bnb4(True), 64, BNB_SKIP, "bitsandbytes quantize_4bit, compress_statistics"),
+    Format("nf4", _bnb4(False), 64, BNB_SKIP, "bitsandbytes quantize_4bit", True),
+    Format("nf4-dq", _bnb4(True), 64, BNB_SKIP, "bitsandbytes quantize_4bit, compress_statistics", True),
+    Format("fp4", _bnb4(False), 64, BNB_SKIP, "bitsandbytes quantize_4bit", True),
+    Format("fp4-dq", _bnb4(True), 64, BNB_SKIP, "bitsandbytes quantize_4bit, compress_statistics", True),
     Format("llm-int8", lambda d_in, d_out, g: d_in * d_out + d_out * FP32 + 1, 1, BNB_SKIP,
            "bitsandbytes Linear8bitLt (weight, SCB)"),
     Format("gptq-int4", _gptq(4), 128, ("lm_head", *ROUTERS), "GPTQ QuantLinear"),
@@ -168,6 +169,18 @@ def linear_weight_bytes(cfg: ModelConfig, m: Linear, copies: int, weights: str, 
     if weights in FORMATS:
         return copies * storage(cfg, weights).linear_bytes(m, dtype)
     return weight_bytes(copies * m.per_copy, weights)
+
+
+def dequantized_bytes(cfg: ModelConfig, weights: str, dtype: str) -> int:
+    """The transient a format that dequantizes (bitsandbytes 4-bit) needs: its largest quantized
+    matrix expanded to ``dtype`` (0 for a plain dtype or a format whose kernels read it packed)."""
+    if weights not in FORMATS or not FORMATS[weights].dequantizes:
+        return 0
+    s = storage(cfg, weights)
+    mats = [m for g in layer_plan(cfg) for m in Layer(cfg, g.spec).linears()]
+    if not cfg.tie_embeddings:
+        mats.append(Linear("lm_head", cfg.d_model, cfg.vocab_size, False))
+    return max([weight_bytes(m.d_in * m.d_out, dtype) for m in mats if quantized(m.key, s.skip)], default=0)
 
 
 def stored_bytes(cfg: ModelConfig, storage: Storage, dtype: str) -> dict[str, int]:

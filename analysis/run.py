@@ -19,8 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .config import DTYPE_BITS, FLOAT_DTYPES, WEIGHT_FORMATS, ModelConfig
+
+if TYPE_CHECKING:
+    from .lora import LoRA
 
 MODES = ("train", "prefill", "decode")
 ZERO_STAGES = (0, 1, 2, 3)
@@ -122,6 +126,7 @@ class RunSpec:
     past: int = 0  # prefill: tokens already cached, the pass runs positions past..seq-1 (one chunk)
     logits: bool = True  # prefill: False for a chunk before the last, which computes no logits
     layout: Layout = Layout()  # parallelism: every figure is one GPU's when it is not trivial
+    lora: "LoRA | None" = None  # training: LoRA adapters on a frozen base (analysis.lora)
 
     def __post_init__(self) -> None:
         for name, value, choices in (("mode", self.mode, MODES), ("attention", self.attention, ATTENTION_IMPLS),
@@ -134,6 +139,8 @@ class RunSpec:
                 raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
         _check_whole(self, ("seq", "batch", "chunk"), optional=True)
         _check_whole(self, ("past",), minimum=0)
+        if self.lora is not None and self.mode != "train":
+            raise ValueError("LoRA adapters apply to training (--mode train)")
         if self.past and (self.mode != "prefill" or self.seq is None or self.past >= self.seq):
             raise ValueError(f"past applies to a prefill of more than past tokens, got {self.past} with "
                              f"{self.mode} of {self.seq}")

@@ -18,8 +18,9 @@ class Tape:
     """Saved storages in forward order. A storage several ops save is named, and counts once,
     under the first component saving it; unnamed saves are storages no other op saves."""
 
-    def __init__(self, cfg: ModelConfig, b: int):
+    def __init__(self, cfg: ModelConfig, b: int, adapted: frozenset[str] | None = None, rank: int = 0):
         self.cfg, self.b = cfg, b  # b: bytes per value
+        self.adapted, self.rank = adapted, rank  # LoRA: the adapted linears' keys (None: all trained)
         self.bytes: dict[str, int] = {}
         self._seen: set[str] = set()
 
@@ -29,6 +30,17 @@ class Tape:
                 return
             self._seen.add(name)
         self.bytes[key] = self.bytes.get(key, 0) + nbytes
+
+    def linear(self, key: str, nbytes: int, rows: int, x: str | None = None) -> None:
+        """A linear's input, ``nbytes`` (the storage ``x`` names), over ``rows`` rows. A trained
+        weight keeps it for its gradient. Under LoRA the base is frozen and keeps nothing (its
+        input gradient needs only the weight); an adapter keeps the input (A's gradient) and
+        A's output, ``rows x r`` values (B's), under ``key/lora``."""
+        if self.adapted is None:
+            self.save(key, nbytes, x)
+        elif key in self.adapted:
+            self.save(key + "/lora", nbytes, x)
+            self.save(key + "/lora", rows * self.rank * self.b)
 
     def norm(self, key: str, x: str | None, rows: int, width: int, storage: int | None = None) -> str:
         """Saves the input ``x`` (``storage`` values when it is a view of a larger tensor) and
@@ -66,4 +78,4 @@ def hidden(tape: Tape, cfg: ModelConfig, act_key: str, down_key: str, tag: str, 
     """The activation's saved tensors and the down projection's input, ``rows x width`` each."""
     for name in ACTIVATIONS[cfg.activation].saves:  # "out" (relu) is saved by relu itself
         tape.save(act_key, rows * width * tape.b, tag + name)
-    tape.save(down_key, rows * width * tape.b, tag + "out")
+    tape.linear(down_key, rows * width * tape.b, rows, tag + "out")

@@ -222,6 +222,11 @@ def recompute_tag(recompute: str) -> str:
     return "" if recompute == "none" else f", {recompute} recomputation"
 
 
+def lora_tag(lora: dict | None) -> str:
+    """A title's words for a JSON ``lora`` record: ", LoRA rank 16 on attention/q, attention/v"."""
+    return "" if lora is None else f", LoRA rank {lora['rank']} on {', '.join(lora['targets'])}"
+
+
 def parallel_layout(tp: int, pp: int, dp: int, ep: int, zero: int, sp: bool, global_batch: Optional[int],
                     gpus: Optional[int], batch: int, cp: int = 1):
     """The Layout of the parallel options, or UsageError naming the rule that failed."""
@@ -243,3 +248,52 @@ def parallel_layout(tp: int, pp: int, dp: int, ep: int, zero: int, sp: bool, glo
     if gpus is not None and gpus != layout.gpus:
         raise UsageError(f"--gpus {gpus:,} must equal tp x cp x pp x dp = {layout.gpus:,}")
     return layout
+
+
+def lora_spec(rank: Optional[int], alpha: Optional[float], targets: Optional[str]):
+    """The LoRA of --lora-rank/--lora-alpha/--lora-targets, or None without a rank."""
+    from ..analysis.lora import LoRA
+
+    if rank is None:
+        if alpha is not None or targets is not None:
+            raise UsageError("--lora-alpha and --lora-targets need --lora-rank")
+        return None
+    positive(rank, "--lora-rank")
+    if alpha is not None and not 0 < alpha < float("inf"):
+        raise UsageError(f"--lora-alpha must be a positive number, got {alpha}")
+    if targets is None:
+        return LoRA(rank, alpha=alpha)  # its default targets
+    names = tuple(t.strip() for t in targets.split(",") if t.strip())
+    if not names:
+        raise UsageError("--lora-targets needs at least one breakdown key, or all-linear")
+    return LoRA(rank, names, alpha)
+
+
+def lora_targets_of(cfg: ModelConfig, lora) -> list[str]:
+    """The keys ``lora`` adapts in ``cfg``; UsageError for a target the model lacks."""
+    from ..analysis.lora import targeted
+
+    try:
+        return targeted(cfg, lora)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def lora_record(cfg: ModelConfig, lora) -> dict:
+    """The JSON's ``lora``: rank, alpha, scaling and the keys adapted in ``cfg``."""
+    return {"rank": lora.rank, "alpha": lora.rank if lora.alpha is None else lora.alpha, "scaling": lora.scaling,
+            "targets": lora_targets_of(cfg, lora)}
+
+
+def lora_run(lora, mode: str):
+    """``lora`` when it applies to ``mode``; UsageError for LoRA outside training."""
+    if lora is not None and mode != "train":
+        raise UsageError(f"LoRA adapters apply to --mode train, not {mode}")
+    return lora
+
+
+LoraRankOpt = typer.Option(None, "--lora-rank", help="LoRA: adapters of rank R on --lora-targets, on a frozen "
+                           "base (README \"LoRA adapters\").")
+LoraAlphaOpt = typer.Option(None, "--lora-alpha", help="LoRA: alpha (scaling alpha / R; default R).")
+LoraTargetsOpt = typer.Option(None, "--lora-targets", help="LoRA: breakdown keys, comma-separated "
+                              "(attention/q,attention/v, the default), or all-linear.")

@@ -11,10 +11,18 @@ from .common import (
     ExactOpt,
     FormatOpt,
     JsonOpt,
+    LoraAlphaOpt,
+    LoraRankOpt,
+    LoraTargetsOpt,
     ModelsArg,
     RecomputeOpt,
     choice,
     load_models,
+    lora_record,
+    lora_run,
+    lora_spec,
+    lora_tag,
+    lora_targets_of,
     one_or_list,
     output_format,
     parse_ints,
@@ -52,7 +60,8 @@ def flops_json(cfg: ModelConfig, r: FlopReport, other: FlopReport) -> dict:
             "causal_total_matmul": causal.total.matmul_total,
             "approximations": {"six_n_tokens": approx.six_n,
                                "six_n_tokens_with_embeddings": approx.six_n_with_embeddings,
-                               "palm": approx.palm}}
+                               "palm": approx.palm},
+            **({"lora": lora_record(cfg, run.lora)} if run.lora else {})}
 
 
 def _fmt(n: int, exact: bool, macs: bool = False) -> str:
@@ -71,7 +80,7 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
     tot = r.total
     conv = "causal" if w.causal else "dense"
     title = (f"{cfg.name}: {w.mode}, batch {w.batch} x seq {count(w.seq)}, {conv} attention, "
-             f"{w.attention} backward" + recompute_tag(w.recompute))
+             f"{w.attention} backward" + recompute_tag(w.recompute) + lora_tag(record.get("lora")))
     other = "dense" if w.causal else "causal"
     unit = "MACs" if macs else "FLOPs"
     rows = []
@@ -161,6 +170,9 @@ def flops(
     causal: bool = typer.Option(False, "--causal", help="Count only unmasked query-key pairs."),
     recompute: str = RecomputeOpt,
     all_logits: bool = typer.Option(False, "--all-logits", help="prefill: logits at every position."),
+    lora_rank: Optional[int] = LoraRankOpt,
+    lora_alpha: Optional[float] = LoraAlphaOpt,
+    lora_targets: Optional[str] = LoraTargetsOpt,
     exact: bool = ExactOpt,
     macs: bool = typer.Option(False, "--macs", help="Show matmul multiply-accumulates (FLOPs / 2)."),
     fmt: str = FormatOpt,
@@ -175,6 +187,7 @@ def flops(
       llmcalc flops gpt2-small --seq 1024,4096,16384
       llmcalc flops mistral-7b --mode decode --batch 1,8,32
       llmcalc flops --mode decode --seq 4096
+      llmcalc flops llama-2-7b --seq 2048 --lora-rank 16
     """
     from ..analysis.flops import count_flops
     from ..analysis.run import ATTENTION_IMPLS, MODES, RunSpec
@@ -189,9 +202,12 @@ def flops(
         if given and mode != applies:  # as `llmcalc memory` does: say so, never count it silently
             warn(f"{option} does not apply to --mode {mode}; ignored")
     recompute, all_logits = recomputation(recompute, mode), all_logits and mode == "prefill"
+    lora = lora_run(lora_spec(lora_rank, lora_alpha, lora_targets), mode)
     runs = []
     for cfg, s, b in workloads(load_models(models), seqs, batches):
-        run = RunSpec(mode, s, b, attention, causal, recompute, all_logits)
+        if lora is not None:
+            lora_targets_of(cfg, lora)
+        run = RunSpec(mode, s, b, attention, causal, recompute, all_logits, lora=lora)
         runs.append((cfg, count_flops(cfg, run), count_flops(cfg, run.replace(causal=not causal))))
     records = [flops_json(*run) for run in runs]
     if len(runs) == 1 and models:

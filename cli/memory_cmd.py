@@ -19,6 +19,9 @@ from .common import (
     GpusOpt,
     JsonOpt,
     KvDtypeOpt,
+    LoraAlphaOpt,
+    LoraRankOpt,
+    LoraTargetsOpt,
     MicroBatchOpt,
     ModelsArg,
     PpOpt,
@@ -30,6 +33,11 @@ from .common import (
     checked_dtypes,
     choice,
     load_models,
+    lora_record,
+    lora_run,
+    lora_spec,
+    lora_tag,
+    lora_targets_of,
     one_or_list,
     output_format,
     parallel_layout,
@@ -40,6 +48,7 @@ from .common import (
     recompute_tag,
     workloads,
 )
+from .errors import UsageError
 from .render import Col, Report, Table, count, emit, iec, pick, share, text_col, warn
 
 if TYPE_CHECKING:
@@ -53,6 +62,8 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
     out = {"model": cfg.name, "mode": mode, "seq_len": run.seq, "batch": run.batch, "dtype": run.dtype,
            "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype, "attention_impl": run.attention,
            "recompute": run.recompute, **m.parts, "total": m.total}
+    if run.lora is not None:
+        out["lora"] = lora_record(cfg, run.lora)
     if not run.layout.trivial:
         lay = run.layout
         out.update(gpus=lay.gpus, layout={**dataclasses.asdict(lay), "micro_batches": lay.steps},
@@ -82,7 +93,7 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
     rows = [(k, fmt(m[k]), share(m[k], m["total"])) for k in PARTS if m[k]]
     title = (f"{cfg.name}: {m['mode']} memory, batch {count(m['batch'])} x seq {count(m['seq_len'])}, "
              f"{m['dtype']}" + (f", {m['weights_dtype']} weights" if m["weights_dtype"] != m["dtype"] else "")
-             + f", {m['attention_impl']} attention" + recompute_tag(m["recompute"])
+             + f", {m['attention_impl']} attention" + recompute_tag(m["recompute"]) + lora_tag(m.get("lora"))
              + per_gpu)
     blocks: list = [Table([text_col("part", key=True), Col("bytes"), Col("share")], [rows], title,
                           footer=["total", fmt(m["total"]), "100.0%"])]
@@ -125,6 +136,9 @@ def memory(
     chunk: Optional[int] = typer.Option(None, "--chunk", help="inference: chunked prefill, C tokens "
                                         "per chunk."),
     optimizer: str = typer.Option("adam", "--optimizer", help="adam | adamw | sgd | sgd-momentum."),
+    lora_rank: Optional[int] = LoraRankOpt,
+    lora_alpha: Optional[float] = LoraAlphaOpt,
+    lora_targets: Optional[str] = LoraTargetsOpt,
     tp: int = TpOpt,
     cp: int = CpOpt,
     pp: int = PpOpt,
@@ -150,6 +164,8 @@ def memory(
       llmcalc memory --mode inference --seq 4096
       llmcalc memory llama-2-7b --seq 4096 --dp 8 --zero 3
       llmcalc memory llama-3.1-70b --tp 8 --pp 4 --sp
+      llmcalc memory llama-3-8b --lora-rank 16 \\
+        --weights-dtype nf4-dq
     """
     from ..analysis.memory import MEMORY_MODES, PARTS
     from ..analysis.memory import memory as memory_report
@@ -163,7 +179,11 @@ def memory(
     batches = parse_ints(batch, "--batch")
     if chunk is not None:
         positive(chunk, "--chunk")
-    ignored = {"train": {"--chunk": chunk, "--kv-dtype": kv_dtype, "--weights-dtype": weights_dtype},
+    lora = lora_run(lora_spec(lora_rank, lora_alpha, lora_targets), "train" if mode == "train" else "inference")
+    if weights_dtype is not None and mode == "train" and lora is None:
+        raise UsageError("--weights-dtype applies to training only as the frozen base of --lora-rank adapters "
+                         "(LoRA, QLoRA): full training keeps the weights in the compute dtype")
+    ignored = {"train": {"--chunk": chunk, "--kv-dtype": kv_dtype},
                "inference": {"--recompute": None if recompute == "none" else recompute,
                              "--optimizer": None if optimizer == "adam" else optimizer,
                              "--zero": zero or None, "--global-batch": global_batch}}[mode]
@@ -177,10 +197,12 @@ def memory(
                                   gpus, b, cp) for b in batches}
     results = []
     for cfg, s, b in workloads(load_models(models), seqs, batches):
+        if lora is not None:
+            lora_targets_of(cfg, lora)
         run = RunSpec(MEMORY_MODES[mode], s, b, attention, recompute=recomputation(recompute, mode),
-                      dtype=dtype, weights_dtype=None if train else weights_dtype,
+                      dtype=dtype, weights_dtype=weights_dtype,
                       kv_dtype=None if train else kv_dtype, chunk=None if train else chunk,
-                      optimizer=optimizer if train else "adam", layout=layouts[b])
+                      optimizer=optimizer if train else "adam", layout=layouts[b], lora=lora)
         results.append((cfg, memory_json(cfg, memory_report(cfg, run), mode)))
     fmt_bytes = count if exact else iec
     per_gpu = _per_gpu(layouts[batches[0]])  # the batch changes only the micro-batches per step

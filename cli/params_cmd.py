@@ -4,23 +4,24 @@ from __future__ import annotations
 
 from typing import Optional
 
-import typer
-
 from ..analysis.config import DTYPE_BITS, WEIGHT_FORMATS, ModelConfig
 from ..analysis.params import ParamCount
 from ..analysis.quant import checkpoint_bytes
 from .common import (
     FormatOpt,
     JsonOpt,
+    LoraAlphaOpt,
+    LoraRankOpt,
+    LoraTargetsOpt,
     ModelsArg,
     family,
     load_models,
+    lora_record,
+    lora_spec,
     one_or_list,
     output_format,
     params_of,
-    positive,
 )
-from .errors import UsageError
 from .render import (
     Col,
     Report,
@@ -115,47 +116,18 @@ def _breakdown(cfg: ModelConfig, p: ParamCount, record: dict) -> Report:
     return Report(record, csv, [table, *notes])
 
 
-def lora_spec(rank: Optional[int], alpha: Optional[float], targets: Optional[str]):
-    """The LoRA of --lora-rank/--lora-alpha/--lora-targets, or None without a rank."""
-    from ..analysis.lora import LoRA
-
-    if rank is None:
-        if alpha is not None or targets is not None:
-            raise UsageError("--lora-alpha and --lora-targets need --lora-rank")
-        return None
-    positive(rank, "--lora-rank")
-    if alpha is not None and not 0 < alpha < float("inf"):
-        raise UsageError(f"--lora-alpha must be a positive number, got {alpha}")
-    if targets is None:
-        return LoRA(rank, alpha=alpha)  # its default targets
-    names = tuple(t.strip() for t in targets.split(",") if t.strip())
-    if not names:
-        raise UsageError("--lora-targets needs at least one breakdown key, or all-linear")
-    return LoRA(rank, names, alpha)
-
-
 def lora_json(cfg: ModelConfig, p: ParamCount, lora) -> dict:
     """Trainable adapters and the frozen base (analysis.lora); UsageError for a target the model lacks."""
-    from ..analysis.lora import adapter_params, targeted
+    from ..analysis.lora import adapter_params
 
-    try:
-        adapters = adapter_params(cfg, lora)
-        targets = targeted(cfg, lora)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    trainable = sum(adapters.values())
-    return {"rank": lora.rank, "alpha": lora.rank if lora.alpha is None else lora.alpha, "scaling": lora.scaling,
-            "targets": targets, "trainable": trainable, "frozen": p.total, "components": adapters}
+    record = lora_record(cfg, lora)
+    adapters = adapter_params(cfg, lora)
+    return {**record, "trainable": sum(adapters.values()), "frozen": p.total, "components": adapters}
 
 
 def params(models: Optional[list[str]] = ModelsArg,
-           lora_rank: Optional[int] = typer.Option(None, "--lora-rank", help="LoRA: adapters of rank R on "
-                                                   "--lora-targets; shows trainable and frozen parameters."),
-           lora_alpha: Optional[float] = typer.Option(None, "--lora-alpha", help="LoRA: alpha (scaling alpha / "
-                                                      "R; default R)."),
-           lora_targets: Optional[str] = typer.Option(None, "--lora-targets", help="LoRA: breakdown keys, "
-                                                      "comma-separated (attention/q,attention/v, the default), "
-                                                      "or all-linear."),
+           lora_rank: Optional[int] = LoraRankOpt, lora_alpha: Optional[float] = LoraAlphaOpt,
+           lora_targets: Optional[str] = LoraTargetsOpt,
            fmt: str = FormatOpt, json_out: bool = JsonOpt) -> None:
     """Exact parameter counts: a per-component breakdown for one model, a row per model
     for several. With --lora-rank: the LoRA adapters' trainable parameters beside the frozen
