@@ -187,6 +187,8 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     if cfg.final_logit_softcap is not None:
         comps["logit_softcap"] = T * cfg.vocab_size * b  # tanh's output
     comps["loss"] = T * cfg.vocab_size * b + b  # log-softmax, and nll_loss's total weight
+    if run.lora is not None:  # the targets, which are the token ids the trained embedding keeps otherwise
+        comps["loss"] += T * INDEX
     return Activations(tuple(groups), comps)
 
 

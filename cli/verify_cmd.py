@@ -13,6 +13,9 @@ from .common import (
     EpOpt,
     FormatOpt,
     JsonOpt,
+    LoraAlphaOpt,
+    LoraRankOpt,
+    LoraTargetsOpt,
     ModelsArg,
     PpOpt,
     SpOpt,
@@ -20,6 +23,10 @@ from .common import (
     ZeroOpt,
     choice,
     load_models,
+    lora_record,
+    lora_spec,
+    lora_tag,
+    lora_targets_of,
     one_or_list,
     output_format,
     parallel_layout,
@@ -117,6 +124,9 @@ def verify(
     ep: int = EpOpt,
     zero: int = ZeroOpt,
     sp: bool = SpOpt,
+    lora_rank: Optional[int] = LoraRankOpt,
+    lora_alpha: Optional[float] = LoraAlphaOpt,
+    lora_targets: Optional[str] = LoraTargetsOpt,
     fmt: str = FormatOpt,
     json_out: bool = JsonOpt,
 ) -> None:
@@ -133,6 +143,7 @@ def verify(
       llmcalc verify --device meta      # every bundled model
       llmcalc verify mistral-7b --against transformers
       llmcalc verify gpt2-small --tp 2 --dp 2 --zero 3
+      llmcalc verify mixtral-8x7b --lora-rank 8
     """
     fmt = output_format(fmt, json_out)
     choice(device, DEVICES, "--device")
@@ -151,7 +162,17 @@ def verify(
         warn("--zero shards over --dp: without it there is nothing to shard; ignored")
     if not layout.trivial and (against is not None or hardware_spec is not None):
         raise UsageError("--tp/--dp check a layout on torch.distributed: not with --against or --hardware")
+    lora = lora_spec(lora_rank, lora_alpha, lora_targets)
+    if lora is not None:
+        if against is not None or hardware_spec is not None or not layout.trivial:
+            raise UsageError("--lora-rank checks adapters on one model on meta: not with --against, --hardware, "
+                             "--tp or --dp")
+        if device not in ("auto", "meta"):
+            warn(f"--device {device}: the LoRA checks run on meta; ignored")
+        device = "meta"
     cfgs = load_models(models)
+    for cfg in cfgs if lora is not None else ():
+        lora_targets_of(cfg, lora)
     try:
         import torch
     except ImportError:
@@ -182,15 +203,16 @@ def verify(
             task = progress.add_task("verifying", total=len(cfgs))
             for cfg in cfgs:
                 progress.update(task, description=f"verifying {escape(cfg.name)}")
-                results.append((cfg, run_checks(cfg, dev, seq_value, batch_value, hw)))
+                results.append((cfg, run_checks(cfg, dev, seq_value, batch_value, hw, lora)))
                 progress.advance(task)
     else:
-        results = [(cfg, run_checks(cfg, dev, seq_value, batch_value, hw)) for cfg in cfgs]
+        results = [(cfg, run_checks(cfg, dev, seq_value, batch_value, hw, lora)) for cfg in cfgs]
     records = [_record(cfg, checks, device=dev, **({"hardware": hw.name} if hw else {}), seq_len=seq_value,
                        batch=batch_value) for cfg, checks in results]
     blocks: list = []
     for cfg, checks in results:
-        blocks.append(_table(checks, "measured", f"{cfg.name}: verify on {dev} (seq {seq_value}, batch {batch_value})"))
+        blocks.append(_table(checks, "measured", f"{cfg.name}: verify on {dev} (seq {seq_value}, batch {batch_value}"
+                             f"{lora_tag(lora_record(cfg, lora) if lora else None)})"))
         notes: dict[str, list[str]] = {}
         for c in checks:
             if c.note:

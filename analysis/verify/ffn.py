@@ -88,9 +88,12 @@ class Experts(nn.Module):
         def matmul(x, name):
             w, b = getattr(self, name)[experts], getattr(self, name + "_bias")
             if b is None:
-                return x @ w
-            b = b[experts]
-            return torch.addmm(b, x, w) if x.dim() == 2 else torch.baddbmm(b[:, None], x, w)
+                y = x @ w
+            else:
+                b = b[experts]
+                y = torch.addmm(b, x, w) if x.dim() == 2 else torch.baddbmm(b[:, None], x, w)
+            # LoRA (analysis.verify.lora): an adapter per expert on this matrix
+            return y + self.lora(x, name, experts) if "lora" in self._modules else y
 
         h = matmul(x, "up")  # (n_e, f) or (g, m, f)
         h = self.act(matmul(x, "gate")) * h if self.gate is not None else self.act(h)

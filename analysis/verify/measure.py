@@ -171,12 +171,15 @@ class _Counter(FlopCounterMode):
         return {k: v for k, v in self.by_key.items() if v}
 
 
-def measure_params(model: torch.nn.Module) -> dict[str, int]:
-    """Unique parameters' numel per component (tied parameters once, under their first name).
-    A parameter belongs to its module (``attention.q.weight`` -> ``attention/q``), unless that
-    module has submodules: then it is a component of its own (``attention.sinks``)."""
+def measure_params(model: torch.nn.Module, trainable: bool = False) -> dict[str, int]:
+    """Unique parameters' numel per component (tied parameters once, under their first name);
+    ``trainable``: those that require grad only. A parameter belongs to its module
+    (``attention.q.weight`` -> ``attention/q``), unless that module has submodules: then it is a
+    component of its own (``attention.sinks``)."""
     counts: dict[str, int] = defaultdict(int)
     for name, p in model.named_parameters():
+        if trainable and not p.requires_grad:
+            continue
         owner = name.rpartition(".")[0]
         leaf = not any(True for _ in model.get_submodule(owner).children())
         counts[component_key(owner if leaf else name)] += p.numel()

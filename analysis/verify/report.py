@@ -26,11 +26,17 @@ from ..errors import ConfigError
 from ..flops import count_flops
 from ..hardware import Hardware
 from ..kvcache import kv_cache
+from ..lora import LoRA, adapter_params
+from ..memory import memory
 from ..params import count_params
 from ..plan import layer_specs
 from ..run import RunSpec
 from . import checks
 from .check import Check
+from .lora import add_lora
+from .measure import (
+    _loss as _loss_of,
+)
 from .measure import (
     build,
     measure_inference_flops,
@@ -70,26 +76,55 @@ RECOMPUTE_TAG = {"none": "", "selective": "/selective", "full": "/recompute"}
 
 
 def training_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, recompute: str,
-                    device: str) -> list[Check]:
+                    device: str, lora: LoRA | None = None) -> list[Check]:
     """One training step of the bf16 model, measured once: forward and backward matmul FLOPs per
     component (with recomputation the backward's total only: the recomputed forward runs inside
     the backward, where per-module attribution is not meaningful) and the bytes saved for
-    backward per component (see analysis.activations)."""
+    backward per component (see analysis.activations); ``lora``: with adapters on a frozen base."""
     model = build(cfg, attention, device, torch.bfloat16, recompute=recompute)
+    if lora is not None:
+        add_lora(model, lora.targets, lora.rank, lora.alpha)
     fwd, bwd, saved = measure_training(model, torch.zeros(batch, seq, dtype=torch.long, device=device))
     saved.pop("total")
-    run = RunSpec("train", seq, batch, attention, recompute=recompute, dtype="bf16")
+    run = RunSpec("train", seq, batch, attention, recompute=recompute, dtype="bf16", lora=lora)
     flops = count_flops(cfg, run)
     tag = f"{attention}{RECOMPUTE_TAG[recompute]}"
+    prefix = "lora/" if lora else ""  # every check's name
     if recompute == "none":
         a_fwd, a_bwd = flops.forward.matmul, flops.backward.matmul
         if attention == "flash":  # the fused kernel's backward is one op: compare its total
             a_bwd, bwd = _merge_attention(a_bwd), _merge_attention(bwd)
-        out = _compare(f"flops/{tag}/forward", a_fwd, fwd) + _compare(f"flops/{tag}/backward", a_bwd, bwd)
+        out = (_compare(f"{prefix}flops/{tag}/forward", a_fwd, fwd)
+               + _compare(f"{prefix}flops/{tag}/backward", a_bwd, bwd))
     else:
         analytic, measured = flops.backward.matmul_total, sum(bwd.values())
-        out = [Check(f"flops/{tag}/backward/total", analytic, measured, analytic == measured)]
-    return out + _compare(f"activations/{tag}", activation_bytes(cfg, run).components, saved)
+        out = [Check(f"{prefix}flops/{tag}/backward/total", analytic, measured, analytic == measured)]
+    return out + _compare(f"{prefix}activations/{tag}", activation_bytes(cfg, run).components, saved)
+
+
+def lora_checks(cfg: ModelConfig, seq: int, batch: int, lora: LoRA) -> list[Check]:
+    """LoRA on meta (analysis.verify.lora): the trainable parameters by component; a training
+    step with eager and flash attention and each recomputation; and, in fp32, the weights, the
+    adapters' gradients and their Adam state after one step."""
+    meta = "meta"
+    adapters = {k + "/lora": n for k, n in adapter_params(cfg, lora).items()}
+    model = build(cfg, "flash", meta, torch.float32)
+    add_lora(model, lora.targets, lora.rank, lora.alpha)
+    out = _compare("lora/params", adapters, measure_params(model, trainable=True))
+    for attention in ("eager", "flash"):
+        for recompute in recomputations(attention):
+            out += training_checks(cfg, seq, batch, attention, recompute, meta, lora)
+    tokens = torch.zeros(batch, seq, dtype=torch.long, device=meta)
+    _loss_of(model(tokens), tokens).backward()
+    trained = [p for p in model.parameters() if p.requires_grad]
+    adam = torch.optim.Adam(trained)
+    adam.step()
+    state = memory(cfg, RunSpec("train", seq, batch, dtype="fp32", lora=lora))
+    measured = {"weights": sum(p.nbytes for p in model.parameters()),
+                "gradients": sum(p.grad.nbytes for p in trained),
+                "optimizer": sum(v.nbytes for s in adam.state.values() for k, v in s.items() if k != "step")}
+    return out + [Check(f"lora/state/fp32 adam/{k}", state.parts[k], n, state.parts[k] == n)
+                  for k, n in measured.items()]
 
 
 def recomputations(attention: str) -> tuple[str, ...]:
@@ -194,11 +229,16 @@ def on_deep_stack(fn: Callable[..., T], *args: Any) -> T:
     return outcome["value"]
 
 
-def verify(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardware | None = None) -> list[Check]:
+def verify(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardware | None = None,
+           lora: LoRA | None = None) -> list[Check]:
     """All checks for one model. ``meta``: the shape checks; ``cpu``: plus the real-tensor
     checks; with ``hw`` (cpu or cuda) plus prefill, decode and a training step timed against
-    its roofline, and on cuda peak memory (:mod:`analysis.verify.timed`).
+    its roofline, and on cuda peak memory (:mod:`analysis.verify.timed`). With ``lora``: the
+    LoRA checks on meta (:func:`lora_checks`) instead.
     ConfigError when ``seq`` and ``batch`` or the model make tensors torch cannot address."""
+    if lora is not None:
+        check_sizes(cfg, seq, batch, seq)
+        return on_deep_stack(lora_checks, cfg, seq, batch, lora)
     timed = hw if device != "meta" else None
     longest = seq + 1 if timed else seq  # the timed decode step runs at position seq
     check_sizes(cfg, seq, batch, max([longest, *(prefill + decode for prefill, decode in kv_spans(cfg))]))
