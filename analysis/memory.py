@@ -189,3 +189,34 @@ def _per_gpu(cfg: ModelConfig, run: RunSpec) -> MemoryReport:
     reports = [_stage_memory(cfg, run, s, acts[s], kv[s]) for s in range(pp)]
     peak = max(reports, key=lambda m: m.total)
     return dataclasses.replace(peak, stage_totals=tuple(m.total for m in reports))
+
+
+@dataclass(frozen=True)
+class Fit:
+    budget: int  # bytes of one GPU's memory
+    total: int  # the run's total
+    max_batch: int  # the largest batch (per GPU) whose total fits; 0 when one sequence does not
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.budget
+
+
+MAX_BATCH = 2**40  # the search's ceiling: a batch past any real GPU
+
+
+def fit(cfg: ModelConfig, run: RunSpec, budget: int) -> Fit:
+    """Whether ``run`` fits in ``budget`` bytes, and the largest batch that does (every part of
+    :func:`memory` grows with the batch, so a doubling then bisection finds it)."""
+    def total(batch: int) -> int:
+        return memory(cfg, run.replace(batch=batch)).total
+
+    low = 0  # fits (0: nothing yet)
+    high = 1  # the first candidate past low
+    while high <= MAX_BATCH and total(high) <= budget:
+        low, high = high, 2 * high
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if total(mid) <= budget else (low, mid)
+    return Fit(budget, memory(cfg, run).total, low)
+

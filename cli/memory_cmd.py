@@ -43,6 +43,7 @@ from .common import (
     parallel_layout,
     parse_ints,
     parse_seqs,
+    parse_size,
     positive,
     recomputation,
     recompute_tag,
@@ -81,6 +82,22 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
     return out
 
 
+def _budget(budget: Optional[str], hardware_spec: Optional[str]) -> tuple[Optional[int], Optional[str]]:
+    """(bytes, accelerator name) of --budget or --hardware; (None, None) without either."""
+    if budget is not None and hardware_spec is not None:
+        raise UsageError("--budget and --hardware both give the memory to fit in: use one")
+    if hardware_spec is not None:
+        from ..analysis.hardware import load_hardware
+
+        hw = load_hardware(hardware_spec)
+        return hw.memory, hw.name
+    return (parse_size(budget), None) if budget is not None else (None, None)
+
+
+def _budget_label(b: dict) -> str:
+    return f"{iec(b['bytes'])}" + (f" ({b['hardware']})" if b["hardware"] else "")
+
+
 def _per_gpu(layout: Layout) -> str:
     """The title's note of a parallel layout ("" on one GPU)."""
     return "" if layout.trivial else f"; per GPU of {count(layout.gpus)}: {layout.describe()}"
@@ -97,6 +114,11 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
              + per_gpu)
     blocks: list = [Table([text_col("part", key=True), Col("bytes"), Col("share")], [rows], title,
                           footer=["total", fmt(m["total"]), "100.0%"])]
+    if "budget" in m:
+        b = m["budget"]
+        room = f"yes, {fmt(b['free'])} free" if b["fits"] else f"no, {fmt(-b['free'])} over"
+        largest = count(b["max_batch"]) if b["max_batch"] else "none (not even 1)"
+        blocks.append(f"fits in {_budget_label(b)}: {room}; the largest batch that fits: {largest}")
     if "layout" in m:
         lay = m["layout"]
         if lay["pp"] > 1:
@@ -139,6 +161,10 @@ def memory(
     lora_rank: Optional[int] = LoraRankOpt,
     lora_alpha: Optional[float] = LoraAlphaOpt,
     lora_targets: Optional[str] = LoraTargetsOpt,
+    budget: Optional[str] = typer.Option(None, "--budget", help="One GPU's memory, with its unit (24GiB, "
+                                         "80GB): whether the run fits, and the largest batch that does."),
+    hardware_spec: Optional[str] = typer.Option(None, "--hardware", help="As --budget, with the memory of a "
+                                                "bundled accelerator (llmcalc hardware) or a YAML spec."),
     tp: int = TpOpt,
     cp: int = CpOpt,
     pp: int = PpOpt,
@@ -165,9 +191,9 @@ def memory(
       llmcalc memory llama-2-7b --seq 4096 --dp 8 --zero 3
       llmcalc memory llama-3.1-70b --tp 8 --pp 4 --sp
       llmcalc memory llama-3-8b --lora-rank 16 \\
-        --weights-dtype nf4-dq
+        --weights-dtype nf4-dq --hardware rtx-4090
     """
-    from ..analysis.memory import MEMORY_MODES, PARTS
+    from ..analysis.memory import MEMORY_MODES, PARTS, fit
     from ..analysis.memory import memory as memory_report
     from ..analysis.run import ATTENTION_IMPLS, OPTIMIZER_STATES
 
@@ -192,6 +218,7 @@ def memory(
             warn(f"{option} does not apply to --mode {mode}; ignored")
 
     checked_dtypes(dtype, weights_dtype, kv_dtype)
+    budget_bytes, hw_name = _budget(budget, hardware_spec)
     train = mode == "train"
     layouts = {b: parallel_layout(tp, pp, dp, ep, zero if train else 0, sp, global_batch if train else None,
                                   gpus, b, cp) for b in batches}
@@ -203,7 +230,12 @@ def memory(
                       dtype=dtype, weights_dtype=weights_dtype,
                       kv_dtype=None if train else kv_dtype, chunk=None if train else chunk,
                       optimizer=optimizer if train else "adam", layout=layouts[b], lora=lora)
-        results.append((cfg, memory_json(cfg, memory_report(cfg, run), mode)))
+        record = memory_json(cfg, memory_report(cfg, run), mode)
+        if budget_bytes is not None:
+            f = fit(cfg, run, budget_bytes)
+            record["budget"] = {"bytes": f.budget, "hardware": hw_name, "fits": f.fits, "free": f.budget - f.total,
+                                "max_batch": f.max_batch}
+        results.append((cfg, record))
     fmt_bytes = count if exact else iec
     per_gpu = _per_gpu(layouts[batches[0]])  # the batch changes only the micro-batches per step
     if len(results) == 1 and models:
@@ -212,11 +244,17 @@ def memory(
     records = [m for _, m in results]
     shown = [p for p in PARTS if any(m[p] for m in records)]
     several = len(batches) > 1
+    fits = [("yes" if m["budget"]["fits"] else "no", count(m["budget"]["max_batch"])) if "budget" in m else ()
+            for m in records]
     rows = [(m["model"], count(m["seq_len"]), *([count(m["batch"])] if several else []),
-             *(fmt_bytes(m[p]) for p in shown), fmt_bytes(m["total"])) for m in records]
+             *(fmt_bytes(m[p]) for p in shown), fmt_bytes(m["total"]), *f) for m, f in zip(records, fits)]
+    budget_cols = [Col("fits"), Col("max batch")] if budget_bytes is not None else []
     table = Table([text_col("model", key=True), Col("seq", key=True), *([Col("batch", key=True)] if several else []),
-                   *map(Col, shown), Col("total")], [rows],
-                  f"{mode} memory" + ("" if several else f", batch {count(batches[0])}") + per_gpu)
+                   *map(Col, shown), Col("total"), *budget_cols], [rows],
+                  f"{mode} memory" + ("" if several else f", batch {count(batches[0])}") + per_gpu
+                  + (f"; budget {_budget_label(records[0]['budget'])}" if budget_bytes is not None else ""))
     csv = [pick(m, "model", "mode", "seq_len", "batch", "gpus", "dtype", "weights_dtype", "kv_dtype",
-                "attention_impl", "recompute", *PARTS, "total") for m in records]
+                "attention_impl", "recompute", *PARTS, "total",
+                *(("budget.bytes", "budget.fits", "budget.max_batch") if budget_bytes is not None else ()))
+           for m in records]
     emit(Report(one_or_list(records, models), csv, [table]), fmt)
