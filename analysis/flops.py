@@ -175,9 +175,10 @@ def layer_ops(layer: Layer, run: RunSpec) -> list[Op]:
     if layer.spec.rope:
         ops.append(Op("attention/rope", T * attn.rope_elements_per_token, ROPE_COST, 2))
     ops += layer.ffn.ops(T)
-    lora = adapted(cfg, run)  # an adapter's output scaled by alpha / r and added to the base's
-    ops += [Op("lora", linear_rows(m, layer, run) * m.d_out * m.active, 2, 3) for m in layer.linears()
-            if m.key in lora]
+    if run.lora is not None:  # an adapter's output scaled by alpha / r and added to the base's
+        lora = adapted(cfg, run)
+        ops += [Op("lora", linear_rows(m, layer, run) * m.d_out * m.active, 2, 3) for m in layer.linears()
+                if m.key in lora]
     ops.append(Op("residual", 2 * T * cfg.d_model, 1, 3))  # two adds, each reads two and writes one
     return ops
 

@@ -128,7 +128,7 @@ def fake_checks(monkeypatch):
 
     checks = [Check("params/total", 124_439_808, 124_439_808, True),
               Check("real/cached decode", 0.0, 2.5e-16, True, "max |difference| on float64 tensors")]
-    monkeypatch.setattr(report, "verify", lambda cfg, device, seq, batch, hw: checks)
+    monkeypatch.setattr(report, "verify", lambda cfg, device, seq, batch, hw, lora: checks)
 
 
 def test_verify_csv_is_a_row_per_check(run, fake_checks):

@@ -1,14 +1,23 @@
-"""LoRA adapters (issue 13, first part): trainable parameters, against closed forms and against
-PEFT's own get_peft_model on transformers' models (built on meta: no weights)."""
+"""LoRA adapters: trainable parameters against closed forms and PEFT's own get_peft_model on
+transformers' models (built on meta: no weights); FLOPs, saved bytes and training state against
+closed forms and the reference model with adapters (analysis.verify.lora); QLoRA and the fit in a
+GPU's memory."""
 
 import json
 import warnings
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from llmcalc.analysis.config import load_model
-from llmcalc.analysis.lora import LoRA, adapter_params
+import llmcalc.analysis.verify.report as report
+from llmcalc.analysis.config import from_dict, load_model
+from llmcalc.analysis.flops import count_flops
+from llmcalc.analysis.lora import LoRA, adapter_params, linear_keys
+from llmcalc.analysis.memory import fit, memory
+from llmcalc.analysis.run import RunSpec
+from tests.strategies import CONFIGS, valid_configs
 
 ATTENTION = "attention/q,attention/k,attention/v,attention/o"
 
@@ -68,3 +77,119 @@ def test_all_linear_is_every_layer_linear():
 def test_lora_usage_errors_exit_2(run, args, message):
     result = run("params", *args)
     assert result.exit_code == 2 and message in result.output, result.output
+
+
+# -- training with adapters ---------------------------------------------------------------------------
+
+def test_llama_2_7b_training_state(run):
+    """The bf16 base (2 bytes a parameter, no gradient, no optimizer) and 16 bytes per adapter
+    parameter (bf16 weight and gradient, fp32 master and two Adam moments)."""
+    data = json.loads(run("memory", "llama-2-7b", "--lora-rank", "16", "--lora-targets", ATTENTION, "--seq", "2048",
+                          "--json").stdout)
+    base, adapters = 6_738_415_616, 16_777_216
+    assert (data["weights"], data["gradients"], data["optimizer"]) == (2 * (base + adapters), 2 * adapters,
+                                                                       12 * adapters)
+    assert data["weights"] + data["gradients"] + data["optimizer"] == 13_745_266_688
+    assert data["lora"] == {"rank": 16, "alpha": 16, "scaling": 1.0, "targets": ATTENTION.split(",")}
+
+
+def test_llama_2_7b_flops_closed_form():
+    """Each frozen matmul runs forward and its input gradient (2x forward in all); an adapter's
+    two matmuls run forward, then B's and A's weight gradients and input gradients (3x in all)."""
+    T, d, r, L, f, V = 2048, 4096, 16, 32, 11008, 32000
+    run = RunSpec("train", T, 1, "eager", lora=LoRA(r, tuple(ATTENTION.split(","))))
+    flops = count_flops(load_model("llama-2-7b"), run).total.matmul
+    linears = 2 * T * L * (4 * d * d + 3 * d * f)
+    assert sum(flops[k] for k in ATTENTION.split(",") + ["mlp/up", "mlp/gate", "mlp/down"]) == 2 * linears
+    assert sum(flops[k + "/lora"] for k in ATTENTION.split(",")) == 3 * 2 * T * L * 4 * r * (d + d)
+    assert flops["lm_head"] == 2 * 2 * T * d * V
+    assert flops["attention/scores"] == flops["attention/values"] == 3 * 2 * T * T * d * L  # eager: 3x forward
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_variants_against_the_reference_with_adapters(name):
+    """Every variant config, adapters on its last two linears (MLP or experts): trainable
+    parameters, FLOPs and saved bytes, eager and flash with each recomputation, fp32 Adam state."""
+    cfg = CONFIGS[name]
+    checks = report.lora_checks(cfg, 12, 2, LoRA(3, tuple(linear_keys(cfg)[-2:]), alpha=6))
+    assert all(c.ok for c in checks), [c for c in checks if not c.ok]
+
+
+@settings(max_examples=10, deadline=None)
+@given(valid_configs(), st.integers(1, 16), st.integers(1, 2), st.sampled_from(["eager", "flash"]),
+       st.integers(1, 4), st.data())
+def test_random_configs_with_adapters(raw, seq, batch, attention, rank, data):
+    """Random configs and targets (a random subset of the linears, or all-linear): one training
+    step's FLOPs and saved bytes with and without recomputation, on the reference with adapters."""
+    cfg = from_dict(raw, "random.yaml")
+    keys = linear_keys(cfg)
+    targets = data.draw(st.one_of(st.just(("all-linear",)), st.lists(st.sampled_from(keys), min_size=1,
+                                                                        unique=True).map(tuple)))
+    lora = LoRA(rank, targets)
+    checks = [c for recompute in report.recomputations(attention)
+              for c in report.training_checks(cfg, seq, batch, attention, recompute, "meta", lora)]
+    assert all(c.ok for c in checks), (cfg, targets, [c for c in checks if not c.ok])
+
+
+def test_verify_lora_dense_and_moe(run, config_file):
+    """`verify --lora-rank 8` exits 0 on a dense model and on an MoE model with adapters per expert."""
+    moe = config_file("name: moe\nvocab_size: 300\ncontext_length: 64\nd_model: 64\nn_layers: 2\nn_heads: 4\n"
+                      "d_ff: 96\nposition: rope\nnorm: rmsnorm\nactivation: swiglu\n"
+                      "moe: {num_experts: 4, experts_per_token: 2}\n")
+    for model, targets in (("gpt2-small", "attention/q,attention/v"), (moe, "all-linear")):
+        result = run("verify", model, "--lora-rank", "8", "--lora-targets", targets, "--seq", "32", "--json")
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["ok"] and any(c["name"] == "lora/params/total" for c in data["checks"])
+    names = [c["name"] for c in data["checks"]]
+    assert "lora/params/moe/experts/lora" in names and "lora/state/fp32 adam/optimizer" in names
+
+
+def test_qlora_memory(run):
+    """nf4-dq weights under the adapters, and the dequantization transient: the largest matrix
+    (Llama 3 8B's 4,096 x 14,336 MLP) expanded to bf16."""
+    data = json.loads(run("memory", "llama-3-8b", "--lora-rank", "16", "--weights-dtype", "nf4-dq", "--seq", "512",
+                          "--json").stdout)
+    from llmcalc.analysis.quant import checkpoint_bytes
+
+    adapters = 16 * 32 * ((4096 + 4096) + (4096 + 1024))
+    assert data["weights"] == checkpoint_bytes(load_model("llama-3-8b"), "nf4-dq") + 2 * adapters
+    assert data["dequantization"] == 2 * 4096 * 14336
+    assert data["weights_dtype"] == "nf4-dq"
+
+
+def test_largest_batch_that_fits():
+    """fit() against memory() itself: the largest batch fits and one more does not."""
+    cfg = load_model("llama-3-8b")
+    run = RunSpec("train", 2048, 1, weights_dtype="nf4-dq", lora=LoRA(16))
+    budget = 24 * 2**30
+    f = fit(cfg, run, budget)
+    assert f.max_batch >= 1 and f.fits
+    assert memory(cfg, run.replace(batch=f.max_batch)).total <= budget
+    assert memory(cfg, run.replace(batch=f.max_batch + 1)).total > budget
+    assert fit(cfg, run.replace(lora=None, weights_dtype=None), budget).max_batch == 0  # 16 B/param: no
+
+
+def test_memory_budget_cli(run):
+    args = ("memory", "llama-3-8b", "--lora-rank", "16", "--weights-dtype", "nf4-dq", "--seq", "2048")
+    data = json.loads(run(*args, "--hardware", "rtx-4090", "--json").stdout)
+    budget = data["budget"]
+    assert budget["bytes"] == 24 * 10**9 and budget["hardware"] == "rtx-4090"
+    assert budget["fits"] == (data["total"] <= 24 * 10**9) and budget["free"] == 24 * 10**9 - data["total"]
+    text = run(*args, "--budget", "24GiB").stdout
+    assert "fits in 24.00 GiB: yes" in text and "the largest batch that fits: " in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (("memory", "llama-2-7b", "--weights-dtype", "nf4"), "--weights-dtype applies to training only as the frozen"),
+    (("memory", "llama-2-7b", "--mode", "inference", "--lora-rank", "8"), "LoRA adapters apply to --mode train"),
+    (("flops", "llama-2-7b", "--mode", "decode", "--lora-rank", "8"), "LoRA adapters apply to --mode train"),
+    (("memory", "llama-2-7b", "--lora-rank", "8", "--tp", "2"), "LoRA adapters are sized on one GPU only"),
+    (("memory", "llama-2-7b", "--budget", "24GiB", "--hardware", "h100"), "--budget and --hardware"),
+    (("verify", "gpt2-small", "--lora-rank", "8", "--against", "transformers"), "not with --against"),
+    (("flops", "gpt2-small", "--lora-rank", "8", "--lora-targets", "moe/experts"), "gpt2-small has no linear"),
+])
+def test_training_usage_errors_exit_2(run, args, message):
+    result = run(*args)
+    assert result.exit_code == 2 and message in result.stderr and result.stderr.count("\n") == 1, result.output
+

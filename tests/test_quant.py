@@ -116,7 +116,7 @@ PACKINGS = {
 
 
 @pytest.mark.parametrize("fmt", PACKINGS)
-@pytest.mark.parametrize("d_in, d_out, group", [(256, 128, 128), (4096, 11008, 128), (200, 72, 64),
+@pytest.mark.parametrize("d_in, d_out, group", [(256, 128, 128), (512, 1376, 128), (200, 72, 64),
                                                  (96, 40, 32), (2880, 5760, 32)])
 def test_packed_matrix_bytes(fmt, d_in, d_out, group):
     build, bits = PACKINGS[fmt]
