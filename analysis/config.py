@@ -375,13 +375,12 @@ def _cross_checks(cfg: ModelConfig, check: _Checker) -> None:
     if (cfg.quant_group_size is not None or cfg.quant_skip is not None) and cfg.dtype not in WEIGHT_FORMATS:
         check.fail("quant_group_size" if cfg.quant_group_size is not None else "quant_skip",
                    f"applies to a quantized dtype ({', '.join(WEIGHT_FORMATS)}), not {cfg.dtype!r}")
-    if cfg.quant_skip:
-        from .quant import unknown_skips  # the model's linears, from its layer plan
+    if cfg.dtype in WEIGHT_FORMATS:
+        from .quant import config_problem  # the model's linears, from its layer plan
 
-        unknown = unknown_skips(cfg, cfg.quant_skip)
-        if unknown:
-            check.fail("quant_skip", f"{', '.join(brief(b) for b in unknown)} names none of the model's linears "
-                                     "(breakdown keys or their prefixes, e.g. lm_head, attention, moe/router)")
+        problem = config_problem(cfg)
+        if problem:
+            check.fail(*problem)
     moe = cfg.moe
     if moe is not None:
         if moe.experts_per_token > moe.num_experts:

@@ -611,10 +611,17 @@ def _read(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], Raw]:
     return out, r
 
 
-# HF module names in a skip list -> the breakdown keys they name (embeddings are never quantized)
-_MODULES = (("lm_head", "lm_head"), ("embed", None), ("shared_expert_gate", "moe/shared_expert_gate"),
-            ("router", "moe/router"), ("mlp.gate", "moe/router"), ("block_sparse_moe.gate", "moe/router"),
-            ("experts", "moe/experts"), ("attn", "attention"), ("mlp", "mlp"))
+# The last part of a module name in a skip list -> the breakdown key it names (None: embeddings,
+# never quantized). A name for one layer only (``model.layers.3.mlp``) is refused: llmcalc's
+# formats apply to every layer alike.
+_MODULES = {"lm_head": "lm_head", "embed_tokens": None, "wte": None, "wpe": None,
+            "self_attn": "attention", "attn": "attention", "attention": "attention",
+            "q_proj": "attention/q", "k_proj": "attention/k", "v_proj": "attention/v", "o_proj": "attention/o",
+            "q_a_proj": "attention/q_a", "q_b_proj": "attention/q_b", "kv_a_proj_with_mqa": "attention/kv_a",
+            "kv_b_proj": "attention/kv_b", "mlp": "mlp", "up_proj": "mlp/up", "gate_proj": "mlp/gate",
+            "down_proj": "mlp/down", "gate": "moe/router", "router": "moe/router", "experts": "moe/experts",
+            "shared_expert": "moe/shared_experts", "shared_experts": "moe/shared_experts",
+            "shared_expert_gate": "moe/shared_expert_gate"}
 
 
 def _skip(r: Raw, key: str, names: Any) -> list[str] | None:
@@ -624,47 +631,59 @@ def _skip(r: Raw, key: str, names: Any) -> list[str] | None:
         r.fail(key, f"must be a list of module names, got {brief(names)}")
     out = []
     for name in names:
-        keys = [k for part, k in _MODULES if part in name]
-        if not keys:
-            r.fail(key, f"cannot map module {brief(name)} to a llmcalc component (lm_head, attention, mlp, "
-                        "moe/router, moe/experts)")
-        if keys[0] is not None:
-            out.append(keys[0])
+        parts = name.split(".")
+        if any(p.isdigit() for p in parts):
+            r.fail(key, f"{brief(name)} names one layer's module; llmcalc quantizes every layer alike")
+        if parts[-1] not in _MODULES:
+            r.fail(key, f"cannot map module {brief(name)} to a llmcalc component (its last name must be one of "
+                        f"{', '.join(_MODULES)})")
+        if _MODULES[parts[-1]] is not None:
+            out.append(_MODULES[parts[-1]])
     return list(dict.fromkeys(out))
 
 
 def _quantization(r: Raw) -> dict[str, Any]:
     """``dtype`` (a format of analysis.quant), ``quant_group_size`` and ``quant_skip`` for a
-    ``quantization_config`` (bitsandbytes, GPTQ, AWQ, FP8, MXFP4); ConfigError for other methods."""
+    ``quantization_config`` (bitsandbytes, GPTQ, AWQ, FP8, MXFP4); ConfigError for other methods
+    and for values of the wrong type (the string "false" is not false)."""
     key, q = "quantization_config", r.get("quantization_config")
     if not isinstance(q, dict):
         r.fail(key, f"must be a mapping, got {brief(q)}")
-    method, bits = q.get("quant_method"), q.get("bits", 4)
-    group = q.get("group_size", q.get("q_group_size"))
+
+    def flag(name: str) -> bool:
+        value = q.get(name, False)
+        if not isinstance(value, bool):
+            r.fail(f"{key}.{name}", f"must be true or false, got {brief(value)}")
+        return value
+
+    method = q.get("quant_method")
     skip_key = "llm_int8_skip_modules" if method == "bitsandbytes" else "modules_to_not_convert"
     out: dict[str, Any] = {"quant_skip": _skip(r, f"{key}.{skip_key}", q.get(skip_key))}
-    if method == "bitsandbytes" and q.get("load_in_4bit"):
+    if method == "bitsandbytes":
+        four, eight = flag("load_in_4bit"), flag("load_in_8bit")
+        if four == eight:
+            r.fail(key, "bitsandbytes needs exactly one of load_in_4bit and load_in_8bit true")
         kind = q.get("bnb_4bit_quant_type", "fp4")  # BitsAndBytesConfig's default
-        if kind not in ("nf4", "fp4"):
+        if four and kind not in ("nf4", "fp4"):
             r.fail(f"{key}.bnb_4bit_quant_type", f"must be nf4 or fp4, got {brief(kind)}")
-        out["dtype"] = kind + ("-dq" if q.get("bnb_4bit_use_double_quant") else "")
-    elif method == "bitsandbytes" and q.get("load_in_8bit"):
-        out["dtype"] = "llm-int8"
+        out["dtype"] = kind + ("-dq" if flag("bnb_4bit_use_double_quant") else "") if four else "llm-int8"
     elif method in ("gptq", "awq"):
-        if (method, bits) not in (("gptq", 4), ("gptq", 8), ("awq", 4)):
+        bits = q.get("bits", q.get("w_bit", 4))
+        if type(bits) is not int or (method, bits) not in (("gptq", 4), ("gptq", 8), ("awq", 4)):
             sizes = "4 or 8" if method == "gptq" else "4"
             r.fail(f"{key}.bits", f"{method} stores {sizes} bits here, got {brief(bits)}")
         out["dtype"] = f"{method}-int{bits}"
+        group = q.get("group_size", q.get("q_group_size"))
         if group is not None:  # -1: one group over the whole input (per-channel scales)
-            if isinstance(group, bool) or not isinstance(group, int) or not (group == -1 or 1 <= group <= MAX_INT):
+            if type(group) is not int or not (group == -1 or 1 <= group <= MAX_INT):
                 r.fail(f"{key}.group_size", f"must be a positive integer or -1, got {brief(group)}")
             out["quant_group_size"] = MAX_INT if group == -1 else group
-    elif method == "fp8":
+    elif method == "fp8":  # without blocks: one scale per tensor, as vLLM's fp8 checkpoints
         block = q.get("weight_block_size")
         if block is None:
             out["dtype"] = "fp8-tensor"
         elif isinstance(block, list) and len(block) == 2 and block[0] == block[1] and type(block[0]) is int \
-                and block[0] > 0:
+                and 0 < block[0] <= MAX_INT:
             out.update(dtype="fp8-block", quant_group_size=block[0])
         else:
             r.fail(f"{key}.weight_block_size", f"must be a square block [n, n], got {brief(block)}")

@@ -46,13 +46,11 @@ def linear_keys(cfg: ModelConfig) -> list[str]:
 def targeted(cfg: ModelConfig, lora: LoRA) -> list[str]:
     """The keys ``lora`` adapts in ``cfg``; ValueError naming a target the model lacks."""
     available = linear_keys(cfg)
-    if ALL_LINEAR in lora.targets:
-        return available
-    missing = [t for t in lora.targets if t not in available]
+    missing = [t for t in lora.targets if t not in (*available, ALL_LINEAR)]
     if missing:
         raise ValueError(f"{cfg.name} has no linear {', '.join(missing)} to adapt (its linears: "
                          f"{', '.join(available)}, or {ALL_LINEAR})")
-    return list(lora.targets)
+    return available if ALL_LINEAR in lora.targets else list(dict.fromkeys(lora.targets))
 
 
 def adapter_params(cfg: ModelConfig, lora: LoRA) -> dict[str, int]:

@@ -195,7 +195,7 @@ def _per_gpu(cfg: ModelConfig, run: RunSpec) -> MemoryReport:
 class Fit:
     budget: int  # bytes of one GPU's memory
     total: int  # the run's total
-    max_batch: int  # the largest batch (per GPU) whose total fits; 0 when one sequence does not
+    max_batch: int  # the largest batch (per GPU) whose total fits, at most MAX_BATCH; 0: not even one
 
     @property
     def fits(self) -> bool:
@@ -207,14 +207,17 @@ MAX_BATCH = 2**40  # the search's ceiling: a batch past any real GPU
 
 def fit(cfg: ModelConfig, run: RunSpec, budget: int) -> Fit:
     """Whether ``run`` fits in ``budget`` bytes, and the largest batch that does (every part of
-    :func:`memory` grows with the batch, so a doubling then bisection finds it)."""
+    :func:`memory` grows with the batch, so a doubling then bisection finds it). The layout's
+    micro-batches per step stay those of ``run``."""
     def total(batch: int) -> int:
         return memory(cfg, run.replace(batch=batch)).total
 
     low = 0  # fits (0: nothing yet)
     high = 1  # the first candidate past low
-    while high <= MAX_BATCH and total(high) <= budget:
+    while total(high) <= budget:
         low, high = high, 2 * high
+        if low == MAX_BATCH:
+            return Fit(budget, memory(cfg, run).total, MAX_BATCH)
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (mid, high) if total(mid) <= budget else (low, mid)

@@ -73,36 +73,36 @@ def _mxfp4(d_in: int, d_out: int, group: int) -> int:
 
 ROUTERS = ("moe/router", "moe/shared_expert_gate")
 # transformers 5 quantizes nn.Linear modules with bitsandbytes: its MoE experts (stacked parameters)
-# and routers are not nn.Linear, so they stay in 16 bits, as the LM head does
-BNB_SKIP = ("lm_head", "moe/router", "moe/experts")
+# and routers are not nn.Linear, so they stay in 16 bits whatever the skip list says
+BNB_FIXED = ("moe/router", "moe/experts")
 
 
 @dataclass(frozen=True)
 class Format:
     name: str
     matrix_bytes: Callable[[int, int, int], int]  # (d_in, d_out, group) -> bytes of one matrix
-    group: int  # values per block or group (the formula's ``g``)
-    skip: tuple[str, ...]  # linears kept in the compute dtype: keys or key prefixes
-    source: str
+    group: int  # values per block or group (the formula's ``g``); 1: the format has none
+    skip: tuple[str, ...]  # linears kept in the compute dtype by default: keys or key prefixes
+    fixed: tuple[str, ...] = ()  # linears the format's integration cannot quantize (no skip list changes it)
     dequantizes: bool = False  # each matmul first expands its whole matrix to the compute dtype
 
 
 FORMATS = {f.name: f for f in (
-    Format("nf4", _bnb4(False), 64, BNB_SKIP, "bitsandbytes quantize_4bit", True),
-    Format("nf4-dq", _bnb4(True), 64, BNB_SKIP, "bitsandbytes quantize_4bit, compress_statistics", True),
-    Format("fp4", _bnb4(False), 64, BNB_SKIP, "bitsandbytes quantize_4bit", True),
-    Format("fp4-dq", _bnb4(True), 64, BNB_SKIP, "bitsandbytes quantize_4bit, compress_statistics", True),
-    Format("llm-int8", lambda d_in, d_out, g: d_in * d_out + d_out * FP32 + 1, 1, BNB_SKIP,
-           "bitsandbytes Linear8bitLt (weight, SCB)"),
-    Format("gptq-int4", _gptq(4), 128, ("lm_head", *ROUTERS), "GPTQ QuantLinear"),
-    Format("gptq-int8", _gptq(8), 128, ("lm_head", *ROUTERS), "GPTQ QuantLinear"),
-    Format("awq-int4", _awq, 128, ("lm_head", *ROUTERS), "AutoAWQ WQLinear_GEMM"),
-    Format("fp8-tensor", _fp8(lambda d_in, d_out, g: 1), 1, ("lm_head", *ROUTERS), "per-tensor scale"),
-    Format("fp8-channel", _fp8(lambda d_in, d_out, g: d_out), 1, ("lm_head", *ROUTERS), "per-channel scale"),
+    Format("nf4", _bnb4(False), 64, ("lm_head",), BNB_FIXED, True),
+    Format("nf4-dq", _bnb4(True), 64, ("lm_head",), BNB_FIXED, True),
+    Format("fp4", _bnb4(False), 64, ("lm_head",), BNB_FIXED, True),
+    Format("fp4-dq", _bnb4(True), 64, ("lm_head",), BNB_FIXED, True),
+    Format("llm-int8", lambda d_in, d_out, g: d_in * d_out + d_out * FP32 + 1, 1, ("lm_head",), BNB_FIXED),
+    Format("gptq-int4", _gptq(4), 128, ("lm_head", *ROUTERS)),
+    Format("gptq-int8", _gptq(8), 128, ("lm_head", *ROUTERS)),
+    Format("awq-int4", _awq, 128, ("lm_head", *ROUTERS)),
+    Format("fp8-tensor", _fp8(lambda d_in, d_out, g: 1), 1, ("lm_head", *ROUTERS)),
+    Format("fp8-channel", _fp8(lambda d_in, d_out, g: d_out), 1, ("lm_head", *ROUTERS)),
     Format("fp8-block", _fp8(lambda d_in, d_out, g: ceil_div(d_in, g) * ceil_div(d_out, g)), 128,
-           ("lm_head", *ROUTERS), "DeepSeek-V3 weight_block_size [128, 128]"),
-    Format("mxfp4", _mxfp4, 32, ("lm_head", "attention", "mlp", "moe/router", "moe/shared"),
-           "OCP MX v1.0; GPT-OSS"),
+           ("lm_head", *ROUTERS)),
+    # GPT-OSS: the experts only
+    Format("mxfp4", _mxfp4, 32, ("lm_head", "attention", "mlp", "moe/router", "moe/shared_experts",
+                                 "moe/shared_expert_gate")),
 )}
 
 
@@ -124,10 +124,13 @@ class Storage:
         f = FORMATS[name]
         return cls(f, f.group if group is None else group, f.skip if skip is None else skip)
 
+    def quantizes(self, key: str) -> bool:
+        return quantized(key, self.skip + self.format.fixed)
+
     def linear_bytes(self, m: Linear, dtype: str) -> int:
         """Bytes of one copy of ``m``, its bias in ``dtype``."""
         bias = weight_bytes(m.d_out, dtype) if m.bias else 0
-        if not quantized(m.key, self.skip):
+        if not self.quantizes(m.key):
             return weight_bytes(m.d_in * m.d_out, dtype) + bias
         return self.format.matrix_bytes(m.d_in, m.d_out, self.group) + bias
 
@@ -139,12 +142,26 @@ def storage(cfg: ModelConfig, name: str) -> Storage:
     return Storage.of(name, cfg.quant_group_size if own else None, cfg.quant_skip if own else None)
 
 
-def unknown_skips(cfg: ModelConfig, skip: tuple[str, ...]) -> list[str]:
-    """Entries of a skip list that name none of the model's linears."""
-    from .lora import linear_keys
+def matrices(cfg: ModelConfig) -> list[tuple[Linear, int]]:
+    """What a format can quantize, each with its layer count: the layer linears (one per layer
+    group) and an untied LM head."""
+    out = [(m, g.count) for g in layer_plan(cfg) for m in Layer(cfg, g.spec).linears()]
+    if not cfg.tie_embeddings:
+        out.append((Linear("lm_head", cfg.d_model, cfg.vocab_size, cfg.lm_head_bias), 1))
+    return out
 
-    keys = [*linear_keys(cfg), "lm_head"]
-    return [s for s in skip if not any(not quantized(k, (s,)) for k in keys)]
+
+def config_problem(cfg: ModelConfig) -> tuple[str, str] | None:
+    """(key, message) when ``quant_skip`` names none of the model's linears or ``quant_group_size``
+    is given to a format without groups; None when both are fine."""
+    keys = [m.key for m, _ in matrices(cfg)] + ["lm_head"]
+    unknown = [s for s in cfg.quant_skip or () if all(quantized(k, (s,)) for k in keys)]
+    if unknown:
+        return "quant_skip", (f"{', '.join(unknown)} names none of the model's linears (breakdown keys or their "
+                              "prefixes, e.g. lm_head, attention, moe/router)")
+    if cfg.quant_group_size is not None and FORMATS[cfg.dtype].group == 1:
+        return "quant_group_size", f"{cfg.dtype} has no blocks or groups to size"
+    return None
 
 
 def weights_bytes(cfg: ModelConfig, weights: str, dtype: str) -> int:
@@ -177,10 +194,7 @@ def dequantized_bytes(cfg: ModelConfig, weights: str, dtype: str) -> int:
     if weights not in FORMATS or not FORMATS[weights].dequantizes:
         return 0
     s = storage(cfg, weights)
-    mats = [m for g in layer_plan(cfg) for m in Layer(cfg, g.spec).linears()]
-    if not cfg.tie_embeddings:
-        mats.append(Linear("lm_head", cfg.d_model, cfg.vocab_size, False))
-    return max([weight_bytes(m.d_in * m.d_out, dtype) for m in mats if quantized(m.key, s.skip)], default=0)
+    return max([weight_bytes(m.d_in * m.d_out, dtype) for m, _ in matrices(cfg) if s.quantizes(m.key)], default=0)
 
 
 def stored_bytes(cfg: ModelConfig, storage: Storage, dtype: str) -> dict[str, int]:
@@ -188,10 +202,6 @@ def stored_bytes(cfg: ModelConfig, storage: Storage, dtype: str) -> dict[str, in
     from .params import count_params
 
     out = {k: weight_bytes(n, dtype) for k, n in count_params(cfg).components.items()}
-    for group in layer_plan(cfg):
-        for m in Layer(cfg, group.spec).linears():
-            out[m.key] += (storage.linear_bytes(m, dtype) - weight_bytes(m.per_copy, dtype)) * m.copies * group.count
-    if not cfg.tie_embeddings:
-        head = Linear("lm_head", cfg.d_model, cfg.vocab_size, cfg.lm_head_bias)
-        out["lm_head"] += storage.linear_bytes(head, dtype) - weight_bytes(head.per_copy, dtype)
+    for m, layers in matrices(cfg):
+        out[m.key] += (storage.linear_bytes(m, dtype) - weight_bytes(m.per_copy, dtype)) * m.copies * layers
     return out

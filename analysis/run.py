@@ -9,7 +9,8 @@ place where llmcalc's dtype policy lives:
   inference the model's dtype when it is a float type, else ``bf16`` (a quantized model
   computes in bf16);
 - weights: the compute dtype for training (mixed precision keeps fp32 master weights in the
-  optimizer state); the model's dtype for inference (int4 weights stay int4; a quantized
+  optimizer state), but a quantized model's format under LoRA (QLoRA on the checkpoint as it
+  is); the model's dtype for inference (int4 weights stay int4; a quantized
   format, :mod:`analysis.quant`, keeps what it does not quantize in the compute dtype);
 - KV cache: the compute dtype. ``kvcache`` and ``memory`` both resolve through here, so they
   agree for the same model and options.
@@ -149,9 +150,10 @@ class RunSpec:
         """Every ``None`` replaced by its default for ``cfg`` (module docstring)."""
         train = self.mode == "train"
         dtype = self.dtype or ("bf16" if train or cfg.dtype not in FLOAT_DTYPES else cfg.dtype)
+        stored = not train or (self.lora is not None and cfg.dtype in WEIGHT_FORMATS)  # QLoRA on its checkpoint
         return dataclasses.replace(
             self, seq=self.seq or cfg.context_length, dtype=dtype,
-            weights_dtype=self.weights_dtype or (dtype if train else cfg.dtype),
+            weights_dtype=self.weights_dtype or (cfg.dtype if stored else dtype),
             kv_dtype=self.kv_dtype or dtype)
 
     def replace(self, **changes) -> "RunSpec":

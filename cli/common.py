@@ -279,6 +279,40 @@ def lora_targets_of(cfg: ModelConfig, lora) -> list[str]:
         raise UsageError(str(exc)) from None
 
 
+def lora_models(models: Optional[list[str]], lora) -> list[ModelConfig]:
+    """The models of the command line; with ``lora``, named models must have its targets
+    (UsageError), and of every bundled model (no MODEL) those that lack them are left out, with a
+    warning (DeepSeek's MLA has no attention/q)."""
+    cfgs = load_models(models)
+    if lora is None:
+        return cfgs
+    if models:
+        for cfg in cfgs:
+            lora_targets_of(cfg, lora)
+        return cfgs
+    kept = [c for c in cfgs if _has_targets(c, lora)]
+    left = [c.name for c in cfgs if c not in kept]
+    if left:
+        warn(f"left out, without the LoRA targets {', '.join(lora.targets)}: {', '.join(left)}")
+    return kept
+
+
+def _has_targets(cfg: ModelConfig, lora) -> bool:
+    try:
+        lora_targets_of(cfg, lora)
+    except UsageError:
+        return False
+    return True
+
+
+def training_weights(weights_dtype: Optional[str], mode: str, lora=None) -> None:
+    """UsageError for --weights-dtype in a full training run (the weights train in the compute
+    dtype; stored weights are the frozen base of LoRA or QLoRA)."""
+    if weights_dtype is not None and mode == "train" and lora is None:
+        raise UsageError("--weights-dtype applies to training only as the frozen base of --lora-rank adapters "
+                         "(LoRA, QLoRA): full training keeps the weights in the compute dtype")
+
+
 def lora_record(cfg: ModelConfig, lora) -> dict:
     """The JSON's ``lora``: rank, alpha, scaling and the keys adapted in ``cfg``."""
     return {"rank": lora.rank, "alpha": lora.rank if lora.alpha is None else lora.alpha, "scaling": lora.scaling,

@@ -17,12 +17,11 @@ from .common import (
     ModelsArg,
     RecomputeOpt,
     choice,
-    load_models,
+    lora_models,
     lora_record,
     lora_run,
     lora_spec,
     lora_tag,
-    lora_targets_of,
     one_or_list,
     output_format,
     parse_ints,
@@ -204,9 +203,7 @@ def flops(
     recompute, all_logits = recomputation(recompute, mode), all_logits and mode == "prefill"
     lora = lora_run(lora_spec(lora_rank, lora_alpha, lora_targets), mode)
     runs = []
-    for cfg, s, b in workloads(load_models(models), seqs, batches):
-        if lora is not None:
-            lora_targets_of(cfg, lora)
+    for cfg, s, b in workloads(lora_models(models, lora), seqs, batches):
         run = RunSpec(mode, s, b, attention, causal, recompute, all_logits, lora=lora)
         runs.append((cfg, count_flops(cfg, run), count_flops(cfg, run.replace(causal=not causal))))
     records = [flops_json(*run) for run in runs]

@@ -32,12 +32,11 @@ from .common import (
     ZeroOpt,
     checked_dtypes,
     choice,
-    load_models,
+    lora_models,
     lora_record,
     lora_run,
     lora_spec,
     lora_tag,
-    lora_targets_of,
     one_or_list,
     output_format,
     parallel_layout,
@@ -47,6 +46,7 @@ from .common import (
     positive,
     recomputation,
     recompute_tag,
+    training_weights,
     workloads,
 )
 from .errors import UsageError
@@ -206,9 +206,7 @@ def memory(
     if chunk is not None:
         positive(chunk, "--chunk")
     lora = lora_run(lora_spec(lora_rank, lora_alpha, lora_targets), "train" if mode == "train" else "inference")
-    if weights_dtype is not None and mode == "train" and lora is None:
-        raise UsageError("--weights-dtype applies to training only as the frozen base of --lora-rank adapters "
-                         "(LoRA, QLoRA): full training keeps the weights in the compute dtype")
+    training_weights(weights_dtype, mode, lora)
     ignored = {"train": {"--chunk": chunk, "--kv-dtype": kv_dtype},
                "inference": {"--recompute": None if recompute == "none" else recompute,
                              "--optimizer": None if optimizer == "adam" else optimizer,
@@ -223,9 +221,7 @@ def memory(
     layouts = {b: parallel_layout(tp, pp, dp, ep, zero if train else 0, sp, global_batch if train else None,
                                   gpus, b, cp) for b in batches}
     results = []
-    for cfg, s, b in workloads(load_models(models), seqs, batches):
-        if lora is not None:
-            lora_targets_of(cfg, lora)
+    for cfg, s, b in workloads(lora_models(models, lora), seqs, batches):
         run = RunSpec(MEMORY_MODES[mode], s, b, attention, recompute=recomputation(recompute, mode),
                       dtype=dtype, weights_dtype=weights_dtype,
                       kv_dtype=None if train else kv_dtype, chunk=None if train else chunk,

@@ -16,6 +16,7 @@ from .common import (
     ModelsArg,
     family,
     load_models,
+    lora_models,
     lora_record,
     lora_spec,
     one_or_list,
@@ -143,7 +144,7 @@ def params(models: Optional[list[str]] = ModelsArg,
     """
     fmt = output_format(fmt, json_out)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)
-    cfgs = load_models(models)
+    cfgs = lora_models(models, lora)
     counts = [params_of(c) for c in cfgs]
     records = [params_json(c, p) for c, p in zip(cfgs, counts)]
     if lora is not None:

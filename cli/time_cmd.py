@@ -36,6 +36,7 @@ from .common import (
     positive,
     recomputation,
     shown,
+    training_weights,
     workloads,
 )
 from .errors import UsageError
@@ -342,6 +343,7 @@ def time_command(
         if value:
             warn(f"{option} does not apply to --mode {mode}; ignored")
     checked_dtypes(dtype, weights_dtype, kv_dtype)
+    training_weights(weights_dtype, mode)
     train = mode == "train"
     layouts = {b: parallel_layout(tp, pp, dp, ep, zero if train else 0, sp, global_batch if train else None,
                                   gpus if split else None, b, cp) for b in batches}

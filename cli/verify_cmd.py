@@ -22,11 +22,10 @@ from .common import (
     TpOpt,
     ZeroOpt,
     choice,
-    load_models,
+    lora_models,
     lora_record,
     lora_spec,
     lora_tag,
-    lora_targets_of,
     one_or_list,
     output_format,
     parallel_layout,
@@ -170,9 +169,7 @@ def verify(
         if device not in ("auto", "meta"):
             warn(f"--device {device}: the LoRA checks run on meta; ignored")
         device = "meta"
-    cfgs = load_models(models)
-    for cfg in cfgs if lora is not None else ():
-        lora_targets_of(cfg, lora)
+    cfgs = lora_models(models, lora)
     try:
         import torch
     except ImportError:

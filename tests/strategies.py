@@ -6,6 +6,7 @@ Test modules import these from here, never from each other.
 from hypothesis import strategies as st
 
 from llmcalc.analysis.config import REQUIRED, WEIGHT_FORMATS, ConfigError, from_dict
+from llmcalc.analysis.quant import FORMATS
 
 BASE = dict(name="t", vocab_size=61, context_length=64, d_model=32, n_layers=2, n_heads=4, d_ff=40)
 VARIANTS = {  # together every config key and value
@@ -178,9 +179,12 @@ def valid_configs(draw):
     raw["relative_max_distance"] = draw(st.integers(raw["relative_buckets"], 64))
     for key in ("attn_logit_softcap", "final_logit_softcap", "embedding_scale"):
         _put(raw, key, _maybe(draw, st.sampled_from([0.5, 5.65, 30, 50.0])))
-    raw["dtype"] = draw(st.sampled_from(["fp32", "fp16", "bf16", "fp8", "int8", "int4", *WEIGHT_FORMATS]))
+    # a plain dtype or a format, each as likely: every one of the 18 values gets drawn
+    plain = st.sampled_from(["fp32", "fp16", "bf16", "fp8", "int8", "int4"])
+    raw["dtype"] = draw(plain | st.sampled_from(WEIGHT_FORMATS))
     if raw["dtype"] in WEIGHT_FORMATS:  # a format's group size and the linears it leaves unquantized
-        _put(raw, "quant_group_size", _maybe(draw, st.integers(1, 80)))
+        if FORMATS[raw["dtype"]].group > 1:  # the others have no group to size
+            _put(raw, "quant_group_size", _maybe(draw, st.integers(1, 80)))
         _put(raw, "quant_skip", _maybe(draw, st.lists(st.sampled_from(QUANT_SKIPS), min_size=1, max_size=2)))
     # any text but control characters, which validation refuses
     raw["description"] = draw(st.text(st.characters(exclude_categories=("Cc",)), max_size=10))

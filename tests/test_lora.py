@@ -150,10 +150,12 @@ def test_qlora_memory(run):
     (Llama 3 8B's 4,096 x 14,336 MLP) expanded to bf16."""
     data = json.loads(run("memory", "llama-3-8b", "--lora-rank", "16", "--weights-dtype", "nf4-dq", "--seq", "512",
                           "--json").stdout)
-    from llmcalc.analysis.quant import checkpoint_bytes
-
+    sizes = [(4096, 4096)] * 2 + [(4096, 1024)] * 2 + [(4096, 14336)] * 3  # q, o; k, v; up, gate, down
+    n = [32 * i * o for i, o in sizes]  # every matrix a multiple of 64 x 256 values
+    nf4_dq = sum(v // 2 + v // 64 + v // 64 // 256 * 4 + 32 * (16 + 256) * 4 for v in n)  # + 2 maps a matrix
+    bf16 = 2 * (2 * 128256 * 4096 + 65 * 4096)  # embeddings, head, 65 norms
     adapters = 16 * 32 * ((4096 + 4096) + (4096 + 1024))
-    assert data["weights"] == checkpoint_bytes(load_model("llama-3-8b"), "nf4-dq") + 2 * adapters
+    assert data["weights"] == nf4_dq + bf16 + 2 * adapters
     assert data["dequantization"] == 2 * 4096 * 14336
     assert data["weights_dtype"] == "nf4-dq"
 

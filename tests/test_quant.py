@@ -131,6 +131,26 @@ def test_mxfp4_is_4_25_bits():
 
 # -- what stays in 16 bits --------------------------------------------------------------------------
 
+def test_every_default_skip_names_a_component():
+    """Each skip entry of every format is a key (or key prefix) some bundled or variant model has."""
+    from llmcalc.analysis.config import bundled_names
+    from llmcalc.analysis.quant import matrices
+    from tests.strategies import CONFIGS
+
+    keys = {m.key for cfg in [*CONFIGS.values(), *map(load_model, bundled_names())] for m, _ in matrices(cfg)}
+    for f in FORMATS.values():
+        for entry in f.skip + f.fixed:
+            assert any(k == entry or k.startswith(entry + "/") for k in keys), (f.name, entry)
+
+
+def test_deepseek_mxfp4_keeps_shared_experts_in_bf16():
+    """Only the routed experts are MXFP4: DeepSeek-V3's shared experts and attention stay bf16."""
+    cfg = load_model("deepseek-v3")
+    plain, mx = stored_bytes(cfg, Storage.of("fp8-tensor", skip=("lm_head", "attention", "mlp", "moe")), "bf16"), \
+        stored_bytes(cfg, Storage.of("mxfp4"), "bf16")
+    assert [k for k in plain if plain[k] != mx[k]] == ["moe/experts"]
+
+
 def test_gpt_oss_quantizes_its_experts_only():
     cfg = load_model("gpt-oss-20b")
     stored = stored_bytes(cfg, Storage.of("mxfp4"), "bf16")
@@ -159,6 +179,10 @@ def _hf(tmp_path, quantization, **extra):
      "mxfp4", None, ("attention", "lm_head")),
     ({"quant_method": "bitsandbytes", "load_in_4bit": True, "llm_int8_skip_modules": ["lm_head", "mlp"]},
      "fp4", None, ("lm_head", "mlp")),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+      "bnb_4bit_use_double_quant": False, "llm_int8_skip_modules": ["model.layers.*.mlp.down_proj", "o_proj"]},
+     "nf4", None, ("mlp/down", "attention/o")),
+    ({"quant_method": "awq", "w_bit": 4, "q_group_size": 64}, "awq-int4", 64, None),
 ])
 def test_quantization_config_is_read(tmp_path, quantization, dtype, group, skip):
     cfg = _hf(tmp_path, quantization)
@@ -195,7 +219,7 @@ def test_memory_inference_with_a_format(run):
                  "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["weights"] == checkpoint_bytes(load_model("llama-2-7b"), "nf4-dq")
+    assert report["weights"] == 3_865_835_520  # test_nf4_double_quant_llama_2_7b
     assert report["kv_cache"] == 2 * 32 * 4096 * 4096 * 2
 
 
@@ -210,9 +234,33 @@ def test_format_usage_errors_exit_2(run, args, message):
     assert result.exit_code == 2 and message in result.stderr and result.stderr.count("\n") == 1, result.output
 
 
+@pytest.mark.parametrize("quantization, message", [
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_use_double_quant": "false"},
+     "key 'quantization_config.bnb_4bit_use_double_quant': must be true or false, got 'false'"),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": "false", "load_in_8bit": True},
+     "key 'quantization_config.load_in_4bit': must be true or false"),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "load_in_8bit": True},
+     "key 'quantization_config': bitsandbytes needs exactly one of load_in_4bit and load_in_8bit"),
+    ({"quant_method": "gptq", "bits": 4.0}, "key 'quantization_config.bits': gptq stores 4 or 8 bits here, got 4.0"),
+    ({"quant_method": "bitsandbytes", "load_in_8bit": True, "llm_int8_skip_modules": ["model.layers.0.mlp"]},
+     "'model.layers.0.mlp' names one layer's module"),
+    ({"quant_method": "fp8", "weight_block_size": [128, 128], "modules_to_not_convert": ["mlp.gate"]},
+     "key 'quant_skip': moe/router names none of the model's linears"),
+])
+def test_bad_quantization_configs_exit_2(tmp_path, run, quantization, message):
+    data = {"model_type": "llama", "vocab_size": 320, "hidden_size": 64, "intermediate_size": 128,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "max_position_embeddings": 256, "quantization_config": quantization}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    result = run("params", path)
+    assert result.exit_code == 2 and message in result.stderr and result.stderr.count("\n") == 1, result.output
+
+
 @pytest.mark.parametrize("text, message", [
     ("quant_group_size: 64\n", "key 'quant_group_size': applies to a quantized dtype"),
-    ("dtype: gptq-int4\nquant_skip: [router]\n", "key 'quant_skip': 'router' names none of the model's linears"),
+    ("dtype: gptq-int4\nquant_skip: [router]\n", "key 'quant_skip': router names none of the model's linears"),
+    ("dtype: fp8-channel\nquant_group_size: 64\n", "key 'quant_group_size': fp8-channel has no blocks or groups"),
 ])
 def test_quant_keys_checked(config_file, run, text, message):
     base = "name: t\nvocab_size: 64\ncontext_length: 32\nd_model: 32\nn_layers: 2\nn_heads: 4\nd_ff: 64\n"

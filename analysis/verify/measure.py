@@ -186,7 +186,8 @@ def measure_params(model: torch.nn.Module, trainable: bool = False) -> dict[str,
     return {k: v for k, v in counts.items() if v}
 
 
-def _loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+def training_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """The cross-entropy of next-token logits against the tokens (the reference's training loss)."""
     targets = tokens[:, -logits.shape[1]:]  # shapes only matter for counting
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
@@ -203,7 +204,7 @@ def measure_training(model: Transformer, tokens: torch.Tensor, logits: str = "al
     as :func:`measure_flops` counts them, the bytes as :func:`measure_saved_bytes` does."""
     with ModuleScope(model) as scope:
         with _Counter(scope) as fwd, _Saved(model, scope) as saved:
-            loss = _loss(model(tokens, logits=logits), tokens)
+            loss = training_loss(model(tokens, logits=logits), tokens)
     with _Counter(scope) as bwd:
         loss.backward()
     return fwd.result(), bwd.result(), saved.result()
@@ -269,7 +270,7 @@ def measure_saved_bytes(model: Transformer, tokens: torch.Tensor, logits: str = 
     (so this hook never sees them); the checkpoint saves its tensor arguments through the
     enclosing hooks, so exactly what it keeps until backward is counted, under ``layer``."""
     with ModuleScope(model) as scope, _Saved(model, scope) as saved:
-        _loss(model(tokens, logits=logits), tokens)
+        training_loss(model(tokens, logits=logits), tokens)
     return saved.result()
 
 

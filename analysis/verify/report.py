@@ -35,14 +35,12 @@ from . import checks
 from .check import Check
 from .lora import add_lora
 from .measure import (
-    _loss as _loss_of,
-)
-from .measure import (
     build,
     measure_inference_flops,
     measure_kv_bytes,
     measure_params,
     measure_training,
+    training_loss,
 )
 
 ATTENTION_KEYS = ("attention/scores", "attention/values")
@@ -115,7 +113,7 @@ def lora_checks(cfg: ModelConfig, seq: int, batch: int, lora: LoRA) -> list[Chec
         for recompute in recomputations(attention):
             out += training_checks(cfg, seq, batch, attention, recompute, meta, lora)
     tokens = torch.zeros(batch, seq, dtype=torch.long, device=meta)
-    _loss_of(model(tokens), tokens).backward()
+    training_loss(model(tokens), tokens).backward()
     trained = [p for p in model.parameters() if p.requires_grad]
     adam = torch.optim.Adam(trained)
     adam.step()

@@ -44,7 +44,7 @@ from ..run import RunSpec
 from ..timing import Roofline, roofline
 from .cache import KVCache
 from .check import Check
-from .measure import _loss, build
+from .measure import build, training_loss
 
 WARMUP, RUNS = 2, 5
 PEAK_TOLERANCE = 0.25
@@ -139,7 +139,7 @@ def timed_checks(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardwa
 
     def train_step() -> None:
         model.zero_grad(set_to_none=True)
-        _loss(model(tokens), tokens).backward()
+        training_loss(model(tokens), tokens).backward()
 
     timed("train", train_step)
     if device == "cuda":
