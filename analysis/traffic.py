@@ -22,16 +22,31 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
   gradients are two matmuls of the forward's size; each elementwise op reads its saved input and
   the incoming gradient and writes one); full recomputation adds one more forward of the layers;
   the optimizer step reads the weights, gradients and optimizer state and writes the weights and
-  the state back (``optimizer``).
+  the state back (``optimizer``);
+- LoRA: an adapter's two matrices move their bytes as any matrix does (``<key>/lora``); a frozen
+  matrix's backward is its input gradient only, once its forward's bytes; the frozen embedding
+  has no backward; the optimizer steps the adapters only. A format that dequantizes (QLoRA's
+  bitsandbytes) is counted reading its packed weights, not the expanded copy.
 """
 
 from __future__ import annotations
 
 from .config import ModelConfig
-from .flops import _add, attended_keys, core_keys, core_recomputed, layer_ops, linear_rows, model_ops
+from .flops import (
+    _add,
+    adapted,
+    attended_keys,
+    core_keys,
+    core_recomputed,
+    frozen_keys,
+    layer_ops,
+    linear_rows,
+    model_ops,
+)
 from .inventory import Linear
 from .layout import Layer
-from .memory import training_state
+from .lora import adapter_params
+from .memory import state_bytes, training_state
 from .plan import layer_plan
 from .quant import FORMATS, linear_weight_bytes
 from .run import RunSpec, bytes_per, weight_bytes
@@ -76,11 +91,16 @@ def layer_bytes(layer: Layer, run: RunSpec) -> dict[str, int]:
     b, T = bytes_per(run.dtype), run.tokens
     kv = b if run.mode == "train" else bytes_per(run.kv_dtype)
     out: dict[str, int] = {}
+    lora = adapted(layer.cfg, run)
     for m in layer.linears():
         rows = linear_rows(m, layer, run)
         read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)
         _add(out, m.key, linear_weight_bytes(layer.cfg, m, read, run.weights_dtype, run.dtype)
              + rows * m.active * (m.d_in + m.d_out) * b)
+        if m.key in lora:  # A (d_in -> r) and B (r -> d_out), each read once per copy read
+            r = run.lora.rank
+            _add(out, m.key + "/lora", read * r * (m.d_in + m.d_out) * b
+                 + rows * m.active * (m.d_in + 2 * r + m.d_out) * b)
     for key, n in _attention_bytes(layer, run, b, kv).items():
         _add(out, key, n)
     flash = run.attention == "flash"
@@ -117,15 +137,21 @@ def pass_bytes(cfg: ModelConfig, run: RunSpec) -> dict[str, int]:
     layers, rest = forward_bytes(cfg, run)
     out: dict[str, int] = {}
     factor = 3 if run.mode == "train" else 1  # forward + twice it in backward
+    # LoRA: frozen matrices compute their input gradient only; the frozen embedding nothing
+    frozen = {} if run.lora is None else {**dict.fromkeys(frozen_keys(cfg), 2), "embedding": 1}
     for part in (layers, rest):
         for key, n in part.items():
-            _add(out, key, factor * n)
+            _add(out, key, frozen.get(key, factor) * n)
     if run.mode == "train":
         if run.recompute == "full" or core_recomputed(cfg, run):
             core = core_keys(cfg, run)
             for key, n in layers.items():
                 if run.recompute == "full" or key in core:
                     _add(out, key, n)
-        state = training_state(cfg, run.dtype, run.optimizer)
+        if run.lora is None:
+            state = training_state(cfg, run.dtype, run.optimizer)
+        else:  # the adapters alone
+            n = sum(adapter_params(cfg, run.lora).values())
+            state = state_bytes(n, n, n, run.dtype, run.optimizer)
         _add(out, "optimizer", 2 * (state.weights + state.optimizer) + state.gradients)
     return out

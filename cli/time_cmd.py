@@ -17,6 +17,9 @@ from .common import (
     GlobalBatchOpt,
     JsonOpt,
     KvDtypeOpt,
+    LoraAlphaOpt,
+    LoraRankOpt,
+    LoraTargetsOpt,
     MicroBatchOpt,
     ModelsArg,
     PpOpt,
@@ -27,7 +30,11 @@ from .common import (
     ZeroOpt,
     checked_dtypes,
     choice,
-    load_models,
+    lora_models,
+    lora_record,
+    lora_run,
+    lora_spec,
+    lora_tag,
     one_or_list,
     output_format,
     parallel_layout,
@@ -124,7 +131,8 @@ def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff) -> di
             "attention": run.attention, "dtype": run.dtype, "weights_dtype": run.weights_dtype,
             "kv_dtype": run.kv_dtype, "chunk": run.chunk, "recompute": run.recompute,
             "efficiency": {"mfu": eff.mfu, "bandwidth": eff.bandwidth},
-            "time_s": r.time_s, "flops": r.flops, "bytes": r.bytes, "bound": r.bound, "components": _components(r)}
+            "time_s": r.time_s, "flops": r.flops, "bytes": r.bytes, "bound": r.bound, "components": _components(r),
+            **({"lora": lora_record(cfg, run.lora)} if run.lora else {})}
 
 
 def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report:
@@ -136,7 +144,7 @@ def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report
     what = (f"prefill of {count(run.seq)} tokens (time to first token)" if rec["mode"] == "generate"
             else f"{rec['mode']}, seq {count(run.seq)}")
     title = (f"{cfg.name} on {hw.name}: {what}, batch {count(run.batch)}, {run.dtype}, {run.attention} attention"
-             + (f", chunks of {count(run.chunk)}" if run.chunk else ""))
+             + (f", chunks of {count(run.chunk)}" if run.chunk else "") + lora_tag(rec.get("lora")))
     table = Table([text_col("component", key=True), Col("FLOPs"), Col("bytes"), Col("FLOP/B"), Col("time"),
                    text_col("bound"), Col("share")], [rows], title,
                   footer=["total", si(r.flops, "FLOP"), iec(r.bytes), f"{r.intensity:,.1f}",
@@ -270,6 +278,9 @@ def time_command(
     dtype: Optional[str] = DtypeOpt,
     weights_dtype: Optional[str] = WeightsDtypeOpt,
     kv_dtype: Optional[str] = KvDtypeOpt,
+    lora_rank: Optional[int] = LoraRankOpt,
+    lora_alpha: Optional[float] = LoraAlphaOpt,
+    lora_targets: Optional[str] = LoraTargetsOpt,
     mfu: Optional[str] = typer.Option(None, "--mfu", help="Fraction of peak FLOP/s reached (default 1: the "
                                       "ideal roofline), e.g. 0.45."),
     bandwidth_efficiency: Optional[str] = typer.Option(None, "--bandwidth-efficiency", help="Fraction of the "
@@ -343,7 +354,8 @@ def time_command(
         if value:
             warn(f"{option} does not apply to --mode {mode}; ignored")
     checked_dtypes(dtype, weights_dtype, kv_dtype)
-    training_weights(weights_dtype, mode)
+    lora = lora_run(lora_spec(lora_rank, lora_alpha, lora_targets), mode)
+    training_weights(weights_dtype, mode, lora)
     train = mode == "train"
     layouts = {b: parallel_layout(tp, pp, dp, ep, zero if train else 0, sp, global_batch if train else None,
                                   gpus if split else None, b, cp) for b in batches}
@@ -355,10 +367,10 @@ def time_command(
     hw = load_hardware(hardware_spec)
     seqs = [prompt] if generating else parse_seqs(seq)
     records, shown_runs = [], []
-    for cfg, s, b in workloads(load_models(models), seqs, batches):
+    for cfg, s, b in workloads(lora_models(models, lora), seqs, batches):
         spec = RunSpec("prefill" if generating else mode, s, b, attention, recompute=recomputation(recompute, mode),
                        dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-                       chunk=chunk if mode in ("prefill", "generate") else None)
+                       chunk=chunk if mode in ("prefill", "generate") else None, lora=lora)
         if parallel:
             st = step(cfg, spec.replace(layout=layouts[b]), hw, eff)
             u = utilization(cfg, st.run.replace(layout=Layout()), hw, measured or st.tokens_per_s, st.run.layout.gpus)

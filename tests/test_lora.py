@@ -115,7 +115,7 @@ def test_variants_against_the_reference_with_adapters(name):
     assert all(c.ok for c in checks), [c for c in checks if not c.ok]
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(valid_configs(), st.integers(1, 16), st.integers(1, 2), st.sampled_from(["eager", "flash"]),
        st.integers(1, 4), st.data())
 def test_random_configs_with_adapters(raw, seq, batch, attention, rank, data):
@@ -133,16 +133,32 @@ def test_random_configs_with_adapters(raw, seq, batch, attention, rank, data):
 
 def test_verify_lora_dense_and_moe(run, config_file):
     """`verify --lora-rank 8` exits 0 on a dense model and on an MoE model with adapters per expert."""
-    moe = config_file("name: moe\nvocab_size: 300\ncontext_length: 64\nd_model: 64\nn_layers: 2\nn_heads: 4\n"
-                      "d_ff: 96\nposition: rope\nnorm: rmsnorm\nactivation: swiglu\n"
-                      "moe: {num_experts: 4, experts_per_token: 2}\n")
-    for model, targets in (("gpt2-small", "attention/q,attention/v"), (moe, "all-linear")):
+    base = "vocab_size: 300\ncontext_length: 64\nd_model: 64\nn_layers: 2\nn_heads: 4\nd_ff: 96\n"
+    dense = config_file("name: dense\n" + base, "dense.yaml")
+    moe = config_file("name: moe\n" + base + "position: rope\nnorm: rmsnorm\nactivation: swiglu\n"
+                      "moe: {num_experts: 4, experts_per_token: 2}\n", "moe.yaml")
+    for model, targets in ((dense, "attention/q,attention/v"), (moe, "all-linear")):
         result = run("verify", model, "--lora-rank", "8", "--lora-targets", targets, "--seq", "32", "--json")
         assert result.exit_code == 0, result.output
         data = json.loads(result.stdout)
         assert data["ok"] and any(c["name"] == "lora/params/total" for c in data["checks"])
     names = [c["name"] for c in data["checks"]]
     assert "lora/params/moe/experts/lora" in names and "lora/state/fp32 adam/optimizer" in names
+
+
+def test_time_moves_what_lora_runs(run):
+    """Bytes moved in a LoRA training step (analysis.traffic): an adapter's two matrices and their
+    rows three times (forward, 2x backward); a frozen matrix twice (forward, input gradient); the
+    optimizer step over the adapters only: read and write weights and state, read gradients."""
+    T, d, r, L = 128, 4096, 16, 32
+    data = json.loads(run("time", "llama-2-7b", "--hardware", "h100", "--seq", str(T), "--lora-rank", str(r),
+                          "--json").stdout)
+    parts = data["components"]
+    assert parts["attention/q/lora"]["bytes"] == 3 * L * 2 * (r * (d + d) + T * (d + 2 * r + d))
+    assert parts["attention/k"]["bytes"] == 2 * L * 2 * (d * d + T * (d + d))
+    n = 2 * L * r * (d + d)  # adapter parameters: q and v
+    assert parts["optimizer"]["bytes"] == 2 * (2 * n + 12 * n) + 2 * n
+    assert data["lora"]["targets"] == ["attention/q", "attention/v"]
 
 
 def test_qlora_memory(run):
@@ -186,6 +202,9 @@ def test_memory_budget_cli(run):
     (("memory", "llama-2-7b", "--weights-dtype", "nf4"), "--weights-dtype applies to training only as the frozen"),
     (("memory", "llama-2-7b", "--mode", "inference", "--lora-rank", "8"), "LoRA adapters apply to --mode train"),
     (("flops", "llama-2-7b", "--mode", "decode", "--lora-rank", "8"), "LoRA adapters apply to --mode train"),
+    (("time", "llama-2-7b", "--hardware", "h100", "--mode", "decode", "--lora-rank", "8"),
+     "LoRA adapters apply to --mode train"),
+    (("time", "llama-2-7b", "--hardware", "h100", "--weights-dtype", "nf4"), "--weights-dtype applies to training"),
     (("memory", "llama-2-7b", "--lora-rank", "8", "--tp", "2"), "LoRA adapters are sized on one GPU only"),
     (("memory", "llama-2-7b", "--budget", "24GiB", "--hardware", "h100"), "--budget and --hardware"),
     (("verify", "gpt2-small", "--lora-rank", "8", "--against", "transformers"), "not with --against"),
