@@ -208,6 +208,8 @@ class MLAConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """A model: every config key (README "Config keys"), checked by its field's check; derived sizes below."""
+
     name: str = _key(_text(True))
     vocab_size: int = _key(_int())
     context_length: int = _key(_int())

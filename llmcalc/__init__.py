@@ -21,7 +21,7 @@ _API = {
     "load_model": "config", "ModelConfig": "config", "ConfigError": "config",
     "RunSpec": "run", "layer_plan": "plan",
     "count_params": "params", "count_flops": "flops", "kv_cache": "kvcache", "memory": "memory",
-    "activation_bytes": "activations",
+    "activation_bytes": "activations", "LoRA": "lora",
 }
 
 __all__ = sorted(_API)

@@ -214,3 +214,12 @@ def test_training_usage_errors_exit_2(run, args, message):
     result = run(*args)
     assert result.exit_code == 2 and message in result.stderr and result.stderr.count("\n") == 1, result.output
 
+
+
+def test_the_package_api_takes_lora():
+    """``import llmcalc``: the README's LoRA run through the lazy API."""
+    import llmcalc
+
+    run = llmcalc.RunSpec(mode="train", seq=2048, lora=llmcalc.LoRA(16, tuple(ATTENTION.split(","))))
+    parts = llmcalc.memory(llmcalc.load_model("llama-2-7b"), run).parts
+    assert parts["weights"] + parts["gradients"] + parts["optimizer"] == 13_745_266_688
