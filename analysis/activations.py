@@ -67,7 +67,7 @@ from .attention import ATTENTION
 from .config import ModelConfig
 from .flops import core_recomputed
 from .layout import Layer
-from .lora import LoRA, targeted
+from .lora import LoRA, adapted
 from .plan import LayerGroup, LayerSpec, layer_plan, layer_specs
 from .run import RunSpec, bytes_per
 from .tape import INDEX, Tape, norm_stat_bytes
@@ -95,7 +95,7 @@ def layer_bytes(cfg: ModelConfig, spec: LayerSpec, batch: int, seq: int, attenti
     (``analysis.verify.model``); ``attention``: eager, flash or selective (eager, core
     recomputed); ``lora``: adapters on a frozen base."""
     T, d = batch * seq, cfg.d_model
-    tape = Tape(cfg, b) if lora is None else Tape(cfg, b, frozenset(targeted(cfg, lora)), lora.rank)
+    tape = Tape(cfg, b) if lora is None else Tape(cfg, b, adapted(cfg, lora), lora.rank)
     # a learned T5 bias has no fused kernel: eager (core recomputed under selective)
     kind = "eager" if POSITIONS[cfg.position].learned_bias and attention == "flash" else attention
     placement = cfg.norm_placement

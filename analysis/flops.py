@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from .config import ModelConfig
 from .inventory import Linear
 from .layout import Layer, final_norm
-from .lora import linear_keys, targeted
+from .lora import adapted, linear_keys
 from .params import count_params
 from .plan import LayerGroup, LayerSpec, layer_plan
 from .run import RunSpec
@@ -135,16 +135,11 @@ def linear_rows(m: Linear, layer: Layer, run: RunSpec) -> int:
     return run.batch * attended_keys(layer.spec, run) if m.over_keys else run.tokens
 
 
-def adapted(cfg: ModelConfig, run: RunSpec) -> frozenset[str]:
-    """Keys of the linears ``run``'s LoRA adapts (none without LoRA)."""
-    return frozenset() if run.lora is None else frozenset(targeted(cfg, run.lora))
-
-
 def layer_matmul(layer: Layer, run: RunSpec) -> dict[str, int]:
     """Forward matmul FLOPs of one layer, by component; a LoRA adapter's two matmuls
     (``A``: d_in -> r, ``B``: r -> d_out) under ``key/lora``."""
     out: dict[str, int] = {}
-    lora = adapted(layer.cfg, run)
+    lora = adapted(layer.cfg, run.lora)
     for m in layer.linears():
         rows = linear_rows(m, layer, run) * m.active
         _add(out, m.key, 2 * rows * m.d_in * m.d_out)
@@ -175,8 +170,8 @@ def layer_ops(layer: Layer, run: RunSpec) -> list[Op]:
     if layer.spec.rope:
         ops.append(Op("attention/rope", T * attn.rope_elements_per_token, ROPE_COST, 2))
     ops += layer.ffn.ops(T)
-    if run.lora is not None:  # an adapter's output scaled by alpha / r and added to the base's
-        lora = adapted(cfg, run)
+    lora = adapted(cfg, run.lora)
+    if lora:  # an adapter's output scaled by alpha / r and added to the base's
         ops += [Op("lora", linear_rows(m, layer, run) * m.d_out * m.active, 2, 3) for m in layer.linears()
                 if m.key in lora]
     ops.append(Op("residual", 2 * T * cfg.d_model, 1, 3))  # two adds, each reads two and writes one

@@ -11,6 +11,7 @@ linears its own. Embeddings, norms and the LM head are never adapted.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from .config import ModelConfig
@@ -53,9 +54,15 @@ def targeted(cfg: ModelConfig, lora: LoRA) -> list[str]:
     return available if ALL_LINEAR in lora.targets else list(dict.fromkeys(lora.targets))
 
 
+@functools.lru_cache(maxsize=64)  # asked per layer group by flops, activations and traffic
+def adapted(cfg: ModelConfig, lora: LoRA | None) -> frozenset[str]:
+    """The keys ``lora`` adapts in ``cfg`` as a set (empty without LoRA)."""
+    return frozenset() if lora is None else frozenset(targeted(cfg, lora))
+
+
 def adapter_params(cfg: ModelConfig, lora: LoRA) -> dict[str, int]:
     """Trainable adapter parameters by component (module docstring)."""
-    keys = set(targeted(cfg, lora))
+    keys = adapted(cfg, lora)
     out: dict[str, int] = {}
     for group in layer_plan(cfg):
         for m in Layer(cfg, group.spec).linears():

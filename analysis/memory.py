@@ -51,18 +51,11 @@ class TrainingState:
     optimizer: int  # moments plus fp32 master weights under mixed precision
 
 
-def training_state(cfg: ModelConfig, dtype: str, optimizer: str) -> TrainingState:
-    n = count_params(cfg).total
-    return state_bytes(n, n, n, dtype, optimizer)
-
-
-def lora_state(cfg: ModelConfig, run: RunSpec) -> TrainingState:
-    """A frozen base stored as ``run.weights_dtype`` (a dtype or a quantized format: QLoRA) with
-    no gradient or optimizer state, and the adapters trained as every parameter is (run resolved)."""
-    n = sum(adapter_params(cfg, run.lora).values())
-    adapters = state_bytes(n, n, n, run.dtype, run.optimizer)
-    base = weights_bytes(cfg, run.weights_dtype, run.dtype)
-    return TrainingState(base + adapters.weights, adapters.gradients, adapters.optimizer)
+def trained_state(cfg: ModelConfig, run: RunSpec) -> TrainingState:
+    """The state of what the optimizer steps: every parameter, or LoRA's adapters alone (whose
+    frozen base holds only its weights, :func:`memory`); run resolved."""
+    n = count_params(cfg).total if run.lora is None else sum(adapter_params(cfg, run.lora).values())
+    return state_bytes(n, n, n, run.dtype, run.optimizer)
 
 
 def state_bytes(weights: int, gradients: int, optimized: int, dtype: str, optimizer: str) -> TrainingState:
@@ -139,9 +132,10 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
         if run.lora is None and run.weights_dtype != run.dtype:
             raise ValueError(f"training stores the weights in the compute dtype ({run.dtype}); {run.weights_dtype} "
                              "weights train only as a frozen base under LoRA adapters (QLoRA)")
-        state = training_state(cfg, run.dtype, run.optimizer) if run.lora is None else lora_state(cfg, run)
+        state = trained_state(cfg, run)
+        base = 0 if run.lora is None else weights_bytes(cfg, run.weights_dtype, run.dtype)  # frozen (QLoRA: a format)
         acts = activation_bytes(cfg, run)
-        parts.update(weights=state.weights, gradients=state.gradients, optimizer=state.optimizer,
+        parts.update(weights=base + state.weights, gradients=state.gradients, optimizer=state.optimizer,
                      activations=acts.total - acts.loss, logits=acts.loss,
                      attention=attention_bytes(cfg, run.batch, run.seq, run.seq, run.attention, run.dtype,
                                                training=True))

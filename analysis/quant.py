@@ -35,8 +35,9 @@ from typing import Callable
 from .config import ModelConfig
 from .inventory import Linear
 from .layout import Layer
+from .params import count_params
 from .plan import layer_plan
-from .run import ceil_div, weight_bytes
+from .run import RunSpec, ceil_div, weight_bytes
 
 FP32, FP16, INT32 = 4, 2, 4
 
@@ -167,8 +168,6 @@ def config_problem(cfg: ModelConfig) -> tuple[str, str] | None:
 def weights_bytes(cfg: ModelConfig, weights: str, dtype: str) -> int:
     """Bytes of all the model's weights stored as ``weights`` (a dtype, or a format whose
     unquantized tensors are in the compute dtype ``dtype``)."""
-    from .params import count_params
-
     if weights in FORMATS:
         return sum(stored_bytes(cfg, storage(cfg, weights), dtype).values())
     return weight_bytes(count_params(cfg).total, weights)
@@ -176,8 +175,6 @@ def weights_bytes(cfg: ModelConfig, weights: str, dtype: str) -> int:
 
 def checkpoint_bytes(cfg: ModelConfig, weights: str) -> int:
     """:func:`weights_bytes` with the rest in the model's inference compute dtype (RunSpec's policy)."""
-    from .run import RunSpec
-
     return weights_bytes(cfg, weights, RunSpec("prefill").resolve(cfg).dtype)
 
 
@@ -199,8 +196,6 @@ def dequantized_bytes(cfg: ModelConfig, weights: str, dtype: str) -> int:
 
 def stored_bytes(cfg: ModelConfig, storage: Storage, dtype: str) -> dict[str, int]:
     """The model's weights by component under ``storage``, the rest in ``dtype``."""
-    from .params import count_params
-
     out = {k: weight_bytes(n, dtype) for k, n in count_params(cfg).components.items()}
     for m, layers in matrices(cfg):
         out[m.key] += (storage.linear_bytes(m, dtype) - weight_bytes(m.per_copy, dtype)) * m.copies * layers

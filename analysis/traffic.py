@@ -34,7 +34,6 @@ from __future__ import annotations
 from .config import ModelConfig
 from .flops import (
     _add,
-    adapted,
     attended_keys,
     core_keys,
     core_recomputed,
@@ -45,8 +44,8 @@ from .flops import (
 )
 from .inventory import Linear
 from .layout import Layer
-from .lora import adapter_params
-from .memory import state_bytes, training_state
+from .lora import adapted
+from .memory import trained_state
 from .plan import layer_plan
 from .quant import FORMATS, linear_weight_bytes
 from .run import RunSpec, bytes_per, weight_bytes
@@ -91,7 +90,7 @@ def layer_bytes(layer: Layer, run: RunSpec) -> dict[str, int]:
     b, T = bytes_per(run.dtype), run.tokens
     kv = b if run.mode == "train" else bytes_per(run.kv_dtype)
     out: dict[str, int] = {}
-    lora = adapted(layer.cfg, run)
+    lora = adapted(layer.cfg, run.lora)
     for m in layer.linears():
         rows = linear_rows(m, layer, run)
         read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)
@@ -148,10 +147,6 @@ def pass_bytes(cfg: ModelConfig, run: RunSpec) -> dict[str, int]:
             for key, n in layers.items():
                 if run.recompute == "full" or key in core:
                     _add(out, key, n)
-        if run.lora is None:
-            state = training_state(cfg, run.dtype, run.optimizer)
-        else:  # the adapters alone
-            n = sum(adapter_params(cfg, run.lora).values())
-            state = state_bytes(n, n, n, run.dtype, run.optimizer)
+        state = trained_state(cfg, run)  # LoRA: the adapters alone
         _add(out, "optimizer", 2 * (state.weights + state.optimizer) + state.gradients)
     return out

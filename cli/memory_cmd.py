@@ -205,7 +205,7 @@ def memory(
     batches = parse_ints(batch, "--batch")
     if chunk is not None:
         positive(chunk, "--chunk")
-    lora = lora_run(lora_spec(lora_rank, lora_alpha, lora_targets), "train" if mode == "train" else "inference")
+    lora = lora_run(lora_spec(lora_rank, lora_alpha, lora_targets), mode)
     training_weights(weights_dtype, mode, lora)
     ignored = {"train": {"--chunk": chunk, "--kv-dtype": kv_dtype},
                "inference": {"--recompute": None if recompute == "none" else recompute,

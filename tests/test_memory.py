@@ -5,8 +5,9 @@ import json
 import pytest
 
 from llmcalc.analysis.config import load_bundled
-from llmcalc.analysis.memory import training_state
+from llmcalc.analysis.memory import trained_state
 from llmcalc.analysis.params import count_params
+from llmcalc.analysis.run import RunSpec
 
 KEYS = {"weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits", "total"}
 
@@ -16,7 +17,7 @@ KEYS = {"weights", "gradients", "optimizer", "activations", "attention", "kv_cac
     ("fp32", "adam", 16), ("fp32", "sgd", 8), ("fp32", "sgd-momentum", 12)])
 def test_training_state_bytes_per_parameter(dtype, optimizer, per_param):
     cfg = load_bundled("mistral-7b")
-    s = training_state(cfg, dtype, optimizer)
+    s = trained_state(cfg, RunSpec("train", dtype=dtype, optimizer=optimizer).resolve(cfg))
     assert s.weights + s.gradients + s.optimizer == per_param * count_params(cfg).total
 
 

@@ -39,7 +39,7 @@ import torch
 from ..activations import activation_bytes
 from ..config import ModelConfig
 from ..hardware import Hardware
-from ..memory import memory, training_state
+from ..memory import memory, trained_state
 from ..run import RunSpec
 from ..timing import Roofline, roofline
 from .cache import KVCache
@@ -75,7 +75,7 @@ def median_seconds(step: Callable[[], object], device: str, warmup: int = WARMUP
 def train_peak(cfg: ModelConfig, run: RunSpec) -> int:
     """Analytic peak of a training step without an optimizer: weights, gradients, saved activations
     (flash attention keeps no score matrix)."""
-    state = training_state(cfg, run.dtype, "sgd")
+    state = trained_state(cfg, run.resolve(cfg).replace(optimizer="sgd"))
     return state.weights + state.gradients + activation_bytes(cfg, run).total
 
 
