@@ -8,6 +8,7 @@ included), and :data:`EXIT_PIPE` when the reader of stdout went away (``llmcalc 
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import sys
@@ -106,7 +107,10 @@ def run(app) -> None:
     if code == EXIT_INTERRUPTED:
         # verify's checks run on a thread of their own (analysis.verify.report.on_deep_stack)
         # that may still be inside torch; an orderly interpreter shutdown would tear it down
-        # mid-call and abort (SIGABRT). Everything the user should see is flushed by now.
+        # mid-call and abort (SIGABRT). Everything the user should see is flushed by now. The
+        # collection frees what the interrupt's traceback held: `verify --jobs`' worker pool,
+        # whose semaphores the resource tracker would otherwise report as leaked.
+        gc.collect()
         os._exit(code)
     sys.exit(code)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from contextlib import closing
 from typing import Optional
 
 import typer
@@ -30,6 +31,7 @@ from .common import (
     output_format,
     parallel_layout,
     parse_ints,
+    positive,
 )
 from .errors import UsageError, VerificationFailed
 from .render import Col, Report, Table, count, emit, err_console, pick, text_col, verdict, warn
@@ -126,6 +128,8 @@ def verify(
     lora_rank: Optional[int] = LoraRankOpt,
     lora_alpha: Optional[float] = LoraAlphaOpt,
     lora_targets: Optional[str] = LoraTargetsOpt,
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Models checked at once, each in its own process "
+                             "(every bundled model on meta: --jobs 2 takes about half the time on 2 cores)."),
     fmt: str = FormatOpt,
     json_out: bool = JsonOpt,
 ) -> None:
@@ -140,6 +144,7 @@ def verify(
       llmcalc verify gpt2-small --device cpu
       llmcalc verify mixtral-8x7b --device meta --json
       llmcalc verify --device meta      # every bundled model
+      llmcalc verify --device meta --jobs 2
       llmcalc verify mistral-7b --against transformers
       llmcalc verify gpt2-small --tp 2 --dp 2 --zero 3
       llmcalc verify mixtral-8x7b --lora-rank 8
@@ -148,6 +153,7 @@ def verify(
     choice(device, DEVICES, "--device")
     (seq_value,) = parse_ints(seq, "--seq", single="verify (a check, not a sweep)")
     (batch_value,) = parse_ints(batch, "--batch", single="verify (a check, not a sweep)")
+    positive(jobs, "--jobs")
     if against is not None:
         choice(against, AGAINST, "--against")
         if device not in ("auto", "meta"):  # transformers' model is built on meta, whatever the machine
@@ -187,23 +193,24 @@ def verify(
         if device not in ("auto", "cpu"):
             warn(f"--device {device} does not apply to a layout check (FSDP2 needs its shards on the cpu); ignored")
         return _verify_layout(models, cfgs, layout, seq_value, batch_value, fmt)
-    from ..analysis.verify.report import verify as run_checks
+    from ..analysis.verify.report import verify_many
 
     dev = _resolve_device(device, torch)
     hw = _hardware(hardware_spec, dev, torch)
     results = []
-    if len(cfgs) > 1:
-        from rich.markup import escape
-        from rich.progress import Progress
+    with closing(verify_many(cfgs, dev, seq_value, batch_value, hw, lora, jobs)) as checked:
+        if len(cfgs) > 1:
+            from rich.markup import escape
+            from rich.progress import Progress
 
-        with Progress(console=err_console, transient=True) as progress:
-            task = progress.add_task("verifying", total=len(cfgs))
-            for cfg in cfgs:
-                progress.update(task, description=f"verifying {escape(cfg.name)}")
-                results.append((cfg, run_checks(cfg, dev, seq_value, batch_value, hw, lora)))
-                progress.advance(task)
-    else:
-        results = [(cfg, run_checks(cfg, dev, seq_value, batch_value, hw, lora)) for cfg in cfgs]
+            with Progress(console=err_console, transient=True) as progress:
+                task = progress.add_task("verifying", total=len(cfgs))
+                for cfg in cfgs:  # results come in order: the bar names the next one awaited
+                    progress.update(task, description=f"verifying {escape(cfg.name)}")
+                    results.append((cfg, next(checked)))
+                    progress.advance(task)
+        else:
+            results = [(cfgs[0], next(checked))]
     records = [_record(cfg, checks, device=dev, **({"hardware": hw.name} if hw else {}), seq_len=seq_value,
                        batch=batch_value) for cfg, checks in results]
     blocks: list = []

@@ -350,6 +350,22 @@ def test_ctrl_c_during_verify_exits_130_quietly():
     assert (proc.returncode, err) == (130, b"")
 
 
+def test_ctrl_c_during_verify_jobs_ends_the_workers_quietly():
+    """SIGINT to the whole process group (a terminal's Ctrl-C) during `verify --jobs 2`: exit 130,
+    the workers gone, and no warning of leaked semaphores from the pool."""
+    proc = subprocess.Popen([sys.executable, "-c", MAIN, "verify", "mistral-7b", "mixtral-8x7b", "--device", "meta",
+                             "--jobs", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    time.sleep(6)  # the workers spawned, torch imported, the checks under way
+    workers = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "multiprocessing.spawn"], capture_output=True,
+                             text=True).stdout.split()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip() == b""
+    assert len(workers) == 2
+    time.sleep(1)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in workers)
+
+
 @pytest.mark.parametrize("name", ["red\x1b[31m", "two\nlines", "tab\there"])
 def test_control_characters_in_a_name_are_refused(tmp_path, run, name):
     """From a YAML or a config.json's _name_or_path, a name reaches every table title and row."""

@@ -102,3 +102,21 @@ def test_verify_rejects_an_untested_torch(run, monkeypatch):
     assert result.exit_code == 2
     assert result.stderr == ("Error: llmcalc verify is tested with PyTorch 2.13.x, found 2.4.1+cpu; "
                              "CPU machines: pip install torch==2.13.0\n")
+
+
+def test_jobs_give_the_serial_results_in_order(run, config_file):
+    """`--jobs 2`: worker processes, deepest model first, the results in the order asked for."""
+    paths = []
+    for name, layers in (("gpt2-small", 1), ("mistral-7b", 3), ("mixtral-8x7b", 2)):
+        text = re.sub(r"(?m)^n_layers: \d+$", f"n_layers: {layers}", (BUNDLED / f"{name}.yaml").read_text())
+        paths.append(config_file(text, f"{name}.yaml"))
+    args = ["verify", *paths, "--device", "meta", "--seq", "16", "--batch", "1", "--json"]
+    serial, parallel = run(*args), run(*args, "--jobs", "2")
+    assert (serial.exit_code, parallel.exit_code) == (0, 0), parallel.stdout
+    assert [m["model"] for m in json.loads(parallel.stdout)] == ["gpt2-small", "mistral-7b", "mixtral-8x7b"]
+    assert parallel.stdout == serial.stdout
+
+
+def test_jobs_must_be_positive(run):
+    result = run("verify", "gpt2-small", "--jobs", "0")
+    assert result.exit_code == 2 and "--jobs must be >= 1, got 0" in result.stderr

@@ -15,8 +15,10 @@ dropped, so the count is the one any routing gives.
 
 from __future__ import annotations
 
+import multiprocessing
+import signal
 import threading
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
@@ -241,6 +243,26 @@ def verify(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardware | N
     longest = seq + 1 if timed else seq  # the timed decode step runs at position seq
     check_sizes(cfg, seq, batch, max([longest, *(prefill + decode for prefill, decode in kv_spans(cfg))]))
     return on_deep_stack(_checks, cfg, device, seq, batch, timed)
+
+
+def verify_many(cfgs: list[ModelConfig], device: str, seq: int, batch: int, hw: Hardware | None = None,
+                lora: LoRA | None = None, jobs: int = 1) -> Iterator[list[Check]]:
+    """:func:`verify` of each model, in order. ``jobs`` > 1: that many worker processes (spawned:
+    a forked torch can deadlock) take the models deepest first, so that no long one starts last;
+    the checks are single-threaded Python, so every bundled model on 2 cores takes about half the
+    time. Ctrl-C: the workers ignore it and are terminated with the pool."""
+    if jobs == 1 or len(cfgs) == 1:
+        yield from (verify(cfg, device, seq, batch, hw, lora) for cfg in cfgs)
+        return
+    ignore_ctrl_c = (signal.SIGINT, signal.SIG_IGN)
+    pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(cfgs)), signal.signal, ignore_ctrl_c)
+    deepest_first = sorted(range(len(cfgs)), key=lambda i: -cfgs[i].n_layers)
+    pending = {i: pool.apply_async(verify, (cfgs[i], device, seq, batch, hw, lora)) for i in deepest_first}
+    try:
+        for i in range(len(cfgs)):
+            yield pending[i].get()
+    finally:
+        pool.terminate()
 
 
 def _checks(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardware | None) -> list[Check]:
