@@ -351,17 +351,21 @@ def test_ctrl_c_during_verify_exits_130_quietly():
 
 
 def test_ctrl_c_during_verify_jobs_ends_the_workers_quietly():
-    """SIGINT to the whole process group (a terminal's Ctrl-C) during `verify --jobs 2`: exit 130,
-    the workers gone, and no warning of leaked semaphores from the pool."""
+    """SIGINT to the whole process group (a terminal's Ctrl-C) as soon as `verify --jobs 2` has
+    started its workers, while they still import torch: exit 130, the workers gone, and nothing on
+    stderr (no worker's traceback, no warning of leaked semaphores from the pool)."""
     proc = subprocess.Popen([sys.executable, "-c", MAIN, "verify", "mistral-7b", "mixtral-8x7b", "--device", "meta",
                              "--jobs", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    time.sleep(6)  # the workers spawned, torch imported, the checks under way
-    workers = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "multiprocessing.spawn"], capture_output=True,
-                             text=True).stdout.split()
+    workers: list[str] = []
+    deadline = time.monotonic() + 60
+    while len(workers) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        workers = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "multiprocessing.spawn"], capture_output=True,
+                                 text=True).stdout.split()
+    assert len(workers) == 2
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and err.strip() == b""
-    assert len(workers) == 2
+    assert (proc.returncode, err.strip()) == (130, b"")
     time.sleep(1)
     assert not any(os.path.exists(f"/proc/{pid}") for pid in workers)
 

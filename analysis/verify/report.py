@@ -250,12 +250,17 @@ def verify_many(cfgs: list[ModelConfig], device: str, seq: int, batch: int, hw: 
     """:func:`verify` of each model, in order. ``jobs`` > 1: that many worker processes (spawned:
     a forked torch can deadlock) take the models deepest first, so that no long one starts last;
     the checks are single-threaded Python, so every bundled model on 2 cores takes about half the
-    time. Ctrl-C: the workers ignore it and are terminated with the pool."""
+    time. Ctrl-C: the workers are started with SIGINT ignored (inherited from their first
+    instruction, so none prints a traceback while it starts) and terminated with the pool; call
+    from the main thread."""
     if jobs == 1 or len(cfgs) == 1:
         yield from (verify(cfg, device, seq, batch, hw, lora) for cfg in cfgs)
         return
-    ignore_ctrl_c = (signal.SIGINT, signal.SIG_IGN)
-    pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(cfgs)), signal.signal, ignore_ctrl_c)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(cfgs)))
+    finally:
+        signal.signal(signal.SIGINT, previous)
     deepest_first = sorted(range(len(cfgs)), key=lambda i: -cfgs[i].n_layers)
     pending = {i: pool.apply_async(verify, (cfgs[i], device, seq, batch, hw, lora)) for i in deepest_first}
     try:
