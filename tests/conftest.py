@@ -1,10 +1,22 @@
 """Fixtures shared by the test modules (modules never import each other; shared data such as
 hypothesis strategies lives in tests/strategies.py)."""
 
+import os
+
 import pytest
 from typer.testing import CliRunner
 
 from llmcalc.cli.app import app
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (`-n 2`, one worker per core) each worker computes on one thread: torch's
+    intra-op threads would only contend with the other worker. Subprocesses inherit it."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ["OMP_NUM_THREADS"] = "1"
+        import torch
+
+        torch.set_num_threads(1)
 
 
 @pytest.fixture
