@@ -187,6 +187,9 @@ def verify(
     problem = torch_version_problem(torch.__version__)
     if problem:
         raise UsageError(problem)
+    if jobs > 1 and (against is not None or not layout.trivial):
+        warn("--jobs applies to the checks against llmcalc's reference: with --against or --tp/--dp the models "
+             "are checked one at a time; ignored")
     if against is not None:
         return _verify_against(models, cfgs, seq_value, batch_value, fmt)
     if not layout.trivial:

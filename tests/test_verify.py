@@ -124,3 +124,10 @@ def test_jobs_give_the_serial_results_in_order(run, config_file):
 def test_jobs_must_be_positive(run):
     result = run("verify", "gpt2-small", "--jobs", "0")
     assert result.exit_code == 2 and "--jobs must be >= 1, got 0" in result.stderr
+
+
+def test_jobs_with_a_layout_warns_that_it_is_ignored(run, config_file):
+    text = re.sub(r"(?m)^n_layers: \d+$", "n_layers: 1", (BUNDLED / "gpt2-small.yaml").read_text())
+    result = run("verify", config_file(text), "--tp", "2", "--seq", "8", "--jobs", "2")
+    assert result.exit_code == 0, result.output
+    assert "--jobs applies to the checks against llmcalc's reference" in result.stderr
