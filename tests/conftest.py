@@ -2,10 +2,12 @@
 hypothesis strategies lives in tests/strategies.py)."""
 
 import os
+import re
 
 import pytest
 from typer.testing import CliRunner
 
+from llmcalc.analysis.config import _bundled_dir
 from llmcalc.cli.app import app
 
 
@@ -37,5 +39,16 @@ def config_file(tmp_path):
         path = tmp_path / name
         path.write_text(text)
         return path
+
+    return write
+
+
+@pytest.fixture
+def bundled_copy(config_file):
+    """A bundled model's YAML with ``n_layers`` layers, written as ``<name>.yaml`` under tmp_path:
+    its shapes at a fraction of verify's time (CI verifies every bundled model whole)."""
+    def write(name: str, n_layers: int):
+        text = (_bundled_dir() / f"{name}.yaml").read_text()
+        return config_file(re.sub(r"(?m)^n_layers: \d+$", f"n_layers: {n_layers}", text), f"{name}.yaml")
 
     return write

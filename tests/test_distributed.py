@@ -8,14 +8,13 @@ formulas. The closed forms are Megatron's and ZeRO's published per-step volumes.
 
 import dataclasses
 import json
-import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcalc.analysis.comm import collectives
-from llmcalc.analysis.config import _bundled_dir, from_dict, load_model
+from llmcalc.analysis.config import from_dict, load_model
 from llmcalc.analysis.hardware import load_hardware
 from llmcalc.analysis.memory import memory
 from llmcalc.analysis.parallel import stage_tensors
@@ -27,14 +26,11 @@ from llmcalc.analysis.verify.distributed import check_layout_on_torch, unsupport
 
 from .strategies import BASE, VARIANTS, valid_configs
 
-BUNDLED = _bundled_dir()
 
-
-def test_gpt2_small_tp2_dp2_zero3_passes_against_torch_distributed(run, config_file):
+def test_gpt2_small_tp2_dp2_zero3_passes_against_torch_distributed(run, bundled_copy):
     """GPT-2 small's shape with 3 of its 12 layers (CI runs all 12; so does the README's example)."""
-    text = (BUNDLED / "gpt2-small.yaml").read_text()
-    path = config_file(re.sub(r"(?m)^n_layers: \d+$", "n_layers: 3", text))
-    result = run("verify", path, "--tp", "2", "--dp", "2", "--zero", "3", "--seq", "32", "--json")
+    result = run("verify", bundled_copy("gpt2-small", 3), "--tp", "2", "--dp", "2", "--zero", "3", "--seq", "32",
+                 "--json")
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
     checks = {c["name"]: c for c in record["checks"]}

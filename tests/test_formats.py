@@ -405,9 +405,9 @@ def _first_column(out: str) -> list[str]:
     return names
 
 
-def test_verify_at_80_columns_keeps_every_check_name(run, config_file):
+def test_verify_at_80_columns_keeps_every_check_name(run, bundled_copy):
     """GPT-2 small's shapes with 2 layers: every check name and figure of its verify, whole."""
-    path = config_file(re.sub(r"(?m)^n_layers: \d+$", "n_layers: 2", GPT2_SMALL), "gpt2-small.yaml")
+    path = bundled_copy("gpt2-small", 2)
     out = _terminal("verify", path, "--device", "meta")
     _fits(out)
     data = json.loads(run("verify", path, "--device", "meta", "--json").stdout)

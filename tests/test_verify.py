@@ -1,18 +1,14 @@
 """`llmcalc verify` and the property-based proof: analytic == measured on the meta device."""
 
 import json
-import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llmcalc.analysis.verify.report as report
-from llmcalc.analysis.config import _bundled_dir, from_dict
+from llmcalc.analysis.config import from_dict
 from tests.strategies import valid_configs
-
-BUNDLED = _bundled_dir()
-
 
 STEPS = [(attention, recompute) for attention in ("eager", "flash") for recompute in report.recomputations(attention)]
 
@@ -34,12 +30,11 @@ def test_random_configs_analytic_equals_measured(raw, seq, batch, step):
 
 
 @pytest.mark.parametrize("name", ["gpt2-small", "mistral-7b", "mixtral-8x7b"])
-def test_verify_json_bundled(run, config_file, name):
+def test_verify_json_bundled(run, bundled_copy, name):
     """The JSON of `verify`: every family of checks, all exact. CI runs the full default verify
     of every bundled model just before the tests; here the bundled shapes with 2 layers (a
     window, GQA, experts) and a short sequence."""
-    text = (BUNDLED / f"{name}.yaml").read_text()
-    path = config_file(re.sub(r"(?m)^n_layers: \d+$", "n_layers: 2", text))
+    path = bundled_copy(name, 2)
     result = run("verify", path, "--device", "meta", "--seq", "32", "--batch", "1", "--json")
     assert result.exit_code == 0, result.stdout
     data = json.loads(result.stdout)
@@ -63,7 +58,7 @@ def test_verify_cpu_runs_real_tensor_checks(run):
     assert all(c["measured"] < 1e-9 for c in real)
 
 
-def test_wrong_formula_fails_with_exit_1(run, config_file, monkeypatch):
+def test_wrong_formula_fails_with_exit_1(run, bundled_copy, monkeypatch):
     real = report.count_params
 
     def off_by_one(cfg):
@@ -72,7 +67,7 @@ def test_wrong_formula_fails_with_exit_1(run, config_file, monkeypatch):
                            p.total + 1, p.active + 1)
 
     monkeypatch.setattr(report, "count_params", off_by_one)
-    path = config_file(re.sub(r"(?m)^n_layers: \d+$", "n_layers: 2", (BUNDLED / "gpt2-small.yaml").read_text()))
+    path = bundled_copy("gpt2-small", 2)
     result = run("verify", path, "--device", "meta", "--seq", "8", "--batch", "1")
     assert result.exit_code == 1
     assert "FAIL" in result.stdout
@@ -108,16 +103,13 @@ def test_verify_rejects_an_untested_torch(run, monkeypatch):
                              "CPU machines: pip install torch==2.13.0\n")
 
 
-def test_jobs_give_the_serial_results_in_order(run, config_file):
-    """`--jobs 2`: worker processes, deepest model first, the results in the order asked for."""
-    paths = []
-    for name, layers in (("gpt2-small", 1), ("mixtral-8x7b", 2)):
-        text = re.sub(r"(?m)^n_layers: \d+$", f"n_layers: {layers}", (BUNDLED / f"{name}.yaml").read_text())
-        paths.append(config_file(text, f"{name}.yaml"))
-    args = ["verify", *paths, "--device", "meta", "--seq", "16", "--batch", "1", "--json"]
+def test_jobs_give_the_serial_results_in_order(run, bundled_copy):
+    """`--jobs 2`: worker processes (the deeper model started first), the results in the order asked for."""
+    args = ["verify", bundled_copy("gpt2-small", 1), bundled_copy("mixtral-8x7b", 2), "--device", "meta",
+            "--seq", "16", "--batch", "1", "--json"]
     serial, parallel = run(*args), run(*args, "--jobs", "2")
     assert (serial.exit_code, parallel.exit_code) == (0, 0), parallel.stdout
-    assert [m["model"] for m in json.loads(parallel.stdout)] == ["gpt2-small", "mixtral-8x7b"]  # mixtral ran first
+    assert [m["model"] for m in json.loads(parallel.stdout)] == ["gpt2-small", "mixtral-8x7b"]
     assert parallel.stdout == serial.stdout
 
 
@@ -126,8 +118,7 @@ def test_jobs_must_be_positive(run):
     assert result.exit_code == 2 and "--jobs must be >= 1, got 0" in result.stderr
 
 
-def test_jobs_with_a_layout_warns_that_it_is_ignored(run, config_file):
-    text = re.sub(r"(?m)^n_layers: \d+$", "n_layers: 1", (BUNDLED / "gpt2-small.yaml").read_text())
-    result = run("verify", config_file(text), "--tp", "2", "--seq", "8", "--jobs", "2")
+def test_jobs_with_a_layout_warns_that_it_is_ignored(run, bundled_copy):
+    result = run("verify", bundled_copy("gpt2-small", 1), "--tp", "2", "--seq", "8", "--jobs", "2")
     assert result.exit_code == 0, result.output
     assert "--jobs applies to the checks against llmcalc's reference" in result.stderr
