@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from .config import ModelConfig
 from .inventory import Linear
 from .layout import Layer, final_norm
-from .lora import adapted, linear_keys
+from .lora import adapted, frozen_keys
 from .params import count_params
 from .plan import LayerGroup, LayerSpec, layer_plan
 from .run import RunSpec
@@ -235,11 +235,6 @@ def core_ops(ops: list[Op]) -> list[Op]:
 def core_keys(cfg: ModelConfig, run: RunSpec) -> set[str]:
     """Components of attention's core: its two matmuls and the ops on the scores."""
     return set(CORE_MATMULS) | {op.key for g in layer_plan(cfg) for op in core_ops(layer_ops(Layer(cfg, g.spec), run))}
-
-
-def frozen_keys(cfg: ModelConfig) -> list[str]:
-    """Components whose matmuls are frozen weights under LoRA: every layer linear and the head."""
-    return [*linear_keys(cfg), "lm_head"]
 
 
 def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:

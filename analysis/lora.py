@@ -44,6 +44,12 @@ def linear_keys(cfg: ModelConfig) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
+def frozen_keys(cfg: ModelConfig) -> list[str]:
+    """Components whose matmuls are frozen weights under LoRA: every layer linear and the head
+    (also every key a quantized format's skip list can name)."""
+    return [*linear_keys(cfg), "lm_head"]
+
+
 def targeted(cfg: ModelConfig, lora: LoRA) -> list[str]:
     """The keys ``lora`` adapts in ``cfg``; ValueError naming a target the model lacks."""
     available = linear_keys(cfg)

@@ -129,9 +129,6 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
     parts = dict.fromkeys(PARTS, 0)
     parts["dequantization"] = dequantized_bytes(cfg, run.weights_dtype, run.dtype)
     if run.mode == "train":
-        if run.lora is None and run.weights_dtype != run.dtype:
-            raise ValueError(f"training stores the weights in the compute dtype ({run.dtype}); {run.weights_dtype} "
-                             "weights train only as a frozen base under LoRA adapters (QLoRA)")
         state = trained_state(cfg, run)
         base = 0 if run.lora is None else weights_bytes(cfg, run.weights_dtype, run.dtype)  # frozen (QLoRA: a format)
         acts = activation_bytes(cfg, run)

@@ -35,6 +35,7 @@ from typing import Callable
 from .config import ModelConfig
 from .inventory import Linear
 from .layout import Layer
+from .lora import frozen_keys
 from .params import count_params
 from .plan import layer_plan
 from .run import RunSpec, ceil_div, weight_bytes
@@ -155,7 +156,7 @@ def matrices(cfg: ModelConfig) -> list[tuple[Linear, int]]:
 def config_problem(cfg: ModelConfig) -> tuple[str, str] | None:
     """(key, message) when ``quant_skip`` names none of the model's linears or ``quant_group_size``
     is given to a format without groups; None when both are fine."""
-    keys = [m.key for m, _ in matrices(cfg)] + ["lm_head"]
+    keys = frozen_keys(cfg)
     unknown = [s for s in cfg.quant_skip or () if all(quantized(k, (s,)) for k in keys)]
     if unknown:
         return "quant_skip", (f"{', '.join(unknown)} names none of the model's linears (breakdown keys or their "

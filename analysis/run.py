@@ -10,7 +10,8 @@ place where llmcalc's dtype policy lives:
   computes in bf16);
 - weights: the compute dtype for training (mixed precision keeps fp32 master weights in the
   optimizer state), but a quantized model's format under LoRA (QLoRA on the checkpoint as it
-  is); the model's dtype for inference (int4 weights stay int4; a quantized
+  is; other weights for training without LoRA are refused, whichever analysis asks); the model's
+  dtype for inference (int4 weights stay int4; a quantized
   format, :mod:`analysis.quant`, keeps what it does not quantize in the compute dtype);
 - KV cache: the compute dtype. ``kvcache`` and ``memory`` both resolve through here, so they
   agree for the same model and options.
@@ -151,6 +152,9 @@ class RunSpec:
         train = self.mode == "train"
         dtype = self.dtype or ("bf16" if train or cfg.dtype not in FLOAT_DTYPES else cfg.dtype)
         stored = not train or (self.lora is not None and cfg.dtype in WEIGHT_FORMATS)  # QLoRA on its checkpoint
+        if train and self.lora is None and self.weights_dtype not in (None, dtype):
+            raise ValueError(f"training stores the weights in the compute dtype ({dtype}); {self.weights_dtype} "
+                             "weights train only as a frozen base under LoRA adapters (QLoRA)")
         return dataclasses.replace(
             self, seq=self.seq or cfg.context_length, dtype=dtype,
             weights_dtype=self.weights_dtype or (cfg.dtype if stored else dtype),

@@ -37,14 +37,13 @@ from .flops import (
     attended_keys,
     core_keys,
     core_recomputed,
-    frozen_keys,
     layer_ops,
     linear_rows,
     model_ops,
 )
 from .inventory import Linear
 from .layout import Layer
-from .lora import adapted
+from .lora import adapted, frozen_keys
 from .memory import trained_state
 from .plan import layer_plan
 from .quant import FORMATS, linear_weight_bytes

@@ -290,8 +290,13 @@ def lora_models(models: Optional[list[str]], lora) -> list[ModelConfig]:
         for cfg in cfgs:
             lora_targets_of(cfg, lora)
         return cfgs
-    kept = [c for c in cfgs if _has_targets(c, lora)]
-    left = [c.name for c in cfgs if c not in kept]
+    kept: list[ModelConfig] = []
+    left: list[str] = []
+    for cfg in cfgs:
+        if _has_targets(cfg, lora):
+            kept.append(cfg)
+        else:
+            left.append(cfg.name)
     if left:
         warn(f"left out, without the LoRA targets {', '.join(lora.targets)}: {', '.join(left)}")
     return kept
@@ -305,7 +310,7 @@ def _has_targets(cfg: ModelConfig, lora) -> bool:
     return True
 
 
-def training_weights(weights_dtype: Optional[str], mode: str, lora=None) -> None:
+def training_weights(weights_dtype: Optional[str], mode: str, lora) -> None:
     """UsageError for --weights-dtype in a full training run (the weights train in the compute
     dtype; stored weights are the frozen base of LoRA or QLoRA)."""
     if weights_dtype is not None and mode == "train" and lora is None:

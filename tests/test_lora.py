@@ -215,7 +215,6 @@ def test_training_usage_errors_exit_2(run, args, message):
     assert result.exit_code == 2 and message in result.stderr and result.stderr.count("\n") == 1, result.output
 
 
-
 def test_the_package_api_takes_lora():
     """``import llmcalc``: the README's LoRA run through the lazy API."""
     import llmcalc
