@@ -17,6 +17,7 @@ from llmcalc.analysis.flops import count_flops
 from llmcalc.analysis.lora import LoRA, adapter_params, linear_keys
 from llmcalc.analysis.memory import fit, memory
 from llmcalc.analysis.run import RunSpec
+from llmcalc.analysis.traffic import pass_bytes
 from tests.strategies import CONFIGS, valid_configs
 
 ATTENTION = "attention/q,attention/k,attention/v,attention/o"
@@ -222,3 +223,15 @@ def test_the_package_api_takes_lora():
     run = llmcalc.RunSpec(mode="train", seq=2048, lora=llmcalc.LoRA(16, tuple(ATTENTION.split(","))))
     parts = llmcalc.memory(llmcalc.load_model("llama-2-7b"), run).parts
     assert parts["weights"] + parts["gradients"] + parts["optimizer"] == 13_745_266_688
+
+
+def test_full_training_on_stored_weights_is_refused_by_every_analysis():
+    """Stored nf4 weights train only as LoRA's frozen base: memory and the bytes a step moves both
+    refuse full training on them (one rule, in RunSpec.resolve), and accept it under adapters."""
+    cfg = load_model("llama-2-7b")
+    full, qlora = RunSpec("train", 128, 1, weights_dtype="nf4"), RunSpec("train", 128, 1, weights_dtype="nf4",
+                                                                           lora=LoRA(8))
+    for analysis in (memory, pass_bytes):
+        with pytest.raises(ValueError, match=r"training stores the weights in the compute dtype \(bf16\); nf4"):
+            analysis(cfg, full)
+    assert memory(cfg, qlora).parts["weights"] > 0 and sum(pass_bytes(cfg, qlora).values()) > 0
