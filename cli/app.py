@@ -1,17 +1,18 @@
-"""The Typer application: one command per noun, errors mapped to exit codes in errors.py.
+"""The command line: one command per noun, errors mapped to exit codes in errors.py.
 
-``app`` has every command. ``main`` (the console script) builds only the one named on the
-command line, when one is: a command's module, and what it imports, is loaded only to run it."""
+``app`` is the Typer application with every command. ``main`` (the console script) imports
+only the command named on the command line, and reads its options with options.parse when it
+can, so an analytic command neither imports Typer nor any other command's module; anything
+parse leaves (``--help``, an error click words, no command) goes to Typer."""
 
 from __future__ import annotations
 
 import sys
 from importlib import import_module
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Optional
 
-import typer
-
-from .errors import ErrorHandlingGroup, run
+from .errors import guarded, run
+from .options import parse, typer_command
 
 # command -> (module in this package, function); in the order --help lists them
 COMMANDS = {
@@ -28,9 +29,17 @@ COMMANDS = {
 }
 
 
+def command(name: str) -> Callable:
+    """The function of the command ``name``."""
+    module, function = COMMANDS[name]
+    return getattr(import_module(f".{module}", __package__), function)
+
+
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import PackageNotFoundError, version
+
+        import typer
 
         try:
             typer.echo(f"llmcalc {version('llmcalc-exact')}")
@@ -39,21 +48,23 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def _main(_: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Show the version and exit.")) -> None:
-    pass
+def build(names: Iterable[str] = COMMANDS):
+    """The Typer application with the commands ``names``."""
+    import typer
 
+    from .group import ErrorHandlingGroup
 
-def build(names: Iterable[str] = COMMANDS) -> typer.Typer:
-    """The application with the commands ``names``."""
+    def _main(_: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                     help="Show the version and exit.")) -> None:
+        pass
+
     application = typer.Typer(
         cls=ErrorHandlingGroup, add_completion=False, no_args_is_help=True,
         help="Exact, explained and checked numbers for transformer language models: parameters, "
              "FLOPs, memory and KV cache, verified against real PyTorch modules.")
     application.callback()(_main)
     for name in names:
-        module, function = COMMANDS[name]
-        application.command(name)(getattr(import_module(f".{module}", __package__), function))
+        application.command(name)(typer_command(command(name)))
     return application
 
 
@@ -64,9 +75,20 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def answer(argv: list[str], prog_name: Optional[str] = None) -> None:
+    """Read the command line ``argv`` and answer it: the command named first, with the
+    arguments parse reads, or else Typer with that command (or with every command, where the
+    first word is none: no arguments, an option, an unknown name that Typer matches to the
+    nearest)."""
+    if argv and argv[0] in COMMANDS:
+        function = command(argv[0])
+        kwargs = parse(function, argv[1:])
+        if kwargs is not None:
+            with guarded():
+                function(**kwargs)
+            return
+    build(argv[:1] if argv and argv[0] in COMMANDS else COMMANDS)(args=argv, prog_name=prog_name)
+
+
 def main() -> None:
-    # The group's own options (--help, --version) take no value, so the first argument, if it
-    # is a command's name, is the command run. Anything else (no arguments, an option, an unknown
-    # name: an error that suggests the nearest names) gets every command.
-    named = sys.argv[1:2]
-    run(build(named if named and named[0] in COMMANDS else COMMANDS))
+    run(lambda: answer(sys.argv[1:]))

@@ -4,26 +4,25 @@ from __future__ import annotations
 
 from typing import Optional
 
-import typer
-
 from ..analysis.config import MAX_INT, ModelConfig, bundled_names, load_model
 from ..analysis.errors import shorten
 from ..analysis.params import ParamCount, count_params
 from .errors import UsageError
+from .options import Argument, Option
 from .render import FORMATS, count, warn
 
-ModelsArg = typer.Argument(
+ModelsArg = Argument(
     None, metavar="[MODEL]...",
     help="Bundled name (see `llmcalc models`), a YAML file, or a Hugging Face config.json. "
          "None: every bundled model.")
-FormatOpt = typer.Option("table", "--format",
+FormatOpt = Option("table", "--format",
                          help="table | json | csv | markdown. CSV: raw integers, named as the JSON's keys.")
-JsonOpt = typer.Option(False, "--json", help="Short for --format json: only JSON on stdout.")
-BatchOpt = typer.Option("1", "--batch", help="Sequences, or a comma list (1,8,32): a row for each.")
+JsonOpt = Option(False, "--json", help="Short for --format json: only JSON on stdout.")
+BatchOpt = Option("1", "--batch", help="Sequences, or a comma list (1,8,32): a row for each.")
 # memory and time: with a parallel layout --batch is each GPU's micro-batch, hence the second name
-MicroBatchOpt = typer.Option("1", "--batch", "--micro-batch", help="Sequences (with a parallel layout: each GPU's "
+MicroBatchOpt = Option("1", "--batch", "--micro-batch", help="Sequences (with a parallel layout: each GPU's "
                              "micro-batch), or a comma list (1,8,32): a row for each.")
-ExactOpt = typer.Option(False, "--exact", help="Exact integers instead of units.")
+ExactOpt = Option(False, "--exact", help="Exact integers instead of units.")
 
 
 def family(cfg: ModelConfig) -> str:
@@ -182,30 +181,30 @@ def checked_dtypes(dtype: Optional[str], weights_dtype: Optional[str], kv_dtype:
                          f"got {dtype!r}; quantized weights: --weights-dtype")
 
 
-DtypeOpt = typer.Option(None, "--dtype", help="Compute dtype (fp32 | bf16 | fp16). Default: bf16 for "
+DtypeOpt = Option(None, "--dtype", help="Compute dtype (fp32 | bf16 | fp16). Default: bf16 for "
                         "training; for inference the model's dtype, or bf16 when it is quantized.")
-WeightsDtypeOpt = typer.Option(None, "--weights-dtype", help="Stored weights: a dtype (int4: every weight "
+WeightsDtypeOpt = Option(None, "--weights-dtype", help="Stored weights: a dtype (int4: every weight "
                                "in 4 bits) or a format with its scales, e.g. nf4-dq, gptq-int4, awq-int4, "
                                "fp8-block, mxfp4 (README \"Quantized weights\"). Default: the compute dtype "
                                "for training, the model's for inference.")
-KvDtypeOpt = typer.Option(None, "--kv-dtype", help="KV-cache dtype: fp32 | fp16 | bf16 | fp8 | int8 | int4 "
+KvDtypeOpt = Option(None, "--kv-dtype", help="KV-cache dtype: fp32 | fp16 | bf16 | fp8 | int8 | int4 "
                           "(default: the compute dtype).")
 
 
-TpOpt = typer.Option(1, "--tp", help="Tensor-parallel GPUs (Megatron: heads, FFN width and vocabulary split).")
-PpOpt = typer.Option(1, "--pp", help="Pipeline stages (1F1B); figures are the peak stage's unless noted.")
-DpOpt = typer.Option(1, "--dp", help="Data-parallel GPUs; --batch is each GPU's micro-batch.")
-CpOpt = typer.Option(1, "--cp", help="Context-parallel GPUs: each sequence split over them (ring "
+TpOpt = Option(1, "--tp", help="Tensor-parallel GPUs (Megatron: heads, FFN width and vocabulary split).")
+PpOpt = Option(1, "--pp", help="Pipeline stages (1F1B); figures are the peak stage's unless noted.")
+DpOpt = Option(1, "--dp", help="Data-parallel GPUs; --batch is each GPU's micro-batch.")
+CpOpt = Option(1, "--cp", help="Context-parallel GPUs: each sequence split over them (ring "
                      "attention; flash, training and prefill).")
-EpOpt = typer.Option(1, "--ep", help="Expert-parallel GPUs, out of the data-parallel ones (MoE).")
-ZeroOpt = typer.Option(0, "--zero", help="ZeRO stage over --dp: 1 optimizer state, 2 also gradients, "
+EpOpt = Option(1, "--ep", help="Expert-parallel GPUs, out of the data-parallel ones (MoE).")
+ZeroOpt = Option(0, "--zero", help="ZeRO stage over --dp: 1 optimizer state, 2 also gradients, "
                        "3 (FSDP) also weights.")
-SpOpt = typer.Option(False, "--sp", help="Megatron sequence parallelism: residual-stream activations "
+SpOpt = Option(False, "--sp", help="Megatron sequence parallelism: residual-stream activations "
                      "split over --tp.")
-GlobalBatchOpt = typer.Option(None, "--global-batch", help="Sequences per step over all GPUs: sets the "
+GlobalBatchOpt = Option(None, "--global-batch", help="Sequences per step over all GPUs: sets the "
                               "micro-batches per step, global / (batch x dp). Default: --pp of them.")
-GpusOpt = typer.Option(None, "--gpus", help="The GPUs the layout must use: tp x cp x pp x dp.")
-RecomputeOpt = typer.Option("none", "--recompute", help="train: activation recomputation: none, selective "
+GpusOpt = Option(None, "--gpus", help="The GPUs the layout must use: tp x cp x pp x dp.")
+RecomputeOpt = Option("none", "--recompute", help="train: activation recomputation: none, selective "
                             "(eager attention's core; nothing changes under flash) or full (every layer).")
 
 
@@ -331,8 +330,8 @@ def lora_run(lora, mode: str):
     return lora
 
 
-LoraRankOpt = typer.Option(None, "--lora-rank", help="LoRA: adapters of rank R on --lora-targets, on a frozen "
+LoraRankOpt = Option(None, "--lora-rank", help="LoRA: adapters of rank R on --lora-targets, on a frozen "
                            "base (README \"LoRA adapters\").")
-LoraAlphaOpt = typer.Option(None, "--lora-alpha", help="LoRA: alpha (scaling alpha / R; default R).")
-LoraTargetsOpt = typer.Option(None, "--lora-targets", help="LoRA: breakdown keys, comma-separated "
+LoraAlphaOpt = Option(None, "--lora-alpha", help="LoRA: alpha (scaling alpha / R; default R).")
+LoraTargetsOpt = Option(None, "--lora-targets", help="LoRA: breakdown keys, comma-separated "
                               "(attention/q,attention/v, the default), or all-linear.")

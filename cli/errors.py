@@ -13,17 +13,10 @@ import io
 import os
 import sys
 from contextlib import contextmanager
-
-import typer
-from typer.core import TyperGroup
+from typing import Callable
 
 from ..analysis.config import ConfigError
 from ..analysis.errors import LONG, shorten
-
-try:  # typer 0.27 carries its own copy of click
-    from typer._click import exceptions as click_exceptions
-except ImportError:  # earlier typer uses click itself
-    from click import exceptions as click_exceptions  # type: ignore[no-redef]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for any writer whose reader left (`yes | head -1`)
@@ -39,7 +32,7 @@ class VerificationFailed(Exception):
     """A check of `llmcalc verify` failed (the report is already printed): exit 1."""
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     """``Error: <message>`` as one line on stderr; nothing when stderr is closed or gone."""
     try:
         sys.stderr.write(f"Error: {shorten(message, LINE)}\n")
@@ -63,27 +56,52 @@ def _silence_stdout() -> None:
 
 
 @contextmanager
-def _reader_may_leave():
+def reader_may_leave():
     """A broken pipe (``| head -1`` has read enough) ends the run quietly with EXIT_PIPE, where
     click and rich would exit 1."""
     try:
         yield
     except BrokenPipeError:
         _silence_stdout()
-        raise typer.Exit(EXIT_PIPE) from None
+        raise SystemExit(EXIT_PIPE) from None
     except SystemExit as exc:
         if not isinstance(exc.__context__, BrokenPipeError):
             raise
-        raise typer.Exit(EXIT_PIPE) from None  # rich's console.on_broken_pipe (stdout already silenced)
+        raise SystemExit(EXIT_PIPE) from None  # rich's console.on_broken_pipe (stdout already silenced)
 
 
-def run(app) -> None:
-    """Run the application as a process: the console script's one boundary around everything
-    it does. stdout and stderr escape what they cannot encode (a lone surrogate from a config,
-    an ASCII terminal) instead of raising; a closed stdout is a usage error; a closed stderr
-    loses the error lines but not the exit code; a broken pipe ends the run quietly."""
+@contextmanager
+def guarded():
+    """Run a command: what it raises ends as an exit code (SystemExit) and at most one line."""
+    try:
+        with reader_may_leave():
+            yield
+    except VerificationFailed:
+        raise SystemExit(EXIT_FAILED) from None
+    except (ConfigError, UsageError) as exc:
+        say(str(exc))
+        raise SystemExit(EXIT_USAGE) from None
+    except OSError as exc:  # a path the analysis did not read (an output file), a full disk
+        say(_os_message(exc))
+        raise SystemExit(EXIT_USAGE) from None
+    except RecursionError:  # a last resort: the readers bound nesting long before this
+        say("input nested too deeply")
+        raise SystemExit(EXIT_USAGE) from None
+    except OverflowError as exc:  # a last resort: an option far past any model (--seq 10^400)
+        say(f"a number too large to compute with ({exc})")
+        raise SystemExit(EXIT_USAGE) from None
+    except KeyboardInterrupt:  # Ctrl-C
+        raise SystemExit(EXIT_INTERRUPTED) from None
+
+
+def run(command: Callable[[], object]) -> None:
+    """Run ``command()``, the command line read and answered, as a process: the console
+    script's one boundary around everything it does. stdout and stderr escape what they cannot
+    encode (a lone surrogate from a config, an ASCII terminal) instead of raising; a closed
+    stdout is a usage error; a closed stderr loses the error lines but not the exit code; a
+    broken pipe ends the run quietly."""
     if sys.stdout is None:  # started with stdout closed (`llmcalc params >&-`)
-        _say("standard output is closed: nowhere to write the results")
+        say("standard output is closed: nowhere to write the results")
         sys.exit(EXIT_USAGE)
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")
@@ -92,7 +110,7 @@ def run(app) -> None:
             stream.reconfigure(errors="backslashreplace")
     code = EXIT_OK
     try:
-        app()  # ends in SystemExit: ErrorHandlingGroup.main
+        command()
     except SystemExit as exc:
         code = exc.code
     try:  # what is still buffered: a reader that left after the last write shows up only here
@@ -102,7 +120,7 @@ def run(app) -> None:
         if isinstance(exc, BrokenPipeError):
             code = EXIT_PIPE
         elif not code:
-            _say(f"cannot write the results: {exc.strerror or type(exc).__name__}")
+            say(f"cannot write the results: {exc.strerror or type(exc).__name__}")
             code = EXIT_USAGE
     if code == EXIT_INTERRUPTED:
         # verify's checks run on a thread of their own (analysis.verify.report.on_deep_stack)
@@ -113,44 +131,3 @@ def run(app) -> None:
         gc.collect()
         os._exit(code)
     sys.exit(code)
-
-
-class ErrorHandlingGroup(TyperGroup):
-    def main(self, *args, standalone_mode: bool = True, **kwargs):
-        """Parse and run the command line: click's usage errors (unknown option or command,
-        a value click cannot convert) as one line, like every other error, where Typer would
-        print a box; then exit with the code."""
-        if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
-        try:
-            code = super().main(*args, standalone_mode=False, **kwargs)
-        except click_exceptions.ClickException as exc:
-            if type(exc).__name__ != "NoArgsIsHelpError":  # its help is already printed (Typer tests it so)
-                _say(exc.format_message())
-            code = EXIT_USAGE
-        except typer.Abort:  # Ctrl-C: click turns KeyboardInterrupt into Abort
-            code = EXIT_INTERRUPTED
-        sys.exit(code if isinstance(code, int) else EXIT_OK)
-
-    def make_context(self, *args, **kwargs):
-        with _reader_may_leave():  # --help and --version print while the command line is parsed
-            return super().make_context(*args, **kwargs)
-
-    def invoke(self, ctx):
-        try:
-            with _reader_may_leave():
-                return super().invoke(ctx)
-        except VerificationFailed:
-            raise typer.Exit(EXIT_FAILED) from None
-        except (ConfigError, UsageError) as exc:
-            _say(str(exc))
-            raise typer.Exit(EXIT_USAGE) from None
-        except OSError as exc:  # a path the analysis did not read (an output file), a full disk
-            _say(_os_message(exc))
-            raise typer.Exit(EXIT_USAGE) from None
-        except RecursionError:  # a last resort: the readers bound nesting long before this
-            _say("input nested too deeply")
-            raise typer.Exit(EXIT_USAGE) from None
-        except OverflowError as exc:  # a last resort: an option far past any model (--seq 10^400)
-            _say(f"a number too large to compute with ({exc})")
-            raise typer.Exit(EXIT_USAGE) from None

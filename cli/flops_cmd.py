@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-import typer
-
 from .common import (
     BatchOpt,
     ExactOpt,
@@ -30,6 +28,7 @@ from .common import (
     recompute_tag,
     workloads,
 )
+from .options import Option
 from .render import Col, Report, Table, count, emit, group_json, group_label, pick, share, si, text_col, warn
 
 if TYPE_CHECKING:  # analysis.flops is imported where used: other commands start faster
@@ -160,20 +159,20 @@ def _side_by_side(runs: list, data: dict | list, records: list[dict], batches: l
 
 def flops(
     models: Optional[list[str]] = ModelsArg,
-    seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence, or a comma list "
+    seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence, or a comma list "
                                       "(1024,4096,16384): a row for each. Default: the model's context length."),
     batch: str = BatchOpt,
-    mode: str = typer.Option("train", "--mode", help="train | prefill | decode."),
-    attention: str = typer.Option("flash", "--attention",
+    mode: str = Option("train", "--mode", help="train | prefill | decode."),
+    attention: str = Option("flash", "--attention",
                                   help="eager | flash: backward 2x or 2.5x attention forward."),
-    causal: bool = typer.Option(False, "--causal", help="Count only unmasked query-key pairs."),
+    causal: bool = Option(False, "--causal", help="Count only unmasked query-key pairs."),
     recompute: str = RecomputeOpt,
-    all_logits: bool = typer.Option(False, "--all-logits", help="prefill: logits at every position."),
+    all_logits: bool = Option(False, "--all-logits", help="prefill: logits at every position."),
     lora_rank: Optional[int] = LoraRankOpt,
     lora_alpha: Optional[float] = LoraAlphaOpt,
     lora_targets: Optional[str] = LoraTargetsOpt,
     exact: bool = ExactOpt,
-    macs: bool = typer.Option(False, "--macs", help="Show matmul multiply-accumulates (FLOPs / 2)."),
+    macs: bool = Option(False, "--macs", help="Show matmul multiply-accumulates (FLOPs / 2)."),
     fmt: str = FormatOpt,
     json_out: bool = JsonOpt,
 ) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Optional
 
-import typer
-
 from .common import (
     BatchOpt,
     DtypeOpt,
@@ -24,16 +22,17 @@ from .common import (
     parse_size,
     workloads,
 )
+from .options import Option
 from .render import Col, Report, Table, count, emit, group_json, group_label, iec, pick, text_col
 
 
 def kvcache(
     models: Optional[list[str]] = ModelsArg,
-    seq: Optional[str] = typer.Option(None, "--seq", help="Context tokens per sequence, or a comma "
+    seq: Optional[str] = Option(None, "--seq", help="Context tokens per sequence, or a comma "
                                       "list: a row for each. Default: the model's context length."),
     batch: str = BatchOpt,
     kv_dtype: Optional[str] = KvDtypeOpt,
-    budget: Optional[str] = typer.Option(None, "--budget", help="Device memory, with its unit: 80GiB, "
+    budget: Optional[str] = Option(None, "--budget", help="Device memory, with its unit: 80GiB, "
                                          "80GB (10^9), 24G (= GiB), 512MiB. Reports how many sequences fit."),
     dtype: Optional[str] = DtypeOpt,
     weights_dtype: Optional[str] = WeightsDtypeOpt,

@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Optional
 
-import typer
-
 from ..analysis.run import Layout, RunSpec
 from .common import (
     CpOpt,
@@ -50,6 +48,7 @@ from .common import (
     workloads,
 )
 from .errors import UsageError
+from .options import Option
 from .render import Col, Report, Table, count, emit, iec, pick, share, text_col, warn
 
 if TYPE_CHECKING:
@@ -146,24 +145,24 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
 
 def memory(
     models: Optional[list[str]] = ModelsArg,
-    mode: str = typer.Option("train", "--mode", help="train | inference."),
-    seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence, or a comma list: a row "
+    mode: str = Option("train", "--mode", help="train | inference."),
+    seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence, or a comma list: a row "
                                       "for each. Default: the model's context length."),
     batch: str = MicroBatchOpt,
-    attention: str = typer.Option("flash", "--attention", help="eager | flash."),
+    attention: str = Option("flash", "--attention", help="eager | flash."),
     recompute: str = RecomputeOpt,
     dtype: Optional[str] = DtypeOpt,
     weights_dtype: Optional[str] = WeightsDtypeOpt,
     kv_dtype: Optional[str] = KvDtypeOpt,
-    chunk: Optional[int] = typer.Option(None, "--chunk", help="inference: chunked prefill, C tokens "
+    chunk: Optional[int] = Option(None, "--chunk", help="inference: chunked prefill, C tokens "
                                         "per chunk."),
-    optimizer: str = typer.Option("adam", "--optimizer", help="adam | adamw | sgd | sgd-momentum."),
+    optimizer: str = Option("adam", "--optimizer", help="adam | adamw | sgd | sgd-momentum."),
     lora_rank: Optional[int] = LoraRankOpt,
     lora_alpha: Optional[float] = LoraAlphaOpt,
     lora_targets: Optional[str] = LoraTargetsOpt,
-    budget: Optional[str] = typer.Option(None, "--budget", help="One GPU's memory, with its unit (24GiB, "
+    budget: Optional[str] = Option(None, "--budget", help="One GPU's memory, with its unit (24GiB, "
                                          "80GB): whether the run fits, and the largest batch that does."),
-    hardware_spec: Optional[str] = typer.Option(None, "--hardware", help="As --budget, with the memory of a "
+    hardware_spec: Optional[str] = Option(None, "--hardware", help="As --budget, with the memory of a "
                                                 "bundled accelerator (llmcalc hardware) or a YAML spec."),
     tp: int = TpOpt,
     cp: int = CpOpt,

@@ -5,10 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-import typer
-
 from .common import DtypeOpt, FormatOpt, JsonOpt, checked_dtypes, load_models, output_format, parse_ints, positive
 from .errors import UsageError
+from .options import Argument, Option
 from .render import Col, Report, Table, count, emit, iec, pick, seconds, text_col
 from .time_cmd import fraction, rate
 
@@ -25,17 +24,17 @@ def _record(c) -> dict:
 
 
 def plan(
-    model: str = typer.Argument(..., help="A bundled name, a YAML file or a config.json."),
-    gpus: int = typer.Option(..., "--gpus", help="GPUs to split the run over."),
-    hardware_spec: str = typer.Option(..., "--hardware", help="A bundled accelerator (`llmcalc hardware`) or a "
+    model: str = Argument(..., help="A bundled name, a YAML file or a config.json."),
+    gpus: int = Option(..., "--gpus", help="GPUs to split the run over."),
+    hardware_spec: str = Option(..., "--hardware", help="A bundled accelerator (`llmcalc hardware`) or a "
                                       "YAML file; its memory, peaks and interconnect are used."),
-    seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence. Default: the model's context "
+    seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence. Default: the model's context "
                                       "length."),
-    global_batch: int = typer.Option(..., "--global-batch", help="Sequences per optimizer step over all GPUs."),
+    global_batch: int = Option(..., "--global-batch", help="Sequences per optimizer step over all GPUs."),
     dtype: Optional[str] = DtypeOpt,
-    mfu: Optional[str] = typer.Option(None, "--mfu", help="Fraction of peak FLOP/s reached (default 1: the "
+    mfu: Optional[str] = Option(None, "--mfu", help="Fraction of peak FLOP/s reached (default 1: the "
                                       "ideal roofline), e.g. 0.45."),
-    top: int = typer.Option(10, "--top", help="Layouts shown in the table (--json and csv list them all)."),
+    top: int = Option(10, "--top", help="Layouts shown in the table (--json and csv list them all)."),
     fmt: str = FormatOpt,
     json_out: bool = JsonOpt,
 ) -> None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-import typer
-
 from ..analysis.run import ATTENTION_IMPLS, MODES, RunSpec
 from .common import (
     KvDtypeOpt,
@@ -25,6 +23,7 @@ from .common import (
     warn_past_context,
 )
 from .errors import UsageError
+from .options import Argument, Option
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -242,22 +241,22 @@ def _size(kind: str, n_models: int) -> tuple[float, float]:
 
 
 def plot(
-    kind: str = typer.Argument(..., metavar="KIND", help="flops | kvcache | memory | roofline."),
+    kind: str = Argument(..., metavar="KIND", help="flops | kvcache | memory | roofline."),
     models: Optional[list[str]] = ModelsArg,
-    out: str = typer.Option(..., "--out", help="The image to write: FILE.png or FILE.svg."),
-    seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence, a comma list for flops and "
+    out: str = Option(..., "--out", help="The image to write: FILE.png or FILE.svg."),
+    seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence, a comma list for flops and "
                                       "kvcache. Default: powers of two from 512 to each model's context "
                                       "length (flops, kvcache); the context length (memory)."),
-    batch: int = typer.Option(1, "--batch", help="Sequences (one value: the chart's workload)."),
-    mode: Optional[str] = typer.Option(None, "--mode", help="flops: train | prefill | decode; memory: "
+    batch: int = Option(1, "--batch", help="Sequences (one value: the chart's workload)."),
+    mode: Optional[str] = Option(None, "--mode", help="flops: train | prefill | decode; memory: "
                                        "train | inference. Default: train."),
-    attention: Optional[str] = typer.Option(None, "--attention", help="flops, memory, roofline: eager | "
+    attention: Optional[str] = Option(None, "--attention", help="flops, memory, roofline: eager | "
                                             "flash (default)."),
-    causal: bool = typer.Option(False, "--causal", help="flops: count only unmasked query-key pairs."),
+    causal: bool = Option(False, "--causal", help="flops: count only unmasked query-key pairs."),
     kv_dtype: Optional[str] = KvDtypeOpt,
-    budget: Optional[str] = typer.Option(None, "--budget", help="kvcache, memory: a device's memory drawn "
+    budget: Optional[str] = Option(None, "--budget", help="kvcache, memory: a device's memory drawn "
                                          "as a horizontal line: 80GiB, 80GB (10^9), 24G (= GiB)."),
-    hardware_spec: Optional[str] = typer.Option(None, "--hardware", help="roofline (required): a bundled "
+    hardware_spec: Optional[str] = Option(None, "--hardware", help="roofline (required): a bundled "
                                                 "accelerator (`llmcalc hardware`) or a YAML file."),
 ) -> None:
     """Charts: FLOP shares against sequence length, KV cache against context, memory by part,
@@ -318,4 +317,4 @@ def plot(
     fig = matplotlib.figure.Figure(figsize=_size(kind, len(cfgs)), dpi=DPI, layout="constrained")
     DRAW[kind](fig, cfgs, seqs, run, extra)
     fig.savefig(path, dpi=DPI)
-    typer.echo(f"wrote {out}")
+    print(f"wrote {out}")

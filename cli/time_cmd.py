@@ -6,8 +6,6 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Optional
 
-import typer
-
 from .common import (
     CpOpt,
     DpOpt,
@@ -47,6 +45,7 @@ from .common import (
     workloads,
 )
 from .errors import UsageError
+from .options import Option
 from .render import Col, Report, Table, count, emit, iec, pick, seconds, si, text_col, warn
 
 if TYPE_CHECKING:
@@ -263,17 +262,17 @@ def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batc
 
 def time_command(
     models: Optional[list[str]] = ModelsArg,
-    hardware_spec: str = typer.Option(..., "--hardware", help="A bundled accelerator (`llmcalc hardware`) or a "
+    hardware_spec: str = Option(..., "--hardware", help="A bundled accelerator (`llmcalc hardware`) or a "
                                       "YAML file with the same keys."),
-    mode: str = typer.Option("train", "--mode", help="train | prefill | decode | generate."),
-    seq: Optional[str] = typer.Option(None, "--seq", help="Tokens per sequence (decode: the context), or a comma "
+    mode: str = Option("train", "--mode", help="train | prefill | decode | generate."),
+    seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence (decode: the context), or a comma "
                                       "list: a row for each. Default: the model's context length."),
     batch: str = MicroBatchOpt,
-    prompt: Optional[int] = typer.Option(None, "--prompt", help="generate: prompt tokens."),
-    new: Optional[int] = typer.Option(None, "--new", help="generate: new tokens per sequence."),
-    chunk: Optional[int] = typer.Option(None, "--chunk", help="prefill and generate: chunked prefill, C tokens "
+    prompt: Optional[int] = Option(None, "--prompt", help="generate: prompt tokens."),
+    new: Optional[int] = Option(None, "--new", help="generate: new tokens per sequence."),
+    chunk: Optional[int] = Option(None, "--chunk", help="prefill and generate: chunked prefill, C tokens "
                                         "per chunk."),
-    attention: str = typer.Option("flash", "--attention", help="eager | flash."),
+    attention: str = Option("flash", "--attention", help="eager | flash."),
     recompute: str = RecomputeOpt,
     dtype: Optional[str] = DtypeOpt,
     weights_dtype: Optional[str] = WeightsDtypeOpt,
@@ -281,15 +280,15 @@ def time_command(
     lora_rank: Optional[int] = LoraRankOpt,
     lora_alpha: Optional[float] = LoraAlphaOpt,
     lora_targets: Optional[str] = LoraTargetsOpt,
-    mfu: Optional[str] = typer.Option(None, "--mfu", help="Fraction of peak FLOP/s reached (default 1: the "
+    mfu: Optional[str] = Option(None, "--mfu", help="Fraction of peak FLOP/s reached (default 1: the "
                                       "ideal roofline), e.g. 0.45."),
-    bandwidth_efficiency: Optional[str] = typer.Option(None, "--bandwidth-efficiency", help="Fraction of the "
+    bandwidth_efficiency: Optional[str] = Option(None, "--bandwidth-efficiency", help="Fraction of the "
                                                        "memory bandwidth reached (default 1), e.g. 0.8."),
-    tokens_per_s: Optional[str] = typer.Option(None, "--tokens-per-s", help="train: your measured throughput over "
+    tokens_per_s: Optional[str] = Option(None, "--tokens-per-s", help="train: your measured throughput over "
                                                "all --gpus: gives MFU and HFU."),
-    tokens: Optional[str] = typer.Option(None, "--tokens", help="train: tokens of a whole run (e.g. 15e12): its "
+    tokens: Optional[str] = Option(None, "--tokens", help="train: tokens of a whole run (e.g. 15e12): its "
                                          "time and GPU-hours."),
-    gpus: Optional[int] = typer.Option(None, "--gpus", help="train: GPUs, each running --batch (data "
+    gpus: Optional[int] = Option(None, "--gpus", help="train: GPUs, each running --batch (data "
                                        "parallel). With a layout: must equal tp x cp x pp x dp."),
     tp: int = TpOpt,
     cp: int = CpOpt,

@@ -6,8 +6,6 @@ import dataclasses
 from contextlib import closing
 from typing import Optional
 
-import typer
-
 from .common import (
     CpOpt,
     DpOpt,
@@ -34,6 +32,7 @@ from .common import (
     positive,
 )
 from .errors import UsageError, VerificationFailed
+from .options import Option
 from .render import Col, Report, Table, count, emit, err_console, pick, text_col, verdict, warn
 
 DEVICES = ("auto", "meta", "cpu", "cuda")
@@ -104,17 +103,17 @@ def _hardware(spec: Optional[str], device: str, torch):
 
 def verify(
     models: Optional[list[str]] = ModelsArg,
-    device: str = typer.Option("auto", "--device", help="meta: shapes only, any size. cpu: meta "
+    device: str = Option("auto", "--device", help="meta: shapes only, any size. cpu: meta "
                                "checks plus real-tensor checks on a small copy. cuda: plus wall "
                                "time, FLOP/s and peak memory. auto: cuda if present, else cpu."),
-    seq: str = typer.Option("128", "--seq", help="Tokens per sequence for the FLOP checks. One value: "
+    seq: str = Option("128", "--seq", help="Tokens per sequence for the FLOP checks. One value: "
                             "verify checks the formulas, it is not a sweep."),
-    batch: str = typer.Option("2", "--batch", help="Sequences for the FLOP and KV-cache checks (one value)."),
-    against: Optional[str] = typer.Option(
+    batch: str = Option("2", "--batch", help="Sequences for the FLOP and KV-cache checks (one value)."),
+    against: Optional[str] = Option(
         None, "--against", help="transformers: check the analytic figures against transformers' own "
         "model for the model's Hugging Face config.json (built on meta: no weights, no network) "
         "instead of llmcalc's reference. Needs the hf extra."),
-    hardware_spec: Optional[str] = typer.Option(
+    hardware_spec: Optional[str] = Option(
         None, "--hardware", help="cuda, cpu: time prefill, a decode step and a training step and compare "
         "them with this accelerator's roofline (a bundled name or a YAML file). Default on cuda: the "
         "bundled spec of the device; on cpu nothing is timed without it."),
@@ -128,7 +127,7 @@ def verify(
     lora_rank: Optional[int] = LoraRankOpt,
     lora_alpha: Optional[float] = LoraAlphaOpt,
     lora_targets: Optional[str] = LoraTargetsOpt,
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Models checked at once, each in its own process "
+    jobs: int = Option(1, "--jobs", "-j", help="Models checked at once, each in its own process "
                              "(every bundled model on meta: --jobs 2 takes about half the time on 2 cores)."),
     fmt: str = FormatOpt,
     json_out: bool = JsonOpt,

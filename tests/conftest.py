@@ -3,12 +3,15 @@ hypothesis strategies lives in tests/strategies.py)."""
 
 import os
 import re
+import sys
+from typing import NamedTuple
 
 import pytest
 from typer.testing import CliRunner
 
 from llmcalc.analysis.config import _bundled_dir
-from llmcalc.cli.app import app
+from llmcalc.cli.app import answer
+from llmcalc.cli.errors import run as run_process
 
 
 def pytest_configure(config):
@@ -21,13 +24,28 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
+class Ran(NamedTuple):
+    exit_code: int
+    stdout: str
+    stderr: str
+    output: str  # stdout and stderr as written, interleaved
+
+
 @pytest.fixture
 def run():
-    """Invoke the CLI in-process; returns click's Result (exit_code, stdout, stderr)."""
+    """Run the console script's main in-process (options.parse's reading, else Typer's, as a user
+    gets them) with CliRunner's captured streams."""
     runner = CliRunner()
 
-    def invoke(*args: str):
-        return runner.invoke(app, [str(a) for a in args])
+    def invoke(*args: str) -> Ran:
+        with runner.isolation() as streams:
+            try:
+                run_process(lambda: answer([str(a) for a in args], "llmcalc"))
+            except SystemExit as exc:
+                code = exc.code
+            sys.stdout.flush()
+            sys.stderr.flush()
+            return Ran(code, *(s.getvalue().decode("utf-8", "replace") for s in streams))
 
     return invoke
 
