@@ -76,6 +76,8 @@ class _Attention:
 
 @dataclass(frozen=True)
 class MHA(_Attention):
+    """Multi-head attention, with grouped (GQA) and multi-query K/V heads."""
+
     @property
     def kv_heads(self) -> int:
         return self.cfg.kv_heads
@@ -150,6 +152,8 @@ class MHA(_Attention):
 
 @dataclass(frozen=True)
 class MLA(_Attention):
+    """Multi-head latent attention: K and V from a compressed latent, one shared RoPE key."""
+
     @property
     def kv_heads(self) -> int:
         """kv_b decompresses K and V for every query head."""

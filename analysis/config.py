@@ -15,7 +15,6 @@ key and, where known, the YAML line.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import json
 import math
@@ -46,6 +45,8 @@ MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real
 
 
 def _suggest(key: str, choices) -> str:
+    import difflib  # only for an error: not imported on every start
+
     close = difflib.get_close_matches(key, list(choices), n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -617,6 +618,8 @@ def read_bundled(folder: str = "") -> dict[str, dict]:
 
 def unknown(what: str, spec: str, names: list[str], command: str) -> ConfigError:
     """The error for a name that is not bundled, with the nearest names."""
+    import difflib
+
     close = difflib.get_close_matches(spec, names, n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return ConfigError(f"unknown {what} {brief(spec)}{hint} (`llmcalc {command}` lists them)")

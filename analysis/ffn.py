@@ -62,6 +62,8 @@ class FFNKind(Protocol):
 
 @dataclass(frozen=True)
 class Dense:
+    """One MLP for every token: up (and gate) to d_ff, the activation, down."""
+
     cfg: ModelConfig
 
     def linears(self) -> list[Linear]:
@@ -87,6 +89,8 @@ class Dense:
 
 @dataclass(frozen=True)
 class MoE:
+    """A router and experts, top-k of them per token, and optional shared experts."""
+
     cfg: ModelConfig
 
     def linears(self) -> list[Linear]:

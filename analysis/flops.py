@@ -89,6 +89,8 @@ def family(key: str) -> str:
 
 @dataclass(frozen=True)
 class FlopBreakdown:
+    """One pass's FLOPs: matmuls by breakdown key, elementwise ops by name."""
+
     matmul: dict[str, int]  # model totals by component key
     elementwise: dict[str, int]  # model totals by op
 
@@ -111,6 +113,8 @@ class FlopBreakdown:
 
 @dataclass(frozen=True)
 class FlopReport:
+    """A run's FLOPs: forward, backward (empty outside training), and one layer's forward matmuls per group."""
+
     run: RunSpec  # resolved
     forward: FlopBreakdown
     backward: FlopBreakdown

@@ -23,6 +23,8 @@ ALL_LINEAR = "all-linear"
 
 @dataclass(frozen=True)
 class LoRA:
+    """Adapters of rank ``rank`` on the ``targets`` linears of a frozen base."""
+
     rank: int
     targets: tuple[str, ...] = ("attention/q", "attention/v")  # PEFT's default for Llama-style models
     alpha: float | None = None  # None: alpha = rank (scaling 1)

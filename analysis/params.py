@@ -26,6 +26,8 @@ __all__ = ["ParamCount", "count_params", "layer_params", "position_params", "wei
 
 @dataclass(frozen=True)
 class ParamCount:
+    """A model's parameters: by layer group and by breakdown key, total and active (MoE top-k)."""
+
     groups: tuple[tuple[LayerGroup, dict[str, int]], ...]  # each group with one layer's parameters by key
     components: dict[str, int]  # the whole model by key (layer keys summed over layers)
     total: int

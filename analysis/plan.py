@@ -24,6 +24,8 @@ from .config import ModelConfig
 
 @dataclass(frozen=True)
 class LayerSpec:
+    """What makes one layer differ from another: attention kind, window, RoPE, FFN kind."""
+
     attention: str  # "mha" | "mla"
     window: int | None  # sliding window W; None: full causal attention
     rope: bool  # rotates q and k (False: NoPE layer, or no rotary positions)
@@ -44,6 +46,8 @@ class LayerSpec:
 
 @dataclass(frozen=True)
 class LayerGroup:
+    """The layers that share one spec: counted once, multiplied by their number."""
+
     spec: LayerSpec
     layers: tuple[int, ...]  # layer indices, ascending
 

@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 @dataclass(frozen=True)
 class Activation:
+    """An FFN activation: its name in configs, whether it is gated, its cost and what it saves."""
+
     name: str
     gated: bool  # act(gate(x)) * up(x): three matrices of width d_ff
     cost: int  # FLOPs per hidden element, gated ones including the multiply by the up branch
@@ -35,6 +37,8 @@ ACTIVATIONS = {a.name: a for a in (
 
 @dataclass(frozen=True)
 class Position:
+    """A position type: where it acts (embeddings, q and k, the scores) and what it learns."""
+
     name: str
     embedding: bool  # added to the token embeddings (one add per element)
     rotary: bool  # rotates q and k inside attention (RoPE)

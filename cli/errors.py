@@ -15,8 +15,7 @@ import sys
 from contextlib import contextmanager
 from typing import Callable
 
-from ..analysis.config import ConfigError
-from ..analysis.errors import LONG, shorten
+from ..analysis.errors import LONG, ConfigError, shorten
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for any writer whose reader left (`yes | head -1`)
