@@ -1,4 +1,5 @@
-"""The one place where errors become exit codes (DESIGN.md section 5).
+"""The one place where errors become exit codes (DESIGN.md section 5): :func:`guarded` around
+a command, :func:`run` around the process (group.py words click's own usage errors with say).
 
 Every failure ends as one line, ``Error: <message>``, on stderr (at most :data:`LINE`
 characters, control characters escaped) and an exit code, never a traceback or click's boxed
