@@ -1,8 +1,8 @@
 """The command line: one command per noun, errors mapped to exit codes in errors.py.
 
 ``app`` is the Typer application with every command. ``main`` (the console script) imports
-only the command named on the command line, and reads its options with options.parse when it
-can, so an analytic command neither imports Typer nor any other command's module; anything
+only the module of the command named on the command line (and what it imports), and reads its
+options with options.parse when it can, so an analytic command never imports Typer; anything
 parse leaves (``--help``, an error click words, no command) goes to Typer."""
 
 from __future__ import annotations

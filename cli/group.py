@@ -28,7 +28,7 @@ class ErrorHandlingGroup(TyperGroup):
             if type(exc).__name__ != "NoArgsIsHelpError":  # its help is already printed (Typer tests it so)
                 say(exc.format_message())
             code = EXIT_USAGE
-        except typer.Abort:  # Ctrl-C while parsing: click turns KeyboardInterrupt into Abort
+        except typer.Abort:  # end of input at a prompt (typer < 0.27: Ctrl-C too)
             code = EXIT_INTERRUPTED
         sys.exit(code if isinstance(code, int) else EXIT_OK)
 

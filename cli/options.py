@@ -11,8 +11,9 @@ with :class:`Option` and :class:`Argument`, Typer's own calls as data, and:
   (``--seq 1024``, ``--seq=1024``, ``-j 2``, flags), and its positional arguments, to the keyword
   arguments Typer would pass. Anything else (``--help``, an unknown or repeated option, ``--``,
   a value that starts with ``-``, a number ``int`` or ``float`` cannot read, a missing required
-  value) gives None and goes to Typer, which answers it. tests/test_options.py draws command
-  lines for every command and checks that each one parse accepts gives Typer's arguments.
+  value, an optional positional word left out) gives None and goes to Typer, which answers it.
+  tests/test_options.py draws command lines for every command and checks that each one parse
+  accepts gives Typer's arguments.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from __future__ import annotations
 import functools
 import inspect
 from typing import Any, Callable, Optional, Union, get_args, get_origin
+
+# Typer's keywords that change only --help; any other (envvar, callback, min, multiple...)
+# changes what a value becomes, so parse leaves that command to Typer
+IGNORED = {"help", "metavar", "show_default", "hidden", "rich_help_panel"}
 
 
 class _Param:
@@ -88,6 +93,8 @@ def parse(func: Callable, argv: list[str]) -> Optional[dict[str, Any]]:
     names: dict[str, str] = {}  # "--seq" -> "seq"
     arguments = []
     for p in sig.parameters.values():
+        if isinstance(p.default, _Param) and set(p.default.kwargs) - IGNORED:
+            return None
         if isinstance(p.default, Option):
             names.update(dict.fromkeys(p.default.decls, p.name))
         elif isinstance(p.default, Argument):
@@ -128,7 +135,7 @@ def parse(func: Callable, argv: list[str]) -> Optional[dict[str, Any]]:
         many = get_origin(_base(p.annotation)) is list
         taken, positional = (positional, []) if many else (positional[:1], positional[1:])
         read = [_value(get_args(_base(p.annotation))[0] if many else p.annotation, w) for w in taken]
-        if not all(ok for ok, _ in read) or len(read) != 1 and not many or not read and p.default.default is ...:
+        if not all(ok for ok, _ in read) or (len(read) != 1 and not many) or (not read and p.default.default is ...):
             return None
         values = [v for _, v in read]
         kwargs[p.name] = (values or None) if many else values[0]

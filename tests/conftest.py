@@ -1,17 +1,14 @@
 """Fixtures shared by the test modules (modules never import each other; shared data such as
-hypothesis strategies lives in tests/strategies.py)."""
+hypothesis strategies lives in tests/strategies.py, the console script in-process in
+tests/console.py)."""
 
 import os
 import re
-import sys
-from typing import NamedTuple
 
 import pytest
-from typer.testing import CliRunner
 
 from llmcalc.analysis.config import _bundled_dir
-from llmcalc.cli.app import answer
-from llmcalc.cli.errors import run as run_process
+from tests.console import llmcalc
 
 
 def pytest_configure(config):
@@ -24,30 +21,10 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
-class Ran(NamedTuple):
-    exit_code: int
-    stdout: str
-    stderr: str
-    output: str  # stdout and stderr as written, interleaved
-
-
 @pytest.fixture
 def run():
-    """Run the console script's main in-process (options.parse's reading, else Typer's, as a user
-    gets them) with CliRunner's captured streams."""
-    runner = CliRunner()
-
-    def invoke(*args: str) -> Ran:
-        with runner.isolation() as streams:
-            try:
-                run_process(lambda: answer([str(a) for a in args], "llmcalc"))
-            except SystemExit as exc:
-                code = exc.code
-            sys.stdout.flush()
-            sys.stderr.flush()
-            return Ran(code, *(s.getvalue().decode("utf-8", "replace") for s in streams))
-
-    return invoke
+    """Run the console script in-process (tests/console.py); returns exit_code, stdout, stderr."""
+    return llmcalc
 
 
 @pytest.fixture

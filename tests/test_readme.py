@@ -16,11 +16,9 @@ BLOCK = re.compile(r"```console\n\$ (llmcalc [^\n]*)\n(.*?)```", re.S)
 
 
 def _run(command: str) -> str:
-    from typer.testing import CliRunner
+    from tests.console import llmcalc  # the console script, as a user runs it
 
-    from llmcalc.cli.app import app
-
-    result = CliRunner().invoke(app, shlex.split(command)[1:])
+    result = llmcalc(*shlex.split(command)[1:])
     assert result.exit_code in (0, 1), (command, result.stderr)
     return result.stdout
 
@@ -61,6 +59,7 @@ def test_readme_examples_use_every_new_key():
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(README.parent))  # run as a script: `tests` from the source tree
     text = README.read_text()
     new = BLOCK.sub(lambda m: f"```console\n$ {m.group(1)}\n{_run(m.group(1))}```", text)
     README.write_text(new)

@@ -1,0 +1,30 @@
+"""The console script run in-process, as a user gets it (options.parse's reading, else Typer's):
+the `run` fixture (conftest.py) and the README check (test_readme.py) both use it."""
+
+import sys
+from typing import NamedTuple
+
+from typer.testing import CliRunner
+
+from llmcalc.cli.app import answer
+from llmcalc.cli.errors import run
+
+
+class Ran(NamedTuple):
+    exit_code: int
+    stdout: str
+    stderr: str
+    output: str  # stdout and stderr as written, interleaved
+
+
+def llmcalc(*args: str) -> Ran:
+    """``llmcalc ARGS...`` with CliRunner's captured streams. (An exit code of 130, Ctrl-C, would
+    end this process: errors.run leaves with os._exit; interrupts are tested in subprocesses.)"""
+    with CliRunner().isolation() as streams:
+        try:
+            run(lambda: answer([str(a) for a in args], "llmcalc"))
+        except SystemExit as exc:
+            code = exc.code
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return Ran(code, *(s.getvalue().decode("utf-8", "replace") for s in streams))
