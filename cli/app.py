@@ -80,14 +80,15 @@ def answer(argv: list[str], prog_name: Optional[str] = None) -> None:
     arguments parse reads, or else Typer with that command (or with every command, where the
     first word is none: no arguments, an option, an unknown name that Typer matches to the
     nearest)."""
-    if argv and argv[0] in COMMANDS:
-        function = command(argv[0])
+    named = argv[:1] if argv and argv[0] in COMMANDS else []
+    if named:
+        function = command(named[0])
         kwargs = parse(function, argv[1:])
         if kwargs is not None:
             with guarded():
                 function(**kwargs)
             return
-    build(argv[:1] if argv and argv[0] in COMMANDS else COMMANDS)(args=argv, prog_name=prog_name)
+    build(named or COMMANDS)(args=argv, prog_name=prog_name)
 
 
 def main() -> None:

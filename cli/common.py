@@ -16,12 +16,12 @@ ModelsArg = Argument(
     help="Bundled name (see `llmcalc models`), a YAML file, or a Hugging Face config.json. "
          "None: every bundled model.")
 FormatOpt = Option("table", "--format",
-                         help="table | json | csv | markdown. CSV: raw integers, named as the JSON's keys.")
+                   help="table | json | csv | markdown. CSV: raw integers, named as the JSON's keys.")
 JsonOpt = Option(False, "--json", help="Short for --format json: only JSON on stdout.")
 BatchOpt = Option("1", "--batch", help="Sequences, or a comma list (1,8,32): a row for each.")
 # memory and time: with a parallel layout --batch is each GPU's micro-batch, hence the second name
 MicroBatchOpt = Option("1", "--batch", "--micro-batch", help="Sequences (with a parallel layout: each GPU's "
-                             "micro-batch), or a comma list (1,8,32): a row for each.")
+                       "micro-batch), or a comma list (1,8,32): a row for each.")
 ExactOpt = Option(False, "--exact", help="Exact integers instead of units.")
 
 
@@ -182,30 +182,30 @@ def checked_dtypes(dtype: Optional[str], weights_dtype: Optional[str], kv_dtype:
 
 
 DtypeOpt = Option(None, "--dtype", help="Compute dtype (fp32 | bf16 | fp16). Default: bf16 for "
-                        "training; for inference the model's dtype, or bf16 when it is quantized.")
+                  "training; for inference the model's dtype, or bf16 when it is quantized.")
 WeightsDtypeOpt = Option(None, "--weights-dtype", help="Stored weights: a dtype (int4: every weight "
-                               "in 4 bits) or a format with its scales, e.g. nf4-dq, gptq-int4, awq-int4, "
-                               "fp8-block, mxfp4 (README \"Quantized weights\"). Default: the compute dtype "
-                               "for training, the model's for inference.")
+                         "in 4 bits) or a format with its scales, e.g. nf4-dq, gptq-int4, awq-int4, "
+                         "fp8-block, mxfp4 (README \"Quantized weights\"). Default: the compute dtype "
+                         "for training, the model's for inference.")
 KvDtypeOpt = Option(None, "--kv-dtype", help="KV-cache dtype: fp32 | fp16 | bf16 | fp8 | int8 | int4 "
-                          "(default: the compute dtype).")
+                    "(default: the compute dtype).")
 
 
 TpOpt = Option(1, "--tp", help="Tensor-parallel GPUs (Megatron: heads, FFN width and vocabulary split).")
 PpOpt = Option(1, "--pp", help="Pipeline stages (1F1B); figures are the peak stage's unless noted.")
 DpOpt = Option(1, "--dp", help="Data-parallel GPUs; --batch is each GPU's micro-batch.")
 CpOpt = Option(1, "--cp", help="Context-parallel GPUs: each sequence split over them (ring "
-                     "attention; flash, training and prefill).")
+               "attention; flash, training and prefill).")
 EpOpt = Option(1, "--ep", help="Expert-parallel GPUs, out of the data-parallel ones (MoE).")
 ZeroOpt = Option(0, "--zero", help="ZeRO stage over --dp: 1 optimizer state, 2 also gradients, "
-                       "3 (FSDP) also weights.")
+                 "3 (FSDP) also weights.")
 SpOpt = Option(False, "--sp", help="Megatron sequence parallelism: residual-stream activations "
-                     "split over --tp.")
+               "split over --tp.")
 GlobalBatchOpt = Option(None, "--global-batch", help="Sequences per step over all GPUs: sets the "
-                              "micro-batches per step, global / (batch x dp). Default: --pp of them.")
+                        "micro-batches per step, global / (batch x dp). Default: --pp of them.")
 GpusOpt = Option(None, "--gpus", help="The GPUs the layout must use: tp x cp x pp x dp.")
 RecomputeOpt = Option("none", "--recompute", help="train: activation recomputation: none, selective "
-                            "(eager attention's core; nothing changes under flash) or full (every layer).")
+                      "(eager attention's core; nothing changes under flash) or full (every layer).")
 
 
 def recomputation(recompute: str, mode: str) -> str:
@@ -331,7 +331,7 @@ def lora_run(lora, mode: str):
 
 
 LoraRankOpt = Option(None, "--lora-rank", help="LoRA: adapters of rank R on --lora-targets, on a frozen "
-                           "base (README \"LoRA adapters\").")
+                     "base (README \"LoRA adapters\").")
 LoraAlphaOpt = Option(None, "--lora-alpha", help="LoRA: alpha (scaling alpha / R; default R).")
 LoraTargetsOpt = Option(None, "--lora-targets", help="LoRA: breakdown keys, comma-separated "
-                              "(attention/q,attention/v, the default), or all-linear.")
+                        "(attention/q,attention/v, the default), or all-linear.")

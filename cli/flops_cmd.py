@@ -160,11 +160,11 @@ def _side_by_side(runs: list, data: dict | list, records: list[dict], batches: l
 def flops(
     models: Optional[list[str]] = ModelsArg,
     seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence, or a comma list "
-                                      "(1024,4096,16384): a row for each. Default: the model's context length."),
+                                "(1024,4096,16384): a row for each. Default: the model's context length."),
     batch: str = BatchOpt,
     mode: str = Option("train", "--mode", help="train | prefill | decode."),
     attention: str = Option("flash", "--attention",
-                                  help="eager | flash: backward 2x or 2.5x attention forward."),
+                            help="eager | flash: backward 2x or 2.5x attention forward."),
     causal: bool = Option(False, "--causal", help="Count only unmasked query-key pairs."),
     recompute: str = RecomputeOpt,
     all_logits: bool = Option(False, "--all-logits", help="prefill: logits at every position."),

@@ -29,11 +29,11 @@ from .render import Col, Report, Table, count, emit, group_json, group_label, ie
 def kvcache(
     models: Optional[list[str]] = ModelsArg,
     seq: Optional[str] = Option(None, "--seq", help="Context tokens per sequence, or a comma "
-                                      "list: a row for each. Default: the model's context length."),
+                                "list: a row for each. Default: the model's context length."),
     batch: str = BatchOpt,
     kv_dtype: Optional[str] = KvDtypeOpt,
     budget: Optional[str] = Option(None, "--budget", help="Device memory, with its unit: 80GiB, "
-                                         "80GB (10^9), 24G (= GiB), 512MiB. Reports how many sequences fit."),
+                                   "80GB (10^9), 24G (= GiB), 512MiB. Reports how many sequences fit."),
     dtype: Optional[str] = DtypeOpt,
     weights_dtype: Optional[str] = WeightsDtypeOpt,
     exact: bool = ExactOpt,

@@ -147,7 +147,7 @@ def memory(
     models: Optional[list[str]] = ModelsArg,
     mode: str = Option("train", "--mode", help="train | inference."),
     seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence, or a comma list: a row "
-                                      "for each. Default: the model's context length."),
+                                "for each. Default: the model's context length."),
     batch: str = MicroBatchOpt,
     attention: str = Option("flash", "--attention", help="eager | flash."),
     recompute: str = RecomputeOpt,
@@ -155,15 +155,15 @@ def memory(
     weights_dtype: Optional[str] = WeightsDtypeOpt,
     kv_dtype: Optional[str] = KvDtypeOpt,
     chunk: Optional[int] = Option(None, "--chunk", help="inference: chunked prefill, C tokens "
-                                        "per chunk."),
+                                  "per chunk."),
     optimizer: str = Option("adam", "--optimizer", help="adam | adamw | sgd | sgd-momentum."),
     lora_rank: Optional[int] = LoraRankOpt,
     lora_alpha: Optional[float] = LoraAlphaOpt,
     lora_targets: Optional[str] = LoraTargetsOpt,
     budget: Optional[str] = Option(None, "--budget", help="One GPU's memory, with its unit (24GiB, "
-                                         "80GB): whether the run fits, and the largest batch that does."),
+                                   "80GB): whether the run fits, and the largest batch that does."),
     hardware_spec: Optional[str] = Option(None, "--hardware", help="As --budget, with the memory of a "
-                                                "bundled accelerator (llmcalc hardware) or a YAML spec."),
+                                          "bundled accelerator (llmcalc hardware) or a YAML spec."),
     tp: int = TpOpt,
     cp: int = CpOpt,
     pp: int = PpOpt,

@@ -27,13 +27,13 @@ def plan(
     model: str = Argument(..., help="A bundled name, a YAML file or a config.json."),
     gpus: int = Option(..., "--gpus", help="GPUs to split the run over."),
     hardware_spec: str = Option(..., "--hardware", help="A bundled accelerator (`llmcalc hardware`) or a "
-                                      "YAML file; its memory, peaks and interconnect are used."),
+                                "YAML file; its memory, peaks and interconnect are used."),
     seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence. Default: the model's context "
-                                      "length."),
+                                "length."),
     global_batch: int = Option(..., "--global-batch", help="Sequences per optimizer step over all GPUs."),
     dtype: Optional[str] = DtypeOpt,
     mfu: Optional[str] = Option(None, "--mfu", help="Fraction of peak FLOP/s reached (default 1: the "
-                                      "ideal roofline), e.g. 0.45."),
+                                "ideal roofline), e.g. 0.45."),
     top: int = Option(10, "--top", help="Layouts shown in the table (--json and csv list them all)."),
     fmt: str = FormatOpt,
     json_out: bool = JsonOpt,

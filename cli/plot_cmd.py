@@ -245,19 +245,19 @@ def plot(
     models: Optional[list[str]] = ModelsArg,
     out: str = Option(..., "--out", help="The image to write: FILE.png or FILE.svg."),
     seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence, a comma list for flops and "
-                                      "kvcache. Default: powers of two from 512 to each model's context "
-                                      "length (flops, kvcache); the context length (memory)."),
+                                "kvcache. Default: powers of two from 512 to each model's context "
+                                "length (flops, kvcache); the context length (memory)."),
     batch: int = Option(1, "--batch", help="Sequences (one value: the chart's workload)."),
     mode: Optional[str] = Option(None, "--mode", help="flops: train | prefill | decode; memory: "
-                                       "train | inference. Default: train."),
+                                 "train | inference. Default: train."),
     attention: Optional[str] = Option(None, "--attention", help="flops, memory, roofline: eager | "
-                                            "flash (default)."),
+                                      "flash (default)."),
     causal: bool = Option(False, "--causal", help="flops: count only unmasked query-key pairs."),
     kv_dtype: Optional[str] = KvDtypeOpt,
     budget: Optional[str] = Option(None, "--budget", help="kvcache, memory: a device's memory drawn "
-                                         "as a horizontal line: 80GiB, 80GB (10^9), 24G (= GiB)."),
+                                   "as a horizontal line: 80GiB, 80GB (10^9), 24G (= GiB)."),
     hardware_spec: Optional[str] = Option(None, "--hardware", help="roofline (required): a bundled "
-                                                "accelerator (`llmcalc hardware`) or a YAML file."),
+                                          "accelerator (`llmcalc hardware`) or a YAML file."),
 ) -> None:
     """Charts: FLOP shares against sequence length, KV cache against context, memory by part,
     and each component under an accelerator's roofline.

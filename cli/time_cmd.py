@@ -263,15 +263,15 @@ def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batc
 def time_command(
     models: Optional[list[str]] = ModelsArg,
     hardware_spec: str = Option(..., "--hardware", help="A bundled accelerator (`llmcalc hardware`) or a "
-                                      "YAML file with the same keys."),
+                                "YAML file with the same keys."),
     mode: str = Option("train", "--mode", help="train | prefill | decode | generate."),
     seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence (decode: the context), or a comma "
-                                      "list: a row for each. Default: the model's context length."),
+                                "list: a row for each. Default: the model's context length."),
     batch: str = MicroBatchOpt,
     prompt: Optional[int] = Option(None, "--prompt", help="generate: prompt tokens."),
     new: Optional[int] = Option(None, "--new", help="generate: new tokens per sequence."),
     chunk: Optional[int] = Option(None, "--chunk", help="prefill and generate: chunked prefill, C tokens "
-                                        "per chunk."),
+                                  "per chunk."),
     attention: str = Option("flash", "--attention", help="eager | flash."),
     recompute: str = RecomputeOpt,
     dtype: Optional[str] = DtypeOpt,
@@ -281,15 +281,15 @@ def time_command(
     lora_alpha: Optional[float] = LoraAlphaOpt,
     lora_targets: Optional[str] = LoraTargetsOpt,
     mfu: Optional[str] = Option(None, "--mfu", help="Fraction of peak FLOP/s reached (default 1: the "
-                                      "ideal roofline), e.g. 0.45."),
+                                "ideal roofline), e.g. 0.45."),
     bandwidth_efficiency: Optional[str] = Option(None, "--bandwidth-efficiency", help="Fraction of the "
-                                                       "memory bandwidth reached (default 1), e.g. 0.8."),
+                                                 "memory bandwidth reached (default 1), e.g. 0.8."),
     tokens_per_s: Optional[str] = Option(None, "--tokens-per-s", help="train: your measured throughput over "
-                                               "all --gpus: gives MFU and HFU."),
+                                         "all --gpus: gives MFU and HFU."),
     tokens: Optional[str] = Option(None, "--tokens", help="train: tokens of a whole run (e.g. 15e12): its "
-                                         "time and GPU-hours."),
+                                   "time and GPU-hours."),
     gpus: Optional[int] = Option(None, "--gpus", help="train: GPUs, each running --batch (data "
-                                       "parallel). With a layout: must equal tp x cp x pp x dp."),
+                                 "parallel). With a layout: must equal tp x cp x pp x dp."),
     tp: int = TpOpt,
     cp: int = CpOpt,
     pp: int = PpOpt,

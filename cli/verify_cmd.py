@@ -104,10 +104,10 @@ def _hardware(spec: Optional[str], device: str, torch):
 def verify(
     models: Optional[list[str]] = ModelsArg,
     device: str = Option("auto", "--device", help="meta: shapes only, any size. cpu: meta "
-                               "checks plus real-tensor checks on a small copy. cuda: plus wall "
-                               "time, FLOP/s and peak memory. auto: cuda if present, else cpu."),
+                         "checks plus real-tensor checks on a small copy. cuda: plus wall "
+                         "time, FLOP/s and peak memory. auto: cuda if present, else cpu."),
     seq: str = Option("128", "--seq", help="Tokens per sequence for the FLOP checks. One value: "
-                            "verify checks the formulas, it is not a sweep."),
+                      "verify checks the formulas, it is not a sweep."),
     batch: str = Option("2", "--batch", help="Sequences for the FLOP and KV-cache checks (one value)."),
     against: Optional[str] = Option(
         None, "--against", help="transformers: check the analytic figures against transformers' own "
@@ -128,7 +128,7 @@ def verify(
     lora_alpha: Optional[float] = LoraAlphaOpt,
     lora_targets: Optional[str] = LoraTargetsOpt,
     jobs: int = Option(1, "--jobs", "-j", help="Models checked at once, each in its own process "
-                             "(every bundled model on meta: --jobs 2 takes about half the time on 2 cores)."),
+                       "(every bundled model on meta: --jobs 2 takes about half the time on 2 cores)."),
     fmt: str = FormatOpt,
     json_out: bool = JsonOpt,
 ) -> None:
