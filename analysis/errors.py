@@ -1,5 +1,6 @@
-"""ConfigError: the one exception for bad user input in ``analysis`` (the CLI maps it to exit 2),
-and the helpers that keep its one line short whatever the input holds."""
+"""The two exceptions for bad user input in ``analysis`` (the CLI maps both to exit 2):
+:class:`ConfigError` for a file (naming file, key and line), :class:`SpecError` for a run spec
+(naming its field); and the helpers that keep their one line short whatever the input holds."""
 
 from __future__ import annotations
 
@@ -47,3 +48,14 @@ class ConfigError(ValueError):
         where = "" if source is None else shorten(source, LONG) + (f":{line}" if line is not None else "")
         super().__init__((where + ": " if where else "") + (f"key {brief(key)}: " if key else "")
                          + shorten(message, 4 * LONG))
+
+
+class SpecError(ValueError):
+    """A run spec that breaks a rule (``RunSpec``, ``Layout``, ``LoRA``, or what a function needs of
+    them): ``field`` names it (``seq``, ``layout.tp``, ``lora.rank``) and ``message`` follows the
+    name, ``SpecError("layout.pp", "2 must divide the 61 layers of deepseek-v3")``. The CLI shows it
+    with the option's name in place of the field's (``--pp 2 must divide ...``)."""
+
+    def __init__(self, field: str, message: str):
+        self.field, self.message = field, shorten(message, 4 * LONG)
+        super().__init__(f"{field} {self.message}")

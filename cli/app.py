@@ -1,18 +1,23 @@
-"""The command line: one command per noun, errors mapped to exit codes in errors.py.
+"""The command line: one Typer application, one command per noun.
 
-``app`` is the Typer application with every command. ``main`` (the console script) imports
-only the module of the command named on the command line (and what it imports), and reads its
-options with options.parse when it can, so an analytic command never imports Typer; anything
-parse leaves (``--help``, an error click words, no command) goes to Typer."""
+Each command is a function in its own module, declared with Typer's options (:mod:`.options`).
+The group imports a command's module and has Typer build it only when the command line names it
+(click's lazily loaded subcommands), so ``llmcalc params`` loads neither the modules of the other
+commands nor the analysis they use: startup is within 1.3x of importing the CLI's own stack
+(DESIGN.md section 6). ``--help`` and shell completion list every command, loading them all.
+Errors become exit codes in :mod:`.errors`, the one place that maps them."""
 
 from __future__ import annotations
 
 import sys
 from importlib import import_module
-from typing import Any, Callable, Iterable, Optional
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Optional
 
-from .errors import guarded, run
-from .options import parse, typer_command
+import typer
+from typer.core import TyperGroup
+
+from .errors import EXIT_INTERRUPTED, EXIT_OK, guarded, reader_may_leave, run, usage_error
 
 # command -> (module in this package, function); in the order --help lists them
 COMMANDS = {
@@ -29,18 +34,50 @@ COMMANDS = {
 }
 
 
-def command(name: str) -> Callable:
+def command(name: str):
     """The function of the command ``name``."""
     module, function = COMMANDS[name]
     return getattr(import_module(f".{module}", __package__), function)
 
 
+class Commands(TyperGroup):
+    """The commands of :data:`COMMANDS`, each built by Typer when asked for; click's own errors said
+    in one line like every other error (errors.usage_error), where Typer would print a box."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name: str):
+        if name not in COMMANDS:
+            return None
+        one = typer.Typer(add_completion=False)
+        one.command(name)(command(name))
+        return typer.main.get_command(one)
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except typer.Abort:  # end of input at a prompt
+            code = EXIT_INTERRUPTED
+        except Exception as exc:  # click's errors carry their message and exit code
+            if not hasattr(exc, "format_message"):
+                raise
+            code = usage_error(exc)
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+    def make_context(self, *args, **kwargs):
+        with reader_may_leave():  # --help and --version print while the command line is parsed
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx):
+        with guarded():
+            return super().invoke(ctx)
+
+
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
-
-        import typer
-
         try:
             typer.echo(f"llmcalc {version('llmcalc-exact')}")
         except PackageNotFoundError:
@@ -48,48 +85,18 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def build(names: Iterable[str] = COMMANDS):
-    """The Typer application with the commands ``names``."""
-    import typer
-
-    from .group import ErrorHandlingGroup
-
-    def _main(_: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                     help="Show the version and exit.")) -> None:
-        pass
-
-    application = typer.Typer(
-        cls=ErrorHandlingGroup, add_completion=False, no_args_is_help=True,
-        help="Exact, explained and checked numbers for transformer language models: parameters, "
-             "FLOPs, memory and KV cache, verified against real PyTorch modules.")
-    application.callback()(_main)
-    for name in names:
-        application.command(name)(typer_command(command(name)))
-    return application
+app = typer.Typer(
+    cls=Commands, no_args_is_help=True,
+    help="Exact, explained and checked numbers for transformer language models: parameters, FLOPs, memory and KV "
+         "cache, verified against real PyTorch modules.")
 
 
-def __getattr__(name: str) -> Any:
-    if name == "app":  # built on first use, not by `main`
-        globals()["app"] = build()
-        return globals()["app"]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def answer(argv: list[str], prog_name: Optional[str] = None) -> None:
-    """Read the command line ``argv`` and answer it: the command named first, with the
-    arguments parse reads, or else Typer with that command (or with every command, where the
-    first word is none: no arguments, an option, an unknown name that Typer matches to the
-    nearest)."""
-    named = argv[:1] if argv and argv[0] in COMMANDS else []
-    if named:
-        function = command(named[0])
-        kwargs = parse(function, argv[1:])
-        if kwargs is not None:
-            with guarded():
-                function(**kwargs)
-            return
-    build(named or COMMANDS)(args=argv, prog_name=prog_name)
+@app.callback()
+def _main(version_: Annotated[Optional[bool], typer.Option(
+        "--version", callback=_version, is_eager=True, help="Show the version and exit.")] = None) -> None:
+    pass
 
 
 def main() -> None:
-    run(lambda: answer(sys.argv[1:]))
+    """The console script: the application as a process (errors.run, the one boundary)."""
+    run(lambda: app(prog_name="llmcalc"))

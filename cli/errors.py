@@ -1,10 +1,13 @@
 """The one place where errors become exit codes (DESIGN.md section 5): :func:`guarded` around
-a command, :func:`run` around the process (group.py words click's own usage errors with say).
+a command, :func:`run` around the process, and :func:`usage_error` for click's own errors (an
+unknown option, a value its type refuses), which the command group hands here.
 
 Every failure ends as one line, ``Error: <message>``, on stderr (at most :data:`LINE`
 characters, control characters escaped) and an exit code, never a traceback or click's boxed
 usage text: 0 ok, 1 a verification check failed, 2 bad usage or a bad config (a closed stdout
 included), and :data:`EXIT_PIPE` when the reader of stdout went away (``llmcalc params | head -1``).
+A :class:`~analysis.errors.SpecError` names a run-spec field; :data:`FLAGS` gives the option that
+sets it, so the line names what the user typed (``--pp 2 must divide the 61 layers of ...``).
 """
 
 from __future__ import annotations
@@ -16,12 +19,27 @@ import sys
 from contextlib import contextmanager
 from typing import Callable
 
-from ..analysis.errors import LONG, ConfigError, shorten
+from ..analysis.errors import LONG, ConfigError, SpecError, shorten
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for any writer whose reader left (`yes | head -1`)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT: Ctrl-C
 LINE = 1000  # characters of an error line: room for every message llmcalc writes, not for an echoed file
+
+
+# run-spec field -> the option that sets it (a field without one is named as it is)
+FLAGS = {"mode": "--mode", "seq": "--seq", "batch": "--batch", "attention": "--attention", "causal": "--causal",
+         "recompute": "--recompute", "all_logits": "--all-logits", "dtype": "--dtype",
+         "weights_dtype": "--weights-dtype", "kv_dtype": "--kv-dtype", "chunk": "--chunk", "optimizer": "--optimizer",
+         "layout.tp": "--tp", "layout.pp": "--pp", "layout.dp": "--dp", "layout.ep": "--ep", "layout.cp": "--cp",
+         "layout.zero": "--zero", "layout.sp": "--sp", "global_batch": "--global-batch", "gpus": "--gpus",
+         "lora": "--lora-rank", "lora.rank": "--lora-rank", "lora.alpha": "--lora-alpha",
+         "lora.targets": "--lora-targets", "efficiency.mfu": "--mfu", "efficiency.bandwidth": "--bandwidth-efficiency",
+         "new": "--new"}
+
+
+def flag(field: str) -> str:
+    return FLAGS.get(field, field)
 
 
 class UsageError(ValueError):
@@ -78,6 +96,9 @@ def guarded():
             yield
     except VerificationFailed:
         raise SystemExit(EXIT_FAILED) from None
+    except SpecError as exc:
+        say(f"{flag(exc.field)} {exc.message}")
+        raise SystemExit(EXIT_USAGE) from None
     except (ConfigError, UsageError) as exc:
         say(str(exc))
         raise SystemExit(EXIT_USAGE) from None
@@ -92,6 +113,15 @@ def guarded():
         raise SystemExit(EXIT_USAGE) from None
     except KeyboardInterrupt:  # Ctrl-C
         raise SystemExit(EXIT_INTERRUPTED) from None
+
+
+def usage_error(exc: Exception) -> int:
+    """The exit code of one of click's errors (a usage error: 2), its message said in one line; its
+    usage text and boxes are left out. ``NoArgsIsHelpError`` is the help already printed for a
+    command line that names no command."""
+    if type(exc).__name__ != "NoArgsIsHelpError":
+        say(exc.format_message())  # type: ignore[attr-defined]
+    return EXIT_USAGE
 
 
 def run(command: Callable[[], object]) -> None:

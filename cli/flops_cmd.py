@@ -2,38 +2,34 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Annotated
 
-from .common import (
-    BatchOpt,
-    ExactOpt,
-    FormatOpt,
-    JsonOpt,
-    LoraAlphaOpt,
-    LoraRankOpt,
-    LoraTargetsOpt,
-    ModelsArg,
-    RecomputeOpt,
-    choice,
-    lora_models,
-    lora_record,
-    lora_run,
-    lora_spec,
-    lora_tag,
-    one_or_list,
+import typer
+
+from ..analysis.count.flops import FAMILIES, SCORES_VALUES, FlopBreakdown, FlopReport, approximations, count_flops
+from ..analysis.model.config import ModelConfig
+from ..analysis.spec import RunSpec
+from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, recompute_tag, workloads
+from .format import count, group_label, share, si
+from .options import (
+    ONE,
+    WORKLOAD,
+    Attention,
+    Batches,
+    Exact,
+    Format,
+    Json,
+    LoraAlpha,
+    LoraRank,
+    LoraTargets,
+    Mode,
+    Models,
+    Recompute,
+    Seqs,
+    applicable,
     output_format,
-    parse_ints,
-    parse_seqs,
-    recomputation,
-    recompute_tag,
-    workloads,
 )
-from .options import Option
-from .render import Col, Report, Table, count, emit, group_json, group_label, pick, share, si, text_col, warn
-
-if TYPE_CHECKING:  # analysis.flops is imported where used: other commands start faster
-    from ..analysis.config import ModelConfig
-    from ..analysis.flops import FlopBreakdown, FlopReport
+from .report import Col, Report, Table, emit, group_json, pick, text_col
 
 
 def _breakdown_json(b: FlopBreakdown) -> dict:
@@ -44,8 +40,6 @@ def _breakdown_json(b: FlopBreakdown) -> dict:
 def flops_json(cfg: ModelConfig, r: FlopReport, other: FlopReport) -> dict:
     """``other``: the same run in the other attention convention."""
     causal = r if r.run.causal else other
-    from ..analysis.flops import approximations
-
     run = r.run
     approx = approximations(cfg, run)
     return {"model": cfg.name, "seq_len": run.seq, "batch": run.batch,
@@ -72,8 +66,6 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
                macs: bool) -> Report:
     """One model: ``r`` in the asked convention, ``other_report`` in the other one. CSV: a row
     per matmul component and per elementwise op."""
-    from ..analysis.flops import SCORES_VALUES
-
     w = r.run
     tot = r.total
     conv = "causal" if w.causal else "dense"
@@ -132,8 +124,6 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
 def _side_by_side(runs: list, data: dict | list, records: list[dict], batches: list[int], mode: str, causal: bool,
                   exact: bool) -> Report:
     """A row per model x seq x batch: totals, and the shares of the matmul FLOPs."""
-    from ..analysis.flops import FAMILIES
-
     rows = []
     for cfg, r, c in runs:
         shares = [share(r.total.family_matmul(g), r.total.matmul_total) for g in FAMILIES]
@@ -158,23 +148,23 @@ def _side_by_side(runs: list, data: dict | list, records: list[dict], batches: l
 
 
 def flops(
-    models: Optional[list[str]] = ModelsArg,
-    seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence, or a comma list "
-                                "(1024,4096,16384): a row for each. Default: the model's context length."),
-    batch: str = BatchOpt,
-    mode: str = Option("train", "--mode", help="train | prefill | decode."),
-    attention: str = Option("flash", "--attention",
-                            help="eager | flash: backward 2x or 2.5x attention forward."),
-    causal: bool = Option(False, "--causal", help="Count only unmasked query-key pairs."),
-    recompute: str = RecomputeOpt,
-    all_logits: bool = Option(False, "--all-logits", help="prefill: logits at every position."),
-    lora_rank: Optional[int] = LoraRankOpt,
-    lora_alpha: Optional[float] = LoraAlphaOpt,
-    lora_targets: Optional[str] = LoraTargetsOpt,
-    exact: bool = ExactOpt,
-    macs: bool = Option(False, "--macs", help="Show matmul multiply-accumulates (FLOPs / 2)."),
-    fmt: str = FormatOpt,
-    json_out: bool = JsonOpt,
+    models: Models = None,
+    seq: Seqs = None,
+    batch: Batches = ONE,
+    mode: Mode = "train",
+    attention: Attention = "flash",
+    causal: Annotated[bool, typer.Option("--causal", help="Count only unmasked query-key pairs.",
+                                         rich_help_panel=WORKLOAD)] = False,
+    recompute: Recompute = "none",
+    all_logits: Annotated[bool, typer.Option("--all-logits", help="prefill: logits at every position.",
+                                             rich_help_panel=WORKLOAD)] = False,
+    lora_rank: LoraRank = None,
+    lora_alpha: LoraAlpha = None,
+    lora_targets: LoraTargets = None,
+    exact: Exact = False,
+    macs: Annotated[bool, typer.Option("--macs", help="Show matmul multiply-accumulates (FLOPs / 2).")] = False,
+    fmt: Format = "table",
+    json_out: Json = False,
 ) -> None:
     """FLOPs per component: matmul and elementwise, forward, backward and total. One model and
     one workload: a breakdown; several: a row for each model x seq x batch.
@@ -187,26 +177,18 @@ def flops(
       llmcalc flops --mode decode --seq 4096
       llmcalc flops llama-2-7b --seq 2048 --lora-rank 16
     """
-    from ..analysis.flops import count_flops
-    from ..analysis.run import ATTENTION_IMPLS, MODES, RunSpec
-
     fmt = output_format(fmt, json_out)
-    seqs = parse_seqs(seq)
-    batches = parse_ints(batch, "--batch")
-    choice(mode, MODES, "--mode")
-    choice(attention, ATTENTION_IMPLS, "--attention")
-    for option, given, applies in (("--recompute", recompute != "none", "train"),
-                                   ("--all-logits", all_logits, "prefill")):
-        if given and mode != applies:  # as `llmcalc memory` does: say so, never count it silently
-            warn(f"{option} does not apply to --mode {mode}; ignored")
-    recompute, all_logits = recomputation(recompute, mode), all_logits and mode == "prefill"
-    lora = lora_run(lora_spec(lora_rank, lora_alpha, lora_targets), mode)
+    given = applicable((mode,), mode, recompute=None if recompute == "none" else recompute,
+                       all_logits=all_logits or None)
+    lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
+    base = RunSpec(mode, None, 1, attention, causal, given["recompute"] or "none", bool(given["all_logits"]),
+                   lora=lora)
     runs = []
-    for cfg, s, b in workloads(lora_models(models, lora), seqs, batches):
-        run = RunSpec(mode, s, b, attention, causal, recompute, all_logits, lora=lora)
+    for cfg, s, b in workloads(lora_models(models, lora), seq, batch):
+        run = base.replace(seq=s, batch=b)
         runs.append((cfg, count_flops(cfg, run), count_flops(cfg, run.replace(causal=not causal))))
     records = [flops_json(*run) for run in runs]
     if len(runs) == 1 and models:
         emit(_breakdown(*runs[0], records[0], exact=exact, macs=macs), fmt)
         return
-    emit(_side_by_side(runs, one_or_list(records, models), records, batches, mode, causal, exact), fmt)
+    emit(_side_by_side(runs, one_or_list(records, models), records, batch, mode, causal, exact), fmt)

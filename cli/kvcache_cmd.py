@@ -1,47 +1,49 @@
-"""`llmcalc kvcache`: KV-cache bytes, and what fits in a memory budget."""
+"""`llmcalc kvcache`: KV-cache bytes, and how many sequences fit in a memory budget."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
 
-from .common import (
-    BatchOpt,
-    DtypeOpt,
-    ExactOpt,
-    FormatOpt,
-    JsonOpt,
-    KvDtypeOpt,
-    ModelsArg,
-    WeightsDtypeOpt,
-    checked_dtypes,
-    load_models,
-    one_or_list,
+from ..analysis.cluster.memory import fit, memory
+from ..analysis.count.kvcache import kv_cache
+from ..analysis.spec import RunSpec
+from .common import load_models, one_or_list, workloads
+from .format import count, group_label, iec
+from .options import (
+    ONE,
+    Batches,
+    Budget,
+    Counts,
+    Dtype,
+    Exact,
+    Format,
+    Json,
+    KvDtype,
+    Models,
+    WeightsDtype,
     output_format,
-    parse_ints,
-    parse_seqs,
-    parse_size,
-    workloads,
+    seqs_option,
 )
-from .options import Option
-from .render import Col, Report, Table, count, emit, group_json, group_label, iec, pick, text_col
+from .report import Col, Report, Table, emit, group_json, pick, text_col
 
 
 def kvcache(
-    models: Optional[list[str]] = ModelsArg,
-    seq: Optional[str] = Option(None, "--seq", help="Context tokens per sequence, or a comma "
-                                "list: a row for each. Default: the model's context length."),
-    batch: str = BatchOpt,
-    kv_dtype: Optional[str] = KvDtypeOpt,
-    budget: Optional[str] = Option(None, "--budget", help="Device memory, with its unit: 80GiB, "
-                                   "80GB (10^9), 24G (= GiB), 512MiB. Reports how many sequences fit."),
-    dtype: Optional[str] = DtypeOpt,
-    weights_dtype: Optional[str] = WeightsDtypeOpt,
-    exact: bool = ExactOpt,
-    fmt: str = FormatOpt,
-    json_out: bool = JsonOpt,
+    models: Models = None,
+    seq: Annotated[Optional[Counts], seqs_option("Context tokens per sequence, or a comma list: a row for each. "
+                                                 "Default: the model's context length.")] = None,
+    batch: Batches = ONE,
+    kv_dtype: KvDtype = None,
+    budget: Budget = None,
+    dtype: Dtype = None,
+    weights_dtype: WeightsDtype = None,
+    exact: Exact = False,
+    fmt: Format = "table",
+    json_out: Json = False,
 ) -> None:
     """KV-cache size: bytes per token, cached tokens (a sliding window caps them), total; a row
-    for each model x seq x batch.
+    for each model x seq x batch. With --budget: the largest batch whose inference memory fits
+    (as `llmcalc memory --mode inference --budget` finds it) and the cached tokens that fit beside
+    the weights.
 
     Examples:
       llmcalc kvcache llama-2-7b --seq 4096 --kv-dtype fp16
@@ -49,52 +51,46 @@ def kvcache(
       llmcalc kvcache mistral-7b --seq 1024,4096,32768
       llmcalc kvcache llama-3-8b --batch 1,8,64 --format csv
     """
-    from ..analysis.kvcache import fit_budget, kv_cache  # here: faster start for other commands
-    from ..analysis.run import RunSpec
-
     fmt = output_format(fmt, json_out)
-    seqs = parse_seqs(seq)
-    batches = parse_ints(batch, "--batch")
-    checked_dtypes(dtype, weights_dtype, kv_dtype)
-    budget_bytes = parse_size(budget) if budget is not None else None
     rows, out, groups = [], [], []
     fmt_bytes = count if exact else iec
-    for cfg, s, b in workloads(load_models(models), seqs, batches):
-        run = RunSpec("decode", s, b, dtype=dtype, weights_dtype=weights_dtype,
-                      kv_dtype=kv_dtype).resolve(cfg)
-        kv_dt, w_dt = run.kv_dtype, run.weights_dtype
+    for cfg, s, b in workloads(load_models(models), seq, batch):
+        run = RunSpec("decode", s, b, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype).resolve(cfg)
         c = kv_cache(cfg, run)
-        item = {"model": cfg.name, "seq_len": s, "batch": b, "kv_dtype": kv_dt,
+        item = {"model": cfg.name, "seq_len": s, "batch": b, "kv_dtype": run.kv_dtype,
                 "cached_tokens": c.cached_tokens, "bytes_per_token": c.bytes_per_token,
                 "bytes": c.bytes, "bytes_per_layer": c.bytes_per_layer,
                 "layer_groups": [group_json(g.group, cached_tokens=g.cached_tokens,
                                             bytes_per_token=g.bytes_per_token, bytes=g.bytes)
                                  for g in c.groups]}
-        key = [cfg.name, count(s)] + ([count(b)] if len(batches) > 1 else [])
+        key = [cfg.name, count(s)] + ([count(b)] if len(batch) > 1 else [])
         if len(c.groups) > 1:
             groups += [(f"{cfg.name} {group_label(g.group)}", *key[1:], count(g.cached_tokens),
                         fmt_bytes(g.bytes_per_token), fmt_bytes(g.bytes), fmt_bytes(g.bytes * g.group.count))
                        for g in c.groups]
         row = [*key, count(c.cached_tokens), fmt_bytes(c.bytes_per_token), fmt_bytes(c.bytes_per_layer),
                fmt_bytes(c.bytes)]
-        if budget_bytes is not None:
-            fit = fit_budget(cfg, c, budget_bytes, w_dt, run.dtype)
-            item.update(budget=budget_bytes, weights_dtype=w_dt, weights_bytes=fit.weights,
-                        max_batch=fit.max_batch, max_tokens=fit.max_tokens)
-            row += [fmt_bytes(fit.weights) + f" ({w_dt})",
-                    count(fit.max_batch) if fit.free > 0 else "weights do not fit",
-                    count(fit.max_tokens) if fit.free > 0 else "-"]
+        if budget is not None:
+            serving = run.replace(mode="prefill")  # the inference memory of `llmcalc memory --mode inference`
+            weights = memory(cfg, serving).parts["weights"]
+            free = budget - weights
+            item.update(budget=budget, weights_dtype=run.weights_dtype, weights_bytes=weights,
+                        max_batch=fit(cfg, serving, budget).max_batch,
+                        max_tokens=max(free, 0) // c.bytes_per_token)
+            row += [fmt_bytes(weights) + f" ({run.weights_dtype})",
+                    count(item["max_batch"]) if free > 0 else "weights do not fit",
+                    count(item["max_tokens"]) if free > 0 else "-"]
         out.append(item)
         rows.append(row)
-    several = len(batches) > 1
+    several = len(batch) > 1
     key_cols = [Col("seq", key=True)] + ([Col("batch", key=True)] if several else [])
     cols = [text_col("model", key=True), *key_cols, Col("cached tokens"), Col("bytes/token"), Col("per layer"),
-            Col("total" if several else f"total (batch {batches[0]})")]
-    if budget_bytes is not None:
+            Col("total" if several else f"total (batch {batch[0]})")]
+    if budget is not None:
         cols += [Col("weights"), Col("max batch"), Col("max tokens")]
     title = f"KV cache of every layer ({', '.join(sorted({o['kv_dtype'] for o in out}))})"
-    if budget_bytes is not None:
-        title += f"; budget {budget} = {iec(budget_bytes)} = {count(budget_bytes)} bytes"
+    if budget is not None:
+        title += f"; budget {iec(budget)} = {count(budget)} bytes"
     blocks: list = [Table(cols, [rows], title)]
     if groups:
         blocks.append(Table([text_col("layers", key=True), *key_cols, Col("cached tokens"),

@@ -3,58 +3,52 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Optional
+from typing import Annotated, Literal, Optional
 
-from ..analysis.run import Layout, RunSpec
-from .common import (
-    CpOpt,
-    DpOpt,
-    DtypeOpt,
-    EpOpt,
-    ExactOpt,
-    FormatOpt,
-    GlobalBatchOpt,
-    GpusOpt,
-    JsonOpt,
-    KvDtypeOpt,
-    LoraAlphaOpt,
-    LoraRankOpt,
-    LoraTargetsOpt,
-    MicroBatchOpt,
-    ModelsArg,
-    PpOpt,
-    RecomputeOpt,
-    SpOpt,
-    TpOpt,
-    WeightsDtypeOpt,
-    ZeroOpt,
-    checked_dtypes,
-    choice,
-    lora_models,
-    lora_record,
-    lora_run,
-    lora_spec,
-    lora_tag,
-    one_or_list,
-    output_format,
-    parallel_layout,
-    parse_ints,
-    parse_seqs,
-    parse_size,
-    positive,
-    recomputation,
-    recompute_tag,
-    training_weights,
-    workloads,
-)
+import typer
+
+from ..analysis.cluster.memory import fit
+from ..analysis.cluster.memory import memory as memory_report
+from ..analysis.count.memory import MEMORY_MODES, PARTS, MemoryReport
+from ..analysis.load.catalog import load_hardware
+from ..analysis.model.config import ModelConfig
+from ..analysis.spec import Layout, RunSpec
+from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, recompute_tag, workloads
 from .errors import UsageError
-from .options import Option
-from .render import Col, Report, Table, count, emit, iec, pick, share, text_col, warn
-
-if TYPE_CHECKING:
-    from ..analysis.config import ModelConfig
-    from ..analysis.memory import MemoryReport
-
+from .format import count, iec, share
+from .options import (
+    ONE,
+    WORKLOAD,
+    Attention,
+    Budget,
+    Chunk,
+    Cp,
+    Dp,
+    Dtype,
+    Ep,
+    Exact,
+    Format,
+    GlobalBatch,
+    Gpus,
+    Json,
+    KvDtype,
+    LoraAlpha,
+    LoraRank,
+    LoraTargets,
+    MicroBatches,
+    Models,
+    Optimizer,
+    Pp,
+    Recompute,
+    Seqs,
+    Sp,
+    Tp,
+    WeightsDtype,
+    Zero,
+    applicable,
+    output_format,
+)
+from .report import Col, Report, Table, emit, pick, text_col
 
 
 def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
@@ -81,16 +75,14 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
     return out
 
 
-def _budget(budget: Optional[str], hardware_spec: Optional[str]) -> tuple[Optional[int], Optional[str]]:
+def _budget(budget: Optional[int], hardware_spec: Optional[str]) -> tuple[Optional[int], Optional[str]]:
     """(bytes, accelerator name) of --budget or --hardware; (None, None) without either."""
     if budget is not None and hardware_spec is not None:
         raise UsageError("--budget and --hardware both give the memory to fit in: use one")
     if hardware_spec is not None:
-        from ..analysis.hardware import load_hardware
-
         hw = load_hardware(hardware_spec)
         return hw.memory, hw.name
-    return (parse_size(budget), None) if budget is not None else (None, None)
+    return budget, None
 
 
 def _budget_label(b: dict) -> str:
@@ -104,8 +96,6 @@ def _per_gpu(layout: Layout) -> str:
 
 def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
     """One model and workload: a row per part (CSV: every part, zero or not)."""
-    from ..analysis.memory import PARTS
-
     rows = [(k, fmt(m[k]), share(m[k], m["total"])) for k in PARTS if m[k]]
     title = (f"{cfg.name}: {m['mode']} memory, batch {count(m['batch'])} x seq {count(m['seq_len'])}, "
              f"{m['dtype']}" + (f", {m['weights_dtype']} weights" if m["weights_dtype"] != m["dtype"] else "")
@@ -144,38 +134,38 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
 
 
 def memory(
-    models: Optional[list[str]] = ModelsArg,
-    mode: str = Option("train", "--mode", help="train | inference."),
-    seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence, or a comma list: a row "
-                                "for each. Default: the model's context length."),
-    batch: str = MicroBatchOpt,
-    attention: str = Option("flash", "--attention", help="eager | flash."),
-    recompute: str = RecomputeOpt,
-    dtype: Optional[str] = DtypeOpt,
-    weights_dtype: Optional[str] = WeightsDtypeOpt,
-    kv_dtype: Optional[str] = KvDtypeOpt,
-    chunk: Optional[int] = Option(None, "--chunk", help="inference: chunked prefill, C tokens "
-                                  "per chunk."),
-    optimizer: str = Option("adam", "--optimizer", help="adam | adamw | sgd | sgd-momentum."),
-    lora_rank: Optional[int] = LoraRankOpt,
-    lora_alpha: Optional[float] = LoraAlphaOpt,
-    lora_targets: Optional[str] = LoraTargetsOpt,
-    budget: Optional[str] = Option(None, "--budget", help="One GPU's memory, with its unit (24GiB, "
-                                   "80GB): whether the run fits, and the largest batch that does."),
-    hardware_spec: Optional[str] = Option(None, "--hardware", help="As --budget, with the memory of a "
-                                          "bundled accelerator (llmcalc hardware) or a YAML spec."),
-    tp: int = TpOpt,
-    cp: int = CpOpt,
-    pp: int = PpOpt,
-    dp: int = DpOpt,
-    ep: int = EpOpt,
-    zero: int = ZeroOpt,
-    sp: bool = SpOpt,
-    global_batch: Optional[int] = GlobalBatchOpt,
-    gpus: Optional[int] = GpusOpt,
-    exact: bool = ExactOpt,
-    fmt: str = FormatOpt,
-    json_out: bool = JsonOpt,
+    models: Models = None,
+    mode: Annotated[Literal[tuple(MEMORY_MODES)], typer.Option(
+        "--mode", help="train: a training step; inference: a prefill of --seq tokens with its KV cache.",
+        rich_help_panel=WORKLOAD)] = "train",
+    seq: Seqs = None,
+    batch: MicroBatches = ONE,
+    attention: Attention = "flash",
+    recompute: Recompute = "none",
+    dtype: Dtype = None,
+    weights_dtype: WeightsDtype = None,
+    kv_dtype: KvDtype = None,
+    chunk: Chunk = None,
+    optimizer: Optimizer = "adam",
+    lora_rank: LoraRank = None,
+    lora_alpha: LoraAlpha = None,
+    lora_targets: LoraTargets = None,
+    budget: Budget = None,
+    hardware_spec: Annotated[Optional[str], typer.Option(
+        "--hardware", metavar="NAME|FILE", help="As --budget, with the memory of a bundled accelerator "
+        "(llmcalc hardware) or a YAML spec.")] = None,
+    tp: Tp = 1,
+    cp: Cp = 1,
+    pp: Pp = 1,
+    dp: Dp = 1,
+    ep: Ep = 1,
+    zero: Zero = 0,
+    sp: Sp = False,
+    global_batch: GlobalBatch = None,
+    gpus: Gpus = None,
+    exact: Exact = False,
+    fmt: Format = "table",
+    json_out: Json = False,
 ) -> None:
     """Memory by part: weights, gradients, optimizer state, activations and logits for
     training; weights, KV cache, attention working memory and logits for inference. One model
@@ -192,39 +182,22 @@ def memory(
       llmcalc memory llama-3-8b --lora-rank 16 \\
         --weights-dtype nf4-dq --hardware rtx-4090
     """
-    from ..analysis.memory import MEMORY_MODES, PARTS, fit
-    from ..analysis.memory import memory as memory_report
-    from ..analysis.run import ATTENTION_IMPLS, OPTIMIZER_STATES
-
     fmt = output_format(fmt, json_out)
-    choice(mode, tuple(MEMORY_MODES), "--mode")
-    choice(attention, ATTENTION_IMPLS, "--attention")
-    choice(optimizer, tuple(OPTIMIZER_STATES), "--optimizer")
-    seqs = parse_seqs(seq)
-    batches = parse_ints(batch, "--batch")
-    if chunk is not None:
-        positive(chunk, "--chunk")
-    lora = lora_run(lora_spec(lora_rank, lora_alpha, lora_targets), mode)
-    training_weights(weights_dtype, mode, lora)
-    ignored = {"train": {"--chunk": chunk, "--kv-dtype": kv_dtype},
-               "inference": {"--recompute": None if recompute == "none" else recompute,
-                             "--optimizer": None if optimizer == "adam" else optimizer,
-                             "--zero": zero or None, "--global-batch": global_batch}}[mode]
-    for option, value in ignored.items():
-        if value is not None:
-            warn(f"{option} does not apply to --mode {mode}; ignored")
-
-    checked_dtypes(dtype, weights_dtype, kv_dtype)
+    run_mode = MEMORY_MODES[mode]
+    given = applicable((run_mode,), mode, chunk=chunk, kv_dtype=kv_dtype,
+                       recompute=None if recompute == "none" else recompute,
+                       optimizer=None if optimizer == "adam" else optimizer, **{"layout.zero": zero or None},
+                       global_batch=global_batch)
+    lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     budget_bytes, hw_name = _budget(budget, hardware_spec)
-    train = mode == "train"
-    layouts = {b: parallel_layout(tp, pp, dp, ep, zero if train else 0, sp, global_batch if train else None,
-                                  gpus, b, cp) for b in batches}
+    layouts = {b: Layout.of(tp, pp, dp, ep, given["layout.zero"] or 0, sp, cp, given["global_batch"], b, gpus, run_mode)
+               for b in batch}
+    base = RunSpec(run_mode, None, 1, attention, recompute=given["recompute"] or "none", dtype=dtype,
+                   weights_dtype=weights_dtype, kv_dtype=given["kv_dtype"], chunk=given["chunk"],
+                   optimizer=given["optimizer"] or "adam", lora=lora)
     results = []
-    for cfg, s, b in workloads(lora_models(models, lora), seqs, batches):
-        run = RunSpec(MEMORY_MODES[mode], s, b, attention, recompute=recomputation(recompute, mode),
-                      dtype=dtype, weights_dtype=weights_dtype,
-                      kv_dtype=None if train else kv_dtype, chunk=None if train else chunk,
-                      optimizer=optimizer if train else "adam", layout=layouts[b], lora=lora)
+    for cfg, s, b in workloads(lora_models(models, lora), seq, batch):
+        run = base.replace(seq=s, batch=b, layout=layouts[b])
         record = memory_json(cfg, memory_report(cfg, run), mode)
         if budget_bytes is not None:
             f = fit(cfg, run, budget_bytes)
@@ -232,13 +205,13 @@ def memory(
                                 "max_batch": f.max_batch}
         results.append((cfg, record))
     fmt_bytes = count if exact else iec
-    per_gpu = _per_gpu(layouts[batches[0]])  # the batch changes only the micro-batches per step
+    per_gpu = _per_gpu(layouts[batch[0]])  # the batch changes only the micro-batches per step
     if len(results) == 1 and models:
         emit(_explain(*results[0], fmt_bytes, per_gpu), fmt)
         return
     records = [m for _, m in results]
     shown = [p for p in PARTS if any(m[p] for m in records)]
-    several = len(batches) > 1
+    several = len(batch) > 1
     fits = [("yes" if m["budget"]["fits"] else "no", count(m["budget"]["max_batch"])) if "budget" in m else ()
             for m in records]
     rows = [(m["model"], count(m["seq_len"]), *([count(m["batch"])] if several else []),
@@ -246,7 +219,7 @@ def memory(
     budget_cols = [Col("fits"), Col("max batch")] if budget_bytes is not None else []
     table = Table([text_col("model", key=True), Col("seq", key=True), *([Col("batch", key=True)] if several else []),
                    *map(Col, shown), Col("total"), *budget_cols], [rows],
-                  f"{mode} memory" + ("" if several else f", batch {count(batches[0])}") + per_gpu
+                  f"{mode} memory" + ("" if several else f", batch {count(batch[0])}") + per_gpu
                   + (f"; budget {_budget_label(records[0]['budget'])}" if budget_bytes is not None else ""))
     csv = [pick(m, "model", "mode", "seq_len", "batch", "gpus", "dtype", "weights_dtype", "kv_dtype",
                 "attention_impl", "recompute", *PARTS, "total",

@@ -1,142 +1,225 @@
-"""A command's options as data, read two ways: by Typer, to build the command, and by
-:func:`parse`, which reads the usual command line without importing Typer.
+"""The options commands share, declared once for Typer: their types and choices (so ``--help`` lists
+them and shell completion offers them), their help, and the help panel of their group (workload,
+dtypes, parallel layout, LoRA, output). Choices come from ``analysis``, where the rules live.
 
-Typer and its copy of click take about 50 ms to import: a third of an analytic command's start
-(benchmarks/startup.py), more than the whole answer costs. So a command declares its options
-with :class:`Option` and :class:`Argument`, Typer's own calls as data, and:
-
-- :func:`typer_command` hands Typer the command with the real ``typer.Option`` defaults (help,
-  usage errors, every spelling click accepts);
-- :func:`parse` reads a command line made only of the command's own options, each at most once
-  (``--seq 1024``, ``--seq=1024``, ``-j 2``, flags), and its positional arguments, to the keyword
-  arguments Typer would pass. Anything else (``--help``, an unknown or repeated option, ``--``,
-  a value that starts with ``-``, a number ``int`` or ``float`` cannot read, a missing required
-  value, an optional positional word left out) gives None and goes to Typer, which answers it.
-  tests/test_options.py draws command lines for every command and checks that each one parse
-  accepts gives Typer's arguments.
+Typer reads ints, floats, flags and choices itself; the values it has no type for are read by the
+``parser`` functions here, which raise ``typer.BadParameter`` (one line: ``Invalid value for
+'--budget': ...``): sizes (``80GiB``), fractions (``0.45``, ``45%``), amounts (``15e12``), comma
+lists (``1024,4096``) and whole numbers from 1 to 2^53 (every figure stays exact).
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-from typing import Any, Callable, Optional, Union, get_args, get_origin
+import re
+from fractions import Fraction
+from typing import Annotated, Literal, Optional
 
-# Typer's keywords that change only --help; any other (envvar, callback, min, multiple...)
-# changes what a value becomes, so parse leaves that command to Typer
-IGNORED = {"help", "metavar", "show_default", "hidden", "rich_help_panel"}
+import typer
 
+from ..analysis.errors import shorten
+from ..analysis.model.formats import WEIGHT_FORMATS
+from ..analysis.model.sizes import DTYPE_BITS, FLOAT_DTYPES, MAX_INT
+from ..analysis.spec import ATTENTION_IMPLS, MODES, OPTIMIZER_STATES, RECOMPUTE, applies
+from .errors import flag
+from .report import FORMATS
+from .terminal import warn
 
-class _Param:
-    """``typer.<kind>(default, *decls, **kwargs)``, kept as data; ``...``: required."""
-
-    __slots__ = ("default", "decls", "kwargs")
-
-    def __init__(self, default: Any, *decls: str, **kwargs: Any) -> None:
-        self.default, self.decls, self.kwargs = default, decls, kwargs
-
-    def typer(self):
-        import typer
-
-        return getattr(typer, type(self).__name__)(self.default, *self.decls, **self.kwargs)
+WORKLOAD, DTYPES, LAYOUT, LORA, OUTPUT = "Workload", "Dtypes", "Parallel layout", "LoRA", "Output"
 
 
-class Option(_Param):
-    """``typer.Option``: ``Option(None, "--seq", help=...)``."""
+def shown(value: str) -> str:
+    """A value as an error message quotes it: one printable line of at most 80 characters."""
+    return repr(shorten(value))
 
 
-class Argument(_Param):
-    """``typer.Argument``: the command's positional value(s)."""
+# -- readers of the values Typer has no type for ------------------------------------------------
+
+def _whole(text: str, what: str = "a positive integer") -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise typer.BadParameter(f"expects {what}, got {shown(text)}") from None
+    if not 1 <= value <= MAX_INT:
+        raise typer.BadParameter(f"must be 1 to 2^53 = {MAX_INT:,}, got {shorten(text)}")
+    return value
 
 
-def typer_command(func: Callable) -> Callable:
-    """``func`` as Typer reads a command: its :class:`Option` and :class:`Argument` defaults
-    made Typer's own."""
-    sig = inspect.signature(func, eval_str=True)
-
-    @functools.wraps(func)
-    def command(**kwargs: Any) -> Any:
-        return func(**kwargs)
-
-    command.__signature__ = sig.replace(parameters=[
-        p.replace(default=p.default.typer()) if isinstance(p.default, _Param) else p
-        for p in sig.parameters.values()])
-    return command
+def whole(text: str) -> int:
+    """A whole number from 1 to 2^53."""
+    return _whole(text)
 
 
-def _base(hint: Any) -> Any:
-    """``Optional[X]`` -> ``X``."""
-    if get_origin(hint) is Union:
-        rest = [a for a in get_args(hint) if a is not type(None)]
-        return rest[0] if len(rest) == 1 else hint
-    return hint
+class Counts(tuple):
+    """Whole numbers from a comma list (``1024,4096``): a row for each."""
 
 
-def _value(hint: Any, text: str) -> tuple[bool, Any]:
-    """(read, value) of one option value as click reads it for ``hint``: str as given, int and
-    float through ``int()`` and ``float()`` as click's INT and FLOAT do."""
-    kind = _base(hint)
-    if kind is str:
-        return True, text
-    if kind in (int, float):
-        try:
-            return True, kind(text)
-        except ValueError:
-            return False, None
-    return False, None
+ONE = Counts((1,))  # --batch's default
 
 
-def parse(func: Callable, argv: list[str]) -> Optional[dict[str, Any]]:
-    """The keyword arguments Typer would call ``func`` with for ``argv`` (the words after the
-    command's name), or None where this reader leaves the command line to Typer."""
-    sig = inspect.signature(func, eval_str=True)
-    names: dict[str, str] = {}  # "--seq" -> "seq"
-    arguments = []
-    for p in sig.parameters.values():
-        if isinstance(p.default, _Param) and set(p.default.kwargs) - IGNORED:
-            return None
-        if isinstance(p.default, Option):
-            names.update(dict.fromkeys(p.default.decls, p.name))
-        elif isinstance(p.default, Argument):
-            arguments.append(p)
-    given: dict[str, Any] = {}
-    positional: list[str] = []
-    words = iter(argv)
-    for word in words:
-        if not word.startswith("-") or word == "-":
-            positional.append(word)
-            continue
-        decl, eq, text = word.partition("=") if word.startswith("--") else (word, "", "")
-        name = names.get(decl)
-        if name is None or name in given:
-            return None
-        hint = sig.parameters[name].annotation
-        if _base(hint) is bool:
-            if eq:
-                return None
-            given[name] = True
-            continue
-        if not eq:
-            text = next(words, None)
-            if text is None or text.startswith("-"):
-                return None
-        ok, given[name] = _value(hint, text)
-        if not ok:
-            return None
-    kwargs = {}
-    for p in sig.parameters.values():
-        if p.name in given:
-            kwargs[p.name] = given[p.name]
-        elif isinstance(p.default, Option):
-            if p.default.default is ...:
-                return None
-            kwargs[p.name] = p.default.default
-    for p in arguments:  # in order: one word each, the rest to a list (click's nargs=-1)
-        many = get_origin(_base(p.annotation)) is list
-        taken, positional = (positional, []) if many else (positional[:1], positional[1:])
-        read = [_value(get_args(_base(p.annotation))[0] if many else p.annotation, w) for w in taken]
-        if not all(ok for ok, _ in read) or (len(read) != 1 and not many) or (not read and p.default.default is ...):
-            return None
-        values = [v for _, v in read]
-        kwargs[p.name] = (values or None) if many else values[0]
-    return None if positional else kwargs
+def counts(text: str | Counts) -> Counts:
+    if isinstance(text, Counts):  # a default, already read
+        return text
+    return Counts(_whole(part, "positive integers (a comma list)") for part in text.split(","))
+
+
+class Names(tuple):
+    """Names from a comma list (``attention/q,attention/v``)."""
+
+
+def names(text: str) -> Names:
+    return Names(n.strip() for n in text.split(",") if n.strip())
+
+
+_SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+               "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([a-zA-Z]*)\s*")
+
+
+def size(text: str) -> int:
+    """'80GiB', '80GB', '24G' (= GiB), '512MiB', '1e9B' -> bytes. GB = 10^9, GiB = 2^30. A bare
+    number is refused: 80 bytes is never what was meant."""
+    m = _SIZE.fullmatch(text)
+    if m and not m.group(2):
+        number = m.group(1) if len(m.group(1)) <= 12 else "80"
+        raise typer.BadParameter(f"needs a unit: {number}GiB (2^30 bytes) or {number}GB (10^9 bytes), got "
+                                 f"{shown(text)}")
+    if m is None or m.group(2).lower() not in _SIZE_UNITS:
+        raise typer.BadParameter(f"expects a size such as 80GiB, 80GB, 24G or 512MiB, got {shown(text)}")
+    # exact arithmetic: 9007199254740993B is not 2^53, and 100.7B is not 100
+    try:
+        value = Fraction(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    except ValueError:  # past the 4,300 digits Python converts, so past 2^53 too
+        value = Fraction(MAX_INT + 1)
+    if value.denominator != 1:
+        raise typer.BadParameter(f"is not a whole number of bytes: {shown(text)}")
+    if not 1 <= value <= MAX_INT:
+        raise typer.BadParameter(f"must be 1 byte to 2^53 = {MAX_INT:,} bytes, got {shown(text)}")
+    return int(value)
+
+
+def fraction(text: str) -> float:
+    """A fraction in (0, 1]: 0.45 or 45%."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise typer.BadParameter(f"expects a fraction such as 0.45 or 45%, got {shown(text)}") from None
+    if not 0 < value <= 1:
+        raise typer.BadParameter(f"must be in (0, 1], got {shown(text)}")
+    return value
+
+
+def amount(text: str) -> float:
+    """A positive number: 15e12, 3000, 2_500.5."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise typer.BadParameter(f"expects a positive number such as 3000 or 15e12, got {shown(text)}") from None
+    if not 0 < value < float("inf"):
+        raise typer.BadParameter(f"must be a positive number, got {shown(text)}")
+    return value
+
+
+# -- the options ---------------------------------------------------------------------------------
+
+def _count_option(decl: str, help: str, panel: str = WORKLOAD, *more: str):
+    return typer.Option(decl, *more, parser=whole, metavar="N", help=help, rich_help_panel=panel)
+
+
+Models = Annotated[Optional[list[str]], typer.Argument(
+    metavar="[MODEL]...", show_default=False,
+    help="Bundled name (see `llmcalc models`), a YAML file, or a Hugging Face config.json. None: every bundled "
+         "model.")]
+
+
+def seqs_option(help: str = "Tokens per sequence, or a comma list (1024,4096,16384): a row for each. "
+                            "Default: the model's context length."):
+    return typer.Option("--seq", parser=counts, metavar="N[,N...]", help=help, rich_help_panel=WORKLOAD)
+
+
+Seqs = Annotated[Optional[Counts], seqs_option()]
+Batches = Annotated[Counts, typer.Option("--batch", parser=counts, metavar="N[,N...]", rich_help_panel=WORKLOAD,
+                                         help="Sequences, or a comma list (1,8,32): a row for each.")]
+# memory and time: with a parallel layout --batch is each GPU's micro-batch, hence the second name
+MicroBatches = Annotated[Counts, typer.Option(
+    "--batch", "--micro-batch", parser=counts, metavar="N[,N...]", rich_help_panel=WORKLOAD,
+    help="Sequences (with a parallel layout: each GPU's micro-batch), or a comma list (1,8,32): a row for each.")]
+Seq = Annotated[int, _count_option("--seq", "Tokens per sequence (one value).")]
+Mode = Annotated[Literal[MODES], typer.Option("--mode", help="The workload.", rich_help_panel=WORKLOAD)]
+Attention = Annotated[Literal[ATTENTION_IMPLS], typer.Option(
+    "--attention", help="Attention kernel: eager (the score matrix) or flash (backward recomputes the scores).",
+    rich_help_panel=WORKLOAD)]
+Recompute = Annotated[Literal[RECOMPUTE], typer.Option(
+    "--recompute", rich_help_panel=WORKLOAD, help="train: activation recomputation: none, selective (eager "
+    "attention's core; nothing changes under flash) or full (every layer).")]
+Optimizer = Annotated[Literal[tuple(OPTIMIZER_STATES)], typer.Option(
+    "--optimizer", help="train: the optimizer's state per parameter.", rich_help_panel=WORKLOAD)]
+Chunk = Annotated[Optional[int], _count_option("--chunk", "Chunked prefill: C tokens per chunk.")]
+
+Dtype = Annotated[Optional[Literal[FLOAT_DTYPES]], typer.Option(
+    "--dtype", rich_help_panel=DTYPES, help="Compute dtype. Default: bf16 for training; for inference the model's "
+    "dtype, or bf16 when it is quantized.")]
+WeightsDtype = Annotated[Optional[Literal[(*DTYPE_BITS, *WEIGHT_FORMATS)]], typer.Option(
+    "--weights-dtype", rich_help_panel=DTYPES, help="Stored weights: a dtype (int4: every weight in 4 bits) or a "
+    "format with its scales (docs: Quantized weights). Default: the compute dtype for training, the model's for "
+    "inference.")]
+KvDtype = Annotated[Optional[Literal[tuple(DTYPE_BITS)]], typer.Option(
+    "--kv-dtype", help="KV-cache dtype (default: the compute dtype).", rich_help_panel=DTYPES)]
+
+Tp = Annotated[int, _count_option("--tp", "Tensor-parallel GPUs (Megatron: heads, FFN width and vocabulary "
+                                  "split).", LAYOUT)]
+Cp = Annotated[int, _count_option("--cp", "Context-parallel GPUs: each sequence split over them (ring "
+                                  "attention; flash, training and prefill).", LAYOUT)]
+Pp = Annotated[int, _count_option("--pp", "Pipeline stages (1F1B); figures are the peak stage's unless noted.",
+                                  LAYOUT)]
+Dp = Annotated[int, _count_option("--dp", "Data-parallel GPUs; --batch is each GPU's micro-batch.", LAYOUT)]
+Ep = Annotated[int, _count_option("--ep", "Expert-parallel GPUs, out of the data-parallel ones (MoE).", LAYOUT)]
+Zero = Annotated[int, typer.Option("--zero", min=0, max=3, metavar="0-3", rich_help_panel=LAYOUT,
+                                   help="ZeRO stage over --dp: 1 optimizer state, 2 also gradients, 3 (FSDP) "
+                                        "also weights.")]
+Sp = Annotated[bool, typer.Option("--sp", rich_help_panel=LAYOUT, help="Megatron sequence parallelism: "
+                                  "residual-stream activations split over --tp.")]
+GlobalBatch = Annotated[Optional[int], _count_option(
+    "--global-batch", "train: sequences per step over all GPUs: sets the micro-batches per step, global / "
+    "(batch x dp). Default: --pp of them.", LAYOUT)]
+Gpus = Annotated[Optional[int], _count_option("--gpus", "The GPUs the layout must use: tp x cp x pp x dp.", LAYOUT)]
+
+LoraRank = Annotated[Optional[int], _count_option("--lora-rank", "Adapters of rank R on --lora-targets, on a "
+                                                  "frozen base (docs: LoRA).", LORA)]
+LoraAlpha = Annotated[Optional[float], typer.Option("--lora-alpha", metavar="ALPHA", rich_help_panel=LORA,
+                                                    help="alpha (scaling alpha / R; default R).")]
+LoraTargets = Annotated[Optional[Names], typer.Option(
+    "--lora-targets", parser=names, metavar="KEY[,KEY...]", rich_help_panel=LORA,
+    help="Breakdown keys, comma-separated (attention/q,attention/v, the default), or all-linear.")]
+
+Format = Annotated[Literal[FORMATS], typer.Option(
+    "--format", rich_help_panel=OUTPUT, help="CSV: raw integers, named as the JSON's keys.")]
+Json = Annotated[bool, typer.Option("--json", help="Short for --format json: only JSON on stdout.",
+                                    rich_help_panel=OUTPUT)]
+Exact = Annotated[bool, typer.Option("--exact", help="Exact integers instead of units.", rich_help_panel=OUTPUT)]
+Budget = Annotated[Optional[int], typer.Option(
+    "--budget", parser=size, metavar="SIZE", help="One GPU's memory, with its unit: 80GiB, 80GB (10^9), 24G (= GiB), "
+    "512MiB. Reports the largest batch that fits.")]
+Mfu = Annotated[Optional[float], typer.Option("--mfu", parser=fraction, metavar="FRACTION", help="Fraction of peak "
+                                              "FLOP/s reached (default 1: the ideal roofline), e.g. 0.45.")]
+
+
+def output_format(fmt: str, json_out: bool) -> str:
+    """--format, with --json as its short form for json."""
+    if json_out and fmt not in ("table", "json"):
+        raise typer.BadParameter(f"--json means --format json; it cannot go with --format {fmt}")
+    return "json" if json_out else fmt
+
+
+def applicable(modes: tuple[str, ...], label: str, **given):
+    """The run-spec fields ``given`` (name -> value; None: not given) that apply to one of ``modes``
+    (analysis.spec.APPLIES), the others warned about and left out. ``label`` is the mode as the
+    user gave it (``--mode inference`` is a prefill)."""
+    kept = {}
+    for field, value in given.items():
+        if value is None or any(applies(field, m) for m in modes):
+            kept[field] = value
+        else:
+            warn(f"{flag(field)} does not apply to --mode {label}; ignored")
+            kept[field] = None
+    return kept

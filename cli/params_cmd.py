@@ -2,45 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
-from ..analysis.config import DTYPE_BITS, WEIGHT_FORMATS, ModelConfig
-from ..analysis.params import ParamCount
-from ..analysis.quant import checkpoint_bytes
-from .common import (
-    FormatOpt,
-    JsonOpt,
-    LoraAlphaOpt,
-    LoraRankOpt,
-    LoraTargetsOpt,
-    ModelsArg,
-    family,
-    load_models,
-    lora_models,
-    lora_record,
-    lora_spec,
-    one_or_list,
-    output_format,
-    params_of,
-)
-from .render import (
-    Col,
-    Report,
-    Styled,
-    Table,
-    count,
-    emit,
-    group_json,
-    group_label,
-    iec,
-    layer_list,
-    pick,
-    share,
-    text_col,
-)
+from ..analysis.count.lora import adapter_params
+from ..analysis.count.params import ParamCount
+from ..analysis.count.quant import checkpoint_bytes
+from ..analysis.model.config import ModelConfig
+from ..analysis.model.formats import WEIGHT_FORMATS
+from ..analysis.model.sizes import DTYPE_BITS
+from ..analysis.spec import LoRA
+from .common import family, load_models, lora_models, lora_record, lora_spec, one_or_list, params_of
+from .format import count, group_label, iec, layer_list, share
+from .options import Format, Json, LoraAlpha, LoraRank, LoraTargets, Models, output_format
+from .report import Col, Report, Styled, Table, emit, group_json, pick, text_col
 
 
-def models(fmt: str = FormatOpt, json_out: bool = JsonOpt) -> None:
+def models(fmt: Format = "table", json_out: Json = False) -> None:
     """List the bundled models.
 
     Examples:
@@ -117,19 +92,15 @@ def _breakdown(cfg: ModelConfig, p: ParamCount, record: dict) -> Report:
     return Report(record, csv, [table, *notes])
 
 
-def lora_json(cfg: ModelConfig, p: ParamCount, lora) -> dict:
-    """Trainable adapters and the frozen base (analysis.lora); UsageError for a target the model lacks."""
-    from ..analysis.lora import adapter_params
-
+def lora_json(cfg: ModelConfig, p: ParamCount, lora: LoRA) -> dict:
+    """Trainable adapters and the frozen base (analysis.count.lora)."""
     record = lora_record(cfg, lora)
     adapters = adapter_params(cfg, lora)
     return {**record, "trainable": sum(adapters.values()), "frozen": p.total, "components": adapters}
 
 
-def params(models: Optional[list[str]] = ModelsArg,
-           lora_rank: Optional[int] = LoraRankOpt, lora_alpha: Optional[float] = LoraAlphaOpt,
-           lora_targets: Optional[str] = LoraTargetsOpt,
-           fmt: str = FormatOpt, json_out: bool = JsonOpt) -> None:
+def params(models: Models = None, lora_rank: LoraRank = None, lora_alpha: LoraAlpha = None,
+           lora_targets: LoraTargets = None, fmt: Format = "table", json_out: Json = False) -> None:
     """Exact parameter counts: a per-component breakdown for one model, a row per model
     for several. With --lora-rank: the LoRA adapters' trainable parameters beside the frozen
     base.

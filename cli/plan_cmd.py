@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Annotated, Optional
 
-from .common import DtypeOpt, FormatOpt, JsonOpt, checked_dtypes, load_models, output_format, parse_ints, positive
-from .errors import UsageError
-from .options import Argument, Option
-from .render import Col, Report, Table, count, emit, iec, pick, seconds, text_col
-from .time_cmd import fraction, rate
+import typer
+
+from ..analysis.cluster.search import candidates
+from ..analysis.load.catalog import load_hardware
+from ..analysis.perf.roofline import Efficiency
+from .common import load_models
+from .format import count, iec, rate, seconds
+from .options import WORKLOAD, Dtype, Format, Json, Mfu, output_format, whole
+from .report import Col, Report, Table, emit, pick, text_col
 
 
 def _record(c) -> dict:
@@ -24,19 +28,22 @@ def _record(c) -> dict:
 
 
 def plan(
-    model: str = Argument(..., help="A bundled name, a YAML file or a config.json."),
-    gpus: int = Option(..., "--gpus", help="GPUs to split the run over."),
-    hardware_spec: str = Option(..., "--hardware", help="A bundled accelerator (`llmcalc hardware`) or a "
-                                "YAML file; its memory, peaks and interconnect are used."),
-    seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence. Default: the model's context "
-                                "length."),
-    global_batch: int = Option(..., "--global-batch", help="Sequences per optimizer step over all GPUs."),
-    dtype: Optional[str] = DtypeOpt,
-    mfu: Optional[str] = Option(None, "--mfu", help="Fraction of peak FLOP/s reached (default 1: the "
-                                "ideal roofline), e.g. 0.45."),
-    top: int = Option(10, "--top", help="Layouts shown in the table (--json and csv list them all)."),
-    fmt: str = FormatOpt,
-    json_out: bool = JsonOpt,
+    model: Annotated[str, typer.Argument(metavar="MODEL", help="A bundled name, a YAML file or a config.json.")],
+    gpus: Annotated[int, typer.Option("--gpus", parser=whole, metavar="N", help="GPUs to split the run over.")],
+    hardware_spec: Annotated[str, typer.Option(
+        "--hardware", metavar="NAME|FILE", help="A bundled accelerator (`llmcalc hardware`) or a YAML file; its "
+        "memory, peaks and interconnect are used.")],
+    global_batch: Annotated[int, typer.Option("--global-batch", parser=whole, metavar="N", rich_help_panel=WORKLOAD,
+                                              help="Sequences per optimizer step over all GPUs.")],
+    seq: Annotated[Optional[int], typer.Option("--seq", parser=whole, metavar="N", rich_help_panel=WORKLOAD,
+                                               help="Tokens per sequence. Default: the model's context "
+                                                    "length.")] = None,
+    dtype: Dtype = None,
+    mfu: Mfu = None,
+    top: Annotated[int, typer.Option("--top", parser=whole, metavar="N", help="Layouts shown in the table (--json "
+                                     "and csv list them all).")] = 10,
+    fmt: Format = "table",
+    json_out: Json = False,
 ) -> None:
     """How to split a training run over --gpus GPUs: every valid tensor-, pipeline-, data- and
     expert- and context-parallel layout with ZeRO stage, sequence parallelism, recomputation and micro-batch
@@ -50,22 +57,11 @@ def plan(
       llmcalc plan mixtral-8x7b --gpus 16 --hardware h100
         --seq 4096 --global-batch 256 --json
     """
-    from ..analysis.hardware import load_hardware
-    from ..analysis.planner import MAX_GPUS, candidates
-    from ..analysis.timing import Efficiency
-
     fmt = output_format(fmt, json_out)
-    positive(gpus, "--gpus")
-    if gpus > MAX_GPUS:
-        raise UsageError(f"--gpus must be at most {MAX_GPUS:,}, got {gpus:,}")
-    positive(global_batch, "--global-batch")
-    positive(top, "--top")
-    (seq_value,) = parse_ints(seq, "--seq", single="plan") if seq is not None else (None,)
-    checked_dtypes(dtype, None, None)
-    eff = Efficiency(fraction(mfu, "--mfu"))
+    eff = Efficiency(mfu or 1.0)
     (cfg,) = load_models([model])
     hw = load_hardware(hardware_spec)
-    seq_value = seq_value or cfg.context_length
+    seq_value = seq or cfg.context_length
     found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff)
     fitting = [c for c in found if c.fits]
     data = {"model": cfg.name, "hardware": hw.name, "gpus": gpus, "seq_len": seq_value, "global_batch": global_batch,

@@ -1,45 +1,46 @@
 """`llmcalc plot`: charts of the analytic figures as PNG or SVG (matplotlib, the plot extra).
 
 Every number comes from the analysis functions the flops, kvcache and memory commands call;
-this module only picks the workloads and draws them. matplotlib is imported inside the
-command, so no other command imports it or needs it installed.
+this module only picks the workloads and draws them. matplotlib is imported inside the command
+and its drawing functions (the heavy optional import), once the arguments and the models are
+known to be good: no other command imports it or needs it installed, and a failing plot leaves
+nothing behind.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
-from ..analysis.run import ATTENTION_IMPLS, MODES, RunSpec
-from .common import (
-    KvDtypeOpt,
-    ModelsArg,
-    checked_dtypes,
-    choice,
-    load_models,
-    parse_seqs,
-    parse_size,
-    positive,
-    warn_past_context,
-)
+import typer
+
+from ..analysis.cluster.memory import memory
+from ..analysis.count.flops import FAMILIES, count_flops, family
+from ..analysis.count.kvcache import kv_cache
+from ..analysis.count.memory import MEMORY_MODES, PARTS
+from ..analysis.load.catalog import load_hardware
+from ..analysis.model.config import ModelConfig
+from ..analysis.perf.hardware import Hardware
+from ..analysis.perf.roofline import roofline
+from ..analysis.spec import ATTENTION_IMPLS, MODES, RunSpec
+from .common import load_models, warn_past_context
 from .errors import UsageError
-from .options import Argument, Option
+from .options import Budget, Counts, KvDtype, Models, applicable, seqs_option, whole
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..analysis.config import ModelConfig
-    from ..analysis.hardware import Hardware
-
 KINDS = ("flops", "kvcache", "memory", "roofline")
+PLOT_MODES = {"flops": MODES, "memory": tuple(MEMORY_MODES)}  # the kinds that take --mode
 SUFFIXES = (".png", ".svg")
 DPI = 100  # figure sizes are whole multiples of 0.25 in, so pixel sizes are exact
 GIB = 2**30
 LINESTYLES = ("-", "-.", ":")
-# The options that mean something for each kind; any other one given is a usage error.
-APPLIES = {"--mode": ("flops", "memory"), "--attention": ("flops", "memory", "roofline"), "--causal": ("flops",),
-           "--kv-dtype": ("kvcache", "memory"), "--budget": ("kvcache", "memory"), "--hardware": ("roofline",)}
+# The options that mean something for each kind of chart; any other one given is a usage error.
+KIND_OPTIONS = {"--mode": ("flops", "memory"), "--attention": ("flops", "memory", "roofline"),
+                "--causal": ("flops",), "--kv-dtype": ("kvcache", "memory"), "--budget": ("kvcache", "memory"),
+                "--hardware": ("roofline",)}
 ROOFLINE_MODES = {"prefill": "o", "decode": "^"}  # mode -> marker
 
 
@@ -89,12 +90,10 @@ def _panels(fig: Figure, n: int, sharey: bool = True) -> list[Axes]:
     return axes[:n]
 
 
-def _flops(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run: RunSpec,
+def _flops(fig: Figure, cfgs: list[ModelConfig], seqs: Optional[Counts], run: RunSpec,
            budget_bytes: None) -> None:
     """One panel per model: each component family's share of the matmul FLOPs against seq
     (``budget_bytes``: always None, --budget does not apply to FLOPs)."""
-    from ..analysis.flops import FAMILIES, count_flops
-
     for cfg, ax in zip(cfgs, _panels(fig, len(cfgs))):
         points = _model_seqs(cfg, seqs)
         totals = [count_flops(cfg, run.replace(seq=s)).total for s in points]
@@ -112,12 +111,10 @@ def _flops(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run:
                  f"{'causal' if run.causal else 'dense'} attention{backward}")
 
 
-def _kvcache(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run: RunSpec,
+def _kvcache(fig: Figure, cfgs: list[ModelConfig], seqs: Optional[Counts], run: RunSpec,
              budget_bytes: Optional[int]) -> None:
     """One line per model: the KV cache of every layer against the context (a window flattens it)."""
     from matplotlib.ticker import FuncFormatter, LogLocator
-
-    from ..analysis.kvcache import kv_cache
 
     ax = fig.subplots()
     dtypes = set()
@@ -137,11 +134,9 @@ def _kvcache(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], ru
     ax.set_title(f"KV cache against context: batch {run.batch}, {', '.join(sorted(dtypes))}")
 
 
-def _memory(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run: RunSpec,
+def _memory(fig: Figure, cfgs: list[ModelConfig], seqs: Optional[Counts], run: RunSpec,
             budget_bytes: Optional[int]) -> None:
-    """One stacked bar per model: the parts of analysis.memory (those that are not 0 for every model)."""
-    from ..analysis.memory import PARTS, memory
-
+    """One stacked bar per model: the parts of ``memory`` (those that are not 0 for every model)."""
     reports = []
     for cfg in cfgs:
         reports.append(memory(cfg, run.replace(seq=_one_seq(cfg, seqs))))
@@ -167,7 +162,7 @@ def _memory(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run
     fig.suptitle(f"Memory by part, {workload}: batch {run.batch}, {run.attention} attention")
 
 
-def _roofline(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], run: RunSpec,
+def _roofline(fig: Figure, cfgs: list[ModelConfig], seqs: Optional[Counts], run: RunSpec,
               hw: Hardware) -> None:
     """One panel per model: each component of a prefill of S tokens and of the decode step at
     context S, at its arithmetic intensity (FLOPs per byte moved) and the FLOP/s its roofline time
@@ -175,9 +170,6 @@ def _roofline(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], r
     (elementwise work). Components that move no bytes or compute nothing have no point."""
     import numpy as np
     from matplotlib.lines import Line2D
-
-    from ..analysis.flops import FAMILIES, family
-    from ..analysis.timing import roofline
 
     colours = dict(zip((*FAMILIES, "elementwise"), (f"C{i}" for i in range(len(FAMILIES) + 1))))
     for cfg, ax in zip(cfgs, _panels(fig, len(cfgs))):
@@ -212,16 +204,16 @@ def _roofline(fig: Figure, cfgs: list[ModelConfig], seqs: list[Optional[int]], r
     fig.suptitle(f"Roofline on {hw.name}: prefill and one decode step, batch {run.batch}, {run.attention} attention")
 
 
-def _one_seq(cfg: ModelConfig, seqs: list[Optional[int]]) -> int:
+def _one_seq(cfg: ModelConfig, seqs: Optional[Counts]) -> int:
     """--seq's one value (warned when past the context length), else the context length."""
-    s = seqs[0] or cfg.context_length
+    s = seqs[0] if seqs else cfg.context_length
     warn_past_context(cfg, s)
     return s
 
 
-def _model_seqs(cfg: ModelConfig, seqs: list[Optional[int]]) -> list[int]:
+def _model_seqs(cfg: ModelConfig, seqs: Optional[Counts]) -> list[int]:
     """--seq as given (warned once when past the context length), else default_seqs."""
-    if seqs == [None]:
+    if not seqs:
         return default_seqs(cfg.context_length)
     warn_past_context(cfg, max(seqs))
     return sorted(set(seqs))
@@ -241,23 +233,24 @@ def _size(kind: str, n_models: int) -> tuple[float, float]:
 
 
 def plot(
-    kind: str = Argument(..., metavar="KIND", help="flops | kvcache | memory | roofline."),
-    models: Optional[list[str]] = ModelsArg,
-    out: str = Option(..., "--out", help="The image to write: FILE.png or FILE.svg."),
-    seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence, a comma list for flops and "
-                                "kvcache. Default: powers of two from 512 to each model's context "
-                                "length (flops, kvcache); the context length (memory)."),
-    batch: int = Option(1, "--batch", help="Sequences (one value: the chart's workload)."),
-    mode: Optional[str] = Option(None, "--mode", help="flops: train | prefill | decode; memory: "
-                                 "train | inference. Default: train."),
-    attention: Optional[str] = Option(None, "--attention", help="flops, memory, roofline: eager | "
-                                      "flash (default)."),
-    causal: bool = Option(False, "--causal", help="flops: count only unmasked query-key pairs."),
-    kv_dtype: Optional[str] = KvDtypeOpt,
-    budget: Optional[str] = Option(None, "--budget", help="kvcache, memory: a device's memory drawn "
-                                   "as a horizontal line: 80GiB, 80GB (10^9), 24G (= GiB)."),
-    hardware_spec: Optional[str] = Option(None, "--hardware", help="roofline (required): a bundled "
-                                          "accelerator (`llmcalc hardware`) or a YAML file."),
+    kind: Annotated[Literal[KINDS], typer.Argument(metavar="KIND", help="The chart.")],
+    models: Models = None,
+    out: Annotated[str, typer.Option("--out", metavar="FILE", help="The image to write: FILE.png or FILE.svg.")] = ...,
+    seq: Annotated[Optional[Counts], seqs_option(
+        "Tokens per sequence, a comma list for flops and kvcache. Default: powers of two from 512 to each model's "
+        "context length (flops, kvcache); the context length (memory, roofline).")] = None,
+    batch: Annotated[int, typer.Option("--batch", parser=whole, metavar="N",
+                                       help="Sequences (one value: the chart's workload).")] = 1,
+    mode: Annotated[Optional[Literal[(*MODES, "inference")]], typer.Option(
+        "--mode", help="flops: train | prefill | decode; memory: train | inference. Default: train.")] = None,
+    attention: Annotated[Optional[Literal[ATTENTION_IMPLS]], typer.Option(
+        "--attention", help="flops, memory, roofline: eager | flash (default).")] = None,
+    causal: Annotated[bool, typer.Option("--causal", help="flops: count only unmasked query-key pairs.")] = False,
+    kv_dtype: KvDtype = None,
+    budget: Budget = None,
+    hardware_spec: Annotated[Optional[str], typer.Option(
+        "--hardware", metavar="NAME|FILE", help="roofline (required): a bundled accelerator (`llmcalc hardware`) "
+        "or a YAML file.")] = None,
 ) -> None:
     """Charts: FLOP shares against sequence length, KV cache against context, memory by part,
     and each component under an accelerator's roofline.
@@ -268,7 +261,6 @@ def plot(
       llmcalc plot memory llama-2-7b mistral-7b --mode train --seq 4096 --out memory.png
       llmcalc plot roofline llama-3-8b --hardware h100 --seq 4096 --out roofline.png
     """
-    choice(kind, KINDS, "KIND")
     path = Path(out)
     if path.suffix.lower() not in SUFFIXES:
         raise UsageError(f"--out must end in .png or .svg, got {out!r}")
@@ -277,35 +269,29 @@ def plot(
     given = {"--mode": mode, "--attention": attention, "--causal": causal or None, "--kv-dtype": kv_dtype,
              "--budget": budget, "--hardware": hardware_spec}
     for option, value in given.items():
-        if value is not None and kind not in APPLIES[option]:
+        if value is not None and kind not in KIND_OPTIONS[option]:
             raise UsageError(f"{option} does not apply to plot {kind}")
-    seqs = parse_seqs(seq)
-    if kind in ("memory", "roofline") and len(seqs) > 1:  # one bar or panel per model
+    if mode is not None and mode not in PLOT_MODES[kind]:
+        raise UsageError(f"--mode of plot {kind} must be one of {', '.join(PLOT_MODES[kind])}, got {mode!r}")
+    if kind in ("memory", "roofline") and seq is not None and len(seq) > 1:  # one bar or panel per model
         raise UsageError(f"--seq takes one value for plot {kind}")
-    positive(batch, "--batch")
-    choice(attention or "flash", ATTENTION_IMPLS, "--attention")
-    checked_dtypes(None, None, kv_dtype)
     # the kind's own input: --budget in bytes (kvcache, memory), or roofline's --hardware
-    extra: Optional[int | Hardware] = parse_size(budget) if budget is not None else None
+    extra: Optional[int | Hardware] = budget
+    attention = attention or "flash"
     if kind == "flops":
-        run = RunSpec(choice(mode or "train", MODES, "--mode"), None, batch, attention or "flash", causal)
+        run = RunSpec(mode or "train", None, batch, attention, causal)
     elif kind == "kvcache":
         run = RunSpec("decode", None, batch, kv_dtype=kv_dtype)
     elif kind == "roofline":
-        from ..analysis.hardware import load_hardware
-
         if hardware_spec is None:
             raise UsageError("plot roofline needs --hardware NAME|FILE (`llmcalc hardware`)")
         extra = load_hardware(hardware_spec)
-        run = RunSpec("prefill", None, batch, attention or "flash")
+        run = RunSpec("prefill", None, batch, attention)
     else:
-        from ..analysis.memory import MEMORY_MODES
-
-        memory_mode = choice(mode or "train", tuple(MEMORY_MODES), "--mode")
-        train = memory_mode == "train"
-        if train and kv_dtype is not None:
-            raise UsageError("--kv-dtype applies to plot memory --mode inference only")
-        run = RunSpec(MEMORY_MODES[memory_mode], None, batch, attention or "flash", kv_dtype=kv_dtype)
+        memory_mode = mode or "train"
+        kv = applicable((MEMORY_MODES[memory_mode],), memory_mode, kv_dtype=kv_dtype)["kv_dtype"]
+        run = RunSpec(MEMORY_MODES[memory_mode], None, batch, attention, kv_dtype=kv)
+    cfgs = load_models(models)
     try:
         # A Figure of its own, not pyplot: no GUI backend, no global state. `import matplotlib.figure`
         # imports the package itself first, so a missing matplotlib fails here.
@@ -313,8 +299,7 @@ def plot(
     except ImportError:
         raise UsageError("llmcalc plot needs matplotlib: pip install matplotlib (from llmcalc's source tree: "
                          "pip install -e '.[plot]')") from None
-    cfgs = load_models(models)
     fig = matplotlib.figure.Figure(figsize=_size(kind, len(cfgs)), dpi=DPI, layout="constrained")
-    DRAW[kind](fig, cfgs, seqs, run, extra)
+    DRAW[kind](fig, cfgs, seq, run, extra)
     fig.savefig(path, dpi=DPI)
     print(f"wrote {out}")

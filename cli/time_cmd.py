@@ -4,69 +4,69 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Optional
+from typing import Annotated, Literal, Optional
 
-from .common import (
-    CpOpt,
-    DpOpt,
-    DtypeOpt,
-    EpOpt,
-    FormatOpt,
-    GlobalBatchOpt,
-    JsonOpt,
-    KvDtypeOpt,
-    LoraAlphaOpt,
-    LoraRankOpt,
-    LoraTargetsOpt,
-    MicroBatchOpt,
-    ModelsArg,
-    PpOpt,
-    RecomputeOpt,
-    SpOpt,
-    TpOpt,
-    WeightsDtypeOpt,
-    ZeroOpt,
-    checked_dtypes,
-    choice,
-    lora_models,
-    lora_record,
-    lora_run,
-    lora_spec,
-    lora_tag,
-    one_or_list,
-    output_format,
-    parallel_layout,
-    parse_ints,
-    parse_seqs,
-    positive,
-    recomputation,
-    shown,
-    training_weights,
-    workloads,
-)
+import typer
+
+from ..analysis.cluster.step import Step, link, step
+from ..analysis.load.catalog import bundled_hardware, load_hardware
+from ..analysis.model.config import ModelConfig
+from ..analysis.perf.hardware import PEAK_DTYPES, Hardware
+from ..analysis.perf.roofline import Efficiency, Roofline, generate, prefill, roofline, utilization
+from ..analysis.spec import MODES, Layout, RunSpec
+from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, workloads
 from .errors import UsageError
-from .options import Option
-from .render import Col, Report, Table, count, emit, iec, pick, seconds, si, text_col, warn
+from .format import count, iec, rate, seconds, si
+from .options import (
+    LAYOUT,
+    ONE,
+    WORKLOAD,
+    Attention,
+    Chunk,
+    Counts,
+    Cp,
+    Dp,
+    Dtype,
+    Ep,
+    Format,
+    GlobalBatch,
+    Json,
+    KvDtype,
+    LoraAlpha,
+    LoraRank,
+    LoraTargets,
+    Mfu,
+    MicroBatches,
+    Models,
+    Pp,
+    Recompute,
+    Sp,
+    Tp,
+    WeightsDtype,
+    Zero,
+    amount,
+    applicable,
+    fraction,
+    output_format,
+    seqs_option,
+    whole,
+)
+from .report import Col, Report, Table, emit, pick, text_col
+from .terminal import warn
 
-if TYPE_CHECKING:
-    from ..analysis.config import ModelConfig
-    from ..analysis.hardware import Hardware
-    from ..analysis.step import Step
-    from ..analysis.timing import Roofline
-
-MODES = ("train", "prefill", "decode", "generate")
+TIME_MODES = (*MODES, "generate")  # generate: a prefill of --prompt tokens, then --new decode steps
+Hardware_ = Annotated[str, typer.Option("--hardware", metavar="NAME|FILE", help="A bundled accelerator (`llmcalc "
+                                        "hardware`) or a YAML file with the same keys.")]
 
 
-def hardware(fmt: str = FormatOpt, json_out: bool = JsonOpt) -> None:
+def hardware(fmt: Format = "table", json_out: Json = False) -> None:
     """The bundled accelerators: memory, bandwidth and dense peak FLOP/s, each from its datasheet.
-    Your own: a YAML file with the same keys (README "Hardware"), passed to --hardware.
+    Your own: a YAML file with the same keys (docs: Hardware), passed to --hardware.
 
     Examples:
       llmcalc hardware
       llmcalc hardware --json
     """
-    from ..analysis.hardware import PEAK_DTYPES, bundled_hardware, load_hardware
-
     fmt = output_format(fmt, json_out)
     specs = [load_hardware(name) for name in bundled_hardware()]
     data = [hardware_json(h) for h in specs]
@@ -85,37 +85,6 @@ def hardware_json(h: Hardware) -> dict:
     return {"name": h.name, "description": h.description, "memory": h.memory, "memory_bandwidth": h.memory_bandwidth,
             "peak_flops": h.peak_flops, "interconnect": {"intra_node": h.intra_node, "inter_node": h.inter_node,
                                                          "gpus_per_node": h.gpus_per_node}, "source": h.source}
-
-
-def fraction(text: Optional[str], option: str, default: float = 1.0) -> float:
-    """A fraction in (0, 1]: 0.45 or 45%."""
-    if text is None:
-        return default
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise UsageError(f"{option} expects a fraction such as 0.45 or 45%, got {shown(text)}") from None
-    if not 0 < value <= 1:
-        raise UsageError(f"{option} must be in (0, 1], got {shown(text)}")
-    return value
-
-
-def rate(bandwidth: Optional[int]) -> str:
-    """A link's bandwidth, or that the hardware spec does not give it."""
-    return "(not given)" if bandwidth is None else si(bandwidth, "B/s")
-
-
-def parse_amount(text: Optional[str], option: str) -> Optional[float]:
-    """A positive number: 15e12, 3000, 2_500.5."""
-    if text is None:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{option} expects a positive number such as 3000 or 15e12, got {shown(text)}") from None
-    if not 0 < value < float("inf"):
-        raise UsageError(f"{option} must be a positive number, got {shown(text)}")
-    return value
 
 
 def _components(r: Roofline) -> dict:
@@ -196,8 +165,6 @@ STEP_PARTS = ("compute", "bubble", "communication", "optimizer")
 
 def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: Step, eff, u, measured: bool,
               run_tokens: Optional[float]) -> dict:
-    from ..analysis.step import link
-
     run, parts, compute = st.run, st.parts_s, st.compute
     rec = {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
            "attention": run.attention, "dtype": run.dtype, "recompute": run.recompute,
@@ -244,9 +211,7 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: Step) -> Repo
     return Report(rec, csv, [parts, comm, *lines])
 
 
-def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: list[int]) -> Report:
-    from ..analysis.run import Layout
-
+def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: tuple[int, ...]) -> Report:
     rows = [(m["model"], count(m["seq_len"]), count(m["batch"]), count(m["layout"]["micro_batches"]),
              seconds(m["time_s"]), m["largest"], f"{100 * m['bubble']:.1f}%", iec(m["sent_bytes"]),
              f"{m['tokens_per_s']:,.0f}") for m in records]
@@ -261,45 +226,51 @@ def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batc
 
 
 def time_command(
-    models: Optional[list[str]] = ModelsArg,
-    hardware_spec: str = Option(..., "--hardware", help="A bundled accelerator (`llmcalc hardware`) or a "
-                                "YAML file with the same keys."),
-    mode: str = Option("train", "--mode", help="train | prefill | decode | generate."),
-    seq: Optional[str] = Option(None, "--seq", help="Tokens per sequence (decode: the context), or a comma "
-                                "list: a row for each. Default: the model's context length."),
-    batch: str = MicroBatchOpt,
-    prompt: Optional[int] = Option(None, "--prompt", help="generate: prompt tokens."),
-    new: Optional[int] = Option(None, "--new", help="generate: new tokens per sequence."),
-    chunk: Optional[int] = Option(None, "--chunk", help="prefill and generate: chunked prefill, C tokens "
-                                  "per chunk."),
-    attention: str = Option("flash", "--attention", help="eager | flash."),
-    recompute: str = RecomputeOpt,
-    dtype: Optional[str] = DtypeOpt,
-    weights_dtype: Optional[str] = WeightsDtypeOpt,
-    kv_dtype: Optional[str] = KvDtypeOpt,
-    lora_rank: Optional[int] = LoraRankOpt,
-    lora_alpha: Optional[float] = LoraAlphaOpt,
-    lora_targets: Optional[str] = LoraTargetsOpt,
-    mfu: Optional[str] = Option(None, "--mfu", help="Fraction of peak FLOP/s reached (default 1: the "
-                                "ideal roofline), e.g. 0.45."),
-    bandwidth_efficiency: Optional[str] = Option(None, "--bandwidth-efficiency", help="Fraction of the "
-                                                 "memory bandwidth reached (default 1), e.g. 0.8."),
-    tokens_per_s: Optional[str] = Option(None, "--tokens-per-s", help="train: your measured throughput over "
-                                         "all --gpus: gives MFU and HFU."),
-    tokens: Optional[str] = Option(None, "--tokens", help="train: tokens of a whole run (e.g. 15e12): its "
-                                   "time and GPU-hours."),
-    gpus: Optional[int] = Option(None, "--gpus", help="train: GPUs, each running --batch (data "
-                                 "parallel). With a layout: must equal tp x cp x pp x dp."),
-    tp: int = TpOpt,
-    cp: int = CpOpt,
-    pp: int = PpOpt,
-    dp: int = DpOpt,
-    ep: int = EpOpt,
-    zero: int = ZeroOpt,
-    sp: bool = SpOpt,
-    global_batch: Optional[int] = GlobalBatchOpt,
-    fmt: str = FormatOpt,
-    json_out: bool = JsonOpt,
+    models: Models = None,
+    hardware_spec: Hardware_ = ...,
+    mode: Annotated[Literal[TIME_MODES], typer.Option(
+        "--mode", help="generate: a prefill of --prompt tokens, then --new decode steps.",
+        rich_help_panel=WORKLOAD)] = "train",
+    seq: Annotated[Optional[Counts], seqs_option("Tokens per sequence (decode: the context), or a comma list: a "
+                                                 "row for each. Default: the model's context length.")] = None,
+    batch: MicroBatches = ONE,
+    prompt: Annotated[Optional[int], typer.Option("--prompt", parser=whole, metavar="N", rich_help_panel=WORKLOAD,
+                                                  help="generate: prompt tokens.")] = None,
+    new: Annotated[Optional[int], typer.Option("--new", parser=whole, metavar="N", rich_help_panel=WORKLOAD,
+                                               help="generate: new tokens per sequence.")] = None,
+    chunk: Chunk = None,
+    attention: Attention = "flash",
+    recompute: Recompute = "none",
+    dtype: Dtype = None,
+    weights_dtype: WeightsDtype = None,
+    kv_dtype: KvDtype = None,
+    lora_rank: LoraRank = None,
+    lora_alpha: LoraAlpha = None,
+    lora_targets: LoraTargets = None,
+    mfu: Mfu = None,
+    bandwidth_efficiency: Annotated[Optional[float], typer.Option(
+        "--bandwidth-efficiency", parser=fraction, metavar="FRACTION",
+        help="Fraction of the memory bandwidth reached (default 1), e.g. 0.8.")] = None,
+    tokens_per_s: Annotated[Optional[float], typer.Option(
+        "--tokens-per-s", parser=amount, metavar="RATE",
+        help="train: your measured throughput over all --gpus: gives MFU and HFU.")] = None,
+    tokens: Annotated[Optional[float], typer.Option(
+        "--tokens", parser=amount, metavar="N", help="train: tokens of a whole run (e.g. 15e12): its time and "
+                                                     "GPU-hours.")] = None,
+    gpus: Annotated[Optional[int], typer.Option(
+        "--gpus", parser=whole, metavar="N", rich_help_panel=LAYOUT,
+        help="train: GPUs, each running --batch (data parallel). With a layout: must equal tp x cp x pp x "
+             "dp.")] = None,
+    tp: Tp = 1,
+    cp: Cp = 1,
+    pp: Pp = 1,
+    dp: Dp = 1,
+    ep: Ep = 1,
+    zero: Zero = 0,
+    sp: Sp = False,
+    global_batch: GlobalBatch = None,
+    fmt: Format = "table",
+    json_out: Json = False,
 ) -> None:
     """How long: the roofline time of each component, max(FLOPs / peak, bytes moved / bandwidth),
     and whether it is compute- or memory-bound. generate: time to first token, time per output
@@ -317,78 +288,54 @@ def time_command(
         --tp 8 --pp 4 --dp 2 --sp --global-batch 64
       (generate: --mode generate --prompt 1000 --new 100)
     """
-    from ..analysis.hardware import load_hardware
-    from ..analysis.run import ATTENTION_IMPLS, Layout, RunSpec
-    from ..analysis.step import step
-    from ..analysis.timing import Efficiency, generate, prefill, roofline, utilization
-
     fmt = output_format(fmt, json_out)
-    choice(mode, MODES, "--mode")
-    choice(attention, ATTENTION_IMPLS, "--attention")
-    batches = parse_ints(batch, "--batch")
-    eff = Efficiency(fraction(mfu, "--mfu"), fraction(bandwidth_efficiency, "--bandwidth-efficiency"))
-    measured = parse_amount(tokens_per_s, "--tokens-per-s")
-    run_tokens = parse_amount(tokens, "--tokens")
-    if chunk is not None:
-        positive(chunk, "--chunk")
+    eff = Efficiency(mfu or 1.0, bandwidth_efficiency or 1.0)
     generating = mode == "generate"
-    if generating:
-        if prompt is None or new is None:
-            raise UsageError("--mode generate needs --prompt and --new")
-        positive(prompt, "--prompt")
-        positive(new, "--new")
+    if generating and (prompt is None or new is None):
+        raise UsageError("--mode generate needs --prompt and --new")
     split = not (tp == pp == dp == cp == 1)  # a parallel layout: --gpus is checked against it in any mode
-    if split and chunk is not None:
-        raise UsageError("--chunk runs on one GPU: drop it or the layout options")
-    ignored = {"--prompt": prompt if not generating else None, "--new": new if not generating else None,
-               "--seq": seq if generating else None,
-               "--chunk": chunk if mode in ("train", "decode") else None,
-               "--recompute": recompute if mode != "train" and recompute != "none" else None,
-               "--tokens-per-s": tokens_per_s if mode != "train" else None,
-               "--tokens": tokens if mode != "train" else None,
-               "--gpus": gpus if mode != "train" and gpus not in (None, 1) and not split else None,
-               "--zero": zero if mode != "train" else None,
-               "--global-batch": global_batch if mode != "train" else None}
-    for option, value in ignored.items():
-        if value:
+    for option, value in (("--prompt", prompt), ("--new", new), ("--seq", seq)):
+        if value is not None and generating == (option == "--seq"):
             warn(f"{option} does not apply to --mode {mode}; ignored")
-    checked_dtypes(dtype, weights_dtype, kv_dtype)
-    lora = lora_run(lora_spec(lora_rank, lora_alpha, lora_targets), mode)
-    training_weights(weights_dtype, mode, lora)
+    for option, value in (("--tokens-per-s", tokens_per_s), ("--tokens", tokens),
+                          ("--gpus", gpus if not split and gpus != 1 else None)):
+        if value is not None and mode != "train":
+            warn(f"{option} does not apply to --mode {mode}; ignored")
+    run_modes = ("prefill", "decode") if generating else (mode,)
+    given = applicable(run_modes, mode, chunk=chunk, kv_dtype=kv_dtype,
+                       recompute=None if recompute == "none" else recompute, **{"layout.zero": zero or None},
+                       global_batch=global_batch)
     train = mode == "train"
-    layouts = {b: parallel_layout(tp, pp, dp, ep, zero if train else 0, sp, global_batch if train else None,
-                                  gpus if split else None, b, cp) for b in batches}
-    parallel = not layouts[batches[0]].trivial
-    if parallel and generating:
-        raise UsageError("--mode generate runs on one GPU: drop the layout options (--tp, --pp, --dp)")
-    if not parallel and gpus is not None:
-        positive(gpus, "--gpus")
+    lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
+    layouts = {b: Layout.of(tp, pp, dp, ep, given["layout.zero"] or 0, sp, cp, given["global_batch"], b,
+                            gpus if split else None, "prefill" if generating else mode) for b in batch}
+    parallel = not layouts[batch[0]].trivial
+    measured = tokens_per_s if train else None
+    run_tokens = tokens if train else None
     hw = load_hardware(hardware_spec)
-    seqs = [prompt] if generating else parse_seqs(seq)
+    base = RunSpec("prefill" if generating else mode, None, 1, attention, recompute=given["recompute"] or "none",
+                   dtype=dtype, weights_dtype=weights_dtype, kv_dtype=given["kv_dtype"],
+                   chunk=given["chunk"] if mode in ("prefill", "generate") else None, lora=lora)
     records, shown_runs = [], []
-    for cfg, s, b in workloads(lora_models(models, lora), seqs, batches):
-        spec = RunSpec("prefill" if generating else mode, s, b, attention, recompute=recomputation(recompute, mode),
-                       dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-                       chunk=chunk if mode in ("prefill", "generate") else None, lora=lora)
-        if parallel:
+    for cfg, s, b in workloads(lora_models(models, lora), (prompt,) if generating else seq, batch):
+        spec = base.replace(seq=s, batch=b)
+        if parallel and not generating:
             st = step(cfg, spec.replace(layout=layouts[b]), hw, eff)
             u = utilization(cfg, st.run.replace(layout=Layout()), hw, measured or st.tokens_per_s, st.run.layout.gpus)
             records.append(step_json(cfg, hw, mode, st, eff, u if train else None, measured is not None, run_tokens))
             shown_runs.append((cfg, st))
             continue
-        try:
-            if generating:
-                gen = generate(cfg, spec, hw, s, new, eff)
-                r = gen.first
-            else:
-                r = prefill(cfg, spec, hw, eff) if mode == "prefill" else roofline(cfg, spec, hw, eff)
-        except ValueError as exc:  # past the passes computed one by one
-            raise UsageError(str(exc)) from None
+        spec = spec.replace(layout=layouts[b])  # generate refuses a parallel layout
+        if generating:
+            gen = generate(cfg, spec, hw, s, new, eff)
+            r = gen.first
+        else:
+            r = prefill(cfg, spec, hw, eff) if mode == "prefill" else roofline(cfg, spec, hw, eff)
         rec = time_json(cfg, hw, mode, r, eff)
         if generating:
             rec.update(prompt=s, new=new, ttft_s=gen.ttft_s, tpot_s=gen.tpot_s, tokens_per_s=gen.tokens_per_s(b),
                        total_s=gen.total_s, no_cache_total_s=gen.no_cache_total_s, time_s=gen.total_s)
-        if mode == "train":
+        if train:
             n = gpus or 1
             rec.update(_utilization(utilization(cfg, r.run, hw, measured or n * r.tokens_per_s, n),
                                     measured is not None, run_tokens))
@@ -399,10 +346,10 @@ def time_command(
         emit(explain(shown_runs[0][0], hw, records[0], shown_runs[0][1]), fmt)
         return
     side_by_side = _steps_side_by_side if parallel else _side_by_side
-    emit(side_by_side(records, one_or_list(records, models), hw, mode, batches), fmt)
+    emit(side_by_side(records, one_or_list(records, models), hw, mode, batch), fmt)
 
 
-def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: list[int]) -> Report:
+def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: tuple[int, ...]) -> Report:
     several = len(batches) > 1
     extra = ["TTFT", "TPOT", "tokens/s", "no cache"] if mode == "generate" else []
     rows = []

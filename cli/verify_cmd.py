@@ -1,39 +1,46 @@
-"""`llmcalc verify`: the analytic figures against real PyTorch modules."""
+"""`llmcalc verify`: check the analytic figures against real PyTorch modules.
+
+torch, and the modules of ``analysis.verify`` that import it, are imported inside the command once
+the command line is known to be good: they are the optional heavy part (the verify extra)."""
 
 from __future__ import annotations
 
 import dataclasses
 from contextlib import closing
-from typing import Optional
+from pathlib import Path
+from typing import Annotated, Literal, Optional
 
-from .common import (
-    CpOpt,
-    DpOpt,
-    EpOpt,
-    FormatOpt,
-    JsonOpt,
-    LoraAlphaOpt,
-    LoraRankOpt,
-    LoraTargetsOpt,
-    ModelsArg,
-    PpOpt,
-    SpOpt,
-    TpOpt,
-    ZeroOpt,
-    choice,
-    lora_models,
-    lora_record,
-    lora_spec,
-    lora_tag,
-    one_or_list,
-    output_format,
-    parallel_layout,
-    parse_ints,
-    positive,
-)
+import typer
+from rich.markup import escape
+from rich.progress import Progress
+
+from ..analysis.load.catalog import load_hardware
+from ..analysis.perf.hardware import for_device
+from ..analysis.spec import Layout
+from ..analysis.verify import torch_version_problem
+from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list
 from .errors import UsageError, VerificationFailed
-from .options import Option
-from .render import Col, Report, Table, count, emit, err_console, pick, text_col, verdict, warn
+from .format import count
+from .options import (
+    WORKLOAD,
+    Cp,
+    Dp,
+    Ep,
+    Format,
+    Json,
+    LoraAlpha,
+    LoraRank,
+    LoraTargets,
+    Models,
+    Pp,
+    Sp,
+    Tp,
+    Zero,
+    output_format,
+    whole,
+)
+from .report import Col, Report, Table, emit, pick, text_col, verdict, write_junit
+from .terminal import console, warn
 
 DEVICES = ("auto", "meta", "cpu", "cuda")
 AGAINST = ("transformers",)
@@ -64,8 +71,11 @@ def _table(checks: list, measured: str, title: str) -> Table:
                  "checks pass")
 
 
-def _conclude(records: list[dict], models: Optional[list[str]], csv: list[dict], blocks: list, fmt: str) -> None:
-    """Print the report; exit 1 when any check failed."""
+def _conclude(records: list[dict], models: Optional[list[str]], csv: list[dict], blocks: list, fmt: str,
+              junit: Optional[Path]) -> None:
+    """Print the report (and write the JUnit file); exit 1 when any check failed."""
+    if junit is not None:
+        write_junit(junit, records)
     emit(Report(one_or_list(records, models), csv, blocks), fmt)
     if not all(r["ok"] for r in records):
         raise VerificationFailed()
@@ -90,8 +100,6 @@ def _resolve_device(device: str, torch) -> str:
 def _hardware(spec: Optional[str], device: str, torch):
     """The roofline the timed runs are compared with: --hardware, else (cuda) the bundled spec of
     the device by its name; None on cpu without --hardware (nothing is timed)."""
-    from ..analysis.hardware import for_device, load_hardware
-
     if spec is None and device == "cuda":
         name = torch.cuda.get_device_name(0)
         spec = for_device(name)
@@ -102,35 +110,41 @@ def _hardware(spec: Optional[str], device: str, torch):
 
 
 def verify(
-    models: Optional[list[str]] = ModelsArg,
-    device: str = Option("auto", "--device", help="meta: shapes only, any size. cpu: meta "
-                         "checks plus real-tensor checks on a small copy. cuda: plus wall "
-                         "time, FLOP/s and peak memory. auto: cuda if present, else cpu."),
-    seq: str = Option("128", "--seq", help="Tokens per sequence for the FLOP checks. One value: "
-                      "verify checks the formulas, it is not a sweep."),
-    batch: str = Option("2", "--batch", help="Sequences for the FLOP and KV-cache checks (one value)."),
-    against: Optional[str] = Option(
-        None, "--against", help="transformers: check the analytic figures against transformers' own "
-        "model for the model's Hugging Face config.json (built on meta: no weights, no network) "
-        "instead of llmcalc's reference. Needs the hf extra."),
-    hardware_spec: Optional[str] = Option(
-        None, "--hardware", help="cuda, cpu: time prefill, a decode step and a training step and compare "
-        "them with this accelerator's roofline (a bundled name or a YAML file). Default on cuda: the "
-        "bundled spec of the device; on cpu nothing is timed without it."),
-    tp: int = TpOpt,
-    cp: int = CpOpt,
-    pp: int = PpOpt,
-    dp: int = DpOpt,
-    ep: int = EpOpt,
-    zero: int = ZeroOpt,
-    sp: bool = SpOpt,
-    lora_rank: Optional[int] = LoraRankOpt,
-    lora_alpha: Optional[float] = LoraAlphaOpt,
-    lora_targets: Optional[str] = LoraTargetsOpt,
-    jobs: int = Option(1, "--jobs", "-j", help="Models checked at once, each in its own process "
-                       "(every bundled model on meta: --jobs 2 takes about half the time on 2 cores)."),
-    fmt: str = FormatOpt,
-    json_out: bool = JsonOpt,
+    models: Models = None,
+    device: Annotated[Literal[DEVICES], typer.Option(
+        "--device", help="meta: shapes only, any size. cpu: meta checks plus real-tensor checks on a small copy. "
+        "cuda: plus wall time, FLOP/s and peak memory. auto: cuda if present, else cpu.")] = "auto",
+    seq: Annotated[int, typer.Option("--seq", parser=whole, metavar="N", rich_help_panel=WORKLOAD, help="Tokens "
+                                     "per sequence for the FLOP checks (one value: verify checks the formulas, it "
+                                     "is not a sweep).")] = 128,
+    batch: Annotated[int, typer.Option("--batch", parser=whole, metavar="N", rich_help_panel=WORKLOAD,
+                                       help="Sequences for the FLOP and KV-cache checks (one value).")] = 2,
+    against: Annotated[Optional[Literal[AGAINST]], typer.Option(
+        "--against", help="Check the analytic figures against transformers' own model for the model's Hugging Face "
+        "config.json (built on meta: no weights, no network) instead of llmcalc's reference. Needs the hf "
+        "extra.")] = None,
+    hardware_spec: Annotated[Optional[str], typer.Option(
+        "--hardware", metavar="NAME|FILE", help="cuda, cpu: time prefill, a decode step and a training step and "
+        "compare them with this accelerator's roofline. Default on cuda: the bundled spec of the device; on cpu "
+        "nothing is timed without it.")] = None,
+    tp: Tp = 1,
+    cp: Cp = 1,
+    pp: Pp = 1,
+    dp: Dp = 1,
+    ep: Ep = 1,
+    zero: Zero = 0,
+    sp: Sp = False,
+    lora_rank: LoraRank = None,
+    lora_alpha: LoraAlpha = None,
+    lora_targets: LoraTargets = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", parser=whole, metavar="N", help="Models checked at once, "
+                                      "each in its own process (every bundled model on meta: --jobs 2 takes about "
+                                      "half the time on 2 cores).")] = 1,
+    junit: Annotated[Optional[Path], typer.Option(
+        "--junit", metavar="FILE", dir_okay=False, help="Also write the checks as JUnit XML, one test case per check "
+        "(failures with analytic, measured and difference), for CI systems to show.")] = None,
+    fmt: Format = "table",
+    json_out: Json = False,
 ) -> None:
     """Build the reference PyTorch model from the same config and check every analytic
     figure against it: parameters, forward/backward matmul FLOPs (FlopCounterMode), bytes
@@ -143,25 +157,20 @@ def verify(
       llmcalc verify gpt2-small --device cpu
       llmcalc verify mixtral-8x7b --device meta --json
       llmcalc verify --device meta      # every bundled model
-      llmcalc verify --device meta --jobs 2
+      llmcalc verify --device meta --jobs 2 --junit verify.xml
       llmcalc verify mistral-7b --against transformers
       llmcalc verify gpt2-small --tp 2 --dp 2 --zero 3
       llmcalc verify mixtral-8x7b --lora-rank 8
     """
     fmt = output_format(fmt, json_out)
-    choice(device, DEVICES, "--device")
-    (seq_value,) = parse_ints(seq, "--seq", single="verify (a check, not a sweep)")
-    (batch_value,) = parse_ints(batch, "--batch", single="verify (a check, not a sweep)")
-    positive(jobs, "--jobs")
     if against is not None:
-        choice(against, AGAINST, "--against")
         if device not in ("auto", "meta"):  # transformers' model is built on meta, whatever the machine
             warn(f"--device {device} does not apply to --against transformers (built on meta); ignored")
         if hardware_spec is not None:
             raise UsageError("--hardware does not apply to --against transformers (nothing is timed)")
     if hardware_spec is not None and device == "meta":
         raise UsageError("--hardware applies to --device cuda or cpu (meta runs no real tensors to time)")
-    layout = parallel_layout(tp, pp, dp, ep, zero, sp, None, None, batch_value, cp)
+    layout = Layout.of(tp, pp, dp, ep, zero, sp, cp, batch=batch)
     if zero and dp == 1:
         warn("--zero shards over --dp: without it there is nothing to shard; ignored")
     if not layout.trivial and (against is not None or hardware_spec is not None):
@@ -176,13 +185,11 @@ def verify(
         device = "meta"
     cfgs = lora_models(models, lora)
     try:
-        import torch
+        import torch  # the verify extra
     except ImportError:
         raise UsageError("llmcalc verify needs PyTorch 2.13: pip install torch==2.13.0 numpy (from llmcalc's "
                          "source tree: pip install -e '.[verify]'; the PyPI project named llmcalc is "
                          "unrelated)") from None
-    from ..analysis.verify import torch_version_problem
-
     problem = torch_version_problem(torch.__version__)
     if problem:
         raise UsageError(problem)
@@ -190,22 +197,19 @@ def verify(
         warn("--jobs applies to the checks against llmcalc's reference: with --against or --tp/--dp the models "
              "are checked one at a time; ignored")
     if against is not None:
-        return _verify_against(models, cfgs, seq_value, batch_value, fmt)
+        return _verify_against(models, cfgs, seq, batch, fmt, junit)
     if not layout.trivial:
         if device not in ("auto", "cpu"):
             warn(f"--device {device} does not apply to a layout check (FSDP2 needs its shards on the cpu); ignored")
-        return _verify_layout(models, cfgs, layout, seq_value, batch_value, fmt)
-    from ..analysis.verify.report import verify_many
+        return _verify_layout(models, cfgs, layout, seq, batch, fmt, junit)
+    from ..analysis.verify.report import verify_many  # imports torch
 
     dev = _resolve_device(device, torch)
     hw = _hardware(hardware_spec, dev, torch)
     results = []
-    with closing(verify_many(cfgs, dev, seq_value, batch_value, hw, lora, jobs)) as checked:
+    with closing(verify_many(cfgs, dev, seq, batch, hw, lora, jobs)) as checked:
         if len(cfgs) > 1:
-            from rich.markup import escape
-            from rich.progress import Progress
-
-            with Progress(console=err_console, transient=True) as progress:
+            with Progress(console=console(stderr=True), transient=True) as progress:
                 task = progress.add_task("verifying", total=len(cfgs))
                 for cfg in cfgs:  # results come in order: the bar names the next one awaited
                     progress.update(task, description=f"verifying {escape(cfg.name)}")
@@ -213,11 +217,11 @@ def verify(
                     progress.advance(task)
         else:
             results = [(cfgs[0], next(checked))]
-    records = [_record(cfg, checks, device=dev, **({"hardware": hw.name} if hw else {}), seq_len=seq_value,
-                       batch=batch_value) for cfg, checks in results]
+    records = [_record(cfg, checks, device=dev, **({"hardware": hw.name} if hw else {}), seq_len=seq,
+                       batch=batch) for cfg, checks in results]
     blocks: list = []
     for cfg, checks in results:
-        blocks.append(_table(checks, "measured", f"{cfg.name}: verify on {dev} (seq {seq_value}, batch {batch_value}"
+        blocks.append(_table(checks, "measured", f"{cfg.name}: verify on {dev} (seq {seq}, batch {batch}"
                              f"{lora_tag(lora_record(cfg, lora) if lora else None)})"))
         notes: dict[str, list[str]] = {}
         for c in checks:
@@ -228,12 +232,13 @@ def verify(
                   "llmcalc registers PyTorch's own SDPA formulas for it (backward includes the "
                   "score recomputation), and compares the fused kernel's scores+values backward "
                   "as one figure.")
-    _conclude(records, models, _csv(records), blocks, fmt)
+    _conclude(records, models, _csv(records), blocks, fmt, junit)
 
 
-def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: int, fmt: str) -> None:
+def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: int, fmt: str,
+                    junit: Optional[Path]) -> None:
     """`--against transformers`: transformers' model on meta for each model's HF config."""
-    from ..analysis.verify import against
+    from ..analysis.verify import against  # imports torch
 
     specs = models or [cfg.name for cfg in cfgs]  # bundled configs are named as their files
     if not models:  # every bundled model that ships its Hugging Face config.json
@@ -265,20 +270,15 @@ def _verify_against(models: Optional[list[str]], cfgs: list, seq: int, batch: in
                   "keeps min(S, W - 1) tokens,")
     blocks.append("where llmcalc's rolling buffer holds W during the next decode step. "
                   "MLA caches the latent and the shared RoPE key in both.")
-    _conclude(records, models, _csv(records, "note"), blocks, fmt)
+    _conclude(records, models, _csv(records, "note"), blocks, fmt, junit)
 
 
-def _verify_layout(models: Optional[list[str]], cfgs: list, layout, seq: int, batch: int, fmt: str) -> None:
+def _verify_layout(models: Optional[list[str]], cfgs: list, layout, seq: int, batch: int, fmt: str,
+                   junit: Optional[Path]) -> None:
     """`--tp/--dp/--zero`: one training step of each model sharded on a fake process group."""
-    from ..analysis.errors import ConfigError
-    from ..analysis.verify.distributed import check_layout_on_torch
+    from ..analysis.verify.distributed import check_layout_on_torch  # imports torch
 
-    results = []
-    for cfg in cfgs:
-        try:
-            results.append((cfg, check_layout_on_torch(cfg, layout, seq, batch)))
-        except (ConfigError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
+    results = [(cfg, check_layout_on_torch(cfg, layout, seq, batch)) for cfg in cfgs]
     records = [_record(cfg, checks, device="cpu", layout=dataclasses.asdict(layout), gpus=layout.gpus,
                        seq_len=seq, batch=batch) for cfg, checks in results]
     blocks: list = [_table(checks, "torch", f"{cfg.name}: {layout.describe()} on torch.distributed (seq {seq}, "
@@ -287,4 +287,4 @@ def _verify_layout(models: Optional[list[str]], cfgs: list, layout, seq: int, ba
                   "plans and FSDP2 (fully_shard per layer, then the root); FSDP2 needs real shards, so one fp32 "
                   "training step ran on the CPU on small real tensors. Collectives as CommDebugMode counts them; "
                   "bytes are payloads (module docstring of analysis/comm.py).")
-    _conclude(records, models, _csv(records), blocks, fmt)
+    _conclude(records, models, _csv(records), blocks, fmt, junit)

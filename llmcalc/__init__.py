@@ -10,7 +10,8 @@ The small Python API (everything is pure Python; torch is imported only by ``ver
     llmcalc.kv_cache(cfg, llmcalc.RunSpec(mode="decode", seq=8192)).bytes
     llmcalc.memory(cfg, run).total
 
-Attributes are imported on first use, so ``import llmcalc`` (and the CLI) stay fast.
+Each name is imported from its module on first use (PEP 562), so ``import llmcalc``, and the
+command line, which imports this package first, load only the modules they use.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from __future__ import annotations
 import importlib
 
 _API = {
-    "load_model": "config", "ModelConfig": "config", "ConfigError": "config",
-    "RunSpec": "run", "layer_plan": "plan",
-    "count_params": "params", "count_flops": "flops", "kv_cache": "kvcache", "memory": "memory",
-    "activation_bytes": "activations", "LoRA": "lora",
+    "load_model": "load.catalog", "ModelConfig": "model.config", "ConfigError": "errors", "SpecError": "errors",
+    "RunSpec": "spec", "Layout": "spec", "LoRA": "spec", "layer_plan": "model.layers", "build": "model.architecture",
+    "count_params": "count.params", "count_flops": "count.flops", "kv_cache": "count.kvcache",
+    "activation_bytes": "count.activations", "memory": "cluster.memory",
 }
 
 __all__ = sorted(_API)

@@ -45,18 +45,19 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..config import ModelConfig, _bundled_dir, bundled_names, config_file, load_model, read_json, read_text
+from ..count.flops import count_flops
+from ..count.params import count_params
 from ..errors import ConfigError
-from ..flops import count_flops
-from ..layout import Layer
-from ..params import count_params
-from ..plan import layer_plan
-from ..run import RunSpec, bytes_per
+from ..load.catalog import HF_DIR, bundled_names, load_model
+from ..load.files import config_file, read_json, read_text
+from ..model.architecture import build
+from ..model.config import ModelConfig
+from ..model.layers import layer_plan
+from ..model.sizes import bytes_per
+from ..spec import RunSpec
 from .check import Check
 from .measure import ModuleScope, _Counter, _storage_id
 from .report import check_sizes, on_deep_stack
-
-HF_DIR = _bundled_dir() / "hf"  # the published config.json of each bundled model
 
 # the last module names of a decoder layer's submodules -> llmcalc component
 _LAYER_NAMES = {
@@ -290,8 +291,8 @@ def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str
     """llmcalc's KV-cache figure under transformers' convention (module docstring): after a
     prefill of ``S`` tokens a sliding layer holds ``min(S, W - 1)`` tokens, a full one ``S``."""
     total = 0
-    for group in layer_plan(cfg):
-        per_token = Layer(cfg, group.spec).attention.kv_values_per_token
+    for group, block in build(cfg).blocks:
+        per_token = block.attention.kv_values_per_token
         window = group.spec.window
         cached = prefill if window is None else min(prefill, window - 1)
         total += group.count * batch * cached * per_token * bytes_per(dtype)

@@ -38,8 +38,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
-from ..config import ModelConfig
-from ..plan import LayerSpec
+from ..model.config import ModelConfig
+from ..model.layers import LayerSpec
 from .norms import make_norm
 
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import torch
 
-from ..config import ModelConfig
-from ..plan import layer_specs
+from ..model.config import ModelConfig
+from ..model.layers import layer_specs
 
 
 class KVCache:

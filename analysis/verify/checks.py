@@ -11,7 +11,7 @@ import dataclasses
 
 import torch
 
-from ..config import ModelConfig
+from ..model.config import ModelConfig
 from .attention import apply_rope
 from .cache import KVCache
 from .measure import build

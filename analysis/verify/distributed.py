@@ -31,10 +31,11 @@ from collections import Counter
 import torch
 import torch.nn.functional as F
 
-from ..comm import collectives
-from ..config import ModelConfig
-from ..parallel import check_layout, gpu_state
-from ..run import OPTIMIZER_STATES, Layout, RunSpec
+from ..cluster.comm import collectives
+from ..cluster.sharding import check_layout, gpu_state
+from ..errors import SpecError
+from ..model.config import ModelConfig
+from ..spec import OPTIMIZER_STATES, Layout, RunSpec
 from .check import Check
 from .model import Transformer
 
@@ -180,13 +181,13 @@ def check_layout_on_torch(cfg: ModelConfig, layout: Layout, seq: int, batch: int
     check_layout(cfg, run)
     reason = unsupported(cfg, layout)
     if reason:
-        raise ValueError(f"{cfg.name}: {reason}")
+        raise SpecError("layout", f"{layout.describe()} of {cfg.name}: {reason}")
     state = gpu_state(cfg, layout, 0)
     moments = OPTIMIZER_STATES["adam"]
     if state.weights * 4 * (2 + moments) > MAX_LOCAL_BYTES:
-        raise ValueError(f"rank 0 would hold {state.weights:,} parameters in fp32 with their gradients and Adam "
-                         f"state on this CPU: at most {MAX_LOCAL_BYTES // 2**30} GiB; check a smaller model "
-                         "or a wider layout")
+        raise SpecError("layout", f"{layout.describe()}: rank 0 would hold {state.weights:,} parameters in fp32 with "
+                                  f"their gradients and Adam state on this CPU: at most {MAX_LOCAL_BYTES // 2**30} "
+                                  "GiB; check a smaller model or a wider layout")
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=layout.gpus)
     try:
         dims = [("dp", layout.dp)] + ([("tp", layout.tp)] if layout.tp > 1 else [])

@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config import ModelConfig
+from ..model.config import ModelConfig
 
 ACTIVATIONS = {
     "relu": F.relu, "reglu": F.relu,

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
-from ..config import ModelConfig
+from ..model.config import ModelConfig
 from .attention import current_family
 from .cache import KVCache, cache_bytes
 from .model import Transformer

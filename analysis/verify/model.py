@@ -55,8 +55,8 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
-from ..config import ModelConfig
-from ..plan import LayerSpec, layer_specs
+from ..model.config import ModelConfig
+from ..model.layers import LayerSpec, layer_specs
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
 from .norms import make_norm

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config import ModelConfig
+from ..model.config import ModelConfig
 
 
 class _RMSNormFunction(torch.autograd.Function):

@@ -22,17 +22,17 @@ from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
-from ..activations import activation_bytes
-from ..config import ModelConfig
+from ..cluster.memory import memory
+from ..count.activations import activation_bytes
+from ..count.flops import count_flops
+from ..count.kvcache import kv_cache
+from ..count.lora import adapter_params
+from ..count.params import count_params
 from ..errors import ConfigError
-from ..flops import count_flops
-from ..hardware import Hardware
-from ..kvcache import kv_cache
-from ..lora import LoRA, adapter_params
-from ..memory import memory
-from ..params import count_params
-from ..plan import layer_specs
-from ..run import RunSpec
+from ..model.config import ModelConfig
+from ..model.layers import layer_specs
+from ..perf.hardware import Hardware
+from ..spec import LoRA, RunSpec
 from . import checks
 from .check import Check
 from .lora import add_lora

@@ -36,12 +36,13 @@ from typing import Callable
 
 import torch
 
-from ..activations import activation_bytes
-from ..config import ModelConfig
-from ..hardware import Hardware
-from ..memory import memory, trained_state
-from ..run import RunSpec
-from ..timing import Roofline, roofline
+from ..cluster.memory import memory
+from ..count.activations import activation_bytes
+from ..count.memory import trained_state
+from ..model.config import ModelConfig
+from ..perf.hardware import Hardware
+from ..perf.roofline import Roofline, roofline
+from ..spec import RunSpec
 from .cache import KVCache
 from .check import Check
 from .measure import build, training_loss

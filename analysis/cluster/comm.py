@@ -1,0 +1,222 @@
+"""Communication: the collectives one GPU takes part in per training step or inference pass
+(DESIGN.md section 9; the layouts' conventions are in :mod:`analysis.cluster.sharding`).
+
+Each :class:`Collective` is one kind of call over one group, with its payload: the tensor an
+all-reduce reduces, the tensor an all-gather assembles or a reduce-scatter scatters (FSDP2's
+padded shards times the group), the token slots an all-to-all exchanges, the tensor a pipeline
+stage sends. Ring algorithms: over ``n`` GPUs each GPU sends ``2 (n - 1) / n`` of an all-reduce's
+payload and ``(n - 1) / n`` of the others'; a point-to-point send sends its payload.
+
+Per micro-batch (``T`` tokens of the micro-batch, ``d`` the model width, compute dtype):
+
+- tensor parallel: each TP region (a layer's attention, its FFN or MoE block) all-reduces its
+  output in forward and its input's gradient in backward, ``T x d`` each (MLA: the gradients of
+  the latents q_b and kv_b read, ``T x q_lora_rank`` or ``T x d``, and ``T x kv_lora_rank``, and
+  of the shared RoPE key, ``T x qk_rope_head_dim``); the
+  vocab-parallel embedding all-reduces its output, the LM head its input's gradient, and the
+  vocab-parallel cross-entropy three fp32 values per token (max logit, sum of exponentials,
+  target logit). With ``sp`` each all-reduce is a reduce-scatter and an all-gather of the same
+  payload (the embedding's a reduce-scatter; the LM head all-gathers its input and
+  reduce-scatters its gradient). A parallel block's two branches are two regions. Inference ends
+  with an all-gather of the logits;
+- expert parallel: each MoE layer dispatches and combines its ``T x k`` token slots with an
+  all-to-all in forward and again in backward, ``T x k x d``;
+- context parallel (ring attention): each layer passes its K and V (the values its KV cache
+  holds per token: MLA's latent and rope key) around the ring of ``cp`` GPUs, ``cp - 1`` sends of
+  the local ``T/cp`` tokens' in forward (a layer with window W only ``ceil(W / (S/cp))``, the
+  chunks its window reaches), and in backward again with their gradients (twice the
+  forward); every other figure is of the ``T/cp`` tokens a GPU holds;
+- pipeline parallel: a stage sends its output, ``T x d`` (``/ tp`` with ``sp``), to the next
+  stage, and in backward the gradient of its input to the previous one;
+- full recomputation repeats each layer's forward collectives in backward;
+- ZeRO-3 (FSDP2): each layer is a unit; per micro-batch every unit's weights are all-gathered
+  for forward and, except the root unit's (the stage's embedding, final norm and LM head, which
+  FSDP2 keeps gathered between forward and backward), again for backward, and its gradients
+  reduce-scattered.
+
+Per step: data parallel all-reduces the gradients (ZeRO-0), or reduce-scatters them and
+all-gathers the updated weights (ZeRO-1; ZeRO-2 keeps only its gradient shard, so it
+reduce-scatters every micro-batch's), over the ``dp x cp`` GPUs that hold the same
+parameters (group ``dp``); routed experts over the ``dp x cp / ep`` that hold the same
+experts. A tied embedding split over pipeline stages all-reduces its gradient between the first
+and last stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..model.architecture import Block
+from ..model.config import ModelConfig
+from ..model.layers import layer_specs
+from ..model.sizes import FP32, bytes_per, ceil_div, weight_bytes
+from ..spec import RunSpec
+from .sharding import Tensor, cp_local, per_unit, stage_units, stages, tp_local, zero_shard
+
+KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send")
+
+
+@dataclass(frozen=True)
+class Collective:
+    what: str  # why it runs: "tp attention", "dp gradients", ...
+    kind: str  # one of KINDS
+    group: str  # tp | cp | dp (the dp x cp replicas) | ep | pp | dp/ep (holding the same experts) | pp ends
+    ranks: int  # GPUs in the group
+    calls: int  # per step (training) or pass (inference)
+    payload: int  # bytes, summed over the calls (module docstring)
+    per_micro_batch: bool = True  # False: once per step, after the pipeline drains
+
+    @property
+    def sent(self) -> int:
+        """Bytes one GPU sends over the step (ring algorithms)."""
+        if self.kind == "send":
+            return self.payload
+        share = self.payload * (self.ranks - 1)
+        return (2 * share if self.kind == "all-reduce" else share) // self.ranks
+
+
+def _tp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collective]:
+    """Tensor-parallel collectives of one GPU of ``stage`` over the step."""
+    layout = run.layout
+    tp, m, train = layout.tp, layout.steps, run.mode == "train"
+    T, b = run.tokens, bytes_per(run.dtype)
+    act = T * cfg.d_model * b
+    specs = layer_specs(cfg)
+    layers = [specs[i] for i in stages(cfg, layout.pp)[stage]]
+    out: list[Collective] = []
+
+    def reduce(what: str, payload: int, calls: int) -> None:
+        """``calls`` all-reduces, or reduce-scatter plus all-gather pairs under sp."""
+        if calls:
+            kinds = ("reduce-scatter", "all-gather") if layout.sp else ("all-reduce",)
+            out.extend(Collective(what, kind, "tp", tp, calls * m, calls * m * payload) for kind in kinds)
+
+    n = len(layers)
+    reduce("tp region outputs", act, 2 * n * passes)
+    if train:
+        mla = [s for s in layers if s.attention == "mla"]
+        mha = n - len(mla)
+        reduce("tp region input gradients", act, n + mha)
+        if mla:
+            q_in = cfg.mla.q_lora_rank or cfg.d_model  # and the shared RoPE key, summed over local heads
+            reduce("tp latent gradients", T * (q_in + cfg.mla.kv_lora_rank + cfg.mla.qk_rope_head_dim) * b,
+                   len(mla))
+    if stage == 0:
+        kind = "reduce-scatter" if layout.sp else "all-reduce"
+        out.append(Collective("tp embedding", kind, "tp", tp, m, m * act))
+    if stage == layout.pp - 1:
+        if train:
+            if layout.sp:
+                out += [Collective("tp lm_head input", "all-gather", "tp", tp, m, m * act),
+                        Collective("tp lm_head gradient", "reduce-scatter", "tp", tp, m, m * act)]
+            else:
+                out.append(Collective("tp lm_head gradient", "all-reduce", "tp", tp, m, m * act))
+            out.append(Collective("tp cross-entropy", "all-reduce", "tp", tp, 3 * m, 3 * m * T * FP32))
+        elif run.logit_tokens:  # cfg is the TP rank's: its vocabulary is the padded 1/tp
+            logits = run.logit_tokens * cfg.vocab_size * tp * b
+            out.append(Collective("tp logits", "all-gather", "tp", tp, m, m * logits))
+    return out
+
+
+def _ep(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collective]:
+    layout = run.layout
+    specs = layer_specs(cfg)
+    moe = sum(1 for i in stages(cfg, layout.pp)[stage] if specs[i].ffn == "moe")
+    if layout.ep == 1 or not moe:
+        return []
+    slots = ceil_div(run.tokens, layout.tp) if layout.sp else run.tokens
+    payload = slots * cfg.moe.experts_per_token * cfg.d_model * bytes_per(run.dtype)
+    calls = 2 * moe * (passes + (run.mode == "train")) * layout.steps
+    return [Collective("ep dispatch and combine", "all-to-all", "ep", layout.ep, calls, calls * payload)]
+
+
+def _cp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collective]:
+    """Ring attention's K/V sends (``run``: one GPU's ``S/cp`` tokens)."""
+    layout = run.layout
+    if layout.cp == 1:
+        return []
+    specs = layer_specs(cfg)
+    chunk = run.seq  # tokens of a sequence on one GPU (run is the GPU's share)
+
+    def hops(i: int) -> int:  # a window reaches back over ceil(W / chunk) chunks at most
+        w = specs[i].window
+        return layout.cp - 1 if w is None else min(layout.cp - 1, ceil_div(w, chunk))
+
+    layers = stages(cfg, layout.pp)[stage]
+    rounds = (passes + 2 * (run.mode == "train")) * layout.steps  # forward(s); backward's K/V and gradients
+    sends = sum(hops(i) for i in layers) * rounds
+    kv = sum(hops(i) * Block(cfg, specs[i]).attention.kv_values_per_token for i in layers)
+    return [Collective("cp ring K/V", "send", "cp", layout.cp, sends, rounds * run.tokens * kv * bytes_per(run.dtype))]
+
+
+def _pp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
+    layout = run.layout
+    if layout.pp == 1:
+        return []
+    act = run.tokens * cfg.d_model * bytes_per(run.dtype)
+    act = ceil_div(act, layout.tp) if layout.sp else act
+    sends = int(stage < layout.pp - 1) + int(run.mode == "train" and stage > 0)
+    if not sends:  # an inference pass's last stage sends nothing on
+        return []
+    calls = sends * layout.steps
+    out = [Collective("pp activations", "send", "pp", 2, calls, calls * act)]
+    if run.mode == "train" and cfg.tie_embeddings and stage in (0, layout.pp - 1):
+        out.append(Collective("tied embedding gradient", "all-reduce", "pp ends", 2, 1,
+                              cfg.vocab_size * cfg.d_model * bytes_per(run.dtype), per_micro_batch=False))
+    return out
+
+
+def _dp_group(run: RunSpec, units: Sequence[Sequence[Tensor]], group: str, ranks: int) -> list[Collective]:
+    """Data-parallel collectives over ``ranks`` GPUs of the tensors in ``units`` (FSDP units)."""
+    layout, train = run.layout, run.mode == "train"
+    tag = "expert " if group == "dp/ep" else ""
+    padded = [n * ranks for n in per_unit(units, lambda unit: sum(zero_shard(t, layout) for t in unit))]
+    if layout.zero == 3:
+        m = layout.steps
+        gathered = [n for n in padded if n]
+        regathered = [n for n in padded[1:] if n] if train else []  # the root unit stays gathered
+        out = []
+        for what, kind, calls, dtype in ((f"zero-3 {tag}weights", "all-gather", gathered + regathered,
+                                          run.weights_dtype),
+                                         (f"zero-3 {tag}gradients", "reduce-scatter", gathered if train else [],
+                                          run.dtype)):
+            if calls:  # one call per unit and micro-batch, of that unit's size
+                out.append(Collective(what, kind, group, ranks, len(calls) * m, weight_bytes(sum(calls), dtype) * m))
+        return out
+    total = sum(padded) if layout.zero else sum(per_unit(units, lambda unit: sum(t.numel for t in unit)))
+    if not train or not total:
+        return []
+    grads = weight_bytes(total, run.dtype)
+    if layout.zero == 0:
+        return [Collective(f"dp {tag}gradients", "all-reduce", group, ranks, 1, grads, False)]
+    # ZeRO-2 keeps only its gradient shard: every micro-batch's gradients are reduce-scattered
+    m = layout.steps if layout.zero == 2 else 1
+    return [Collective(f"zero-{layout.zero} {tag}gradients", "reduce-scatter", group, ranks, m, m * grads,
+                       layout.zero == 2),
+            Collective(f"zero-{layout.zero} {tag}weights", "all-gather", group, ranks, 1,
+                       weight_bytes(total, run.weights_dtype), False)]
+
+
+def _dp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
+    layout = run.layout
+    units = stage_units(cfg, layout, stage)
+    replicas = layout.replicas
+    if layout.ep == 1:  # routed experts are ZeRO-sharded with the rest
+        return _dp_group(run, units, "dp", replicas) if replicas > 1 else []
+    out = []
+    for expert, group, ranks in ((False, "dp", replicas), (True, "dp/ep", replicas // layout.ep)):
+        if ranks > 1:
+            out += _dp_group(run, [[t for t in unit if t.expert == expert] for unit in units], group, ranks)
+    return out
+
+
+def collectives(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
+    """The collectives one GPU of pipeline stage ``stage`` takes part in over one training step
+    (``run.layout.steps`` micro-batches of ``run.batch`` sequences) or one inference pass."""
+    run = run.resolve(cfg)
+    local, mine = tp_local(cfg, run.layout.tp), cp_local(run)
+    passes = 2 if run.mode == "train" and run.recompute == "full" else 1  # forward collectives per micro-batch
+    tp = _tp(local, mine, stage, passes) if run.layout.tp > 1 else []
+    return (tp + _cp(local, mine, stage, passes) + _ep(local, mine, stage, passes) + _pp(local, mine, stage)
+            + _dp(cfg, run, stage))

@@ -1,0 +1,98 @@
+"""Memory per GPU: what the GPU that needs the most holds under a parallel layout (the conventions
+are :mod:`analysis.cluster.sharding`'s; on one device, :func:`analysis.count.memory.device_memory`'s),
+and the largest batch that fits in a GPU's memory.
+
+``memory`` is the one memory function of the Python API: on one device it is ``device_memory``.
+``fit`` is the one definition of "the largest batch that fits": the largest batch (per GPU) whose
+``memory`` total is at most the budget, used by ``llmcalc memory --budget`` and
+``llmcalc kvcache --budget`` alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..count.memory import (
+    PARTS,
+    MemoryReport,
+    attention_bytes,
+    attention_peak,
+    device_memory,
+    logits_bytes,
+    state_bytes,
+)
+from ..model.config import ModelConfig
+from ..model.sizes import weight_bytes
+from ..spec import RunSpec
+from .sharding import check_layout, cp_local, gpu_state, stage_activations, stage_kv_bytes, tp_local
+
+
+def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, int], kv: int) -> MemoryReport:
+    """One GPU of pipeline stage ``stage``, which saves ``acts`` (train) or caches ``kv`` bytes
+    (inference)."""
+    layout = run.layout
+    local = tp_local(cfg, layout.tp)
+    parts = dict.fromkeys(PARTS, 0)
+    state = gpu_state(cfg, layout, stage)
+    if run.mode == "train":
+        train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
+        parts.update(weights=train.weights, gradients=train.gradients, optimizer=train.optimizer,
+                     activations=sum(v for k, v in acts.items() if k != "loss"), logits=acts.get("loss", 0),
+                     attention=attention_bytes(local, run.batch, run.seq, run.seq, run.attention, run.dtype,
+                                               training=True))
+        return MemoryReport(run, parts, acts, {}, 0, run.seq, run.seq, stage)
+    peak, queries, keys = attention_peak(local, cp_local(run))
+    last = stage == layout.pp - 1
+    parts.update(weights=weight_bytes(state.weights, run.weights_dtype), kv_cache=kv, attention=peak,
+                 logits=logits_bytes(local, run.batch, 1, run.dtype) if last else 0)
+    return MemoryReport(run, parts, {}, {}, 0, queries, keys, stage)
+
+
+def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
+    """Bytes by part (PARTS) for a training step or an inference run; with a parallel layout, of
+    the GPU that needs the most (the peak pipeline stage's), ``stage_totals`` giving every stage's."""
+    run = run.resolve(cfg)
+    if run.layout.trivial:
+        return device_memory(cfg, run)
+    check_layout(cfg, run)
+    pp = run.layout.pp
+    train = run.mode == "train"
+    acts = stage_activations(cfg, run) if train else [{}] * pp
+    kv = [0] * pp if train else stage_kv_bytes(cfg, run)
+    reports = [_stage_memory(cfg, run, s, acts[s], kv[s]) for s in range(pp)]
+    peak = max(reports, key=lambda m: m.total)
+    return dataclasses.replace(peak, stage_totals=tuple(m.total for m in reports))
+
+
+@dataclass(frozen=True)
+class Fit:
+    budget: int  # bytes of one GPU's memory
+    total: int  # the run's total
+    max_batch: int  # the largest batch (per GPU) whose total fits, at most MAX_BATCH; 0: not even one
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.budget
+
+
+MAX_BATCH = 2**40  # the search's ceiling: a batch past any real GPU
+
+
+def fit(cfg: ModelConfig, run: RunSpec, budget: int) -> Fit:
+    """Whether ``run`` fits in ``budget`` bytes, and the largest batch that does (every part of
+    :func:`memory` grows with the batch, so a doubling then bisection finds it). The layout's
+    micro-batches per step stay those of ``run``."""
+    def total(batch: int) -> int:
+        return memory(cfg, run.replace(batch=batch)).total
+
+    low = 0  # fits (0: nothing yet)
+    high = 1  # the first candidate past low
+    while total(high) <= budget:
+        low, high = high, 2 * high
+        if low == MAX_BATCH:
+            return Fit(budget, memory(cfg, run).total, MAX_BATCH)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if total(mid) <= budget else (low, mid)
+    return Fit(budget, memory(cfg, run).total, low)

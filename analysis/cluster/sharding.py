@@ -1,0 +1,283 @@
+"""Parallel layouts: what one GPU holds (DESIGN.md section 9).
+
+A :class:`Layout` splits a model over ``tp * pp * dp`` GPUs:
+
+- tensor parallel (Megatron), ``tp``: each GPU runs the same layer with ``h/tp`` query heads,
+  ``g/tp`` KV heads (one head, replicated ``tp/g`` times, when ``tp > g``), ``1/tp`` of every
+  FFN and expert width and ``1/tp`` of the vocabulary (token embedding, LM head and the
+  cross-entropy's log-softmax are vocab-parallel). That is :func:`tp_local`: the layer a TP rank
+  runs is the model's layer at those sizes, so parameters, KV cache and the activations inside
+  the TP region come from the ordinary analytic functions over it. Everything on the residual
+  stream is replicated: norms, routers, position tables, row-parallel biases (o, down), MLA's
+  latent projections (q_a, kv_a and their norms: their outputs are not split by heads), and the
+  activations saved outside the TP region (norm inputs, the inputs of q/k/v, up/gate and the
+  router). With ``sp`` (Megatron sequence parallelism) those activations are split over ``tp``
+  too. Widths that ``tp`` does not divide go as ``torch.chunk`` splits them: the first ranks
+  get ``ceil(n/tp)``, and the figures are those of rank 0, the largest;
+- pipeline parallel, ``pp``: stage ``s`` holds layers ``s*L/pp .. (s+1)*L/pp - 1`` of the layer
+  plan; the embedding is on the first stage, the final norm and LM head on the last (a tied
+  head keeps its own copy of the embedding there when ``pp > 1``, as Megatron does). Under 1F1B
+  stage ``s`` keeps the activations of ``min(pp - s, m)`` micro-batches (``m`` micro-batches per
+  step, at least ``pp`` by default);
+- data parallel, ``dp``: every GPU runs ``batch`` sequences (the micro-batch). ZeRO stage 1
+  shards the optimizer state (fp32 master weights and moments) over ``dp``, stage 2 also the
+  gradients, stage 3 (FSDP full sharding) also the weights; a tensor is split on its first
+  dimension as FSDP2 does (``ceil(rows/dp)`` rows on rank 0);
+- context parallel, ``cp`` (ring attention, as Megatron-Core's CP): each sequence is split over
+  ``cp`` GPUs, which hold ``S/cp`` of its tokens each (every activation, and the KV cache, of a
+  sequence of ``S/cp`` tokens: :func:`cp_local`) and pass K and V around the ring; they hold the
+  same parameters, so ZeRO shards, and gradients are reduced, over the ``dp x cp`` replicas.
+  Ring attention needs flash attention (no score matrix, masks applied by position), and a
+  decode step has one token to split: training and prefill only;
+- expert parallel, ``ep``: the routed experts of each MoE layer are dealt over ``ep`` GPUs of the
+  data-parallel group (``ep`` divides ``dp``), each expert then split over ``tp``; a GPU processes
+  ``1/ep`` of the token-slots (routing balanced). Expert weights are ZeRO-sharded over the
+  ``dp/ep`` GPUs that hold the same experts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..count.activations import activation_bytes
+from ..count.kvcache import kv_cache
+from ..errors import SpecError
+from ..model.architecture import Block, build
+from ..model.config import ModelConfig
+from ..model.formats import WEIGHT_FORMATS
+from ..model.layers import layer_plan, layer_specs
+from ..model.parts import Norm
+from ..model.sizes import ceil_div
+from ..model.variants import POSITIONS
+from ..spec import Layout, RunSpec
+
+
+def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
+    """SpecError naming the field whose rule ``run.layout`` breaks for ``cfg`` and ``run``."""
+    layout, seq, name = run.layout, run.seq or cfg.context_length, cfg.name
+    tp, g, cp = layout.tp, cfg.kv_heads, layout.cp
+    ring = cp == 1 or (run.attention == "flash" and not POSITIONS[cfg.position].learned_bias)
+    experts = cfg.moe.num_experts if cfg.moe else 0
+    rules = [
+        (cfg.n_heads % tp == 0, "layout.tp", f"{tp} must divide the {cfg.n_heads} attention heads of {name}"),
+        (cfg.attention == "mla" or g % tp == 0 or tp % g == 0, "layout.tp",
+         f"{tp} and the {g} KV heads of {name} must divide one another"),
+        (cfg.n_layers % layout.pp == 0, "layout.pp", f"{layout.pp} must divide the {cfg.n_layers} layers of {name}"),
+        (layout.ep == 1 or cfg.moe is not None, "layout.ep", f"{layout.ep} needs a mixture-of-experts model, "
+                                                             f"and {name} has no experts"),
+        (experts == 0 or experts % layout.ep == 0, "layout.ep", f"{layout.ep} must divide the {experts} experts "
+                                                                 f"of {name}"),
+        (seq % cp == 0, "layout.cp", f"{cp} must divide the {seq:,} tokens of a sequence"),
+        (not layout.sp or (seq // cp) % tp == 0, "layout.sp",
+         f"(sequence parallelism) needs tp {tp} to divide the {seq // cp:,} tokens of a sequence"
+         + (" on a GPU" if cp > 1 else "")),
+        (ring, "layout.cp", f"{cp}: context parallelism runs ring flash attention, not eager attention or a "
+                            "learned T5 bias"),
+        (cp == 1 or run.mode != "decode", "layout.cp", f"{cp}: context parallelism splits a sequence's new "
+                                                       "tokens, and a decode step has one"),
+        (run.lora is None, "lora", "adapters are sized on one GPU only: not with a parallel layout"),
+        (run.weights_dtype not in WEIGHT_FORMATS, "weights_dtype",
+         f"{run.weights_dtype} is sized on one GPU only (its scale blocks are not split here): not with a parallel "
+         "layout"),
+        (run.chunk is None, "chunk", "(chunked prefill) runs on one GPU: not with a parallel layout"),
+    ]
+    for ok, field, rule in rules:
+        if not ok:
+            raise SpecError(field, rule)
+
+
+@functools.lru_cache(maxsize=64)  # configs are frozen; `plan` asks for the same few many times
+def tp_local(cfg: ModelConfig, tp: int) -> ModelConfig:
+    """The model as one tensor-parallel rank runs it (module docstring)."""
+    if tp == 1:
+        return cfg
+    moe = cfg.moe
+    if moe is not None:
+        moe = dataclasses.replace(moe, expert_d_ff=ceil_div(cfg.expert_width, tp),
+                                  shared_expert_d_ff=ceil_div(cfg.shared_expert_width, tp))
+    return cfg.replace(n_heads=cfg.n_heads // tp, n_kv_heads=max(cfg.kv_heads // tp, 1), head_dim=cfg.head_size,
+                       d_ff=ceil_div(cfg.d_ff, tp), vocab_size=ceil_div(cfg.vocab_size, tp), moe=moe)
+
+
+def stages(cfg: ModelConfig, pp: int) -> list[range]:
+    """Layer indices of each pipeline stage."""
+    per = cfg.n_layers // pp
+    return [range(s * per, (s + 1) * per) for s in range(pp)]
+
+
+# Activations saved outside the TP region (on the residual stream), by component: replicated over
+# tp, split over tp with sequence parallelism. Every other layer component is inside the region.
+# Token ids (embedding/) are whole on every TP rank: the vocab-parallel lookup needs them all.
+RESIDUAL_STREAM = ("norm/", "attention/q", "attention/q_a", "attention/kv_a", "attention/q_a_norm",
+                   "attention/q_b", "attention/kv_a_norm", "attention/kv_b", "mlp/up", "moe/router", "moe",
+                   "layer", "lm_head")
+
+
+def on_residual_stream(key: str) -> bool:
+    return any(key == k or (k.endswith("/") and key.startswith(k)) for k in RESIDUAL_STREAM)
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A parameter tensor as one GPU holds it, shaped as the reference model stores it
+    (``analysis.verify``): a linear's weight ``(d_out, d_in)``, stacked experts ``(n, d_in, d_out)``."""
+
+    key: str
+    shape: tuple[int, ...]
+    expert: bool = False  # a routed expert tensor: split over ep, ZeRO-sharded over dp / ep
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def shard(self, n: int) -> int:
+        """Elements on rank 0 when split over ``n`` GPUs on the first dimension (FSDP2)."""
+        return ceil_div(self.shape[0], n) * math.prod(self.shape[1:])
+
+
+def _norm_tensors(norm: Norm) -> list[Tensor]:
+    return [Tensor(norm.key, (norm.size,))] * (int(norm.weight) + int(norm.bias))
+
+
+def _layer_tensors(layer: Block, ep: int) -> list[Tensor]:
+    out = []
+    for m in layer.linears():
+        expert = m.key == "moe/experts"
+        if m.key.startswith("moe/") and m.key != "moe/router" and m.key != "moe/shared_expert_gate":
+            n = m.copies // ep if expert else m.copies
+            out.append(Tensor(m.key, (n, m.d_in, m.d_out), expert))
+            if m.bias:
+                out.append(Tensor(m.key, (n, m.d_out), expert))
+        else:
+            out.append(Tensor(m.key, (m.d_out, m.d_in)))
+            if m.bias:
+                out.append(Tensor(m.key, (m.d_out,)))
+    for norm in layer.norms():
+        out += _norm_tensors(norm)
+    return out + [Tensor(v.key, (v.size,)) for v in layer.vectors()]
+
+
+def stage_units(cfg: ModelConfig, layout: Layout, stage: int) -> tuple[tuple[Tensor, ...], ...]:
+    """The parameter tensors one GPU of pipeline stage ``stage`` holds (rank 0 of its TP and EP
+    groups), before ZeRO, by FSDP unit: first the stage's tensors outside its layers (embedding,
+    positions, final norm, LM head: the root unit, possibly empty), then one unit per layer
+    (layers of one spec share one tuple)."""
+    return _units(cfg, layout.tp, layout.pp, layout.ep, stage)
+
+
+@functools.lru_cache(maxsize=256)
+def _units(cfg: ModelConfig, tp: int, pp: int, ep: int, stage: int) -> tuple[tuple[Tensor, ...], ...]:
+    model = build(tp_local(cfg, tp))
+    specs = layer_specs(model.cfg)
+    root = []
+    if stage == 0:
+        root += [Tensor(t.key, (t.rows, t.width)) for t in (model.token, model.position) if t is not None]
+    if stage == pp - 1:
+        if model.final_norm is not None:
+            root += _norm_tensors(model.final_norm)
+        head = model.head.linear
+        if not model.head.tied or pp > 1:  # a tied head on its own stage keeps a copy
+            root.append(Tensor(head.key, (head.d_out, head.d_in)))
+        if head.bias:
+            root.append(Tensor(head.key, (head.d_out,)))
+    per_spec = {group.spec: tuple(_layer_tensors(block, ep)) for group, block in model.blocks}
+    return (tuple(root), *(per_spec[specs[i]] for i in stages(cfg, pp)[stage]))
+
+
+def stage_tensors(cfg: ModelConfig, layout: Layout, stage: int) -> list[Tensor]:
+    """The parameter tensors one GPU of pipeline stage ``stage`` holds, before ZeRO."""
+    return [t for unit in stage_units(cfg, layout, stage) for t in unit]
+
+
+def zero_shard(t: Tensor, layout: Layout) -> int:
+    """Elements of ``t`` on one GPU once ZeRO shards it over the GPUs that hold it (the ``dp x cp``
+    replicas; a routed expert's over those holding the same experts)."""
+    return t.shard(layout.replicas // layout.ep if t.expert else layout.replicas)
+
+
+def per_unit(units: Sequence[Sequence[Tensor]], f: Callable[[Sequence[Tensor]], int]) -> list[int]:
+    """``f`` of each unit, computed once per distinct unit (the layers of one spec share one)."""
+    seen: dict[int, int] = {}
+    for u in units:
+        if id(u) not in seen:
+            seen[id(u)] = f(u)
+    return [seen[id(u)] for u in units]
+
+
+def cp_local(run: RunSpec) -> RunSpec:
+    """One GPU's share of the run under context parallelism: ``S/cp`` tokens of each sequence."""
+    cp = run.layout.cp
+    return run if cp == 1 else run.replace(seq=run.seq // cp)
+
+
+@dataclass(frozen=True)
+class GpuState:
+    """Training state of one GPU, in elements (weights and gradients are stored in the compute
+    dtype, the optimizer state in fp32)."""
+
+    weights: int
+    gradients: int
+    optimizer: int  # elements the fp32 master weights and moments are kept for
+
+
+def gpu_state(cfg: ModelConfig, layout: Layout, stage: int) -> GpuState:
+    """Elements of weights, gradients and optimizer state on one GPU of ``stage`` under ZeRO."""
+    units = stage_units(cfg, layout, stage)
+    full = sum(per_unit(units, lambda unit: sum(t.numel for t in unit)))
+    sharded = sum(per_unit(units, lambda unit: sum(zero_shard(t, layout) for t in unit)))
+    return GpuState(sharded if layout.zero >= 3 else full, sharded if layout.zero >= 2 else full,
+                    sharded if layout.zero >= 1 else full)
+
+
+def in_stage(cfg: ModelConfig, pp: int, stage: int) -> list[tuple[int, int]]:
+    """(group index in the layer plan, layers of that group in ``stage``)."""
+    layers = set(stages(cfg, pp)[stage])
+    return [(i, sum(1 for j in g.layers if j in layers)) for i, g in enumerate(layer_plan(cfg))]
+
+
+def stage_activations(cfg: ModelConfig, run: RunSpec) -> list[dict[str, int]]:
+    """Bytes one GPU of each stage keeps for backward: its layers' saves for each micro-batch in
+    flight, on the TP rank's model; routed experts' saves over ``ep``, residual-stream saves over
+    ``tp`` with sequence parallelism. Once-per-forward saves (RoPE tables, masks) on every stage,
+    embeddings on the first, final norm, LM head and loss on the last."""
+    layout = run.layout
+    local = tp_local(cfg, layout.tp)
+    acts = activation_bytes(local, cp_local(run).replace(layout=Layout()))
+    once = dict(acts.components)
+    for group, per_layer in acts.groups:
+        for key, n in per_layer.items():
+            once[key] -= n * group.count
+
+    def split(key: str, n: int) -> int:
+        if key == "moe/experts":
+            n = ceil_div(n, layout.ep)
+        return ceil_div(n, layout.tp) if layout.sp and on_residual_stream(key) else n
+
+    def on_stage(key: str, stage: int) -> bool:
+        if key.startswith("embedding/"):
+            return stage == 0
+        if key in ("attention", "attention/sdpa", "layer"):
+            return True
+        return stage == layout.pp - 1  # final norm, LM head, soft-capping, loss
+
+    out = []
+    for stage in range(layout.pp):
+        saved: dict[str, int] = {}
+        layers = [(key, n * count) for i, count in in_stage(local, layout.pp, stage)
+                  for key, n in acts.groups[i][1].items()]
+        for key, n in layers + [(k, n) for k, n in once.items() if on_stage(k, stage)]:
+            saved[key] = saved.get(key, 0) + split(key, n) * layout.in_flight(stage)
+        out.append({k: v for k, v in saved.items() if v})
+    return out
+
+
+def stage_kv_bytes(cfg: ModelConfig, run: RunSpec) -> list[int]:
+    """KV cache one GPU of each stage holds: its layers, its KV heads (or MLA's replicated latent)."""
+    local = tp_local(cfg, run.layout.tp)
+    cache = kv_cache(local, cp_local(run).replace(layout=Layout()))
+    return [sum(cache.groups[i].bytes * count for i, count in in_stage(local, run.layout.pp, stage))
+            for stage in range(run.layout.pp)]

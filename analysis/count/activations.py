@@ -1,0 +1,199 @@
+"""Training activations: the bytes autograd saves for backward, per component and per layer group.
+
+Convention (README "Memory"): every storage autograd saves for backward during the forward
+pass and the loss, counted once (a tensor saved by two ops, or saved as two views, is one
+storage) under the component that saves it first; parameters and buffers are excluded
+(they are not activations). It is exactly what ``analysis.verify.measure.measure_saved_bytes``
+measures for llmcalc's reference model; values are in the compute dtype (``b`` bytes), token
+ids and indices are int64 (8 bytes), norm statistics and flash's log-sum-exp fp32 (4 bytes,
+as on CUDA and meta; the CPU LayerNorm kernel keeps its mean/rstd in the input dtype).
+
+The model is summed over its layer plan (:func:`analysis.model.layers.layer_plan`): each group's
+layers save the same bytes, so one layer is computed per group and multiplied by its count.
+What each op keeps (``T = B*S`` tokens, ``x`` an op's input, ``d_qk``/``d_v`` the score and
+value head sizes):
+- linear layers: their input (shared by q/k/v, by up/gate, by router and experts, and by
+  two branches reading one norm); bias adds, residual adds, scalings and mask adds keep
+  nothing;
+- LayerNorm: input, fp32 mean and rstd per row; RMSNorm: input and fp32 rstd per row (a
+  LayerNorm without weight or bias keeps the same);
+- activations (hidden width): what :data:`analysis.variants.ACTIVATIONS` lists in ``saves``,
+  plus the down projection's input;
+- eager attention: q and k as contiguous copies for the batched matmul, k and v expanded to
+  all ``h`` heads (with ``B = 1`` and a single K/V head the expansion stays a view of the
+  ``g``-head tensor), the ``B*h*S*S`` softmax output (``S + 1`` columns with a sink), tanh's
+  output with soft-capping, and the o projection's input;
+- flash attention: q, k, v (K/V unexpanded), the output (which the o projection reads as a
+  view), the fp32 log-sum-exp, and each distinct additive mask a layer needs (a window shorter
+  than the sequence: ``S*S``; ALiBi: ``h*S*S``), once per model. A learned T5 bias runs eager
+  attention (no fused kernel gives its gradient);
+- MLA: the q and kv_a inputs; the low-rank query's norm; the kv_a norm's input (the latent
+  half of kv_a's output, a view); kv_b its input; the per-head split of q and of kv_b's output
+  (views) as the attention reads them, and k concatenated from k_nope and the shared k_pe;
+- RoPE: the cos and sin tables (``S * rotated dims`` each), once per model;
+- MoE: the router input, routing probabilities, expert ids, renormalized weights and their
+  sum, the token/choice indices of each expert's slots, and per slot the expert input, the
+  activation tensors, the expert output and its weighted copy (the ``index_add`` source);
+  shared experts keep their activation tensors; a shared-expert gate its sigmoid's output
+  and the shared output it multiplies;
+- embeddings: the token ids, learned positions' ids (``S``), T5 relative buckets (``S*S``);
+  the LM head its input; final soft-capping its tanh output; the loss the log-softmax over the
+  vocabulary (``T*V``) and a scalar.
+
+With ``recompute="full"`` (full activation recomputation: each block checkpointed, backward
+runs it again) a block keeps only its input, ``T*d`` values, under ``layer``; the checkpoint
+also keeps each distinct mask or position bias a layer passes (eager always builds one) and the
+RoPE tables, once; embeddings, final norm, LM head and loss keep what they keep without.
+With ``recompute="selective"`` (Korthikanti et al.) eager attention's core (scores, softmax,
+values) is checkpointed: instead of the q/k copies, the expanded K/V, the softmax and tanh
+outputs, it keeps its inputs, q and k as RoPE (or the projection, or qk-norm) leaves them, v (a
+view of its projection; MLA: of kv_b's output), and each distinct mask once, under
+``attention``. Flash attention keeps no score matrix: selective changes nothing there.
+
+Korthikanti et al. 2022 count ``sbh(34 + 5as/h)`` bytes per layer for a GPT layer in 16
+bits (h = d_model, a = heads, MLP width 4h, materialized attention). They include dropout:
+two ``sbh`` one-byte masks (attention output, MLP output) and, for attention dropout, an
+``as^2b`` mask and a ``2as^2b`` output. Here there is no dropout, LayerNorm keeps fp32
+statistics (8 bytes per token per norm), and widths, GQA, activations, norms and positions
+come from the config; for GPT-2 with eager attention in bf16 the two agree exactly as
+``ours = sbh(34 + 5as/h) - 2sbh - 3as^2b + 16sb``. Flash attention has no ``as^2b`` term.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.architecture import Block, build
+from ..model.config import ModelConfig
+from ..model.layers import LayerGroup, layer_specs
+from ..model.sizes import bytes_per
+from ..model.tape import INDEX, Tape, norm_stat_bytes
+from ..model.variants import POSITIONS
+from ..spec import LoRA, RunSpec
+from .flops import core_recomputed
+from .lora import adapted
+
+
+@dataclass(frozen=True)
+class Activations:
+    groups: tuple[tuple[LayerGroup, dict[str, int]], ...]  # (group, one layer's bytes by component)
+    components: dict[str, int]  # the whole model: per-layer bytes x counts plus once-per-model saves
+
+    @property
+    def total(self) -> int:
+        return sum(self.components.values())
+
+    @property
+    def loss(self) -> int:
+        """What the loss keeps: the log-softmax over the vocabulary (the CLI's "logits")."""
+        return self.components["loss"]
+
+
+def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
+                lora: LoRA | None = None) -> dict[str, int]:
+    """One block's saved bytes by component, in the order of the reference block's forward
+    (``analysis.verify.model``); ``attention``: eager, flash or selective (eager, core
+    recomputed); ``lora``: adapters on a frozen base."""
+    cfg, spec = layer.cfg, layer.spec
+    T, d = batch * seq, cfg.d_model
+    tape = Tape(cfg, b) if lora is None else Tape(cfg, b, adapted(cfg, lora), lora.rank)
+    # a learned T5 bias has no fused kernel: eager (core recomputed under selective)
+    kind = "eager" if POSITIONS[cfg.position].learned_bias and attention == "flash" else attention
+    placement = cfg.norm_placement
+    post_norms = placement in ("sandwich", "post_branch")
+
+    def attn(x: str) -> None:
+        layer.attention.saves(tape, spec, batch, seq, kind, x)
+        if post_norms:
+            tape.norm("norm/attention_post", None, T, d)
+
+    def ffn(x: str) -> None:
+        layer.ffn.saves(tape, T, x)
+        if post_norms:
+            tape.norm("norm/mlp_post", None, T, d)
+
+    if placement == "post":
+        attn("x")
+        ffn(tape.norm("norm/attention", None, T, d))
+        tape.norm("norm/mlp", None, T, d)
+    elif placement == "post_branch":
+        attn("x")
+        ffn("x + attention")
+    elif cfg.parallel_block:
+        h = tape.norm("norm/attention", "x", T, d)
+        h_mlp = tape.norm("norm/mlp", "x", T, d) if cfg.parallel_norms == 2 else h
+        attn(h)
+        ffn(h_mlp)
+    else:
+        attn(tape.norm("norm/attention", None, T, d))
+        ffn(tape.norm("norm/mlp", None, T, d))
+    return {k: v for k, v in tape.bytes.items() if v}
+
+
+def _masks(cfg: ModelConfig, seq: int, attention: str, b: int) -> int:
+    """Bytes of the distinct additive masks/position biases the layers read (the model builds
+    one per window that binds, ``W < seq``, and one for the others); 0 for a layer where
+    flash uses its causal flag instead (no position bias, no binding window)."""
+    position = POSITIONS[cfg.position]
+    biased = position.score_bias  # a bias per head
+    eager = attention == "eager" or position.learned_bias
+    keys = {w if w is not None and w < seq else None for w in (s.window for s in layer_specs(cfg))}
+    n = sum(1 for w in keys if eager or biased or w is not None)
+    return n * (cfg.n_heads if biased else 1) * seq * seq * b
+
+
+def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
+    """Saved bytes of one model replica's training step (``run``: batch, seq, attention, recompute,
+    dtype; a GPU's share under a layout: ``memory``'s activations)."""
+    run.one_device("activation_bytes")
+    run = run.resolve(cfg)
+    batch, seq, attention, full = run.batch, run.seq, run.attention, run.recompute == "full"
+    selective = core_recomputed(cfg, run)
+    b = bytes_per(run.dtype)
+    T, d = batch * seq, cfg.d_model
+    model = build(cfg)
+    rope_dims = model.blocks[0][1].attention.rope_dims  # every layer has the model's attention kind
+    rope = 2 * seq * rope_dims * b if any(g.spec.rope for g, _ in model.blocks) else 0
+    masks = _masks(cfg, seq, attention, b)
+    comps: dict[str, int] = {}
+    if run.lora is None:  # frozen embeddings keep no ids (their lookups need no gradient)
+        comps["embedding/token"] = T * INDEX
+        if cfg.position == "learned":
+            comps["embedding/position"] = seq * INDEX
+        elif cfg.position == "relative":
+            comps["embedding/position"] = seq * seq * INDEX
+    groups = []
+    for group, block in model.blocks:
+        if full:
+            per_layer = {"layer": T * d * b}
+        else:
+            per_layer = layer_bytes(block, batch, seq, "selective" if selective else attention, b, run.lora)
+        groups.append((group, per_layer))
+        for key, n in per_layer.items():
+            comps[key] = comps.get(key, 0) + n * group.count
+    if full:
+        shared = {"layer": rope + masks}  # the checkpoints keep them with the blocks' inputs
+    elif selective:
+        shared = {"attention": rope + masks}  # the core's checkpoints keep the masks as inputs
+    else:
+        flash = attention == "flash" and not POSITIONS[cfg.position].learned_bias
+        shared = {"attention": rope, "attention/sdpa": masks if flash else 0}  # saved by the first layer
+    for key, n in shared.items():
+        if n:
+            comps[key] = comps.get(key, 0) + n
+    if model.final_norm is not None:
+        comps[model.final_norm.key] = T * (d * b + norm_stat_bytes(cfg))
+    if run.lora is None:  # a frozen head keeps nothing: its input gradient needs only its weight
+        comps[model.head.linear.key] = T * d * b
+    if cfg.final_logit_softcap is not None:
+        comps["logit_softcap"] = T * cfg.vocab_size * b  # tanh's output
+    comps["loss"] = T * cfg.vocab_size * b + b  # log-softmax, and nll_loss's total weight
+    if run.lora is not None:  # the targets, which are the token ids the trained embedding keeps otherwise
+        comps["loss"] += T * INDEX
+    return Activations(tuple(groups), comps)
+
+
+def korthikanti_bytes(cfg: ModelConfig, batch: int, seq: int) -> int:
+    """Korthikanti et al. 2022, one layer without recomputation: ``sbh(34 + 5as/h)``."""
+    s, b, h, a = seq, batch, cfg.d_model, cfg.n_heads
+    return s * b * h * 34 + 5 * a * s * s * b

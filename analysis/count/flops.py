@@ -1,0 +1,308 @@
+"""FLOPs of a forward and backward pass, per component, in two families.
+
+Conventions (README "FLOPs"):
+- one add or one multiply is one FLOP; ``(m x k) @ (k x n)`` is ``2mkn`` FLOPs, as
+  PyTorch's ``FlopCounterMode`` counts it. Biases, norms, activations, softmax and the
+  like are *elementwise* FLOPs, reported apart and never folded into the matmul figure;
+- attention is ``dense`` (the full ``S x S_kv`` score matrix, as dense kernels execute it
+  and as FlopCounterMode, PaLM and Chinchilla count it) or ``causal`` (only the unmasked
+  query-key pairs: the causal triangle intersected with each layer's sliding-window band);
+  scores cost ``2*B*h*pairs*score_dim`` and values ``2*B*h*pairs*value_dim`` with the head
+  sizes of the layer's attention kind (MLA: ``nope + rope`` and ``v_head_dim``);
+- backward is counted per operation: a linear layer costs 2x its forward (input and
+  weight gradients); attention 2x with eager attention (dQ, dK, dP, dV); flash
+  attention also recomputes the scores (charged to ``attention/scores``: 3x scores + 2x
+  values, 2.5x the attention forward when both head sizes are equal;
+  not with ``relative`` positions, whose learned bias needs a gradient no fused kernel
+  gives, so those models run the eager backward);
+  ``recompute="full"`` (full activation recomputation) adds one more forward of every layer
+  (not the LM head, whose input is kept); ``"selective"`` one more forward of eager
+  attention's core (scores, their elementwise ops, values: Korthikanti et al.'s selective
+  recomputation), nothing with flash attention, which recomputes its scores anyway.
+  Elementwise backward is estimated as 2x its forward;
+- a prefill is one pass over the prompt: ``run.chunk`` (chunked prefill) changes the memory
+  peak (:mod:`analysis.memory`), not these counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.architecture import Block, build
+from ..model.config import ModelConfig
+from ..model.layers import LayerGroup, LayerSpec
+from ..model.parts import Linear
+from ..model.variants import (
+    POSITION_BIAS_COST,
+    POSITIONS,
+    ROPE_COST,
+    SCORE_SCALE_COST,
+    SOFTCAP_COST,
+    SOFTMAX_COST,
+    Op,
+    norm_cost,
+)
+from ..spec import RunSpec
+from .lora import adapted, frozen_keys
+from .params import count_params
+
+
+def _triangle(n: int, window: int | None) -> int:
+    """sum_{m=1..n} min(m, W): keys seen by the first n positions under causal masking."""
+    if window is None or n <= window:
+        return n * (n + 1) // 2
+    return window * (window + 1) // 2 + (n - window) * window
+
+
+def attended_pairs(spec: LayerSpec, run: RunSpec) -> int:
+    """Query-key pairs one sequence computes in one head of a layer.
+
+    Dense: every query against every key the kernel holds (``S x S`` for train and
+    prefill; the ``min(seq, W)`` cached keys for decode). Causal: query at position p
+    sees ``min(p + 1, W)`` keys. A chunk (``run.past``) runs the queries ``past..seq-1``.
+    """
+    n = run.query_len
+    if run.mode == "decode" or run.causal:
+        return _triangle(run.seq, spec.window) - _triangle(run.seq - n, spec.window)
+    return n * attended_keys(spec, run)
+
+
+def attended_keys(spec: LayerSpec, run: RunSpec) -> int:
+    """Keys one sequence's forward reads: all ``seq`` without a window; with one, those of the
+    last query's window and of the ``query_len - 1`` before it (decode: ``min(seq, W)``)."""
+    return spec.keys_seen(run.seq + 1 - run.query_len) + run.query_len - 1
+
+
+SCORES_VALUES = ("attention/scores", "attention/values")
+# The families breakdown keys fall into, by their prefix alone (any attention kind's projections
+# are ``attention/*``, any FFN kind's matrices ``mlp/*`` or ``moe/*``): the share columns of
+# `llmcalc flops` and the lines of `llmcalc plot flops`.
+FAMILIES = ("attn proj", "attn scores+values", "mlp", "lm head")
+
+
+def family(key: str) -> str:
+    """``attention/q`` -> ``attn proj``; ``moe/experts`` -> ``mlp``; ``lm_head`` -> ``lm head``."""
+    if key in SCORES_VALUES:
+        return "attn scores+values"
+    return {"attention": "attn proj", "mlp": "mlp", "moe": "mlp"}.get(key.split("/")[0], key.replace("_", " "))
+
+
+@dataclass(frozen=True)
+class FlopBreakdown:
+    """One pass's FLOPs: matmuls by breakdown key, elementwise ops by name."""
+
+    matmul: dict[str, int]  # model totals by component key
+    elementwise: dict[str, int]  # model totals by op
+
+    def family_matmul(self, name: str) -> int:
+        """Matmul FLOPs of one of :data:`FAMILIES`."""
+        return sum(v for k, v in self.matmul.items() if family(k) == name)
+
+    @property
+    def matmul_total(self) -> int:
+        return sum(self.matmul.values())
+
+    @property
+    def elementwise_total(self) -> int:
+        return sum(self.elementwise.values())
+
+    @property
+    def total(self) -> int:
+        return self.matmul_total + self.elementwise_total
+
+
+@dataclass(frozen=True)
+class FlopReport:
+    """A run's FLOPs: forward, backward (empty outside training), and one layer's forward matmuls per group."""
+
+    run: RunSpec  # resolved
+    forward: FlopBreakdown
+    backward: FlopBreakdown
+    groups: tuple[tuple[LayerGroup, dict[str, int]], ...]  # one layer's forward matmul FLOPs per group
+
+    @property
+    def total(self) -> FlopBreakdown:
+        keys = list(dict.fromkeys([*self.forward.matmul, *self.backward.matmul]))
+        ops = list(dict.fromkeys([*self.forward.elementwise, *self.backward.elementwise]))
+        return FlopBreakdown(
+            {k: self.forward.matmul.get(k, 0) + self.backward.matmul.get(k, 0) for k in keys},
+            {k: self.forward.elementwise.get(k, 0) + self.backward.elementwise.get(k, 0) for k in ops})
+
+
+def _add(d: dict[str, int], key: str, n: int) -> None:
+    if n:
+        d[key] = d.get(key, 0) + n
+
+
+def linear_rows(m: Linear, layer: Block, run: RunSpec) -> int:
+    """Rows a linear runs over: every new token, or every attended key (``over_keys``)."""
+    return run.batch * attended_keys(layer.spec, run) if m.over_keys else run.tokens
+
+
+def layer_matmul(layer: Block, run: RunSpec) -> dict[str, int]:
+    """Forward matmul FLOPs of one layer, by component; a LoRA adapter's two matmuls
+    (``A``: d_in -> r, ``B``: r -> d_out) under ``key/lora``."""
+    out: dict[str, int] = {}
+    lora = adapted(layer.cfg, run.lora)
+    for m in layer.linears():
+        rows = linear_rows(m, layer, run) * m.active
+        _add(out, m.key, 2 * rows * m.d_in * m.d_out)
+        if m.key in lora:
+            _add(out, m.key + "/lora", 2 * rows * run.lora.rank * (m.d_in + m.d_out))
+    attn = layer.attention
+    pairs = run.batch * attn.heads * attended_pairs(layer.spec, run)
+    out["attention/scores"] = 2 * pairs * attn.score_dim
+    out["attention/values"] = 2 * pairs * attn.value_dim
+    return out
+
+
+def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
+    """Forward elementwise ops of one layer (costs in :mod:`analysis.variants`)."""
+    cfg, T = layer.cfg, run.tokens
+    ops = [Op("norm", T * n.size * n.rows, norm_cost(cfg.norm, n.weight, n.bias), 2) for n in layer.norms()]
+    ops += [Op("bias", linear_rows(m, layer, run) * m.d_out * m.active, 1, 0) for m in layer.linears() if m.bias]
+    attn = layer.attention
+    scores = run.batch * attn.heads * attended_pairs(layer.spec, run)
+    ops.append(Op("attention/scale", scores, SCORE_SCALE_COST, 2, True))
+    if cfg.attn_logit_softcap is not None:
+        ops.append(Op("attention/softcap", scores, SOFTCAP_COST, 2, True))
+    ops.append(Op("attention/softmax", scores, SOFTMAX_COST, 2, True))
+    if cfg.attention_sinks:  # one more logit in every softmax row, read with it
+        ops.append(Op("attention/sinks", T * attn.heads, SOFTMAX_COST, 0, True))
+    if POSITIONS[cfg.position].score_bias:  # reads the bias and the scores, writes the scores
+        ops.append(Op("attention/position_bias", scores, POSITION_BIAS_COST, 3, True))
+    if layer.spec.rope:
+        ops.append(Op("attention/rope", T * attn.rope_elements_per_token, ROPE_COST, 2))
+    ops += layer.ffn.ops(T)
+    lora = adapted(cfg, run.lora)
+    if lora:  # an adapter's output scaled by alpha / r and added to the base's
+        ops += [Op("lora", linear_rows(m, layer, run) * m.d_out * m.active, 2, 3) for m in layer.linears()
+                if m.key in lora]
+    ops.append(Op("residual", 2 * T * cfg.d_model, 1, 3))  # two adds, each reads two and writes one
+    return ops
+
+
+def totals(ops: list[Op]) -> dict[str, int]:
+    """FLOPs by key."""
+    out: dict[str, int] = {}
+    for op in ops:
+        _add(out, op.key, op.cost * op.elements)
+    return out
+
+
+def layer_elementwise(layer: Block, run: RunSpec) -> dict[str, int]:
+    """Forward elementwise FLOPs of one layer, by op."""
+    return totals(layer_ops(layer, run))
+
+
+def model_ops(cfg: ModelConfig, run: RunSpec) -> list[Op]:
+    """The elementwise ops outside the layers (run resolved)."""
+    T, d, V, n = run.tokens, cfg.d_model, cfg.vocab_size, run.logit_tokens
+    ops = []
+    model = build(cfg)
+    final = model.final_norm
+    if final is not None:
+        ops.append(Op("norm", n * d, norm_cost(cfg.norm, final.weight, final.bias), 2))
+    if model.head.linear.bias:
+        ops.append(Op("bias", n * V, 1, 0))
+    if cfg.final_logit_softcap is not None:
+        ops.append(Op("lm_head/softcap", n * V, SOFTCAP_COST, 2))
+    if POSITIONS[cfg.position].embedding:
+        ops.append(Op("position", T * d, 1, 3))
+    if cfg.embedding_scale is not None:
+        ops.append(Op("embedding/scale", T * d, 1, 2))
+    return ops
+
+
+def _scaled(d: dict[str, int], factor: int) -> dict[str, int]:
+    return {k: v * factor for k, v in d.items()}
+
+
+def _accumulate(into: dict[str, int], d: dict[str, int], factor: int = 1) -> None:
+    for k, v in d.items():
+        _add(into, k, v * factor)
+
+
+# The attention core selective recomputation reruns: its two matmuls and the ops on the scores.
+CORE_MATMULS = ("attention/scores", "attention/values")
+
+
+def core_recomputed(cfg: ModelConfig, run: RunSpec) -> bool:
+    """Whether backward reruns eager attention's core (selective recomputation); flash keeps no
+    score matrix, so it changes nothing there. A learned T5 bias always runs eager attention."""
+    return run.recompute == "selective" and (run.attention == "eager" or POSITIONS[cfg.position].learned_bias)
+
+
+def core_ops(ops: list[Op]) -> list[Op]:
+    return [op for op in ops if op.scores]
+
+
+def core_keys(cfg: ModelConfig, run: RunSpec) -> set[str]:
+    """Components of attention's core: its two matmuls and the ops on the scores."""
+    return set(CORE_MATMULS) | {op.key for _, block in build(cfg).blocks for op in core_ops(layer_ops(block, run))}
+
+
+def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
+    """The FLOPs of one model replica's pass (per-GPU work under a layout: ``step``)."""
+    run.one_device("count_flops")
+    run = run.resolve(cfg)
+    model = build(cfg)
+    layers_mm: dict[str, int] = {}
+    layers_ew: dict[str, int] = {}
+    core_ew: dict[str, int] = {}
+    groups = []
+    for group, layer in model.blocks:
+        mm = layer_matmul(layer, run)
+        groups.append((group, mm))
+        _accumulate(layers_mm, mm, group.count)
+        _accumulate(layers_ew, layer_elementwise(layer, run), group.count)
+        _accumulate(core_ew, totals(core_ops(layer_ops(layer, run))), group.count)
+    head = model.head.linear
+    fwd_mm = {**layers_mm, head.key: 2 * run.logit_tokens * head.d_in * head.d_out}
+    fwd_ew = dict(layers_ew)
+    _accumulate(fwd_ew, totals(model_ops(cfg, run)))
+    forward = FlopBreakdown(fwd_mm, fwd_ew)
+    if run.mode != "train":
+        return FlopReport(run, forward, FlopBreakdown({}, {}), tuple(groups))
+    bwd_mm = _scaled(fwd_mm, 2)
+    if run.lora is not None:  # frozen: the base linears and the head compute input gradients only
+        for key in frozen_keys(cfg):
+            bwd_mm[key] = fwd_mm[key]
+    if run.attention == "flash" and not POSITIONS[cfg.position].learned_bias:
+        # scores recomputed from the saved log-sum-exp. A learned T5 bias needs its
+        # gradient, which fused kernels do not give: such models run eager attention.
+        bwd_mm["attention/scores"] += fwd_mm["attention/scores"]
+    bwd_ew = _scaled(fwd_ew, 2)
+    if run.recompute == "full":
+        _accumulate(bwd_mm, layers_mm)
+        _accumulate(bwd_ew, layers_ew)
+    elif core_recomputed(cfg, run):
+        _accumulate(bwd_mm, {k: layers_mm[k] for k in CORE_MATMULS})
+        _accumulate(bwd_ew, core_ew)
+    return FlopReport(run, forward, FlopBreakdown(bwd_mm, bwd_ew), tuple(groups))
+
+
+@dataclass(frozen=True)
+class Approximations:
+    """The rules of thumb, for comparison with the exact figure."""
+
+    six_n: int  # 6 * N * tokens (2 * N * tokens without backward), N non-embedding (active)
+    six_n_with_embeddings: int
+    palm: int  # PaLM appendix B: (6N + 12 L H Q T) per token; (2N + 4 L H Q T) forward only
+
+
+def approximations(cfg: ModelConfig, run: RunSpec) -> Approximations:
+    """N is the non-embedding parameter count, active ones for MoE (LM head included)."""
+    run = run.resolve(cfg)
+    p = count_params(cfg)
+    n_non_embedding, n_embedding = p.active - p.embedding, p.embedding
+    factor = 6 if run.mode == "train" else 2
+    # H*Q is the query width; T the keys (decode: the cached keys of each layer)
+    attn = 0
+    for group, block in build(cfg).blocks:
+        kind = block.attention
+        attn += group.count * kind.heads * kind.score_dim * attended_keys(group.spec, run)
+    attn *= 12 if run.mode == "train" else 4
+    return Approximations(factor * n_non_embedding * run.tokens,
+                          factor * (n_non_embedding + n_embedding) * run.tokens,
+                          (factor * n_non_embedding + attn) * run.tokens)

@@ -1,0 +1,64 @@
+"""KV-cache sizes.
+
+Each layer caches, per token, what its attention kind needs (``mha``: K and V, ``2*g*hd``
+values; ``mla``: the latent and the shared RoPE key, ``kv_lora_rank + qk_rope_head_dim``)
+for ``min(seq, W)`` tokens on a sliding layer (a rolling buffer of W slots, Mistral) and
+``seq`` on a full one: ``sum over layers of B * cached_l * values_l * bytes(kv_dtype)``.
+GQA/MQA shrink it through ``g = n_kv_heads``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SpecError
+from ..model.architecture import build
+from ..model.config import ModelConfig
+from ..model.layers import LayerGroup
+from ..model.sizes import weight_bytes
+from ..spec import RunSpec
+
+
+@dataclass(frozen=True)
+class GroupCache:
+    group: LayerGroup
+    cached_tokens: int  # per sequence, in each layer of the group
+    bytes_per_token: int  # one layer
+    bytes: int  # one layer, all sequences
+
+
+@dataclass(frozen=True)
+class KVCache:
+    seq: int
+    batch: int
+    kv_dtype: str
+    n_layers: int
+    cached_tokens: int  # per sequence, in the layer that caches most: min(seq, W) when all slide
+    bytes_per_token: int  # every layer's cache entry for one token (no window binding)
+    bytes: int
+    groups: tuple[GroupCache, ...]
+
+    @property
+    def bytes_per_layer(self) -> int:
+        """Mean over the layers (layer_groups give each kind's own)."""
+        return self.bytes // self.n_layers
+
+    @property
+    def bytes_per_sequence(self) -> int:
+        return self.bytes // self.batch
+
+
+def kv_cache(cfg: ModelConfig, run: RunSpec = RunSpec(mode="decode")) -> KVCache:
+    """The cache of one model replica (a GPU's share under a layout: ``memory``'s ``kv_cache``)."""
+    run.one_device("kv_cache")
+    if run.mode == "train":
+        raise SpecError("mode", "train keeps no KV cache: kv_cache sizes a prefill or a decode step")
+    run = run.resolve(cfg)
+    groups = []
+    for group, block in build(cfg).blocks:
+        per_token = weight_bytes(block.attention.kv_values_per_token, run.kv_dtype)
+        cached = group.spec.keys_seen(run.seq)
+        groups.append(GroupCache(group, cached, per_token, run.batch * cached * per_token))
+    per_token = sum(g.bytes_per_token * g.group.count for g in groups)
+    return KVCache(run.seq, run.batch, run.kv_dtype, cfg.n_layers, max(g.cached_tokens for g in groups),
+                   per_token, sum(g.bytes * g.group.count for g in groups), tuple(groups))

@@ -1,0 +1,55 @@
+"""LoRA adapters (Hu et al., 2021) as PEFT adds them: the parameters they train.
+
+A targeted linear ``d_in -> d_out`` keeps its weight frozen and gains two trainable matrices,
+``A`` (``r x d_in``) and ``B`` (``d_out x r``), with no bias: ``r (d_in + d_out)`` parameters;
+its output becomes ``W x + (alpha / r) B A x``. Targets (:class:`~analysis.spec.LoRA`) are
+breakdown keys of the layers (``attention/q``, ``mlp/down``, ``moe/experts``, ...; ``all-linear``:
+every linear of every layer, as PEFT's ``all-linear`` takes every linear but the output layer).
+Stacked experts get an adapter per expert on each of their matrices (up, gate, down), as PEFT
+gives each expert's linears its own. Embeddings, norms and the LM head are never adapted.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..errors import SpecError
+from ..model.architecture import build
+from ..model.config import ModelConfig
+from ..spec import ALL_LINEAR, LoRA
+
+
+def linear_keys(cfg: ModelConfig) -> list[str]:
+    """The breakdown keys of the model's layer linears, in order: what LoRA can target."""
+    return list(dict.fromkeys(m.key for m, _ in build(cfg).layer_linears()))
+
+
+def frozen_keys(cfg: ModelConfig) -> list[str]:
+    """Components whose matmuls are frozen weights under LoRA: every layer linear and the head."""
+    return [*linear_keys(cfg), build(cfg).head.linear.key]
+
+
+def targeted(cfg: ModelConfig, lora: LoRA) -> list[str]:
+    """The keys ``lora`` adapts in ``cfg``; SpecError naming a target the model lacks."""
+    available = linear_keys(cfg)
+    missing = [t for t in lora.targets if t not in (*available, ALL_LINEAR)]
+    if missing:
+        raise SpecError("lora.targets", f"{', '.join(missing)}: {cfg.name} has no such linear to adapt (its "
+                                        f"linears: {', '.join(available)}, or {ALL_LINEAR})")
+    return available if ALL_LINEAR in lora.targets else list(dict.fromkeys(lora.targets))
+
+
+@functools.lru_cache(maxsize=64)  # asked per layer group by flops, activations and traffic
+def adapted(cfg: ModelConfig, lora: LoRA | None) -> frozenset[str]:
+    """The keys ``lora`` adapts in ``cfg`` as a set (empty without LoRA)."""
+    return frozenset() if lora is None else frozenset(targeted(cfg, lora))
+
+
+def adapter_params(cfg: ModelConfig, lora: LoRA) -> dict[str, int]:
+    """Trainable adapter parameters by component (module docstring)."""
+    keys = adapted(cfg, lora)
+    out: dict[str, int] = {}
+    for m, layers in build(cfg).layer_linears():
+        if m.key in keys:
+            out[m.key] = out.get(m.key, 0) + lora.rank * (m.d_in + m.d_out) * m.copies * layers
+    return out

@@ -1,0 +1,144 @@
+"""Memory: training state, attention working memory, activations and inference totals.
+
+Conventions (the docs' "Conventions: memory"):
+- weights and gradients in the compute dtype; mixed precision (any dtype but fp32) adds
+  fp32 master weights; Adam/AdamW keep two fp32 moments, SGD with momentum one, SGD none.
+  bf16 + Adam = 2 + 2 + 4 + 8 = 16 bytes per parameter before activations;
+- attention working memory is one layer's transient peak on top of weights and cache:
+  eager attention holds the ``B*h*S*S_kv`` scores and the softmax output at once (the
+  softmax reads one and writes the other); flash attention keeps only ``B*h*S`` fp32
+  log-sum-exp values (its tiles live in on-chip memory). In training the softmax output
+  and the log-sum-exp are counted with the saved activations; only the eager scores add.
+  A sink logit per row is not counted here (one column out of ``S_kv``);
+- chunked prefill runs queries in chunks of C tokens against ``min(cached, W) + C`` keys
+  on a layer with window W (``cached + C`` on a full layer); the peak is over chunks and layers;
+- inference (``prefill`` and ``decode``): weights in their stored dtype, the KV cache for
+  ``seq`` tokens, the attention peak, and the logits of the last position of each sequence;
+- MoE: every expert's weights, gradients and optimizer state, activations for the
+  ``experts_per_token`` experts each token visits;
+- LoRA (``run.lora``): the frozen base in ``weights_dtype`` (the compute dtype, or a quantized
+  format: QLoRA) with no gradients or optimizer state; the adapters as any trained parameter
+  (bf16 + Adam: 16 bytes each); activations as :mod:`analysis.activations` says;
+- dequantization: a format that expands each matrix to the compute dtype before its matmul
+  (bitsandbytes 4-bit) holds its largest quantized matrix so, transiently, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.config import ModelConfig
+from ..model.layers import layer_plan
+from ..model.sizes import FP32, weight_bytes
+from ..spec import OPTIMIZER_STATES, RunSpec
+from .activations import activation_bytes, korthikanti_bytes
+from .kvcache import kv_cache
+from .lora import adapter_params
+from .params import count_params
+from .quant import dequantized_bytes, weights_bytes
+
+# `llmcalc memory --mode` -> the RunSpec mode: inference is a prefill of the sequence (weights,
+# KV cache, attention working memory, last-position logits)
+MEMORY_MODES = {"train": "train", "inference": "prefill"}
+PARTS = ("weights", "gradients", "optimizer", "activations", "attention", "dequantization", "kv_cache", "logits")
+
+
+@dataclass(frozen=True)
+class TrainingState:
+    weights: int
+    gradients: int
+    optimizer: int  # moments plus fp32 master weights under mixed precision
+
+
+def trained_state(cfg: ModelConfig, run: RunSpec) -> TrainingState:
+    """The state of what the optimizer steps: every parameter, or LoRA's adapters alone (whose
+    frozen base holds only its weights, :func:`memory`); run resolved."""
+    n = count_params(cfg).total if run.lora is None else sum(adapter_params(cfg, run.lora).values())
+    return state_bytes(n, n, n, run.dtype, run.optimizer)
+
+
+def state_bytes(weights: int, gradients: int, optimized: int, dtype: str, optimizer: str) -> TrainingState:
+    """Bytes of the training state for these element counts (each can be a shard of the model)."""
+    master = FP32 if dtype != "fp32" else 0
+    return TrainingState(weight_bytes(weights, dtype), weight_bytes(gradients, dtype),
+                         optimized * (OPTIMIZER_STATES[optimizer] * FP32 + master))
+
+
+def chunk_spans(cfg: ModelConfig, seq: int, chunk: int | None) -> list[tuple[int, int]]:
+    """(queries, keys) of the attention calls that can be the largest when prefilling ``seq``
+    tokens: ``(seq, seq)`` unchunked; with chunks of C, the chunk at offset o attends to
+    ``min(o, W) + len(chunk)`` keys on each layer, and the largest is the last or the last
+    full chunk."""
+    if chunk is None or chunk >= seq:
+        return [(seq, seq)]
+    last = chunk * ((seq - 1) // chunk)
+    windows = {g.spec for g in layer_plan(cfg)}
+    return [(min(chunk, seq - o), spec.keys_seen(o) + min(chunk, seq - o))
+            for o in (last - chunk, last) for spec in windows]
+
+
+def attention_bytes(cfg: ModelConfig, batch: int, queries: int, keys: int, attention: str,
+                    dtype: str, training: bool = False) -> int:
+    """One layer's transient attention memory (see the module docstring). In training the
+    softmax output (eager) and the log-sum-exp (flash) are saved activations already, so
+    only eager's pre-softmax scores are extra."""
+    if attention == "flash":
+        return 0 if training else batch * cfg.n_heads * queries * FP32
+    scores = batch * cfg.n_heads * queries * keys * weight_bytes(1, dtype)
+    return scores if training else 2 * scores
+
+
+def attention_peak(cfg: ModelConfig, run: RunSpec) -> tuple[int, int, int]:
+    """(bytes, queries, keys) of the largest attention call of an inference run."""
+    run = run.resolve(cfg)
+    if run.mode == "decode":
+        spans = [(1, g.spec.keys_seen(run.seq)) for g in layer_plan(cfg)]
+    else:
+        spans = chunk_spans(cfg, run.seq, run.chunk)
+    return max((attention_bytes(cfg, run.batch, q, k, run.attention, run.dtype), q, k) for q, k in spans)
+
+
+def logits_bytes(cfg: ModelConfig, batch: int, positions: int, dtype: str) -> int:
+    return batch * positions * cfg.vocab_size * weight_bytes(1, dtype)
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    run: RunSpec  # resolved
+    parts: dict[str, int]  # every name of PARTS, 0 where it does not apply
+    activation_components: dict[str, int]  # train: saved bytes by component
+    activations_per_layer: dict[str, int]  # train: one layer of each group, by group description
+    korthikanti_per_layer: int  # train: sbh(34 + 5as/h), for comparison
+    attention_queries: int  # the largest attention call: queries x keys
+    attention_keys: int
+    stage: int = 0  # with parallelism: the pipeline stage of the GPU the figures are for (the peak)
+    stage_totals: tuple[int, ...] = ()  # with parallelism: one GPU's total on each stage
+
+    @property
+    def total(self) -> int:
+        return sum(self.parts.values())
+
+
+def device_memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
+    """Bytes by part (PARTS) for a training step or an inference run of one model replica on one
+    device (with a layout, every GPU's: :func:`analysis.cluster.memory.memory`)."""
+    run.one_device("device_memory")
+    run = run.resolve(cfg)
+    parts = dict.fromkeys(PARTS, 0)
+    parts["dequantization"] = dequantized_bytes(cfg, run.weights_dtype, run.dtype)
+    if run.mode == "train":
+        state = trained_state(cfg, run)
+        base = 0 if run.lora is None else weights_bytes(cfg, run.weights_dtype, run.dtype)  # frozen (QLoRA: a format)
+        acts = activation_bytes(cfg, run)
+        parts.update(weights=base + state.weights, gradients=state.gradients, optimizer=state.optimizer,
+                     activations=acts.total - acts.loss, logits=acts.loss,
+                     attention=attention_bytes(cfg, run.batch, run.seq, run.seq, run.attention, run.dtype,
+                                               training=True))
+        per_layer = {group.spec.describe(): sum(saved.values()) for group, saved in acts.groups}
+        return MemoryReport(run, parts, acts.components, per_layer,
+                            korthikanti_bytes(cfg, run.batch, run.seq), run.seq, run.seq)
+    peak, queries, keys = attention_peak(cfg, run)
+    parts.update(weights=weights_bytes(cfg, run.weights_dtype, run.dtype),
+                 kv_cache=kv_cache(cfg, run).bytes, attention=peak,
+                 logits=logits_bytes(cfg, run.batch, 1, run.dtype))
+    return MemoryReport(run, parts, {}, {}, 0, queries, keys)

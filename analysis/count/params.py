@@ -1,0 +1,78 @@
+"""Exact parameter counts, per component, per layer group and in total.
+
+Conventions:
+- every tensor a trained checkpoint stores as a parameter counts; buffers (RoPE
+  frequencies, sinusoidal tables, causal masks) do not;
+- a tied LM head shares the token embedding and is counted once, under
+  ``embedding/token``; ``lm_head`` then holds only its bias, if any;
+- ``active`` is what one token touches: for MoE layers the router, ``experts_per_token``
+  routed experts and the shared experts; equal to ``total`` for dense models;
+- ``embedding`` counts the token and position tables; ``non_embedding`` is the rest
+  (the N of ``6 * N * tokens``), LM head included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.architecture import Block, build
+from ..model.config import ModelConfig
+from ..model.layers import LayerGroup
+from ..model.parts import Linear, Norm, Vector
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    """A model's parameters: by layer group and by breakdown key, total and active (MoE top-k)."""
+
+    groups: tuple[tuple[LayerGroup, dict[str, int]], ...]  # each group with one layer's parameters by key
+    components: dict[str, int]  # the whole model by key (layer keys summed over layers)
+    total: int
+    active: int
+
+    @property
+    def embedding(self) -> int:
+        return self.components.get("embedding/token", 0) + self.components.get("embedding/position", 0)
+
+    @property
+    def non_embedding(self) -> int:
+        return self.total - self.embedding
+
+
+def _add(into: dict[str, int], key: str, n: int) -> None:
+    into[key] = into.get(key, 0) + n
+
+
+def layer_params(block: Block) -> dict[str, int]:
+    """One layer's parameters by key (linears, then norms, then learned vectors)."""
+    out: dict[str, int] = {}
+    parts: list[Linear | Norm | Vector] = [*block.linears(), *block.norms(), *block.vectors()]
+    for part in parts:
+        _add(out, part.key, part.params)
+    return out
+
+
+def _inactive(block: Block) -> int:
+    """Parameters of the experts a token does not visit."""
+    return sum((m.copies - m.active) * m.per_copy for m in block.linears())
+
+
+def count_params(cfg: ModelConfig) -> ParamCount:
+    model = build(cfg)
+    comps: dict[str, int] = {}
+    for table in (model.token, model.position):
+        if table is not None:
+            comps[table.key] = table.params
+    groups, inactive = [], 0
+    for group, block in model.blocks:
+        per_layer = layer_params(block)
+        groups.append((group, per_layer))
+        for key, n in per_layer.items():
+            _add(comps, key, n * group.count)
+        inactive += _inactive(block) * group.count
+    if model.final_norm is not None and model.final_norm.params:
+        comps[model.final_norm.key] = model.final_norm.params
+    if model.head.params:
+        comps[model.head.linear.key] = model.head.params
+    total = sum(comps.values())
+    return ParamCount(tuple(groups), comps, total, total - inactive)

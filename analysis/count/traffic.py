@@ -1,0 +1,144 @@
+"""Bytes moved: the memory traffic (HBM reads and writes) of a pass, per component.
+
+The model (README "How long"), one kernel per op as PyTorch runs a transformer:
+
+- a matrix reads its weights once, its input rows once and writes its output rows once. A
+  mixture of experts reads the experts its tokens reach: ``min(E, tokens * k)`` of them, the
+  balanced routing of the reference model. The embedding reads the rows of its tokens;
+- an elementwise op reads and writes each element the number of times its
+  :class:`~analysis.variants.Op` says (a norm reads and writes once; a gated activation reads
+  two and writes one; a bias add is fused into its matmul and moves nothing of its own);
+- eager attention writes the score matrix, each op on it (scale, soft-cap, position bias,
+  softmax) reads and writes it once, and the values matmul reads it: the traffic FlashAttention
+  removes. Flash attention is one kernel that keeps the scores on chip: it reads Q once, writes O
+  once and reads K and V once per tile of :data:`FLASH_TILE` query rows, skipping the key blocks
+  a tile's causal mask (and window) hides, the loop order of FlashAttention-2 (Dao, 2023,
+  Algorithm 1; the IO analysis is Theorem 2 of FlashAttention, Dao et al., 2022). The query
+  heads that share a K/V head share its tiles (GQA packing, as FlashAttention-3 and
+  FlashDecoding do), so a decode step reads each cached K/V head once;
+- inference writes each new token's KV-cache entry (``kv_cache``); attention reads K and V in the
+  KV-cache dtype (inference) or the compute dtype (training);
+- backward moves twice the forward's bytes per component (each matmul's input and weight
+  gradients are two matmuls of the forward's size; each elementwise op reads its saved input and
+  the incoming gradient and writes one); full recomputation adds one more forward of the layers;
+  the optimizer step reads the weights, gradients and optimizer state and writes the weights and
+  the state back (``optimizer``);
+- LoRA: an adapter's two matrices move their bytes as any matrix does (``<key>/lora``); a frozen
+  matrix's backward is its input gradient only, once its forward's bytes; the frozen embedding
+  has no backward; the optimizer steps the adapters only. A format that dequantizes (QLoRA's
+  bitsandbytes) is counted reading its packed weights, not the expanded copy.
+"""
+
+from __future__ import annotations
+
+from ..model.architecture import Block, build
+from ..model.config import ModelConfig
+from ..model.formats import FORMATS
+from ..model.sizes import bytes_per, weight_bytes
+from ..spec import RunSpec
+from .flops import _add, attended_keys, core_keys, core_recomputed, layer_ops, linear_rows, model_ops
+from .lora import adapted, frozen_keys
+from .memory import trained_state
+from .quant import linear_weight_bytes
+
+FLASH_TILE = 128  # query rows of a forward tile: FlashAttention-2's block for head sizes up to 128
+
+
+def tile_keys(past: int, n: int, window: int | None, rows: int) -> int:
+    """Keys read by the tiles of ``rows`` query positions covering positions ``past..past+n-1``,
+    each tile reading the keys its last query sees back to its first query's window start:
+    ``min(e, L + W - 1)`` for a tile of L positions ending before position e (``e`` without a window)."""
+    span = (lambda length: 2**63) if window is None else (lambda length: length + window - 1)
+    full, rest = divmod(n, rows)
+    cap = span(rows)
+    # full tile t ends before past + (t + 1) * rows: the first j of them under the cap
+    j = max(0, min(full, (cap - past) // rows))
+    total = j * past + rows * j * (j + 1) // 2 + (full - j) * cap
+    if rest:
+        total += min(past + n, span(rest))
+    return total
+
+
+def _attention_bytes(layer: Block, run: RunSpec, b: int, kv: int) -> dict[str, int]:
+    """Scores and values of one layer: flash (one kernel) or eager (module docstring)."""
+    spec, attn = layer.spec, layer.attention
+    B, n, h, heads = run.batch, run.query_len, attn.heads, attn.kv_heads
+    q, o = B * n * h * attn.score_dim * b, B * n * h * attn.value_dim * b
+    if run.attention == "flash":
+        rows = max(1, FLASH_TILE // (h // heads))
+        reads = B * heads * tile_keys(run.seq - n, n, spec.window, rows)
+        return {"attention/scores": q + reads * attn.score_dim * kv,
+                "attention/values": reads * attn.value_dim * kv + o}
+    seen = attended_keys(spec, run)
+    keys = B * heads * seen
+    scores = B * h * n * seen * b  # the dense matrix eager kernels hold
+    return {"attention/scores": q + keys * attn.score_dim * kv + scores,
+            "attention/values": scores + keys * attn.value_dim * kv + o}
+
+
+def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
+    """Forward bytes of one layer, by component (``run`` resolved)."""
+    b, T = bytes_per(run.dtype), run.tokens
+    kv = b if run.mode == "train" else bytes_per(run.kv_dtype)
+    out: dict[str, int] = {}
+    lora = adapted(layer.cfg, run.lora)
+    for m in layer.linears():
+        rows = linear_rows(m, layer, run)
+        read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)
+        _add(out, m.key, linear_weight_bytes(layer.cfg, m, read, run.weights_dtype, run.dtype)
+             + rows * m.active * (m.d_in + m.d_out) * b)
+        if m.key in lora:  # A (d_in -> r) and B (r -> d_out), each read once per copy read
+            r = run.lora.rank
+            _add(out, m.key + "/lora", read * r * (m.d_in + m.d_out) * b
+                 + rows * m.active * (m.d_in + 2 * r + m.d_out) * b)
+    for key, n in _attention_bytes(layer, run, b, kv).items():
+        _add(out, key, n)
+    flash = run.attention == "flash"
+    for op in layer_ops(layer, run):
+        _add(out, op.key, 0 if flash and op.scores else op.io * op.elements * b)
+    if run.mode != "train":
+        _add(out, "kv_cache", weight_bytes(T * layer.attention.kv_values_per_token, run.kv_dtype))
+    return out
+
+
+def forward_bytes(cfg: ModelConfig, run: RunSpec) -> tuple[dict[str, int], dict[str, int]]:
+    """(the layers', the rest's) forward bytes by component (``run`` resolved)."""
+    model = build(cfg)
+    layers: dict[str, int] = {}
+    for group, block in model.blocks:
+        for key, n in layer_bytes(block, run).items():
+            _add(layers, key, n * group.count)
+    b, T, d, V, n = bytes_per(run.dtype), run.tokens, cfg.d_model, cfg.vocab_size, run.logit_tokens
+    # a format leaves the embedding rows in the compute dtype
+    table = run.dtype if run.weights_dtype in FORMATS else run.weights_dtype
+    rest = {"embedding": weight_bytes(T * d, table) + T * d * b}
+    if n:  # no logits: a chunk before the last of a chunked prefill
+        head = model.head
+        weights = weight_bytes(head.linear.params, table) if head.tied else linear_weight_bytes(
+            cfg, head.linear, 1, run.weights_dtype, run.dtype)  # tied: the embedding's table (and its bias)
+        rest[head.linear.key] = weights + n * (d + V) * b
+    for op in model_ops(cfg, run):
+        _add(rest, op.key, op.io * op.elements * b)
+    return layers, rest
+
+
+def pass_bytes(cfg: ModelConfig, run: RunSpec) -> dict[str, int]:
+    """Bytes moved by the whole pass (forward; training adds backward and the optimizer step)."""
+    run = run.resolve(cfg)
+    layers, rest = forward_bytes(cfg, run)
+    out: dict[str, int] = {}
+    factor = 3 if run.mode == "train" else 1  # forward + twice it in backward
+    # LoRA: frozen matrices compute their input gradient only; the frozen embedding nothing
+    frozen = {} if run.lora is None else {**dict.fromkeys(frozen_keys(cfg), 2), "embedding": 1}
+    for part in (layers, rest):
+        for key, n in part.items():
+            _add(out, key, frozen.get(key, factor) * n)
+    if run.mode == "train":
+        if run.recompute == "full" or core_recomputed(cfg, run):
+            core = core_keys(cfg, run)
+            for key, n in layers.items():
+                if run.recompute == "full" or key in core:
+                    _add(out, key, n)
+        state = trained_state(cfg, run)  # LoRA: the adapters alone
+        _add(out, "optimizer", 2 * (state.weights + state.optimizer) + state.gradients)
+    return out

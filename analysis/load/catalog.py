@@ -1,0 +1,102 @@
+"""Loading models and accelerators: a bundled name (``mistral-7b``, ``h100``), a YAML file, or a
+Hugging Face ``config.json`` (or the model directory holding one).
+
+The bundled configs live in ``model_configs/`` (one YAML per model, citing its source), the
+Hugging Face configs they were checked against in ``model_configs/hf/``, the accelerators in
+``model_configs/hardware/``: beside ``analysis`` both in the repository and installed
+(``llmcalc/model_configs``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, brief
+from ..model.checks import from_dict
+from ..model.config import ModelConfig
+from ..perf.hardware import Hardware, hardware_from_dict
+from .files import config_file, read_json, read_text, read_yaml
+from .hf import from_hf_config
+
+MODEL_DIR = Path(__file__).resolve().parent.parent.parent / "model_configs"
+HF_DIR = MODEL_DIR / "hf"
+HARDWARE_DIR = MODEL_DIR / "hardware"
+
+
+def unknown(what: str, spec: str, names: list[str], command: str) -> ConfigError:
+    """The error for a name that is not bundled, with the nearest names."""
+    close = difflib.get_close_matches(spec, names, n=3, cutoff=0.4)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return ConfigError(f"unknown {what} {brief(spec)}{hint} (`llmcalc {command}` lists them)")
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.yaml"))
+
+
+def _read(path: Path) -> tuple[Any, dict[str, int]]:
+    return read_yaml(read_text(path), str(path))
+
+
+# -- models ------------------------------------------------------------------------------
+
+def from_json(raw: Any, source: str) -> ModelConfig:
+    """JSON is not quite a subset of YAML 1.1 (``1e6``, tabs): read it as JSON. A mapping with
+    a ``model_type`` and no ``name`` is a Hugging Face config.json."""
+    if isinstance(raw, dict) and "model_type" in raw and "name" not in raw:
+        return from_dict(from_hf_config(raw, source), source)
+    return from_dict(raw, source)
+
+
+def load_text(text: str, source: str) -> ModelConfig:
+    if source.endswith(".json"):
+        return from_json(read_json(text, source), source)
+    raw, lines = read_yaml(text, source)
+    return from_dict(raw, source, lines)
+
+
+def load_path(path: Path) -> ModelConfig:
+    """A YAML or JSON file, or a model directory holding a config.json."""
+    path = config_file(path)
+    return load_text(read_text(path), str(path))
+
+
+def bundled_names() -> list[str]:
+    return _names(MODEL_DIR)
+
+
+def load_bundled(name: str) -> ModelConfig:
+    raw, lines = _read(MODEL_DIR / f"{name}.yaml")
+    return from_dict(raw, f"model_configs/{name}.yaml", lines)
+
+
+def load_model(spec: str) -> ModelConfig:
+    """A bundled name (``gpt2-xl``), a YAML path, a Hugging Face ``config.json`` path, or a
+    model directory holding one (a Hugging Face cache snapshot)."""
+    names = bundled_names()
+    if spec in names:
+        return load_bundled(spec)
+    if os.path.lexists(spec) or spec.endswith((".yaml", ".yml", ".json")) or "/" in spec or os.sep in spec:
+        return load_path(Path(spec))
+    raise unknown("model", spec, names, "models")
+
+
+# -- accelerators -------------------------------------------------------------------------
+
+def bundled_hardware() -> list[str]:
+    return _names(HARDWARE_DIR)
+
+
+def load_hardware(spec: str) -> Hardware:
+    """A bundled name (``h100``) or a YAML file."""
+    names = bundled_hardware()
+    if spec in names:
+        raw, lines = _read(HARDWARE_DIR / f"{spec}.yaml")
+        return hardware_from_dict(raw, f"model_configs/hardware/{spec}.yaml", lines)
+    if not spec.endswith((".yaml", ".yml")) and "/" not in spec:
+        raise unknown("hardware", spec, names, "hardware")
+    raw, lines = read_yaml(read_text(Path(spec)), spec)
+    return hardware_from_dict(raw, spec, lines)

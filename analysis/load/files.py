@@ -1,0 +1,190 @@
+"""Reading a config or hardware file: bounded, then parsed by a hardened YAML or JSON reader.
+
+A config is a few kilobytes of plain data. Anything past these bounds is refused with one line
+(a :class:`ConfigError` naming the file, and the key and line where known) before it can cost
+memory, time or Python's recursion limit (the docs' "Exit codes and bad input"). YAML is read with
+PyYAML's SafeLoader only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+
+MAX_FILE_BYTES = 2**20  # 1 MiB: /dev/zero or a 10 GB file is never read whole
+MAX_DEPTH = 32  # nesting of mappings and lists (Hugging Face configs nest 3 or 4 deep)
+MAX_VALUES = 10_000  # YAML values, also once aliases are expanded ("billion laughs" makes 10^9)
+MAX_DIGITS = 100  # of an integer literal (Python refuses to convert 4,300; MAX_INT has 16)
+
+
+def config_file(path: Path) -> Path:
+    """``path``, or for a model directory (a Hugging Face cache snapshot) its ``config.json``."""
+    return path / "config.json" if os.path.isdir(path) else path
+
+
+def read_text(path: Path) -> str:
+    """The text of a config file: a regular file of at most MAX_FILE_BYTES of UTF-8, or
+    ConfigError. The file type is checked on the open descriptor before anything is read, and
+    the open itself never waits (a FIFO without a writer would block an ordinary open)."""
+    source = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise ConfigError("no such file", source) from None
+    except OSError as exc:  # too long, not a directory, a symlink loop, no permission, ...
+        raise ConfigError(f"cannot read file: {exc.strerror or type(exc).__name__}", source) from None
+    too_large = f"larger than {MAX_FILE_BYTES:,} bytes, so not a model config (those are a few KB)"
+    with open(fd, "rb") as file:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ConfigError("is a directory", source)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError("not a regular file (a FIFO, device or socket is never read)", source)
+        if info.st_size > MAX_FILE_BYTES:
+            raise ConfigError(too_large, source)
+        try:
+            data = file.read(MAX_FILE_BYTES + 1)  # files that report no size (/proc) stop here too
+        except OSError as exc:
+            raise ConfigError(f"cannot read file: {exc.strerror or type(exc).__name__}", source) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(too_large, source)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError("not a YAML or JSON file (not UTF-8 text)", source) from None
+    if "\x00" in text:
+        raise ConfigError("not a YAML or JSON file (binary data)", source)
+    return text
+
+
+def _yaml_children(node) -> list:
+    if node.id == "mapping":
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if node.id == "sequence" else []
+
+
+def _check_yaml(root, source: str) -> None:
+    """The composed node graph, before any object is built: no duplicate key in any mapping
+    (``yaml.safe_load`` keeps the last), no over-long integer, and with aliases expanded no
+    cycle, at most MAX_VALUES nodes and MAX_DEPTH levels. Iterative: the graph can be deep."""
+    def fail(node, name: str, message: str):
+        raise ConfigError(message, source, name or None, node.start_mark.line + 1)
+
+    size: dict[int, int] = {}
+    height: dict[int, int] = {}
+    walking: set[int] = set()  # the current node's ancestors: an alias to one is a cycle
+    stack = [(root, "", False)]
+    while stack:
+        node, name, done = stack.pop()
+        children = _yaml_children(node)
+        if done:
+            size[id(node)] = 1 + sum(size[id(c)] for c in children)
+            height[id(node)] = 1 + max((height[id(c)] for c in children), default=0)
+            walking.discard(id(node))
+            if size[id(node)] > MAX_VALUES:
+                fail(node, name, f"more than {MAX_VALUES:,} values once YAML aliases are expanded")
+            if height[id(node)] > MAX_DEPTH:
+                fail(node, name, f"nested deeper than {MAX_DEPTH} levels once YAML aliases are expanded")
+            continue
+        if id(node) in walking:
+            fail(node, name, "a YAML alias refers to a node that contains it (a recursive structure)")
+        if id(node) in size:  # an alias to a node already checked
+            continue
+        if node.id == "scalar" and node.tag.endswith(":int") and len(node.value) > MAX_DIGITS:
+            fail(node, name, f"integer of {len(node.value):,} characters; at most {MAX_DIGITS} digits are read")
+        walking.add(id(node))
+        stack.append((node, name, True))
+        if node.id == "mapping":
+            first: dict[str, int] = {}
+            for key, value in node.value:
+                label = name
+                if key.id == "scalar":
+                    label = f"{name}.{key.value}" if name else key.value
+                    if key.value in first:
+                        fail(key, label, f"duplicate key (first on line {first[key.value]})")
+                    first[key.value] = key.start_mark.line + 1
+                stack += [(key, name, False), (value, label, False)]
+        else:
+            stack += [(child, name, False) for child in children]
+
+
+def read_yaml(text: str, source: str) -> tuple[Any, dict[str, int]]:
+    """The document and the line of each top-level key. ``yaml.safe_load`` in three steps:
+    compose the node graph (at most MAX_VALUES nodes, no deeper than MAX_DEPTH: PyYAML composes
+    recursively), check it, construct it."""
+
+    class Loader(yaml.SafeLoader):
+        depth = nodes = 0
+
+        def compose_node(self, parent, index):
+            self.depth, self.nodes = self.depth + 1, self.nodes + 1
+            try:
+                line = self.peek_event().start_mark.line + 1
+                if self.depth > MAX_DEPTH:
+                    raise ConfigError(f"nested deeper than {MAX_DEPTH} levels", source, None, line)
+                if self.nodes > MAX_VALUES:  # PyYAML is slow: stop early, not after a megabyte
+                    raise ConfigError(f"more than {MAX_VALUES:,} values, so not a model config", source, None, line)
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    loader = Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}
+        _check_yaml(node, source)
+        lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if k.id == "scalar"} \
+            if node.id == "mapping" else {}
+        return loader.construct_document(node), lines
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if isinstance(exc, yaml.constructor.ConstructorError) and "tag" in problem:
+            raise ConfigError("YAML tags that construct objects are not allowed (plain YAML only)",
+                              source, None, line) from None
+        raise ConfigError(f"not valid YAML: {problem}", source, None, line) from None
+    finally:
+        loader.dispose()
+
+
+def read_json(text: str, source: str) -> Any:
+    """JSON under the bounds YAML gets: duplicate keys (Python's reader keeps the last), integer
+    length and nesting are errors."""
+    def mapping(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise ConfigError("duplicate key", source, key)
+            out[key] = value
+        return out
+
+    def integer(digits: str) -> int:
+        if len(digits) > MAX_DIGITS:
+            raise ConfigError(f"integer of {len(digits):,} characters; at most {MAX_DIGITS} digits are read",
+                              source)
+        return int(digits)
+
+    too_deep = ConfigError(f"nested deeper than {MAX_DEPTH} levels", source)
+    try:
+        raw = json.loads(text, object_pairs_hook=mapping, parse_int=integer)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc.msg}", source, None, exc.lineno) from None
+    except RecursionError:  # deeper than Python's own limit: the C reader recurses per level
+        raise too_deep from None
+    stack = [(raw, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise too_deep
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        stack += [(item, depth + 1) for item in items]
+    return raw

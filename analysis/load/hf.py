@@ -1,0 +1,732 @@
+"""Translate a Hugging Face ``config.json`` into llmcalc config keys.
+
+llmcalc counts what transformers builds for the config's ``model_type`` (its own modeling
+code is the reference, ``tests/test_hf.py`` checks every family against it). One small
+mapper per family, in :data:`MAPPERS`; shared helpers read the common fields, in both the
+transformers 4 layout (``rope_theta``, ``rope_scaling``, ``partial_rotary_factor`` at the top
+level) and the transformers 5 layout (``rope_parameters``, ``layer_types``).
+
+Policy for the keys of a config (README "Hugging Face config.json"):
+- a key a mapper reads is honoured, or rejected with a ConfigError naming it when its value
+  is something llmcalc cannot count (a bias on MLA projections, per-head LayerNorms, ...);
+- :data:`REJECTED` keys (quantized storage, hybrid or state-space layers, chunked attention)
+  are errors whenever they carry a value;
+- :data:`IGNORED` keys change no count (token ids, dropout, init ranges, rope scaling,
+  routing details, value multipliers) and are ignored on purpose, as are family-specific ones
+  listed with their mapper;
+- any other key is one transformers' modeling code for that ``model_type`` does not read
+  either (custom fields of remote code, training metadata), so it changes nothing there and
+  is ignored; ``unclassified`` lists them, and the tests check that transformers' own config
+  classes write none.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import ConfigError, brief
+from ..model.config import MAX_LAYERS
+from ..model.sizes import MAX_INT
+
+# Keys that change no count, for every family.
+IGNORED = frozenset({
+    "_name_or_path", "architectures", "transformers_version", "model_type", "auto_map",
+    "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id",
+    "initializer_range", "init_std", "embedding_init_std", "initializer_factor",
+    "attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop", "residual_dropout",
+    "embedding_dropout", "classifier_dropout", "summary_first_dropout", "hidden_dropout_prob",
+    "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon",
+    "use_cache", "output_attentions", "output_hidden_states", "return_dict", "is_encoder_decoder",
+    "is_decoder", "id2label", "label2id", "problem_type", "chunk_size_feed_forward", "pretraining_tp",
+    "rope_scaling", "original_max_position_embeddings", "rope_interleave",
+    "output_router_logits", "router_aux_loss_coef", "router_jitter_noise", "norm_topk_prob",
+    "routed_scaling_factor", "n_group", "topk_group", "topk_method", "scoring_func", "aux_loss_alpha",
+    "seq_aux", "ep_size", "num_nextn_predict_layers",
+    "attn_implementation", "_attn_implementation_autoset", "tokenizer_class",
+})
+
+# Keys that describe something llmcalc cannot count: an error whenever they carry a value.
+REJECTED = {
+    "attention_chunk_size": "chunked attention (Llama 4) is not modeled",
+    "layers_block_type": "hybrid or state-space layers are not modeled",
+    "hybrid_override_pattern": "hybrid or state-space layers are not modeled",
+    "attn_layer_indices": "hybrid or state-space layers are not modeled",
+    "attn_layer_period": "hybrid or state-space layers are not modeled",
+    "mamba_d_state": "hybrid or state-space layers are not modeled",
+    "ssm_state_size": "hybrid or state-space layers are not modeled",
+    "linear_num_value_heads": "hybrid (linear attention) layers are not modeled",
+    "full_attention_interval": "hybrid (linear attention) layers are not modeled",
+}
+
+_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu", "gelu_fast": "gelu", "gelu_pytorch_tanh": "gelu",
+                "gelu_python": "gelu", "relu": "relu", "silu": "silu", "swish": "silu"}
+_GATED = {"gelu": "geglu", "relu": "reglu", "silu": "swiglu"}
+_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding"}
+
+
+class Raw:
+    """The config mapping of one file; records which keys a mapper read."""
+
+    def __init__(self, raw: dict[str, Any], source: str):
+        self.raw, self.source = raw, source
+        self.read: set[str] = set()
+
+    def fail(self, key: str, message: str):
+        raise ConfigError(message, self.source, key)
+
+    def has(self, key: str) -> bool:
+        self.read.add(key)
+        return self.raw.get(key) is not None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        value = self.raw.get(key)
+        return default if value is None else value
+
+    def need(self, key: str) -> Any:
+        self.read.add(key)
+        if self.raw.get(key) is None:
+            self.fail(key, "missing Hugging Face key" if key not in self.raw else "is null, but a value is needed")
+        return self.raw[key]
+
+    def flag(self, key: str, default: bool) -> bool:
+        """A boolean (absent or null: ``default``); a string such as ``"false"`` is an error, not true."""
+        value = self.get(key, default)
+        if not isinstance(value, bool):
+            self.fail(key, f"must be true or false, got {brief(value)}")
+        return value
+
+    def size(self, key: str, default: int | None = None, minimum: int = 1, maximum: int = MAX_INT) -> int:
+        """An integer a mapper computes with (absent or null: ``default``, required when None);
+        checked here, before arithmetic on a string or a layer list of 10^40 entries."""
+        value = self.need(key) if default is None else self.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            self.fail(key, f"must be an integer from {minimum} to {maximum:,}, got {brief(value)}")
+        return value
+
+    def ignore(self, *keys: str) -> None:
+        """Keys of this family that change no count (listed with its mapper)."""
+        self.read.update(keys)
+
+    def false(self, key: str, why: str) -> None:
+        """The key must be absent or false (its true value is something llmcalc cannot count)."""
+        if self.flag(key, False):
+            self.fail(key, f"{self.raw[key]!r} is not supported: {why}")
+
+
+# -- shared helpers -------------------------------------------------------------------
+
+def _activation(r: Raw, keys: tuple[str, ...], default: str, gated: bool) -> str:
+    key = next((k for k in keys if r.has(k)), keys[0])
+    act = r.get(key, default)
+    base = _ACTIVATIONS.get(act) if isinstance(act, str) else None
+    if base is None:
+        r.fail(key, f"unsupported activation {brief(act)}")
+    return _GATED[base] if gated else base
+
+
+def _dtype(r: Raw, default: str) -> str:
+    key = "dtype" if r.has("dtype") else "torch_dtype"
+    value = r.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str) or value not in _DTYPES:
+        r.fail(key, f"unsupported dtype {brief(value)}; expected one of: {', '.join(_DTYPES)}")
+    return _DTYPES[value]
+
+
+def _base(r: Raw, *, d: str = "hidden_size", layers: str = "num_hidden_layers", heads: str = "num_attention_heads",
+          context: str = "max_position_embeddings", context_default: int | None = None, tie: bool = False,
+          dtype: str = "bf16") -> dict[str, Any]:
+    """Name, sizes, dtype and tying (``tie``, ``context_default``: the config class's defaults;
+    a context length changes no count unless positions are learned)."""
+    return {"name": _name(r), "vocab_size": r.size("vocab_size"), "context_length": r.size(context, context_default),
+            "d_model": r.size(d), "n_layers": r.size(layers, maximum=MAX_LAYERS), "n_heads": r.size(heads),
+            "tie_embeddings": r.flag("tie_word_embeddings", tie), "dtype": _dtype(r, dtype)}
+
+
+def _name(r: Raw) -> str:
+    """The model's name: in a Hugging Face cache snapshot
+    (``models--<org>--<name>/snapshots/<commit>/config.json``) the repository's ``<name>``, never
+    the commit hash; else the config's ``_name_or_path`` when it has one; else a ``config.json``'s
+    folder (a model directory's name) or any other file's stem."""
+    path = Path(os.path.abspath(r.source))  # not resolved: a snapshot's config.json links into blobs/
+    folder, repo = path.parent, path.parent.parent.parent.name
+    if path.parent.parent.name == "snapshots" and repo.startswith("models--"):
+        return repo.split("--")[-1]
+    given = r.raw.get("_name_or_path")
+    if isinstance(given, str) and given.strip():
+        return given
+    return folder.name if path.name == "config.json" and folder.name else path.stem
+
+
+def _rope(r: Raw, out: dict[str, Any], fraction: float | None = None, theta_keys: tuple[str, ...] = ()) -> None:
+    """RoPE from ``rope_parameters`` (transformers 5; per layer type for Gemma 3) or the top-level
+    ``rope_theta`` / ``partial_rotary_factor`` (transformers 4). ``fraction``: a family key already read."""
+    params = r.get("rope_parameters") or {}
+    if not isinstance(params, dict):
+        r.fail("rope_parameters", f"must be a mapping, got {brief(params)}")
+    if "full_attention" in params and isinstance(params["full_attention"], dict):
+        params = params["full_attention"]  # Gemma 3: one set per layer type; the bases change no count
+    theta = params.get("rope_theta")
+    for key in ("rope_theta", *theta_keys):
+        if theta is None and r.has(key):
+            theta = r.get(key)
+    r.get("rope_scaling")
+    if fraction is None:
+        fraction = params.get("partial_rotary_factor", r.get("partial_rotary_factor"))
+    out["position"] = "rope"
+    if theta is not None:
+        out["rope_theta"] = theta
+    if fraction is not None and fraction != 1:
+        out["rotary_fraction"] = fraction
+
+
+def _cycle(values: list[Any]) -> list[Any]:
+    """The shortest list that repeats cyclically to ``values``."""
+    n = len(values)
+    return next(values[:p] for p in range(1, n + 1) if all(values[i] == values[i % p] for i in range(n)))
+
+
+def _windows(r: Raw, out: dict[str, Any], types: list[str] | None, window: int | None) -> None:
+    """Per-layer spans from transformers' ``layer_types`` (``sliding_attention``/``full_attention``)."""
+    n = out["n_layers"]
+    if types is None:
+        types = ["sliding_attention" if window else "full_attention"] * n
+    if not isinstance(types, list) or len(types) != n:
+        r.fail("layer_types", f"must list one type per layer ({n}), got {brief(types)}")
+    bad = [t for t in types if not isinstance(t, str) or t not in _LAYER_TYPES]
+    if bad:
+        r.fail("layer_types", f"unsupported layer type {brief(bad[0])} (llmcalc models full_attention and "
+                              "sliding_attention; hybrid, linear and chunked layers are not modeled)")
+    spans = [_LAYER_TYPES[t] for t in types]
+    if "sliding" not in spans:
+        return
+    if not window:
+        r.fail("sliding_window", "layer_types has sliding_attention layers but no sliding_window")
+    out["sliding_window"] = window
+    if "full" in spans:
+        out["layer_types"] = _cycle(spans)
+
+
+def _layer_types(r: Raw, out: dict[str, Any], default: Callable[[int], bool], window_key: str = "sliding_window",
+                 use_key: str | None = None) -> None:
+    """``layer_types`` if given, else transformers' default rule (``default(i)``: layer i slides)."""
+    window = r.get(window_key)
+    if use_key is not None and not r.flag(use_key, False):
+        window = None
+    types = r.get("layer_types")
+    if types is None:
+        types = ["sliding_attention" if window and default(i) else "full_attention" for i in range(out["n_layers"])]
+    _windows(r, out, types, window)
+
+
+def _every_layer_window(r: Raw, out: dict[str, Any]) -> None:
+    """Mistral, Mixtral, Phi-3, Starcoder2, Qwen3-MoE: a window on every layer when set."""
+    window = r.get("sliding_window")
+    if r.has("layer_types"):
+        _windows(r, out, r.get("layer_types"), window)
+    elif window:
+        out["sliding_window"] = window
+
+
+def _decoder(r: Raw, *, tie: bool = False, gated: bool = True, act: str = "silu",
+             act_keys: tuple[str, ...] = ("hidden_act",), norm: str = "rmsnorm") -> dict[str, Any]:
+    """The Llama layout: hidden_size, num_key_value_heads, head_dim, intermediate_size, RoPE."""
+    out = _base(r, tie=tie)
+    out.update(n_kv_heads=r.get("num_key_value_heads", out["n_heads"]), d_ff=r.need("intermediate_size"),
+               activation=_activation(r, act_keys, act, gated), norm=norm)
+    if r.has("head_dim"):
+        out["head_dim"] = r.get("head_dim")
+    _rope(r, out)
+    return out
+
+
+def _attention_bias(r: Raw, out: dict[str, Any], key: str = "attention_bias", default: bool = False) -> None:
+    bias = r.flag(key, default)
+    out["qkv_bias"] = out["out_bias"] = bias
+
+
+# -- one mapper per family ------------------------------------------------------------
+
+def _gpt2(r: Raw) -> dict[str, Any]:
+    r.false("add_cross_attention", "cross-attention layers")
+    # value scaling, and the summary heads of other model classes
+    r.ignore("scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "summary_type",
+             "summary_use_proj", "summary_activation", "summary_proj_to_labels")
+    out = _base(r, d="n_embd", layers="n_layer", heads="n_head", context="n_positions", tie=True, dtype="fp32")
+    return {**out, "d_ff": r.get("n_inner") or 4 * out["d_model"], "position": "learned",
+            "activation": _activation(r, ("activation_function",), "gelu_new", False),
+            "qkv_bias": True, "out_bias": True, "mlp_bias": True}
+
+
+def _gpt_neox(r: Raw) -> dict[str, Any]:
+    out = _decoder(r, gated=False, act="gelu", norm="layernorm")
+    out.pop("n_kv_heads")
+    if r.has("rotary_pct"):  # transformers 4
+        _rope(r, out, r.get("rotary_pct"), ("rotary_emb_base",))
+    else:
+        _rope(r, out, None, ("rotary_emb_base",))
+    _attention_bias(r, out, default=True)
+    out["mlp_bias"] = True
+    if r.flag("use_parallel_residual", True):
+        out.update(parallel_block=True, parallel_norms=2)
+    return out
+
+
+def _gptj(r: Raw) -> dict[str, Any]:
+    out = _base(r, d="n_embd", layers="n_layer", heads="n_head", context="n_positions")
+    if out["d_model"] % out["n_heads"]:  # transformers' GPT-J refuses it too
+        r.fail("n_head", f"must divide n_embd ({out['d_model']}), got {out['n_heads']}")
+    hd = out["d_model"] // out["n_heads"]
+    out.update(d_ff=r.get("n_inner") or 4 * out["d_model"],
+               activation=_activation(r, ("activation_function",), "gelu_new", False),
+               mlp_bias=True, lm_head_bias=True, parallel_block=True)
+    _rope(r, out, r.size("rotary_dim", hd) / hd)
+    return out
+
+
+def _falcon(r: Raw) -> dict[str, Any]:
+    out = _base(r, tie=True, context_default=2048)  # falcon-7b's config.json has no max_position_embeddings
+    d, h = out["d_model"], out["n_heads"]
+    new, parallel = r.flag("new_decoder_architecture", False), r.flag("parallel_attn", True)
+    # read by one architecture only: num_kv_heads, num_ln_in_parallel_attn (new), multi_query (old)
+    kv, norms, mq = r.get("num_kv_heads", h), r.get("num_ln_in_parallel_attn"), r.flag("multi_query", True)
+    if new:
+        if not parallel:
+            r.fail("parallel_attn", "false with new_decoder_architecture is not a layout transformers builds")
+        out["n_kv_heads"] = kv
+        out["parallel_norms"] = norms or 2
+    elif mq:
+        out["n_kv_heads"] = 1
+    if parallel:
+        out["parallel_block"] = True
+    bias = r.flag("bias", False)
+    out.update(d_ff=r.get("ffn_hidden_size") or 4 * d, activation=_activation(r, ("activation",), "gelu", False),
+               norm="layernorm", qkv_bias=bias, out_bias=bias, mlp_bias=bias)
+    if r.flag("alibi", False):
+        out["position"] = "alibi"
+        r.get("rope_parameters"), r.get("rope_theta"), r.get("rope_scaling")
+    else:
+        _rope(r, out)
+    return out
+
+
+def _phi(r: Raw) -> dict[str, Any]:
+    out = _decoder(r, gated=False, act="gelu_new", norm="layernorm")
+    if r.flag("qk_layernorm", False):
+        out["qk_norm"] = "head"  # one LayerNorm(head_dim) with bias, shared by the heads
+    out.update(qkv_bias=True, out_bias=True, mlp_bias=True, lm_head_bias=True, parallel_block=True)
+    return out
+
+
+def _llama(r: Raw) -> dict[str, Any]:
+    out = _decoder(r)
+    _attention_bias(r, out)
+    out["mlp_bias"] = r.flag("mlp_bias", False)
+    return out
+
+
+def _mistral(r: Raw) -> dict[str, Any]:
+    """Llama layout, one window on every layer (Mistral, Phi-3)."""
+    out = _decoder(r)
+    _every_layer_window(r, out)
+    return out
+
+
+def _mixtral(r: Raw) -> dict[str, Any]:
+    out = _mistral(r)
+    out["moe"] = {"num_experts": _first(r, "num_local_experts", "num_experts"),
+                  "experts_per_token": r.need("num_experts_per_tok")}
+    return out
+
+
+def _first(r: Raw, *keys: str) -> Any:
+    """The first of ``keys`` given (transformers 5 renamed some: num_experts -> num_local_experts)."""
+    for key in keys:
+        if r.has(key):
+            return r.get(key)
+    return r.need(keys[0])
+
+
+def _qwen_windows(r: Raw, out: dict[str, Any]) -> None:
+    """Qwen2/Qwen3: with use_sliding_window, layers i >= max_window_layers slide."""
+    first = r.size("max_window_layers", 28, minimum=0)
+    _layer_types(r, out, lambda i: i >= first, use_key="use_sliding_window")
+
+
+def _qwen2(r: Raw) -> dict[str, Any]:
+    out = _decoder(r)
+    out["qkv_bias"] = True  # hard-coded in transformers' Qwen2 attention (o_proj has none)
+    _qwen_windows(r, out)
+    return out
+
+
+def _qwen3(r: Raw) -> dict[str, Any]:
+    out = _llama(r)
+    out["qk_norm"] = "head"
+    _qwen_windows(r, out)
+    return out
+
+
+def _moe_layers(r: Raw, moe: dict[str, Any]) -> None:
+    """Qwen-MoE: ``decoder_sparse_step`` and ``mlp_only_layers`` (a leading run of dense layers)."""
+    step = r.get("decoder_sparse_step", 1)
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        r.fail("decoder_sparse_step", f"must be an integer >= 1, got {brief(step)}")
+    dense = r.get("mlp_only_layers", [])
+    if not isinstance(dense, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in dense):
+        r.fail("mlp_only_layers", f"must be a list of layer indices, got {brief(dense)}")
+    dense = sorted(dense)
+    if dense != list(range(len(dense))):
+        r.fail("mlp_only_layers", f"only a leading run of dense layers (0, 1, ..., k-1) is modeled, got {dense}")
+    if step != 1:
+        moe["step"] = step
+    if dense:
+        moe["first_dense_layers"] = len(dense)
+
+
+def _qwen2_moe(r: Raw) -> dict[str, Any]:
+    out = _decoder(r)
+    out["qkv_bias"] = r.flag("qkv_bias", True)  # transformers 4: always true
+    moe: dict[str, Any] = {"num_experts": _first(r, "num_experts", "num_local_experts"),
+                           "experts_per_token": r.need("num_experts_per_tok"),
+                           "expert_d_ff": r.need("moe_intermediate_size")}
+    shared = r.get("shared_expert_intermediate_size", 0)
+    if shared:
+        moe.update(shared_experts=1, shared_expert_d_ff=shared, shared_expert_gate=True)
+    _moe_layers(r, moe)
+    out["moe"] = moe
+    first = r.size("max_window_layers", 28, minimum=0)
+    _layer_types(r, out, lambda i: (i + 1) % 2 == 1 and i < first, use_key="use_sliding_window")
+    return out
+
+
+def _qwen3_moe(r: Raw) -> dict[str, Any]:
+    out = _llama(r)
+    out.pop("mlp_bias")
+    out["qk_norm"] = "head"
+    moe: dict[str, Any] = {"num_experts": _first(r, "num_local_experts", "num_experts"),
+                           "experts_per_token": r.need("num_experts_per_tok"),
+                           "expert_d_ff": r.need("moe_intermediate_size")}
+    _moe_layers(r, moe)
+    out["moe"] = moe
+    if r.flag("use_sliding_window", False):
+        _every_layer_window(r, out)
+    else:
+        r.get("sliding_window")
+    return out
+
+
+def _gemma(r: Raw) -> dict[str, Any]:
+    """Gemma's RMSNorm scales by (1 + w): still d parameters."""
+    out = _decoder(r, tie=True, act="gelu_pytorch_tanh", act_keys=("hidden_activation", "hidden_act"))
+    _attention_bias(r, out)
+    out["embedding_scale"] = math.sqrt(out["d_model"])
+    r.false("use_bidirectional_attention", "bidirectional attention")
+    return out
+
+
+def _gemma2(r: Raw) -> dict[str, Any]:
+    out = _gemma(r)
+    out["norm_placement"] = "sandwich"
+    r.get("query_pre_attn_scalar")  # the score scale: changes no count
+    for key, ours in (("attn_logit_softcapping", "attn_logit_softcap"),
+                      ("final_logit_softcapping", "final_logit_softcap")):
+        if r.get(key):
+            out[ours] = r.get(key)
+    _layer_types(r, out, lambda i: (i + 1) % 2 == 1)
+    return out
+
+
+def _gemma3_text(r: Raw) -> dict[str, Any]:
+    out = _gemma2(r)
+    out["qk_norm"] = "head"
+    if r.has("rope_local_base_freq"):  # transformers 4: the sliding layers' base
+        r.get("rope_local_base_freq")
+    return out
+
+
+def _gemma3_pattern(r: Raw) -> int:
+    return r.size("sliding_window_pattern", r.size("_sliding_window_pattern", 6))
+
+
+def _gemma3(r: Raw) -> dict[str, Any]:
+    pattern = _gemma3_pattern(r)
+    if not r.has("layer_types"):
+        n = r.size("num_hidden_layers", maximum=MAX_LAYERS)
+        r.raw = {**r.raw, "layer_types": ["sliding_attention" if (i + 1) % pattern else "full_attention"
+                                          for i in range(n)]}
+    return _gemma3_text(r)
+
+
+def _olmo(r: Raw) -> dict[str, Any]:
+    """OLMo 1: LayerNorm without weight or bias; clip_qkv clamps values only."""
+    out = _llama(r)
+    out.pop("mlp_bias")
+    r.get("clip_qkv")
+    out.update(norm="layernorm", norm_weight=False, norm_bias=False)
+    return out
+
+
+def _olmo2(r: Raw) -> dict[str, Any]:
+    out = _olmo(r)
+    out.update(norm="rmsnorm", norm_placement="post_branch", qk_norm="full")
+    del out["norm_weight"], out["norm_bias"]
+    return out
+
+
+def _stablelm(r: Raw) -> dict[str, Any]:
+    out = _decoder(r, norm="layernorm")
+    out["qkv_bias"] = r.flag("use_qkv_bias", False)
+    r.false("qk_layernorm", "StableLM's qk_layernorm is one LayerNorm per head, which llmcalc does not model")
+    if r.flag("use_parallel_residual", False):
+        out["parallel_block"] = True
+    return out
+
+
+def _starcoder2(r: Raw) -> dict[str, Any]:
+    out = _decoder(r, tie=True, gated=False, act="gelu_pytorch_tanh", norm="layernorm")
+    bias = r.flag("use_bias", True)
+    out.update(qkv_bias=bias, out_bias=bias, mlp_bias=bias)
+    _every_layer_window(r, out)
+    return out
+
+
+def _granite(r: Raw) -> dict[str, Any]:
+    """residual_multiplier, attention_multiplier and logits_scaling scale values only."""
+    out = _llama(r)
+    for key in ("residual_multiplier", "attention_multiplier", "logits_scaling"):
+        r.get(key)
+    scale = r.get("embedding_multiplier", 1.0)
+    if scale != 1:
+        out["embedding_scale"] = scale
+    return out
+
+
+def _smollm3(r: Raw) -> dict[str, Any]:
+    out = _llama(r)
+    out["tie_embeddings"] = r.flag("tie_word_embeddings", True)
+    n = out["n_layers"]
+    rope = r.get("no_rope_layers")  # 1: the layer applies RoPE; 0: a NoPE layer
+    if rope is None:
+        interval = r.size("no_rope_layer_interval", 4)
+        rope = [int((i + 1) % interval != 0) for i in range(n)]
+    if not isinstance(rope, list) or len(rope) != n or any(type(v) not in (int, bool) or v not in (0, 1) for v in rope):
+        r.fail("no_rope_layers", f"must list one value per layer ({n}), each 1 or 0, got {brief(rope)}")
+    r.get("no_rope_layer_interval")
+    if not all(rope):
+        out["rope_layers"] = _cycle([bool(v) for v in rope])
+    use, window = r.flag("use_sliding_window", False), r.get("sliding_window")
+    window = window if use else None
+    types = r.get("layer_types")
+    if types is None:
+        types = ["sliding_attention" if window and not rope[i] else "full_attention" for i in range(n)]
+    elif not use and isinstance(types, list):  # transformers' SmolLM3 slides a layer only with use_sliding_window
+        types = ["full_attention" if t == "sliding_attention" else t for t in types]
+    _windows(r, out, types, window)
+    return out
+
+
+def _deepseek(r: Raw) -> dict[str, Any]:
+    """DeepSeek-V2/V3: MLA, the first ``first_k_dense_replace`` layers dense, then MoE layers with
+    ``n_shared_experts`` always-on experts. V3's router has ``e_score_correction_bias``, one value
+    per expert: a buffer in transformers but a learned tensor the checkpoint stores, counted as
+    ``router_bias``. The multi-token-prediction layers are not built by transformers (not counted)."""
+    out = _base(r)
+    r.false("attention_bias", "biases on MLA projections are not modeled")
+    r.false("mlp_bias", "MLP biases in DeepSeek's experts are not modeled")
+    freq = r.get("moe_layer_freq", 1)
+    if freq != 1:
+        r.fail("moe_layer_freq", f"must be 1 (transformers makes every layer from first_k_dense_replace on "
+                                 f"MoE), got {brief(freq)}")
+    for key in ("num_key_value_heads", "head_dim", "qk_head_dim"):
+        r.get(key)  # derived from the MLA sizes; MLA has no K/V head count
+    q_lora = r.get("q_lora_rank")
+    mla = {"kv_lora_rank": r.need("kv_lora_rank"), "qk_nope_head_dim": r.need("qk_nope_head_dim"),
+           "qk_rope_head_dim": r.need("qk_rope_head_dim"), "v_head_dim": r.need("v_head_dim")}
+    if q_lora is not None:
+        mla["q_lora_rank"] = q_lora
+    out.update(d_ff=r.need("intermediate_size"), activation=_activation(r, ("hidden_act",), "silu", True),
+               norm="rmsnorm", attention="mla", mla=mla)
+    _rope(r, out)
+    out.pop("rotary_fraction", None)
+    moe: dict[str, Any] = {"num_experts": r.need("n_routed_experts"),
+                           "experts_per_token": r.need("num_experts_per_tok"),
+                           "expert_d_ff": r.need("moe_intermediate_size")}
+    if r.get("n_shared_experts"):
+        moe["shared_experts"] = r.get("n_shared_experts")
+    if r.get("first_k_dense_replace", 0):
+        moe["first_dense_layers"] = r.get("first_k_dense_replace")
+    if r.raw["model_type"] == "deepseek_v3":
+        moe["router_bias"] = True
+    out["moe"] = moe
+    return out
+
+
+def _gpt_oss(r: Raw) -> dict[str, Any]:
+    """GPT-OSS: sinks, biased attention, router and expert biases, alternating windows.
+    swiglu_alpha and swiglu_limit shape the activation's values only."""
+    out = _decoder(r)
+    _attention_bias(r, out, default=True)
+    r.get("swiglu_alpha"), r.get("swiglu_limit")
+    out["attention_sinks"] = True
+    out["moe"] = {"num_experts": _first(r, "num_local_experts", "num_experts"),
+                  "experts_per_token": r.need("num_experts_per_tok"), "router_bias": True, "expert_bias": True}
+    _layer_types(r, out, lambda i: (i + 1) % 2 == 1)
+    return out
+
+
+MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
+    "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
+    "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
+    "qwen3": _qwen3, "qwen3_moe": _qwen3_moe, "gemma": _gemma, "gemma2": _gemma2, "gemma3_text": _gemma3,
+    "olmo": _olmo, "olmo2": _olmo2, "stablelm": _stablelm, "starcoder2": _starcoder2, "granite": _granite,
+    "smollm3": _smollm3, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt_oss": _gpt_oss,
+}
+
+
+def _read(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], Raw]:
+    kind = raw.get("model_type")
+    if not isinstance(kind, str):
+        raise ConfigError(f"must be a string, got {brief(kind)}", source, "model_type")
+    if kind not in MAPPERS:
+        raise ConfigError(f"unsupported Hugging Face model_type {brief(kind)}; supported: "
+                          f"{', '.join(sorted(MAPPERS))}", source, "model_type")
+    for key, why in REJECTED.items():
+        if raw.get(key) not in (None, {}, []):
+            raise ConfigError(f"not supported: {why}", source, key)
+    nested = _nested_quantization(raw)
+    if nested is not None:
+        path, value = nested
+        raise ConfigError(_quant_method(value) + "not supported inside a nested config; move it to the top "
+                          "level, or delete it to count the dequantized model", source, path)
+    r = Raw(raw, source)
+    out = MAPPERS[kind](r)
+    if r.get("quantization_config") not in (None, {}):
+        out.update(_quantization(r))
+    return out, r
+
+
+# The last part of a module name in a skip list -> the breakdown key it names (None: embeddings,
+# never quantized). A name for one layer only (``model.layers.3.mlp``) is refused: llmcalc's
+# formats apply to every layer alike.
+_MODULES = {"lm_head": "lm_head", "embed_tokens": None, "wte": None, "wpe": None,
+            "self_attn": "attention", "attn": "attention", "attention": "attention",
+            "q_proj": "attention/q", "k_proj": "attention/k", "v_proj": "attention/v", "o_proj": "attention/o",
+            "q_a_proj": "attention/q_a", "q_b_proj": "attention/q_b", "kv_a_proj_with_mqa": "attention/kv_a",
+            "kv_b_proj": "attention/kv_b", "mlp": "mlp", "up_proj": "mlp/up", "gate_proj": "mlp/gate",
+            "down_proj": "mlp/down", "gate": "moe/router", "router": "moe/router", "experts": "moe/experts",
+            "shared_expert": "moe/shared_experts", "shared_experts": "moe/shared_experts",
+            "shared_expert_gate": "moe/shared_expert_gate"}
+
+
+def _skip(r: Raw, key: str, names: Any) -> list[str] | None:
+    if names is None:
+        return None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        r.fail(key, f"must be a list of module names, got {brief(names)}")
+    out = []
+    for name in names:
+        parts = name.split(".")
+        if any(p.isdigit() for p in parts):
+            r.fail(key, f"{brief(name)} names one layer's module; llmcalc quantizes every layer alike")
+        if parts[-1] not in _MODULES:
+            r.fail(key, f"cannot map module {brief(name)} to a llmcalc component (its last name must be one of "
+                        f"{', '.join(_MODULES)})")
+        if _MODULES[parts[-1]] is not None:
+            out.append(_MODULES[parts[-1]])
+    return list(dict.fromkeys(out))
+
+
+def _quantization(r: Raw) -> dict[str, Any]:
+    """``dtype`` (a format of analysis.quant), ``quant_group_size`` and ``quant_skip`` for a
+    ``quantization_config`` (bitsandbytes, GPTQ, AWQ, FP8, MXFP4); ConfigError for other methods
+    and for values of the wrong type (the string "false" is not false)."""
+    key, q = "quantization_config", r.get("quantization_config")
+    if not isinstance(q, dict):
+        r.fail(key, f"must be a mapping, got {brief(q)}")
+
+    def flag(name: str) -> bool:
+        value = q.get(name, False)
+        if not isinstance(value, bool):
+            r.fail(f"{key}.{name}", f"must be true or false, got {brief(value)}")
+        return value
+
+    method = q.get("quant_method")
+    skip_key = "llm_int8_skip_modules" if method == "bitsandbytes" else "modules_to_not_convert"
+    out: dict[str, Any] = {"quant_skip": _skip(r, f"{key}.{skip_key}", q.get(skip_key))}
+    if method == "bitsandbytes":
+        four, eight = flag("load_in_4bit"), flag("load_in_8bit")
+        if four == eight:
+            r.fail(key, "bitsandbytes needs exactly one of load_in_4bit and load_in_8bit true")
+        kind = q.get("bnb_4bit_quant_type", "fp4")  # BitsAndBytesConfig's default
+        if four and kind not in ("nf4", "fp4"):
+            r.fail(f"{key}.bnb_4bit_quant_type", f"must be nf4 or fp4, got {brief(kind)}")
+        out["dtype"] = kind + ("-dq" if flag("bnb_4bit_use_double_quant") else "") if four else "llm-int8"
+    elif method in ("gptq", "awq"):
+        bits = q.get("bits", q.get("w_bit", 4))
+        if type(bits) is not int or (method, bits) not in (("gptq", 4), ("gptq", 8), ("awq", 4)):
+            sizes = "4 or 8" if method == "gptq" else "4"
+            r.fail(f"{key}.bits", f"{method} stores {sizes} bits here, got {brief(bits)}")
+        out["dtype"] = f"{method}-int{bits}"
+        group = q.get("group_size", q.get("q_group_size"))
+        if group is not None:  # -1: one group over the whole input (per-channel scales)
+            if type(group) is not int or not (group == -1 or 1 <= group <= MAX_INT):
+                r.fail(f"{key}.group_size", f"must be a positive integer or -1, got {brief(group)}")
+            out["quant_group_size"] = MAX_INT if group == -1 else group
+    elif method == "fp8":  # without blocks: one scale per tensor, as vLLM's fp8 checkpoints
+        block = q.get("weight_block_size")
+        if block is None:
+            out["dtype"] = "fp8-tensor"
+        elif isinstance(block, list) and len(block) == 2 and block[0] == block[1] and type(block[0]) is int \
+                and 0 < block[0] <= MAX_INT:
+            out.update(dtype="fp8-block", quant_group_size=block[0])
+        else:
+            r.fail(f"{key}.weight_block_size", f"must be a square block [n, n], got {brief(block)}")
+    elif method == "fbgemm_fp8":
+        out["dtype"] = "fp8-channel"
+    elif method == "mxfp4":
+        out["dtype"] = "mxfp4"
+    else:
+        r.fail(f"{key}.quant_method", f"{brief(method)} is not a format llmcalc sizes (bitsandbytes 4 or 8 bit, "
+                                      "gptq, awq, fp8, fbgemm_fp8, mxfp4)")
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _quant_method(value: Any) -> str:
+    method = value.get("quant_method") if isinstance(value, dict) else None
+    return f"{brief(method)}: " if method else ""
+
+
+def _nested_quantization(raw: dict[str, Any]) -> tuple[str, Any] | None:
+    """The dotted key and value of a ``quantization_config`` inside any mapping of the config
+    (``text_config``, ``rope_parameters``, ...): quantized storage wherever it is declared."""
+    stack: list[tuple[str, Any]] = [(k, v) for k, v in raw.items() if isinstance(v, (dict, list))]
+    while stack:
+        path, value = stack.pop()
+        items = value.items() if isinstance(value, dict) else ((f"{i}", v) for i, v in enumerate(value))
+        for key, item in items:
+            if key == "quantization_config" and item not in (None, {}, []):
+                return f"{path}.{key}", item
+            if isinstance(item, (dict, list)):
+                stack.append((f"{path}.{key}", item))
+    return None
+
+
+def from_hf_config(raw: dict[str, Any], source: str) -> dict[str, Any]:
+    """llmcalc config keys for a Hugging Face config (or ConfigError naming the field)."""
+    return _read(raw, source)[0]
+
+
+def unclassified(raw: dict[str, Any], source: str = "config.json") -> list[str]:
+    """Keys of ``raw`` no rule covers: neither read by its family's mapper nor listed as ignored."""
+    _, r = _read(raw, source)
+    return sorted(k for k in raw if k not in r.read and k not in IGNORED and k not in REJECTED)
+
+
+__all__ = ["MAPPERS", "IGNORED", "REJECTED", "from_hf_config", "unclassified"]

@@ -1,0 +1,118 @@
+"""The model as llmcalc sees it, built once from its config: the token and position embeddings,
+one :class:`Block` per group of identical layers (the layer plan), the final norm and the LM head
+(tied or not). Parameters, FLOPs, memory, bytes moved and the parallel layouts all ask
+:func:`build`'s :class:`Model` what it holds, so none of them describes a part twice.
+
+A block's matrices, norms and vectors come from its attention and FFN descriptors
+(:mod:`analysis.model.attention`, :mod:`analysis.model.ffn`); this module adds the block's norms,
+which depend on the placement. Keys are the stable breakdown paths (``attention/q``, ``mlp/up``,
+``moe/experts``, ``norm/attention``) that the reference modules of ``analysis.verify`` use as
+their submodule names.
+
+Block structure (``x`` is the residual stream; ``n_a``/``n_m`` the attention/MLP norms):
+
+- sequential, ``pre``:         ``x += attn(n_a(x)); x += mlp(n_m(x))``
+- sequential, ``post``:        ``x = n_a(x + attn(x)); x = n_m(x + mlp(x))``
+- sequential, ``sandwich``:    ``x += n_a_post(attn(n_a(x))); x += n_m_post(mlp(n_m(x)))`` (Gemma 2/3)
+- sequential, ``post_branch``: ``x += n_a_post(attn(x)); x += n_m_post(mlp(x))`` (OLMo 2)
+- parallel, ``pre``:           ``x += attn(n_a(x)) + mlp(n_m(x))``, with ``n_m = n_a`` when
+  ``parallel_norms`` is 1 (GPT-J, PaLM) and a separate norm when it is 2 (GPT-NeoX)
+- parallel, ``sandwich``:      as parallel ``pre`` with a post norm on each branch output
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from .attention import ATTENTION, AttentionKind
+from .config import ModelConfig
+from .ffn import FFN, FFNKind
+from .layers import LayerGroup, LayerSpec, layer_plan
+from .parts import Linear, Norm, Table, Vector, make_norm
+
+
+def block_norms(cfg: ModelConfig) -> list[Norm]:
+    """The norms around the attention and FFN branches (module docstring)."""
+    keys = {"pre": ["attention", "mlp"], "post": ["attention", "mlp"],
+            "sandwich": ["attention", "mlp", "attention_post", "mlp_post"],
+            "post_branch": ["attention_post", "mlp_post"]}[cfg.norm_placement]
+    if cfg.parallel_block and cfg.parallel_norms == 1:
+        keys.remove("mlp")
+    return [make_norm(cfg, "norm/" + k, cfg.d_model) for k in keys]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One layer of a spec: its attention and FFN descriptors and what it holds."""
+
+    cfg: ModelConfig
+    spec: LayerSpec
+
+    @property
+    def attention(self) -> AttentionKind:
+        return ATTENTION[self.spec.attention](self.cfg)
+
+    @property
+    def ffn(self) -> FFNKind:
+        return FFN[self.spec.ffn](self.cfg)
+
+    def linears(self) -> list[Linear]:
+        return self.attention.linears() + self.ffn.linears()
+
+    def norms(self) -> list[Norm]:
+        return block_norms(self.cfg) + self.attention.norms()
+
+    def vectors(self) -> list[Vector]:
+        return self.attention.vectors()
+
+
+@dataclass(frozen=True)
+class Head:
+    """The LM head, ``d -> V``. Tied, its weight is the token embedding's (counted once, under
+    ``embedding/token``) and only its bias is its own."""
+
+    linear: Linear
+    tied: bool
+
+    @property
+    def params(self) -> int:
+        return self.linear.params - (self.linear.d_in * self.linear.d_out if self.tied else 0)
+
+
+@dataclass(frozen=True)
+class Model:
+    """What a model holds, part by part (module docstring)."""
+
+    cfg: ModelConfig
+    token: Table  # embedding/token: a row per vocabulary entry
+    position: Table | None  # embedding/position: learned positions, or T5's bucket table; None: no parameters
+    blocks: tuple[tuple[LayerGroup, Block], ...]  # a block per group of identical layers, in plan order
+    final_norm: Norm | None
+    head: Head
+
+    def layer_linears(self) -> list[tuple[Linear, int]]:
+        """Every layer linear, one per group, with the number of layers holding it."""
+        return [(m, group.count) for group, block in self.blocks for m in block.linears()]
+
+    def linears(self) -> list[tuple[Linear, int]]:
+        """What a weight format can quantize: the layer linears and an untied LM head."""
+        return self.layer_linears() + ([] if self.head.tied else [(self.head.linear, 1)])
+
+
+def position_table(cfg: ModelConfig) -> Table | None:
+    """Learned positions: a row per position; T5's relative bias: a row per bucket, a column per head
+    (shared by all layers); other positions hold no parameters."""
+    if cfg.position == "learned":
+        return Table("embedding/position", cfg.context_length, cfg.d_model)
+    if cfg.position == "relative":
+        return Table("embedding/position", cfg.relative_buckets, cfg.n_heads)
+    return None
+
+
+@functools.lru_cache(maxsize=256)  # configs are frozen; `plan` asks for the same few many times
+def build(cfg: ModelConfig) -> Model:
+    final = make_norm(cfg, "norm/final", cfg.d_model) if cfg.final_norm else None
+    return Model(cfg, Table("embedding/token", cfg.vocab_size, cfg.d_model), position_table(cfg),
+                 tuple((group, Block(cfg, group.spec)) for group in layer_plan(cfg)), final,
+                 Head(Linear("lm_head", cfg.d_model, cfg.vocab_size, cfg.lm_head_bias), cfg.tie_embeddings))

@@ -1,0 +1,241 @@
+"""Attention kinds: one descriptor each, everything the analytic families need to know.
+
+A descriptor lists the kind's matrices, norms and learned vectors, and gives its head count,
+the per-head sizes of the scores (q.k) and of the values, the values its KV cache holds per
+token, and the q/k elements RoPE rotates per token. Masking, windows, soft-capping, sinks
+and position biases act on the score matrix and are the same for every kind
+(:mod:`analysis.count.flops`). ``saves`` records on a :class:`~analysis.model.tape.Tape` the tensors
+the kind keeps for backward (conventions in :mod:`analysis.count.activations`).
+
+``mha``: multi-head attention with ``g = n_kv_heads`` K/V heads (GQA; 1 is MQA).
+``mla``: multi-head latent attention (DeepSeek-V2/V3): the query optionally through a
+low-rank ``q_a -> norm -> q_b``; K and V compressed into one latent of ``kv_lora_rank`` per
+token plus one RoPE key of ``qk_rope_head_dim`` shared by all heads (``kv_a``), decompressed
+per head by ``kv_b``. The cache holds the normed latent and the rotated shared key, so every
+forward decompresses all the keys it attends to (``kv_b`` runs over keys, not new tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Protocol
+
+from .parts import Linear, Norm, Vector, make_norm
+from .tape import STAT, Tape, eager_core, merge_copies
+
+if TYPE_CHECKING:  # the config's schema names the kinds (this registry's keys)
+    from .config import ModelConfig
+    from .layers import LayerSpec
+
+
+class AttentionKind(Protocol):
+    """What every attention descriptor gives (per layer, per token where it says so)."""
+
+    @property
+    def heads(self) -> int: ...  # query heads
+
+    @property
+    def kv_heads(self) -> int: ...  # K/V heads the score and value matmuls read
+
+    @property
+    def score_dim(self) -> int: ...  # per-head size of q.k
+
+    @property
+    def value_dim(self) -> int: ...  # per-head size of the values
+
+    @property
+    def kv_values_per_token(self) -> int: ...  # values its KV cache holds per token
+
+    @property
+    def rope_elements_per_token(self) -> int: ...  # q and k elements RoPE rotates per token
+
+    @property
+    def rope_dims(self) -> int: ...  # per-head width of the RoPE tables
+
+    def linears(self) -> list[Linear]: ...
+
+    def norms(self) -> list[Norm]: ...
+
+    def vectors(self) -> list[Vector]: ...
+
+    def saves(self, tape: Tape, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class _Attention:
+    """What every kind shares: ``n_heads`` query heads, and optional sinks."""
+
+    cfg: ModelConfig
+
+    @property
+    def heads(self) -> int:
+        return self.cfg.n_heads
+
+    def vectors(self) -> list[Vector]:
+        """Attention sinks (GPT-OSS): one learned logit per head joins each softmax."""
+        return [Vector("attention/sinks", self.cfg.n_heads)] if self.cfg.attention_sinks else []
+
+
+@dataclass(frozen=True)
+class MHA(_Attention):
+    """Multi-head attention, with grouped (GQA) and multi-query K/V heads."""
+
+    @property
+    def kv_heads(self) -> int:
+        return self.cfg.kv_heads
+
+    @property
+    def score_dim(self) -> int:
+        return self.cfg.head_size
+
+    @property
+    def value_dim(self) -> int:
+        return self.cfg.head_size
+
+    @property
+    def kv_values_per_token(self) -> int:
+        return 2 * self.cfg.kv_width  # K and V
+
+    @property
+    def rope_elements_per_token(self) -> int:
+        return (self.cfg.n_heads + self.cfg.kv_heads) * self.cfg.rotary_dims
+
+    def linears(self) -> list[Linear]:
+        c, d, qb = self.cfg, self.cfg.d_model, self.cfg.qkv_bias
+        return [Linear("attention/q", d, c.q_width, qb), Linear("attention/k", d, c.kv_width, qb),
+                Linear("attention/v", d, c.kv_width, qb), Linear("attention/o", c.q_width, d, c.out_bias)]
+
+    def norms(self) -> list[Norm]:
+        c = self.cfg
+        if c.qk_norm == "head":  # one norm of head_size applied to every head
+            return [make_norm(c, "attention/q_norm", c.head_size, c.n_heads),
+                    make_norm(c, "attention/k_norm", c.head_size, c.kv_heads)]
+        if c.qk_norm == "full":  # over the whole projection output
+            return [make_norm(c, "attention/q_norm", c.q_width), make_norm(c, "attention/k_norm", c.kv_width)]
+        return []
+
+    @property
+    def rope_dims(self) -> int:
+        """Dimensions of each head the RoPE tables cover."""
+        return self.cfg.rotary_dims
+
+    def saves(self, tape: Tape, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None:
+        """What the layer keeps for backward with ``kind`` (eager or flash) attention; ``x`` names
+        the input. q is laid out (B, h, S, hd) when partial RoPE concatenates it, else as a
+        transposed view of its projection; flash lays its output out like q."""
+        cfg = self.cfg
+        T, h, g, b, hd = B * S, cfg.n_heads, cfg.kv_heads, tape.b, cfg.head_size
+        qw, kw = cfg.q_width, cfg.kv_width
+        for p in "qkv":
+            tape.linear(f"attention/{p}", T * cfg.d_model * b, T, x)
+        if cfg.qk_norm == "full":
+            tape.norm("attention/q_norm", None, T, qw)
+            tape.norm("attention/k_norm", None, T, kw)
+        elif cfg.qk_norm == "head":
+            tape.norm("attention/q_norm", None, T * h, hd)
+            tape.norm("attention/k_norm", None, T * g, hd)
+        if kind == "flash":
+            tape.save("attention/sdpa", T * (qw + 2 * kw) * b)  # q, k, v
+            tape.save("attention/sdpa", T * qw * b, "attention output")
+            tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
+            # laid out (B, S, h, hd), the output reaches the o projection as a view, else as a copy
+            copy = (spec.rope and cfg.rotary_dims < cfg.head_size) and merge_copies(B, S, h, hd)
+            tape.linear("attention/o", T * qw * b, T, None if copy else "attention output")
+            return
+        if kind == "selective":  # the checkpointed core keeps q, k and v (a view of its projection)
+            tape.save("attention", T * (qw + 2 * kw) * b)
+            tape.linear("attention/o", T * qw * b, T)
+            return
+        # K/V heads are expanded to h; with B = 1 and one K/V head the expansion stays a view
+        kv = T * (kw if B == 1 and g == 1 else qw)
+        eager_core(tape, cfg, B, S, hd, kv, kv)
+        tape.linear("attention/o", T * qw * b, T)  # heads merged back: a copy
+
+
+@dataclass(frozen=True)
+class MLA(_Attention):
+    """Multi-head latent attention: K and V from a compressed latent, one shared RoPE key."""
+
+    @property
+    def kv_heads(self) -> int:
+        """kv_b decompresses K and V for every query head."""
+        return self.cfg.n_heads
+
+    @property
+    def score_dim(self) -> int:
+        m = self.cfg.mla
+        return m.qk_nope_head_dim + m.qk_rope_head_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.cfg.mla.v_head_dim
+
+    @property
+    def kv_values_per_token(self) -> int:
+        return self.cfg.mla.kv_lora_rank + self.cfg.mla.qk_rope_head_dim  # latent + shared rope key
+
+    @property
+    def rope_elements_per_token(self) -> int:
+        return (self.cfg.n_heads + 1) * self.cfg.mla.qk_rope_head_dim  # every query head, one key
+
+    def linears(self) -> list[Linear]:
+        c, m, d, h = self.cfg, self.cfg.mla, self.cfg.d_model, self.cfg.n_heads
+        q_out = h * self.score_dim
+        if m.q_lora_rank is None:
+            q = [Linear("attention/q", d, q_out, c.qkv_bias)]
+        else:
+            q = [Linear("attention/q_a", d, m.q_lora_rank, c.qkv_bias),
+                 Linear("attention/q_b", m.q_lora_rank, q_out, False)]
+        return q + [
+            Linear("attention/kv_a", d, m.kv_lora_rank + m.qk_rope_head_dim, c.qkv_bias),
+            Linear("attention/kv_b", m.kv_lora_rank, h * (m.qk_nope_head_dim + m.v_head_dim), False,
+                   over_keys=True),
+            Linear("attention/o", h * m.v_head_dim, d, c.out_bias),
+        ]
+
+    def norms(self) -> list[Norm]:
+        c, m = self.cfg, self.cfg.mla
+        q = [] if m.q_lora_rank is None else [make_norm(c, "attention/q_a_norm", m.q_lora_rank)]
+        return q + [make_norm(c, "attention/kv_a_norm", m.kv_lora_rank)]
+
+    @property
+    def rope_dims(self) -> int:
+        return self.cfg.mla.qk_rope_head_dim
+
+    def saves(self, tape: Tape, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None:
+        """As :meth:`MHA.saves`; q and k are concatenated from their nope and rope parts."""
+        cfg = self.cfg
+        m, T, h, b = cfg.mla, B * S, cfg.n_heads, tape.b
+        nope, d_v = m.qk_nope_head_dim, m.v_head_dim
+        d_qk = nope + m.qk_rope_head_dim
+        if m.q_lora_rank is not None:
+            tape.linear("attention/q_a", T * cfg.d_model * b, T, x)
+            tape.norm("attention/q_a_norm", None, T, m.q_lora_rank)
+            tape.linear("attention/q_b", T * m.q_lora_rank * b, T, "attention/q_a_norm output")
+        else:
+            tape.linear("attention/q", T * cfg.d_model * b, T, x)
+        tape.linear("attention/kv_a", T * cfg.d_model * b, T, x)
+        # the norm reads the latent half of kv_a's output: a view, whose whole storage counts
+        tape.norm("attention/kv_a_norm", None, T, m.kv_lora_rank, T * (m.kv_lora_rank + m.qk_rope_head_dim))
+        tape.linear("attention/kv_b", T * m.kv_lora_rank * b, T, "attention/kv_a_norm output")
+        kv_b_out = T * h * (nope + d_v)  # v is a view of it
+        if kind == "flash":
+            # q and k concatenated from their nope and rope parts, v (kv_b's output); the output
+            tape.save("attention/sdpa", (T * h * 2 * d_qk + kv_b_out) * b)
+            tape.save("attention/sdpa", T * h * d_v * b, "attention output")
+            tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
+            # laid out like q, (B, h, S, d_v), the output reaches the o projection as a copy
+            copy = merge_copies(B, S, h, d_v)
+            tape.linear("attention/o", T * h * d_v * b, T, None if copy else "attention output")
+            return
+        if kind == "selective":  # the checkpointed core keeps q, k and v (a view of kv_b's output)
+            tape.save("attention", (2 * T * h * d_qk + kv_b_out) * b)
+            tape.linear("attention/o", T * h * d_v * b, T)
+            return
+        # the values matmul reads v in place when (B, h) merge into one batch dim, else a copy
+        v = kv_b_out if B == 1 or S == 1 or h == 1 else T * h * d_v
+        eager_core(tape, cfg, B, S, d_qk, T * h * d_qk, v)
+        tape.linear("attention/o", T * h * d_v * b, T)  # heads merged back: a copy
+
+
+ATTENTION: dict[str, Callable[[ModelConfig], AttentionKind]] = {"mha": MHA, "mla": MLA}

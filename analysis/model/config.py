@@ -1,0 +1,313 @@
+"""ModelConfig: one flat, frozen description of a decoder-only transformer, and the check of each key.
+
+Fields are exactly the YAML keys (DESIGN.md section 2, the docs' "Config keys"); values a user
+may omit are ``None`` or a documented default, and everything derived from them (KV heads,
+head size, widths, expert width, the layer plan) is computed, never a field that gets
+rewritten.
+
+Validation is driven by the dataclass fields: every field carries its own check in its
+metadata, so a key exists in YAML exactly when it exists here and can never be silently
+dropped (:func:`read_fields`); the rules between keys are in :mod:`analysis.model.checks`. Every
+problem with user input is a :class:`ConfigError` naming the file, the key and, where known, the
+YAML line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import ConfigError, brief
+from .attention import ATTENTION
+from .formats import WEIGHT_FORMATS
+from .sizes import DTYPE_BITS, MAX_INT
+from .variants import ACTIVATIONS, NORMS, POSITIONS
+
+NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
+LAYER_TYPES = ("full", "sliding")
+QK_NORMS = ("none", "head", "full")
+MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
+
+
+def _suggest(key: str, choices) -> str:
+    close = difflib.get_close_matches(key, list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+class Checker:
+    """Raises ConfigError for one file; ``prefix`` names the enclosing mapping (``moe.``)."""
+
+    def __init__(self, source: str | None, lines: dict[str, int], prefix: str = ""):
+        self.source, self.lines, self.prefix = source, lines, prefix
+
+    def fail(self, key: str | None, message: str):
+        """Raise for ``key`` (``moe.step`` names a nested key; its line is that of ``moe``)."""
+        full = self.prefix + key if key else None
+        line = self.lines.get(full.split(".")[0]) if full else None
+        raise ConfigError(message, self.source, full, line)
+
+    def nested(self, key: str) -> "Checker":
+        return Checker(self.source, self.lines, self.prefix + key + ".")
+
+
+# -- per-field checks: (checker, key, value) -> the stored value ---------------------------
+
+Check = Callable[[Checker, str, Any], Any]
+
+
+def _int(minimum: int = 1, maximum: int = MAX_INT) -> Check:
+    def check(c: Checker, key: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            c.fail(key, f"must be an integer, got {brief(value)}")
+        if value < minimum:
+            c.fail(key, f"must be >= {minimum}, got {brief(value)}")
+        if value > maximum:
+            c.fail(key, f"must be at most {maximum:,}, got {brief(value)}")
+        return value
+    return check
+
+
+def _optional(inner: Check) -> Check:
+    def check(c: Checker, key: str, value: Any) -> Any:
+        return None if value is None else inner(c, key, value)
+    return check
+
+
+def _bool(c: Checker, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        c.fail(key, f"must be true or false, got {brief(value)}")
+    return value
+
+
+def _enum(choices) -> Check:
+    choices = tuple(choices)
+
+    def check(c: Checker, key: str, value: Any) -> str:
+        if not isinstance(value, str) or value not in choices:
+            hint = _suggest(value, choices) if isinstance(value, str) else ""
+            c.fail(key, f"unknown value {brief(value)}{hint}; "
+                        f"expected one of: {', '.join(choices)}")
+        return value
+    return check
+
+
+def _text(required: bool) -> Check:
+    def check(c: Checker, key: str, value: Any) -> str:
+        if not isinstance(value, str) or (required and not value.strip()):
+            c.fail(key, f"must be a non-empty string, got {brief(value)}")
+        if any(unicodedata.category(ch) == "Cc" for ch in value):
+            # an escape sequence or a newline would rewrite the terminal or split a table row
+            # (a lone surrogate, from a directory name that is not UTF-8, is escaped on output)
+            c.fail(key, f"must be printable text (no control characters), got {brief(value)}")
+        return value
+    return check
+
+
+def _number(maximum: float = math.inf) -> Check:
+    """A finite positive number (at most ``maximum``); also YAML 1.1's string reading of ``1e6``."""
+    def check(c: Checker, key: str, value: Any) -> float:
+        try:
+            number = float(value) if not isinstance(value, bool) else math.nan
+        except (TypeError, ValueError):
+            number = math.nan
+        if not (math.isfinite(number) and 0 < number <= maximum):
+            bound = "" if maximum == math.inf else f" at most {maximum:g}"
+            c.fail(key, f"must be a positive number{bound}, got {brief(value)}")
+        return number
+    return check
+
+
+def _pattern(inner: Check) -> Check:
+    """A non-empty list, repeated cyclically over the layers; stored as a tuple."""
+    def check(c: Checker, key: str, value: Any) -> tuple:
+        if not isinstance(value, list) or not value:
+            c.fail(key, f"must be a non-empty list, got {brief(value)}")
+        return tuple(inner(c, key, v) for v in value)
+    return check
+
+
+def _names(c: Checker, key: str, value: Any) -> tuple[str, ...]:
+    """A list of names, possibly empty; stored as a tuple."""
+    if not isinstance(value, list):
+        c.fail(key, f"must be a list, got {brief(value)}")
+    return tuple(_text(True)(c, key, v) for v in value)
+
+
+def _one_of(*values: int) -> Check:
+    def check(c: Checker, key: str, value: Any) -> int:
+        if type(value) is not int or value not in values:
+            c.fail(key, f"must be {' or '.join(map(str, values))}, got {brief(value)}")
+        return value
+    return check
+
+
+def _qk_norm(c: Checker, key: str, value: Any) -> str:
+    """``true`` is ``head`` (per head, Qwen 3), ``false`` is ``none``; ``full``: over the whole
+    q and k projections (OLMo 2)."""
+    if isinstance(value, bool):
+        return "head" if value else "none"
+    return _enum(QK_NORMS)(c, key, value)
+
+
+def _mapping(cls) -> Check:
+    def check(c: Checker, key: str, value: Any) -> Any:
+        return None if value is None else read_fields(cls, value, c.nested(key))
+    return check
+
+
+def _key(check: Check, default: Any = dataclasses.MISSING) -> Any:
+    return field(default=default, metadata={"check": check})
+
+
+@dataclass(frozen=True)
+class MoEConfig:
+    """Mixture of experts in place of the MLP of layer ``i`` when ``i >= first_dense_layers``
+    and ``(i + 1) % step == 0``; the other layers keep a dense MLP of width ``d_ff``."""
+
+    num_experts: int = _key(_int())
+    experts_per_token: int = _key(_int())
+    expert_d_ff: int | None = _key(_optional(_int()), None)  # None: the model's d_ff
+    shared_experts: int = _key(_int(0), 0)  # always-active experts
+    shared_expert_d_ff: int | None = _key(_optional(_int()), None)  # None: the expert width
+    shared_expert_gate: bool = _key(_bool, False)  # sigmoid(x @ w), w: d -> 1 (Qwen2-MoE)
+    first_dense_layers: int = _key(_int(0), 0)  # DeepSeek: the first 1 or 3 layers are dense
+    step: int = _key(_int(), 1)  # every step-th layer is MoE (Qwen-MoE's decoder_sparse_step)
+    router_bias: bool = _key(_bool, False)  # GPT-OSS
+    expert_bias: bool = _key(_bool, False)  # biases on every expert matrix (GPT-OSS)
+
+    def is_moe_layer(self, i: int) -> bool:
+        return i >= self.first_dense_layers and (i + 1) % self.step == 0
+
+
+@dataclass(frozen=True)
+class MLAConfig:
+    """Multi-head latent attention (DeepSeek-V2/V3, Kimi K2)."""
+
+    kv_lora_rank: int = _key(_int())  # the compressed KV latent per token
+    qk_nope_head_dim: int = _key(_int())  # per-head query/key size without positions
+    qk_rope_head_dim: int = _key(_int())  # per-head query size with RoPE; one shared rope key
+    v_head_dim: int = _key(_int())
+    q_lora_rank: int | None = _key(_optional(_int()), None)  # None: a full-rank query projection
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A model: every config key (README "Config keys"), checked by its field's check; derived sizes below."""
+
+    name: str = _key(_text(True))
+    vocab_size: int = _key(_int())
+    context_length: int = _key(_int())
+    d_model: int = _key(_int())
+    n_layers: int = _key(_int(maximum=MAX_LAYERS))
+    n_heads: int = _key(_int())
+    d_ff: int = _key(_int())
+    n_kv_heads: int | None = _key(_optional(_int()), None)
+    head_dim: int | None = _key(_optional(_int()), None)
+    activation: str = _key(_enum(ACTIVATIONS), "gelu")
+    norm: str = _key(_enum(NORMS), "layernorm")
+    norm_bias: bool = _key(_bool, True)  # layernorm only
+    norm_weight: bool = _key(_bool, True)  # false: a norm without parameters (OLMo 1)
+    norm_placement: str = _key(_enum(NORM_PLACEMENTS), "pre")
+    parallel_block: bool = _key(_bool, False)
+    parallel_norms: int = _key(_one_of(1, 2), 1)  # 1: one norm feeds both branches (GPT-J); 2: NeoX
+    final_norm: bool = _key(_bool, True)
+    qk_norm: str = _key(_qk_norm, "none")
+    position: str = _key(_enum(POSITIONS), "learned")
+    rope_theta: float = _key(_number(), 10000.0)
+    rotary_fraction: float = _key(_number(1.0), 1.0)  # share of each head's dims RoPE rotates
+    rope_layers: tuple[bool, ...] | None = _key(_optional(_pattern(_bool)), None)  # false: NoPE layer
+    relative_buckets: int = _key(_int(2), 32)  # T5 relative-position buckets (shared by all layers)
+    relative_max_distance: int = _key(_int(), 128)
+    qkv_bias: bool = _key(_bool, False)
+    out_bias: bool = _key(_bool, False)
+    mlp_bias: bool = _key(_bool, False)
+    lm_head_bias: bool = _key(_bool, False)
+    tie_embeddings: bool = _key(_bool, False)
+    embedding_scale: float | None = _key(_optional(_number()), None)  # Gemma: sqrt(d_model)
+    sliding_window: int | None = _key(_optional(_int()), None)
+    layer_types: tuple[str, ...] | None = _key(_optional(_pattern(_enum(LAYER_TYPES))), None)
+    attention: str = _key(_enum(ATTENTION), "mha")
+    mla: MLAConfig | None = _key(_mapping(MLAConfig), None)
+    attention_sinks: bool = _key(_bool, False)  # one learned logit per head joins the softmax
+    attn_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 50
+    final_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 30
+    moe: MoEConfig | None = _key(_mapping(MoEConfig), None)
+    dtype: str = _key(_enum((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
+    quant_group_size: int | None = _key(_optional(_int()), None)  # a format's block or group (None: its default)
+    quant_skip: tuple[str, ...] | None = _key(_optional(_names), None)  # linears kept unquantized
+    description: str = _key(_text(False), "")
+
+    # -- derived values ------------------------------------------------------------
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
+
+    @property
+    def head_size(self) -> int:
+        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
+
+    @property
+    def q_width(self) -> int:
+        """Width of the query projection output, h * hd (MHA)."""
+        return self.n_heads * self.head_size
+
+    @property
+    def kv_width(self) -> int:
+        """Width of each of the key and value projection outputs, g * hd (MHA)."""
+        return self.kv_heads * self.head_size
+
+    @property
+    def rotary_dims(self) -> int:
+        """Dimensions of each MHA head that RoPE rotates: ``int(head_size * rotary_fraction)``."""
+        return int(self.head_size * self.rotary_fraction)
+
+    @property
+    def gated(self) -> bool:
+        return ACTIVATIONS[self.activation].gated
+
+    @property
+    def expert_width(self) -> int:
+        if self.moe is None or self.moe.expert_d_ff is None:
+            return self.d_ff
+        return self.moe.expert_d_ff
+
+    @property
+    def shared_expert_width(self) -> int:
+        if self.moe is None or self.moe.shared_expert_d_ff is None:
+            return self.expert_width
+        return self.moe.shared_expert_d_ff
+
+    @property
+    def norm_has_bias(self) -> bool:
+        return self.norm == "layernorm" and self.norm_bias
+
+    def replace(self, **changes: Any) -> "ModelConfig":
+        return dataclasses.replace(self, **changes)
+
+
+def required(cls) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING)
+
+
+REQUIRED = required(ModelConfig)
+
+
+def read_fields(cls, raw: Any, check: Checker):
+    """``cls`` from a mapping, each value through its field's check (unknown and missing keys
+    are errors)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    if not isinstance(raw, dict):
+        if check.prefix:  # a nested mapping (moe, mla): the error names the key holding it
+            Checker(check.source, check.lines).fail(check.prefix[:-1], f"must be a mapping, got {brief(raw)}")
+        check.fail(None, f"expected a mapping of config keys, got {type(raw).__name__}")
+    for key in raw:
+        if not isinstance(key, str) or key not in fields:
+            check.fail(str(key), "unknown key" + _suggest(str(key), fields))
+    for key in required(cls):
+        if key not in raw:
+            check.fail(key, "missing required key")
+    return cls(**{k: fields[k].metadata["check"](check, k, v) for k, v in raw.items()})

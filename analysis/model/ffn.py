@@ -1,0 +1,149 @@
+"""FFN kinds: one descriptor each (a dense MLP, a mixture of experts).
+
+A descriptor lists its matrices and gives the hidden elements its activation runs over per
+token and its own elementwise work. Gated activations (``swiglu``, ``geglu``, ``reglu``) have
+three matrices (up, gate, down) of the hidden width, the others two.
+
+``dense``: ``mlp/up``, ``mlp/gate``, ``mlp/down`` of width ``d_ff``, biases ``mlp_bias``.
+``moe``: ``moe/router`` (d -> E, bias ``moe.router_bias``); ``moe/experts``, E experts of width
+``expert_d_ff`` of which ``experts_per_token`` serve each token; ``moe/shared_experts``, always
+active, of width ``shared_expert_d_ff``; both with biases iff ``moe.expert_bias``; and
+``moe/shared_expert_gate`` (d -> 1, Qwen2-MoE), whose sigmoid scales the shared output.
+Routing: softmax over the router logits, top-k, the k weights renormalized (Mixtral).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Protocol
+
+from .parts import Linear
+from .tape import INDEX, Tape, hidden
+from .variants import ACTIVATIONS, SOFTMAX_COST, Op
+
+if TYPE_CHECKING:  # see attention.py
+    from .config import ModelConfig
+
+SIGMOID_COST = 3  # exp, add, divide
+
+
+def mlp(cfg: ModelConfig, key: str, width: int, bias: bool, copies: int = 1, active: int = 1,
+        names: tuple[str, str, str] | None = None) -> list[Linear]:
+    """up (and gate, for gated activations) d -> width, then down width -> d."""
+    up, gate, down = names or (key, key, key)
+    mats = [Linear(up, cfg.d_model, width, bias, copies, active)]
+    if cfg.gated:
+        mats.append(Linear(gate, cfg.d_model, width, bias, copies, active))
+    return mats + [Linear(down, width, cfg.d_model, bias, copies, active)]
+
+
+def activation(cfg: ModelConfig, elements: int) -> Op:
+    """The activation over ``elements`` hidden elements: gated ones read gate and up, and write one."""
+    return Op("activation", elements, ACTIVATIONS[cfg.activation].cost, 3 if cfg.gated else 2)
+
+
+def inputs(tape: Tape, cfg: ModelConfig, key: str, nbytes: int, rows: int, x: str | None) -> None:
+    """The input ``x`` of stacked experts' up and gate matrices (one storage), over ``rows`` rows
+    summed over the experts (an adapter per expert and matrix keeps its A's output)."""
+    for _ in range(2 if cfg.gated else 1):
+        tape.linear(key, nbytes, rows, x)
+
+
+class FFNKind(Protocol):
+    """What every FFN descriptor gives."""
+
+    @property
+    def hidden_per_token(self) -> int: ...  # hidden elements the activation runs over per token
+
+    def linears(self) -> list[Linear]: ...
+
+    def ops(self, tokens: int) -> list[Op]: ...  # its elementwise ops over ``tokens`` tokens
+
+    def saves(self, tape: Tape, T: int, x: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Dense:
+    """One MLP for every token: up (and gate) to d_ff, the activation, down."""
+
+    cfg: ModelConfig
+
+    def linears(self) -> list[Linear]:
+        return mlp(self.cfg, "mlp", self.cfg.d_ff, self.cfg.mlp_bias,
+                   names=("mlp/up", "mlp/gate", "mlp/down"))
+
+    @property
+    def hidden_per_token(self) -> int:
+        return self.cfg.d_ff
+
+    def ops(self, tokens: int) -> list[Op]:
+        return [activation(self.cfg, tokens * self.hidden_per_token)]
+
+    def saves(self, tape: Tape, T: int, x: str) -> None:
+        """What the MLP keeps for backward over ``T`` tokens; ``x`` names its input."""
+        cfg = self.cfg
+        d, b = cfg.d_model, tape.b
+        tape.linear("mlp/up", T * d * b, T, x)
+        if cfg.gated:
+            tape.linear("mlp/gate", T * d * b, T, x)
+        hidden(tape, cfg, "mlp", "mlp/down", "mlp ", T, cfg.d_ff)
+
+
+@dataclass(frozen=True)
+class MoE:
+    """A router and experts, top-k of them per token, and optional shared experts."""
+
+    cfg: ModelConfig
+
+    def linears(self) -> list[Linear]:
+        c, moe = self.cfg, self.cfg.moe
+        mats = [Linear("moe/router", c.d_model, moe.num_experts, moe.router_bias)]
+        mats += mlp(c, "moe/experts", c.expert_width, moe.expert_bias, moe.num_experts, moe.experts_per_token)
+        if moe.shared_experts:
+            mats += mlp(c, "moe/shared_experts", c.shared_expert_width, moe.expert_bias,
+                        moe.shared_experts, moe.shared_experts)
+        if moe.shared_expert_gate:
+            mats.append(Linear("moe/shared_expert_gate", c.d_model, 1, False))
+        return mats
+
+    @property
+    def hidden_per_token(self) -> int:
+        c, moe = self.cfg, self.cfg.moe
+        return moe.experts_per_token * c.expert_width + moe.shared_experts * c.shared_expert_width
+
+    def ops(self, tokens: int) -> list[Op]:
+        c, moe, T, d = self.cfg, self.cfg.moe, tokens, self.cfg.d_model
+        # weight each routed expert's output and accumulate it; add the shared experts' output
+        out = [activation(c, T * self.hidden_per_token),
+               Op("moe/routing", T * moe.num_experts, SOFTMAX_COST, 2),
+               Op("moe/combine", moe.experts_per_token * T * d, 2, 3)]
+        if moe.shared_experts:
+            out.append(Op("moe/combine", moe.shared_experts * T * d, 1, 3))
+        if moe.shared_expert_gate:  # sigmoid of one logit, times the shared output
+            out += [Op("moe/shared_expert_gate", T, SIGMOID_COST, 2), Op("moe/shared_expert_gate", T * d, 1, 3)]
+        return out
+
+    def saves(self, tape: Tape, T: int, x: str) -> None:
+        """What the mixture keeps for backward over ``T`` tokens (routing as in the module
+        docstring; per token slot the expert input, weight, output and weighted output)."""
+        cfg = self.cfg
+        d, b, moe = cfg.d_model, tape.b, cfg.moe
+        E, k = moe.num_experts, moe.experts_per_token
+        slots = T * k  # token slots, summed over the experts that receive them
+        tape.linear("moe/router", T * d * b, T, x)
+        # probabilities, their sum after top-k, expert ids, renormalized weights, slot token/choice
+        tape.save("moe", T * E * b + T * b + slots * (3 * INDEX + b))
+        inputs(tape, cfg, "moe/experts", slots * d * b, slots, "experts input")  # gathered per slot
+        # per slot: its weight, the expert output and the weighted output
+        tape.save("moe/experts", slots * (2 * d + 1) * b)
+        hidden(tape, cfg, "moe/experts", "moe/experts", "experts ", slots, cfg.expert_width)
+        if moe.shared_experts:
+            n = T * moe.shared_experts  # every token, through each shared expert: the router's input
+            inputs(tape, cfg, "moe/shared_experts", T * d * b, n, x)
+            hidden(tape, cfg, "moe/shared_experts", "moe/shared_experts", "shared ", n, cfg.shared_expert_width)
+        if moe.shared_expert_gate:
+            tape.linear("moe/shared_expert_gate", T * d * b, T, x)
+            tape.save("moe", T * b + T * d * b)  # the sigmoid's output and the shared output it scales
+
+
+FFN: dict[str, Callable[[ModelConfig], FFNKind]] = {"dense": Dense, "moe": MoE}

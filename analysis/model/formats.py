@@ -1,0 +1,109 @@
+"""Quantized weight formats: the formats people deploy, one record each with its byte formula per
+matrix (how a model's weights are stored under one: :mod:`analysis.count.quant`).
+
+A format stores a quantized matrix ``d_out x d_in`` (``n = d_in * d_out`` values) as packed
+codes plus scales (and zeros or code maps) per block or group. Everything it leaves alone stays
+in the compute dtype: embeddings, norms, learned vectors, biases, and the linears its defaults
+skip (``skip``: breakdown keys or their prefixes; the LM head for all, routers for some).
+Each formula counts the tensors a checkpoint of the format holds per matrix (the docs' "Quantized
+weights" page has the table and the sources):
+
+- ``nf4``, ``fp4`` (bitsandbytes ``Linear4bit``): ``n/2`` bytes of 4-bit codes, one fp32
+  absmax per block of 64 values, the 16-entry fp32 code map. ``-dq`` (double quantization,
+  QLoRA's default): the absmax as 8-bit codes, one fp32 scale per 256 of them and their
+  256-entry fp32 map: ``4 + 8/64 + 32/(64*256)`` bits per value. bitsandbytes also serializes a
+  JSON header of about 170 bytes per matrix, not counted;
+- ``llm-int8`` (bitsandbytes ``Linear8bitLt``): ``n`` int8 values, one fp32 scale per output row
+  (``SCB``) and a one-byte ``weight_format``;
+- ``gptq-int4``, ``gptq-int8`` (GPTQ ``QuantLinear``, group g = 128 input rows): ``qweight``
+  int32 ``(d_in*bits/32, d_out)``, ``qzeros`` int32 ``(d_in/g, d_out*bits/32)``, ``scales``
+  fp16 ``(d_in/g, d_out)``, ``g_idx`` int32 ``(d_in)``;
+- ``awq-int4`` (AutoAWQ GEMM, g = 128): ``qweight`` int32 ``(d_in, d_out*bits/32)``, ``qzeros``
+  as GPTQ's, ``scales`` fp16 ``(d_in/g, d_out)``;
+- ``fp8-tensor``, ``fp8-channel``, ``fp8-block``: ``n`` fp8 values and fp32 scales, one per
+  matrix, per output row, or per 128 x 128 block (DeepSeek-V3's ``weight_scale_inv``);
+- ``mxfp4`` (OCP microscaling, GPT-OSS): ``n/2`` bytes of E2M1 codes and one E8M0 byte per 32
+  values along the input: 4.25 bits per value. GPT-OSS quantizes its experts only.
+
+A partial block or group (``d_in`` not a multiple of it) takes a whole one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .sizes import FP16, FP32, INT32, ceil_div
+
+
+def _bnb4(double: bool) -> Callable[[int, int, int], int]:
+    def size(d_in: int, d_out: int, group: int) -> int:
+        n = d_in * d_out
+        blocks = ceil_div(n, group)
+        absmax = blocks + ceil_div(blocks, 256) * FP32 + 256 * FP32 if double else blocks * FP32
+        return ceil_div(n, 2) + absmax + 16 * FP32
+    return size
+
+
+def _gptq(bits: int) -> Callable[[int, int, int], int]:
+    def size(d_in: int, d_out: int, group: int) -> int:
+        groups, per = ceil_div(d_in, group), 32 // bits
+        return (ceil_div(d_in, per) * d_out + groups * ceil_div(d_out, per) + d_in) * INT32 + groups * d_out * FP16
+    return size
+
+
+def _awq(d_in: int, d_out: int, group: int) -> int:
+    groups, cols = ceil_div(d_in, group), ceil_div(d_out, 8)
+    return (d_in + groups) * cols * INT32 + groups * d_out * FP16
+
+
+def _fp8(scales: Callable[[int, int, int], int]) -> Callable[[int, int, int], int]:
+    return lambda d_in, d_out, group: d_in * d_out + scales(d_in, d_out, group) * FP32
+
+
+def _mxfp4(d_in: int, d_out: int, group: int) -> int:
+    blocks = d_out * ceil_div(d_in, group)
+    return blocks * group // 2 + blocks
+
+
+ROUTERS = ("moe/router", "moe/shared_expert_gate")
+# transformers 5 quantizes nn.Linear modules with bitsandbytes: its MoE experts (stacked parameters)
+# and routers are not nn.Linear, so they stay in 16 bits whatever the skip list says
+BNB_FIXED = ("moe/router", "moe/experts")
+
+
+@dataclass(frozen=True)
+class Format:
+    """A quantized storage format: its byte formula per matrix and what it leaves unquantized."""
+
+    name: str
+    matrix_bytes: Callable[[int, int, int], int]  # (d_in, d_out, group) -> bytes of one matrix
+    group: int  # values per block or group (the formula's ``g``); 1: the format has none
+    skip: tuple[str, ...]  # linears kept in the compute dtype by default: keys or key prefixes
+    fixed: tuple[str, ...] = ()  # linears the format's integration cannot quantize (no skip list changes it)
+    dequantizes: bool = False  # each matmul first expands its whole matrix to the compute dtype
+
+
+FORMATS = {f.name: f for f in (
+    Format("nf4", _bnb4(False), 64, ("lm_head",), BNB_FIXED, True),
+    Format("nf4-dq", _bnb4(True), 64, ("lm_head",), BNB_FIXED, True),
+    Format("fp4", _bnb4(False), 64, ("lm_head",), BNB_FIXED, True),
+    Format("fp4-dq", _bnb4(True), 64, ("lm_head",), BNB_FIXED, True),
+    Format("llm-int8", lambda d_in, d_out, g: d_in * d_out + d_out * FP32 + 1, 1, ("lm_head",), BNB_FIXED),
+    Format("gptq-int4", _gptq(4), 128, ("lm_head", *ROUTERS)),
+    Format("gptq-int8", _gptq(8), 128, ("lm_head", *ROUTERS)),
+    Format("awq-int4", _awq, 128, ("lm_head", *ROUTERS)),
+    Format("fp8-tensor", _fp8(lambda d_in, d_out, g: 1), 1, ("lm_head", *ROUTERS)),
+    Format("fp8-channel", _fp8(lambda d_in, d_out, g: d_out), 1, ("lm_head", *ROUTERS)),
+    Format("fp8-block", _fp8(lambda d_in, d_out, g: ceil_div(d_in, g) * ceil_div(d_out, g)), 128,
+           ("lm_head", *ROUTERS)),
+    # GPT-OSS: the experts only
+    Format("mxfp4", _mxfp4, 32, ("lm_head", "attention", "mlp", "moe/router", "moe/shared_experts",
+                                 "moe/shared_expert_gate")),
+)}
+WEIGHT_FORMATS = tuple(FORMATS)
+
+
+def quantized(key: str, skip: tuple[str, ...]) -> bool:
+    """Whether a linear of breakdown key ``key`` is quantized when ``skip`` is kept."""
+    return not any(key == s or key.startswith(s + "/") for s in skip)

@@ -1,0 +1,79 @@
+"""The parts a model is made of: matrices, norms, learned vectors and embedding tables, with their
+parameter counts. Descriptors (:mod:`analysis.model.attention`, :mod:`analysis.model.ffn`) list a
+layer's parts with these; parameters, FLOPs and memory are all computed from those lists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the config's schema names the attention kinds, whose descriptors use these parts
+    from .config import ModelConfig
+
+
+@dataclass(frozen=True)
+class Linear:
+    """A matrix ``d_in -> d_out`` held ``copies`` times, of which a token uses ``active``.
+    ``over_keys``: it runs over every attended key rather than every new token (MLA's
+    decompression of cached latents)."""
+
+    key: str
+    d_in: int
+    d_out: int
+    bias: bool
+    copies: int = 1
+    active: int = 1
+    over_keys: bool = False
+
+    @property
+    def per_copy(self) -> int:
+        return self.d_in * self.d_out + (self.d_out if self.bias else 0)
+
+    @property
+    def params(self) -> int:
+        return self.copies * self.per_copy
+
+
+@dataclass(frozen=True)
+class Norm:
+    """A norm over ``size`` elements, applied to ``rows`` rows per token (per-head q/k norms:
+    one row per head)."""
+
+    key: str
+    size: int
+    weight: bool
+    bias: bool
+    rows: int = 1
+
+    @property
+    def params(self) -> int:
+        return self.size * (int(self.weight) + int(self.bias))
+
+
+@dataclass(frozen=True)
+class Vector:
+    """A learned vector used as is (attention sinks: one logit per head)."""
+
+    key: str
+    size: int
+
+    @property
+    def params(self) -> int:
+        return self.size
+
+
+@dataclass(frozen=True)
+class Table:
+    """An embedding table: ``rows`` learned vectors of ``width`` (a token's, a position's, a bucket's)."""
+
+    key: str
+    rows: int
+    width: int
+
+    @property
+    def params(self) -> int:
+        return self.rows * self.width
+
+
+def make_norm(cfg: ModelConfig, key: str, size: int, rows: int = 1) -> Norm:
+    return Norm(key, size, cfg.norm_weight, cfg.norm_has_bias, rows)

@@ -1,0 +1,139 @@
+"""Accelerator specs: what the roofline of :mod:`analysis.perf.roofline` needs (DESIGN.md section 8).
+
+A spec is a YAML file (bundled ones in ``model_configs/hardware/``, each citing its datasheet; read
+by :func:`analysis.load.catalog.load_hardware`):
+
+- ``name``, ``description``, ``source`` (the datasheet);
+- ``memory``: a size (``80GB`` = 80 * 10^9 bytes, ``80GiB`` = 80 * 2^30);
+- ``memory_bandwidth``: a rate (``3.35TB/s``);
+- ``peak_flops``: dense peak FLOP/s per dtype (``bf16: 989.4TFLOP/s``; ``fp32`` is the vector,
+  non-tensor-core peak that elementwise work runs at; a dtype the chip lacks is left out);
+- ``interconnect`` (optional): ``intra_node`` and ``inter_node`` bytes/s per GPU and direction,
+  ``gpus_per_node``.
+
+Numbers are written as the datasheet prints them, with units, and read exactly (``3.35TB/s`` is
+3,350,000,000,000 bytes/s); a plain integer is taken in the base unit (bytes, bytes/s, FLOP/s).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from ..errors import ConfigError, brief
+
+PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+_PREFIX = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_UNITS = {"bytes": ("B",), "rate": ("B/s",), "flops": ("FLOP/s", "FLOPS", "OP/s", "OPS")}
+_QUANTITY = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(Ki|Mi|Gi|Ti|[KMGTP]?)(\S*)\s*")
+MAX_QUANTITY = 10**21  # a zettabyte, a zettaFLOP/s: far past any accelerator
+
+
+@dataclass(frozen=True)
+class Hardware:
+    name: str
+    description: str
+    memory: int  # bytes
+    memory_bandwidth: int  # bytes/s
+    peak_flops: dict[str, int]  # dtype -> dense FLOP/s
+    source: str
+    intra_node: int | None = None  # bytes/s per GPU and direction
+    inter_node: int | None = None
+    gpus_per_node: int | None = None
+
+    def peak(self, dtype: str) -> int:
+        """Dense FLOP/s in ``dtype`` (no other dtype stands in for a missing one)."""
+        if dtype not in self.peak_flops:
+            raise ConfigError(f"{self.name} lists no {dtype} peak (it has {', '.join(self.peak_flops)})",
+                              key="peak_flops")
+        return self.peak_flops[dtype]
+
+    def ridge(self, dtype: str) -> float:
+        """Intensity (FLOPs per byte) where the roof of ``dtype`` turns from bandwidth to compute."""
+        return self.peak(dtype) / self.memory_bandwidth
+
+    def attainable(self, dtype: str, intensity: float) -> float:
+        """The roofline: FLOP/s reachable at ``intensity``, ``min(peak, intensity x bandwidth)``."""
+        return min(self.peak(dtype), intensity * self.memory_bandwidth)
+
+
+def quantity(value: Any, kind: str, where: tuple[str, str, int | None]) -> int:
+    """``'3.35TB/s'`` -> 3_350_000_000_000, exactly; ``kind`` is bytes, rate or flops."""
+    source, key, line = where
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = Fraction(value)
+    elif isinstance(value, str) and (m := _QUANTITY.fullmatch(value)) and m.group(3) in _UNITS[kind]:
+        number = Fraction(m.group(1)) * _PREFIX[m.group(2)]
+    else:
+        example = {"bytes": "80GB", "rate": "3.35TB/s", "flops": "989.4TFLOP/s"}[kind]
+        raise ConfigError(f"expected a {'size' if kind == 'bytes' else kind} such as {example}, got {brief(value)}",
+                          source, key, line)
+    if number.denominator != 1 or not 0 < number <= MAX_QUANTITY:
+        raise ConfigError(f"expected a positive whole number of base units up to 10^21, got {brief(value)}",
+                          source, key, line)
+    return int(number)
+
+
+def hardware_from_dict(raw: Any, source: str, lines: dict[str, int] | None = None) -> Hardware:
+    lines = lines or {}
+    if not isinstance(raw, dict):
+        raise ConfigError("a hardware spec is a mapping of keys (name, memory, memory_bandwidth, peak_flops, "
+                          "source)", source)
+    known = {"name", "description", "memory", "memory_bandwidth", "peak_flops", "interconnect", "source"}
+    for key in raw:
+        if key not in known:
+            raise ConfigError(f"unknown key (known: {', '.join(sorted(known))})", source, str(key), lines.get(key))
+    for key in ("name", "memory", "memory_bandwidth", "peak_flops"):
+        if key not in raw:
+            raise ConfigError("missing required key", source, key)
+
+    def at(key: str) -> tuple[str, str, int | None]:
+        return source, key, lines.get(key.split(".")[0])
+
+    def text(key: str, default: str = "") -> str:
+        value = raw.get(key, default)
+        if not isinstance(value, str) or not value.isprintable():
+            raise ConfigError(f"expected one line of text, got {brief(value)}", *at(key))
+        return value
+
+    peaks = raw["peak_flops"]
+    if not isinstance(peaks, dict) or not peaks:
+        raise ConfigError(f"expected a mapping dtype -> FLOP/s ({', '.join(PEAK_DTYPES)})", *at("peak_flops"))
+    for dtype in peaks:
+        if dtype not in PEAK_DTYPES:
+            raise ConfigError(f"unknown dtype {brief(dtype)} (known: {', '.join(PEAK_DTYPES)})",
+                              *at("peak_flops"))
+    link = raw.get("interconnect", {})
+    if not isinstance(link, dict) or set(link) - {"intra_node", "inter_node", "gpus_per_node"}:
+        raise ConfigError("expected a mapping with intra_node, inter_node, gpus_per_node", *at("interconnect"))
+    per_node = link.get("gpus_per_node")
+    if per_node is not None and (isinstance(per_node, bool) or not isinstance(per_node, int) or not 0 < per_node
+                                 <= 2**20):
+        raise ConfigError(f"expected a positive integer, got {brief(per_node)}", *at("interconnect.gpus_per_node"))
+    return Hardware(
+        name=text("name"), description=text("description"),
+        memory=quantity(raw["memory"], "bytes", at("memory")),
+        memory_bandwidth=quantity(raw["memory_bandwidth"], "rate", at("memory_bandwidth")),
+        peak_flops={d: quantity(v, "flops", at(f"peak_flops.{d}")) for d, v in peaks.items()},
+        source=text("source"),
+        intra_node=None if "intra_node" not in link else quantity(link["intra_node"], "rate",
+                                                                  at("interconnect.intra_node")),
+        inter_node=None if "inter_node" not in link else quantity(link["inter_node"], "rate",
+                                                                  at("interconnect.inter_node")),
+        gpus_per_node=per_node)
+
+
+# torch.cuda.get_device_name -> the bundled spec it is; first match wins. Only names whose
+# datasheet figures are the bundled ones (an A100 PCIe 80GB or an H100 NVL is none of them).
+DEVICE_NAMES = ((r"H100 PCIe$", "h100-pcie"), (r"H100 80GB HBM3$|H100 SXM", "h100"), (r"H200$", "h200"),
+                (r"A100-SXM4-80GB$", "a100-80gb"), (r"A100-SXM4-40GB$", "a100-40gb"), (r"L40S$", "l40s"),
+                (r"\bL4$", "l4"), (r"\bA10G$", "a10g"), (r"RTX 4090$", "rtx-4090"), (r"MI300X$", "mi300x"),
+                (r"\bB200$", "b200"))
+
+
+def for_device(device_name: str) -> str | None:
+    """The bundled spec of a device, by the name the driver reports (None: not bundled)."""
+    return next((spec for pattern, spec in DEVICE_NAMES if re.search(pattern, device_name)), None)

@@ -1,0 +1,282 @@
+"""The run spec: the workload every analytic function takes, ``f(cfg, run)``.
+
+One frozen :class:`RunSpec` says what is being run: mode, batch, sequence length, attention
+implementation, FLOP convention, recomputation, dtypes, chunked prefill, optimizer, the GPU
+:class:`Layout` and :class:`LoRA` adapters. Every rule about a run lives here or in the function
+that needs it, and a broken one raises :class:`~analysis.errors.SpecError` naming the field (the
+CLI maps it to its flag). Which fields apply to which mode is the data :data:`APPLIES`.
+
+``None`` fields take the defaults of :meth:`RunSpec.resolve`, the one place where llmcalc's
+dtype policy lives:
+
+- compute dtype (activations, logits, attention scores): ``bf16`` for training; for
+  inference the model's dtype when it is a float type, else ``bf16`` (a quantized model
+  computes in bf16);
+- weights: the compute dtype for training (mixed precision keeps fp32 master weights in the
+  optimizer state), but a quantized model's format under LoRA (QLoRA on the checkpoint as it
+  is; other weights for training without LoRA are refused, whichever analysis asks); the model's
+  dtype for inference (int4 weights stay int4; a quantized format,
+  :mod:`analysis.model.formats`, keeps what it does not quantize in the compute dtype);
+- KV cache: the compute dtype. ``kvcache`` and ``memory`` both resolve through here, so they
+  agree for the same model and options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from .errors import SpecError, brief
+from .model.config import ModelConfig
+from .model.formats import WEIGHT_FORMATS
+from .model.sizes import DTYPE_BITS, FLOAT_DTYPES
+
+MODES = ("train", "prefill", "decode")
+ZERO_STAGES = (0, 1, 2, 3)
+ATTENTION_IMPLS = ("eager", "flash")
+RECOMPUTE = ("none", "selective", "full")  # activation recomputation (the docs' "Memory")
+OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1}  # fp32 values per parameter
+
+# The fields that apply to some modes only (every other field applies to every mode): set to
+# anything but its default in another mode, a field is refused (RunSpec, Layout.of), and the CLI
+# warns that the option giving it is ignored. ``layout.*`` are the layout's fields; ``global_batch``
+# is Layout.of's (the sequences of a training step over all GPUs).
+APPLIES = {
+    "recompute": ("train",),
+    "optimizer": ("train",),
+    "lora": ("train",),
+    "layout.zero": ("train",),
+    "global_batch": ("train",),
+    "all_logits": ("prefill",),
+    "chunk": ("prefill",),
+    "past": ("prefill",),
+    "kv_dtype": ("prefill", "decode"),  # training keeps no KV cache
+}
+
+
+def applies(field: str, mode: str) -> bool:
+    """Whether the run-spec field ``field`` means anything in ``mode``."""
+    return mode in APPLIES.get(field, MODES)
+
+
+def _check_whole(obj: object, names: tuple[str, ...], prefix: str = "", minimum: int = 1,
+                 optional: bool = False) -> None:
+    """SpecError unless each field is an integer (not a bool) of at least ``minimum``, or None
+    where ``optional``."""
+    for name in names:
+        value = getattr(obj, name)
+        if not (optional and value is None) and (isinstance(value, bool) or not isinstance(value, int)
+                                                 or value < minimum):
+            kind = "a positive" if minimum == 1 else "a non-negative"
+            raise SpecError(prefix + name, f"must be {kind} integer, got {brief(value)}")
+
+
+def _check_choice(field: str, value: object, choices: tuple) -> None:
+    if value not in choices:
+        raise SpecError(field, f"must be one of {', '.join(map(str, choices))}, got {brief(value)}")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a run is split over GPUs (:mod:`analysis.cluster.sharding` has the conventions)."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    zero: int = 0
+    sp: bool = False
+    micro_batches: int | None = None  # per step and pipeline; None: pp (1F1B's steady state)
+    cp: int = 1  # context parallel: each sequence split over cp GPUs (ring attention)
+
+    def __post_init__(self) -> None:
+        _check_whole(self, ("tp", "pp", "dp", "ep", "cp"), "layout.")
+        _check_whole(self, ("micro_batches",), "layout.", optional=True)
+        _check_choice("layout.zero", self.zero, ZERO_STAGES)
+        if self.sp and self.tp == 1:
+            raise SpecError("layout.sp", "(sequence parallelism) splits activations over tp: it needs tp > 1")
+        if self.dp % self.ep:
+            raise SpecError("layout.ep", f"{self.ep} must divide dp ({self.dp}): experts are dealt over "
+                                         "data-parallel GPUs")
+
+    @classmethod
+    def of(cls, tp: int = 1, pp: int = 1, dp: int = 1, ep: int = 1, zero: int = 0, sp: bool = False, cp: int = 1,
+           global_batch: int | None = None, batch: int = 1, gpus: int | None = None,
+           mode: str = "train") -> "Layout":
+        """The layout of a run's options: ``global_batch`` sequences per training step over all GPUs
+        sets the micro-batches per step (``global_batch / (batch x dp)``); ``gpus``, when given, must
+        be its GPU count."""
+        micro = None
+        if global_batch is not None:
+            if not applies("global_batch", mode):
+                raise SpecError("global_batch", f"applies to mode {' or '.join(APPLIES['global_batch'])}, not {mode}")
+            if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
+                raise SpecError("global_batch", f"must be a positive integer, got {brief(global_batch)}")
+            if global_batch % (batch * dp):
+                raise SpecError("global_batch", f"{global_batch:,} must be a multiple of batch x dp "
+                                                f"({batch:,} x {dp:,})")
+            micro = global_batch // (batch * dp)
+        layout = cls(tp, pp, dp, ep, zero, sp, micro, cp)
+        if gpus is not None and gpus != layout.gpus:
+            raise SpecError("gpus", f"{gpus:,} must equal tp x cp x pp x dp = {layout.gpus:,}")
+        return layout
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def replicas(self) -> int:
+        """GPUs holding the same parameters (one per data- and context-parallel rank): ZeRO shards
+        and gradient reductions run over them."""
+        return self.dp * self.cp
+
+    @property
+    def trivial(self) -> bool:
+        return self.gpus == 1
+
+    @property
+    def steps(self) -> int:
+        """Micro-batches per step through the pipeline."""
+        return self.micro_batches or self.pp
+
+    def in_flight(self, stage: int) -> int:
+        """Micro-batches whose activations pipeline stage ``stage`` keeps at once under 1F1B."""
+        return min(self.pp - stage, self.steps)
+
+    def describe(self) -> str:
+        parts = [f"{name} {getattr(self, name)}" for name in ("tp", "cp", "pp", "dp", "ep") if getattr(self, name) > 1]
+        if self.zero:
+            parts.append(f"ZeRO-{self.zero}")
+        if self.sp:
+            parts.append("sp")
+        return ", ".join(parts) or "one GPU"
+
+
+ALL_LINEAR = "all-linear"
+
+
+@dataclass(frozen=True)
+class LoRA:
+    """Adapters of rank ``rank`` on the ``targets`` linears of a frozen base (Hu et al., 2021, as
+    PEFT adds them: :mod:`analysis.count.lora`). Targets are breakdown keys of the layers
+    (``attention/q``, ``mlp/down``, ``moe/experts``, ...) or ``all-linear``."""
+
+    rank: int
+    targets: tuple[str, ...] = ("attention/q", "attention/v")  # PEFT's default for Llama-style models
+    alpha: float | None = None  # None: alpha = rank (scaling 1)
+
+    def __post_init__(self) -> None:
+        _check_whole(self, ("rank",), "lora.")
+        if not isinstance(self.targets, tuple) or not self.targets or not all(isinstance(t, str) for t in
+                                                                              self.targets):
+            raise SpecError("lora.targets", f"needs at least one breakdown key, or {ALL_LINEAR}, got "
+                                            f"{brief(self.targets)}")
+        if self.alpha is not None and (isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float))
+                                       or not 0 < self.alpha < math.inf):
+            raise SpecError("lora.alpha", f"must be a positive number, got {brief(self.alpha)}")
+
+    @property
+    def scaling(self) -> float:
+        return (self.rank if self.alpha is None else self.alpha) / self.rank
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """``train``: forward+backward over ``batch x seq`` tokens, logits everywhere.
+    ``prefill``: forward over the prompt, logits for the last position unless ``all_logits``.
+    ``decode``: one new token per sequence whose context (cache plus itself) is ``seq``.
+    A prefill with ``past`` P is one chunk of a chunked prefill: the queries at positions
+    ``P..seq-1`` against the P cached tokens and themselves (a decode is the chunk ``P = seq - 1``)."""
+
+    mode: str = "train"
+    seq: int | None = None  # None: the model's context length
+    batch: int = 1
+    attention: str = "flash"  # eager | flash
+    causal: bool = False  # FLOP convention: False dense score matrix, True unmasked pairs only
+    recompute: str = "none"  # training: none | selective (eager attention's core) | full (every layer)
+    all_logits: bool = False  # prefill: logits at every position
+    dtype: str | None = None  # compute dtype
+    weights_dtype: str | None = None
+    kv_dtype: str | None = None
+    chunk: int | None = None  # chunked prefill: C tokens per chunk
+    optimizer: str = "adam"
+    past: int = 0  # prefill: tokens already cached, the pass runs positions past..seq-1 (one chunk)
+    logits: bool = True  # prefill: False for a chunk before the last, which computes no logits
+    layout: Layout = Layout()  # parallelism: every figure is one GPU's when it is not trivial
+    lora: LoRA | None = None  # training: LoRA adapters on a frozen base
+
+    def __post_init__(self) -> None:
+        for name, value, choices in (("mode", self.mode, MODES), ("attention", self.attention, ATTENTION_IMPLS),
+                                     ("optimizer", self.optimizer, tuple(OPTIMIZER_STATES)),
+                                     ("recompute", self.recompute, RECOMPUTE),
+                                     ("dtype", self.dtype, (None, *FLOAT_DTYPES)),
+                                     ("weights_dtype", self.weights_dtype, (None, *DTYPE_BITS, *WEIGHT_FORMATS)),
+                                     ("kv_dtype", self.kv_dtype, (None, *DTYPE_BITS))):
+            _check_choice(name, value, choices)
+        for name in ("causal", "all_logits", "logits"):
+            if not isinstance(getattr(self, name), bool):
+                raise SpecError(name, f"must be true or false, got {brief(getattr(self, name))}")
+        _check_whole(self, ("seq", "batch", "chunk"), optional=True)
+        _check_whole(self, ("past",), minimum=0)
+        if not isinstance(self.layout, Layout):
+            raise SpecError("layout", f"must be a Layout, got {brief(self.layout)}")
+        if self.lora is not None and not isinstance(self.lora, LoRA):
+            raise SpecError("lora", f"must be a LoRA or None, got {brief(self.lora)}")
+        for field, modes in APPLIES.items():
+            owner, _, name = field.rpartition(".")
+            holder = self.layout if owner else self
+            spec_field = type(holder).__dataclass_fields__.get(name)  # global_batch is Layout.of's
+            if spec_field is not None and getattr(holder, name) != spec_field.default and self.mode not in modes:
+                raise SpecError(field, f"applies to mode {' or '.join(modes)}, not {self.mode}")
+        if self.past and (self.seq is None or self.past >= self.seq):
+            raise SpecError("past", f"applies to a prefill of more than past tokens, got {self.past} of {self.seq}")
+
+    def resolve(self, cfg: ModelConfig) -> "RunSpec":
+        """Every ``None`` replaced by its default for ``cfg`` (module docstring)."""
+        train = self.mode == "train"
+        dtype = self.dtype or ("bf16" if train or cfg.dtype not in FLOAT_DTYPES else cfg.dtype)
+        stored = not train or (self.lora is not None and cfg.dtype in WEIGHT_FORMATS)  # QLoRA on its checkpoint
+        if train and self.lora is None and self.weights_dtype not in (None, dtype):
+            raise SpecError("weights_dtype", f"{self.weights_dtype}: training stores the weights in the compute "
+                                             f"dtype ({dtype}); other weights train only as a frozen base under "
+                                             "LoRA adapters (QLoRA)")
+        return dataclasses.replace(
+            self, seq=self.seq or cfg.context_length, dtype=dtype,
+            weights_dtype=self.weights_dtype or (cfg.dtype if stored else dtype),
+            kv_dtype=self.kv_dtype or (None if train else dtype))
+
+    def replace(self, **changes) -> "RunSpec":
+        return dataclasses.replace(self, **changes)
+
+    def executed(self) -> "RunSpec":
+        """Counted as kernels execute it: flash skips the masked blocks, eager computes them all."""
+        return self.replace(causal=self.attention == "flash")
+
+    def one_device(self, function: str) -> None:
+        """SpecError unless the run is on one device: ``function`` gives one model replica's figures
+        (the per-GPU ones under a layout: :mod:`analysis.cluster`)."""
+        if not self.layout.trivial:
+            raise SpecError("layout", f"{self.layout.describe()}: {function} gives one model replica's figures; "
+                                      "per-GPU figures come from memory() and step() (llmcalc memory, llmcalc time)")
+
+    @property
+    def query_len(self) -> int:
+        return 1 if self.mode == "decode" else self._seq - self.past
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.query_len
+
+    @property
+    def logit_tokens(self) -> int:
+        if self.mode == "prefill" and not self.all_logits:
+            return self.batch if self.logits else 0
+        return self.tokens
+
+    @property
+    def _seq(self) -> int:
+        if self.seq is None:
+            raise SpecError("seq", "is unset: call resolve(cfg) first")
+        return self.seq
