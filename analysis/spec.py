@@ -258,8 +258,8 @@ class RunSpec:
         """SpecError unless the run is on one device: ``function`` gives one model replica's figures
         (the per-GPU ones under a layout: :mod:`analysis.cluster`)."""
         if not self.layout.trivial:
-            raise SpecError("layout", f"{self.layout.describe()}: {function} gives one model replica's figures; "
-                                      "per-GPU figures come from memory() and step() (llmcalc memory, llmcalc time)")
+            raise SpecError("layout", f"{self.layout.describe()}: {function} runs one model replica on one GPU "
+                                      "(per GPU under a layout: memory() and step())")
 
     @property
     def query_len(self) -> int:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from llmcalc.analysis.config import _bundled_dir, bundled_names
+from llmcalc.analysis.load.catalog import MODEL_DIR as _bundled_dir, bundled_names
 
 BAR_SECONDS = 60
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import io
 import os
+import re
 import sys
 from contextlib import contextmanager
 from typing import Callable
@@ -115,12 +116,16 @@ def guarded():
         raise SystemExit(EXIT_INTERRUPTED) from None
 
 
+_QUOTED = re.compile(r"'[^'\n]{80,}'")  # a value click echoes in its message
+
+
 def usage_error(exc: Exception) -> int:
-    """The exit code of one of click's errors (a usage error: 2), its message said in one line; its
-    usage text and boxes are left out. ``NoArgsIsHelpError`` is the help already printed for a
-    command line that names no command."""
+    """The exit code of one of click's errors (a usage error: 2), its message said in one line, a
+    long value it quotes shortened; its usage text and boxes are left out. ``NoArgsIsHelpError`` is
+    the help already printed for a command line that names no command."""
     if type(exc).__name__ != "NoArgsIsHelpError":
-        say(exc.format_message())  # type: ignore[attr-defined]
+        message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+        say(_QUOTED.sub(lambda m: repr(shorten(m.group(0)[1:-1])), message))
     return EXIT_USAGE
 
 

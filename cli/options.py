@@ -20,7 +20,7 @@ from ..analysis.errors import shorten
 from ..analysis.model.formats import WEIGHT_FORMATS
 from ..analysis.model.sizes import DTYPE_BITS, FLOAT_DTYPES, MAX_INT
 from ..analysis.spec import ATTENTION_IMPLS, MODES, OPTIMIZER_STATES, RECOMPUTE, applies
-from .errors import flag
+from .errors import UsageError, flag
 from .report import FORMATS
 from .terminal import warn
 
@@ -39,8 +39,10 @@ def _whole(text: str, what: str = "a positive integer") -> int:
         value = int(text)
     except ValueError:
         raise typer.BadParameter(f"expects {what}, got {shown(text)}") from None
-    if not 1 <= value <= MAX_INT:
-        raise typer.BadParameter(f"must be 1 to 2^53 = {MAX_INT:,}, got {shorten(text)}")
+    if value < 1:
+        raise typer.BadParameter(f"must be >= 1, got {shorten(str(value))}")
+    if value > MAX_INT:
+        raise typer.BadParameter(f"must be <= 2^53 = {MAX_INT:,}, got {shorten(str(value))}")
     return value
 
 
@@ -93,8 +95,10 @@ def size(text: str) -> int:
         value = Fraction(MAX_INT + 1)
     if value.denominator != 1:
         raise typer.BadParameter(f"is not a whole number of bytes: {shown(text)}")
-    if not 1 <= value <= MAX_INT:
-        raise typer.BadParameter(f"must be 1 byte to 2^53 = {MAX_INT:,} bytes, got {shown(text)}")
+    if value > MAX_INT:
+        raise typer.BadParameter(f"must be <= 2^53 = {MAX_INT:,} bytes, got {shown(text)}")
+    if value < 1:
+        raise typer.BadParameter(f"must be >= 1 byte, got {shown(text)}")
     return int(value)
 
 
@@ -207,7 +211,7 @@ Mfu = Annotated[Optional[float], typer.Option("--mfu", parser=fraction, metavar=
 def output_format(fmt: str, json_out: bool) -> str:
     """--format, with --json as its short form for json."""
     if json_out and fmt not in ("table", "json"):
-        raise typer.BadParameter(f"--json means --format json; it cannot go with --format {fmt}")
+        raise UsageError(f"--json means --format json; it cannot go with --format {fmt}")
     return "json" if json_out else fmt
 
 

@@ -12,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Sequence, Union
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
@@ -35,13 +36,32 @@ def _cell(cell: Cell) -> Text:
     return Text(cell) if isinstance(cell, str) else Text(cell.text, style=cell.style)
 
 
-def _rich(table: Table, keep_optional: bool) -> RichTable:
-    shown = [i for i, c in enumerate(table.columns) if keep_optional or not c.optional]
-    out = RichTable(box=box.HEAVY_HEAD, show_footer=table.footer is not None)
+TEXT_FLOOR = 16  # a text column folds to no fewer characters a line (model names fit)
+
+
+def _widths(table: Table, shown: list[int]) -> list[int]:
+    """The least width of each column: a number's whole width (and its header's longest word), a text
+    column's floor."""
+    rows = [row for section in table.sections for row in section] + ([table.footer] if table.footer else [])
+    out = []
     for i in shown:
+        header = table.columns[i].header
+        widest = max((cell_len(_cell(r[i]).plain) for r in rows), default=0)
+        if table.columns[i].numeric:
+            out.append(max([widest, *map(cell_len, header.split())]))
+        else:
+            out.append(min(max(widest, cell_len(header)), TEXT_FLOOR))
+    return out
+
+
+def _rich(table: Table, shown: list[int]) -> RichTable:
+    out = RichTable(box=box.HEAVY_HEAD, show_footer=table.footer is not None)
+    for i, least in zip(shown, _widths(table, shown)):
         col = table.columns[i]
-        out.add_column(Text(col.header), justify="right" if col.numeric else "left", no_wrap=col.numeric,
-                       overflow="fold", footer=_cell(table.footer[i]) if table.footer is not None else "")
+        # a column is never narrower than its least width (a number's whole width): a number's header
+        # may wrap between words, the number never
+        out.add_column(Text(col.header), justify="right" if col.numeric else "left", overflow="fold", min_width=least,
+                       footer=_cell(table.footer[i]) if table.footer is not None else "")
     for n, section in enumerate(table.sections):
         if n and section:
             out.add_section()
@@ -53,12 +73,17 @@ def _rich(table: Table, keep_optional: bool) -> RichTable:
 def _print_table(out: Console, table: Table) -> None:
     if table.title:
         out.print(Text(table.title))
-    drawn = _rich(table, keep_optional=True)
-    if out.measure(drawn).minimum > out.width and any(c.optional for c in table.columns):
-        drawn = _rich(table, keep_optional=False)
-    least = out.measure(drawn).minimum
-    # too wide even so: printed whole, for the terminal to wrap (a number is never cut)
-    out.print(drawn, width=max(least, out.width), crop=False)
+    shown = list(range(len(table.columns)))
+    if _least(table, shown) > out.width:  # too narrow even with every text column folded: descriptions go
+        shown = [i for i in shown if not table.columns[i].optional]
+    # still too wide: drawn at its least width, for the terminal to wrap the longer lines
+    out.print(_rich(table, shown), width=max(out.width, _least(table, shown)), crop=False)
+
+
+def _least(table: Table, shown: list[int]) -> int:
+    """The table's least width: its columns' and, between and around them, a border and a space
+    each side."""
+    return sum(_widths(table, shown)) + 3 * len(shown) + 1
 
 
 def show(blocks: Sequence[Union[Table, str]]) -> None:

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from llmcalc.analysis.config import _bundled_dir
+from llmcalc.analysis.load.catalog import MODEL_DIR
 from tests.console import llmcalc
 
 
@@ -43,7 +43,7 @@ def bundled_copy(config_file):
     """A bundled model's YAML with ``n_layers`` layers, written as ``<name>.yaml`` under tmp_path:
     its shapes at a fraction of verify's time (CI verifies every bundled model whole)."""
     def write(name: str, n_layers: int):
-        text = (_bundled_dir() / f"{name}.yaml").read_text()
+        text = (MODEL_DIR / f"{name}.yaml").read_text()
         return config_file(re.sub(r"(?m)^n_layers: \d+$", f"n_layers: {n_layers}", text), f"{name}.yaml")
 
     return write

@@ -1,12 +1,12 @@
-"""The console script run in-process, as a user gets it (options.parse's reading, else Typer's):
-the `run` fixture (conftest.py) and the README check (test_readme.py) both use it."""
+"""The console script run in-process, as a user gets it: the `run` fixture (conftest.py) and the
+docs' examples (test_docs.py) both use it."""
 
 import sys
 from typing import NamedTuple
 
 from typer.testing import CliRunner
 
-from llmcalc.cli.app import answer
+from llmcalc.cli.app import app
 from llmcalc.cli.errors import run
 
 
@@ -22,7 +22,7 @@ def llmcalc(*args: str) -> Ran:
     end this process: errors.run leaves with os._exit; interrupts are tested in subprocesses.)"""
     with CliRunner().isolation() as streams:
         try:
-            run(lambda: answer([str(a) for a in args], "llmcalc"))
+            run(lambda: app([str(a) for a in args], prog_name="llmcalc"))
         except SystemExit as exc:
             code = exc.code
         sys.stdout.flush()

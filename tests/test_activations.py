@@ -8,9 +8,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmcalc.analysis.activations import activation_bytes, korthikanti_bytes
-from llmcalc.analysis.config import bundled_names, from_dict, load_bundled
-from llmcalc.analysis.run import RunSpec
+from llmcalc.analysis.count.activations import activation_bytes, korthikanti_bytes
+from llmcalc.analysis.load.catalog import bundled_names, load_bundled
+from llmcalc.analysis.model.checks import from_dict
+from llmcalc.analysis.spec import RunSpec
 from llmcalc.analysis.verify.measure import build, measure_saved_bytes
 from llmcalc.analysis.verify.norms import LayerNorm, RMSNorm
 from tests.strategies import CONFIGS, valid_configs
@@ -164,6 +165,6 @@ def test_layernorm_without_weight_matches_torch():
 
 
 def test_activations_never_import_torch():
-    code = "import sys, llmcalc.analysis.activations; print('torch' in sys.modules)"
+    code = "import sys, llmcalc.analysis.count.activations; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -7,11 +7,11 @@ import warnings
 
 import pytest
 
-from llmcalc.analysis.config import bundled_names, load_model
-from llmcalc.analysis.flops import count_flops
-from llmcalc.analysis.kvcache import kv_cache
-from llmcalc.analysis.params import count_params
-from llmcalc.analysis.run import RunSpec
+from llmcalc.analysis.load.catalog import bundled_names, load_model
+from llmcalc.analysis.count.flops import count_flops
+from llmcalc.analysis.count.kvcache import kv_cache
+from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.spec import RunSpec
 
 against = pytest.importorskip("llmcalc.analysis.verify.against")
 pytest.importorskip("transformers")
@@ -133,7 +133,8 @@ def test_without_transformers_says_how_to_install(run, monkeypatch):
 
 def test_bad_against_value(run):
     result = run("verify", "gpt2-small", "--against", "vllm")
-    assert (result.exit_code, result.stderr) == (2, "Error: --against must be one of transformers, got 'vllm'\n")
+    assert (result.exit_code, result.stderr) == (
+        2, "Error: Invalid value for '--against': 'vllm' is not one of 'transformers'.\n")
 
 
 SHIPPED = sorted(p.stem for p in against.HF_DIR.glob("*.json"))

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from llmcalc.analysis.config import MAX_FILE_BYTES, MAX_VALUES
+from llmcalc.analysis.load.files import MAX_FILE_BYTES, MAX_VALUES
 from llmcalc.analysis.errors import SHORT, brief, shorten
 
 BASE = "name: t\nvocab_size: 1000\ncontext_length: 64\nd_model: 64\nn_layers: 2\nn_heads: 4\nd_ff: 256\n"
@@ -234,8 +234,8 @@ def test_hf_snapshot_is_named_after_the_repository_not_the_commit(run, tmp_path)
     (("params", "--bogus"), "Error: No such option: --bogus\n"),
     (("nosuchcommand",), "Error: No such command 'nosuchcommand'.\n"),
     (("kvcache", "gpt2-xl", "--budge", "1"), "Error: No such option: --budge (Possible options: --budget)\n"),
-    (("plot", "flops", "--batch", "x"), "Error: Invalid value for '--batch': 'x' is not a valid int"),  # int(eger).
-    (("plot",), "Error: Missing argument 'KIND'.\n"),
+    (("plot", "flops", "--batch", "x"), "Error: Invalid value for '--batch': expects a positive integer, got 'x'\n"),
+    (("plot",), "Error: Missing argument 'KIND'. Choose from: flops, kvcache, memory, roofline\n"),
     (("verify", "gpt2-small", "--seq"), "Error: Option '--seq' requires an argument.\n"),
 ])
 def test_click_usage_errors_are_one_line(run, args, line):
@@ -363,6 +363,7 @@ def test_ctrl_c_during_verify_jobs_ends_the_workers_quietly():
         workers = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "multiprocessing.spawn"], capture_output=True,
                                  text=True).stdout.split()
     assert len(workers) == 2
+    time.sleep(0.5)  # the pool exists: until it does, the parent ignores SIGINT as its workers must (report.py)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err.strip()) == (130, b"")

@@ -9,20 +9,18 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from llmcalc.analysis.config import (
-    ATTENTION_KINDS,
-    DTYPE_BITS,
-    LAYER_TYPES,
-    NORM_PLACEMENTS,
-    QK_NORMS,
-    WEIGHT_FORMATS,
-    ConfigError,
-    MLAConfig,
-    ModelConfig,
-    MoEConfig,
-    from_dict,
-)
-from llmcalc.analysis.variants import ACTIVATIONS, NORMS, POSITIONS
+from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
+
+from llmcalc.analysis.model.sizes import DTYPE_BITS
+
+from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, QK_NORMS, MLAConfig, ModelConfig, MoEConfig
+
+from llmcalc.analysis.model.formats import WEIGHT_FORMATS
+
+from llmcalc.analysis.errors import ConfigError
+
+from llmcalc.analysis.model.checks import from_dict
+from llmcalc.analysis.model.variants import ACTIVATIONS, NORMS, POSITIONS
 from tests.strategies import QUANT_SKIPS, valid_configs
 
 BASE = """name: t
@@ -115,10 +113,10 @@ def test_real_process_has_no_traceback(tmp_path):
 
 def test_analysis_never_imports_torch():
     code = ("import sys, pkgutil, importlib, llmcalc.analysis as analysis; "
-            "from llmcalc.analysis.config import load_bundled; "
-            "from llmcalc.analysis.params import count_params; "
-            "[importlib.import_module('llmcalc.analysis.' + m.name) for m in pkgutil.iter_modules("
-            "analysis.__path__) if m.name != 'verify']; "
+            "from llmcalc.analysis.load.catalog import load_bundled; "
+            "from llmcalc.analysis.count.params import count_params; "
+            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(analysis.__path__, 'llmcalc.analysis.') "
+            "if '.verify' not in m.name]; "
             "from llmcalc.cli.app import app; count_params(load_bundled('gpt2-xl')); "
             "from typer.testing import CliRunner; r = CliRunner().invoke(app, ['params', 'gpt2-xl']);"
             "assert r.exit_code == 0; print('torch' in sys.modules)")
@@ -182,7 +180,7 @@ def test_yaml_reads_1e6_as_a_number(tmp_path, run):
 @settings(max_examples=200, deadline=None)
 @given(valid_configs())
 def test_random_valid_configs_count(raw):
-    from llmcalc.analysis.params import count_params
+    from llmcalc.analysis.count.params import count_params
 
     p = count_params(from_dict(raw, "random.yaml"))
     assert sum(p.components.values()) == p.total
@@ -387,15 +385,6 @@ def test_strategy_covers_every_key_and_value():
     assert any(c.mla and c.mla.q_lora_rank for c in cfgs) and any(c.mla and not c.mla.q_lora_rank for c in cfgs)
     assert any(c.position == "rope" and c.rotary_dims < c.head_size for c in cfgs if c.attention == "mha")
     assert any(c.position == "rope" and c.attention == "mla" for c in cfgs)
-
-
-def test_every_attention_kind_a_user_can_name_has_a_descriptor():
-    """config.py validates the names; analysis.attention holds the descriptors (config cannot
-    import them: they are built on it)."""
-    from llmcalc.analysis.attention import ATTENTION
-    from llmcalc.analysis.config import ATTENTION_KINDS
-
-    assert set(ATTENTION) == set(ATTENTION_KINDS)
 
 
 def test_hf_qwen_window_from_max_window_layers(tmp_path, run):

@@ -13,15 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmcalc.analysis.comm import collectives
-from llmcalc.analysis.config import from_dict, load_model
-from llmcalc.analysis.hardware import load_hardware
-from llmcalc.analysis.memory import memory
-from llmcalc.analysis.parallel import stage_tensors
-from llmcalc.analysis.params import count_params
-from llmcalc.analysis.run import Layout, RunSpec
-from llmcalc.analysis.step import step
-from llmcalc.analysis.timing import roofline
+from llmcalc.analysis.cluster.comm import collectives
+from llmcalc.analysis.model.checks import from_dict
+from llmcalc.analysis.load.catalog import load_model
+from llmcalc.analysis.load.catalog import load_hardware
+from llmcalc.analysis.cluster.memory import memory
+from llmcalc.analysis.cluster.sharding import stage_tensors
+from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.spec import Layout, RunSpec
+from llmcalc.analysis.cluster.step import step
+from llmcalc.analysis.perf.roofline import roofline
 from llmcalc.analysis.verify.distributed import check_layout_on_torch, unsupported
 
 from .strategies import BASE, VARIANTS, valid_configs
@@ -273,9 +274,9 @@ def test_time_with_a_layout_matches_plan_and_memory(run):
 
 
 @pytest.mark.parametrize("args, code, message", [
-    (["llama-2-7b", "--gpus", "0", "--hardware", "h100", "--global-batch", "8"], 2, "--gpus must be >= 1, got 0"),
+    (["llama-2-7b", "--gpus", "0", "--hardware", "h100", "--global-batch", "8"], 2, "Invalid value for '--gpus': must be >= 1, got 0"),
     (["llama-2-7b", "--gpus", "8", "--hardware", "h100", "--global-batch", "8", "--seq", "1,2"], 2,
-     "--seq takes one value for plan"),
+     "Invalid value for '--seq': expects a positive integer, got '1,2'"),
     (["llama-3.1-405b", "--gpus", "1", "--hardware", "l4", "--global-batch", "1", "--seq", "1024"], 0,
      "no layout fits in"),
     (["gpt2-small", "--gpus", "1048576", "--hardware", "h100", "--global-batch", "8"], 0,
@@ -297,13 +298,13 @@ def test_time_json_keeps_its_keys_with_a_layout(run):
 
 def test_chunked_prefill_takes_no_layout(run):
     result = run("time", "gpt2-small", "--hardware", "h100", "--mode", "prefill", "--tp", "2", "--chunk", "16")
-    assert result.exit_code == 2 and "--chunk runs on one GPU" in result.output
+    assert result.exit_code == 2 and "--chunk (chunked prefill) runs on one GPU" in result.output
 
 
 def test_generate_takes_no_layout(run):
     result = run("time", "llama-2-7b", "--hardware", "h100", "--mode", "generate", "--prompt", "10", "--new", "2",
                  "--tp", "2")
-    assert result.exit_code == 2 and "--mode generate runs on one GPU" in result.output
+    assert result.exit_code == 2 and "generate runs one model replica on one GPU" in result.output
 
 
 # --- context parallelism -------------------------------------------------------------------------
@@ -344,7 +345,7 @@ def test_context_parallel_ring_sends_kv():
     (["--cp", "3", "--seq", "4096"], "cp 3 must divide the 4,096 tokens of a sequence"),
     (["--cp", "2", "--attention", "eager"], "context parallelism runs ring flash attention"),
     (["--cp", "2", "--tp", "8", "--sp", "--seq", "4104"],
-     "sequence parallelism needs tp 8 to divide the 2,052 tokens of a sequence on a GPU"),
+     "--sp (sequence parallelism) needs tp 8 to divide the 2,052 tokens of a sequence on a GPU"),
 ])
 def test_context_parallel_rules(run, args, message):
     result = run("memory", "llama-2-7b", *args)
@@ -353,7 +354,7 @@ def test_context_parallel_rules(run, args, message):
 
 def test_decode_cannot_split_its_token(run):
     result = run("time", "llama-2-7b", "--hardware", "h100", "--mode", "decode", "--seq", "4096", "--cp", "2")
-    assert result.exit_code == 2 and "not a decode step" in result.output
+    assert result.exit_code == 2 and "a decode step has one" in result.output
 
 
 def test_plan_considers_context_parallelism_for_long_sequences(run):

@@ -6,9 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmcalc.analysis.config import from_dict, load_bundled
-from llmcalc.analysis.flops import FAMILIES, count_flops
-from llmcalc.analysis.run import RunSpec
+from llmcalc.analysis.model.checks import from_dict
+
+from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.count.flops import FAMILIES, count_flops
+from llmcalc.analysis.spec import RunSpec
 from tests.strategies import CONFIGS, valid_configs
 
 
@@ -94,11 +96,11 @@ def test_mixtral_experts_scale_with_top_k():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--seq", "0"], "Error: --seq must be >= 1, got 0\n"),
-    (["--seq", "abc"], "Error: --seq expects positive integers (a comma list), got 'abc'\n"),
-    (["--batch", "-1"], "Error: --batch must be >= 1, got -1\n"),
-    (["--mode", "infer"], "Error: --mode must be one of train, prefill, decode, got 'infer'\n"),
-    (["--attention", "sdpa"], "Error: --attention must be one of eager, flash, got 'sdpa'\n"),
+    (["--seq", "0"], "Error: Invalid value for '--seq': must be >= 1, got 0\n"),
+    (["--seq", "abc"], "Error: Invalid value for '--seq': expects positive integers (a comma list), got 'abc'\n"),
+    (["--batch", "-1"], "Error: Invalid value for '--batch': must be >= 1, got -1\n"),
+    (["--mode", "infer"], "Error: Invalid value for '--mode': 'infer' is not one of 'train', 'prefill', 'decode'.\n"),
+    (["--attention", "sdpa"], "Error: Invalid value for '--attention': 'sdpa' is not one of 'eager', 'flash'.\n"),
 ])
 def test_bad_options_exit_2(run, args, message):
     result = run("flops", "gpt2-small", *args)

@@ -14,10 +14,10 @@ import logging
 
 import pytest
 
-from llmcalc.analysis.config import load_path
-from llmcalc.analysis.hf import MAPPERS, from_hf_config, unclassified
-from llmcalc.analysis.params import count_params
-from llmcalc.analysis.plan import layer_plan
+from llmcalc.analysis.load.catalog import load_path
+from llmcalc.analysis.load.hf import MAPPERS, from_hf_config, unclassified
+from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.model.layers import layer_plan
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -301,7 +301,7 @@ def test_mapped_keys():
 
 
 def load_path_dict(model_type: str):
-    from llmcalc.analysis.config import from_dict
+    from llmcalc.analysis.model.checks import from_dict
 
     return from_dict(from_hf_config(_config(model_type, CHECKPOINTS[model_type][1]).to_dict(), "config.json"))
 

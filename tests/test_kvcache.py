@@ -4,10 +4,12 @@ import json
 
 import pytest
 
-from llmcalc.analysis.config import from_dict, load_bundled
-from llmcalc.analysis.kvcache import kv_cache
-from llmcalc.analysis.memory import attention_bytes, attention_peak, chunk_spans
-from llmcalc.analysis.run import RunSpec
+from llmcalc.analysis.model.checks import from_dict
+
+from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.count.kvcache import kv_cache
+from llmcalc.analysis.count.memory import attention_bytes, attention_peak, chunk_spans
+from llmcalc.analysis.spec import RunSpec
 
 
 def kv(cfg, seq, batch, dtype):
@@ -41,8 +43,11 @@ def test_mistral_budget(run):
                  "--json")
     data = json.loads(result.stdout)
     assert (data["bytes"], data["cached_tokens"]) == (536_870_912, 4096)
-    # (80 * 2^30 - 2 * 7,241,732,096) // 536,870,912 = 133; // 131,072 tokens = 544,859
-    assert (data["max_batch"], data["max_tokens"]) == (133, 544_859)
+    # the largest batch whose inference memory fits (as `memory --mode inference --budget`): bf16 weights,
+    # then per sequence its cache, flash's fp32 log-sum-exp over 32 heads and its last position's logits:
+    # (80 * 2^30 - 2 * 7,241,732,096) // (536,870,912 + 32 * 8,192 * 4 + 32,000 * 2) = 132;
+    # the cache's tokens beside the weights: (80 * 2^30 - 2 * 7,241,732,096) // 131,072 = 544,859
+    assert (data["max_batch"], data["max_tokens"]) == (132, 544_859)
     assert data["budget"] == 80 * 2**30
 
 
@@ -62,10 +67,10 @@ def test_weights_do_not_fit(run):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--budget", "12XB"], "Error: --budget expects a size such as 80GiB, 80GB, 24G or 512MiB, got '12XB'\n"),
-    (["--budget", "0GB"], "Error: --budget must be >= 1, got 0\n"),
-    (["--kv-dtype", "fp12"], "Error: --kv-dtype must be one of fp32, fp16, bf16, fp8, int8, int4, got 'fp12'\n"),
-    (["--seq", "0"], "Error: --seq must be >= 1, got 0\n"),
+    (["--budget", "12XB"], "Error: Invalid value for '--budget': expects a size such as 80GiB, 80GB, 24G or 512MiB, got '12XB'\n"),
+    (["--budget", "0GB"], "Error: Invalid value for '--budget': must be >= 1 byte, got '0GB'\n"),
+    (["--kv-dtype", "fp12"], "Error: Invalid value for '--kv-dtype': 'fp12' is not one of 'fp32', 'fp16', 'bf16', 'fp8', 'int8', 'int4'.\n"),
+    (["--seq", "0"], "Error: Invalid value for '--seq': must be >= 1, got 0\n"),
 ])
 def test_bad_sizes_exit_2(run, args, message):
     result = run("kvcache", "gpt2-small", *args)
@@ -153,5 +158,4 @@ def test_budget_weights_dtype_and_compute_dtype(run):
     assert (data["kv_dtype"], data["bytes"]) == ("fp32", 4096 * 32 * 2 * 8 * 128 * 4)
     result = run("kvcache", "mistral-7b", "--dtype", "int4")
     assert (result.exit_code, result.stderr) == (
-        2, "Error: --dtype must be a float type (fp32, bf16, fp16) for compute, got 'int4'; "
-           "quantized weights: --weights-dtype\n")
+        2, "Error: Invalid value for '--dtype': 'int4' is not one of 'fp32', 'bf16', 'fp16'.\n")

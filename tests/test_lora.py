@@ -12,12 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llmcalc.analysis.verify.report as report
-from llmcalc.analysis.config import from_dict, load_model
-from llmcalc.analysis.flops import count_flops
-from llmcalc.analysis.lora import LoRA, adapter_params, linear_keys
-from llmcalc.analysis.memory import fit, memory
-from llmcalc.analysis.run import RunSpec
-from llmcalc.analysis.traffic import pass_bytes
+from llmcalc.analysis.model.checks import from_dict
+from llmcalc.analysis.load.catalog import load_model
+from llmcalc.analysis.count.flops import count_flops
+from llmcalc.analysis.errors import SpecError
+from llmcalc.analysis.spec import LoRA
+from llmcalc.analysis.count.lora import adapter_params, linear_keys
+from llmcalc.analysis.cluster.memory import fit, memory
+from llmcalc.analysis.spec import RunSpec
+from llmcalc.analysis.count.traffic import pass_bytes
 from tests.strategies import CONFIGS, valid_configs
 
 ATTENTION = "attention/q,attention/k,attention/v,attention/o"
@@ -69,9 +72,9 @@ def test_all_linear_is_every_layer_linear():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["gpt2-small", "--lora-rank", "8", "--lora-targets", "mlp/gate"], "gpt2-small has no linear mlp/gate to adapt"),
+    (["gpt2-small", "--lora-rank", "8", "--lora-targets", "mlp/gate"], "--lora-targets mlp/gate: gpt2-small has no such linear to adapt"),
     (["gpt2-small", "--lora-alpha", "8"], "--lora-alpha and --lora-targets need --lora-rank"),
-    (["gpt2-small", "--lora-rank", "0"], "--lora-rank must be >= 1, got 0"),
+    (["gpt2-small", "--lora-rank", "0"], "Invalid value for '--lora-rank': must be >= 1, got 0"),
     (["gpt2-small", "--lora-rank", "8", "--lora-targets", ","], "--lora-targets needs at least one breakdown key"),
     (["gpt2-small", "--lora-rank", "8", "--lora-alpha", "-1"], "--lora-alpha must be a positive number"),
 ])
@@ -200,16 +203,16 @@ def test_memory_budget_cli(run):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("memory", "llama-2-7b", "--weights-dtype", "nf4"), "--weights-dtype applies to training only as the frozen"),
-    (("memory", "llama-2-7b", "--mode", "inference", "--lora-rank", "8"), "LoRA adapters apply to --mode train"),
-    (("flops", "llama-2-7b", "--mode", "decode", "--lora-rank", "8"), "LoRA adapters apply to --mode train"),
+    (("memory", "llama-2-7b", "--weights-dtype", "nf4"), "--weights-dtype nf4: training stores the weights in the"),
+    (("memory", "llama-2-7b", "--mode", "inference", "--lora-rank", "8"), "--lora-rank applies to mode train, not prefill"),
+    (("flops", "llama-2-7b", "--mode", "decode", "--lora-rank", "8"), "--lora-rank applies to mode train, not decode"),
     (("time", "llama-2-7b", "--hardware", "h100", "--mode", "decode", "--lora-rank", "8"),
-     "LoRA adapters apply to --mode train"),
-    (("time", "llama-2-7b", "--hardware", "h100", "--weights-dtype", "nf4"), "--weights-dtype applies to training"),
-    (("memory", "llama-2-7b", "--lora-rank", "8", "--tp", "2"), "LoRA adapters are sized on one GPU only"),
+     "--lora-rank applies to mode train, not decode"),
+    (("time", "llama-2-7b", "--hardware", "h100", "--weights-dtype", "nf4"), "--weights-dtype nf4: training stores"),
+    (("memory", "llama-2-7b", "--lora-rank", "8", "--tp", "2"), "--lora-rank adapters are sized on one GPU only"),
     (("memory", "llama-2-7b", "--budget", "24GiB", "--hardware", "h100"), "--budget and --hardware"),
     (("verify", "gpt2-small", "--lora-rank", "8", "--against", "transformers"), "not with --against"),
-    (("flops", "gpt2-small", "--lora-rank", "8", "--lora-targets", "moe/experts"), "gpt2-small has no linear"),
+    (("flops", "gpt2-small", "--lora-rank", "8", "--lora-targets", "moe/experts"), "gpt2-small has no such linear"),
 ])
 def test_training_usage_errors_exit_2(run, args, message):
     result = run(*args)
@@ -232,6 +235,6 @@ def test_full_training_on_stored_weights_is_refused_by_every_analysis():
     full, qlora = RunSpec("train", 128, 1, weights_dtype="nf4"), RunSpec("train", 128, 1, weights_dtype="nf4",
                                                                            lora=LoRA(8))
     for analysis in (memory, pass_bytes):
-        with pytest.raises(ValueError, match=r"training stores the weights in the compute dtype \(bf16\); nf4"):
+        with pytest.raises(SpecError, match=r"^weights_dtype nf4: training stores the weights in the compute dtype"):
             analysis(cfg, full)
     assert memory(cfg, qlora).parts["weights"] > 0 and sum(pass_bytes(cfg, qlora).values()) > 0

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from llmcalc.analysis.config import load_bundled
-from llmcalc.analysis.memory import trained_state
-from llmcalc.analysis.params import count_params
-from llmcalc.analysis.run import RunSpec
+from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.count.memory import trained_state
+from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.spec import RunSpec
 
 KEYS = {"weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits", "total"}
 
@@ -59,12 +59,12 @@ def test_inference_parts(run):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--chunk", "0"], "Error: --chunk must be >= 1, got 0\n"),
-    (["--optimizer", "lion"], "Error: --optimizer must be one of adam, adamw, sgd, sgd-momentum, got 'lion'\n"),
-    (["--mode", "serve"], "Error: --mode must be one of train, inference, got 'serve'\n"),
-    (["--dtype", "int4"], "Error: --dtype must be a float type (fp32, bf16, fp16) for compute, got 'int4'; "
-                          "quantized weights: --weights-dtype\n"),
-    (["--seq", "1,x"], "Error: --seq expects positive integers (a comma list), got 'x'\n"),
+    (["--chunk", "0"], "Error: Invalid value for '--chunk': must be >= 1, got 0\n"),
+    (["--optimizer", "lion"],
+     "Error: Invalid value for '--optimizer': 'lion' is not one of 'adam', 'adamw', 'sgd', 'sgd-momentum'.\n"),
+    (["--mode", "serve"], "Error: Invalid value for '--mode': 'serve' is not one of 'train', 'inference'.\n"),
+    (["--dtype", "int4"], "Error: Invalid value for '--dtype': 'int4' is not one of 'fp32', 'bf16', 'fp16'.\n"),
+    (["--seq", "1,x"], "Error: Invalid value for '--seq': expects positive integers (a comma list), got 'x'\n"),
 ])
 def test_bad_input_exit_2(run, args, message):
     result = run("memory", "gpt2-small", *args)

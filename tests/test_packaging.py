@@ -50,9 +50,11 @@ def test_wheel_holds_only_the_llmcalc_namespace(installed):
     assert (installed / "llmcalc" / "model_configs" / "mistral-7b.yaml").is_file()
     # `verify --against transformers` reads the shipped config.json of a bundled model
     assert (installed / "llmcalc" / "model_configs" / "hf" / "mistral-7b.json").is_file()
-    # `llmcalc time --hardware h100` reads the parsed specs; the YAML files are their sources
-    for name in ("h100.yaml", "bundled.json"):
-        assert (installed / "llmcalc" / "model_configs" / "hardware" / name).is_file()
+    # `llmcalc time --hardware h100` reads the bundled spec
+    assert (installed / "llmcalc" / "model_configs" / "hardware" / "h100.yaml").is_file()
+    # every sub-package of analysis is shipped
+    assert {p.name for p in (installed / "llmcalc" / "analysis").iterdir() if p.is_dir() and p.name != "__pycache__"} \
+        == {"model", "load", "count", "perf", "cluster", "verify"}
 
 
 def test_distribution_is_llmcalc_exact_with_the_llmcalc_command(installed):

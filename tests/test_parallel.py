@@ -8,12 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmcalc.analysis.activations import activation_bytes
-from llmcalc.analysis.config import from_dict, load_bundled
-from llmcalc.analysis.memory import memory
-from llmcalc.analysis.parallel import gpu_state, stage_tensors
-from llmcalc.analysis.params import count_params
-from llmcalc.analysis.run import Layout, RunSpec
+from llmcalc.analysis.count.activations import activation_bytes
+from llmcalc.analysis.model.checks import from_dict
+from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.cluster.memory import memory
+from llmcalc.analysis.cluster.sharding import gpu_state, stage_tensors
+from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.spec import Layout, RunSpec
 from tests.strategies import valid_configs
 
 P_LLAMA2_7B = 6_738_415_616  # Meta's published count
@@ -113,23 +114,23 @@ def test_stages_sum_back_to_the_model(raw, pp, dp, zero):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["llama-2-7b", "--tp", "3"], "llama-2-7b: invalid layout (tp 3): tp 3 must divide the 32 attention heads"),
+    (["llama-2-7b", "--tp", "3"], "--tp 3 must divide the 32 attention heads of llama-2-7b"),
     (["mistral-7b", "--tp", "16", "--pp", "3"],
-     "mistral-7b: invalid layout (tp 16, pp 3): pp 3 must divide the 32 layers"),
+     "--pp 3 must divide the 32 layers of mistral-7b"),
     (["llama-2-7b", "--ep", "2", "--dp", "2"],
-     "llama-2-7b: invalid layout (dp 2, ep 2): ep 2 needs a mixture-of-experts model"),
+     "--ep 2 needs a mixture-of-experts model, and llama-2-7b has no experts"),
     (["mixtral-8x7b", "--ep", "3", "--dp", "3"],
-     "mixtral-8x7b: invalid layout (dp 3, ep 3): ep 3 must divide the 8 experts"),
+     "--ep 3 must divide the 8 experts of mixtral-8x7b"),
     (["mixtral-8x7b", "--ep", "2"],
-     "invalid layout: ep (2) must divide dp (1): experts are dealt over data-parallel GPUs"),
-    (["llama-2-7b", "--sp"], "invalid layout: sequence parallelism (sp) splits activations over tp: it needs tp > 1"),
+     "--ep 2 must divide dp (1): experts are dealt over data-parallel GPUs"),
+    (["llama-2-7b", "--sp"], "--sp (sequence parallelism) splits activations over tp: it needs tp > 1"),
     (["llama-2-7b", "--tp", "4", "--sp", "--seq", "1001"],
-     "llama-2-7b: invalid layout (tp 4, sp): sequence parallelism needs tp 4 to divide the 1,001 tokens of a sequence"),
-    (["llama-2-7b", "--zero", "4"], "invalid layout: zero must be one of 0, 1, 2, 3, got 4"),
+     "--sp (sequence parallelism) needs tp 4 to divide the 1,001 tokens of a sequence"),
+    (["llama-2-7b", "--zero", "4"], "Invalid value for '--zero': 4 is not in the range 0<=x<=3."),
     (["llama-2-7b", "--tp", "8", "--gpus", "16"], "--gpus 16 must equal tp x cp x pp x dp = 8"),
     (["llama-2-7b", "--dp", "2", "--batch", "3", "--global-batch", "8"],
-     "--global-batch 8 must be a multiple of --batch x --dp (3 x 2)"),
-    (["llama-2-7b", "--tp", "0"], "--tp must be >= 1, got 0"),
+     "--global-batch 8 must be a multiple of batch x dp (3 x 2)"),
+    (["llama-2-7b", "--tp", "0"], "Invalid value for '--tp': must be >= 1, got 0"),
 ])
 def test_invalid_layouts_exit_2_with_the_rule(run, args, message):
     result = run("memory", *args)

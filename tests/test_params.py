@@ -5,8 +5,11 @@ import math
 
 import pytest
 
-from llmcalc.analysis.config import bundled_names, from_dict, load_bundled
-from llmcalc.analysis.params import count_params, weight_bytes
+from llmcalc.analysis.load.catalog import bundled_names, load_bundled
+
+from llmcalc.analysis.model.checks import from_dict
+from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.model.sizes import weight_bytes
 
 # Published totals (DESIGN.md section 2). Sources:
 #  GPT-2: HF `openai-community/gpt2*` checkpoints, sum of numel over unique tensors

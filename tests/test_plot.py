@@ -63,7 +63,8 @@ def test_default_seqs_are_powers_of_two_from_512_to_the_context():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["bars", "gpt2-small", "--out", "x.png"], "KIND must be one of flops, kvcache, memory, roofline, got 'bars'"),
+    (["bars", "gpt2-small", "--out", "x.png"],
+     "Invalid value for 'KIND': 'bars' is not one of 'flops', 'kvcache', 'memory', 'roofline'."),
     (["roofline", "gpt2-small", "--out", "x.png"], "plot roofline needs --hardware NAME|FILE (`llmcalc hardware`)"),
     (["roofline", "gpt2-small", "--out", "x.png", "--hardware", "h100", "--seq", "512,1024"],
      "--seq takes one value for plot roofline"),
@@ -73,15 +74,13 @@ def test_default_seqs_are_powers_of_two_from_512_to_the_context():
     (["flops", "gpt2-small", "--out", "x.png", "--budget", "80GiB"], "--budget does not apply to plot flops"),
     (["kvcache", "gpt2-small", "--out", "x.png", "--mode", "train"], "--mode does not apply to plot kvcache"),
     (["flops", "gpt2-small", "--out", "x.png", "--mode", "inference"],
-     "--mode must be one of train, prefill, decode, got 'inference'"),
+     "--mode of plot flops must be one of train, prefill, decode, got 'inference'"),
     (["memory", "gpt2-small", "--out", "x.png", "--mode", "decode"],
-     "--mode must be one of train, inference, got 'decode'"),
+     "--mode of plot memory must be one of train, inference, got 'decode'"),
     (["memory", "gpt2-small", "--out", "x.png", "--seq", "512,1024"], "--seq takes one value for plot memory"),
-    (["memory", "gpt2-small", "--out", "x.png", "--kv-dtype", "fp8"],
-     "--kv-dtype applies to plot memory --mode inference only"),
-    (["kvcache", "gpt2-small", "--out", "x.png", "--batch", "0"], "--batch must be >= 1, got 0"),
+    (["kvcache", "gpt2-small", "--out", "x.png", "--batch", "0"], "Invalid value for '--batch': must be >= 1, got 0"),
     (["kvcache", "gpt2-small", "--out", "x.png", "--budget", "12XB"],
-     "--budget expects a size such as 80GiB, 80GB, 24G or 512MiB, got '12XB'"),
+     "Invalid value for '--budget': expects a size such as 80GiB, 80GB, 24G or 512MiB, got '12XB'"),
 ])
 def test_bad_usage_exits_2_with_one_line(run, args, message):
     result = run("plot", *args)

@@ -7,8 +7,11 @@ import json
 import pytest
 import torch
 
-from llmcalc.analysis.config import WEIGHT_FORMATS, load_model, load_path
-from llmcalc.analysis.quant import FORMATS, Storage, checkpoint_bytes, stored_bytes
+from llmcalc.analysis.model.formats import WEIGHT_FORMATS
+
+from llmcalc.analysis.load.catalog import load_model, load_path
+from llmcalc.analysis.model.formats import FORMATS
+from llmcalc.analysis.count.quant import Storage, checkpoint_bytes, stored_bytes
 
 
 def test_every_format_a_user_can_name_has_a_formula():
@@ -133,11 +136,11 @@ def test_mxfp4_is_4_25_bits():
 
 def test_every_default_skip_names_a_component():
     """Each skip entry of every format is a key (or key prefix) some bundled or variant model has."""
-    from llmcalc.analysis.config import bundled_names
-    from llmcalc.analysis.quant import matrices
+    from llmcalc.analysis.load.catalog import bundled_names
+    from llmcalc.analysis.model.architecture import build
     from tests.strategies import CONFIGS
 
-    keys = {m.key for cfg in [*CONFIGS.values(), *map(load_model, bundled_names())] for m, _ in matrices(cfg)}
+    keys = {m.key for cfg in [*CONFIGS.values(), *map(load_model, bundled_names())] for m, _ in build(cfg).linears()}
     for f in FORMATS.values():
         for entry in f.skip + f.fixed:
             assert any(k == entry or k.startswith(entry + "/") for k in keys), (f.name, entry)
@@ -227,7 +230,7 @@ def test_memory_inference_with_a_format(run):
     (("memory", "llama-2-7b", "--mode", "inference", "--weights-dtype", "nf5"), "--weights-dtype"),
     (("kvcache", "llama-2-7b", "--kv-dtype", "nf4"), "--kv-dtype"),
     (("memory", "llama-2-7b", "--mode", "inference", "--weights-dtype", "nf4", "--tp", "2"),
-     "nf4 weights are sized on one GPU only"),
+     "--weights-dtype nf4 is sized on one GPU only"),
 ])
 def test_format_usage_errors_exit_2(run, args, message):
     result = run(*args)

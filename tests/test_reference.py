@@ -6,9 +6,9 @@ import pytest
 import torch
 
 import llmcalc.analysis.verify.report as report
-from llmcalc.analysis.config import bundled_names, load_bundled
-from llmcalc.analysis.params import count_params
-from llmcalc.analysis.plan import layer_specs
+from llmcalc.analysis.load.catalog import bundled_names, load_bundled
+from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.model.layers import layer_specs
 from llmcalc.analysis.verify.attention import ReferenceFlash, repeat_kv
 from llmcalc.analysis.verify.cache import KVCache
 from llmcalc.analysis.verify.checks import CHECKS, applicable, check_rope_relative, small_config

@@ -8,10 +8,11 @@ import time
 import pytest
 import torch
 
-from llmcalc.analysis.config import load_bundled
-from llmcalc.analysis.hardware import for_device, load_hardware
-from llmcalc.analysis.run import RunSpec
-from llmcalc.analysis.timing import roofline
+from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.perf.hardware import for_device
+from llmcalc.analysis.load.catalog import load_hardware
+from llmcalc.analysis.spec import RunSpec
+from llmcalc.analysis.perf.roofline import roofline
 from llmcalc.analysis.verify.checks import small_config
 from llmcalc.analysis.verify.timed import PEAK_TOLERANCE, RUNS, WARMUP, median_seconds, timed_checks
 
@@ -57,7 +58,8 @@ def test_every_phase_is_timed_against_its_roofline_on_cpu(model, tmp_path):
     phases = ("prefill 16", "decode 17", "train 16")
     # fp32 on the CPU; the training step is timed without its optimizer step
     for phase, mode, seq in zip(phases, ("prefill", "decode", "train"), (16, 17, 16)):
-        r = roofline(cfg, RunSpec(mode, seq, 2, dtype="fp32", weights_dtype="fp32", kv_dtype="fp32"), hw)
+        r = roofline(cfg, RunSpec(mode, seq, 2, dtype="fp32", weights_dtype="fp32",
+                                  kv_dtype=None if mode == "train" else "fp32"), hw)
         optimizer = r.components["optimizer"].time_s if mode == "train" else 0.0
         assert checks[f"laptop/{phase}/time (s), info"].analytic == pytest.approx(r.time_s - optimizer)
         assert optimizer > 0 or mode != "train"

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llmcalc.analysis.verify.report as report
-from llmcalc.analysis.config import from_dict
+from llmcalc.analysis.model.checks import from_dict
 from tests.strategies import valid_configs
 
 STEPS = [(attention, recompute) for attention in ("eager", "flash") for recompute in report.recomputations(attention)]
@@ -74,8 +74,8 @@ def test_wrong_formula_fails_with_exit_1(run, bundled_copy, monkeypatch):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--device", "tpu"], "Error: --device must be one of auto, meta, cpu, cuda, got 'tpu'\n"),
-    (["--seq", "0"], "Error: --seq must be >= 1, got 0\n"),
+    (["--device", "tpu"], "Error: Invalid value for '--device': 'tpu' is not one of 'auto', 'meta', 'cpu', 'cuda'.\n"),
+    (["--seq", "0"], "Error: Invalid value for '--seq': must be >= 1, got 0\n"),
 ])
 def test_verify_bad_usage(run, args, message):
     result = run("verify", "gpt2-small", *args)
@@ -115,7 +115,7 @@ def test_jobs_give_the_serial_results_in_order(run, bundled_copy):
 
 def test_jobs_must_be_positive(run):
     result = run("verify", "gpt2-small", "--jobs", "0")
-    assert result.exit_code == 2 and "--jobs must be >= 1, got 0" in result.stderr
+    assert result.exit_code == 2 and "Invalid value for '--jobs' / '-j': must be >= 1, got 0" in result.stderr
 
 
 def test_jobs_with_a_layout_warns_that_it_is_ignored(run, bundled_copy):

@@ -82,8 +82,9 @@ def train_peak(cfg: ModelConfig, run: RunSpec) -> int:
 
 def phases(seq: int, batch: int, dtype: str) -> dict[str, RunSpec]:
     """The timed runs by mode."""
-    spec = {"batch": batch, "attention": "flash", "dtype": dtype, "weights_dtype": dtype, "kv_dtype": dtype}
-    return {"prefill": RunSpec("prefill", seq, **spec), "decode": RunSpec("decode", seq + 1, **spec),
+    spec = {"batch": batch, "attention": "flash", "dtype": dtype, "weights_dtype": dtype}
+    return {"prefill": RunSpec("prefill", seq, **spec, kv_dtype=dtype), "decode": RunSpec("decode", seq + 1, **spec,
+                                                                                          kv_dtype=dtype),
             "train": RunSpec("train", seq, **spec)}
 
 
