@@ -13,7 +13,8 @@ import subprocess
 import sys
 import time
 
-from llmcalc.analysis.load.catalog import MODEL_DIR as _bundled_dir, bundled_names
+from llmcalc.analysis.load.catalog import MODEL_DIR as _bundled_dir
+from llmcalc.analysis.load.catalog import bundled_names
 
 BAR_SECONDS = 60
 

@@ -5,14 +5,10 @@ Test modules import these from here, never from each other.
 
 from hypothesis import strategies as st
 
-from llmcalc.analysis.model.config import REQUIRED
-
-from llmcalc.analysis.model.formats import WEIGHT_FORMATS
-
 from llmcalc.analysis.errors import ConfigError
-
 from llmcalc.analysis.model.checks import from_dict
-from llmcalc.analysis.model.formats import FORMATS
+from llmcalc.analysis.model.config import REQUIRED
+from llmcalc.analysis.model.formats import FORMATS, WEIGHT_FORMATS
 
 BASE = dict(name="t", vocab_size=61, context_length=64, d_model=32, n_layers=2, n_heads=4, d_ff=40)
 VARIANTS = {  # together every config key and value

@@ -7,10 +7,10 @@ import warnings
 
 import pytest
 
-from llmcalc.analysis.load.catalog import bundled_names, load_model
 from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.kvcache import kv_cache
 from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.load.catalog import bundled_names, load_model
 from llmcalc.analysis.spec import RunSpec
 
 against = pytest.importorskip("llmcalc.analysis.verify.against")

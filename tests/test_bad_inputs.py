@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from llmcalc.analysis.load.files import MAX_FILE_BYTES, MAX_VALUES
 from llmcalc.analysis.errors import SHORT, brief, shorten
+from llmcalc.analysis.load.files import MAX_FILE_BYTES, MAX_VALUES
 
 BASE = "name: t\nvocab_size: 1000\ncontext_length: 64\nd_model: 64\nn_layers: 2\nn_heads: 4\nd_ff: 256\n"
 LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,

@@ -9,17 +9,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
-
-from llmcalc.analysis.model.sizes import DTYPE_BITS
-
-from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, QK_NORMS, MLAConfig, ModelConfig, MoEConfig
-
-from llmcalc.analysis.model.formats import WEIGHT_FORMATS
-
 from llmcalc.analysis.errors import ConfigError
-
+from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
+from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, QK_NORMS, MLAConfig, ModelConfig, MoEConfig
+from llmcalc.analysis.model.formats import WEIGHT_FORMATS
+from llmcalc.analysis.model.sizes import DTYPE_BITS
 from llmcalc.analysis.model.variants import ACTIVATIONS, NORMS, POSITIONS
 from tests.strategies import QUANT_SKIPS, valid_configs
 

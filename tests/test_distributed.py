@@ -14,15 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcalc.analysis.cluster.comm import collectives
-from llmcalc.analysis.model.checks import from_dict
-from llmcalc.analysis.load.catalog import load_model
-from llmcalc.analysis.load.catalog import load_hardware
 from llmcalc.analysis.cluster.memory import memory
 from llmcalc.analysis.cluster.sharding import stage_tensors
-from llmcalc.analysis.count.params import count_params
-from llmcalc.analysis.spec import Layout, RunSpec
 from llmcalc.analysis.cluster.step import step
+from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.load.catalog import load_hardware, load_model
+from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.perf.roofline import roofline
+from llmcalc.analysis.spec import Layout, RunSpec
 from llmcalc.analysis.verify.distributed import check_layout_on_torch, unsupported
 
 from .strategies import BASE, VARIANTS, valid_configs
@@ -274,7 +273,8 @@ def test_time_with_a_layout_matches_plan_and_memory(run):
 
 
 @pytest.mark.parametrize("args, code, message", [
-    (["llama-2-7b", "--gpus", "0", "--hardware", "h100", "--global-batch", "8"], 2, "Invalid value for '--gpus': must be >= 1, got 0"),
+    (["llama-2-7b", "--gpus", "0", "--hardware", "h100", "--global-batch", "8"], 2,
+     "Invalid value for '--gpus': must be >= 1, got 0"),
     (["llama-2-7b", "--gpus", "8", "--hardware", "h100", "--global-batch", "8", "--seq", "1,2"], 2,
      "Invalid value for '--seq': expects a positive integer, got '1,2'"),
     (["llama-3.1-405b", "--gpus", "1", "--hardware", "l4", "--global-batch", "1", "--seq", "1024"], 0,

@@ -6,10 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmcalc.analysis.model.checks import from_dict
-
-from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.count.flops import FAMILIES, count_flops
+from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.spec import RunSpec
 from tests.strategies import CONFIGS, valid_configs
 

@@ -14,9 +14,9 @@ import logging
 
 import pytest
 
+from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.load.catalog import load_path
 from llmcalc.analysis.load.hf import MAPPERS, from_hf_config, unclassified
-from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.model.layers import layer_plan
 
 torch = pytest.importorskip("torch")

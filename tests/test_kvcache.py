@@ -4,11 +4,10 @@ import json
 
 import pytest
 
-from llmcalc.analysis.model.checks import from_dict
-
-from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.count.kvcache import kv_cache
 from llmcalc.analysis.count.memory import attention_bytes, attention_peak, chunk_spans
+from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.spec import RunSpec
 
 
@@ -67,9 +66,11 @@ def test_weights_do_not_fit(run):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--budget", "12XB"], "Error: Invalid value for '--budget': expects a size such as 80GiB, 80GB, 24G or 512MiB, got '12XB'\n"),
+    (["--budget", "12XB"],
+     "Error: Invalid value for '--budget': expects a size such as 80GiB, 80GB, 24G or 512MiB, got '12XB'\n"),
     (["--budget", "0GB"], "Error: Invalid value for '--budget': must be >= 1 byte, got '0GB'\n"),
-    (["--kv-dtype", "fp12"], "Error: Invalid value for '--kv-dtype': 'fp12' is not one of 'fp32', 'fp16', 'bf16', 'fp8', 'int8', 'int4'.\n"),
+    (["--kv-dtype", "fp12"],
+     "Error: Invalid value for '--kv-dtype': 'fp12' is not one of 'fp32', 'fp16', 'bf16', 'fp8', 'int8', 'int4'.\n"),
     (["--seq", "0"], "Error: Invalid value for '--seq': must be >= 1, got 0\n"),
 ])
 def test_bad_sizes_exit_2(run, args, message):

@@ -12,15 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llmcalc.analysis.verify.report as report
-from llmcalc.analysis.model.checks import from_dict
-from llmcalc.analysis.load.catalog import load_model
-from llmcalc.analysis.count.flops import count_flops
-from llmcalc.analysis.errors import SpecError
-from llmcalc.analysis.spec import LoRA
-from llmcalc.analysis.count.lora import adapter_params, linear_keys
 from llmcalc.analysis.cluster.memory import fit, memory
-from llmcalc.analysis.spec import RunSpec
+from llmcalc.analysis.count.flops import count_flops
+from llmcalc.analysis.count.lora import adapter_params, linear_keys
 from llmcalc.analysis.count.traffic import pass_bytes
+from llmcalc.analysis.errors import SpecError
+from llmcalc.analysis.load.catalog import load_model
+from llmcalc.analysis.model.checks import from_dict
+from llmcalc.analysis.spec import LoRA, RunSpec
 from tests.strategies import CONFIGS, valid_configs
 
 ATTENTION = "attention/q,attention/k,attention/v,attention/o"
@@ -72,7 +71,8 @@ def test_all_linear_is_every_layer_linear():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["gpt2-small", "--lora-rank", "8", "--lora-targets", "mlp/gate"], "--lora-targets mlp/gate: gpt2-small has no such linear to adapt"),
+    (["gpt2-small", "--lora-rank", "8", "--lora-targets", "mlp/gate"],
+     "--lora-targets mlp/gate: gpt2-small has no such linear to adapt"),
     (["gpt2-small", "--lora-alpha", "8"], "--lora-alpha and --lora-targets need --lora-rank"),
     (["gpt2-small", "--lora-rank", "0"], "Invalid value for '--lora-rank': must be >= 1, got 0"),
     (["gpt2-small", "--lora-rank", "8", "--lora-targets", ","], "--lora-targets needs at least one breakdown key"),
@@ -204,7 +204,8 @@ def test_memory_budget_cli(run):
 
 @pytest.mark.parametrize("args, message", [
     (("memory", "llama-2-7b", "--weights-dtype", "nf4"), "--weights-dtype nf4: training stores the weights in the"),
-    (("memory", "llama-2-7b", "--mode", "inference", "--lora-rank", "8"), "--lora-rank applies to mode train, not prefill"),
+    (("memory", "llama-2-7b", "--mode", "inference", "--lora-rank", "8"),
+     "--lora-rank applies to mode train, not prefill"),
     (("flops", "llama-2-7b", "--mode", "decode", "--lora-rank", "8"), "--lora-rank applies to mode train, not decode"),
     (("time", "llama-2-7b", "--hardware", "h100", "--mode", "decode", "--lora-rank", "8"),
      "--lora-rank applies to mode train, not decode"),

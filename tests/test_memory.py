@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.count.memory import trained_state
 from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.spec import RunSpec
 
 KEYS = {"weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits", "total"}

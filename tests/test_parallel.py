@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmcalc.analysis.count.activations import activation_bytes
-from llmcalc.analysis.model.checks import from_dict
-from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.cluster.memory import memory
 from llmcalc.analysis.cluster.sharding import gpu_state, stage_tensors
+from llmcalc.analysis.count.activations import activation_bytes
 from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.spec import Layout, RunSpec
 from tests.strategies import valid_configs
 

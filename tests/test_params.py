@@ -5,10 +5,9 @@ import math
 
 import pytest
 
-from llmcalc.analysis.load.catalog import bundled_names, load_bundled
-
-from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.load.catalog import bundled_names, load_bundled
+from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.sizes import weight_bytes
 
 # Published totals (DESIGN.md section 2). Sources:

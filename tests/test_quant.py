@@ -7,11 +7,9 @@ import json
 import pytest
 import torch
 
-from llmcalc.analysis.model.formats import WEIGHT_FORMATS
-
-from llmcalc.analysis.load.catalog import load_model, load_path
-from llmcalc.analysis.model.formats import FORMATS
 from llmcalc.analysis.count.quant import Storage, checkpoint_bytes, stored_bytes
+from llmcalc.analysis.load.catalog import load_model, load_path
+from llmcalc.analysis.model.formats import FORMATS, WEIGHT_FORMATS
 
 
 def test_every_format_a_user_can_name_has_a_formula():

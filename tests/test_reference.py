@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import llmcalc.analysis.verify.report as report
-from llmcalc.analysis.load.catalog import bundled_names, load_bundled
 from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.load.catalog import bundled_names, load_bundled
 from llmcalc.analysis.model.layers import layer_specs
 from llmcalc.analysis.verify.attention import ReferenceFlash, repeat_kv
 from llmcalc.analysis.verify.cache import KVCache

@@ -10,14 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmcalc.analysis.model.checks import from_dict
-
-from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.count.flops import count_flops
-from llmcalc.analysis.load.catalog import load_hardware
-from llmcalc.analysis.spec import RunSpec
-from llmcalc.analysis.perf.roofline import Efficiency, generate, prefill, roofline, utilization
 from llmcalc.analysis.count.traffic import pass_bytes, tile_keys
+from llmcalc.analysis.load.catalog import load_bundled, load_hardware
+from llmcalc.analysis.model.checks import from_dict
+from llmcalc.analysis.perf.roofline import Efficiency, generate, prefill, roofline, utilization
+from llmcalc.analysis.spec import RunSpec
 from tests.strategies import valid_configs
 
 H100 = load_hardware("h100")
@@ -187,9 +185,11 @@ def test_time_generate_prints_ttft_tpot_and_the_no_cache_comparison(run):
 @pytest.mark.parametrize("args, message", [
     (["--hardware", "h1000"], "Error: unknown hardware 'h1000'; did you mean h100"),
     (["--hardware", "h100", "--mfu", "0"], "Error: Invalid value for '--mfu': must be in (0, 1], got '0'"),
-    (["--hardware", "h100", "--bandwidth-efficiency", "x"], "Error: Invalid value for '--bandwidth-efficiency': expects a fraction"),
+    (["--hardware", "h100", "--bandwidth-efficiency", "x"],
+     "Error: Invalid value for '--bandwidth-efficiency': expects a fraction"),
     (["--hardware", "h100", "--mode", "generate"], "Error: --mode generate needs --prompt and --new"),
-    (["--hardware", "h100", "--tokens-per-s", "-3"], "Error: Invalid value for '--tokens-per-s': must be a positive number"),
+    (["--hardware", "h100", "--tokens-per-s", "-3"],
+     "Error: Invalid value for '--tokens-per-s': must be a positive number"),
     (["--hardware", "h100", "--mode", "prefill", "--seq", "200000", "--chunk", "1"],
      "Error: --chunk 1 makes 200,000 chunks: at most 100,000"),
 ])

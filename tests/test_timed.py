@@ -8,11 +8,10 @@ import time
 import pytest
 import torch
 
-from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.load.catalog import load_bundled, load_hardware
 from llmcalc.analysis.perf.hardware import for_device
-from llmcalc.analysis.load.catalog import load_hardware
-from llmcalc.analysis.spec import RunSpec
 from llmcalc.analysis.perf.roofline import roofline
+from llmcalc.analysis.spec import RunSpec
 from llmcalc.analysis.verify.checks import small_config
 from llmcalc.analysis.verify.timed import PEAK_TOLERANCE, RUNS, WARMUP, median_seconds, timed_checks
 

@@ -21,10 +21,10 @@ from functools import lru_cache
 
 import pytest
 
-from llmcalc.analysis.load.catalog import load_text
 from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.kvcache import kv_cache
 from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.load.catalog import load_text
 from llmcalc.analysis.spec import RunSpec
 
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
