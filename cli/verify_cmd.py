@@ -1,7 +1,7 @@
 """`llmcalc verify`: check the analytic figures against real PyTorch modules.
 
-torch, and the modules of ``analysis.verify`` that import it, are imported inside the command once
-the command line is known to be good: they are the optional heavy part (the verify extra)."""
+The modules of ``analysis.verify`` that import torch are imported inside the command once the
+command line is known to be good: torch is the optional heavy part (the verify extra)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from rich.progress import Progress
 from ..analysis.load.catalog import load_hardware
 from ..analysis.perf.hardware import for_device
 from ..analysis.spec import Layout
-from ..analysis.verify import torch_version_problem
+from ..analysis.verify import cuda_device, torch_problem
 from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list
 from .errors import UsageError, VerificationFailed
 from .format import count
@@ -88,20 +88,20 @@ def _record(cfg, checks: list, notes: bool = False, **fields) -> dict:
                         **({"note": c.note} if notes else {})} for c in checks]}
 
 
-def _resolve_device(device: str, torch) -> str:
+def _resolve_device(device: str) -> str:
     """auto: cuda when present, else cpu (the meta checks plus real tensors on the CPU)."""
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
+        return "cuda" if cuda_device() else "cpu"
+    if device == "cuda" and not cuda_device():
         raise UsageError("--device cuda: no CUDA device is available (try --device meta or cpu)")
     return device
 
 
-def _hardware(spec: Optional[str], device: str, torch):
+def _hardware(spec: Optional[str], device: str):
     """The roofline the timed runs are compared with: --hardware, else (cuda) the bundled spec of
     the device by its name; None on cpu without --hardware (nothing is timed)."""
     if spec is None and device == "cuda":
-        name = torch.cuda.get_device_name(0)
+        name = cuda_device()
         spec = for_device(name)
         if spec is None:
             raise UsageError(f"--device cuda: {name!r} is not a bundled accelerator; pass --hardware NAME|FILE "
@@ -184,13 +184,7 @@ def verify(
             warn(f"--device {device}: the LoRA checks run on meta; ignored")
         device = "meta"
     cfgs = lora_models(models, lora)
-    try:
-        import torch  # the verify extra
-    except ImportError:
-        raise UsageError("llmcalc verify needs PyTorch 2.13: pip install torch==2.13.0 numpy (from llmcalc's "
-                         "source tree: pip install -e '.[verify]'; the PyPI project named llmcalc is "
-                         "unrelated)") from None
-    problem = torch_version_problem(torch.__version__)
+    problem = torch_problem()
     if problem:
         raise UsageError(problem)
     if jobs > 1 and (against is not None or not layout.trivial):
@@ -204,8 +198,8 @@ def verify(
         return _verify_layout(models, cfgs, layout, seq, batch, fmt, junit)
     from ..analysis.verify.report import verify_many  # imports torch
 
-    dev = _resolve_device(device, torch)
-    hw = _hardware(hardware_spec, dev, torch)
+    dev = _resolve_device(device)
+    hw = _hardware(hardware_spec, dev)
     results = []
     with closing(verify_many(cfgs, dev, seq, batch, hw, lora, jobs)) as checked:
         if len(cfgs) > 1:

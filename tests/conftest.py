@@ -4,21 +4,37 @@ tests/console.py)."""
 
 import os
 import re
+import sys
 
 import pytest
 
 from llmcalc.analysis.load.catalog import MODEL_DIR
 from tests.console import llmcalc
 
+TIERS = ("unit", "reference")  # unit: no torch, the whole tier in under 30 s on 2 cores; reference: torch
+
 
 def pytest_configure(config):
     """Under pytest-xdist (`-n 2`, one worker per core) each worker computes on one thread: torch's
-    intra-op threads would only contend with the other worker. Subprocesses inherit it."""
+    intra-op threads would only contend with the other worker (torch reads it when first imported;
+    subprocesses inherit it)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ["OMP_NUM_THREADS"] = "1"
-        import torch
 
-        torch.set_num_threads(1)
+
+def pytest_collection_modifyitems(config, items):
+    """Every test is in exactly one tier (its module's ``pytestmark``, or its own mark in a module of
+    both). A run of unit tests only (``-m unit``) then fails any test that imports torch."""
+    for item in items:
+        tiers = [t for t in TIERS if item.get_closest_marker(t)]
+        if len(tiers) != 1:
+            raise pytest.UsageError(f"{item.nodeid}: marked {tiers or 'with no tier'}; one of {TIERS} (pyproject)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    if session.items and all(item.get_closest_marker("unit") for item in session.items):
+        sys.modules["torch"] = None  # `import torch` now raises ImportError
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.load.catalog import bundled_names, load_model
 from llmcalc.analysis.spec import RunSpec
 
+pytestmark = pytest.mark.reference
+
 against = pytest.importorskip("llmcalc.analysis.verify.against")
 pytest.importorskip("transformers")
 

@@ -37,6 +37,7 @@ def llmcalc(*args: str, **kwargs) -> subprocess.CompletedProcess:
 
 # -- the message itself --------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_shorten_keeps_both_ends_and_escapes_control_characters():
     assert shorten("a" * 50 + "b" * 50, 21) == "a" * 9 + "..." + "b" * 9
     assert shorten("line\nbreak\udcff") == "line\\nbreak\\udcff"
@@ -44,6 +45,7 @@ def test_shorten_keeps_both_ends_and_escapes_control_characters():
     assert len(shorten("x\n" * 10**6)) == SHORT
 
 
+@pytest.mark.unit
 def test_brief_is_bounded_for_huge_values():
     shared = ["lol"] * 9
     for _ in range(8):  # 9^9 leaves, as a YAML alias bomb builds them: repr() would never end
@@ -54,6 +56,7 @@ def test_brief_is_bounded_for_huge_values():
     assert (brief(6.5), brief("64"), brief(None), brief(["x"])) == ("6.5", "'64'", "None", "['x']")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text, message", [
     (BASE + "k" * 1000 + ": 1\n", f":8: key '{'k' * 37}...{'k' * 38}': unknown key\n"),
     (BASE.replace("name: t", "name: [" + ", ".join(["1"] * 5000) + "]"),
@@ -67,12 +70,14 @@ def test_echoed_values_are_capped(config_file, run, text, message):
     assert error_line(run("params", path)) == f"Error: {path}{message}"
 
 
+@pytest.mark.unit
 def test_long_paths_are_capped_and_the_os_error_named(run, tmp_path):
     path = tmp_path / ("a" * 300 + ".yaml")  # past NAME_MAX: open() fails with ENAMETOOLONG
     line = error_line(run("params", path))
     assert line.endswith("a.yaml: cannot read file: File name too long\n") and "..." in line
 
 
+@pytest.mark.unit
 def test_unknown_model_name_is_capped(run):
     line = error_line(run("params", "m" * 10_000))
     assert line == f"Error: unknown model '{'m' * 37}...{'m' * 38}' (`llmcalc models` lists them)\n"
@@ -80,6 +85,7 @@ def test_unknown_model_name_is_capped(run):
 
 # -- what a file is, and how much of it is read --------------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("make, message", [
     (lambda tmp: "/dev/zero", "/dev/zero: not a regular file (a FIFO, device or socket is never read)"),
     (lambda tmp: tmp, "/config.json: no such file"),  # a directory is read as a model directory
@@ -90,12 +96,14 @@ def test_what_is_not_a_config_file(run, tmp_path, make, message):
     assert error_line(run("params", make(tmp_path))).endswith(f"{message}\n")
 
 
+@pytest.mark.unit
 def test_a_symlink_loop(run, tmp_path):
     loop = tmp_path / "loop.yaml"
     loop.symlink_to(loop)
     assert error_line(run("params", loop)) == f"Error: {loop}: cannot read file: Too many levels of symbolic links\n"
 
 
+@pytest.mark.unit
 def test_a_file_past_the_cap_is_not_read(run, tmp_path):
     path = tmp_path / "huge.yaml"
     with open(path, "wb") as f:
@@ -104,6 +112,7 @@ def test_a_file_past_the_cap_is_not_read(run, tmp_path):
     assert error_line(run("params", path)) == f"Error: {path}: {message}\n"
 
 
+@pytest.mark.unit
 def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     fifo = tmp_path / "model.yaml"
     os.mkfifo(fifo)
@@ -120,6 +129,7 @@ def _alias_bomb(levels: int = 9) -> str:
     return "d_model: [" + ", ".join(anchors) + "]\n"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text, message", [
     (BASE.replace("d_model: 64\n", "") + _alias_bomb(),
      f":7: key 'd_model': more than {MAX_VALUES:,} values once YAML aliases are expanded"),
@@ -144,6 +154,7 @@ def test_yaml_structure(config_file, run, text, message):
     assert line.startswith(f"Error: {path}") and message in line
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text, message", [
     ('{"name": "t", "name": "u"}', "key 'name': duplicate key"),
     ('{"model_type": "llama", "rope_parameters": {"rope_theta": 1, "rope_theta": 2}}',
@@ -158,6 +169,7 @@ def test_json_structure(config_file, run, text, message):
     assert error_line(run("params", path)) == f"Error: {path}: {message}\n"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text, message", [
     (BASE.replace("n_layers: 2", "n_layers: 100001"), ":5: key 'n_layers': must be at most 100,000, got 100001"),
     (BASE.replace("d_model: 64", f"d_model: {2**53 + 1}"),
@@ -170,6 +182,7 @@ def test_sizes_past_the_bounds(config_file, run, text, message):
 
 # -- Hugging Face config.json values -------------------------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("changes, message", [
     ({"tie_word_embeddings": "false"}, "key 'tie_word_embeddings': must be true or false, got 'false'"),
     ({"attention_bias": "true"}, "key 'attention_bias': must be true or false, got 'true'"),
@@ -207,6 +220,7 @@ def test_hf_values(config_file, run, changes, message):
 
 # -- a model directory and a Hugging Face cache snapshot -----------------------------------------
 
+@pytest.mark.unit
 def test_model_directory_is_named_after_it(run, tmp_path):
     folder = tmp_path / "my-model"
     folder.mkdir()
@@ -214,6 +228,7 @@ def test_model_directory_is_named_after_it(run, tmp_path):
     assert json.loads(run("params", folder, "--json").stdout)["model"] == "my-model"
 
 
+@pytest.mark.unit
 def test_hf_snapshot_is_named_after_the_repository_not_the_commit(run, tmp_path):
     repo = tmp_path / "hub" / "models--mistralai--Mistral-7B-v0.1"
     (repo / "blobs").mkdir(parents=True)
@@ -230,6 +245,7 @@ def test_hf_snapshot_is_named_after_the_repository_not_the_commit(run, tmp_path)
 
 # -- click's usage errors ------------------------------------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("args, line", [
     (("params", "--bogus"), "Error: No such option: --bogus\n"),
     (("nosuchcommand",), "Error: No such command 'nosuchcommand'.\n"),
@@ -242,6 +258,7 @@ def test_click_usage_errors_are_one_line(run, args, line):
     assert error_line(run(*args)).startswith(line)
 
 
+@pytest.mark.unit
 def test_a_number_too_large_to_compute_with(run):
     """A 401-digit --seq (its FLOPs would pass a float's 1e308): refused at parsing, past 2^53,
     exit 2, no traceback."""
@@ -252,6 +269,7 @@ def test_a_number_too_large_to_compute_with(run):
 
 # -- verify: sizes torch cannot address, and deep models -----------------------------------------
 
+@pytest.mark.reference
 @pytest.mark.parametrize("args, message", [
     (("--seq", str(2**31)), "Error: gpt2-small: --seq 2,147,483,648 with --batch 2: a tensor of 1.11e+20 elements "
                             "would pass the 2^63 bytes torch can address\n"),
@@ -262,12 +280,15 @@ def test_verify_past_what_torch_can_address(run, args, message):
     assert error_line(run("verify", "gpt2-small", "--device", "meta", *args)).startswith(message)
 
 
+@pytest.mark.reference
 def test_verify_window_past_what_torch_can_address(config_file, run):
     path = config_file(BASE + f"sliding_window: {2**53}\nlayer_types: [sliding]\n")
     line = error_line(run("verify", path, "--device", "meta"))
     assert line.startswith("Error: t: --seq 128 with --batch 2 and a prefill of 9,007,199,254,741,000 tokens: ")
 
 
+@pytest.mark.reference
+@pytest.mark.slow
 def test_checks_run_on_a_stack_deep_enough_to_free_a_deep_graph():
     """torch frees an autograd graph recursively through nodes that have a Python object; a
     chain of 200,000 of them overflows the main thread's 8 MiB stack (a segfault, as a
@@ -285,6 +306,7 @@ def test_checks_run_on_a_stack_deep_enough_to_free_a_deep_graph():
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "freed\n", "")
 
 
+@pytest.mark.reference
 def test_checks_run_on_the_calling_thread_when_no_big_stack_can_start(monkeypatch):
     """A tight `ulimit -v` leaves no room for the 1 GiB stack: the checks still run, here."""
     import threading
@@ -300,6 +322,7 @@ def test_checks_run_on_the_calling_thread_when_no_big_stack_can_start(monkeypatc
 
 # -- the process: pipes, closed streams, encodings -----------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("args", [("params",), ("--help",)])  # llmcalc's output; typer's help, through rich
 def test_broken_pipe_exits_141_quietly(args):
     proc = subprocess.Popen([sys.executable, "-c", MAIN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -308,24 +331,28 @@ def test_broken_pipe_exits_141_quietly(args):
     proc.stderr.close()
 
 
+@pytest.mark.unit
 def test_closed_stdout_is_a_usage_error():
     proc = llmcalc("params", "gpt2-xl", capture_output=False, stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1),
                    text=True)
     assert (proc.returncode, proc.stderr) == (2, "Error: standard output is closed: nowhere to write the results\n")
 
 
+@pytest.mark.unit
 def test_closed_stderr_keeps_the_exit_code_and_stdout_clean():
     proc = subprocess.run([sys.executable, "-c", MAIN, "params", "no-such-model"], stdout=subprocess.PIPE,
                           preexec_fn=lambda: os.close(2), timeout=120)
     assert (proc.returncode, proc.stdout) == (2, b"")
 
 
+@pytest.mark.unit
 def test_a_full_disk_is_one_line():
     with open("/dev/full", "w") as full:
         proc = llmcalc("params", "gpt2-xl", stdout=full, capture_output=False, stderr=subprocess.PIPE, text=True)
     assert (proc.returncode, proc.stderr) == (2, "Error: No space left on device\n")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("encoding, name, shown", [
     ("utf-8", "mod\\udcffle", b"mod\\udcffle"),  # a lone surrogate, from a JSON escape
     ("ascii", "mod\u00e8le", b"mod\\xe8le"),  # an ASCII terminal
@@ -339,6 +366,8 @@ def test_output_any_stdout_can_encode(tmp_path, encoding, name, shown):
     assert proc.stdout.startswith(shown + b": parameters")
 
 
+@pytest.mark.reference
+@pytest.mark.slow
 def test_ctrl_c_during_verify_exits_130_quietly():
     """SIGINT while verify's checks run on their own thread inside torch: exit 130 and no
     message, not an abort of the interpreter tearing that thread down (SIGABRT)."""
@@ -350,6 +379,8 @@ def test_ctrl_c_during_verify_exits_130_quietly():
     assert (proc.returncode, err) == (130, b"")
 
 
+@pytest.mark.reference
+@pytest.mark.slow
 def test_ctrl_c_during_verify_jobs_ends_the_workers_quietly():
     """SIGINT to the whole process group (a terminal's Ctrl-C) as soon as `verify --jobs 2` has
     started its workers, while they still import torch: exit 130, the workers gone, and nothing on
@@ -371,6 +402,7 @@ def test_ctrl_c_during_verify_jobs_ends_the_workers_quietly():
     assert not any(os.path.exists(f"/proc/{pid}") for pid in workers)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", ["red\x1b[31m", "two\nlines", "tab\there"])
 def test_control_characters_in_a_name_are_refused(tmp_path, run, name):
     """From a YAML or a config.json's _name_or_path, a name reaches every table title and row."""

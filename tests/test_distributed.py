@@ -6,7 +6,6 @@ fake process group and counts collectives with CommDebugMode; nothing in it read
 formulas. The closed forms are Megatron's and ZeRO's published per-step volumes.
 """
 
-import dataclasses
 import json
 
 import pytest
@@ -15,7 +14,6 @@ from hypothesis import strategies as st
 
 from llmcalc.analysis.cluster.comm import collectives
 from llmcalc.analysis.cluster.memory import memory
-from llmcalc.analysis.cluster.sharding import stage_tensors
 from llmcalc.analysis.cluster.step import step
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.load.catalog import load_hardware, load_model
@@ -24,7 +22,9 @@ from llmcalc.analysis.perf.roofline import roofline
 from llmcalc.analysis.spec import Layout, RunSpec
 from llmcalc.analysis.verify.distributed import check_layout_on_torch, unsupported
 
-from .strategies import BASE, VARIANTS, valid_configs
+from .strategies import BASE, VARIANTS
+
+pytestmark = pytest.mark.reference
 
 
 def test_gpt2_small_tp2_dp2_zero3_passes_against_torch_distributed(run, bundled_copy):
@@ -76,6 +76,7 @@ def test_dense_layouts_match_torch(cfg, layout):
     assert any(c.name.startswith("comm/") for c in checks)
 
 
+@pytest.mark.slow
 @given(variant=st.sampled_from(sorted(VARIANTS)), tp=st.sampled_from([1, 2]), dp=st.integers(1, 3))
 @settings(max_examples=25, deadline=None)
 def test_random_variants_match_torch(variant, tp, dp):
@@ -165,46 +166,6 @@ def test_inference_gathers_the_logits():
     gather = [c for c in cs if c.kind == "all-gather"]
     assert [(c.calls, c.payload) for c in gather] == [(1, 4 * 128256 * 2)]
     assert sum(c.calls for c in cs if c.kind == "all-reduce") == 2 * 32 + 1
-
-
-def replicated(name: str, cfg) -> bool:
-    """Whether TP keeps the reference model's parameter ``name`` whole on every rank (DESIGN.md
-    section 9): norms (a per-head qk-norm too; one over the whole projection splits with it),
-    routers and the shared-expert gate, learned position tables (a T5 bias table splits with its
-    heads), row-parallel biases, MLA's latent projections."""
-    parts = name.split(".")
-    module, leaf = parts[-2], parts[-1]
-    if name.startswith("embedding.position"):
-        return cfg.position != "relative"
-    if module in ("q_norm", "k_norm"):
-        return cfg.qk_norm == "head"
-    return ("norm" in parts or module in ("router", "shared_expert_gate", "q_a", "kv_a", "q_a_norm", "kv_a_norm")
-            or (leaf == "bias" and module in ("o", "down")) or leaf == "down_bias")
-
-
-@given(raw=valid_configs(), tp=st.sampled_from([2, 4]))
-@settings(max_examples=60, deadline=None)
-def test_tp_ranks_sum_back_to_the_model(raw, tp):
-    """tp ranks together hold every parameter of the reference model once, plus tp - 1 more copies
-    of what TP replicates (a T5 bias table splits with its heads)."""
-    import torch
-
-    from llmcalc.analysis.verify.model import Transformer
-
-    cfg = from_dict(raw)
-    # every split width made a multiple of tp (heads keep their size)
-    moe = cfg.moe and dataclasses.replace(cfg.moe, expert_d_ff=cfg.expert_width * tp,
-                                          shared_expert_d_ff=cfg.shared_expert_width * tp)
-    heads = {} if cfg.attention == "mla" else {"n_kv_heads": cfg.kv_heads * tp, "head_dim": cfg.head_size}
-    cfg = cfg.replace(n_heads=cfg.n_heads * tp, d_ff=cfg.d_ff * tp, vocab_size=cfg.vocab_size * tp, moe=moe,
-                      **heads)
-    with torch.device("meta"):
-        model = Transformer(cfg)
-    params = dict(model.named_parameters())
-    total = sum(p.numel() for p in params.values())
-    whole = sum(p.numel() for name, p in params.items() if replicated(name, cfg))
-    rank = sum(t.numel for t in stage_tensors(cfg, Layout(tp=tp), 0))
-    assert tp * rank == total + (tp - 1) * whole
 
 
 def test_pipeline_bubble_is_p_minus_1_over_m_plus_p_minus_1():

@@ -5,6 +5,7 @@ for lines left out (long verify reports show their head and their tail).
 Refresh them after a deliberate change with `python tests/test_docs.py` (an elided block keeps as
 many head and tail lines as it had)."""
 
+import functools
 import re
 import shlex
 import sys
@@ -18,6 +19,7 @@ BLOCK = re.compile(r"```console\n\$ (llmcalc [^\n]*)\n(.*?)```", re.S)
 ELIDED = "...\n"
 
 
+@functools.cache  # an example shown on two pages runs once
 def _run(command: str) -> str:
     from tests.console import llmcalc  # the console script, as a user runs it
 
@@ -40,12 +42,21 @@ def _matches(shown: str, output: str) -> bool:
     return output.startswith(head) and output.endswith(tail) and len(head) + len(tail) < len(output)
 
 
+@pytest.mark.unit
 def test_every_command_has_an_example():
     shown = {command.split()[1] for _, command, _ in _blocks()}
     assert {"models", "params", "flops", "kvcache", "memory", "time", "plan", "hardware", "verify"} <= shown
 
 
-@pytest.mark.parametrize("page, command, shown", _blocks(), ids=[f"{p}: {c}" for p, c, _ in _blocks()])
+def _cases():
+    """Each example in the unit tier, those of `llmcalc verify` (torch) in the reference tier."""
+    return [pytest.param(page, command, shown, id=f"{page}: {command}",
+                         marks=[pytest.mark.reference, pytest.mark.slow] if command.split()[1] == "verify"
+                         else pytest.mark.unit)
+            for page, command, shown in _blocks()]
+
+
+@pytest.mark.parametrize("page, command, shown", _cases())
 def test_example_output_is_current(page, command, shown):
     assert _matches(shown, _run(command))
 
@@ -54,6 +65,7 @@ EXAMPLE = re.compile(r"`llmcalc params` total ([0-9,]+)[^\n]*:\n\n```yaml\n(.*?)
 CONFIGS = (ROOT / "docs" / "config.md").read_text()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("total, text", EXAMPLE.findall(CONFIGS))
 def test_example_configs_give_their_published_totals(total, text):
     """Each example config gives the parameter count of the released checkpoint it describes."""
@@ -63,6 +75,7 @@ def test_example_configs_give_their_published_totals(total, text):
     assert count_params(load_text(text, "example.yaml")).total == int(total.replace(",", ""))
 
 
+@pytest.mark.unit
 def test_example_configs_use_every_new_key():
     text = "".join(t for _, t in EXAMPLE.findall(CONFIGS))
     for key in ("layer_types", "attn_logit_softcap", "final_logit_softcap", "embedding_scale", "attention: mla",

@@ -36,6 +36,7 @@ def _same(cell: str, value) -> bool:
 
 # --- CSV carries the JSON's numbers --------------------------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("args", [
     ["models"],
     ["params", "gpt2-small", "mixtral-8x7b"],
@@ -62,6 +63,7 @@ def test_csv_rows_are_the_json_records(run, args):
             assert _same(cell, _at(record, path)), (path, cell)
 
 
+@pytest.mark.unit
 def test_csv_of_one_model_and_workload_is_its_json_object(run):
     args = ("kvcache", "mistral-7b", "--seq", "8192", "--kv-dtype", "fp16", "--budget", "80GiB")
     data = json.loads(run(*args, "--json").stdout)
@@ -70,6 +72,7 @@ def test_csv_of_one_model_and_workload_is_its_json_object(run):
     assert (row["bytes"], row["max_batch"], row["max_tokens"]) == ("536870912", "132", "544859")
 
 
+@pytest.mark.unit
 def test_params_csv_is_a_row_per_component(run):
     data = json.loads(run("params", "gpt2-xl", "--json").stdout)
     rows = _csv(run("params", "gpt2-xl", "--format", "csv").stdout)
@@ -81,6 +84,7 @@ def test_params_csv_is_a_row_per_component(run):
     assert sum(int(r["params"]) for r in rows) == data["total"] == 1_557_611_200
 
 
+@pytest.mark.unit
 def test_params_csv_of_several_layer_kinds_is_a_row_per_kind_and_component(run):
     data = json.loads(run("params", "gemma-2-9b", "--json").stdout)
     rows = _csv(run("params", "gemma-2-9b", "--format", "csv").stdout)
@@ -96,6 +100,7 @@ def test_params_csv_of_several_layer_kinds_is_a_row_per_kind_and_component(run):
     assert sum(int(r["params"]) for r in rows) == data["total"] == 9_241_705_984
 
 
+@pytest.mark.unit
 def test_flops_csv_is_a_row_per_component(run):
     args = ("flops", "gpt2-small", "--seq", "128", "--batch", "2")
     data = json.loads(run(*args, "--json").stdout)
@@ -109,6 +114,7 @@ def test_flops_csv_is_a_row_per_component(run):
     assert sum(int(r["total"]) for r in rows) == data["total"]["total"]
 
 
+@pytest.mark.unit
 def test_memory_csv_is_a_row_per_part(run):
     args = ("memory", "mistral-7b", "--seq", "4096")
     data = json.loads(run(*args, "--json").stdout)
@@ -131,6 +137,7 @@ def fake_checks(monkeypatch):
     monkeypatch.setattr(report, "verify", lambda cfg, device, seq, batch, hw, lora: checks)
 
 
+@pytest.mark.reference
 def test_verify_csv_is_a_row_per_check(run, fake_checks):
     data = json.loads(run("verify", "gpt2-small", "--device", "meta", "--json").stdout)
     rows = _csv(run("verify", "gpt2-small", "--device", "meta", "--format", "csv").stdout)
@@ -141,6 +148,7 @@ def test_verify_csv_is_a_row_per_check(run, fake_checks):
     assert rows[1]["measured"] == "2.5e-16"
 
 
+@pytest.mark.reference
 def test_verify_table_notes_float_checks_under_the_table(run, fake_checks):
     result = run("verify", "gpt2-small", "--device", "meta")
     assert result.exit_code == 0
@@ -158,12 +166,14 @@ COMMANDS = [["models"], ["params", "gpt2-small"], ["flops", "gpt2-small", "--seq
             ["plan", "gpt2-small", "--gpus", "4", "--hardware", "h100", "--seq", "64", "--global-batch", "8"]]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("args", COMMANDS)
 def test_json_flag_is_format_json(run, args):
     assert run(*args, "--json").stdout == run(*args, "--format", "json").stdout
     json.loads(run(*args, "--json").stdout)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("args", COMMANDS)
 def test_markdown_tables_are_pipe_tables(run, args):
     """Each table: a header row, an alignment row, then rows with as many cells."""
@@ -178,6 +188,7 @@ def test_markdown_tables_are_pipe_tables(run, args):
         assert re.fullmatch(r"\|(?::---|---:)(?:\|(?::---|---:))*\|", lines[1])
 
 
+@pytest.mark.unit
 def test_markdown_of_a_breakdown(run):
     lines = run("params", "gpt2-small", "--format", "markdown").stdout.splitlines()
     assert lines[:4] == ["**gpt2-small: parameters (12 layers)**", "",
@@ -189,6 +200,7 @@ def test_markdown_of_a_breakdown(run):
     assert "embedding: 39,383,808   non-embedding: 85,056,000" in lines
 
 
+@pytest.mark.unit
 def test_markdown_escapes_what_markdown_would_read(run, config_file):
     path = config_file(GPT2_SMALL.replace("name: gpt2-small", "name: 'a|b*c_'"))
     out = run("params", path, "gpt2-small", "--format", "markdown").stdout
@@ -196,6 +208,7 @@ def test_markdown_escapes_what_markdown_would_read(run, config_file):
     assert "| gpt2-small | 124,439,808 |" in out
 
 
+@pytest.mark.reference
 def test_verify_takes_every_format(run, fake_checks):
     out = run("verify", "gpt2-small", "--device", "meta", "--format", "markdown").stdout
     assert "| params/total | 124,439,808 | 124,439,808 | 0 | ok |" in out
@@ -203,6 +216,7 @@ def test_verify_takes_every_format(run, fake_checks):
 
 # --- sweeps ----------------------------------------------------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("command", ["flops", "kvcache", "memory"])
 def test_seq_and_batch_lists_give_a_record_per_combination(run, command):
     args = (command, "gpt2-small", "--seq", "64,128", "--batch", "1,4")
@@ -215,12 +229,14 @@ def test_seq_and_batch_lists_give_a_record_per_combination(run, command):
     assert [(s.strip(), b.strip()) for s, b in rows] == [("64", "1"), ("64", "4"), ("128", "1"), ("128", "4")]
 
 
+@pytest.mark.unit
 def test_kvcache_sweep_figures(run):
     data = json.loads(run("kvcache", "gpt2-small", "--seq", "64,128", "--batch", "1,4", "--json").stdout)
     for d in data:  # 2 (K, V) x 12 layers x 768 x 4 bytes (fp32) per token
         assert d["bytes"] == d["seq_len"] * d["batch"] * 2 * 12 * 768 * 4
 
 
+@pytest.mark.unit
 def test_flops_and_memory_sweeps_scale_with_batch(run):
     flops = json.loads(run("flops", "gpt2-small", "--seq", "128", "--batch", "1,4", "--json").stdout)
     assert flops[1]["total"]["matmul"] == 4 * flops[0]["total"]["matmul"]
@@ -228,6 +244,7 @@ def test_flops_and_memory_sweeps_scale_with_batch(run):
     assert memory[0]["weights"] == memory[1]["weights"] == 2 * 124_439_808  # bf16 for training
 
 
+@pytest.mark.unit
 def test_one_model_and_workload_stays_an_object(run):
     for command in ("flops", "kvcache", "memory"):
         data = json.loads(run(command, "gpt2-small", "--seq", "64", "--batch", "2", "--json").stdout)
@@ -236,6 +253,7 @@ def test_one_model_and_workload_stays_an_object(run):
 
 # --- bad input -------------------------------------------------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("args, message", [
     (["kvcache", "gpt2-small", "--kv-dtype", ""],
      "Error: Invalid value for '--kv-dtype': '' is not one of 'fp32', 'fp16', 'bf16', 'fp8', 'int8', 'int4'.\n"),
@@ -262,6 +280,7 @@ def test_bad_values_exit_2(run, args, message):
     assert (result.exit_code, result.stderr) == (2, message)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("args", [
     ["flops", "gpt2-small", "--seq", "9" * 5000],
     ["flops", "gpt2-small", "--seq", "-" + "9" * 4000],
@@ -284,6 +303,7 @@ HUGE = GPT2_SMALL.replace("name: gpt2-small", "name: huge").replace("vocab_size:
     .replace("d_model: 768", f"d_model: {12 * 2**49}").replace("d_ff: 3072", f"d_ff: {2**53}")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("args", [["params"], ["flops", "--seq", str(2**53)], ["kvcache", "--budget", "80GiB"],
                                   ["memory", "--seq", "64"], ["memory", "--mode", "inference", "--seq", "64"]])
 def test_the_largest_figures_are_shown(run, config_file, args):
@@ -292,6 +312,7 @@ def test_the_largest_figures_are_shown(run, config_file, args):
     assert re.search(r"\d\.\d\de\+\d{2,3} (B|FLOP)", result.stdout)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("option", ["--seq", "--batch"])
 def test_sizes_past_2_53_are_refused(run, option):
     result = run("flops", "gpt2-small", option, str(2**53 + 1))
@@ -300,6 +321,7 @@ def test_sizes_past_2_53_are_refused(run, option):
                              "9007199254740993\n")
 
 
+@pytest.mark.unit
 def test_units_past_float_range():
     assert iec(2**1100) == "1.36e+331 B"  # 2^1100 = 1.358...e331
     assert si(3 * 10**400, "FLOP") == "3.00e+400 FLOP"
@@ -307,6 +329,7 @@ def test_units_past_float_range():
     assert si(1_500_000_000_000, "FLOP") == "1.50 TFLOP"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("budget, message", [
     ("1e300B", "must be <= 2^53 = 9,007,199,254,740,992 bytes, got '1e300B'"),
     # 2^53 + 1: not rounded to 2^53 as a float would
@@ -319,6 +342,7 @@ def test_a_budget_is_read_exactly(run, budget, message):
     assert "budget 512 B = 512 bytes" in run("kvcache", "gpt2-small", "--budget", "0.5KiB").stdout
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", ["[/]", "[bold]x[/bold]", "[red]"])
 def test_rich_markup_in_a_model_name_is_shown_as_written(run, config_file, name):
     path = config_file(GPT2_SMALL.replace("name: gpt2-small", f"name: '{name}'"))
@@ -372,6 +396,7 @@ def _whole(shown: str, out: str) -> bool:
     return re.search(rf"(?<![\w,.]){re.escape(shown)}(?![\w,.])", out) is not None
 
 
+@pytest.mark.unit
 def test_params_of_every_model_at_80_columns(run):
     """Too wide for 80 columns: the table keeps every number whole and is printed at its least width
     (for the terminal to wrap), its names whole."""
@@ -383,6 +408,7 @@ def test_params_of_every_model_at_80_columns(run):
             assert _whole(f"{record[key]:,}", out), (record["model"], key)
 
 
+@pytest.mark.unit
 def test_kvcache_with_a_budget_at_80_columns(run):
     args = ("kvcache", "mistral-7b", "llama-2-7b", "--budget", "80GiB")
     out = _terminal(*args)
@@ -413,6 +439,7 @@ def _first_column(out: str) -> list[str]:
     return names
 
 
+@pytest.mark.reference
 def test_verify_at_80_columns_keeps_every_check_name(run, bundled_copy):
     """GPT-2 small's shapes with 2 layers: every check name and figure of its verify, whole."""
     path = bundled_copy("gpt2-small", 2)
@@ -426,6 +453,7 @@ def test_verify_at_80_columns_keeps_every_check_name(run, bundled_copy):
 
 # --- help ------------------------------------------------------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("columns", ["60", "80"])
 @pytest.mark.parametrize("command", ["models", "params", "flops", "kvcache", "memory", "time", "plan", "hardware",
                                      "verify"])

@@ -19,6 +19,8 @@ from llmcalc.analysis.load.catalog import load_path
 from llmcalc.analysis.load.hf import MAPPERS, from_hf_config, unclassified
 from llmcalc.analysis.model.layers import layer_plan
 
+pytestmark = pytest.mark.reference
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 logging.getLogger("transformers").setLevel(logging.ERROR)

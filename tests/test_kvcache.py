@@ -10,6 +10,8 @@ from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.spec import RunSpec
 
+pytestmark = pytest.mark.unit
+
 
 def kv(cfg, seq, batch, dtype):
     return kv_cache(cfg, RunSpec("decode", seq, batch, kv_dtype=dtype))

@@ -8,8 +8,6 @@ import warnings
 
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import llmcalc.analysis.verify.report as report
 from llmcalc.analysis.cluster.memory import fit, memory
@@ -18,9 +16,10 @@ from llmcalc.analysis.count.lora import adapter_params, linear_keys
 from llmcalc.analysis.count.traffic import pass_bytes
 from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_model
-from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.spec import LoRA, RunSpec
-from tests.strategies import CONFIGS, valid_configs
+from tests.strategies import CONFIGS
+
+pytestmark = pytest.mark.reference
 
 ATTENTION = "attention/q,attention/k,attention/v,attention/o"
 
@@ -117,22 +116,6 @@ def test_variants_against_the_reference_with_adapters(name):
     cfg = CONFIGS[name]
     checks = report.lora_checks(cfg, 12, 2, LoRA(3, tuple(linear_keys(cfg)[-2:]), alpha=6))
     assert all(c.ok for c in checks), [c for c in checks if not c.ok]
-
-
-@settings(max_examples=8, deadline=None)
-@given(valid_configs(), st.integers(1, 16), st.integers(1, 2), st.sampled_from(["eager", "flash"]),
-       st.integers(1, 4), st.data())
-def test_random_configs_with_adapters(raw, seq, batch, attention, rank, data):
-    """Random configs and targets (a random subset of the linears, or all-linear): one training
-    step's FLOPs and saved bytes with and without recomputation, on the reference with adapters."""
-    cfg = from_dict(raw, "random.yaml")
-    keys = linear_keys(cfg)
-    targets = data.draw(st.one_of(st.just(("all-linear",)), st.lists(st.sampled_from(keys), min_size=1,
-                                                                        unique=True).map(tuple)))
-    lora = LoRA(rank, targets)
-    checks = [c for recompute in report.recomputations(attention)
-              for c in report.training_checks(cfg, seq, batch, attention, recompute, "meta", lora)]
-    assert all(c.ok for c in checks), (cfg, targets, [c for c in checks if not c.ok])
 
 
 def test_verify_lora_dense_and_moe(run, config_file):

@@ -9,6 +9,8 @@ from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.spec import RunSpec
 
+pytestmark = pytest.mark.unit
+
 KEYS = {"weights", "gradients", "optimizer", "activations", "attention", "kv_cache", "logits", "total"}
 
 

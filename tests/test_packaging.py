@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.unit, pytest.mark.slow]  # builds and unpacks a wheel
+
 ROOT = Path(__file__).resolve().parents[1]
 # What the build reads. Copied to a temporary folder so that a stale ``build/`` in the checkout
 # (setuptools keeps files there that were deleted from the sources) cannot leak into the wheel.

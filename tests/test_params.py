@@ -10,6 +10,8 @@ from llmcalc.analysis.load.catalog import bundled_names, load_bundled
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.sizes import weight_bytes
 
+pytestmark = pytest.mark.unit
+
 # Published totals (DESIGN.md section 2). Sources:
 #  GPT-2: HF `openai-community/gpt2*` checkpoints, sum of numel over unique tensors
 #    (the 124M/355M/774M/1.5B of Radford et al. 2019);

@@ -9,6 +9,8 @@ import pytest
 
 from llmcalc.cli.plot_cmd import default_seqs
 
+pytestmark = pytest.mark.unit
+
 
 def _decoded(path):
     """(height, width, distinct colours, share of coloured pixels) of a PNG. Text, axes and grid

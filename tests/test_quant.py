@@ -11,6 +11,8 @@ from llmcalc.analysis.count.quant import Storage, checkpoint_bytes, stored_bytes
 from llmcalc.analysis.load.catalog import load_model, load_path
 from llmcalc.analysis.model.formats import FORMATS, WEIGHT_FORMATS
 
+pytestmark = pytest.mark.reference
+
 
 def test_every_format_a_user_can_name_has_a_formula():
     assert tuple(FORMATS) == WEIGHT_FORMATS

@@ -24,6 +24,8 @@ from llmcalc.analysis.verify.measure import (
 )
 from tests.strategies import CONFIGS
 
+pytestmark = pytest.mark.reference
+
 NEW_VARIANTS = ["gemma2", "deepseek", "deepseek-lite", "gpt-oss", "qwen2-moe", "olmo2", "olmo",
                 "neox-partial", "smollm3"]
 

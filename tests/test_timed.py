@@ -15,6 +15,8 @@ from llmcalc.analysis.spec import RunSpec
 from llmcalc.analysis.verify.checks import small_config
 from llmcalc.analysis.verify.timed import PEAK_TOLERANCE, RUNS, WARMUP, median_seconds, timed_checks
 
+pytestmark = pytest.mark.reference
+
 CPU_SPEC = """name: laptop
 memory: 16GB
 memory_bandwidth: 50GB/s

@@ -27,6 +27,8 @@ from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.load.catalog import load_text
 from llmcalc.analysis.spec import RunSpec
 
+pytestmark = pytest.mark.unit
+
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 
 

@@ -3,30 +3,12 @@
 import json
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import llmcalc.analysis.verify.report as report
-from llmcalc.analysis.model.checks import from_dict
-from tests.strategies import valid_configs
+
+pytestmark = pytest.mark.reference
 
 STEPS = [(attention, recompute) for attention in ("eager", "flash") for recompute in report.recomputations(attention)]
-
-
-@settings(max_examples=25, deadline=None)
-@given(valid_configs(), st.integers(1, 24), st.integers(1, 3), st.sampled_from(STEPS))
-def test_random_configs_analytic_equals_measured(raw, seq, batch, step):
-    """Parameters, forward/backward matmul FLOPs and saved bytes of one measured training step
-    (eager or flash, with no, selective or full recomputation: drawn), prefill and decode FLOPs
-    below and past every window, and KV-cache bytes. More saved-byte cases:
-    tests/test_activations.py; every step of the newer variants: tests/test_reference.py."""
-    cfg = from_dict(raw, "random.yaml")
-    attention, recompute = step
-    checks = (report.param_checks(cfg) + report.kv_checks(cfg, "meta", batch)
-              + report.inference_flop_checks(cfg, "meta", batch)
-              + report.training_checks(cfg, seq, batch, attention, recompute, "meta"))
-    failed = [c for c in checks if not c.ok]
-    assert not failed, (cfg, failed)
 
 
 @pytest.mark.parametrize("name", ["gpt2-small", "mistral-7b", "mixtral-8x7b"])
@@ -50,6 +32,7 @@ def test_verify_json_bundled(run, bundled_copy, name):
     assert all(c["ok"] and c["analytic"] == c["measured"] for c in data["checks"])
 
 
+@pytest.mark.slow
 def test_verify_cpu_runs_real_tensor_checks(run):
     result = run("verify", "gpt2-small", "--device", "cpu", "--json")
     data = json.loads(result.stdout)
@@ -103,6 +86,7 @@ def test_verify_rejects_an_untested_torch(run, monkeypatch):
                              "CPU machines: pip install torch==2.13.0\n")
 
 
+@pytest.mark.slow
 def test_jobs_give_the_serial_results_in_order(run, bundled_copy):
     """`--jobs 2`: worker processes (the deeper model started first), the results in the order asked for."""
     args = ["verify", bundled_copy("gpt2-small", 1), bundled_copy("mixtral-8x7b", 2), "--device", "meta",

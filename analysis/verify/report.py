@@ -75,18 +75,21 @@ def param_checks(cfg: ModelConfig) -> list[Check]:
 RECOMPUTE_TAG = {"none": "", "selective": "/selective", "full": "/recompute"}
 
 
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
 def training_checks(cfg: ModelConfig, seq: int, batch: int, attention: str, recompute: str,
-                    device: str, lora: LoRA | None = None) -> list[Check]:
-    """One training step of the bf16 model, measured once: forward and backward matmul FLOPs per
-    component (with recomputation the backward's total only: the recomputed forward runs inside
+                    device: str, lora: LoRA | None = None, dtype: str = "bf16") -> list[Check]:
+    """One training step of the model in ``dtype``, measured once: forward and backward matmul FLOPs
+    per component (with recomputation the backward's total only: the recomputed forward runs inside
     the backward, where per-module attribution is not meaningful) and the bytes saved for
-    backward per component (see analysis.activations); ``lora``: with adapters on a frozen base."""
-    model = build(cfg, attention, device, torch.bfloat16, recompute=recompute)
+    backward per component (see analysis.count.activations); ``lora``: with adapters on a frozen base."""
+    model = build(cfg, attention, device, DTYPES[dtype], recompute=recompute)
     if lora is not None:
         add_lora(model, lora.targets, lora.rank, lora.alpha)
     fwd, bwd, saved = measure_training(model, torch.zeros(batch, seq, dtype=torch.long, device=device))
     saved.pop("total")
-    run = RunSpec("train", seq, batch, attention, recompute=recompute, dtype="bf16", lora=lora)
+    run = RunSpec("train", seq, batch, attention, recompute=recompute, dtype=dtype, lora=lora)
     flops = count_flops(cfg, run)
     tag = f"{attention}{RECOMPUTE_TAG[recompute]}"
     prefix = "lora/" if lora else ""  # every check's name

@@ -1,0 +1,148 @@
+"""The import graph, read with ast from the source: no circle inside analysis/, sub-packages that
+import one way, imports at the top of modules except the documented lazy ones, and torch in
+analysis/verify only (DESIGN.md section 1)."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = {"llmcalc": ROOT / "llmcalc", "llmcalc.analysis": ROOT / "analysis", "llmcalc.cli": ROOT / "cli"}
+# what a function may import: the heavy optional dependencies (the verify, hf and plot extras), and the
+# project's modules that import torch themselves (analysis.verify's)
+HEAVY = ("torch", "transformers", "matplotlib", "numpy")
+# what each sub-package of analysis may import besides itself (the package docstring's order)
+LAYERS = {
+    "errors": set(),
+    "model": {"errors"},
+    "spec": {"errors", "model"},
+    "load": {"errors", "model", "perf"},  # perf.hardware: the schema of the accelerators it loads
+    "count": {"errors", "model", "spec"},
+    "perf": {"errors", "model", "spec", "count"},
+    "cluster": {"errors", "model", "spec", "count", "perf"},
+    "verify": {"errors", "model", "spec", "load", "count", "perf", "cluster"},
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package, folder in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            parts = path.relative_to(folder).with_suffix("").parts
+            name = ".".join((package, *parts))
+            out[name.removesuffix(".__init__")] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def _resolve(module: str, node: ast.ImportFrom | ast.Import) -> list[str]:
+    """The modules an import statement of ``module`` loads (names imported from a package that are
+    its submodules count as modules)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    base = module if _is_package(module) else module.rpartition(".")[0]
+    for _ in range(node.level - 1):
+        base = base.rpartition(".")[0]
+    target = ".".join(filter(None, (base if node.level else "", node.module or "")))
+    return [f"{target}.{a.name}" if f"{target}.{a.name}" in MODULES else target for a in node.names]
+
+
+def _type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(name: str) -> tuple[list[str], list[tuple[int, str]]]:
+    """(modules imported when ``name`` is, (line, module) imported inside its functions)."""
+    tree = ast.parse(MODULES[name].read_text())
+    top, inner = [], []
+
+    def walk(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if _type_checking(child):
+                continue  # annotations only: nothing is imported at run time
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for target in _resolve(name, child):
+                    (inner.append((child.lineno, target)) if in_function else top.append(target))
+            walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    walk(tree, False)
+    return top, inner
+
+
+GRAPH = {name: _imports(name) for name in MODULES}
+
+
+def _project(target: str) -> str | None:
+    """The project module ``target`` names (a name imported from a module is that module)."""
+    while target and target not in MODULES:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def test_no_import_circle_inside_analysis():
+    edges = {name: {t for t in map(_project, GRAPH[name][0]) if t and t.startswith("llmcalc.analysis")}
+             for name in MODULES if name.startswith("llmcalc.analysis")}
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        path.append(name)
+        for target in sorted(edges[name]):
+            assert state.get(target) != 1, " -> ".join(path[path.index(target):] + [target])
+            if target not in state:
+                visit(target)
+        path.pop()
+        state[name] = 2
+
+    for name in sorted(edges):
+        if name not in state:
+            visit(name)
+
+
+def _layer(name: str) -> str:
+    return name.removeprefix("llmcalc.analysis.").split(".")[0]
+
+
+def test_analysis_sub_packages_import_one_way():
+    for name, (top, _) in GRAPH.items():
+        if not name.startswith("llmcalc.analysis.") or name == "llmcalc.analysis":
+            continue
+        for target in filter(None, map(_project, top)):
+            if target.startswith("llmcalc.analysis.") and _layer(target) != _layer(name):
+                assert _layer(target) in LAYERS[_layer(name)], f"{name} imports {target}"
+
+
+def _imports_torch(name: str) -> bool:
+    return any(t.split(".")[0] == "torch" for t in GRAPH[name][0])
+
+
+def test_imports_are_at_the_top_but_the_heavy_optional_ones():
+    for name, (_, inner) in GRAPH.items():
+        for line, target in inner:
+            project = _project(target)
+            heavy = target.split(".")[0] in HEAVY or (project is not None and _imports_torch(project))
+            assert heavy, f"{MODULES[name].relative_to(ROOT)}:{line} imports {target} inside a function"
+
+
+def test_torch_only_in_analysis_verify():
+    for name, (top, inner) in GRAPH.items():
+        torch = [t for t in top + [t for _, t in inner] if t.split(".")[0] == "torch"]
+        assert not torch or name.startswith("llmcalc.analysis.verify"), name
+
+
+def test_the_graph_is_read_whole():
+    """The reading above sees the imports that matter: a few edges known to exist."""
+    assert "llmcalc.analysis.model.config" in GRAPH["llmcalc.analysis.model.checks"][0]
+    assert "torch" in GRAPH["llmcalc.analysis.verify.model"][0]
+    assert (GRAPH["llmcalc.cli.verify_cmd"][1] and
+            all(_project(t) is None or _imports_torch(_project(t)) for _, t in GRAPH["llmcalc.cli.verify_cmd"][1]))

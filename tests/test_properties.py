@@ -1,0 +1,202 @@
+"""The property harness: random valid configs (every key) x a workload x a feature (none, LoRA
+adapters, a parallel layout), drawn by one strategy, and every property the analytic model must
+have over them: equal to the reference modules on meta (parameters, FLOPs, saved bytes, KV
+cache), and the identities that hold between its own figures (sums, conventions, bounds)."""
+
+import dataclasses
+from typing import NamedTuple, Optional
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmcalc.analysis.cluster.sharding import gpu_state, stage_tensors
+from llmcalc.analysis.count.flops import count_flops
+from llmcalc.analysis.count.lora import linear_keys
+from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.load.catalog import load_hardware
+from llmcalc.analysis.model.checks import from_dict
+from llmcalc.analysis.model.config import ModelConfig
+from llmcalc.analysis.perf.roofline import Efficiency, prefill, roofline
+from llmcalc.analysis.spec import ALL_LINEAR, Layout, LoRA, RunSpec
+from tests.strategies import valid_configs
+
+H100 = load_hardware("h100")
+
+
+class Case(NamedTuple):
+    cfg: ModelConfig
+    run: RunSpec  # a training step: seq, batch, attention, recomputation, dtype, LoRA
+    layout: Layout  # a layout of pipeline stages, data parallelism and ZeRO the model allows
+
+
+@st.composite
+def cases(draw, lora: bool = True) -> Case:
+    cfg = from_dict(draw(valid_configs()), "random.yaml")
+    attention = draw(st.sampled_from(["eager", "flash"]))
+    recompute = draw(st.sampled_from(["none", "full"] + (["selective"] if attention == "eager" else [])))
+    adapters: Optional[LoRA] = None
+    if lora and draw(st.booleans()):
+        keys = linear_keys(cfg)
+        targets = draw(st.one_of(st.just((ALL_LINEAR,)), st.lists(st.sampled_from(keys), min_size=1,
+                                                                    unique=True).map(tuple)))
+        adapters = LoRA(draw(st.integers(1, 4)), targets, draw(st.sampled_from([None, 2.0])))
+    run = RunSpec("train", draw(st.integers(1, 24)), draw(st.integers(1, 3)), attention, recompute=recompute,
+                  dtype=draw(st.sampled_from(["bf16", "fp16", "fp32"])), lora=adapters)
+    pp = draw(st.sampled_from([p for p in (1, 2, 3, 4) if cfg.n_layers % p == 0]))
+    layout = Layout(pp=pp, dp=draw(st.integers(1, 4)), zero=draw(st.sampled_from([0, 1, 2, 3])))
+    return Case(cfg, run, layout)
+
+
+# -- against the reference modules --------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.reference
+@settings(max_examples=40, deadline=None)
+@given(cases())
+def test_analytic_equals_the_reference(case):
+    """Parameters; forward and backward matmul FLOPs and the bytes saved for backward of one measured
+    training step (eager or flash, each recomputation, each dtype, with or without adapters);
+    prefill and decode FLOPs below and past every window; KV-cache bytes. Every variant's every
+    step: tests/test_reference.py."""
+    import llmcalc.analysis.verify.report as report
+
+    cfg, run = case.cfg, case.run
+    checks = report.training_checks(cfg, run.seq, run.batch, run.attention, run.recompute, "meta", run.lora,
+                                    run.dtype)
+    if run.lora is None:
+        checks += (report.param_checks(cfg) + report.kv_checks(cfg, "meta", run.batch)
+                   + report.inference_flop_checks(cfg, "meta", run.batch))
+    failed = [c for c in checks if not c.ok]
+    assert not failed, (cfg, run, failed)
+
+
+def _replicated(name: str, cfg: ModelConfig) -> bool:
+    """Whether TP keeps the reference model's parameter ``name`` whole on every rank (DESIGN.md
+    section 9): norms (a per-head qk-norm too; one over the whole projection splits with it),
+    routers and the shared-expert gate, learned position tables (a T5 bias table splits with its
+    heads), row-parallel biases, MLA's latent projections."""
+    parts = name.split(".")
+    module, leaf = parts[-2], parts[-1]
+    if name.startswith("embedding.position"):
+        return cfg.position != "relative"
+    if module in ("q_norm", "k_norm"):
+        return cfg.qk_norm == "head"
+    return ("norm" in parts or module in ("router", "shared_expert_gate", "q_a", "kv_a", "q_a_norm", "kv_a_norm")
+            or (leaf == "bias" and module in ("o", "down")) or leaf == "down_bias")
+
+
+@pytest.mark.reference
+@settings(max_examples=40, deadline=None)
+@given(cases(lora=False), st.sampled_from([2, 4]))
+def test_tp_ranks_sum_back_to_the_reference(case, tp):
+    """tp ranks together hold every parameter of the reference model once, plus tp - 1 more copies
+    of what TP replicates (a T5 bias table splits with its heads)."""
+    import torch
+
+    from llmcalc.analysis.verify.model import Transformer
+
+    cfg = case.cfg
+    # every split width made a multiple of tp (heads keep their size)
+    moe = cfg.moe and dataclasses.replace(cfg.moe, expert_d_ff=cfg.expert_width * tp,
+                                          shared_expert_d_ff=cfg.shared_expert_width * tp)
+    heads = {} if cfg.attention == "mla" else {"n_kv_heads": cfg.kv_heads * tp, "head_dim": cfg.head_size}
+    cfg = cfg.replace(n_heads=cfg.n_heads * tp, d_ff=cfg.d_ff * tp, vocab_size=cfg.vocab_size * tp, moe=moe,
+                      **heads)
+    with torch.device("meta"):
+        model = Transformer(cfg)
+    params = dict(model.named_parameters())
+    total = sum(p.numel() for p in params.values())
+    whole = sum(p.numel() for name, p in params.items() if _replicated(name, cfg))
+    rank = sum(t.numel for t in stage_tensors(cfg, Layout(tp=tp), 0))
+    assert tp * rank == total + (tp - 1) * whole
+
+
+# -- identities of the analytic model -----------------------------------------------------------
+
+def _windows(cfg: ModelConfig) -> list[Optional[int]]:
+    from llmcalc.analysis.model.layers import layer_specs
+
+    return [s.window for s in layer_specs(cfg)]
+
+
+def _head_sizes(cfg: ModelConfig) -> tuple[int, int]:
+    if cfg.attention == "mla":
+        return cfg.mla.qk_nope_head_dim + cfg.mla.qk_rope_head_dim, cfg.mla.v_head_dim
+    return cfg.head_size, cfg.head_size
+
+
+@pytest.mark.unit
+@settings(max_examples=150, deadline=None)
+@given(cases())
+def test_parameters_and_flops_identities(case):
+    """Parameters sum to the total, active ones within it; dense and causal attention pairs in closed
+    form; FLOPs linear in the batch; an eager backward twice its forward, flash's once more the
+    scores (not with a T5 bias); a decode step never sees past a window."""
+    cfg, w = case.cfg, case.run.replace(lora=None, recompute="none")
+    p = count_params(cfg)
+    assert sum(p.components.values()) == p.total and 0 < p.active <= p.total
+    seq, batch = w.seq, w.batch
+    dense, causal = count_flops(cfg, w.replace(attention="flash")), count_flops(cfg, w.replace(causal=True))
+    assert causal.forward.matmul_total <= dense.forward.matmul_total
+    score, value = _head_sizes(cfg)
+    h, windows = cfg.n_heads, _windows(cfg)
+    pairs = [sum(min(i + 1, W or seq) for i in range(seq)) for W in windows]
+    assert causal.forward.matmul["attention/scores"] == sum(2 * batch * h * n * score for n in pairs)
+    assert causal.forward.matmul["attention/values"] == sum(2 * batch * h * n * value for n in pairs)
+    assert dense.forward.matmul["attention/scores"] == 2 * batch * h * seq * seq * score * cfg.n_layers
+    assert dense.forward.matmul["attention/values"] == 2 * batch * h * seq * seq * value * cfg.n_layers
+    single = count_flops(cfg, w.replace(attention="flash", batch=1))
+    assert dense.total.matmul_total == batch * single.total.matmul_total
+    eager = count_flops(cfg, w.replace(attention="eager"))
+    assert eager.backward.matmul == {k: 2 * v for k, v in eager.forward.matmul.items()}
+    recomputed = 0 if cfg.position == "relative" else dense.forward.matmul["attention/scores"]
+    assert dense.backward.matmul_total - eager.backward.matmul_total == recomputed
+    dec = count_flops(cfg, RunSpec("decode", seq, batch)).forward.matmul
+    assert dec["attention/scores"] == sum(2 * batch * h * min(seq, W or seq) * score for W in windows)
+    assert dec["attention/values"] == sum(2 * batch * h * min(seq, W or seq) * value for W in windows)
+
+
+@pytest.mark.unit
+@settings(max_examples=60, deadline=None)
+@given(cases(), st.floats(1.0, 8.0), st.floats(1.0, 8.0), st.sampled_from(["train", "prefill", "decode"]),
+       st.integers(1, 24))
+def test_time_identities(case, more_bw, more_flops, mode, chunk):
+    """More bandwidth or FLOP/s is never slower, half the efficiency twice the time; a chunked
+    prefill's FLOPs telescope to the unchunked causal count (MLA decompresses its cached latents
+    again in every chunk: more FLOPs, by design, so it is left out of that one)."""
+    cfg = case.cfg
+    run = RunSpec(mode, cfg.context_length, 2, dtype="bf16")
+    faster = dataclasses.replace(H100, memory_bandwidth=int(H100.memory_bandwidth * more_bw),
+                                 peak_flops={k: int(v * more_flops) for k, v in H100.peak_flops.items()})
+    assert roofline(cfg, run, faster).time_s <= roofline(cfg, run, H100).time_s
+    slow = roofline(cfg, run, H100, Efficiency(0.5, 0.5)).time_s
+    assert slow == pytest.approx(2 * roofline(cfg, run, H100).time_s)
+    if cfg.attention == "mla":
+        cfg = cfg.replace(attention="mha", mla=None)
+    seq = case.run.seq
+    chunks = RunSpec("prefill", seq, 2, chunk=chunk)
+    chunked, whole = prefill(cfg, chunks, H100), count_flops(cfg, chunks.replace(causal=True)).total
+    assert chunked.flops == whole.total
+    assert sum(c.matmul_flops for c in chunked.components.values()) == whole.matmul_total
+    assert (chunked.run.seq, chunked.run.past, chunked.run.tokens) == (seq, 0, 2 * seq)  # the whole prefill's
+
+
+@pytest.mark.unit
+@settings(max_examples=60, deadline=None)
+@given(cases(lora=False))
+def test_pipeline_stages_sum_back_to_the_model(case):
+    """Without TP: the stages hold every parameter once (a tied head adds its copy on the last stage
+    when pp > 1), and ZeRO gives rank 0 at least 1/dp of its stage and less than 1/dp plus one row
+    of each tensor."""
+    cfg, layout = case.cfg, case.layout
+    pp, dp, zero = layout.pp, layout.dp, layout.zero
+    held = [sum(t.numel for t in stage_tensors(cfg, layout, s)) for s in range(pp)]
+    copy = cfg.vocab_size * cfg.d_model if cfg.tie_embeddings and pp > 1 else 0
+    assert sum(held) == count_params(cfg).total + copy
+    for s in range(pp):
+        state, tensors = gpu_state(cfg, layout, s), stage_tensors(cfg, layout, s)
+        if zero:
+            sharded = {1: state.optimizer, 2: state.gradients, 3: state.weights}[zero]
+            rows = sum(t.numel // t.shape[0] for t in tensors)
+            assert held[s] <= dp * sharded < held[s] + dp * rows
