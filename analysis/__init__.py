@@ -6,5 +6,6 @@ One sub-package per concern: :mod:`.model` (what a model is), :mod:`.spec` (the 
 :mod:`.load` (reading files and the bundled catalog), :mod:`.count` (counting on one device),
 :mod:`.perf` (time on one accelerator), :mod:`.cluster` (many GPUs), :mod:`.verify` (reference
 PyTorch modules and measurement), and :mod:`.errors`. Imports go one way, with no circle (a test
-reads the import graph): model before spec, both before count, count before perf and cluster.
+reads the import graph): model before spec and load, those before count, count before perf, perf
+before cluster.
 """

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import sys
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Optional
 
 import typer
 from typer.core import TyperGroup
 
+from .. import __version__
 from .errors import EXIT_INTERRUPTED, EXIT_OK, guarded, reader_may_leave, run, usage_error
 
 # command -> (module in this package, function); in the order --help lists them
@@ -78,10 +78,7 @@ class Commands(TyperGroup):
 
 def _version(value: bool) -> None:
     if value:
-        try:
-            typer.echo(f"llmcalc {version('llmcalc-exact')}")
-        except PackageNotFoundError:
-            typer.echo("llmcalc (not installed)")
+        typer.echo(f"llmcalc {__version__}")
         raise typer.Exit()
 
 

@@ -10,8 +10,8 @@ import typer
 from ..analysis.cluster.memory import fit
 from ..analysis.cluster.memory import memory as memory_report
 from ..analysis.count.memory import MEMORY_MODES, PARTS, MemoryReport
-from ..analysis.load.catalog import load_hardware
 from ..analysis.model.config import ModelConfig
+from ..analysis.perf.hardware import load_hardware
 from ..analysis.spec import Layout, RunSpec
 from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, recompute_tag, workloads
 from .errors import UsageError

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..analysis.cluster.search import candidates
-from ..analysis.load.catalog import load_hardware
+from ..analysis.perf.hardware import load_hardware
 from ..analysis.perf.roofline import Efficiency
 from .common import load_models
 from .format import count, iec, rate, seconds
@@ -23,7 +23,7 @@ def _record(c) -> dict:
     if s is not None:
         rec.update(step_s=s.time_s, **{f"{k}_s": v for k, v in s.parts_s.items()}, bubble=s.bubble,
                    sent_bytes=s.sent, tokens_per_s=s.tokens_per_s, mfu=c.mfu,
-                   collectives=[{**dataclasses.asdict(k), "sent": k.sent} for k in s.collectives])
+                   collectives=[{**k._asdict(), "sent": k.sent} for k in s.collectives])
     return rec
 
 

@@ -18,9 +18,8 @@ from ..analysis.cluster.memory import memory
 from ..analysis.count.flops import FAMILIES, count_flops, family
 from ..analysis.count.kvcache import kv_cache
 from ..analysis.count.memory import MEMORY_MODES, PARTS
-from ..analysis.load.catalog import load_hardware
 from ..analysis.model.config import ModelConfig
-from ..analysis.perf.hardware import Hardware
+from ..analysis.perf.hardware import Hardware, load_hardware
 from ..analysis.perf.roofline import roofline
 from ..analysis.spec import ATTENTION_IMPLS, MODES, RunSpec
 from .common import load_models, warn_past_context

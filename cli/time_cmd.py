@@ -9,9 +9,8 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from ..analysis.cluster.step import Step, link, step
-from ..analysis.load.catalog import bundled_hardware, load_hardware
 from ..analysis.model.config import ModelConfig
-from ..analysis.perf.hardware import PEAK_DTYPES, Hardware
+from ..analysis.perf.hardware import PEAK_DTYPES, Hardware, bundled_hardware, load_hardware
 from ..analysis.perf.roofline import Efficiency, Roofline, generate, prefill, roofline, utilization
 from ..analysis.spec import MODES, Layout, RunSpec
 from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, workloads
@@ -177,7 +176,7 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: Step, eff, u, measu
            "parts_s": parts, "largest": max(parts, key=lambda k: parts[k]), "bubble": st.bubble,
            "micro_batch_s": list(st.compute_s), "tokens": st.tokens, "tokens_per_s": st.tokens_per_s,
            "sent_bytes": st.sent,
-           "collectives": [{**dataclasses.asdict(c), "sent": c.sent, "time_s": c.sent / link(hw, run.layout, c.group)}
+           "collectives": [{**c._asdict(), "sent": c.sent, "time_s": c.sent / link(hw, run.layout, c.group)}
                            for c in st.collectives]}
     if u is not None:
         rec.update(_utilization(u, measured, run_tokens))

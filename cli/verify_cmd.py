@@ -14,13 +14,13 @@ import typer
 from rich.markup import escape
 from rich.progress import Progress
 
-from ..analysis.load.catalog import load_hardware
-from ..analysis.perf.hardware import for_device
+from ..analysis.perf.hardware import for_device, load_hardware
 from ..analysis.spec import Layout
 from ..analysis.verify import cuda_device, torch_problem
 from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list
 from .errors import UsageError, VerificationFailed
 from .format import count
+from .junit import write_junit
 from .options import (
     WORKLOAD,
     Cp,
@@ -39,7 +39,7 @@ from .options import (
     output_format,
     whole,
 )
-from .report import Col, Report, Table, emit, pick, text_col, verdict, write_junit
+from .report import Col, Report, Table, emit, pick, text_col, verdict
 from .terminal import console, warn
 
 DEVICES = ("auto", "meta", "cpu", "cuda")

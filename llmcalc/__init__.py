@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import importlib
 
+__version__ = "0.1.0"  # the distribution's (pyproject reads it here)
+
 _API = {
     "load_model": "load.catalog", "ModelConfig": "model.config", "ConfigError": "errors", "SpecError": "errors",
     "RunSpec": "spec", "Layout": "spec", "LoRA": "spec", "layer_plan": "model.layers", "build": "model.architecture",

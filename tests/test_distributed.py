@@ -16,8 +16,9 @@ from llmcalc.analysis.cluster.comm import collectives
 from llmcalc.analysis.cluster.memory import memory
 from llmcalc.analysis.cluster.step import step
 from llmcalc.analysis.count.params import count_params
-from llmcalc.analysis.load.catalog import load_hardware, load_model
+from llmcalc.analysis.load.catalog import load_model
 from llmcalc.analysis.model.checks import from_dict
+from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import roofline
 from llmcalc.analysis.spec import Layout, RunSpec
 from llmcalc.analysis.verify.distributed import check_layout_on_torch, unsupported

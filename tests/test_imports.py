@@ -19,9 +19,9 @@ LAYERS = {
     "errors": set(),
     "model": {"errors"},
     "spec": {"errors", "model"},
-    "load": {"errors", "model", "perf"},  # perf.hardware: the schema of the accelerators it loads
+    "load": {"errors", "model"},
     "count": {"errors", "model", "spec"},
-    "perf": {"errors", "model", "spec", "count"},
+    "perf": {"errors", "model", "spec", "load", "count"},
     "cluster": {"errors", "model", "spec", "count", "perf"},
     "verify": {"errors", "model", "spec", "load", "count", "perf", "cluster"},
 }

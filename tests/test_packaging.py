@@ -91,6 +91,6 @@ def test_console_entry_point_from_anywhere(installed):
 
 
 def test_version_names_the_distribution(installed):
-    """`llmcalc --version` looks the version up under the distribution's name."""
+    """`llmcalc --version` is the distribution's version."""
     code = "import sys; sys.argv = ['llmcalc', '--version']; from llmcalc.cli.app import main; main()"
     assert _run_installed(installed, code).strip() == "llmcalc 0.1.0"

@@ -14,9 +14,9 @@ from llmcalc.analysis.cluster.sharding import gpu_state, stage_tensors
 from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.lora import linear_keys
 from llmcalc.analysis.count.params import count_params
-from llmcalc.analysis.load.catalog import load_hardware
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import ModelConfig
+from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import Efficiency, prefill, roofline
 from llmcalc.analysis.spec import ALL_LINEAR, Layout, LoRA, RunSpec
 from tests.strategies import valid_configs
@@ -167,7 +167,7 @@ def test_time_identities(case, more_bw, more_flops, mode, chunk):
     again in every chunk: more FLOPs, by design, so it is left out of that one)."""
     cfg = case.cfg
     run = RunSpec(mode, cfg.context_length, 2, dtype="bf16")
-    faster = dataclasses.replace(H100, memory_bandwidth=int(H100.memory_bandwidth * more_bw),
+    faster = H100._replace(memory_bandwidth=int(H100.memory_bandwidth * more_bw),
                                  peak_flops={k: int(v * more_flops) for k, v in H100.peak_flops.items()})
     assert roofline(cfg, run, faster).time_s <= roofline(cfg, run, H100).time_s
     slow = roofline(cfg, run, H100, Efficiency(0.5, 0.5)).time_s

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.traffic import pass_bytes, tile_keys
-from llmcalc.analysis.load.catalog import load_bundled, load_hardware
+from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import generate, prefill, roofline, utilization
 from llmcalc.analysis.spec import RunSpec
 

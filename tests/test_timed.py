@@ -8,8 +8,8 @@ import time
 import pytest
 import torch
 
-from llmcalc.analysis.load.catalog import load_bundled, load_hardware
-from llmcalc.analysis.perf.hardware import for_device
+from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.perf.hardware import for_device, load_hardware
 from llmcalc.analysis.perf.roofline import roofline
 from llmcalc.analysis.spec import RunSpec
 from llmcalc.analysis.verify.checks import small_config

@@ -45,7 +45,7 @@ and last stage.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..model.architecture import Block
 from ..model.config import ModelConfig
@@ -57,8 +57,7 @@ from .sharding import Tensor, cp_local, per_unit, stage_units, stages, tp_local,
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send")
 
 
-@dataclass(frozen=True)
-class Collective:
+class Collective(NamedTuple):
     what: str  # why it runs: "tp attention", "dp gradients", ...
     kind: str  # one of KINDS
     group: str  # tp | cp | dp (the dp x cp replicas) | ep | pp | dp/ep (holding the same experts) | pp ends

@@ -10,8 +10,7 @@ and the largest batch that fits in a GPU's memory.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..count.memory import (
     PARTS,
@@ -62,11 +61,10 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
     kv = [0] * pp if train else stage_kv_bytes(cfg, run)
     reports = [_stage_memory(cfg, run, s, acts[s], kv[s]) for s in range(pp)]
     peak = max(reports, key=lambda m: m.total)
-    return dataclasses.replace(peak, stage_totals=tuple(m.total for m in reports))
+    return peak._replace(stage_totals=tuple(m.total for m in reports))
 
 
-@dataclass(frozen=True)
-class Fit:
+class Fit(NamedTuple):
     budget: int  # bytes of one GPU's memory
     total: int  # the run's total
     max_batch: int  # the largest batch (per GPU) whose total fits, at most MAX_BATCH; 0: not even one

@@ -24,7 +24,7 @@ memory; kept layouts are ranked by step time (:mod:`analysis.step`), then by mem
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..count.memory import MemoryReport
 from ..errors import SpecError
@@ -39,8 +39,7 @@ MAX_GPUS = 1 << 20
 MIN_CP_CHUNK = 4096  # tokens of a sequence per context-parallel GPU
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     run: RunSpec  # one GPU's micro-batch, with the layout
     memory: MemoryReport  # the peak GPU's
     step: Step | None  # None: it does not fit

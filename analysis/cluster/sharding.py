@@ -41,7 +41,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..count.activations import activation_bytes
 from ..count.kvcache import kv_cache
@@ -121,8 +121,7 @@ def on_residual_stream(key: str) -> bool:
     return any(key == k or (k.endswith("/") and key.startswith(k)) for k in RESIDUAL_STREAM)
 
 
-@dataclass(frozen=True)
-class Tensor:
+class Tensor(NamedTuple):
     """A parameter tensor as one GPU holds it, shaped as the reference model stores it
     (``analysis.verify``): a linear's weight ``(d_out, d_in)``, stacked experts ``(n, d_in, d_out)``."""
 
@@ -214,8 +213,7 @@ def cp_local(run: RunSpec) -> RunSpec:
     return run if cp == 1 else run.replace(seq=run.seq // cp)
 
 
-@dataclass(frozen=True)
-class GpuState:
+class GpuState(NamedTuple):
     """Training state of one GPU, in elements (weights and gradients are stored in the compute
     dtype, the optimizer state in fp32)."""
 

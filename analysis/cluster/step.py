@@ -25,7 +25,7 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..count.flops import core_keys, count_flops
 from ..count.params import count_params
@@ -41,8 +41,7 @@ FIRST_STAGE = ("embedding", "embedding/scale", "position")
 LAST_STAGE = ("lm_head", "lm_head/softcap")
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     run: RunSpec  # resolved, one GPU's micro-batch, with the layout
     compute_s: tuple[float, ...]  # one micro-batch on each stage
     comm_s: tuple[float, ...]  # each stage's per-micro-batch communication over the step

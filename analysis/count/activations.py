@@ -61,7 +61,7 @@ come from the config; for GPT-2 with eager attention in bf16 the two agree exact
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
@@ -74,8 +74,7 @@ from .flops import core_recomputed
 from .lora import adapted
 
 
-@dataclass(frozen=True)
-class Activations:
+class Activations(NamedTuple):
     groups: tuple[tuple[LayerGroup, dict[str, int]], ...]  # (group, one layer's bytes by component)
     components: dict[str, int]  # the whole model: per-layer bytes x counts plus once-per-model saves
 

@@ -26,7 +26,7 @@ Conventions (README "FLOPs"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
@@ -87,8 +87,7 @@ def family(key: str) -> str:
     return {"attention": "attn proj", "mlp": "mlp", "moe": "mlp"}.get(key.split("/")[0], key.replace("_", " "))
 
 
-@dataclass(frozen=True)
-class FlopBreakdown:
+class FlopBreakdown(NamedTuple):
     """One pass's FLOPs: matmuls by breakdown key, elementwise ops by name."""
 
     matmul: dict[str, int]  # model totals by component key
@@ -111,8 +110,7 @@ class FlopBreakdown:
         return self.matmul_total + self.elementwise_total
 
 
-@dataclass(frozen=True)
-class FlopReport:
+class FlopReport(NamedTuple):
     """A run's FLOPs: forward, backward (empty outside training), and one layer's forward matmuls per group."""
 
     run: RunSpec  # resolved
@@ -282,8 +280,7 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     return FlopReport(run, forward, FlopBreakdown(bwd_mm, bwd_ew), tuple(groups))
 
 
-@dataclass(frozen=True)
-class Approximations:
+class Approximations(NamedTuple):
     """The rules of thumb, for comparison with the exact figure."""
 
     six_n: int  # 6 * N * tokens (2 * N * tokens without backward), N non-embedding (active)

@@ -9,7 +9,7 @@ GQA/MQA shrink it through ``g = n_kv_heads``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import SpecError
 from ..model.architecture import build
@@ -19,16 +19,14 @@ from ..model.sizes import weight_bytes
 from ..spec import RunSpec
 
 
-@dataclass(frozen=True)
-class GroupCache:
+class GroupCache(NamedTuple):
     group: LayerGroup
     cached_tokens: int  # per sequence, in each layer of the group
     bytes_per_token: int  # one layer
     bytes: int  # one layer, all sequences
 
 
-@dataclass(frozen=True)
-class KVCache:
+class KVCache(NamedTuple):
     seq: int
     batch: int
     kv_dtype: str

@@ -25,7 +25,7 @@ Conventions (the docs' "Conventions: memory"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..model.config import ModelConfig
 from ..model.layers import layer_plan
@@ -43,8 +43,7 @@ MEMORY_MODES = {"train": "train", "inference": "prefill"}
 PARTS = ("weights", "gradients", "optimizer", "activations", "attention", "dequantization", "kv_cache", "logits")
 
 
-@dataclass(frozen=True)
-class TrainingState:
+class TrainingState(NamedTuple):
     weights: int
     gradients: int
     optimizer: int  # moments plus fp32 master weights under mixed precision
@@ -102,8 +101,7 @@ def logits_bytes(cfg: ModelConfig, batch: int, positions: int, dtype: str) -> in
     return batch * positions * cfg.vocab_size * weight_bytes(1, dtype)
 
 
-@dataclass(frozen=True)
-class MemoryReport:
+class MemoryReport(NamedTuple):
     run: RunSpec  # resolved
     parts: dict[str, int]  # every name of PARTS, 0 where it does not apply
     activation_components: dict[str, int]  # train: saved bytes by component

@@ -13,7 +13,8 @@ Conventions:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from typing import NamedTuple
 
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
@@ -21,8 +22,7 @@ from ..model.layers import LayerGroup
 from ..model.parts import Linear, Norm, Vector
 
 
-@dataclass(frozen=True)
-class ParamCount:
+class ParamCount(NamedTuple):
     """A model's parameters: by layer group and by breakdown key, total and active (MoE top-k)."""
 
     groups: tuple[tuple[LayerGroup, dict[str, int]], ...]  # each group with one layer's parameters by key
@@ -57,6 +57,7 @@ def _inactive(block: Block) -> int:
     return sum((m.copies - m.active) * m.per_copy for m in block.linears())
 
 
+@functools.lru_cache(maxsize=256)  # configs are frozen; memory, quant and plan ask again and again
 def count_params(cfg: ModelConfig) -> ParamCount:
     model = build(cfg)
     comps: dict[str, int] = {}

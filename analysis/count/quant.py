@@ -5,7 +5,7 @@ compute dtype).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..model.architecture import build
 from ..model.config import ModelConfig
@@ -16,8 +16,7 @@ from ..spec import RunSpec
 from .params import count_params
 
 
-@dataclass(frozen=True)
-class Storage:
+class Storage(NamedTuple):
     """A format applied to a model: its group size and what it keeps in the compute dtype."""
 
     format: Format

@@ -1,5 +1,5 @@
-"""Loading models and accelerators: a bundled name (``mistral-7b``, ``h100``), a YAML file, or a
-Hugging Face ``config.json`` (or the model directory holding one).
+"""Loading models: a bundled name (``mistral-7b``), a YAML file, or a Hugging Face ``config.json``
+(or the model directory holding one). Accelerators load the same way (:mod:`analysis.perf.hardware`).
 
 The bundled configs live in ``model_configs/`` (one YAML per model, citing its source), the
 Hugging Face configs they were checked against in ``model_configs/hf/``, the accelerators in
@@ -17,13 +17,12 @@ from typing import Any
 from ..errors import ConfigError, brief
 from ..model.checks import from_dict
 from ..model.config import ModelConfig
-from ..perf.hardware import Hardware, hardware_from_dict
 from .files import config_file, read_json, read_text, read_yaml
 from .hf import from_hf_config
 
 MODEL_DIR = Path(__file__).resolve().parent.parent.parent / "model_configs"
 HF_DIR = MODEL_DIR / "hf"
-HARDWARE_DIR = MODEL_DIR / "hardware"
+HARDWARE_DIR = MODEL_DIR / "hardware"  # read by analysis.perf.hardware
 
 
 def unknown(what: str, spec: str, names: list[str], command: str) -> ConfigError:
@@ -33,11 +32,13 @@ def unknown(what: str, spec: str, names: list[str], command: str) -> ConfigError
     return ConfigError(f"unknown {what} {brief(spec)}{hint} (`llmcalc {command}` lists them)")
 
 
-def _names(folder: Path) -> list[str]:
+def names(folder: Path) -> list[str]:
+    """The bundled files of ``folder``, by name."""
     return sorted(p.stem for p in folder.glob("*.yaml"))
 
 
-def _read(path: Path) -> tuple[Any, dict[str, int]]:
+def read(path: Path) -> tuple[Any, dict[str, int]]:
+    """A YAML file and the line of each top-level key."""
     return read_yaml(read_text(path), str(path))
 
 
@@ -65,11 +66,11 @@ def load_path(path: Path) -> ModelConfig:
 
 
 def bundled_names() -> list[str]:
-    return _names(MODEL_DIR)
+    return names(MODEL_DIR)
 
 
 def load_bundled(name: str) -> ModelConfig:
-    raw, lines = _read(MODEL_DIR / f"{name}.yaml")
+    raw, lines = read(MODEL_DIR / f"{name}.yaml")
     return from_dict(raw, f"model_configs/{name}.yaml", lines)
 
 
@@ -82,21 +83,3 @@ def load_model(spec: str) -> ModelConfig:
     if os.path.lexists(spec) or spec.endswith((".yaml", ".yml", ".json")) or "/" in spec or os.sep in spec:
         return load_path(Path(spec))
     raise unknown("model", spec, names, "models")
-
-
-# -- accelerators -------------------------------------------------------------------------
-
-def bundled_hardware() -> list[str]:
-    return _names(HARDWARE_DIR)
-
-
-def load_hardware(spec: str) -> Hardware:
-    """A bundled name (``h100``) or a YAML file."""
-    names = bundled_hardware()
-    if spec in names:
-        raw, lines = _read(HARDWARE_DIR / f"{spec}.yaml")
-        return hardware_from_dict(raw, f"model_configs/hardware/{spec}.yaml", lines)
-    if not spec.endswith((".yaml", ".yml")) and "/" not in spec:
-        raise unknown("hardware", spec, names, "hardware")
-    raw, lines = read_yaml(read_text(Path(spec)), spec)
-    return hardware_from_dict(raw, spec, lines)

@@ -23,7 +23,7 @@ Block structure (``x`` is the residual stream; ``n_a``/``n_m`` the attention/MLP
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .attention import ATTENTION, AttentionKind
 from .config import ModelConfig
@@ -42,12 +42,13 @@ def block_norms(cfg: ModelConfig) -> list[Norm]:
     return [make_norm(cfg, "norm/" + k, cfg.d_model) for k in keys]
 
 
-@dataclass(frozen=True)
 class Block:
     """One layer of a spec: its attention and FFN descriptors and what it holds."""
 
-    cfg: ModelConfig
-    spec: LayerSpec
+    __slots__ = ("cfg", "spec")
+
+    def __init__(self, cfg: ModelConfig, spec: LayerSpec) -> None:
+        self.cfg, self.spec = cfg, spec
 
     @property
     def attention(self) -> AttentionKind:
@@ -67,8 +68,7 @@ class Block:
         return self.attention.vectors()
 
 
-@dataclass(frozen=True)
-class Head:
+class Head(NamedTuple):
     """The LM head, ``d -> V``. Tied, its weight is the token embedding's (counted once, under
     ``embedding/token``) and only its bias is its own."""
 
@@ -80,8 +80,7 @@ class Head:
         return self.linear.params - (self.linear.d_in * self.linear.d_out if self.tied else 0)
 
 
-@dataclass(frozen=True)
-class Model:
+class Model(NamedTuple):
     """What a model holds, part by part (module docstring)."""
 
     cfg: ModelConfig

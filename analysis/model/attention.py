@@ -17,7 +17,6 @@ forward decompresses all the keys it attends to (``kv_b`` runs over keys, not ne
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from .parts import Linear, Norm, Vector, make_norm
@@ -61,11 +60,14 @@ class AttentionKind(Protocol):
     def saves(self, tape: Tape, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None: ...
 
 
-@dataclass(frozen=True)
 class _Attention:
-    """What every kind shares: ``n_heads`` query heads, and optional sinks."""
+    """What every kind shares: ``n_heads`` query heads, and optional sinks. A descriptor holds its
+    config and computes everything from it."""
 
-    cfg: ModelConfig
+    __slots__ = ("cfg",)
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.cfg = cfg
 
     @property
     def heads(self) -> int:
@@ -76,7 +78,6 @@ class _Attention:
         return [Vector("attention/sinks", self.cfg.n_heads)] if self.cfg.attention_sinks else []
 
 
-@dataclass(frozen=True)
 class MHA(_Attention):
     """Multi-head attention, with grouped (GQA) and multi-query K/V heads."""
 
@@ -152,7 +153,6 @@ class MHA(_Attention):
         tape.linear("attention/o", T * qw * b, T)  # heads merged back: a copy
 
 
-@dataclass(frozen=True)
 class MLA(_Attention):
     """Multi-head latent attention: K and V from a compressed latent, one shared RoPE key."""
 

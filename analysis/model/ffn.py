@@ -14,7 +14,6 @@ Routing: softmax over the router logits, top-k, the k weights renormalized (Mixt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from .parts import Linear
@@ -62,11 +61,17 @@ class FFNKind(Protocol):
     def saves(self, tape: Tape, T: int, x: str) -> None: ...
 
 
-@dataclass(frozen=True)
-class Dense:
-    """One MLP for every token: up (and gate) to d_ff, the activation, down."""
+class _FFN:
+    """A descriptor holds its config and computes everything from it."""
 
-    cfg: ModelConfig
+    __slots__ = ("cfg",)
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.cfg = cfg
+
+
+class Dense(_FFN):
+    """One MLP for every token: up (and gate) to d_ff, the activation, down."""
 
     def linears(self) -> list[Linear]:
         return mlp(self.cfg, "mlp", self.cfg.d_ff, self.cfg.mlp_bias,
@@ -89,11 +94,8 @@ class Dense:
         hidden(tape, cfg, "mlp", "mlp/down", "mlp ", T, cfg.d_ff)
 
 
-@dataclass(frozen=True)
-class MoE:
+class MoE(_FFN):
     """A router and experts, top-k of them per token, and optional shared experts."""
-
-    cfg: ModelConfig
 
     def linears(self) -> list[Linear]:
         c, moe = self.cfg, self.cfg.moe

@@ -30,8 +30,7 @@ A partial block or group (``d_in`` not a multiple of it) takes a whole one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from .sizes import FP16, FP32, INT32, ceil_div
 
@@ -72,8 +71,7 @@ ROUTERS = ("moe/router", "moe/shared_expert_gate")
 BNB_FIXED = ("moe/router", "moe/experts")
 
 
-@dataclass(frozen=True)
-class Format:
+class Format(NamedTuple):
     """A quantized storage format: its byte formula per matrix and what it leaves unquantized."""
 
     name: str

@@ -17,13 +17,12 @@ Per-layer rules (DESIGN.md section 2):
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .config import ModelConfig
 
 
-@dataclass(frozen=True)
-class LayerSpec:
+class LayerSpec(NamedTuple):
     """What makes one layer differ from another: attention kind, window, RoPE, FFN kind."""
 
     attention: str  # "mha" | "mla"
@@ -44,8 +43,7 @@ class LayerSpec:
         return {"attention": self.attention, "window": self.window, "rope": self.rope, "ffn": self.ffn}
 
 
-@dataclass(frozen=True)
-class LayerGroup:
+class LayerGroup(NamedTuple):
     """The layers that share one spec: counted once, multiplied by their number."""
 
     spec: LayerSpec

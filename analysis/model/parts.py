@@ -4,15 +4,13 @@ layer's parts with these; parameters, FLOPs and memory are all computed from tho
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # the config's schema names the attention kinds, whose descriptors use these parts
     from .config import ModelConfig
 
 
-@dataclass(frozen=True)
-class Linear:
+class Linear(NamedTuple):
     """A matrix ``d_in -> d_out`` held ``copies`` times, of which a token uses ``active``.
     ``over_keys``: it runs over every attended key rather than every new token (MLA's
     decompression of cached latents)."""
@@ -34,8 +32,7 @@ class Linear:
         return self.copies * self.per_copy
 
 
-@dataclass(frozen=True)
-class Norm:
+class Norm(NamedTuple):
     """A norm over ``size`` elements, applied to ``rows`` rows per token (per-head q/k norms:
     one row per head)."""
 
@@ -50,8 +47,7 @@ class Norm:
         return self.size * (int(self.weight) + int(self.bias))
 
 
-@dataclass(frozen=True)
-class Vector:
+class Vector(NamedTuple):
     """A learned vector used as is (attention sinks: one logit per head)."""
 
     key: str
@@ -62,8 +58,7 @@ class Vector:
         return self.size
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(NamedTuple):
     """An embedding table: ``rows`` learned vectors of ``width`` (a token's, a position's, a bucket's)."""
 
     key: str

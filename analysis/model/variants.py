@@ -8,12 +8,10 @@ documented conventions, not measurements (FlopCounterMode counts only matmuls).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Activation:
+class Activation(NamedTuple):
     """An FFN activation: its name in configs, whether it is gated, its cost and what it saves."""
 
     name: str
@@ -35,8 +33,7 @@ ACTIVATIONS = {a.name: a for a in (
 )}
 
 
-@dataclass(frozen=True)
-class Position:
+class Position(NamedTuple):
     """A position type: where it acts (embeddings, q and k, the scores) and what it learns."""
 
     name: str

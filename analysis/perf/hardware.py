@@ -1,7 +1,7 @@
 """Accelerator specs: what the roofline of :mod:`analysis.perf.roofline` needs (DESIGN.md section 8).
 
 A spec is a YAML file (bundled ones in ``model_configs/hardware/``, each citing its datasheet; read
-by :func:`analysis.load.catalog.load_hardware`):
+by :func:`load_hardware`):
 
 - ``name``, ``description``, ``source`` (the datasheet);
 - ``memory``: a size (``80GB`` = 80 * 10^9 bytes, ``80GiB`` = 80 * 2^30);
@@ -18,11 +18,13 @@ Numbers are written as the datasheet prints them, with units, and read exactly (
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from ..errors import ConfigError, brief
+from ..load.catalog import HARDWARE_DIR, names, read, unknown
+from ..load.files import read_text, read_yaml
 
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 _PREFIX = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
@@ -32,8 +34,7 @@ _QUANTITY = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(Ki|Mi|Gi|Ti
 MAX_QUANTITY = 10**21  # a zettabyte, a zettaFLOP/s: far past any accelerator
 
 
-@dataclass(frozen=True)
-class Hardware:
+class Hardware(NamedTuple):
     name: str
     description: str
     memory: int  # bytes
@@ -137,3 +138,19 @@ DEVICE_NAMES = ((r"H100 PCIe$", "h100-pcie"), (r"H100 80GB HBM3$|H100 SXM", "h10
 def for_device(device_name: str) -> str | None:
     """The bundled spec of a device, by the name the driver reports (None: not bundled)."""
     return next((spec for pattern, spec in DEVICE_NAMES if re.search(pattern, device_name)), None)
+
+
+def bundled_hardware() -> list[str]:
+    return names(HARDWARE_DIR)
+
+
+def load_hardware(spec: str) -> Hardware:
+    """A bundled name (``h100``) or a YAML file."""
+    bundled = bundled_hardware()
+    if spec in bundled:
+        raw, lines = read(HARDWARE_DIR / f"{spec}.yaml")
+        return hardware_from_dict(raw, f"model_configs/hardware/{spec}.yaml", lines)
+    if not spec.endswith((".yaml", ".yml")) and "/" not in spec:
+        raise unknown("hardware", spec, bundled, "hardware")
+    raw, lines = read_yaml(read_text(Path(spec)), spec)
+    return hardware_from_dict(raw, spec, lines)

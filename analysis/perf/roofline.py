@@ -19,10 +19,10 @@ one decode step per further token; without a KV cache each step is a prefill of 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import operator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..count.flops import approximations, count_flops
 from ..count.traffic import pass_bytes
@@ -46,8 +46,7 @@ class Efficiency:
                 raise SpecError(f"efficiency.{name}", f"must be in (0, 1], got {value!r}")
 
 
-@dataclass(frozen=True)
-class Component:
+class Component(NamedTuple):
     matmul_flops: int
     elementwise_flops: int
     bytes: int
@@ -81,8 +80,7 @@ class Component:
                          self.bytes + other.bytes, self.compute_s + other.compute_s, self.memory_s + other.memory_s)
 
 
-@dataclass(frozen=True)
-class Roofline:
+class Roofline(NamedTuple):
     run: RunSpec  # resolved; causal as executed
     components: dict[str, Component]
 
@@ -163,11 +161,10 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Effi
     total = functools.reduce(operator.add, (
         roofline(cfg, run.replace(mode="prefill", seq=end, past=past, logits=end == run.seq), hw, eff)
         for past, end in spans))
-    return dataclasses.replace(total, run=run.executed())  # the whole prefill's, not its first chunk's
+    return total._replace(run=run.executed())  # the whole prefill's, not its first chunk's
 
 
-@dataclass(frozen=True)
-class Generation:
+class Generation(NamedTuple):
     new: int
     first: Roofline  # the prefill of the prompt: time to first token
     decode_s: float  # the new - 1 decode steps after it
@@ -209,8 +206,7 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
     return Generation(new, first, decode, no_cache)
 
 
-@dataclass(frozen=True)
-class Utilization:
+class Utilization(NamedTuple):
     """MFU and HFU of a training run at ``tokens_per_s`` over ``gpus`` GPUs (PaLM, appendix B):
     achieved FLOP/s / peak FLOP/s, with the FLOPs per token counted three ways."""
 
