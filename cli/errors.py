@@ -116,7 +116,7 @@ def guarded():
         raise SystemExit(EXIT_INTERRUPTED) from None
 
 
-_QUOTED = re.compile(r"'[^'\n]{80,}'")  # a value click echoes in its message
+_QUOTED = r"'[^'\n]{80,}'"  # a value click echoes in its message (compiled on first use, by re)
 
 
 def usage_error(exc: Exception) -> int:
@@ -125,7 +125,7 @@ def usage_error(exc: Exception) -> int:
     the help already printed for a command line that names no command."""
     if type(exc).__name__ != "NoArgsIsHelpError":
         message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
-        say(_QUOTED.sub(lambda m: repr(shorten(m.group(0)[1:-1])), message))
+        say(re.sub(_QUOTED, lambda m: repr(shorten(m.group(0)[1:-1])), message))
     return EXIT_USAGE
 
 

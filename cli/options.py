@@ -75,13 +75,13 @@ def names(text: str) -> Names:
 _SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
                "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([a-zA-Z]*)\s*")
+_SIZE = r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([a-zA-Z]*)\s*"  # compiled on first use (by re)
 
 
 def size(text: str) -> int:
     """'80GiB', '80GB', '24G' (= GiB), '512MiB', '1e9B' -> bytes. GB = 10^9, GiB = 2^30. A bare
     number is refused: 80 bytes is never what was meant."""
-    m = _SIZE.fullmatch(text)
+    m = re.fullmatch(_SIZE, text)
     if m and not m.group(2):
         number = m.group(1) if len(m.group(1)) <= 12 else "80"
         raise typer.BadParameter(f"needs a unit: {number}GiB (2^30 bytes) or {number}GB (10^9 bytes), got "

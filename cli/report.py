@@ -77,13 +77,13 @@ def group_json(group, **figures) -> dict:
 
 # --- JSON and CSV -----------------------------------------------------------------------------
 
-_NUMBER_LIST = re.compile(r"\[\s+(-?\d+(?:,\s+-?\d+)*)\s+\]")
+_NUMBER_LIST = r"\[\s+(-?\d+(?:,\s+-?\d+)*)\s+\]"  # compiled on first use (by re), as _MD_SPECIAL
 
 
 def print_json(data: Any) -> None:
     """Indented JSON, with lists of integers (layer indices) kept on one line."""
     text = json.dumps(data, indent=2)
-    text = _NUMBER_LIST.sub(lambda m: "[" + ", ".join(m.group(1).replace(",", " ").split()) + "]", text)
+    text = re.sub(_NUMBER_LIST, lambda m: "[" + ", ".join(m.group(1).replace(",", " ").split()) + "]", text)
     sys.stdout.write(text + "\n")
 
 
@@ -119,12 +119,12 @@ def _csv_value(value: Any) -> Any:
 
 # Markdown's own characters; an underscore inside a word is literal, a line-leading # - + > =
 # would start a heading, a list or a quote.
-_MD_SPECIAL = re.compile(r"[\\`*|<\[\]]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^[#+>=-]")
+_MD_SPECIAL = r"[\\`*|<\[\]]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^[#+>=-]"
 
 
 def _md(text: str) -> str:
     """Text safe in a GitHub pipe table or paragraph."""
-    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text.strip())
+    return re.sub(_MD_SPECIAL, lambda m: "\\" + m.group(0), text.strip())
 
 
 def _md_cell(cell: Cell, bold: bool = False) -> str:

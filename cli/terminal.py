@@ -54,14 +54,15 @@ def _widths(table: Table, shown: list[int]) -> list[int]:
     return out
 
 
-def _rich(table: Table, shown: list[int]) -> RichTable:
+def _rich(table: Table, shown: list[int], whole: bool) -> RichTable:
+    """``whole``: the lines are never wrapped (a pipe), so no cell is laid out for wrapping."""
     out = RichTable(box=box.HEAVY_HEAD, show_footer=table.footer is not None)
     for i, least in zip(shown, _widths(table, shown)):
         col = table.columns[i]
         # a column is never narrower than its least width (a number's whole width): a number's header
         # may wrap between words, the number never
         out.add_column(Text(col.header), justify="right" if col.numeric else "left", overflow="fold", min_width=least,
-                       footer=_cell(table.footer[i]) if table.footer is not None else "")
+                       no_wrap=whole, footer=_cell(table.footer[i]) if table.footer is not None else "")
     for n, section in enumerate(table.sections):
         if n and section:
             out.add_section()
@@ -72,12 +73,12 @@ def _rich(table: Table, shown: list[int]) -> RichTable:
 
 def _print_table(out: Console, table: Table) -> None:
     if table.title:
-        out.print(Text(table.title))
+        _print_text(out, table.title)
     shown = list(range(len(table.columns)))
     if _least(table, shown) > out.width:  # too narrow even with every text column folded: descriptions go
         shown = [i for i in shown if not table.columns[i].optional]
     # still too wide: drawn at its least width, for the terminal to wrap the longer lines
-    out.print(_rich(table, shown), width=max(out.width, _least(table, shown)), crop=False)
+    out.print(_rich(table, shown, out.width == PIPE_WIDTH), width=max(out.width, _least(table, shown)), crop=False)
 
 
 def _least(table: Table, shown: list[int]) -> int:
@@ -86,12 +87,17 @@ def _least(table: Table, shown: list[int]) -> int:
     return sum(_widths(table, shown)) + 3 * len(shown) + 1
 
 
+def _print_text(out: Console, text: str) -> None:
+    """A line of text, broken between words on a terminal (a pipe's lines are whole)."""
+    out.print(Text(text), soft_wrap=out.width == PIPE_WIDTH)
+
+
 def show(blocks: Sequence[Union[Table, str]]) -> None:
     """Tables and lines of text, in order, on stdout."""
     out = console()
     for block in blocks:
         if isinstance(block, str):
-            out.print(Text(block))
+            _print_text(out, block)
         else:
             _print_table(out, block)
 

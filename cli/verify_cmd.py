@@ -6,6 +6,7 @@ command line is known to be good: torch is the optional heavy part (the verify e
 from __future__ import annotations
 
 import dataclasses
+import gc
 from contextlib import closing
 from pathlib import Path
 from typing import Annotated, Literal, Optional
@@ -163,6 +164,7 @@ def verify(
       llmcalc verify mixtral-8x7b --lora-rank 8
     """
     fmt = output_format(fmt, json_out)
+    gc.enable()  # the console script runs the analytic commands without it (app.main); verify runs for long
     if against is not None:
         if device not in ("auto", "meta"):  # transformers' model is built on meta, whatever the machine
             warn(f"--device {device} does not apply to --against transformers (built on meta); ignored")

@@ -30,7 +30,7 @@ PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 _PREFIX = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 _UNITS = {"bytes": ("B",), "rate": ("B/s",), "flops": ("FLOP/s", "FLOPS", "OP/s", "OPS")}
-_QUANTITY = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(Ki|Mi|Gi|Ti|[KMGTP]?)(\S*)\s*")
+_QUANTITY = r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(Ki|Mi|Gi|Ti|[KMGTP]?)(\S*)\s*"  # compiled on first use
 MAX_QUANTITY = 10**21  # a zettabyte, a zettaFLOP/s: far past any accelerator
 
 
@@ -66,7 +66,7 @@ def quantity(value: Any, kind: str, where: tuple[str, str, int | None]) -> int:
     source, key, line = where
     if isinstance(value, int) and not isinstance(value, bool):
         number = Fraction(value)
-    elif isinstance(value, str) and (m := _QUANTITY.fullmatch(value)) and m.group(3) in _UNITS[kind]:
+    elif isinstance(value, str) and (m := re.fullmatch(_QUANTITY, value)) and m.group(3) in _UNITS[kind]:
         number = Fraction(m.group(1)) * _PREFIX[m.group(2)]
     else:
         example = {"bytes": "80GB", "rate": "3.35TB/s", "flops": "989.4TFLOP/s"}[kind]
