@@ -46,6 +46,7 @@ from .options import (
     WeightsDtype,
     Zero,
     applicable,
+    hardware_option,
     output_format,
 )
 from .report import Col, Report, Table, emit, pick, text_col
@@ -151,9 +152,8 @@ def memory(
     lora_alpha: LoraAlpha = None,
     lora_targets: LoraTargets = None,
     budget: Budget = None,
-    hardware_spec: Annotated[Optional[str], typer.Option(
-        "--hardware", metavar="NAME|FILE", help="As --budget, with the memory of a bundled accelerator "
-        "(llmcalc hardware) or a YAML spec.")] = None,
+    hardware_spec: Annotated[Optional[str], hardware_option(
+        "As --budget, with the memory of a bundled accelerator (llmcalc hardware) or a YAML spec.")] = None,
     tp: Tp = 1,
     cp: Cp = 1,
     pp: Pp = 1,

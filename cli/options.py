@@ -17,6 +17,7 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from ..analysis.errors import shorten
+from ..analysis.load.catalog import HARDWARE_DIR, bundled_files, bundled_names
 from ..analysis.model.formats import WEIGHT_FORMATS
 from ..analysis.model.sizes import DTYPE_BITS, FLOAT_DTYPES, MAX_INT
 from ..analysis.spec import ATTENTION_IMPLS, MODES, OPTIMIZER_STATES, RECOMPUTE, applies
@@ -68,7 +69,7 @@ class Names(tuple):
     """Names from a comma list (``attention/q,attention/v``)."""
 
 
-def names(text: str) -> Names:
+def name_list(text: str) -> Names:
     return Names(n.strip() for n in text.split(",") if n.strip())
 
 
@@ -130,10 +131,26 @@ def _count_option(decl: str, help: str, panel: str = WORKLOAD, *more: str):
     return typer.Option(decl, *more, parser=whole, metavar="N", help=help, rich_help_panel=panel)
 
 
+def _complete_models(incomplete: str) -> list[str]:
+    """Shell completion of a bundled model's name (a shell completes a path where none matches)."""
+    return [n for n in bundled_names() if n.startswith(incomplete)]
+
+
+def _complete_hardware(incomplete: str) -> list[str]:
+    return [n for n in bundled_files(HARDWARE_DIR) if n.startswith(incomplete)]
+
+
 Models = Annotated[Optional[list[str]], typer.Argument(
-    metavar="[MODEL]...", show_default=False,
+    metavar="[MODEL]...", show_default=False, autocompletion=_complete_models,
     help="Bundled name (see `llmcalc models`), a YAML file, or a Hugging Face config.json. None: every bundled "
          "model.")]
+Model = Annotated[str, typer.Argument(metavar="MODEL", autocompletion=_complete_models,
+                                      help="A bundled name, a YAML file or a config.json.")]
+
+
+def hardware_option(help: str):
+    """--hardware: a bundled accelerator's name (completed by the shell) or a YAML file."""
+    return typer.Option("--hardware", metavar="NAME|FILE", autocompletion=_complete_hardware, help=help)
 
 
 def seqs_option(help: str = "Tokens per sequence, or a comma list (1024,4096,16384): a row for each. "
@@ -193,7 +210,7 @@ LoraRank = Annotated[Optional[int], _count_option("--lora-rank", "Adapters of ra
 LoraAlpha = Annotated[Optional[float], typer.Option("--lora-alpha", metavar="ALPHA", rich_help_panel=LORA,
                                                     help="alpha (scaling alpha / R; default R).")]
 LoraTargets = Annotated[Optional[Names], typer.Option(
-    "--lora-targets", parser=names, metavar="KEY[,KEY...]", rich_help_panel=LORA,
+    "--lora-targets", parser=name_list, metavar="KEY[,KEY...]", rich_help_panel=LORA,
     help="Breakdown keys, comma-separated (attention/q,attention/v, the default), or all-linear.")]
 
 Format = Annotated[Literal[FORMATS], typer.Option(

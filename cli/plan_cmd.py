@@ -12,7 +12,7 @@ from ..analysis.perf.hardware import load_hardware
 from ..analysis.perf.roofline import Efficiency
 from .common import load_models
 from .format import count, iec, rate, seconds
-from .options import WORKLOAD, Dtype, Format, Json, Mfu, output_format, whole
+from .options import WORKLOAD, Dtype, Format, Json, Mfu, Model, hardware_option, output_format, whole
 from .report import Col, Report, Table, emit, pick, text_col
 
 
@@ -28,11 +28,10 @@ def _record(c) -> dict:
 
 
 def plan(
-    model: Annotated[str, typer.Argument(metavar="MODEL", help="A bundled name, a YAML file or a config.json.")],
+    model: Model,
     gpus: Annotated[int, typer.Option("--gpus", parser=whole, metavar="N", help="GPUs to split the run over.")],
-    hardware_spec: Annotated[str, typer.Option(
-        "--hardware", metavar="NAME|FILE", help="A bundled accelerator (`llmcalc hardware`) or a YAML file; its "
-        "memory, peaks and interconnect are used.")],
+    hardware_spec: Annotated[str, hardware_option(
+        "A bundled accelerator (`llmcalc hardware`) or a YAML file; its memory, peaks and interconnect are used.")],
     global_batch: Annotated[int, typer.Option("--global-batch", parser=whole, metavar="N", rich_help_panel=WORKLOAD,
                                               help="Sequences per optimizer step over all GPUs.")],
     seq: Annotated[Optional[int], typer.Option("--seq", parser=whole, metavar="N", rich_help_panel=WORKLOAD,

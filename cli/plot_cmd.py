@@ -24,7 +24,7 @@ from ..analysis.perf.roofline import roofline
 from ..analysis.spec import ATTENTION_IMPLS, MODES, RunSpec
 from .common import load_models, warn_past_context
 from .errors import UsageError
-from .options import Budget, Counts, KvDtype, Models, applicable, seqs_option, whole
+from .options import Budget, Counts, KvDtype, Models, applicable, hardware_option, seqs_option, whole
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -247,9 +247,8 @@ def plot(
     causal: Annotated[bool, typer.Option("--causal", help="flops: count only unmasked query-key pairs.")] = False,
     kv_dtype: KvDtype = None,
     budget: Budget = None,
-    hardware_spec: Annotated[Optional[str], typer.Option(
-        "--hardware", metavar="NAME|FILE", help="roofline (required): a bundled accelerator (`llmcalc hardware`) "
-        "or a YAML file.")] = None,
+    hardware_spec: Annotated[Optional[str], hardware_option(
+        "roofline (required): a bundled accelerator (`llmcalc hardware`) or a YAML file.")] = None,
 ) -> None:
     """Charts: FLOP shares against sequence length, KV cache against context, memory by part,
     and each component under an accelerator's roofline.

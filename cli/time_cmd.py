@@ -46,6 +46,7 @@ from .options import (
     amount,
     applicable,
     fraction,
+    hardware_option,
     output_format,
     seqs_option,
     whole,
@@ -54,8 +55,6 @@ from .report import Col, Report, Table, emit, pick, text_col
 from .terminal import warn
 
 TIME_MODES = (*MODES, "generate")  # generate: a prefill of --prompt tokens, then --new decode steps
-Hardware_ = Annotated[str, typer.Option("--hardware", metavar="NAME|FILE", help="A bundled accelerator (`llmcalc "
-                                        "hardware`) or a YAML file with the same keys.")]
 
 
 def hardware(fmt: Format = "table", json_out: Json = False) -> None:
@@ -226,7 +225,8 @@ def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batc
 
 def time_command(
     models: Models = None,
-    hardware_spec: Hardware_ = ...,
+    hardware_spec: Annotated[str, hardware_option(
+        "A bundled accelerator (`llmcalc hardware`) or a YAML file with the same keys.")] = ...,
     mode: Annotated[Literal[TIME_MODES], typer.Option(
         "--mode", help="generate: a prefill of --prompt tokens, then --new decode steps.",
         rich_help_panel=WORKLOAD)] = "train",

@@ -37,6 +37,7 @@ from .options import (
     Sp,
     Tp,
     Zero,
+    hardware_option,
     output_format,
     whole,
 )
@@ -124,10 +125,9 @@ def verify(
         "--against", help="Check the analytic figures against transformers' own model for the model's Hugging Face "
         "config.json (built on meta: no weights, no network) instead of llmcalc's reference. Needs the hf "
         "extra.")] = None,
-    hardware_spec: Annotated[Optional[str], typer.Option(
-        "--hardware", metavar="NAME|FILE", help="cuda, cpu: time prefill, a decode step and a training step and "
-        "compare them with this accelerator's roofline. Default on cuda: the bundled spec of the device; on cpu "
-        "nothing is timed without it.")] = None,
+    hardware_spec: Annotated[Optional[str], hardware_option(
+        "cuda, cpu: time prefill, a decode step and a training step and compare them with this accelerator's "
+        "roofline. Default on cuda: the bundled spec of the device; on cpu nothing is timed without it.")] = None,
     tp: Tp = 1,
     cp: Cp = 1,
     pp: Pp = 1,

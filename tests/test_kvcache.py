@@ -162,3 +162,14 @@ def test_budget_weights_dtype_and_compute_dtype(run):
     result = run("kvcache", "mistral-7b", "--dtype", "int4")
     assert (result.exit_code, result.stderr) == (
         2, "Error: Invalid value for '--dtype': 'int4' is not one of 'fp32', 'bf16', 'fp16'.\n")
+
+
+@pytest.mark.parametrize("args", [("--seq", "4096"), ("--seq", "32768", "--kv-dtype", "fp8"),
+                                  ("--seq", "8192", "--weights-dtype", "nf4-dq", "--dtype", "fp16")])
+def test_kvcache_and_memory_agree_on_the_largest_batch(run, args):
+    """One definition of the largest batch that fits (analysis.cluster.memory.fit): kvcache --budget
+    and memory --mode inference --budget give the same for every bundled model."""
+    kv = json.loads(run("kvcache", *args, "--budget", "80GiB", "--json").stdout)
+    mem = json.loads(run("memory", "--mode", "inference", *args, "--budget", "80GiB", "--json").stdout)
+    assert [r["max_batch"] for r in kv] == [m["budget"]["max_batch"] for m in mem]
+    assert [r["model"] for r in kv] == [m["model"] for m in mem] and len(kv) > 20

@@ -8,7 +8,12 @@ import pytest
 
 from llmcalc.analysis.cluster.memory import memory
 from llmcalc.analysis.count.activations import activation_bytes
+from llmcalc.analysis.count.flops import count_flops
+from llmcalc.analysis.count.kvcache import kv_cache
+from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.perf.hardware import load_hardware
+from llmcalc.analysis.perf.roofline import roofline
 from llmcalc.analysis.spec import Layout, RunSpec
 
 pytestmark = pytest.mark.unit
@@ -110,3 +115,27 @@ def test_pipeline_stages_hold_their_layers_and_1f1b_micro_batches():
 def test_invalid_layouts_exit_2_with_the_rule(run, args, message):
     result = run("memory", *args)
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"Error: {message}\n")
+
+
+# -- every analytic function honours the layout or refuses it -----------------------------------------
+
+@pytest.mark.parametrize("function", [count_flops, kv_cache, activation_bytes])
+@pytest.mark.parametrize("layout", [Layout(tp=8), Layout(pp=4), Layout(dp=2), Layout(cp=2)])
+def test_one_replica_functions_refuse_a_layout(function, layout):
+    """count_flops, kv_cache and activation_bytes give one model replica's figures: a layout is
+    refused, naming the field, never answered with single-GPU figures."""
+    cfg, mode = load_bundled("llama-3.1-70b"), "decode" if function is kv_cache else "train"
+    run = RunSpec(mode, 4096, 1, layout=layout)
+    with pytest.raises(SpecError) as raised:
+        function(cfg, run)
+    assert raised.value.field == "layout" and function.__name__ in str(raised.value)
+
+
+def test_roofline_refuses_a_layout_and_memory_is_per_gpu():
+    cfg, hw = load_bundled("llama-3.1-70b"), load_hardware("h100")
+    run = RunSpec("train", 4096, 1, layout=Layout(tp=8))
+    with pytest.raises(SpecError, match="runs one model replica on one GPU"):
+        roofline(cfg, run, hw)
+    one, eight = memory(cfg, run.replace(layout=Layout())), memory(cfg, run)
+    # TP splits every weight matrix but the norms: each GPU holds about an eighth of the weights
+    assert one.parts["weights"] // 8 < eight.parts["weights"] < one.parts["weights"] // 7

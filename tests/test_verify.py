@@ -1,6 +1,7 @@
 """`llmcalc verify` and the property-based proof: analytic == measured on the meta device."""
 
 import json
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -54,6 +55,29 @@ def test_wrong_formula_fails_with_exit_1(run, bundled_copy, monkeypatch):
     result = run("verify", path, "--device", "meta", "--seq", "8", "--batch", "1")
     assert result.exit_code == 1
     assert "FAIL" in result.stdout
+    # the JUnit file names the failed checks with both figures and their difference
+    junit = path.parent / "verify.xml"
+    assert run("verify", path, "--device", "meta", "--seq", "8", "--batch", "1", "--junit", junit).exit_code == 1
+    failed = {case.get("name"): case.find("failure") for case in ET.parse(junit).iter("testcase")
+              if case.find("failure") is not None}
+    assert set(failed) == {"params/lm_head", "params/total"}
+    two_layers = 124_439_808 - 10 * 7_087_872  # GPT-2 small's published total less ten of its layers
+    assert failed["params/total"].get("message") == (f"analytic {two_layers + 1}, measured {two_layers}, "
+                                                     "difference -1")
+
+
+def test_junit_has_one_case_per_check(run, tmp_path):
+    """`verify gpt2-small --device meta --junit out.xml`: a file a standard parser reads, one test case
+    per check of the JSON, none failed."""
+    junit = tmp_path / "out.xml"
+    result = run("verify", "gpt2-small", "--device", "meta", "--junit", junit, "--json")
+    assert result.exit_code == 0, result.output
+    checks = json.loads(result.stdout)["checks"]
+    (suite,) = ET.parse(junit).getroot().iter("testsuite")
+    cases = list(suite.iter("testcase"))
+    assert [c.get("name") for c in cases] == [c["name"] for c in checks]
+    assert (suite.get("name"), suite.get("tests"), suite.get("failures")) == ("gpt2-small", str(len(checks)), "0")
+    assert all(c.get("classname") == "llmcalc.verify.gpt2-small" and not list(c) for c in cases)
 
 
 @pytest.mark.parametrize("args, message", [

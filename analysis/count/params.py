@@ -59,6 +59,7 @@ def _inactive(block: Block) -> int:
 
 @functools.lru_cache(maxsize=256)  # configs are frozen; memory, quant and plan ask again and again
 def count_params(cfg: ModelConfig) -> ParamCount:
+    """The model's parameters by component and layer group, total and active (module docstring)."""
     model = build(cfg)
     comps: dict[str, int] = {}
     for table in (model.token, model.position):

@@ -32,7 +32,7 @@ def unknown(what: str, spec: str, names: list[str], command: str) -> ConfigError
     return ConfigError(f"unknown {what} {brief(spec)}{hint} (`llmcalc {command}` lists them)")
 
 
-def names(folder: Path) -> list[str]:
+def bundled_files(folder: Path) -> list[str]:
     """The bundled files of ``folder``, by name."""
     return sorted(p.stem for p in folder.glob("*.yaml"))
 
@@ -66,7 +66,7 @@ def load_path(path: Path) -> ModelConfig:
 
 
 def bundled_names() -> list[str]:
-    return names(MODEL_DIR)
+    return bundled_files(MODEL_DIR)
 
 
 def load_bundled(name: str) -> ModelConfig:

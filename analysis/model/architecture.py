@@ -111,6 +111,7 @@ def position_table(cfg: ModelConfig) -> Table | None:
 
 @functools.lru_cache(maxsize=256)  # configs are frozen; `plan` asks for the same few many times
 def build(cfg: ModelConfig) -> Model:
+    """The model ``cfg`` describes, part by part (module docstring)."""
     final = make_norm(cfg, "norm/final", cfg.d_model) if cfg.final_norm else None
     return Model(cfg, Table("embedding/token", cfg.vocab_size, cfg.d_model), position_table(cfg),
                  tuple((group, Block(cfg, group.spec)) for group in layer_plan(cfg)), final,

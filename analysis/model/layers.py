@@ -17,6 +17,7 @@ Per-layer rules (DESIGN.md section 2):
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from .config import ModelConfig
@@ -43,7 +44,8 @@ class LayerSpec(NamedTuple):
         return {"attention": self.attention, "window": self.window, "rope": self.rope, "ffn": self.ffn}
 
 
-class LayerGroup(NamedTuple):
+@dataclass(frozen=True)  # not a NamedTuple: its count is not tuple.count
+class LayerGroup:
     """The layers that share one spec: counted once, multiplied by their number."""
 
     spec: LayerSpec

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import ConfigError, brief
-from ..load.catalog import HARDWARE_DIR, names, read, unknown
+from ..load.catalog import HARDWARE_DIR, bundled_files, read, unknown
 from ..load.files import read_text, read_yaml
 
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -141,7 +141,7 @@ def for_device(device_name: str) -> str | None:
 
 
 def bundled_hardware() -> list[str]:
-    return names(HARDWARE_DIR)
+    return bundled_files(HARDWARE_DIR)
 
 
 def load_hardware(spec: str) -> Hardware:

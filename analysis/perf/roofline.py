@@ -19,6 +19,7 @@ one decode step per further token; without a KV cache each step is a prefill of 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 from dataclasses import dataclass
@@ -46,7 +47,8 @@ class Efficiency:
                 raise SpecError(f"efficiency.{name}", f"must be in (0, 1], got {value!r}")
 
 
-class Component(NamedTuple):
+@dataclass(frozen=True)  # not a NamedTuple: + adds the work, it does not join tuples
+class Component:
     matmul_flops: int
     elementwise_flops: int
     bytes: int
@@ -80,7 +82,8 @@ class Component(NamedTuple):
                          self.bytes + other.bytes, self.compute_s + other.compute_s, self.memory_s + other.memory_s)
 
 
-class Roofline(NamedTuple):
+@dataclass(frozen=True)  # as Component
+class Roofline:
     run: RunSpec  # resolved; causal as executed
     components: dict[str, Component]
 
@@ -161,7 +164,7 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Effi
     total = functools.reduce(operator.add, (
         roofline(cfg, run.replace(mode="prefill", seq=end, past=past, logits=end == run.seq), hw, eff)
         for past, end in spans))
-    return total._replace(run=run.executed())  # the whole prefill's, not its first chunk's
+    return dataclasses.replace(total, run=run.executed())  # the whole prefill's, not its first chunk's
 
 
 class Generation(NamedTuple):
