@@ -84,7 +84,8 @@ def test_default_seqs_are_powers_of_two_from_512_to_the_context():
     (["kvcache", "gpt2-small", "--out", "x.png", "--budget", "12XB"],
      "Invalid value for '--budget': expects a size such as 80GiB, 80GB, 24G or 512MiB, got '12XB'"),
 ])
-def test_bad_usage_exits_2_with_one_line(run, args, message):
+def test_bad_usage_exits_2_with_one_line(run, args, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # were one accepted by mistake, its x.png lands here, not in the checkout
     result = run("plot", *args)
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"Error: {message}\n")
 
