@@ -6,9 +6,11 @@ command line pays:
   floor   python -c "import typer, rich.console, rich.table, yaml"
 
 measured on a non-editable install with bytecode, as users run it: the checkout is installed with
-pip (no dependencies: the interpreter running this script has them) into a temporary folder put
-first on PYTHONPATH, so neither the source tree nor an editable install is what runs. Each command
-runs as its console script would (``python -c`` importing the entry point), alternately with the
+pip (no dependencies) into a temporary folder, run by a fresh virtual environment whose path reaches
+that folder and the dependencies of the interpreter running this script. Neither the source tree
+nor an editable install runs, and no editable install's import hook (which ``site`` imports at
+every start, ~10 ms on both sides of the ratio) is loaded. Each command
+runs as the console script pip writes (run by the environment's python), alternately with the
 floor, ``--runs`` times after one warm-up run each; the median wall time of each is printed (and
 the median CPU time, user + system, which a busy machine inflates less), then each command's ratio
 to the floor. ``--check`` exits 1 when a ratio is over the bar.
@@ -38,6 +40,20 @@ def install(target: Path) -> None:
                     str(target), str(ROOT)], check=True, stdout=subprocess.DEVNULL)
 
 
+def environment(folder: Path) -> Path:
+    """A virtual environment in ``folder`` that imports the install in ``folder / "llmcalc"``, then
+    this interpreter's packages (by path: their .pth files, an editable hook among them, are not
+    run); its python."""
+    venv = folder / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    paths = [str(folder / "llmcalc"), *(p for p in sys.path if p.endswith("site-packages"))]
+    Path(site, "benchmark.pth").write_text("\n".join(paths) + "\n")
+    return python
+
+
 def once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU (user + system) seconds of one run of ``cmd``, its output discarded."""
     start = time.perf_counter()
@@ -55,15 +71,16 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="exit 1 when a ratio is over the bar")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        install(Path(folder))
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [folder, env.get("PYTHONPATH")]))
-        tool = [sys.executable, "-c", "import sys; sys.argv[0] = 'llmcalc'; from llmcalc.cli.app import main; main()"]
-        cmds = {"floor: " + FLOOR: [sys.executable, "-c", FLOOR],
+        install(Path(folder, "llmcalc"))
+        python = str(environment(Path(folder)))
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+        tool = [python, str(Path(folder, "llmcalc", "bin", "llmcalc"))]  # the console script pip wrote
+        cmds = {"floor: " + FLOOR: [python, "-c", FLOOR],
                 **{"llmcalc " + " ".join(c): tool + c for c in COMMANDS}}
-        where = subprocess.run([*tool[:2], "import llmcalc; print(llmcalc.__file__)"], env=env, cwd="/",
-                               capture_output=True, text=True, check=True).stdout.strip()
-        assert where.startswith(folder), f"llmcalc runs from {where}, not the install"
+        where = subprocess.run([python, "-c", "import sys, llmcalc; print(llmcalc.__file__, "
+                                "*(m for m in sys.modules if m.startswith('__editable__')))"],
+                               env=env, cwd="/", capture_output=True, text=True, check=True).stdout.split()
+        assert where[0].startswith(folder) and len(where) == 1, f"llmcalc runs from {where}, not the install alone"
         wall: dict[str, list[float]] = {k: [] for k in cmds}
         cpu: dict[str, list[float]] = {k: [] for k in cmds}
         for c in cmds.values():  # warm the file cache

@@ -20,7 +20,7 @@ BAR_SECONDS = 60
 
 
 def _time(args: list[str]) -> tuple[float, int]:
-    cmd = [sys.executable, "-c", "import sys; sys.argv[0] = 'llmcalc'; from llmcalc.cli.app import main; main()"]
+    cmd = [sys.executable, "-c", "import sys; sys.argv[0] = 'llmcalc'; from llmcalc.cli.__main__ import main; main()"]
     start = time.perf_counter()
     proc = subprocess.run(cmd + args, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start, proc.returncode

@@ -9,7 +9,6 @@ Errors become exit codes in :mod:`.errors`, the one place that maps them."""
 
 from __future__ import annotations
 
-import gc
 import sys
 from importlib import import_module
 from typing import Annotated, Optional
@@ -96,8 +95,6 @@ def _main(version_: Annotated[Optional[bool], typer.Option(
 
 
 def main() -> None:
-    """The console script: the application as a process (errors.run, the one boundary). An analytic
-    command lives for milliseconds and frees what it allocates as it goes: the cycle collector is
-    off while it runs (a tenth of its own start-up; verify, which runs for minutes, turns it on)."""
-    gc.disable()
+    """The application as a process (errors.run, the one boundary); the console script
+    (:mod:`.__main__`) runs it."""
     run(lambda: app(prog_name="llmcalc"))

@@ -1,7 +1,5 @@
 """`llmcalc flops`: forward, backward and total FLOPs per component."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

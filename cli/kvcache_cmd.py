@@ -1,7 +1,5 @@
 """`llmcalc kvcache`: KV-cache bytes, and how many sequences fit in a memory budget."""
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 from ..analysis.cluster.memory import fit, memory

@@ -1,7 +1,5 @@
 """`llmcalc memory`: training and inference memory, part by part."""
 
-from __future__ import annotations
-
 import dataclasses
 from typing import Annotated, Literal, Optional
 

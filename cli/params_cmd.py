@@ -1,7 +1,5 @@
 """`llmcalc models` and `llmcalc params`."""
 
-from __future__ import annotations
-
 from ..analysis.count.lora import adapter_params
 from ..analysis.count.params import ParamCount
 from ..analysis.count.quant import checkpoint_bytes

@@ -1,7 +1,5 @@
 """`llmcalc plan`: the layouts of a training run on N GPUs, ranked by estimated step time."""
 
-from __future__ import annotations
-
 import dataclasses
 from typing import Annotated, Optional
 

@@ -1,8 +1,6 @@
 """`llmcalc time`: how long a pass takes on an accelerator, component by component (roofline);
 `llmcalc hardware`: the bundled accelerators."""
 
-from __future__ import annotations
-
 import dataclasses
 from typing import Annotated, Literal, Optional
 

@@ -3,8 +3,6 @@
 The modules of ``analysis.verify`` that import torch are imported inside the command once the
 command line is known to be good: torch is the optional heavy part (the verify extra)."""
 
-from __future__ import annotations
-
 import dataclasses
 import gc
 from contextlib import closing
@@ -164,7 +162,7 @@ def verify(
       llmcalc verify mixtral-8x7b --lora-rank 8
     """
     fmt = output_format(fmt, json_out)
-    gc.enable()  # the console script runs the analytic commands without it (app.main); verify runs for long
+    gc.enable()  # the console script runs the analytic commands without it (cli/__main__.py); verify runs for long
     if against is not None:
         if device not in ("auto", "meta"):  # transformers' model is built on meta, whatever the machine
             warn(f"--device {device} does not apply to --against transformers (built on meta); ignored")

@@ -10,15 +10,17 @@ import sys
 import time
 
 import pytest
+import yaml
 
 from llmcalc.analysis.errors import SHORT, brief, shorten
-from llmcalc.analysis.load.files import MAX_FILE_BYTES, MAX_VALUES
+from llmcalc.analysis.load.catalog import HARDWARE_DIR, MODEL_DIR
+from llmcalc.analysis.load.files import MAX_FILE_BYTES, MAX_VALUES, _LibYAMLLoader, _PyLoader, _read
 
 BASE = "name: t\nvocab_size: 1000\ncontext_length: 64\nd_model: 64\nn_layers: 2\nn_heads: 4\nd_ff: 256\n"
 LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
              num_attention_heads=4, max_position_embeddings=128)
 LINE = 300  # a short line: the longest message here plus a pytest tmp path
-MAIN = "import sys; from llmcalc.cli.app import main; sys.argv = ['llmcalc', *sys.argv[1:]]; main()"
+MAIN = "import sys; from llmcalc.cli.__main__ import main; sys.argv = ['llmcalc', *sys.argv[1:]]; main()"
 
 
 def error_line(result) -> str:
@@ -148,10 +150,37 @@ def _alias_bomb(levels: int = 9) -> str:
     (BASE + "attention: mla\nmla: {kv_lora_rank: 8, kv_lora_rank: 8}\n",
      ":9: key 'mla.kv_lora_rank': duplicate key (first on line 9)"),
 ])
-def test_yaml_structure(config_file, run, text, message):
+@pytest.mark.parametrize("libyaml", [True, False], ids=["libyaml", "pyyaml"])
+def test_yaml_structure(config_file, run, text, message, libyaml, monkeypatch):
+    assert yaml.__with_libyaml__  # CI's PyYAML wheel has it: both parsers are tested
+    monkeypatch.setattr(yaml, "__with_libyaml__", libyaml)
     path = config_file(text)
     line = error_line(run("params", path))
     assert line.startswith(f"Error: {path}") and message in line
+
+
+@pytest.mark.unit
+def test_libyaml_and_pyyaml_read_every_bundled_file_alike():
+    files = [*MODEL_DIR.glob("*.yaml"), *HARDWARE_DIR.glob("*.yaml")]
+    assert len(files) > 30
+    for path in files:
+        text = path.read_text()
+        assert _read(_LibYAMLLoader(text), "x") == _read(_PyLoader(text), "x"), path
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("text, problem", [
+    ("a: b: c\n", "mapping values are not allowed here"),
+    ("a: [1, 2\n", "expected ',' or ']', but got '<stream end>'"),
+    ("a: !!python/object:os.system x\n", "YAML tags that construct objects are not allowed"),
+])
+def test_a_yaml_error_is_worded_by_pyyaml_whichever_parser_runs(config_file, run, text, problem, monkeypatch):
+    lines = set()
+    for libyaml in (True, False):
+        monkeypatch.setattr(yaml, "__with_libyaml__", libyaml)
+        lines.add(error_line(run("params", config_file(text))))
+    (line,) = lines
+    assert problem in line
 
 
 @pytest.mark.unit

@@ -10,7 +10,7 @@ from llmcalc import __version__
 
 pytestmark = pytest.mark.unit
 
-LLMCALC = [sys.executable, "-c", "import sys; sys.argv[0] = 'llmcalc'; from llmcalc.cli.app import main; main()"]
+LLMCALC = [sys.executable, "-c", "import sys; sys.argv[0] = 'llmcalc'; from llmcalc.cli.__main__ import main; main()"]
 
 
 @pytest.mark.parametrize("command, choices", [

@@ -65,7 +65,7 @@ def test_distribution_is_llmcalc_exact_with_the_llmcalc_command(installed):
     assert meta["Name"] == "llmcalc-exact"
     entry_points = configparser.ConfigParser()
     entry_points.read(info / "entry_points.txt", encoding="utf-8")
-    assert dict(entry_points["console_scripts"]) == {"llmcalc": "llmcalc.cli.app:main"}
+    assert dict(entry_points["console_scripts"]) == {"llmcalc": "llmcalc.cli.__main__:main"}
 
 
 def _run_installed(installed: Path, code: str) -> str:
@@ -85,12 +85,12 @@ def test_python_api_from_anywhere(installed):
 
 
 def test_console_entry_point_from_anywhere(installed):
-    code = "import sys; sys.argv = ['llmcalc', 'models']; from llmcalc.cli.app import main; main()"
+    code = "import sys; sys.argv = ['llmcalc', 'models']; from llmcalc.cli.__main__ import main; main()"
     out = _run_installed(installed, code)
     assert "mistral-7b" in out and "gpt2-xl" in out
 
 
 def test_version_names_the_distribution(installed):
     """`llmcalc --version` is the distribution's version."""
-    code = "import sys; sys.argv = ['llmcalc', '--version']; from llmcalc.cli.app import main; main()"
+    code = "import sys; sys.argv = ['llmcalc', '--version']; from llmcalc.cli.__main__ import main; main()"
     assert _run_installed(installed, code).strip() == "llmcalc 0.1.0"

@@ -41,10 +41,6 @@ class KVCache(NamedTuple):
         """Mean over the layers (layer_groups give each kind's own)."""
         return self.bytes // self.n_layers
 
-    @property
-    def bytes_per_sequence(self) -> int:
-        return self.bytes // self.batch
-
 
 def kv_cache(cfg: ModelConfig, run: RunSpec = RunSpec(mode="decode")) -> KVCache:
     """The cache of one model replica (a GPU's share under a layout: ``memory``'s ``kv_cache``)."""

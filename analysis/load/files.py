@@ -3,7 +3,7 @@
 A config is a few kilobytes of plain data. Anything past these bounds is refused with one line
 (a :class:`ConfigError` naming the file, and the key and line where known) before it can cost
 memory, time or Python's recursion limit (the docs' "Exit codes and bad input"). YAML is read with
-PyYAML's SafeLoader only.
+PyYAML's SafeLoader only (libyaml's parser beneath it where PyYAML has it).
 """
 
 from __future__ import annotations
@@ -115,27 +115,42 @@ def _check_yaml(root, source: str) -> None:
             stack += [(child, name, False) for child in children]
 
 
-def read_yaml(text: str, source: str) -> tuple[Any, dict[str, int]]:
-    """The document and the line of each top-level key. ``yaml.safe_load`` in three steps:
-    compose the node graph (at most MAX_VALUES nodes, no deeper than MAX_DEPTH: PyYAML composes
-    recursively), check it, construct it."""
+class _Bounded(yaml.composer.Composer):
+    """PyYAML's composer (recursive) stopped where nesting passes MAX_DEPTH or the nodes pass
+    MAX_VALUES, not after a megabyte of them."""
 
-    class Loader(yaml.SafeLoader):
-        depth = nodes = 0
+    source = ""
+    depth = nodes = 0
 
-        def compose_node(self, parent, index):
-            self.depth, self.nodes = self.depth + 1, self.nodes + 1
-            try:
-                line = self.peek_event().start_mark.line + 1
-                if self.depth > MAX_DEPTH:
-                    raise ConfigError(f"nested deeper than {MAX_DEPTH} levels", source, None, line)
-                if self.nodes > MAX_VALUES:  # PyYAML is slow: stop early, not after a megabyte
-                    raise ConfigError(f"more than {MAX_VALUES:,} values, so not a model config", source, None, line)
-                return super().compose_node(parent, index)
-            finally:
-                self.depth -= 1
+    def compose_node(self, parent, index):
+        self.depth, self.nodes = self.depth + 1, self.nodes + 1
+        try:
+            line = self.peek_event().start_mark.line + 1
+            if self.depth > MAX_DEPTH:
+                raise ConfigError(f"nested deeper than {MAX_DEPTH} levels", self.source, None, line)
+            if self.nodes > MAX_VALUES:
+                raise ConfigError(f"more than {MAX_VALUES:,} values, so not a model config", self.source, None, line)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
-    loader = Loader(text)
+
+class _PyLoader(_Bounded, yaml.SafeLoader):
+    """``yaml.safe_load``'s loader, bounded: PyYAML's own scanner and parser, in Python."""
+
+
+if yaml.__with_libyaml__:  # PyYAML's wheels include libyaml
+    class _LibYAMLLoader(_Bounded, yaml.CSafeLoader):
+        """The same with libyaml's scanner and parser beneath, ten times faster; the nodes are
+        still composed (and bounded) and constructed by PyYAML."""
+
+        def __init__(self, text: str) -> None:
+            yaml.CSafeLoader.__init__(self, text)
+            yaml.composer.Composer.__init__(self)  # CSafeLoader composes in C, without it
+
+
+def _read(loader: _Bounded, source: str) -> tuple[Any, dict[str, int]]:
+    loader.source = source
     try:
         node = loader.get_single_node()
         if node is None:
@@ -144,6 +159,21 @@ def read_yaml(text: str, source: str) -> tuple[Any, dict[str, int]]:
         lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if k.id == "scalar"} \
             if node.id == "mapping" else {}
         return loader.construct_document(node), lines
+    finally:
+        loader.dispose()
+
+
+def read_yaml(text: str, source: str) -> tuple[Any, dict[str, int]]:
+    """The document and the line of each top-level key. ``yaml.safe_load`` in three steps:
+    compose the node graph (bounded), check it, construct it. A document libyaml refuses is read
+    again by PyYAML's own parser, so an error is worded the same whether libyaml is there or not."""
+    if yaml.__with_libyaml__:
+        try:
+            return _read(_LibYAMLLoader(text), source)
+        except yaml.YAMLError:
+            pass
+    try:
+        return _read(_PyLoader(text), source)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -152,8 +182,6 @@ def read_yaml(text: str, source: str) -> tuple[Any, dict[str, int]]:
             raise ConfigError("YAML tags that construct objects are not allowed (plain YAML only)",
                               source, None, line) from None
         raise ConfigError(f"not valid YAML: {problem}", source, None, line) from None
-    finally:
-        loader.dispose()
 
 
 def read_json(text: str, source: str) -> Any:

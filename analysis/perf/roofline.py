@@ -49,6 +49,9 @@ class Efficiency:
 
 @dataclass(frozen=True)  # not a NamedTuple: + adds the work, it does not join tuples
 class Component:
+    """One component's work on one accelerator and the time each roof gives it; its time is the
+    larger of the two."""
+
     matmul_flops: int
     elementwise_flops: int
     bytes: int
@@ -84,6 +87,8 @@ class Component:
 
 @dataclass(frozen=True)  # as Component
 class Roofline:
+    """A pass component by component; its time is the sum of theirs (no overlap between them)."""
+
     run: RunSpec  # resolved; causal as executed
     components: dict[str, Component]
 

@@ -48,7 +48,7 @@ import torch.nn.functional as F
 from ..count.flops import count_flops
 from ..count.params import count_params
 from ..errors import ConfigError
-from ..load.catalog import HF_DIR, bundled_names, load_model
+from ..load.catalog import HF_DIR, bundled_names
 from ..load.files import config_file, read_json, read_text
 from ..model.architecture import build
 from ..model.config import ModelConfig
@@ -130,14 +130,6 @@ def read_hf_config(path: Path) -> dict[str, Any]:
         raise ConfigError("not a Hugging Face config.json (no model_type)", str(path), "model_type")
     return raw
 
-
-def load_pair(spec: str) -> tuple[ModelConfig, dict[str, Any]]:
-    """llmcalc's config (as ``load_model`` reads ``spec``) and the HF config for transformers."""
-    path = hf_config_path(spec)
-    return load_model(spec), read_hf_config(path)
-
-
-# --- building transformers' model ------------------------------------------------------------
 
 def build_hf(raw: dict[str, Any], source: str | None = None) -> torch.nn.Module:
     """``AutoModelForCausalLM.from_config`` on meta, fp32, eager attention, batched_mm experts.
