@@ -2,8 +2,6 @@
 and lines of text a table shows), and the plain-Python writers of JSON, CSV and Markdown.
 Tables on a terminal or in a pipe are drawn by rich (:mod:`.terminal`)."""
 
-from __future__ import annotations
-
 import csv
 import json
 import re

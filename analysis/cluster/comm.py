@@ -42,8 +42,6 @@ experts. A tied embedding split over pipeline stages all-reduces its gradient be
 and last stage.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import NamedTuple
 

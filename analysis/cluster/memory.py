@@ -8,8 +8,6 @@ and the largest batch that fits in a GPU's memory.
 ``llmcalc kvcache --budget`` alike.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from ..count.memory import (

@@ -21,8 +21,6 @@ A layout is kept when its peak GPU (:func:`analysis.memory.memory`) fits in the 
 memory; kept layouts are ranked by step time (:mod:`analysis.step`), then by memory.
 """
 
-from __future__ import annotations
-
 import dataclasses
 from typing import NamedTuple
 

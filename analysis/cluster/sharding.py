@@ -35,8 +35,6 @@ A :class:`Layout` splits a model over ``tp * pp * dp`` GPUs:
   ``dp/ep`` GPUs that hold the same experts.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import functools
 import math

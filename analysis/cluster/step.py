@@ -22,8 +22,6 @@
   bound, the same for every layout compared.
 """
 
-from __future__ import annotations
-
 import dataclasses
 from typing import NamedTuple
 

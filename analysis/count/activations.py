@@ -59,8 +59,6 @@ come from the config; for GPT-2 with eager attention in bf16 the two agree exact
 ``ours = sbh(34 + 5as/h) - 2sbh - 3as^2b + 16sb``. Flash attention has no ``as^2b`` term.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from ..model.architecture import Block, build

@@ -24,8 +24,6 @@ Conventions (README "FLOPs"):
   peak (:mod:`analysis.memory`), not these counts.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from ..model.architecture import Block, build

@@ -7,8 +7,6 @@ for ``min(seq, W)`` tokens on a sliding layer (a rolling buffer of W slots, Mist
 GQA/MQA shrink it through ``g = n_kv_heads``.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from ..errors import SpecError

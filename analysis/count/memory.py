@@ -23,8 +23,6 @@ Conventions (the docs' "Conventions: memory"):
   (bitsandbytes 4-bit) holds its largest quantized matrix so, transiently, once.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from ..model.config import ModelConfig

@@ -11,8 +11,6 @@ Conventions:
   (the N of ``6 * N * tokens``), LM head included.
 """
 
-from __future__ import annotations
-
 import functools
 from typing import NamedTuple
 

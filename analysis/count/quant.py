@@ -3,8 +3,6 @@
 compute dtype).
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from ..model.architecture import build

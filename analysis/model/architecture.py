@@ -20,8 +20,6 @@ Block structure (``x`` is the residual stream; ``n_a``/``n_m`` the attention/MLP
 - parallel, ``sandwich``:      as parallel ``pre`` with a post norm on each branch output
 """
 
-from __future__ import annotations
-
 import functools
 from typing import NamedTuple
 

@@ -28,8 +28,6 @@ weights" page has the table and the sources):
 A partial block or group (``d_in`` not a multiple of it) takes a whole one.
 """
 
-from __future__ import annotations
-
 from typing import Callable, NamedTuple
 
 from .sizes import FP16, FP32, INT32, ceil_div

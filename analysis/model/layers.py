@@ -14,8 +14,6 @@ Per-layer rules (DESIGN.md section 2):
 - layer ``i`` is MoE when ``i >= moe.first_dense_layers`` and ``(i + 1) % moe.step == 0``.
 """
 
-from __future__ import annotations
-
 import functools
 from dataclasses import dataclass
 from typing import NamedTuple

@@ -6,8 +6,6 @@ Elementwise costs are forward FLOPs per element (README "Elementwise FLOPs"); th
 documented conventions, not measurements (FlopCounterMode counts only matmuls).
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 

@@ -15,8 +15,6 @@ Numbers are written as the datasheet prints them, with units, and read exactly (
 3,350,000,000,000 bytes/s); a plain integer is taken in the base unit (bytes, bytes/s, FLOP/s).
 """
 
-from __future__ import annotations
-
 import re
 from fractions import Fraction
 from pathlib import Path

@@ -17,8 +17,6 @@ larger term; a pass by the kind of bound its time is mostly spent in.
 one decode step per further token; without a KV cache each step is a prefill of the whole prefix.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import functools
 import operator
