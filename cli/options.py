@@ -10,12 +10,11 @@ lists (``1024,4096``) and whole numbers from 1 to 2^53 (every figure stays exact
 
 from __future__ import annotations
 
-import re
-from fractions import Fraction
 from typing import Annotated, Literal, Optional
 
 import typer
 
+from ..analysis import numbers
 from ..analysis.errors import shorten
 from ..analysis.load.catalog import HARDWARE_DIR, bundled_files, bundled_names
 from ..analysis.model.formats import WEIGHT_FORMATS
@@ -35,20 +34,20 @@ def shown(value: str) -> str:
 
 # -- readers of the values Typer has no type for ------------------------------------------------
 
-def _whole(text: str, what: str = "a positive integer") -> int:
+def _whole(text: str | int) -> int:
     try:
-        value = int(text)
-    except ValueError:
-        raise typer.BadParameter(f"expects {what}, got {shown(text)}") from None
+        value = numbers.count(str(text))  # an int: the option's default
+    except numbers.NumberError as exc:
+        raise typer.BadParameter(f"{exc}, got {shown(str(text))}") from None
     if value < 1:
-        raise typer.BadParameter(f"must be >= 1, got {shorten(str(value))}")
+        raise typer.BadParameter(f"must be >= 1, got {value}")
     if value > MAX_INT:
         raise typer.BadParameter(f"must be <= 2^53 = {MAX_INT:,}, got {shorten(str(value))}")
     return value
 
 
-def whole(text: str) -> int:
-    """A whole number from 1 to 2^53."""
+def whole(text: str | int) -> int:
+    """A whole number from 1 to 2^53 (``128k`` = 131,072)."""
     return _whole(text)
 
 
@@ -62,7 +61,7 @@ ONE = Counts((1,))  # --batch's default
 def counts(text: str | Counts) -> Counts:
     if isinstance(text, Counts):  # a default, already read
         return text
-    return Counts(_whole(part, "positive integers (a comma list)") for part in text.split(","))
+    return Counts(_whole(part) for part in text.split(","))
 
 
 class Names(tuple):
@@ -73,34 +72,18 @@ def name_list(text: str) -> Names:
     return Names(n.strip() for n in text.split(",") if n.strip())
 
 
-_SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-               "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-_SIZE = r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([a-zA-Z]*)\s*"  # compiled on first use (by re)
-
-
 def size(text: str) -> int:
-    """'80GiB', '80GB', '24G' (= GiB), '512MiB', '1e9B' -> bytes. GB = 10^9, GiB = 2^30. A bare
-    number is refused: 80 bytes is never what was meant."""
-    m = re.fullmatch(_SIZE, text)
-    if m and not m.group(2):
-        number = m.group(1) if len(m.group(1)) <= 12 else "80"
-        raise typer.BadParameter(f"needs a unit: {number}GiB (2^30 bytes) or {number}GB (10^9 bytes), got "
-                                 f"{shown(text)}")
-    if m is None or m.group(2).lower() not in _SIZE_UNITS:
-        raise typer.BadParameter(f"expects a size such as 80GiB, 80GB, 24G or 512MiB, got {shown(text)}")
-    # exact arithmetic: 9007199254740993B is not 2^53, and 100.7B is not 100
+    """'80GiB', '80GB', '512MiB', '1e9B' -> bytes (analysis.numbers: GB = 10^9, GiB = 2^30; bits and
+    bare numbers refused)."""
     try:
-        value = Fraction(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
-    except ValueError:  # past the 4,300 digits Python converts, so past 2^53 too
-        value = Fraction(MAX_INT + 1)
-    if value.denominator != 1:
-        raise typer.BadParameter(f"is not a whole number of bytes: {shown(text)}")
+        value = numbers.size(text)
+    except numbers.NumberError as exc:
+        raise typer.BadParameter(f"{exc}, got {shown(text)}") from None
     if value > MAX_INT:
         raise typer.BadParameter(f"must be <= 2^53 = {MAX_INT:,} bytes, got {shown(text)}")
     if value < 1:
         raise typer.BadParameter(f"must be >= 1 byte, got {shown(text)}")
-    return int(value)
+    return value
 
 
 def fraction(text: str) -> float:
@@ -219,7 +202,7 @@ Json = Annotated[bool, typer.Option("--json", help="Short for --format json: onl
                                     rich_help_panel=OUTPUT)]
 Exact = Annotated[bool, typer.Option("--exact", help="Exact integers instead of units.", rich_help_panel=OUTPUT)]
 Budget = Annotated[Optional[int], typer.Option(
-    "--budget", parser=size, metavar="SIZE", help="One GPU's memory, with its unit: 80GiB, 80GB (10^9), 24G (= GiB), "
+    "--budget", parser=size, metavar="SIZE", help="One GPU's memory, with its unit: 80GiB (2^30 bytes), 80GB (10^9), "
     "512MiB. Reports the largest batch that fits.")]
 Mfu = Annotated[Optional[float], typer.Option("--mfu", parser=fraction, metavar="FRACTION", help="Fraction of peak "
                                               "FLOP/s reached (default 1: the ideal roofline), e.g. 0.45.")]

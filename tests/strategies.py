@@ -22,7 +22,7 @@ VARIANTS = {  # together every config key and value
     "gptj": {"position": "relative", "activation": "reglu", "parallel_block": True,
              "parallel_norms": 1, "n_kv_heads": 1, "head_dim": 12, "relative_buckets": 16,
              "relative_max_distance": 32},
-    "moe": {"position": "none", "activation": "sqrelu", "mlp_bias": True, "norm_placement": "sandwich",
+    "moe": {"position": "none", "activation": "sqrelu", "norm_placement": "sandwich",
             "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 24, "shared_experts": 1}},
     "moe-silu": {"position": "rope", "activation": "silu", "n_kv_heads": 2, "sliding_window": 3,
                  "moe": {"num_experts": 3, "experts_per_token": 1}, "norm": "rmsnorm"},
@@ -94,8 +94,6 @@ def _moe(draw, n_layers):
             moe["shared_expert_d_ff"] = draw(st.integers(1, 32))
         if draw(st.booleans()):
             moe["shared_expert_gate"] = draw(st.booleans())
-    elif draw(st.booleans()):
-        moe["shared_expert_gate"] = False
     step = draw(st.integers(1, n_layers))
     last_moe = (n_layers // step) * step - 1
     if step > 1 or draw(st.booleans()):
@@ -137,8 +135,6 @@ def valid_configs(draw):
         raw["n_heads"] = draw(st.integers(1, 4))
         raw["d_model"] = draw(st.integers(1, 48))
         raw["mla"] = draw(_mla(rope))
-        if draw(st.booleans()):
-            raw["qk_norm"] = draw(st.sampled_from([False, "none"]))
     else:
         if draw(st.booleans()):
             raw["attention"] = "mha"
@@ -151,18 +147,16 @@ def valid_configs(draw):
         else:
             raw["d_model"], raw["head_dim"] = draw(st.integers(1, 64)), hd
         raw["qk_norm"] = draw(st.sampled_from(QK_NORMS))
-        if draw(st.booleans()):
-            # rotated dims int(hd * f) must be even and > 0 under RoPE; any f in (0, 1] otherwise
+        if rope and draw(st.booleans()):
+            # rotated dims int(hd * f) must be even and > 0
             rotated = 2 * draw(st.integers(1, hd // 2))
             f = rotated / hd
-            if rope and int(hd * f) != rotated:
-                f = 1.0
-            raw["rotary_fraction"] = f if rope else draw(st.sampled_from([f, 0.3, 1]))
-    for key in ("qkv_bias", "out_bias", "mlp_bias", "lm_head_bias", "tie_embeddings",
-                "final_norm", "norm_bias", "parallel_block", "attention_sinks"):
+            raw["rotary_fraction"] = f if int(hd * f) == rotated else 1.0
+    for key in ("qkv_bias", "out_bias", "lm_head_bias", "tie_embeddings", "final_norm", "parallel_block",
+                "attention_sinks"):
         raw[key] = draw(st.booleans())
-    if raw["norm"] == "layernorm" or draw(st.booleans()):
-        raw["norm_weight"] = raw["norm"] == "rmsnorm" or draw(st.booleans())  # false: layernorm only
+    if raw["norm"] == "layernorm":  # the keys of the norm's bias and weight apply to it alone
+        raw["norm_bias"], raw["norm_weight"] = draw(st.booleans()), draw(st.booleans())
     if raw["parallel_block"]:
         raw["parallel_norms"] = draw(st.sampled_from([1, 2]))
         if raw["norm_placement"] in ("post", "post_branch"):
@@ -176,9 +170,11 @@ def valid_configs(draw):
             raw["layer_types"].append("sliding")
     if rope and draw(st.booleans()):
         raw["rope_layers"] = draw(st.lists(st.booleans(), min_size=1, max_size=3))
-    raw["rope_theta"] = draw(st.sampled_from([10000, 500000.0, 1e6]))
-    raw["relative_buckets"] = draw(st.integers(2, 16))
-    raw["relative_max_distance"] = draw(st.integers(raw["relative_buckets"], 64))
+    if rope:
+        raw["rope_theta"] = draw(st.sampled_from([10000, 500000.0, 1e6]))
+    if raw["position"] == "relative":
+        raw["relative_buckets"] = draw(st.integers(2, 16))
+        raw["relative_max_distance"] = draw(st.integers(raw["relative_buckets"], 64))
     for key in ("attn_logit_softcap", "final_logit_softcap", "embedding_scale"):
         _put(raw, key, _maybe(draw, st.sampled_from([0.5, 5.65, 30, 50.0])))
     # a plain dtype or a format, each as likely: every one of the 18 values gets drawn
@@ -194,6 +190,9 @@ def valid_configs(draw):
         raw["moe"] = draw(_moe(n_layers))
     elif draw(st.integers(0, 4)) == 0:
         raw["moe"] = None
+    moe = raw.get("moe")
+    if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1:  # a dense MLP layer
+        raw["mlp_bias"] = draw(st.booleans())
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
     optional = [k for k in raw if k not in REQUIRED]
     for key in draw(st.lists(st.sampled_from(optional), unique=True)):

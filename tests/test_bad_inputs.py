@@ -144,7 +144,8 @@ def _alias_bomb(levels: int = 9) -> str:
      f":1: more than {MAX_VALUES:,} values, so not a model config"),
     (BASE.replace("d_model: 64", "d_model: " + "9" * 5000), ":4: key 'd_model': integer of 5,000 characters; "
                                                             "at most 100 digits are read"),
-    (BASE.replace("d_model: 64", "d_model: " + ":".join(["59"] * 3000)), ":4: key 'd_model': integer of 8,999"),
+    (BASE.replace("d_model: 64", "d_model: " + ":".join(["59"] * 3000)),  # YAML 1.2: no base 60
+     ":4: key 'd_model': must be an integer, got '59:59"),
     (BASE + "moe:\n  num_experts: 4\n  num_experts: 8\n  experts_per_token: 2\n",
      ":10: key 'moe.num_experts': duplicate key (first on line 9)"),
     (BASE + "attention: mla\nmla: {kv_lora_rank: 8, kv_lora_rank: 8}\n",
@@ -279,7 +280,8 @@ def test_hf_snapshot_is_named_after_the_repository_not_the_commit(run, tmp_path)
     (("params", "--bogus"), "Error: No such option: --bogus\n"),
     (("nosuchcommand",), "Error: No such command 'nosuchcommand'.\n"),
     (("kvcache", "gpt2-xl", "--budge", "1"), "Error: No such option: --budge (Possible options: --budget)\n"),
-    (("plot", "flops", "--batch", "x"), "Error: Invalid value for '--batch': expects a positive integer, got 'x'\n"),
+    (("plot", "flops", "--batch", "x"),
+     "Error: Invalid value for '--batch': expects a whole number such as 4096 or 128k, got 'x'\n"),
     (("plot",), "Error: Missing argument 'KIND'. Choose from: flops, kvcache, memory, roofline\n"),
     (("verify", "gpt2-small", "--seq"), "Error: Option '--seq' requires an argument.\n"),
 ])

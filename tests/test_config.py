@@ -12,11 +12,20 @@ from hypothesis import strategies as st
 from llmcalc.analysis.errors import ConfigError
 from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
-from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, QK_NORMS, MLAConfig, ModelConfig, MoEConfig
+from llmcalc.analysis.model.config import (
+    APPLIES,
+    LAYER_TYPES,
+    NORM_PLACEMENTS,
+    QK_NORMS,
+    MLAConfig,
+    ModelConfig,
+    MoEConfig,
+)
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
 from llmcalc.analysis.model.sizes import DTYPE_BITS
 from llmcalc.analysis.model.variants import ACTIVATIONS, NORMS, POSITIONS
-from tests.strategies import QUANT_SKIPS, valid_configs
+from tests.strategies import BASE as BASE_DICT
+from tests.strategies import QUANT_SKIPS, VARIANTS, valid_configs
 
 pytestmark = pytest.mark.unit
 
@@ -54,8 +63,8 @@ d_ff: 256
     (BASE + "moe: {num_experts: 2, experts_per_token: 0}\n",
      ":8: key 'moe.experts_per_token': must be >= 1, got 0"),
     (BASE + "parallel_norms: 1.0\n", ":8: key 'parallel_norms': must be 1 or 2, got 1.0"),
-    (BASE + "relative_buckets: 8\nrelative_max_distance: 4\n",
-     ":9: key 'relative_max_distance': must exceed relative_buckets // 2 (4), got 4"),
+    (BASE + "position: relative\nrelative_buckets: 8\nrelative_max_distance: 4\n",
+     ":10: key 'relative_max_distance': must exceed relative_buckets // 2 (4), got 4"),
     (BASE + "? [1, 2]\n: 3\n", ":8: not valid YAML: found unhashable key"),
     (BASE + "qkv_bias: yes please\n", ":8: key 'qkv_bias': must be true or false"),
     (BASE + "d_model: 128\n", ":8: key 'd_model': duplicate key (first on line 4)"),
@@ -211,7 +220,7 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
     (BASE + "sliding_window: 4\nlayer_types: []\n", [":9: key 'layer_types': must be a non-empty list"]),
     (BASE + "sliding_window: 4\nlayer_types: sliding\n", [":9: key 'layer_types': must be a non-empty list"]),
     # layers without positions
-    (BASE + "rope_layers: [true, false]\n", [":8: key 'rope_layers': applies to position: rope, not 'learned'"]),
+    (BASE + "rope_layers: [true, false]\n", [":8: key 'rope_layers': applies only to position: rope; delete it"]),
     (BASE + "position: rope\nrope_layers: [true, 0]\n", [":9: key 'rope_layers': must be true or false, got 0"]),
     # partial rotary: head size 16
     (BASE + "position: rope\nrotary_fraction: 0.1875\n",
@@ -223,15 +232,17 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
     (BASE + "rotary_fraction: 0\n", [":8: key 'rotary_fraction': must be a positive number"]),
     # multi-head latent attention
     (BASE + "attention: mla\n", [":8: ", "mla", "mapping"]),  # the line of `attention: mla`
-    (BASE + MLA, [":8: key 'mla': given, but attention is not 'mla'"]),
+    (BASE + MLA, [":8: key 'mla': applies only to attention: mla; delete it"]),
     (BASE + "attention: gqa\n", [":8: key 'attention': unknown value 'gqa'", "expected one of: mha, mla"]),
     (BASE + "attention: mla\nmla: 4\n", [":9: key 'mla': must be a mapping, got 4"]),
     (BASE + "attention: mla\n" + MLA + "n_kv_heads: 2\n",
-     [":10: key 'n_kv_heads': does not apply to attention: mla"]),
-    (BASE + "attention: mla\n" + MLA + "head_dim: 8\n", [":10: key 'head_dim': does not apply to attention: mla"]),
-    (BASE + "attention: mla\n" + MLA + "qk_norm: true\n", [":10: key 'qk_norm': does not apply to attention: mla"]),
+     [":10: key 'n_kv_heads': applies only to attention other than mla"]),
+    (BASE + "attention: mla\n" + MLA + "head_dim: 8\n",
+     [":10: key 'head_dim': applies only to attention other than mla"]),
+    (BASE + "attention: mla\n" + MLA + "qk_norm: true\n",
+     [":10: key 'qk_norm': applies only to attention other than mla"]),
     (BASE + "attention: mla\n" + MLA + "rotary_fraction: 0.5\n",
-     [":10: key 'rotary_fraction': does not apply to attention: mla"]),
+     [":10: key 'rotary_fraction': applies only to position: rope, with attention other than mla"]),
     (BASE + "attention: mla\n" + MLA.replace("v_head_dim: 4}", "v_head_dim: 4, q_lora: 8}"),
      [":9: key 'mla.q_lora': unknown key (did you mean 'q_lora_rank'?)"]),
     (BASE + "attention: mla\n" + MLA.replace("kv_lora_rank: 8, ", ""),
@@ -242,16 +253,25 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
      [":9: key 'mla.q_lora_rank': must be an integer, got 1.5"]),
     (BASE + "position: rope\nattention: mla\n" + MLA.replace("qk_rope_head_dim: 2", "qk_rope_head_dim: 3"),
      [":10: key 'mla.qk_rope_head_dim': RoPE needs an even size, got 3"]),
+    # keys that would change nothing where they are given (issue 24's silently ignored ones)
+    (BASE + "mlp_bias: true\nmoe: {num_experts: 2, experts_per_token: 1}\n",
+     [":8: key 'mlp_bias': applies only to dense MLP layers"]),
+    (BASE + "parallel_norms: 2\n", [":8: key 'parallel_norms': applies only to parallel_block: true; delete it"]),
+    (BASE + "relative_buckets: 16\n", [":8: key 'relative_buckets': applies only to position: relative"]),
+    (BASE + "rotary_fraction: 0.5\n", [":8: key 'rotary_fraction': applies only to position: rope"]),
+    (BASE + "norm: rmsnorm\nnorm_bias: true\n", [":9: key 'norm_bias': applies only to norm: layernorm"]),
+    (BASE + "rope_theta: 500000\n", [":8: key 'rope_theta': applies only to position: rope"]),
     # q/k norm, norms and their placement
     (BASE + "qk_norm: both\n", [":8: key 'qk_norm': unknown value 'both'", "expected one of: none, head, full"]),
-    (BASE + "norm: rmsnorm\nnorm_weight: false\n", [":9: key 'norm_weight': false applies to layernorm only"]),
+    (BASE + "norm: rmsnorm\nnorm_weight: false\n",
+     [":9: key 'norm_weight': applies only to norm: layernorm; delete it"]),
     (BASE + "norm_weight: 0\n", [":8: key 'norm_weight': must be true or false, got 0"]),
     (BASE + "parallel_block: true\nnorm_placement: post_branch\n",
      [":9: key 'norm_placement': parallel_block works with 'pre' or 'sandwich', not 'post_branch'"]),
     # logit soft-capping, embedding scaling, sinks
     (BASE + "attn_logit_softcap: 0\n", [":8: key 'attn_logit_softcap': must be a positive number, got 0"]),
     (BASE + "final_logit_softcap: -30\n", [":8: key 'final_logit_softcap': must be a positive number, got -30"]),
-    (BASE + "embedding_scale: yes\n", [":8: key 'embedding_scale': must be a positive number, got True"]),
+    (BASE + "embedding_scale: yes\n", [":8: key 'embedding_scale': must be a positive number, got 'yes'"]),  # YAML 1.2
     (BASE + "attention_sinks: 1\n", [":8: key 'attention_sinks': must be true or false, got 1"]),
     # mixed dense and MoE layers, shared experts
     (BASE + MOE + ", step: 3}\n", [":8: key 'moe': no layer is MoE (first_dense_layers 0, step 3, 2 layers)"]),
@@ -261,7 +281,7 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
     (BASE + MOE + ", step: 0}\n", [":8: key 'moe.step': must be >= 1, got 0"]),
     (BASE + MOE + ", first_dense_layers: -1}\n", [":8: key 'moe.first_dense_layers': must be >= 0, got -1"]),
     (BASE + MOE + ", shared_expert_gate: true}\n",
-     [":8: key 'moe.shared_expert_gate': needs shared_experts >= 1"]),
+     [":8: key 'moe.shared_expert_gate': applies only to moe.shared_experts >= 1"]),
     (BASE + MOE + ", shared_experts: 1, shared_expert_d_ff: 0}\n",
      [":8: key 'moe.shared_expert_d_ff': must be >= 1, got 0"]),
     (BASE + MOE + ", router_bias: maybe}\n", [":8: key 'moe.router_bias': must be true or false, got 'maybe'"]),
@@ -269,9 +289,10 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
     (BASE + MOE + ", shared_expert: 1}\n",
      [":8: key 'moe.shared_expert': unknown key (did you mean 'shared_experts'?)"]),
     (BASE + "moe:\n  num_experts: 4\n  experts_per_token: 0\n", [":8: key 'moe.experts_per_token': must be >= 1"]),
-    (BASE + MOE + ", shared_expert_d_ff: 32}\n", [":8: key 'moe.shared_expert_d_ff': needs shared_experts >= 1"]),
+    (BASE + MOE + ", shared_expert_d_ff: 32}\n",
+     [":8: key 'moe.shared_expert_d_ff': applies only to moe.shared_experts >= 1"]),
     (BASE + "sliding_window: 4\nlayer_types: [full, full]\n",
-     [":8: key 'sliding_window': is set but layer_types has no 'sliding' layer"]),
+     [":8: key 'sliding_window': applies only to sliding layers"]),
 ])
 def test_new_keys_bad_config_exits_2_with_one_line(config_file, run, text, fragments):
     path = config_file(text, "bad.yaml")
@@ -289,9 +310,8 @@ def test_new_keys_bad_config_exits_2_with_one_line(config_file, run, text, fragm
     BASE + "layer_types: [full]\n",
     BASE + "position: rope\nrope_layers: [true, true, true, false]\n",
     BASE + "position: rope\nrotary_fraction: 0.25\n",
-    BASE + "rotary_fraction: 0.3\n",  # no RoPE: nothing is rotated, so any share is accepted
     BASE + "attention: mla\n" + MLA,
-    BASE + "attention: mla\nqk_norm: false\n" + MLA.replace("}", ", q_lora_rank: null}"),
+    BASE + "attention: mla\n" + MLA.replace("}", ", q_lora_rank: null}"),
     BASE + "position: rope\nattention: mla\n" + MLA.replace("}", ", q_lora_rank: 6}"),
     BASE + "attention: mha\nqk_norm: full\nnorm_placement: post_branch\nnorm_weight: false\nnorm_bias: false\n",
     BASE + "attention_sinks: true\nattn_logit_softcap: 50\nfinal_logit_softcap: 30.0\nembedding_scale: 8\n",
@@ -383,3 +403,42 @@ def test_hf_qwen_window_from_max_window_layers(tmp_path, run):
     groups = json.loads(run("kvcache", path, "--seq", "8192", "--json").stdout)["layer_groups"]
     assert [(g["spec"]["window"], g["layers"], g["cached_tokens"]) for g in groups] == [
         (None, list(range(28)), 8192), (4096, [28, 29, 30, 31], 4096)]
+
+
+# -- every key applies or is refused ----------------------------------------------------------------
+
+# the variants, and configs that give the keys none of them gives
+KEYED = {**VARIANTS, "full-layers": {"layer_types": ["full"]}, "fp8-channel": {"dtype": "fp8-channel"},
+         "gptq": {"dtype": "gptq-int4", "quant_group_size": 16, "quant_skip": ["lm_head"]}}
+KEYED_CONFIGS = {name: from_dict({**BASE_DICT, **raw}) for name, raw in KEYED.items()}
+
+
+def _given_value(key: str):
+    """A valid value of ``key`` from a config that gives it (``moe.step``: inside its moe mapping)."""
+    top, _, inner = key.partition(".")
+    for raw in KEYED.values():
+        if top in raw and (not inner or inner in raw[top]):
+            return raw[top] if not inner else raw[top][inner]
+    raise AssertionError(f"no variant gives {key}")
+
+
+@pytest.mark.parametrize("key", sorted(APPLIES))
+def test_a_key_given_where_it_applies_to_nothing_is_refused(key):
+    """For each conditional key: every variant that gives it satisfies its condition, and adding it
+    to every variant that does not is a ConfigError naming the key (so a wrong condition, or a rule
+    from_dict does not enforce, fails here)."""
+    applies, _ = APPLIES[key]
+    value, top, _, inner = _given_value(key), *key.partition(".")
+    refused = 0
+    for name, raw in KEYED.items():
+        full = {**BASE_DICT, **raw}
+        if top in raw and (not inner or inner in raw[top]):
+            assert applies(KEYED_CONFIGS[name]), (name, key)
+            continue
+        if applies(KEYED_CONFIGS[name]) or (inner and not raw.get(top)):
+            continue
+        given = {**full, top: {**raw[top], inner: value}} if inner else {**full, key: value}
+        with pytest.raises(ConfigError, match=f"key '{key}': applies only to "):
+            from_dict(given)
+        refused += 1
+    assert refused, f"no variant shows {key} refused"

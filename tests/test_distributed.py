@@ -238,7 +238,7 @@ def test_time_with_a_layout_matches_plan_and_memory(run):
     (["llama-2-7b", "--gpus", "0", "--hardware", "h100", "--global-batch", "8"], 2,
      "Invalid value for '--gpus': must be >= 1, got 0"),
     (["llama-2-7b", "--gpus", "8", "--hardware", "h100", "--global-batch", "8", "--seq", "1,2"], 2,
-     "Invalid value for '--seq': expects a positive integer, got '1,2'"),
+     "Invalid value for '--seq': expects a whole number such as 4096 or 128k, got '1,2'"),
     (["llama-3.1-405b", "--gpus", "1", "--hardware", "l4", "--global-batch", "1", "--seq", "1024"], 0,
      "no layout fits in"),
     (["gpt2-small", "--gpus", "1048576", "--hardware", "h100", "--global-batch", "8"], 0,

@@ -95,7 +95,7 @@ def test_mixtral_experts_scale_with_top_k():
 
 @pytest.mark.parametrize("args, message", [
     (["--seq", "0"], "Error: Invalid value for '--seq': must be >= 1, got 0\n"),
-    (["--seq", "abc"], "Error: Invalid value for '--seq': expects positive integers (a comma list), got 'abc'\n"),
+    (["--seq", "abc"], "Error: Invalid value for '--seq': expects a whole number such as 4096 or 128k, got 'abc'\n"),
     (["--batch", "-1"], "Error: Invalid value for '--batch': must be >= 1, got -1\n"),
     (["--mode", "infer"], "Error: Invalid value for '--mode': 'infer' is not one of 'train', 'prefill', 'decode'.\n"),
     (["--attention", "sdpa"], "Error: Invalid value for '--attention': 'sdpa' is not one of 'eager', 'flash'.\n"),

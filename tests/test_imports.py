@@ -17,13 +17,14 @@ HEAVY = ("torch", "transformers", "matplotlib", "numpy")
 # what each sub-package of analysis may import besides itself (the package docstring's order)
 LAYERS = {
     "errors": set(),
-    "model": {"errors"},
-    "spec": {"errors", "model"},
-    "load": {"errors", "model"},
-    "count": {"errors", "model", "spec"},
-    "perf": {"errors", "model", "spec", "load", "count"},
-    "cluster": {"errors", "model", "spec", "count", "perf"},
-    "verify": {"errors", "model", "spec", "load", "count", "perf", "cluster"},
+    "numbers": set(),
+    "model": {"errors", "numbers"},
+    "spec": {"errors", "numbers", "model"},
+    "load": {"errors", "numbers", "model"},
+    "count": {"errors", "numbers", "model", "spec"},
+    "perf": {"errors", "numbers", "model", "spec", "load", "count"},
+    "cluster": {"errors", "numbers", "model", "spec", "count", "perf"},
+    "verify": {"errors", "numbers", "model", "spec", "load", "count", "perf", "cluster"},
 }
 
 

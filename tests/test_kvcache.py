@@ -53,7 +53,7 @@ def test_mistral_budget(run):
 
 
 @pytest.mark.parametrize("size, expected", [("80GiB", 80 * 2**30), ("80GB", 80 * 10**9),
-                                            ("24G", 24 * 2**30), ("512MiB", 512 * 2**20),
+                                            ("24GiB", 24 * 2**30), ("512MiB", 512 * 2**20),
                                             ("1.5GiB", 3 * 2**29)])
 def test_budget_units(run, size, expected):
     data = json.loads(run("kvcache", "gpt2-small", "--budget", size, "--json").stdout)
@@ -69,7 +69,7 @@ def test_weights_do_not_fit(run):
 
 @pytest.mark.parametrize("args, message", [
     (["--budget", "12XB"],
-     "Error: Invalid value for '--budget': expects a size such as 80GiB, 80GB, 24G or 512MiB, got '12XB'\n"),
+     "Error: Invalid value for '--budget': expects a number with a byte unit, such as 80GiB or 80GB, got '12XB'\n"),
     (["--budget", "0GB"], "Error: Invalid value for '--budget': must be >= 1 byte, got '0GB'\n"),
     (["--kv-dtype", "fp12"],
      "Error: Invalid value for '--kv-dtype': 'fp12' is not one of 'fp32', 'fp16', 'bf16', 'fp8', 'int8', 'int4'.\n"),

@@ -261,9 +261,10 @@ def test_bad_quantization_configs_exit_2(tmp_path, run, quantization, message):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("quant_group_size: 64\n", "key 'quant_group_size': applies to a quantized dtype"),
+    ("quant_group_size: 64\n", "key 'quant_group_size': applies only to a quantized dtype"),
     ("dtype: gptq-int4\nquant_skip: [router]\n", "key 'quant_skip': router names none of the model's linears"),
-    ("dtype: fp8-channel\nquant_group_size: 64\n", "key 'quant_group_size': fp8-channel has no blocks or groups"),
+    ("dtype: fp8-channel\nquant_group_size: 64\n",
+     "key 'quant_group_size': applies only to a quantized dtype with blocks or groups"),
 ])
 def test_quant_keys_checked(config_file, run, text, message):
     base = "name: t\nvocab_size: 64\ncontext_length: 32\nd_model: 32\nn_layers: 2\nn_heads: 4\nd_ff: 64\n"

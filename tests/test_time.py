@@ -179,7 +179,8 @@ def test_a_bad_hardware_yaml_names_file_key_and_line(run, tmp_path):
     path.write_text(H100_AS_USER_YAML.replace('memory_bandwidth: "3350GB/s"', 'memory_bandwidth: "3350GB"'))
     result = run("time", "gpt2-small", "--hardware", path)
     assert result.exit_code == 2
-    assert result.stderr == f"Error: {path}:5: key 'memory_bandwidth': expected a rate such as 3.35TB/s, got '3350GB'\n"
+    assert result.stderr == (f"Error: {path}:5: key 'memory_bandwidth': expects a rate with its unit, such as "
+                             "3.35TB/s, got '3350GB'\n")
 
 
 def test_hardware_lists_the_bundled_accelerators_with_sources(run):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,8 @@ def _check_yaml(root, source: str) -> None:
                 label = name
                 if key.id == "scalar":
                     label = f"{name}.{key.value}" if name else key.value
+                    if key.value == "<<":
+                        fail(key, name, "YAML merge keys (<<) are not read; write the keys out")
                     if key.value in first:
                         fail(key, label, f"duplicate key (first on line {first[key.value]})")
                     first[key.value] = key.start_mark.line + 1
@@ -135,18 +138,50 @@ class _Bounded(yaml.composer.Composer):
             self.depth -= 1
 
 
-class _PyLoader(_Bounded, yaml.SafeLoader):
-    """``yaml.safe_load``'s loader, bounded: PyYAML's own scanner and parser, in Python."""
+class _Core(yaml.resolver.BaseResolver):
+    """YAML 1.2's core schema in place of PyYAML's YAML 1.1 resolution: ``012`` is 12 (not octal 10),
+    ``1:00`` a string (not 60 in base 60), ``1e6`` a float, ``yes``/``on`` strings; merge keys are
+    refused by :func:`_check_yaml`."""
 
 
+for _tag, _pattern, _first in (
+        ("bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+        ("null", r"~|null|Null|NULL|", "~nN"),
+        ("int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
+        ("float", r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)",
+         "-+.0123456789")):
+    _Core.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(f"^(?:{_pattern})$"), [*_first, ""])
+
+
+def _core_int(loader: yaml.SafeLoader, node) -> int:
+    """An integer as YAML 1.2 reads it: decimal (leading zeros too), ``0o`` octal, ``0x`` hex."""
+    text = loader.construct_scalar(node)
+    base = {"0o": 8, "0x": 16}.get(text[:2], 10)
+    try:
+        return int(text[2:] if base != 10 else text, base)
+    except ValueError:  # an explicit !!int on other text
+        raise yaml.constructor.ConstructorError(None, None, f"not an integer: {text[:40]!r}",
+                                                node.start_mark) from None
+
+
+class _PyLoader(_Bounded, _Core, yaml.SafeLoader):
+    """``yaml.safe_load``'s loader, bounded and with YAML 1.2 resolution: PyYAML's own scanner and
+    parser, in Python."""
+
+
+_LOADERS: tuple[type[yaml.SafeLoader], ...] = (_PyLoader,)
 if yaml.__with_libyaml__:  # PyYAML's wheels include libyaml
-    class _LibYAMLLoader(_Bounded, yaml.CSafeLoader):
+    class _LibYAMLLoader(_Bounded, _Core, yaml.CSafeLoader):
         """The same with libyaml's scanner and parser beneath, ten times faster; the nodes are
-        still composed (and bounded) and constructed by PyYAML."""
+        still composed (and bounded), resolved and constructed by PyYAML."""
 
         def __init__(self, text: str) -> None:
             yaml.CSafeLoader.__init__(self, text)
             yaml.composer.Composer.__init__(self)  # CSafeLoader composes in C, without it
+
+    _LOADERS += (_LibYAMLLoader,)
+for _loader in _LOADERS:
+    _loader.add_constructor("tag:yaml.org,2002:int", _core_int)
 
 
 def _read(loader: _Bounded, source: str) -> tuple[Any, dict[str, int]]:

@@ -16,19 +16,15 @@ Numbers are written as the datasheet prints them, with units, and read exactly (
 """
 
 import re
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .. import numbers
 from ..errors import ConfigError, brief
 from ..load.catalog import HARDWARE_DIR, bundled_files, read, unknown
 from ..load.files import read_text, read_yaml
 
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
-_PREFIX = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
-           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-_UNITS = {"bytes": ("B",), "rate": ("B/s",), "flops": ("FLOP/s", "FLOPS", "OP/s", "OPS")}
-_QUANTITY = r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(Ki|Mi|Gi|Ti|[KMGTP]?)(\S*)\s*"  # compiled on first use
 MAX_QUANTITY = 10**21  # a zettabyte, a zettaFLOP/s: far past any accelerator
 
 
@@ -59,21 +55,22 @@ class Hardware(NamedTuple):
         return min(self.peak(dtype), intensity * self.memory_bandwidth)
 
 
+_READ = {"bytes": numbers.size, "rate": numbers.rate, "flops": numbers.flop_rate}
+
+
 def quantity(value: Any, kind: str, where: tuple[str, str, int | None]) -> int:
-    """``'3.35TB/s'`` -> 3_350_000_000_000, exactly; ``kind`` is bytes, rate or flops."""
-    source, key, line = where
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = Fraction(value)
-    elif isinstance(value, str) and (m := re.fullmatch(_QUANTITY, value)) and m.group(3) in _UNITS[kind]:
-        number = Fraction(m.group(1)) * _PREFIX[m.group(2)]
-    else:
-        example = {"bytes": "80GB", "rate": "3.35TB/s", "flops": "989.4TFLOP/s"}[kind]
-        raise ConfigError(f"expected a {'size' if kind == 'bytes' else kind} such as {example}, got {brief(value)}",
-                          source, key, line)
-    if number.denominator != 1 or not 0 < number <= MAX_QUANTITY:
-        raise ConfigError(f"expected a positive whole number of base units up to 10^21, got {brief(value)}",
-                          source, key, line)
-    return int(number)
+    """``'3.35TB/s'`` -> 3_350_000_000_000, exactly (analysis.numbers); ``kind`` is bytes, rate or flops;
+    a plain integer is in the base unit."""
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            example = {"bytes": "80GB", "rate": "3.35TB/s", "flops": "989.4TFLOP/s"}[kind]
+            raise numbers.NumberError(f"expects a number with its unit, such as {example}")
+        number = value if isinstance(value, int) else _READ[kind](value)
+    except numbers.NumberError as exc:
+        raise ConfigError(f"{exc}, got {brief(value)}", *where) from None
+    if not 0 < number <= MAX_QUANTITY:
+        raise ConfigError(f"expected a positive whole number of base units up to 10^21, got {brief(value)}", *where)
+    return number
 
 
 def hardware_from_dict(raw: Any, source: str, lines: dict[str, int] | None = None) -> Hardware:
