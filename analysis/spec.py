@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from .errors import SpecError, brief
 from .model.config import ModelConfig
 from .model.formats import WEIGHT_FORMATS
-from .model.sizes import DTYPE_BITS, FLOAT_DTYPES
+from .model.sizes import DTYPE_BITS, FLOAT_DTYPES, MAX_INT
 
 MODES = ("train", "prefill", "decode")
 ZERO_STAGES = (0, 1, 2, 3)
@@ -62,14 +62,23 @@ def applies(field: str, mode: str) -> bool:
 
 def _check_whole(obj: object, names: tuple[str, ...], prefix: str = "", minimum: int = 1,
                  optional: bool = False) -> None:
-    """SpecError unless each field is an integer (not a bool) of at least ``minimum``, or None
+    """SpecError unless each field is an integer (not a bool) from ``minimum`` to MAX_INT, or None
     where ``optional``."""
     for name in names:
         value = getattr(obj, name)
         if not (optional and value is None) and (isinstance(value, bool) or not isinstance(value, int)
-                                                 or value < minimum):
+                                                 or not minimum <= value <= MAX_INT):
             kind = "a positive" if minimum == 1 else "a non-negative"
-            raise SpecError(prefix + name, f"must be {kind} integer, got {brief(value)}")
+            raise SpecError(prefix + name, f"must be {kind} integer up to 2^53, got {brief(value)}")
+
+
+def check_arguments(cfg: object, *run: object) -> None:
+    """SpecError unless the arguments of an analytic function are a ModelConfig (and a RunSpec,
+    where it takes one): the public API checks what it is given, as the command line does."""
+    if not isinstance(cfg, ModelConfig):
+        raise SpecError("cfg", f"must be a ModelConfig (llmcalc.load_model reads one), got {brief(cfg)}")
+    if run and not isinstance(run[0], RunSpec):
+        raise SpecError("run", f"must be a RunSpec, got {brief(run[0])}")
 
 
 def _check_choice(field: str, value: object, choices: tuple) -> None:

@@ -49,10 +49,18 @@ def one_or_list(items: list, specs: Optional[list[str]]):
     return items[0] if specs and len(items) == 1 else items
 
 
+MAX_ROWS = 1_000  # of a sweep: each row costs milliseconds, and a table of more is not read
+
+
 def workloads(cfgs: list[ModelConfig], seqs: Optional[tuple[int, ...]],
               batches: tuple[int, ...]) -> Iterator[tuple[ModelConfig, int, int]]:
     """Every (model, seq, batch) of a sweep, in that order; no seq is the model's context length,
-    and a seq past it is computed with a warning (once per model and seq)."""
+    and a seq past it is computed with a warning (once per model and seq). At most MAX_ROWS of
+    them, counted before any is computed."""
+    rows = len(cfgs) * len(seqs or (0,)) * len(batches)
+    if rows > MAX_ROWS:
+        raise UsageError(f"{len(cfgs)} model(s) x {len(seqs or (0,))} --seq x {len(batches)} --batch make "
+                         f"{rows:,} rows: at most {MAX_ROWS:,}")
     for cfg in cfgs:
         for s in seqs or (cfg.context_length,):
             warn_past_context(cfg, s)

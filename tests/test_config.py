@@ -9,21 +9,21 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from llmcalc.analysis.errors import ConfigError
+from llmcalc.analysis.cluster.memory import memory
+from llmcalc.analysis.count.activations import activation_bytes
+from llmcalc.analysis.count.flops import count_flops
+from llmcalc.analysis.count.kvcache import kv_cache
+from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.errors import ConfigError, SpecError
+from llmcalc.analysis.load.catalog import load_bundled, load_model
 from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
-from llmcalc.analysis.model.config import (
-    APPLIES,
-    LAYER_TYPES,
-    NORM_PLACEMENTS,
-    QK_NORMS,
-    MLAConfig,
-    ModelConfig,
-    MoEConfig,
-)
+from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, QK_NORMS, MLAConfig, ModelConfig, MoEConfig
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
+from llmcalc.analysis.model.rules import APPLIES
 from llmcalc.analysis.model.sizes import DTYPE_BITS
 from llmcalc.analysis.model.variants import ACTIVATIONS, NORMS, POSITIONS
+from llmcalc.analysis.spec import RunSpec
 from tests.strategies import BASE as BASE_DICT
 from tests.strategies import QUANT_SKIPS, VARIANTS, valid_configs
 
@@ -442,3 +442,37 @@ def test_a_key_given_where_it_applies_to_nothing_is_refused(key):
             from_dict(given)
         refused += 1
     assert refused, f"no variant shows {key} refused"
+
+
+# -- the Python API checks what it is given ---------------------------------------------------------
+
+def test_replace_checks_the_copy():
+    cfg = load_bundled("gpt2-small")
+    with pytest.raises(ConfigError, match=r"key 'd_model': must be >= 1, got -768"):
+        cfg.replace(d_model=-768)
+    with pytest.raises(ConfigError, match=r"key 'n_layer': unknown key \(did you mean 'n_layers'\?\)"):
+        cfg.replace(n_layer=3)
+    with pytest.raises(ConfigError, match=r"key 'n_kv_heads': must divide n_heads \(12\), got 5"):
+        cfg.replace(n_kv_heads=5)
+    assert cfg.replace(n_layers=3, layer_types=("full",)).n_layers == 3  # tuples as a file's lists
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda cfg: count_params("gpt2-small"), "cfg"),
+    (lambda cfg: count_params({}), "cfg"),
+    (lambda cfg: count_flops(cfg, "train"), "run"),
+    (lambda cfg: kv_cache(cfg, None), "run"),
+    (lambda cfg: activation_bytes(cfg, RunSpec), "run"),
+    (lambda cfg: memory(cfg, {"mode": "train"}), "run"),
+    (lambda cfg: RunSpec(causal="false"), "causal"),
+    (lambda cfg: RunSpec(seq=2**60), "seq"),
+])
+def test_the_api_refuses_arguments_of_the_wrong_kind(call, field):
+    with pytest.raises(SpecError) as caught:
+        call(load_bundled("gpt2-small"))
+    assert caught.value.field == field
+
+
+def test_load_model_refuses_what_is_not_a_name_or_path():
+    with pytest.raises(ConfigError, match="a model is a bundled name or a path, got 123"):
+        load_model(123)

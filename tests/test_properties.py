@@ -173,7 +173,7 @@ def test_time_identities(case, more_bw, more_flops, mode, chunk):
     slow = roofline(cfg, run, H100, Efficiency(0.5, 0.5)).time_s
     assert slow == pytest.approx(2 * roofline(cfg, run, H100).time_s)
     if cfg.attention == "mla":
-        cfg = cfg.replace(attention="mha", mla=None)
+        cfg = cfg.replace(attention="mha", mla=None, head_dim=2)  # MLA's heads need not divide d_model
     seq = case.run.seq
     chunks = RunSpec("prefill", seq, 2, chunk=chunk)
     chunked, whole = prefill(cfg, chunks, H100), count_flops(cfg, chunks.replace(causal=True)).total

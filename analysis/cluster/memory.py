@@ -21,7 +21,7 @@ from ..count.memory import (
 )
 from ..model.config import ModelConfig
 from ..model.sizes import weight_bytes
-from ..spec import RunSpec
+from ..spec import RunSpec, check_arguments
 from .sharding import check_layout, cp_local, gpu_state, stage_activations, stage_kv_bytes, tp_local
 
 
@@ -49,6 +49,7 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
 def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
     """Bytes by part (PARTS) for a training step or an inference run; with a parallel layout, of
     the GPU that needs the most (the peak pipeline stage's), ``stage_totals`` giving every stage's."""
+    check_arguments(cfg, run)
     run = run.resolve(cfg)
     if run.layout.trivial:
         return device_memory(cfg, run)

@@ -97,8 +97,10 @@ def tp_local(cfg: ModelConfig, tp: int) -> ModelConfig:
     if moe is not None:
         moe = dataclasses.replace(moe, expert_d_ff=ceil_div(cfg.expert_width, tp),
                                   shared_expert_d_ff=ceil_div(cfg.shared_expert_width, tp))
-    return cfg.replace(n_heads=cfg.n_heads // tp, n_kv_heads=max(cfg.kv_heads // tp, 1), head_dim=cfg.head_size,
-                       d_ff=ceil_div(cfg.d_ff, tp), vocab_size=ceil_div(cfg.vocab_size, tp), moe=moe)
+    # a rank's slice, not a config anyone wrote (not checked as one: under MLA its head_dim means nothing)
+    return dataclasses.replace(cfg, n_heads=cfg.n_heads // tp, n_kv_heads=max(cfg.kv_heads // tp, 1),
+                               head_dim=cfg.head_size, d_ff=ceil_div(cfg.d_ff, tp),
+                               vocab_size=ceil_div(cfg.vocab_size, tp), moe=moe)
 
 
 def stages(cfg: ModelConfig, pp: int) -> list[range]:

@@ -67,7 +67,7 @@ from ..model.layers import LayerGroup, layer_specs
 from ..model.sizes import bytes_per
 from ..model.tape import INDEX, Tape, norm_stat_bytes
 from ..model.variants import POSITIONS
-from ..spec import LoRA, RunSpec
+from ..spec import LoRA, RunSpec, check_arguments
 from .flops import core_recomputed
 from .lora import adapted
 
@@ -142,6 +142,7 @@ def _masks(cfg: ModelConfig, seq: int, attention: str, b: int) -> int:
 def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     """Saved bytes of one model replica's training step (``run``: batch, seq, attention, recompute,
     dtype; a GPU's share under a layout: ``memory``'s activations)."""
+    check_arguments(cfg, run)
     run.one_device("activation_bytes")
     run = run.resolve(cfg)
     batch, seq, attention, full = run.batch, run.seq, run.attention, run.recompute == "full"

@@ -40,7 +40,7 @@ from ..model.variants import (
     Op,
     norm_cost,
 )
-from ..spec import RunSpec
+from ..spec import RunSpec, check_arguments
 from .lora import adapted, frozen_keys
 from .params import count_params
 
@@ -240,6 +240,7 @@ def core_keys(cfg: ModelConfig, run: RunSpec) -> set[str]:
 
 def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     """The FLOPs of one model replica's pass (per-GPU work under a layout: ``step``)."""
+    check_arguments(cfg, run)
     run.one_device("count_flops")
     run = run.resolve(cfg)
     model = build(cfg)

@@ -14,7 +14,7 @@ from ..model.architecture import build
 from ..model.config import ModelConfig
 from ..model.layers import LayerGroup
 from ..model.sizes import weight_bytes
-from ..spec import RunSpec
+from ..spec import RunSpec, check_arguments
 
 
 class GroupCache(NamedTuple):
@@ -42,6 +42,7 @@ class KVCache(NamedTuple):
 
 def kv_cache(cfg: ModelConfig, run: RunSpec = RunSpec(mode="decode")) -> KVCache:
     """The cache of one model replica (a GPU's share under a layout: ``memory``'s ``kv_cache``)."""
+    check_arguments(cfg, run)
     run.one_device("kv_cache")
     if run.mode == "train":
         raise SpecError("mode", "train keeps no KV cache: kv_cache sizes a prefill or a decode step")

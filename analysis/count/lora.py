@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 
-from ..errors import SpecError
+from ..errors import SpecError, shorten
 from ..model.architecture import build
 from ..model.config import ModelConfig
 from ..spec import ALL_LINEAR, LoRA
@@ -34,7 +34,7 @@ def targeted(cfg: ModelConfig, lora: LoRA) -> list[str]:
     available = linear_keys(cfg)
     missing = [t for t in lora.targets if t not in (*available, ALL_LINEAR)]
     if missing:
-        raise SpecError("lora.targets", f"{', '.join(missing)}: {cfg.name} has no such linear to adapt (its "
+        raise SpecError("lora.targets", f"{shorten(', '.join(missing))}: {cfg.name} has no such linear to adapt (its "
                                         f"linears: {', '.join(available)}, or {ALL_LINEAR})")
     return available if ALL_LINEAR in lora.targets else list(dict.fromkeys(lora.targets))
 

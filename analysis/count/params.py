@@ -18,6 +18,7 @@ from ..model.architecture import Block, build
 from ..model.config import ModelConfig
 from ..model.layers import LayerGroup
 from ..model.parts import Linear, Norm, Vector
+from ..spec import check_arguments
 
 
 class ParamCount(NamedTuple):
@@ -55,9 +56,14 @@ def _inactive(block: Block) -> int:
     return sum((m.copies - m.active) * m.per_copy for m in block.linears())
 
 
-@functools.lru_cache(maxsize=256)  # configs are frozen; memory, quant and plan ask again and again
 def count_params(cfg: ModelConfig) -> ParamCount:
     """The model's parameters by component and layer group, total and active (module docstring)."""
+    check_arguments(cfg)
+    return _count_params(cfg)
+
+
+@functools.lru_cache(maxsize=256)  # configs are frozen; memory, quant and plan ask again and again
+def _count_params(cfg: ModelConfig) -> ParamCount:
     model = build(cfg)
     comps: dict[str, int] = {}
     for table in (model.token, model.position):

@@ -77,6 +77,10 @@ def load_bundled(name: str) -> ModelConfig:
 def load_model(spec: str) -> ModelConfig:
     """A bundled name (``gpt2-xl``), a YAML path, a Hugging Face ``config.json`` path, or a
     model directory holding one (a Hugging Face cache snapshot)."""
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
+    if not isinstance(spec, str):
+        raise ConfigError(f"a model is a bundled name or a path, got {brief(spec)}")
     names = bundled_names()
     if spec in names:
         return load_bundled(spec)

@@ -23,7 +23,8 @@ from typing import Any, Callable
 
 from ..errors import ConfigError, brief
 from .attention import ATTENTION
-from .formats import FORMATS, WEIGHT_FORMATS
+from .formats import WEIGHT_FORMATS
+from .rules import check_rules
 from .sizes import DTYPE_BITS, MAX_INT
 from .variants import ACTIVATIONS, NORMS, POSITIONS
 
@@ -286,40 +287,13 @@ class ModelConfig:
         return self.norm == "layernorm" and self.norm_bias
 
     def replace(self, **changes: Any) -> "ModelConfig":
-        return dataclasses.replace(self, **changes)
-
-
-def _has_dense_mlp(cfg: ModelConfig) -> bool:
-    moe = cfg.moe
-    return moe is None or moe.first_dense_layers > 0 or moe.step > 1  # layer 0 is then dense
-
-
-# A key given where it changes nothing is refused, whatever its value: key -> (whether it applies to
-# a config, what it applies to). Every other key applies to every model (tests/test_config.py
-# checks that each key is one or the other).
-APPLIES: dict[str, tuple[Callable[[ModelConfig], bool], str]] = {
-    "n_kv_heads": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
-    "head_dim": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
-    "qk_norm": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
-    "mla": (lambda c: c.attention == "mla", "attention: mla"),
-    "norm_bias": (lambda c: c.norm == "layernorm", "norm: layernorm"),
-    "norm_weight": (lambda c: c.norm == "layernorm", "norm: layernorm"),
-    "parallel_norms": (lambda c: c.parallel_block, "parallel_block: true"),
-    "rope_theta": (lambda c: c.position == "rope", "position: rope"),
-    "rope_layers": (lambda c: c.position == "rope", "position: rope"),
-    "rotary_fraction": (lambda c: c.position == "rope" and c.attention != "mla",
-                        "position: rope, with attention other than mla"),
-    "relative_buckets": (lambda c: c.position == "relative", "position: relative"),
-    "relative_max_distance": (lambda c: c.position == "relative", "position: relative"),
-    "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers or step > 1)"),
-    "sliding_window": (lambda c: c.layer_types is None or "sliding" in c.layer_types,
-                       "sliding layers (layer_types lists none)"),
-    "quant_skip": (lambda c: c.dtype in WEIGHT_FORMATS, f"a quantized dtype ({', '.join(WEIGHT_FORMATS)})"),
-    "quant_group_size": (lambda c: c.dtype in WEIGHT_FORMATS and FORMATS[c.dtype].group != 1,
-                         "a quantized dtype with blocks or groups"),
-    "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
-    "moe.shared_expert_gate": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
-}
+        """A copy with ``changes``, each key's value and the rules between keys checked as in a file
+        (ConfigError naming the key). Whether a key applies is a file's rule, not a copy's: code that
+        shrinks or varies a model sets keys for whichever model it is given."""
+        check = Checker(f"{self.name}.replace()", {})
+        cfg = read_fields(ModelConfig, {**as_raw(self), **{k: _raw(v) for k, v in changes.items()}}, check)
+        check_rules(cfg, {}, check)
+        return cfg
 
 
 def required(cls) -> tuple[str, ...]:
@@ -327,6 +301,20 @@ def required(cls) -> tuple[str, ...]:
 
 
 REQUIRED = required(ModelConfig)
+
+
+def as_raw(obj: Any) -> dict[str, Any]:
+    """The mapping a file would give for ``obj`` (a ModelConfig, MoEConfig or MLAConfig): its required
+    keys and those at other than their defaults, tuples as lists, nested configs as mappings."""
+    fields = dataclasses.fields(obj)
+    return {f.name: _raw(getattr(obj, f.name)) for f in fields
+            if f.default is dataclasses.MISSING or getattr(obj, f.name) != f.default}
+
+
+def _raw(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return as_raw(value)
+    return list(value) if isinstance(value, tuple) else value
 
 
 def read_fields(cls, raw: Any, check: Checker):

@@ -146,14 +146,18 @@ def roofline(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Eff
     return Roofline(run, components)
 
 
+MAX_PASSES = 100_000  # chunks of a prefill, or steps of a generation, computed one by one
+
+
 def chunks(seq: int, chunk: int | None) -> list[tuple[int, int]]:
-    """(past, end) of each pass of a prefill of ``seq`` tokens in chunks of ``chunk``."""
+    """(past, end) of each pass of a prefill of ``seq`` tokens in chunks of ``chunk``; SpecError past
+    MAX_PASSES of them, counted before the list is built."""
     if chunk is None or chunk >= seq:
         return [(0, seq)]
+    passes = -(-seq // chunk)
+    if passes > MAX_PASSES:
+        raise SpecError("chunk", f"{chunk:,} makes {passes:,} chunks: at most {MAX_PASSES:,} (a larger chunk)")
     return [(start, min(start + chunk, seq)) for start in range(0, seq, chunk)]
-
-
-MAX_PASSES = 100_000  # chunks of a prefill, or steps of a generation, computed one by one
 
 
 def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Efficiency()) -> Roofline:
@@ -162,8 +166,6 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Effi
     run.one_device("prefill")
     run = run.resolve(cfg)
     spans = chunks(run.seq, run.chunk)
-    if len(spans) > MAX_PASSES:
-        raise SpecError("chunk", f"{run.chunk:,} makes {len(spans):,} chunks: at most {MAX_PASSES:,} (a larger chunk)")
     total = functools.reduce(operator.add, (
         roofline(cfg, run.replace(mode="prefill", seq=end, past=past, logits=end == run.seq), hw, eff)
         for past, end in spans))

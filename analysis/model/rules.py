@@ -1,0 +1,100 @@
+"""The rules between a config's keys: which keys apply to which configs (:data:`APPLIES`), and the
+rules each key's own check cannot see. Used by :func:`analysis.model.checks.from_dict` for a file
+and by :meth:`ModelConfig.replace` for a copy, so both check alike."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from .formats import FORMATS, WEIGHT_FORMATS
+
+if TYPE_CHECKING:  # config.py imports this module to check its copies
+    from .config import Checker, ModelConfig
+
+
+def _has_dense_mlp(cfg: ModelConfig) -> bool:
+    moe = cfg.moe
+    return moe is None or moe.first_dense_layers > 0 or moe.step > 1  # layer 0 is then dense
+
+
+# A key given where it changes nothing is refused, whatever its value: key -> (whether it applies to
+# a config, what it applies to). Every other key applies to every model (tests/test_config.py
+# checks that each key is one or the other).
+APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
+    "n_kv_heads": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
+    "head_dim": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
+    "qk_norm": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
+    "mla": (lambda c: c.attention == "mla", "attention: mla"),
+    "norm_bias": (lambda c: c.norm == "layernorm", "norm: layernorm"),
+    "norm_weight": (lambda c: c.norm == "layernorm", "norm: layernorm"),
+    "parallel_norms": (lambda c: c.parallel_block, "parallel_block: true"),
+    "rope_theta": (lambda c: c.position == "rope", "position: rope"),
+    "rope_layers": (lambda c: c.position == "rope", "position: rope"),
+    "rotary_fraction": (lambda c: c.position == "rope" and c.attention != "mla",
+                        "position: rope, with attention other than mla"),
+    "relative_buckets": (lambda c: c.position == "relative", "position: relative"),
+    "relative_max_distance": (lambda c: c.position == "relative", "position: relative"),
+    "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers or step > 1)"),
+    "sliding_window": (lambda c: c.layer_types is None or "sliding" in c.layer_types,
+                       "sliding layers (layer_types lists none)"),
+    "quant_skip": (lambda c: c.dtype in WEIGHT_FORMATS, f"a quantized dtype ({', '.join(WEIGHT_FORMATS)})"),
+    "quant_group_size": (lambda c: c.dtype in WEIGHT_FORMATS and FORMATS[c.dtype].group != 1,
+                         "a quantized dtype with blocks or groups"),
+    "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
+    "moe.shared_expert_gate": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
+}
+
+
+def check_rules(cfg: ModelConfig, raw: dict[str, Any], check: Checker) -> None:
+    """Every rule between keys, for ``cfg`` read from the mapping ``raw``."""
+    _applies(cfg, _given(raw), check)
+    _cross_checks(cfg, check)
+
+
+def _given(raw: dict[str, Any]) -> list[str]:
+    """The keys a mapping gives, nested ones dotted (``moe.step``)."""
+    return [*raw, *(f"{k}.{n}" for k, v in raw.items() if isinstance(v, dict) for n in v)]
+
+
+def _applies(cfg: ModelConfig, given: list[str], check: Checker) -> None:
+    """Each given key of :data:`APPLIES` applies to ``cfg``, or is refused."""
+    for key in given:
+        if key in APPLIES and not APPLIES[key][0](cfg):
+            check.fail(key, f"applies only to {APPLIES[key][1]}; delete it")
+
+
+def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
+    """Rules between keys; each names the key a user would change."""
+    mla = cfg.attention == "mla"
+    if mla and cfg.mla is None:
+        check.fail("attention", "mla needs an 'mla' mapping (kv_lora_rank, qk_nope_head_dim, "
+                          "qk_rope_head_dim, v_head_dim)")
+    if mla:
+        if cfg.position == "rope" and cfg.mla.qk_rope_head_dim % 2:
+            check.fail("mla.qk_rope_head_dim", f"RoPE needs an even size, got {cfg.mla.qk_rope_head_dim}")
+    else:
+        if cfg.n_heads % cfg.kv_heads:
+            check.fail("n_kv_heads", f"must divide n_heads ({cfg.n_heads}), got {cfg.kv_heads}")
+        if cfg.head_dim is None and cfg.d_model % cfg.n_heads:
+            check.fail("n_heads", f"must divide d_model ({cfg.d_model}) when head_dim is not given, "
+                                  f"got {cfg.n_heads}")
+        if cfg.position == "rope" and (cfg.rotary_dims % 2 or cfg.rotary_dims == 0):
+            key = "head_dim" if cfg.rotary_fraction == 1 else "rotary_fraction"
+            check.fail(key, f"RoPE needs an even, non-zero number of rotated dimensions, got "
+                            f"int({cfg.head_size} * {cfg.rotary_fraction:g}) = {cfg.rotary_dims}")
+    if cfg.relative_max_distance <= cfg.relative_buckets // 2:
+        check.fail("relative_max_distance", f"must exceed relative_buckets // 2 "
+                                            f"({cfg.relative_buckets // 2}), got {cfg.relative_max_distance}")
+    if cfg.parallel_block and cfg.norm_placement in ("post", "post_branch"):
+        check.fail("norm_placement", "parallel_block works with 'pre' or 'sandwich', "
+                                     f"not {cfg.norm_placement!r}")
+    if cfg.layer_types and "sliding" in cfg.layer_types and cfg.sliding_window is None:
+        check.fail("layer_types", "has 'sliding' layers but sliding_window is not set")
+    moe = cfg.moe
+    if moe is not None:
+        if moe.experts_per_token > moe.num_experts:
+            check.fail("moe", f"experts_per_token ({moe.experts_per_token}) exceeds "
+                              f"num_experts ({moe.num_experts})")
+        if not any(moe.is_moe_layer(i) for i in range(cfg.n_layers)):
+            check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
+                              f"step {moe.step}, {cfg.n_layers} layers)")
