@@ -163,7 +163,8 @@ def test_hf_mistral_window(tmp_path, run):
 @pytest.mark.parametrize("text, message", [
     ('{"model_type": ["x"]}', "key 'model_type': must be a string, got ['x']"),
     ('{"model_type": "t5"}', "key 'model_type': unsupported Hugging Face model_type 't5'"),
-    ('{"model_type": "llama", "vocab_size": 10}', "key 'max_position_embeddings': missing Hugging Face key"),
+    ('{"model_type": "deepseek_v2", "vocab_size": 10}', "key 'num_experts_per_tok': missing Hugging Face key"),
+    ('{"model_type": "llama", "hidden_size": null}', "key 'hidden_size': is null, but a value is needed"),
     (MIXTRAL_JSON.replace('"silu"', '"tanh"'), "key 'hidden_act': unsupported activation 'tanh'"),
     ('{"model_type": "llama",', "not valid JSON: Expecting property name enclosed in double quotes"),
 ])

@@ -4,18 +4,22 @@ For every supported ``model_type`` the config is written by transformers' own co
 with the published hyperparameters of a real checkpoint (cited beside each), read by llmcalc,
 and llmcalc's parameter count must equal the numel of the state dict of transformers' model
 built on the meta device (what a checkpoint stores): in total, for the embedding and the LM
-head, and layer by layer.
+head, and layer by layer. And every key of every shipped config.json, left out or null, reads
+as transformers reads it.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import logging
 
 import pytest
 
 from llmcalc.analysis.count.params import count_params
-from llmcalc.analysis.load.catalog import load_path
+from llmcalc.analysis.errors import ConfigError
+from llmcalc.analysis.load.catalog import HF_DIR, from_json, load_path
 from llmcalc.analysis.load.hf import MAPPERS, from_hf_config, unclassified
 from llmcalc.analysis.model.layers import layer_plan
 
@@ -23,6 +27,7 @@ pytestmark = pytest.mark.reference
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+against = pytest.importorskip("llmcalc.analysis.verify.against")
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
 # model_type -> (checkpoint, published hyperparameters, the published parameter total or None).
@@ -350,3 +355,97 @@ def test_ignored_fields_change_nothing():
              "initializer_range": 0.5, "bos_token_id": 7, "pretraining_tp": 2, "custom_remote_field": 3}
     assert from_hf_config(noisy, "config.json") == base
     assert unclassified(noisy) == ["custom_remote_field"]
+
+
+# -- what a config.json leaves out or sets to null: transformers' reading ----------------------
+
+SHIPPED = sorted(HF_DIR.glob("*.json"))
+# The families no shipped config.json is of: their checkpoints' hyperparameters (CHECKPOINTS)
+OTHERS = sorted(set(CHECKPOINTS) - {json.loads(p.read_text())["model_type"] for p in SHIPPED})
+# Layers kept, per model_type: every kind of layer the config has (2: alternating windows, a dense
+# layer and a MoE one), Gemma 3's five sliding layers and a full one, DeepSeek-V3's three dense
+# layers and a MoE one, SmolLM3's three RoPE layers and a NoPE one.
+DEPTHS = {"gemma3_text": 6, "deepseek_v3": 4, "smollm3": 4}
+
+
+def _shallow(raw: dict) -> dict:
+    """``raw`` at most its DEPTHS deep (``layer_types`` cut to match): every key read the same
+    way in a fraction of the time; a dropped depth is the class's default depth."""
+    out = copy.deepcopy(raw)
+    depth = DEPTHS.get(raw["model_type"], 2)
+    for key in ("num_hidden_layers", "n_layer"):
+        if key in out:
+            out[key] = min(out[key], depth)
+    if isinstance(out.get("layer_types"), list):
+        out["layer_types"] = out["layer_types"][:depth]
+    return out
+
+
+def _figures(data: dict) -> tuple:
+    """(llmcalc's, transformers') parameter total and KV-cache bytes after a prefill past every
+    window either side has, or "refused"."""
+    try:
+        ours = from_json(copy.deepcopy(data), "config.json")
+    except ConfigError:  # any other exception fails the test
+        ours = None
+    config = _transformers_config(data)
+    windows = [g.spec.window or 0 for g in layer_plan(ours)] if ours else []
+    prefill = max([8, getattr(config, "sliding_window", None) or 0, *windows]) + 3
+    theirs = "refused" if config is None else _measured(data, config, prefill)
+    mine = "refused" if ours is None else (count_params(ours).total, against.transformers_kv_bytes(ours, 1, prefill))
+    return mine, theirs
+
+
+def _transformers_config(data: dict):
+    """transformers' config of ``data`` as ``build_hf`` reads it (without the dtype: it builds in
+    fp32), or None where the config class refuses it. A copy: transformers writes into the
+    nested mappings it is given (rope_scaling)."""
+    rest = {k: v for k, v in copy.deepcopy(data).items() if k not in ("model_type", "dtype", "torch_dtype")}
+    try:
+        return transformers.CONFIG_MAPPING[data["model_type"]].from_dict(rest)
+    except Exception:
+        return None
+
+
+_MEASURED: dict[tuple[str, int], tuple | str] = {}
+
+
+def _measured(data: dict, config, prefill: int) -> tuple | str:
+    """The parameters and the KV-cache bytes of transformers' model of ``data``, or "refused"
+    when it cannot be built or run; once per config (equal configs build equal models) and prefill."""
+    key = (config.to_json_string(), prefill)
+    if key not in _MEASURED:
+        try:
+            model = against.build_hf(copy.deepcopy(data))
+            model.config.return_dict = True  # None packs the outputs in a tuple: the same model
+            _MEASURED[key] = (_stored(model), against.measure_kv_bytes(model, 1, prefill))
+        except Exception:  # transformers refuses to build or run it
+            _MEASURED[key] = "refused"
+    return _MEASURED[key]
+
+
+def _differ(raw: dict) -> dict:
+    """The variants of ``raw`` where llmcalc and transformers differ: ``raw`` itself (which both
+    must count), each of its keys left out, and each of its keys and of the fields of
+    transformers' config class set to null."""
+    mine, theirs = _figures(raw)
+    assert mine == theirs and mine != "refused"
+    fields = [f.name for f in dataclasses.fields(transformers.CONFIG_MAPPING[raw["model_type"]])]
+    variants = {f"{key} dropped": {k: v for k, v in raw.items() if k != key} for key in raw}
+    variants.update({f"{key} null": {**raw, key: None} for key in [*raw, *fields]})
+    return {name: figures for name, data in variants.items() if (figures := _figures(data))[0] != figures[1]}
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_dropped_and_null_keys_read_as_transformers(path):
+    """Each key of a shipped config.json left out, and set to null (and each field of the config
+    class): llmcalc's parameter total and KV-cache bytes equal those of transformers' model built
+    from the same dict, or both refuse it."""
+    assert _differ(_shallow(json.loads(path.read_text()))) == {}
+
+
+@pytest.mark.parametrize("model_type", OTHERS)
+def test_other_families_read_absent_and_null_keys_as_transformers(model_type):
+    """The same for the families no config.json is shipped of, from their checkpoint's
+    hyperparameters."""
+    assert _differ(_shallow({"model_type": model_type, **CHECKPOINTS[model_type][1]})) == {}

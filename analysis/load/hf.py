@@ -6,9 +6,13 @@ mapper per family, in :data:`MAPPERS`; shared helpers read the common fields, in
 transformers 4 layout (``rope_theta``, ``rope_scaling``, ``partial_rotary_factor`` at the top
 level) and the transformers 5 layout (``rope_parameters``, ``layer_types``).
 
-Policy for the keys of a config (README "Hugging Face config.json"):
+Policy for the keys of a config (docs/huggingface.md):
+- a key left out is read as transformers' config class for the ``model_type`` reads it, with
+  the class's default (:data:`.hf_defaults.DEFAULTS`); a null as transformers reads it: refused
+  where transformers refuses it, else None with the meaning transformers' code gives it;
 - a key a mapper reads is honoured, or rejected with a ConfigError naming it when its value
-  is something llmcalc cannot count (a bias on MLA projections, per-head LayerNorms, ...);
+  is something llmcalc cannot count (a bias on MLA projections, per-head LayerNorms, ...) or
+  of the wrong type (``{}``, ``false``, a string or a float for a size);
 - :data:`REJECTED` keys (quantized storage, hybrid or state-space layers, chunked attention)
   are errors whenever they carry a value;
 - :data:`IGNORED` keys change no count (token ids, dropout, init ranges, rope scaling,
@@ -25,11 +29,12 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from ..errors import ConfigError, brief
 from ..model.config import MAX_LAYERS
 from ..model.sizes import MAX_INT
+from .hf_defaults import DEFAULTS, Default
 
 # Keys that change no count, for every family.
 IGNORED = frozenset({
@@ -69,43 +74,56 @@ _LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding"}
 
 
 class Raw:
-    """The config mapping of one file; records which keys a mapper read."""
+    """The config mapping of one file, read as transformers' config class for its ``model_type``
+    reads it: a key left out has the class's default (``defaults``, :mod:`.hf_defaults`), a null
+    is None (a null transformers refuses is refused before, by :func:`_read`). Records which keys
+    a mapper read."""
 
-    def __init__(self, raw: dict[str, Any], source: str):
-        self.raw, self.source = raw, source
+    def __init__(self, raw: dict[str, Any], source: str, defaults: dict[str, Default]):
+        self.raw, self.source, self.defaults = raw, source, defaults
         self.read: set[str] = set()
 
-    def fail(self, key: str, message: str):
+    def fail(self, key: str, message: str) -> NoReturn:
         raise ConfigError(message, self.source, key)
 
     def has(self, key: str) -> bool:
+        """Whether the file gives ``key`` a value (not null)."""
         self.read.add(key)
         return self.raw.get(key) is not None
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str) -> Any:
+        """The file's value; absent: the config class's default (None where it has none)."""
         self.read.add(key)
-        value = self.raw.get(key)
-        return default if value is None else value
+        if key in self.raw:
+            return self.raw[key]
+        default = self.defaults.get(key)
+        return None if default is None else default.value
 
-    def need(self, key: str) -> Any:
-        self.read.add(key)
-        if self.raw.get(key) is None:
-            self.fail(key, "missing Hugging Face key" if key not in self.raw else "is null, but a value is needed")
-        return self.raw[key]
-
-    def flag(self, key: str, default: bool) -> bool:
-        """A boolean (absent or null: ``default``); a string such as ``"false"`` is an error, not true."""
-        value = self.get(key, default)
+    def flag(self, key: str) -> bool:
+        """A boolean; None is false, as transformers' ``if config.key`` reads it. A string such
+        as ``"false"`` is an error, not true."""
+        value = self.get(key)
+        if value is None:
+            return False
         if not isinstance(value, bool):
             self.fail(key, f"must be true or false, got {brief(value)}")
         return value
 
-    def size(self, key: str, default: int | None = None, minimum: int = 1, maximum: int = MAX_INT) -> int:
-        """An integer a mapper computes with (absent or null: ``default``, required when None);
-        checked here, before arithmetic on a string or a layer list of 10^40 entries."""
-        value = self.need(key) if default is None else self.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+    def maybe_size(self, key: str, minimum: int = 1, maximum: int = MAX_INT) -> int | None:
+        """An integer a mapper computes with, or None (where transformers derives one, as
+        ``num_key_value_heads``, or goes without, as ``sliding_window``); checked here, before
+        arithmetic on a string, ``{}`` or ``false``, or a layer list of 10^40 entries."""
+        value = self.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not minimum <= value <= maximum):
             self.fail(key, f"must be an integer from {minimum} to {maximum:,}, got {brief(value)}")
+        return value
+
+    def size(self, key: str, minimum: int = 1, maximum: int = MAX_INT) -> int:
+        """An integer a mapper computes with, which transformers cannot do without."""
+        value = self.maybe_size(key, minimum, maximum)
+        if value is None:
+            self.fail(key, "missing Hugging Face key" if key not in self.raw else "is null, but a value is needed")
         return value
 
     def ignore(self, *keys: str) -> None:
@@ -113,16 +131,15 @@ class Raw:
         self.read.update(keys)
 
     def false(self, key: str, why: str) -> None:
-        """The key must be absent or false (its true value is something llmcalc cannot count)."""
-        if self.flag(key, False):
-            self.fail(key, f"{self.raw[key]!r} is not supported: {why}")
+        """The key must be absent, null or false (its true value is something llmcalc cannot count)."""
+        if self.flag(key):
+            self.fail(key, f"True is not supported: {why}")
 
 
 # -- shared helpers -------------------------------------------------------------------
 
-def _activation(r: Raw, keys: tuple[str, ...], default: str, gated: bool) -> str:
-    key = next((k for k in keys if r.has(k)), keys[0])
-    act = r.get(key, default)
+def _activation(r: Raw, key: str, gated: bool) -> str:
+    act = r.get(key)
     base = _ACTIVATIONS.get(act) if isinstance(act, str) else None
     if base is None:
         r.fail(key, f"unsupported activation {brief(act)}")
@@ -140,13 +157,11 @@ def _dtype(r: Raw, default: str) -> str:
 
 
 def _base(r: Raw, *, d: str = "hidden_size", layers: str = "num_hidden_layers", heads: str = "num_attention_heads",
-          context: str = "max_position_embeddings", context_default: int | None = None, tie: bool = False,
-          dtype: str = "bf16") -> dict[str, Any]:
-    """Name, sizes, dtype and tying (``tie``, ``context_default``: the config class's defaults;
-    a context length changes no count unless positions are learned)."""
-    return {"name": _name(r), "vocab_size": r.size("vocab_size"), "context_length": r.size(context, context_default),
+          context: str = "max_position_embeddings", dtype: str = "bf16") -> dict[str, Any]:
+    """Name, sizes, dtype and tying (a context length changes no count unless positions are learned)."""
+    return {"name": _name(r), "vocab_size": r.size("vocab_size"), "context_length": r.size(context),
             "d_model": r.size(d), "n_layers": r.size(layers, maximum=MAX_LAYERS), "n_heads": r.size(heads),
-            "tie_embeddings": r.flag("tie_word_embeddings", tie), "dtype": _dtype(r, dtype)}
+            "tie_embeddings": r.flag("tie_word_embeddings"), "dtype": _dtype(r, dtype)}
 
 
 def _name(r: Raw) -> str:
@@ -164,21 +179,21 @@ def _name(r: Raw) -> str:
     return folder.name if path.name == "config.json" and folder.name else path.stem
 
 
-def _rope(r: Raw, out: dict[str, Any], fraction: float | None = None, theta_keys: tuple[str, ...] = ()) -> None:
-    """RoPE from ``rope_parameters`` (transformers 5; per layer type for Gemma 3) or the top-level
-    ``rope_theta`` / ``partial_rotary_factor`` (transformers 4). ``fraction``: a family key already read."""
+def _rope(r: Raw, out: dict[str, Any], fraction: float | None = None,
+          keys: tuple[str, str] = ("rope_theta", "partial_rotary_factor")) -> None:
+    """RoPE from ``rope_parameters`` (transformers 5; per layer type for Gemma 3), else the top-level
+    ``keys``, base and rotated fraction (transformers 4; absent: the class's defaults).
+    ``fraction``: a family key already read (GPT-J's ``rotary_dim``)."""
     params = r.get("rope_parameters") or {}
     if not isinstance(params, dict):
         r.fail("rope_parameters", f"must be a mapping, got {brief(params)}")
     if "full_attention" in params and isinstance(params["full_attention"], dict):
         params = params["full_attention"]  # Gemma 3: one set per layer type; the bases change no count
-    theta = params.get("rope_theta")
-    for key in ("rope_theta", *theta_keys):
-        if theta is None and r.has(key):
-            theta = r.get(key)
+    theta_key, fraction_key = keys
+    theta = params.get("rope_theta", r.get(theta_key))
     r.get("rope_scaling")
     if fraction is None:
-        fraction = params.get("partial_rotary_factor", r.get("partial_rotary_factor"))
+        fraction = params.get("partial_rotary_factor", r.get(fraction_key))
     out["position"] = "rope"
     if theta is not None:
         out["rope_theta"] = theta
@@ -192,11 +207,9 @@ def _cycle(values: list[Any]) -> list[Any]:
     return next(values[:p] for p in range(1, n + 1) if all(values[i] == values[i % p] for i in range(n)))
 
 
-def _windows(r: Raw, out: dict[str, Any], types: list[str] | None, window: int | None) -> None:
+def _windows(r: Raw, out: dict[str, Any], types: Any, window: int | None) -> None:
     """Per-layer spans from transformers' ``layer_types`` (``sliding_attention``/``full_attention``)."""
     n = out["n_layers"]
-    if types is None:
-        types = ["sliding_attention" if window else "full_attention"] * n
     if not isinstance(types, list) or len(types) != n:
         r.fail("layer_types", f"must list one type per layer ({n}), got {brief(types)}")
     bad = [t for t in types if not isinstance(t, str) or t not in _LAYER_TYPES]
@@ -206,48 +219,60 @@ def _windows(r: Raw, out: dict[str, Any], types: list[str] | None, window: int |
     spans = [_LAYER_TYPES[t] for t in types]
     if "sliding" not in spans:
         return
-    if not window:
+    if window is None:  # transformers' sliding layers fail without one
         r.fail("sliding_window", "layer_types has sliding_attention layers but no sliding_window")
     out["sliding_window"] = window
     if "full" in spans:
         out["layer_types"] = _cycle(spans)
 
 
-def _layer_types(r: Raw, out: dict[str, Any], default: Callable[[int], bool], window_key: str = "sliding_window",
-                 use_key: str | None = None) -> None:
-    """``layer_types`` if given, else transformers' default rule (``default(i)``: layer i slides)."""
-    window = r.get(window_key)
-    if use_key is not None and not r.flag(use_key, False):
-        window = None
+def _window(r: Raw) -> int | None:
+    """``sliding_window``: 0 or None, no window (Qwen2-MoE writes 0 without use_sliding_window)."""
+    return r.maybe_size("sliding_window", minimum=0) or None
+
+
+def _layer_types(r: Raw, out: dict[str, Any], window: int | None, slides: Callable[[int], bool]) -> None:
+    """``layer_types`` if given, else transformers' default rule (``slides(i)``: layer i slides)."""
     types = r.get("layer_types")
     if types is None:
-        types = ["sliding_attention" if window and default(i) else "full_attention" for i in range(out["n_layers"])]
+        types = ["sliding_attention" if slides(i) else "full_attention" for i in range(out["n_layers"])]
     _windows(r, out, types, window)
 
 
-def _every_layer_window(r: Raw, out: dict[str, Any]) -> None:
-    """Mistral, Mixtral, Phi-3, Starcoder2, Qwen3-MoE: a window on every layer when set."""
-    window = r.get("sliding_window")
+def _every_layer_window(r: Raw, out: dict[str, Any], use: bool = True) -> None:
+    """Mistral, Mixtral, Phi-3, Starcoder2, Qwen3-MoE: a window on every layer when set (and ``use``)."""
+    window = _window(r)
+    if not use:
+        window = None
     if r.has("layer_types"):
         _windows(r, out, r.get("layer_types"), window)
-    elif window:
+    elif window is not None:
         out["sliding_window"] = window
 
 
-def _decoder(r: Raw, *, tie: bool = False, gated: bool = True, act: str = "silu",
-             act_keys: tuple[str, ...] = ("hidden_act",), norm: str = "rmsnorm") -> dict[str, Any]:
-    """The Llama layout: hidden_size, num_key_value_heads, head_dim, intermediate_size, RoPE."""
-    out = _base(r, tie=tie)
-    out.update(n_kv_heads=r.get("num_key_value_heads", out["n_heads"]), d_ff=r.need("intermediate_size"),
-               activation=_activation(r, act_keys, act, gated), norm=norm)
-    if r.has("head_dim"):
-        out["head_dim"] = r.get("head_dim")
-    _rope(r, out)
+# transformers' config classes that refuse a hidden_size the heads do not divide (their
+# validate_architecture); the others floor-divide it into head_dim
+_EXACT_HEADS = frozenset({"llama", "gpt_neox"})
+
+
+def _decoder(r: Raw, *, gated: bool = True, act: str = "hidden_act", norm: str = "rmsnorm",
+             rope: tuple[str, str] = ("rope_theta", "partial_rotary_factor")) -> dict[str, Any]:
+    """The Llama layout: hidden_size, num_key_value_heads (None: one per head), head_dim (None:
+    hidden_size // heads), intermediate_size, RoPE."""
+    out = _base(r)
+    kv, head_dim = r.maybe_size("num_key_value_heads"), r.maybe_size("head_dim")
+    out.update(n_kv_heads=out["n_heads"] if kv is None else kv, d_ff=r.size("intermediate_size"),
+               activation=_activation(r, act, gated), norm=norm)
+    if head_dim is None and out["d_model"] % out["n_heads"] and r.raw["model_type"] not in _EXACT_HEADS:
+        head_dim = out["d_model"] // out["n_heads"]
+    if head_dim is not None:
+        out["head_dim"] = head_dim
+    _rope(r, out, keys=rope)
     return out
 
 
-def _attention_bias(r: Raw, out: dict[str, Any], key: str = "attention_bias", default: bool = False) -> None:
-    bias = r.flag(key, default)
+def _attention_bias(r: Raw, out: dict[str, Any], key: str = "attention_bias") -> None:
+    bias = r.flag(key)
     out["qkv_bias"] = out["out_bias"] = bias
 
 
@@ -258,22 +283,25 @@ def _gpt2(r: Raw) -> dict[str, Any]:
     # value scaling, and the summary heads of other model classes
     r.ignore("scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "summary_type",
              "summary_use_proj", "summary_activation", "summary_proj_to_labels")
-    out = _base(r, d="n_embd", layers="n_layer", heads="n_head", context="n_positions", tie=True, dtype="fp32")
-    return {**out, "d_ff": r.get("n_inner") or 4 * out["d_model"], "position": "learned",
-            "activation": _activation(r, ("activation_function",), "gelu_new", False),
+    out = _base(r, d="n_embd", layers="n_layer", heads="n_head", context="n_positions", dtype="fp32")
+    return {**out, "d_ff": _inner(r, out["d_model"]), "position": "learned",
+            "activation": _activation(r, "activation_function", False),
             "qkv_bias": True, "out_bias": True, "mlp_bias": True}
 
 
+def _inner(r: Raw, d: int) -> int:
+    """GPT-2 and GPT-J: ``n_inner``, None is 4 d."""
+    inner = r.maybe_size("n_inner")
+    return 4 * d if inner is None else inner
+
+
 def _gpt_neox(r: Raw) -> dict[str, Any]:
-    out = _decoder(r, gated=False, act="gelu", norm="layernorm")
+    """The rotated fraction and base are ``rotary_pct`` and ``rotary_emb_base`` at the top level."""
+    out = _decoder(r, gated=False, norm="layernorm", rope=("rotary_emb_base", "rotary_pct"))
     out.pop("n_kv_heads")
-    if r.has("rotary_pct"):  # transformers 4
-        _rope(r, out, r.get("rotary_pct"), ("rotary_emb_base",))
-    else:
-        _rope(r, out, None, ("rotary_emb_base",))
-    _attention_bias(r, out, default=True)
+    _attention_bias(r, out)
     out["mlp_bias"] = True
-    if r.flag("use_parallel_residual", True):
+    if r.flag("use_parallel_residual"):
         out.update(parallel_block=True, parallel_norms=2)
     return out
 
@@ -282,33 +310,33 @@ def _gptj(r: Raw) -> dict[str, Any]:
     out = _base(r, d="n_embd", layers="n_layer", heads="n_head", context="n_positions")
     if out["d_model"] % out["n_heads"]:  # transformers' GPT-J refuses it too
         r.fail("n_head", f"must divide n_embd ({out['d_model']}), got {out['n_heads']}")
-    hd = out["d_model"] // out["n_heads"]
-    out.update(d_ff=r.get("n_inner") or 4 * out["d_model"],
-               activation=_activation(r, ("activation_function",), "gelu_new", False),
+    out.update(d_ff=_inner(r, out["d_model"]), activation=_activation(r, "activation_function", False),
                mlp_bias=True, lm_head_bias=True, parallel_block=True)
-    _rope(r, out, r.size("rotary_dim", hd) / hd)
+    _rope(r, out, r.size("rotary_dim") / (out["d_model"] // out["n_heads"]))
     return out
 
 
 def _falcon(r: Raw) -> dict[str, Any]:
-    out = _base(r, tie=True, context_default=2048)  # falcon-7b's config.json has no max_position_embeddings
+    """Its booleans are typed ``bool | None``: None is false (``multi_query`` None: one K/V head
+    per ``num_kv_heads``, as false)."""
+    out = _base(r)
     d, h = out["d_model"], out["n_heads"]
-    new, parallel = r.flag("new_decoder_architecture", False), r.flag("parallel_attn", True)
+    new, parallel = r.flag("new_decoder_architecture"), r.flag("parallel_attn")
     # read by one architecture only: num_kv_heads, num_ln_in_parallel_attn (new), multi_query (old)
-    kv, norms, mq = r.get("num_kv_heads", h), r.get("num_ln_in_parallel_attn"), r.flag("multi_query", True)
+    kv, norms, mq = r.maybe_size("num_kv_heads"), r.maybe_size("num_ln_in_parallel_attn"), r.flag("multi_query")
     if new:
         if not parallel:
             r.fail("parallel_attn", "false with new_decoder_architecture is not a layout transformers builds")
-        out["n_kv_heads"] = kv
+        out["n_kv_heads"] = h if kv is None else kv
         out["parallel_norms"] = norms or 2
     elif mq:
         out["n_kv_heads"] = 1
     if parallel:
         out["parallel_block"] = True
-    bias = r.flag("bias", False)
-    out.update(d_ff=r.get("ffn_hidden_size") or 4 * d, activation=_activation(r, ("activation",), "gelu", False),
+    bias, ffn = r.flag("bias"), r.maybe_size("ffn_hidden_size")
+    out.update(d_ff=4 * d if ffn is None else ffn, activation=_activation(r, "activation", False),
                norm="layernorm", qkv_bias=bias, out_bias=bias, mlp_bias=bias)
-    if r.flag("alibi", False):
+    if r.flag("alibi"):
         out["position"] = "alibi"
         r.get("rope_parameters"), r.get("rope_theta"), r.get("rope_scaling")
     else:
@@ -317,8 +345,8 @@ def _falcon(r: Raw) -> dict[str, Any]:
 
 
 def _phi(r: Raw) -> dict[str, Any]:
-    out = _decoder(r, gated=False, act="gelu_new", norm="layernorm")
-    if r.flag("qk_layernorm", False):
+    out = _decoder(r, gated=False, norm="layernorm")
+    if r.flag("qk_layernorm"):
         out["qk_norm"] = "head"  # one LayerNorm(head_dim) with bias, shared by the heads
     out.update(qkv_bias=True, out_bias=True, mlp_bias=True, lm_head_bias=True, parallel_block=True)
     return out
@@ -327,7 +355,7 @@ def _phi(r: Raw) -> dict[str, Any]:
 def _llama(r: Raw) -> dict[str, Any]:
     out = _decoder(r)
     _attention_bias(r, out)
-    out["mlp_bias"] = r.flag("mlp_bias", False)
+    out["mlp_bias"] = r.flag("mlp_bias")
     return out
 
 
@@ -340,23 +368,24 @@ def _mistral(r: Raw) -> dict[str, Any]:
 
 def _mixtral(r: Raw) -> dict[str, Any]:
     out = _mistral(r)
-    out["moe"] = {"num_experts": _first(r, "num_local_experts", "num_experts"),
-                  "experts_per_token": r.need("num_experts_per_tok")}
+    out["moe"] = {"num_experts": _first(r, "num_experts", "num_local_experts"),
+                  "experts_per_token": r.size("num_experts_per_tok")}
     return out
 
 
-def _first(r: Raw, *keys: str) -> Any:
-    """The first of ``keys`` given (transformers 5 renamed some: num_experts -> num_local_experts)."""
-    for key in keys:
-        if r.has(key):
-            return r.get(key)
-    return r.need(keys[0])
+def _first(r: Raw, *keys: str) -> int:
+    """The first of ``keys`` the file gives, in the order transformers prefers them (its
+    ``attribute_map`` maps one name onto the other); none: the config class's default."""
+    given = [key for key in keys if r.has(key)]
+    return r.size(given[0] if given else next(key for key in keys if key in r.defaults))
 
 
 def _qwen_windows(r: Raw, out: dict[str, Any]) -> None:
-    """Qwen2/Qwen3: with use_sliding_window, layers i >= max_window_layers slide."""
-    first = r.size("max_window_layers", 28, minimum=0)
-    _layer_types(r, out, lambda i: i >= first, use_key="use_sliding_window")
+    """Qwen2/Qwen3: with use_sliding_window and a sliding_window, layers i >= max_window_layers slide."""
+    window, first = _window(r), r.size("max_window_layers", minimum=0)
+    if not r.flag("use_sliding_window"):
+        window = None
+    _layer_types(r, out, window, lambda i: window is not None and i >= first)
 
 
 def _qwen2(r: Raw) -> dict[str, Any]:
@@ -375,10 +404,10 @@ def _qwen3(r: Raw) -> dict[str, Any]:
 
 def _moe_layers(r: Raw, moe: dict[str, Any]) -> None:
     """Qwen-MoE: ``decoder_sparse_step`` and ``mlp_only_layers`` (a leading run of dense layers)."""
-    step = r.get("decoder_sparse_step", 1)
-    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        r.fail("decoder_sparse_step", f"must be an integer >= 1, got {brief(step)}")
-    dense = r.get("mlp_only_layers", [])
+    step = r.size("decoder_sparse_step")
+    dense = r.get("mlp_only_layers")
+    if dense is None:
+        dense = []
     if not isinstance(dense, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in dense):
         r.fail("mlp_only_layers", f"must be a list of layer indices, got {brief(dense)}")
     dense = sorted(dense)
@@ -392,17 +421,17 @@ def _moe_layers(r: Raw, moe: dict[str, Any]) -> None:
 
 def _qwen2_moe(r: Raw) -> dict[str, Any]:
     out = _decoder(r)
-    out["qkv_bias"] = r.flag("qkv_bias", True)  # transformers 4: always true
-    moe: dict[str, Any] = {"num_experts": _first(r, "num_experts", "num_local_experts"),
-                           "experts_per_token": r.need("num_experts_per_tok"),
-                           "expert_d_ff": r.need("moe_intermediate_size")}
-    shared = r.get("shared_expert_intermediate_size", 0)
+    out["qkv_bias"] = r.flag("qkv_bias")
+    moe: dict[str, Any] = {"num_experts": r.size("num_experts"), "experts_per_token": r.size("num_experts_per_tok"),
+                           "expert_d_ff": r.size("moe_intermediate_size")}
+    shared = r.size("shared_expert_intermediate_size", minimum=0)
     if shared:
         moe.update(shared_experts=1, shared_expert_d_ff=shared, shared_expert_gate=True)
     _moe_layers(r, moe)
     out["moe"] = moe
-    first = r.size("max_window_layers", 28, minimum=0)
-    _layer_types(r, out, lambda i: (i + 1) % 2 == 1 and i < first, use_key="use_sliding_window")
+    use, window = r.flag("use_sliding_window"), _window(r)
+    first = r.size("max_window_layers", minimum=0)
+    _layer_types(r, out, window if use else None, lambda i: use and (i + 1) % 2 == 1 and i < first)
     return out
 
 
@@ -411,57 +440,45 @@ def _qwen3_moe(r: Raw) -> dict[str, Any]:
     out.pop("mlp_bias")
     out["qk_norm"] = "head"
     moe: dict[str, Any] = {"num_experts": _first(r, "num_local_experts", "num_experts"),
-                           "experts_per_token": r.need("num_experts_per_tok"),
-                           "expert_d_ff": r.need("moe_intermediate_size")}
+                           "experts_per_token": r.size("num_experts_per_tok"),
+                           "expert_d_ff": r.size("moe_intermediate_size")}
     _moe_layers(r, moe)
     out["moe"] = moe
-    if r.flag("use_sliding_window", False):
-        _every_layer_window(r, out)
-    else:
-        r.get("sliding_window")
+    _every_layer_window(r, out, r.flag("use_sliding_window"))
     return out
 
 
-def _gemma(r: Raw) -> dict[str, Any]:
+def _gemma(r: Raw, act: str = "hidden_act") -> dict[str, Any]:
     """Gemma's RMSNorm scales by (1 + w): still d parameters."""
-    out = _decoder(r, tie=True, act="gelu_pytorch_tanh", act_keys=("hidden_activation", "hidden_act"))
+    out = _decoder(r, act=act)
     _attention_bias(r, out)
     out["embedding_scale"] = math.sqrt(out["d_model"])
     r.false("use_bidirectional_attention", "bidirectional attention")
     return out
 
 
-def _gemma2(r: Raw) -> dict[str, Any]:
-    out = _gemma(r)
+def _gemma2(r: Raw, pattern: int = 2) -> dict[str, Any]:
+    """Gemma 2 and 3 read ``hidden_activation``; layer i slides unless i + 1 is a multiple of
+    ``pattern`` (2 in Gemma 2, Gemma 3's ``sliding_window_pattern``)."""
+    out = _gemma(r, "hidden_activation")
     out["norm_placement"] = "sandwich"
     r.get("query_pre_attn_scalar")  # the score scale: changes no count
     for key, ours in (("attn_logit_softcapping", "attn_logit_softcap"),
                       ("final_logit_softcapping", "final_logit_softcap")):
         if r.get(key):
             out[ours] = r.get(key)
-    _layer_types(r, out, lambda i: (i + 1) % 2 == 1)
+    _layer_types(r, out, _window(r), lambda i: (i + 1) % pattern != 0)
     return out
-
-
-def _gemma3_text(r: Raw) -> dict[str, Any]:
-    out = _gemma2(r)
-    out["qk_norm"] = "head"
-    if r.has("rope_local_base_freq"):  # transformers 4: the sliding layers' base
-        r.get("rope_local_base_freq")
-    return out
-
-
-def _gemma3_pattern(r: Raw) -> int:
-    return r.size("sliding_window_pattern", r.size("_sliding_window_pattern", 6))
 
 
 def _gemma3(r: Raw) -> dict[str, Any]:
-    pattern = _gemma3_pattern(r)
-    if not r.has("layer_types"):
-        n = r.size("num_hidden_layers", maximum=MAX_LAYERS)
-        r.raw = {**r.raw, "layer_types": ["sliding_attention" if (i + 1) % pattern else "full_attention"
-                                          for i in range(n)]}
-    return _gemma3_text(r)
+    """Gemma 3's text model. rope_local_base_freq (transformers 4) is the sliding layers' base;
+    transformers reads ``sliding_window_pattern`` and overwrites ``_sliding_window_pattern``."""
+    out = _gemma2(r, r.size("sliding_window_pattern"))
+    out["qk_norm"] = "head"
+    r.get("rope_local_base_freq")
+    r.ignore("_sliding_window_pattern")
+    return out
 
 
 def _olmo(r: Raw) -> dict[str, Any]:
@@ -482,16 +499,16 @@ def _olmo2(r: Raw) -> dict[str, Any]:
 
 def _stablelm(r: Raw) -> dict[str, Any]:
     out = _decoder(r, norm="layernorm")
-    out["qkv_bias"] = r.flag("use_qkv_bias", False)
+    out["qkv_bias"] = r.flag("use_qkv_bias")
     r.false("qk_layernorm", "StableLM's qk_layernorm is one LayerNorm per head, which llmcalc does not model")
-    if r.flag("use_parallel_residual", False):
+    if r.flag("use_parallel_residual"):
         out["parallel_block"] = True
     return out
 
 
 def _starcoder2(r: Raw) -> dict[str, Any]:
-    out = _decoder(r, tie=True, gated=False, act="gelu_pytorch_tanh", norm="layernorm")
-    bias = r.flag("use_bias", True)
+    out = _decoder(r, gated=False, norm="layernorm")
+    bias = r.flag("use_bias")
     out.update(qkv_bias=bias, out_bias=bias, mlp_bias=bias)
     _every_layer_window(r, out)
     return out
@@ -500,9 +517,8 @@ def _starcoder2(r: Raw) -> dict[str, Any]:
 def _granite(r: Raw) -> dict[str, Any]:
     """residual_multiplier, attention_multiplier and logits_scaling scale values only."""
     out = _llama(r)
-    for key in ("residual_multiplier", "attention_multiplier", "logits_scaling"):
-        r.get(key)
-    scale = r.get("embedding_multiplier", 1.0)
+    r.ignore("residual_multiplier", "attention_multiplier", "logits_scaling")
+    scale = r.get("embedding_multiplier")
     if scale != 1:
         out["embedding_scale"] = scale
     return out
@@ -510,22 +526,20 @@ def _granite(r: Raw) -> dict[str, Any]:
 
 def _smollm3(r: Raw) -> dict[str, Any]:
     out = _llama(r)
-    out["tie_embeddings"] = r.flag("tie_word_embeddings", True)
     n = out["n_layers"]
     rope = r.get("no_rope_layers")  # 1: the layer applies RoPE; 0: a NoPE layer
+    interval = r.size("no_rope_layer_interval")
     if rope is None:
-        interval = r.size("no_rope_layer_interval", 4)
         rope = [int((i + 1) % interval != 0) for i in range(n)]
     if not isinstance(rope, list) or len(rope) != n or any(type(v) not in (int, bool) or v not in (0, 1) for v in rope):
         r.fail("no_rope_layers", f"must list one value per layer ({n}), each 1 or 0, got {brief(rope)}")
-    r.get("no_rope_layer_interval")
     if not all(rope):
         out["rope_layers"] = _cycle([bool(v) for v in rope])
-    use, window = r.flag("use_sliding_window", False), r.get("sliding_window")
+    use, window = r.flag("use_sliding_window"), _window(r)
     window = window if use else None
     types = r.get("layer_types")
     if types is None:
-        types = ["sliding_attention" if window and not rope[i] else "full_attention" for i in range(n)]
+        types = ["sliding_attention" if window is not None and not rope[i] else "full_attention" for i in range(n)]
     elif not use and isinstance(types, list):  # transformers' SmolLM3 slides a layer only with use_sliding_window
         types = ["full_attention" if t == "sliding_attention" else t for t in types]
     _windows(r, out, types, window)
@@ -540,28 +554,31 @@ def _deepseek(r: Raw) -> dict[str, Any]:
     out = _base(r)
     r.false("attention_bias", "biases on MLA projections are not modeled")
     r.false("mlp_bias", "MLP biases in DeepSeek's experts are not modeled")
-    freq = r.get("moe_layer_freq", 1)
-    if freq != 1:
+    freq = r.get("moe_layer_freq")  # not a field of transformers' classes: absent or null, 1
+    if freq not in (None, 1):
         r.fail("moe_layer_freq", f"must be 1 (transformers makes every layer from first_k_dense_replace on "
                                  f"MoE), got {brief(freq)}")
-    for key in ("num_key_value_heads", "head_dim", "qk_head_dim"):
-        r.get(key)  # derived from the MLA sizes; MLA has no K/V head count
-    q_lora = r.get("q_lora_rank")
-    mla = {"kv_lora_rank": r.need("kv_lora_rank"), "qk_nope_head_dim": r.need("qk_nope_head_dim"),
-           "qk_rope_head_dim": r.need("qk_rope_head_dim"), "v_head_dim": r.need("v_head_dim")}
+    r.ignore("head_dim", "qk_head_dim")  # derived from the MLA sizes
+    kv = r.maybe_size("num_key_value_heads")  # None: one per head
+    if kv not in (None, out["n_heads"]):  # transformers' attention repeats MLA's per-head keys heads / kv times
+        r.fail("num_key_value_heads", f"must equal num_attention_heads ({out['n_heads']}) with MLA, got {kv}")
+    mla: dict[str, Any] = {key: r.size(key) for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                                                         "v_head_dim")}
+    q_lora = r.maybe_size("q_lora_rank")  # None: queries without the low-rank path
     if q_lora is not None:
         mla["q_lora_rank"] = q_lora
-    out.update(d_ff=r.need("intermediate_size"), activation=_activation(r, ("hidden_act",), "silu", True),
+    out.update(d_ff=r.size("intermediate_size"), activation=_activation(r, "hidden_act", True),
                norm="rmsnorm", attention="mla", mla=mla)
     _rope(r, out)
     out.pop("rotary_fraction", None)
-    moe: dict[str, Any] = {"num_experts": r.need("n_routed_experts"),
-                           "experts_per_token": r.need("num_experts_per_tok"),
-                           "expert_d_ff": r.need("moe_intermediate_size")}
-    if r.get("n_shared_experts"):
-        moe["shared_experts"] = r.get("n_shared_experts")
-    if r.get("first_k_dense_replace", 0):
-        moe["first_dense_layers"] = r.get("first_k_dense_replace")
+    moe: dict[str, Any] = {"num_experts": r.size("n_routed_experts"),
+                           "experts_per_token": r.size("num_experts_per_tok"),
+                           "expert_d_ff": r.size("moe_intermediate_size")}
+    shared, dense = r.size("n_shared_experts", minimum=0), r.size("first_k_dense_replace", minimum=0)
+    if shared:
+        moe["shared_experts"] = shared
+    if dense:
+        moe["first_dense_layers"] = dense
     if r.raw["model_type"] == "deepseek_v3":
         moe["router_bias"] = True
     out["moe"] = moe
@@ -572,12 +589,12 @@ def _gpt_oss(r: Raw) -> dict[str, Any]:
     """GPT-OSS: sinks, biased attention, router and expert biases, alternating windows.
     swiglu_alpha and swiglu_limit shape the activation's values only."""
     out = _decoder(r)
-    _attention_bias(r, out, default=True)
-    r.get("swiglu_alpha"), r.get("swiglu_limit")
+    _attention_bias(r, out)
+    r.ignore("swiglu_alpha", "swiglu_limit")
     out["attention_sinks"] = True
-    out["moe"] = {"num_experts": _first(r, "num_local_experts", "num_experts"),
-                  "experts_per_token": r.need("num_experts_per_tok"), "router_bias": True, "expert_bias": True}
-    _layer_types(r, out, lambda i: (i + 1) % 2 == 1)
+    out["moe"] = {"num_experts": _first(r, "num_experts", "num_local_experts"),
+                  "experts_per_token": r.size("num_experts_per_tok"), "router_bias": True, "expert_bias": True}
+    _layer_types(r, out, _window(r), lambda i: (i + 1) % 2 == 1)
     return out
 
 
@@ -588,6 +605,20 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "olmo": _olmo, "olmo2": _olmo2, "stablelm": _stablelm, "starcoder2": _starcoder2, "granite": _granite,
     "smollm3": _smollm3, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt_oss": _gpt_oss,
 }
+
+
+# transformers' token embeddings without a padding_idx; torch's Embedding refuses the others' one
+# outside the vocabulary
+_UNPADDED = frozenset({"gpt2", "gptj", "gpt_neox", "falcon"})
+
+
+def _padding(r: Raw, vocab: int) -> None:
+    pad = r.get("pad_token_id")
+    if isinstance(pad, int) and not -vocab <= pad < vocab:
+        r.fail("pad_token_id", f"must be a token of the vocabulary (vocab_size {vocab:,}), got {pad:,}")
+
+
+_NULLABLE = Default(None, True)  # a key no table lists: transformers takes None or does not read it
 
 
 def _read(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], Raw]:
@@ -605,8 +636,15 @@ def _read(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], Raw]:
         path, value = nested
         raise ConfigError(_quant_method(value) + "not supported inside a nested config; move it to the top "
                           "level, or delete it to count the dequantized model", source, path)
-    r = Raw(raw, source)
+    defaults = DEFAULTS[kind]  # a null transformers refuses: typed without None, or its code fails on None
+    null = next((key for key, value in raw.items() if value is None and not defaults.get(key, _NULLABLE).nullable),
+                None)
+    if null is not None:
+        raise ConfigError("is null, but a value is needed", source, null)
+    r = Raw(raw, source, defaults)
     out = MAPPERS[kind](r)
+    if kind not in _UNPADDED:
+        _padding(r, out["vocab_size"])
     if r.get("quantization_config") not in (None, {}):
         out.update(_quantization(r))
     return out, r

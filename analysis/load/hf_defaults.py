@@ -1,0 +1,209 @@
+"""transformers' defaults for the ``config.json`` keys llmcalc reads, per ``model_type``.
+
+A key a ``config.json`` leaves out is read as transformers' config class for that ``model_type``
+reads it: with the class's default. Source: transformers 5.23.0,
+``models/<family>/configuration_<family>.py``, whose config classes are strict dataclasses
+(``dataclasses.fields(LlamaConfig)`` gives each field's default and type), and the legacy keys
+their ``__post_init__`` or ``convert_rope_params_to_dict`` read (``sliding_window_pattern``,
+``rotary_pct``, ``rope_theta``: the class's ``default_theta``, ...).
+
+A ``null`` is what transformers makes of it. A field typed ``T | None`` (marked :func:`_null`)
+takes None, and the mapper reads None as transformers' code does (``num_key_value_heads``: the
+head count, ``sliding_window``: no window; or refuses it where that code fails on None, as for
+DeepSeek-V3's ``first_k_dense_replace``). Every other key listed refuses null, as transformers
+does: its field is typed without None, or the code that reads it fails on None (noted).
+
+Listed per family: the keys its mapper reads, with their defaults (None: the class has no such
+field, and transformers derives the value when the key is absent, as ``head_dim`` from
+``hidden_size``), and in ``ignored`` the keys llmcalc ignores (they change no count) that
+transformers refuses as null. A key not listed reads as None whether absent or null:
+transformers accepts None for it, or does not read it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class Default(NamedTuple):
+    value: Any  # what transformers reads for the key when a config.json leaves it out
+    nullable: bool  # transformers accepts null for it
+
+
+def _null(value: Any = None) -> Default:
+    """A field typed ``T | None``, default ``value``."""
+    return Default(value, True)
+
+
+def _config(ignored: str = "", **read: Any) -> dict[str, Default]:
+    """One family's table: the keys its mapper ``read``, and the names in ``ignored``, with
+    ``auto_map`` in every family (PreTrainedConfig iterates it, so null fails)."""
+    table = {key: Default(None, False) for key in ("auto_map", *ignored.split())}
+    table.update({key: v if isinstance(v, Default) else Default(v, False) for key, v in read.items()})
+    return table
+
+
+_COMMON = "initializer_range use_cache"
+
+DEFAULTS: dict[str, dict[str, Default]] = {
+    "gpt2": _config(  # GPT2Config
+        f"{_COMMON} resid_pdrop embd_pdrop attn_pdrop layer_norm_epsilon summary_type summary_use_proj "
+        "summary_proj_to_labels summary_first_dropout scale_attn_weights scale_attn_by_inverse_layer_idx "
+        "reorder_and_upcast_attn",
+        vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, n_inner=_null(),
+        activation_function="gelu_new", add_cross_attention=False, tie_word_embeddings=True),
+    "gpt_neox": _config(  # GPTNeoXConfig; rotary_pct and rotary_emb_base: its convert_rope_params_to_dict
+        f"{_COMMON} attention_dropout hidden_dropout classifier_dropout layer_norm_eps is_decoder",
+        vocab_size=50432, hidden_size=6144, num_hidden_layers=44, num_attention_heads=64, intermediate_size=24576,
+        hidden_act="gelu", max_position_embeddings=2048, tie_word_embeddings=False, use_parallel_residual=True,
+        attention_bias=True, rotary_pct=0.25, rotary_emb_base=10000.0),
+    "gptj": _config(  # GPTJConfig
+        f"{_COMMON} resid_pdrop embd_pdrop attn_pdrop layer_norm_epsilon",
+        vocab_size=50400, n_positions=2048, n_embd=4096, n_layer=28, n_head=16, rotary_dim=64, n_inner=_null(),
+        activation_function="gelu_new", tie_word_embeddings=False),
+    # FalconConfig; layer_norm_epsilon, hidden_dropout and attention_dropout are typed float | None,
+    # but LayerNorm and dropout fail on None
+    "falcon": _config(
+        f"{_COMMON} layer_norm_epsilon hidden_dropout attention_dropout",
+        vocab_size=65024, hidden_size=4544, num_hidden_layers=32, num_attention_heads=71,
+        num_ln_in_parallel_attn=_null(), num_kv_heads=_null(), alibi=_null(False),
+        new_decoder_architecture=_null(False), multi_query=_null(True), parallel_attn=_null(True),
+        bias=_null(False), max_position_embeddings=2048, ffn_hidden_size=_null(), activation=_null("gelu"),
+        tie_word_embeddings=True, rope_theta=10000.0),
+    "phi": _config(  # PhiConfig; partial_rotary_factor: its __post_init__
+        f"{_COMMON} resid_pdrop embd_pdrop layer_norm_eps",
+        vocab_size=51200, hidden_size=2048, intermediate_size=8192, num_hidden_layers=24, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="gelu_new", max_position_embeddings=2048,
+        tie_word_embeddings=False, qk_layernorm=False, rope_theta=10000.0, partial_rotary_factor=0.5),
+    "phi3": _config(  # Phi3Config; partial_rotary_factor: its convert_rope_params_to_dict
+        f"{_COMMON} resid_pdrop embd_pdrop attention_dropout original_max_position_embeddings rms_norm_eps",
+        vocab_size=32064, hidden_size=3072, intermediate_size=8192, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=4096,
+        tie_word_embeddings=False, sliding_window=_null(), pad_token_id=_null(32000), rope_theta=10000.0,
+        partial_rotary_factor=1.0),
+    "llama": _config(  # LlamaConfig
+        f"{_COMMON} rms_norm_eps",
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=_null(), hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, rope_theta=10000.0),
+    "mistral": _config(  # MistralConfig
+        f"{_COMMON} rms_norm_eps attention_dropout",
+        vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=_null(), hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=False, sliding_window=_null(4096), rope_theta=10000.0),
+    "mixtral": _config(  # MixtralConfig
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef router_jitter_noise",
+        vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=_null(), hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=False, sliding_window=_null(), num_local_experts=8, num_experts_per_tok=2,
+        rope_theta=1e6),
+    "qwen2": _config(  # Qwen2Config
+        f"{_COMMON} rms_norm_eps attention_dropout",
+        vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(32), head_dim=None, hidden_act="silu", max_position_embeddings=32768,
+        tie_word_embeddings=False, use_sliding_window=False, sliding_window=_null(4096), max_window_layers=28,
+        layer_types=_null(), rope_theta=10000.0),
+    # Qwen2MoeConfig; num_key_value_heads is typed int | None, but unlike Qwen2 nothing derives None
+    "qwen2_moe": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout norm_topk_prob output_router_logits router_aux_loss_coef",
+        vocab_size=151936, hidden_size=2048, intermediate_size=5632, num_hidden_layers=24, num_attention_heads=16,
+        num_key_value_heads=16, head_dim=None, hidden_act="silu", max_position_embeddings=32768,
+        tie_word_embeddings=False, use_sliding_window=False, sliding_window=_null(4096), max_window_layers=28,
+        layer_types=_null(), qkv_bias=True, num_experts=60, num_experts_per_tok=4, moe_intermediate_size=1408,
+        shared_expert_intermediate_size=5632, decoder_sparse_step=1, mlp_only_layers=_null(), rope_theta=10000.0),
+    "qwen3": _config(  # Qwen3Config
+        f"{_COMMON} rms_norm_eps attention_dropout",
+        vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(32), head_dim=128, hidden_act="silu", max_position_embeddings=32768,
+        tie_word_embeddings=False, attention_bias=False, use_sliding_window=False, sliding_window=_null(4096),
+        max_window_layers=28, layer_types=_null(), rope_theta=10000.0),
+    "qwen3_moe": _config(  # Qwen3MoeConfig
+        f"{_COMMON} rms_norm_eps attention_dropout norm_topk_prob output_router_logits router_aux_loss_coef",
+        vocab_size=151936, hidden_size=2048, intermediate_size=6144, num_hidden_layers=24, num_attention_heads=32,
+        num_key_value_heads=4, head_dim=None, hidden_act="silu", max_position_embeddings=32768,
+        tie_word_embeddings=False, attention_bias=False, use_sliding_window=False, sliding_window=_null(4096),
+        num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768, decoder_sparse_step=1,
+        mlp_only_layers=_null(), rope_theta=10000.0),
+    "gemma": _config(  # GemmaConfig
+        f"{_COMMON} rms_norm_eps attention_dropout",
+        vocab_size=256000, hidden_size=3072, intermediate_size=24576, num_hidden_layers=28, num_attention_heads=16,
+        num_key_value_heads=16, head_dim=256, hidden_act="gelu_pytorch_tanh", max_position_embeddings=8192,
+        tie_word_embeddings=True, attention_bias=False, use_bidirectional_attention=_null(), pad_token_id=_null(0),
+        rope_theta=10000.0),
+    "gemma2": _config(  # Gemma2Config
+        f"{_COMMON} rms_norm_eps query_pre_attn_scalar",
+        vocab_size=256000, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, num_attention_heads=8,
+        num_key_value_heads=4, head_dim=256, hidden_activation="gelu_pytorch_tanh", max_position_embeddings=8192,
+        tie_word_embeddings=True, attention_bias=False, use_bidirectional_attention=_null(),
+        sliding_window=_null(4096), layer_types=_null(), attn_logit_softcapping=_null(50.0),
+        final_logit_softcapping=_null(30.0), pad_token_id=_null(0), rope_theta=10000.0),
+    # Gemma3TextConfig; sliding_window_pattern: its __post_init__, rope_local_base_freq: its
+    # convert_rope_params_to_dict (default_theta {"global": 1e6, "local": 1e4})
+    "gemma3_text": _config(
+        f"{_COMMON} rms_norm_eps query_pre_attn_scalar",
+        vocab_size=262208, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, num_attention_heads=8,
+        num_key_value_heads=4, head_dim=256, hidden_activation="gelu_pytorch_tanh", max_position_embeddings=131072,
+        tie_word_embeddings=True, attention_bias=False, use_bidirectional_attention=_null(False),
+        sliding_window=_null(4096), layer_types=_null(), sliding_window_pattern=6, attn_logit_softcapping=_null(),
+        final_logit_softcapping=_null(), pad_token_id=_null(0), rope_theta=1e6, rope_local_base_freq=10000.0),
+    "olmo": _config(  # OlmoConfig
+        f"{_COMMON} attention_dropout",
+        vocab_size=50304, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, clip_qkv=_null(), pad_token_id=_null(1), rope_theta=10000.0),
+    "olmo2": _config(  # Olmo2Config
+        f"{_COMMON} attention_dropout rms_norm_eps",
+        vocab_size=50304, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, pad_token_id=_null(1), rope_theta=10000.0),
+    "stablelm": _config(  # StableLmConfig; partial_rotary_factor: its __post_init__
+        f"{_COMMON} layer_norm_eps hidden_dropout attention_dropout",
+        vocab_size=50304, hidden_size=2560, intermediate_size=6912, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=32, hidden_act="silu", max_position_embeddings=4096, tie_word_embeddings=False,
+        use_qkv_bias=False, qk_layernorm=False, use_parallel_residual=False, rope_theta=10000.0,
+        partial_rotary_factor=0.25),
+    "starcoder2": _config(  # Starcoder2Config
+        f"{_COMMON} norm_epsilon attention_dropout residual_dropout embedding_dropout",
+        vocab_size=49152, hidden_size=3072, intermediate_size=12288, num_hidden_layers=30, num_attention_heads=24,
+        num_key_value_heads=2, hidden_act="gelu_pytorch_tanh", max_position_embeddings=4096,
+        tie_word_embeddings=True, use_bias=True, sliding_window=_null(), rope_theta=10000.0),
+    "granite": _config(  # GraniteConfig
+        f"{_COMMON} rms_norm_eps attention_dropout residual_multiplier attention_multiplier logits_scaling",
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, embedding_multiplier=1.0,
+        rope_theta=10000.0),
+    "smollm3": _config(  # SmolLM3Config
+        f"{_COMMON} rms_norm_eps attention_dropout",
+        vocab_size=128256, hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16,
+        num_key_value_heads=_null(4), head_dim=None, hidden_act="silu", max_position_embeddings=32768,
+        tie_word_embeddings=True, attention_bias=False, mlp_bias=False, use_sliding_window=False,
+        sliding_window=_null(), layer_types=_null(), no_rope_layers=_null(), no_rope_layer_interval=4,
+        pad_token_id=_null(128004), rope_theta=2e6),
+    # DeepseekV2Config; topk_method is typed str | None, but its router fails on None
+    "deepseek_v2": _config(
+        f"{_COMMON} rms_norm_eps output_router_logits routed_scaling_factor topk_method",
+        vocab_size=102400, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=_null(), hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, q_lora_rank=_null(1536), kv_lora_rank=512,
+        qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, n_routed_experts=64,
+        num_experts_per_tok=_null(), moe_intermediate_size=1407, n_shared_experts=2, first_k_dense_replace=0,
+        rope_theta=10000.0),
+    # DeepseekV3Config; n_group and topk_group are typed int | None, but its router fails on None
+    "deepseek_v3": _config(
+        f"{_COMMON} rms_norm_eps output_router_logits routed_scaling_factor n_group topk_group num_mtp_layers",
+        vocab_size=129280, hidden_size=7168, intermediate_size=18432, num_hidden_layers=61, num_attention_heads=128,
+        num_key_value_heads=_null(128), hidden_act="silu", max_position_embeddings=4096, tie_word_embeddings=False,
+        attention_bias=False, q_lora_rank=_null(1536), kv_lora_rank=512, qk_nope_head_dim=128,
+        qk_rope_head_dim=64, v_head_dim=_null(128), n_routed_experts=256, num_experts_per_tok=_null(8),
+        moe_intermediate_size=2048, n_shared_experts=1, first_k_dense_replace=_null(3), rope_theta=10000.0),
+    "gpt_oss": _config(  # GptOssConfig
+        f"{_COMMON} rms_norm_eps attention_dropout swiglu_alpha swiglu_limit router_aux_loss_coef "
+        "output_router_logits",
+        vocab_size=201088, hidden_size=2880, intermediate_size=2880, num_hidden_layers=36, num_attention_heads=64,
+        num_key_value_heads=8, head_dim=64, hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=False, attention_bias=True, sliding_window=_null(128), layer_types=_null(),
+        num_local_experts=128, num_experts_per_tok=4, rope_theta=150000.0),
+}
+
+__all__ = ["DEFAULTS", "Default"]
