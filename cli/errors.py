@@ -12,13 +12,14 @@ sets it, so the line names what the user typed (``--pp 2 must divide the 61 laye
 
 from __future__ import annotations
 
-import gc
 import io
 import os
 import re
+import signal
 import sys
+import time
 from contextlib import contextmanager
-from typing import Callable
+from typing import Callable, NoReturn
 
 from ..analysis.errors import LONG, ConfigError, SpecError, shorten
 
@@ -129,12 +130,58 @@ def usage_error(exc: Exception) -> int:
     return EXIT_USAGE
 
 
+GRACE = 1.0  # seconds after a Ctrl-C in which another does nothing: the first is on its way out
+_pressed: list[float] = []  # when Ctrl-C last raised KeyboardInterrupt
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    """Ctrl-C: KeyboardInterrupt, as Python's own handler raises, but not again within GRACE, so that
+    a double press cannot cut the way out short (a temporary directory removed, verify's workers
+    reaped) into a traceback. Past GRACE it raises again: one that a library swallowed (torch
+    imports numpy from C++, clearing what that raises) is not the last the user can press."""
+    now = time.monotonic()
+    if _pressed and now - _pressed[-1] < GRACE:
+        return
+    _pressed.append(now)
+    raise KeyboardInterrupt
+
+
+def catch_ctrl_c() -> None:
+    """Ctrl-C handled by :func:`_interrupted` from now on (the console script, first thing). A
+    process started with SIGINT ignored keeps ignoring it, as Python itself does: a background job
+    of a shell without job control, or one of `verify --jobs`' workers, which import the console
+    script again as they start (multiprocessing's spawn)."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupted)
+
+
+def ignore_ctrl_c() -> None:
+    """Ctrl-C does nothing from now on: the process is on its way out. SIG_IGN, not a handler of
+    Python's: the interpreter's teardown puts the default back in place of those, and SIGINT would
+    then kill the process with nothing said."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def end_interrupted() -> NoReturn:
+    """End the process after Ctrl-C: exit 130 and one line, whatever Ctrl-C follows."""
+    ignore_ctrl_c()
+    try:
+        sys.stdout.flush()  # what the command printed before the interrupt
+    except (AttributeError, OSError, ValueError):  # no stdout, or its reader gone: the interrupt is what is said
+        pass
+    say("interrupted")
+    # verify's checks run on a thread of their own (analysis.verify.report.on_deep_stack) that may
+    # still be inside torch; an orderly interpreter shutdown would tear it down mid-call and abort
+    # (SIGABRT).
+    os._exit(EXIT_INTERRUPTED)
+
+
 def run(command: Callable[[], object]) -> None:
     """Run ``command()``, the command line read and answered, as a process: the console
     script's one boundary around everything it does. stdout and stderr escape what they cannot
     encode (a lone surrogate from a config, an ASCII terminal) instead of raising; a closed
     stdout is a usage error; a closed stderr loses the error lines but not the exit code; a
-    broken pipe ends the run quietly."""
+    broken pipe ends the run quietly; Ctrl-C, however often, ends it with one line and exit 130."""
     if sys.stdout is None:  # started with stdout closed (`llmcalc params >&-`)
         say("standard output is closed: nowhere to write the results")
         sys.exit(EXIT_USAGE)
@@ -148,6 +195,10 @@ def run(command: Callable[[], object]) -> None:
         command()
     except SystemExit as exc:
         code = exc.code
+    except KeyboardInterrupt:  # Ctrl-C outside the command's own handling (guarded, Typer's)
+        code = EXIT_INTERRUPTED
+    if code == EXIT_INTERRUPTED:
+        end_interrupted()
     try:  # what is still buffered: a reader that left after the last write shows up only here
         sys.stdout.flush()
     except OSError as exc:
@@ -157,12 +208,4 @@ def run(command: Callable[[], object]) -> None:
         elif not code:
             say(f"cannot write the results: {exc.strerror or type(exc).__name__}")
             code = EXIT_USAGE
-    if code == EXIT_INTERRUPTED:
-        # verify's checks run on a thread of their own (analysis.verify.report.on_deep_stack)
-        # that may still be inside torch; an orderly interpreter shutdown would tear it down
-        # mid-call and abort (SIGABRT). Everything the user should see is flushed by now. The
-        # collection frees what the interrupt's traceback held: `verify --jobs`' worker pool,
-        # whose semaphores the resource tracker would otherwise report as leaked.
-        gc.collect()
-        os._exit(code)
     sys.exit(code)

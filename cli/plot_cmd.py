@@ -4,7 +4,8 @@ Every number comes from the analysis functions the flops, kvcache and memory com
 this module only picks the workloads and draws them. matplotlib is imported inside the command
 and its drawing functions (the heavy optional import), once the arguments and the models are
 known to be good: no other command imports it or needs it installed, and a failing plot leaves
-nothing behind.
+nothing behind. Its config directory and font list go to a temporary directory (cli/caches.py),
+so a plot writes the image and nothing else.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..analysis.model.config import ModelConfig
 from ..analysis.perf.hardware import Hardware, load_hardware
 from ..analysis.perf.roofline import roofline
 from ..analysis.spec import ATTENTION_IMPLS, MODES, RunSpec
+from .caches import temporary_cache
 from .common import load_models, warn_past_context
 from .errors import UsageError
 from .options import Budget, Counts, KvDtype, Models, applicable, hardware_option, seqs_option, whole
@@ -290,14 +292,15 @@ def plot(
         kv = applicable((MEMORY_MODES[memory_mode],), memory_mode, kv_dtype=kv_dtype)["kv_dtype"]
         run = RunSpec(MEMORY_MODES[memory_mode], None, batch, attention, kv_dtype=kv)
     cfgs = load_models(models)
-    try:
-        # A Figure of its own, not pyplot: no GUI backend, no global state. `import matplotlib.figure`
-        # imports the package itself first, so a missing matplotlib fails here.
-        import matplotlib.figure
-    except ImportError:
-        raise UsageError("llmcalc plot needs matplotlib: pip install matplotlib (from llmcalc's source tree: "
-                         "pip install -e '.[plot]')") from None
-    fig = matplotlib.figure.Figure(figsize=_size(kind, len(cfgs)), dpi=DPI, layout="constrained")
-    DRAW[kind](fig, cfgs, seq, run, extra)
-    fig.savefig(path, dpi=DPI)
+    with temporary_cache("MPLCONFIGDIR"):  # before matplotlib is imported (cli/caches.py)
+        try:
+            # A Figure of its own, not pyplot: no GUI backend, no global state. `import matplotlib.figure`
+            # imports the package itself first, so a missing matplotlib fails here.
+            import matplotlib.figure
+        except ImportError:
+            raise UsageError("llmcalc plot needs matplotlib: pip install matplotlib (from llmcalc's source tree: "
+                             "pip install -e '.[plot]')") from None
+        fig = matplotlib.figure.Figure(figsize=_size(kind, len(cfgs)), dpi=DPI, layout="constrained")
+        DRAW[kind](fig, cfgs, seq, run, extra)
+        fig.savefig(path, dpi=DPI)
     print(f"wrote {out}")

@@ -16,6 +16,7 @@ from rich.progress import Progress
 from ..analysis.perf.hardware import for_device, load_hardware
 from ..analysis.spec import Layout
 from ..analysis.verify import cuda_device, torch_problem
+from .caches import temporary_cache
 from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list
 from .errors import UsageError, VerificationFailed
 from .format import count
@@ -97,16 +98,17 @@ def _resolve_device(device: str) -> str:
     return device
 
 
-def _hardware(spec: Optional[str], device: str):
-    """The roofline the timed runs are compared with: --hardware, else (cuda) the bundled spec of
-    the device by its name; None on cpu without --hardware (nothing is timed)."""
-    if spec is None and device == "cuda":
-        name = cuda_device()
-        spec = for_device(name)
-        if spec is None:
-            raise UsageError(f"--device cuda: {name!r} is not a bundled accelerator; pass --hardware NAME|FILE "
-                             "(`llmcalc hardware`, or your own YAML)")
-    return None if spec is None else load_hardware(spec)
+def _device_hardware(device: str):
+    """The roofline the timed runs are compared with when --hardware is not given: on cuda the
+    bundled spec of the device by its name; None on cpu (nothing is timed)."""
+    if device != "cuda":
+        return None
+    name = cuda_device()
+    spec = for_device(name)
+    if spec is None:
+        raise UsageError(f"--device cuda: {name!r} is not a bundled accelerator; pass --hardware NAME|FILE "
+                         "(`llmcalc hardware`, or your own YAML)")
+    return load_hardware(spec)
 
 
 def verify(
@@ -184,26 +186,39 @@ def verify(
             warn(f"--device {device}: the LoRA checks run on meta; ignored")
         device = "meta"
     cfgs = lora_models(models, lora)
-    problem = torch_problem()
-    if problem:
-        raise UsageError(problem)
+    hw = None if hardware_spec is None else load_hardware(hardware_spec)
+    if junit is not None and not junit.parent.is_dir():  # found out now, not once every check has run
+        raise UsageError(f"--junit: no such directory {str(junit.parent)!r}")
     if jobs > 1 and (against is not None or not layout.trivial):
         warn("--jobs applies to the checks against llmcalc's reference: with --against or --tp/--dp the models "
              "are checked one at a time; ignored")
-    if against is not None:
-        return _verify_against(models, cfgs, seq, batch, fmt, junit)
-    if not layout.trivial:
-        if device not in ("auto", "cpu"):
-            warn(f"--device {device} does not apply to a layout check (FSDP2 needs its shards on the cpu); ignored")
-        return _verify_layout(models, cfgs, layout, seq, batch, fmt, junit)
+    with temporary_cache("TORCHINDUCTOR_CACHE_DIR"):  # before torch is imported (cli/caches.py)
+        problem = torch_problem()
+        if problem:
+            raise UsageError(problem)
+        if against is not None:
+            return _verify_against(models, cfgs, seq, batch, fmt, junit)
+        if not layout.trivial:
+            if device not in ("auto", "cpu"):
+                warn(f"--device {device} does not apply to a layout check (FSDP2 needs its shards on the cpu); "
+                     "ignored")
+            return _verify_layout(models, cfgs, layout, seq, batch, fmt, junit)
+        _verify_reference(models, cfgs, device, hw, seq, batch, lora, jobs, fmt, junit)
+
+
+def _verify_reference(models: Optional[list[str]], cfgs: list, device: str, hw, seq: int, batch: int, lora,
+                      jobs: int, fmt: str, junit: Optional[Path]) -> None:
+    """The checks against llmcalc's reference modules; ``hw``: --hardware's accelerator, if given."""
     from ..analysis.verify.report import verify_many  # imports torch
 
     dev = _resolve_device(device)
-    hw = _hardware(hardware_spec, dev)
+    hw = hw or _device_hardware(dev)
     results = []
     with closing(verify_many(cfgs, dev, seq, batch, hw, lora, jobs)) as checked:
         if len(cfgs) > 1:
-            with Progress(console=console(stderr=True), transient=True) as progress:
+            err = console(stderr=True)
+            # a bar only on a terminal: elsewhere rich's Progress leaves an empty line behind
+            with Progress(console=err, transient=True, disable=not err.is_terminal) as progress:
                 task = progress.add_task("verifying", total=len(cfgs))
                 for cfg in cfgs:  # results come in order: the bar names the next one awaited
                     progress.update(task, description=f"verifying {escape(cfg.name)}")

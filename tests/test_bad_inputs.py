@@ -4,10 +4,8 @@ pipe, closed streams, stdout encodings) run the real console entry point in a su
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import yaml
@@ -395,42 +393,6 @@ def test_output_any_stdout_can_encode(tmp_path, encoding, name, shown):
     proc = llmcalc("params", str(path), env={**os.environ, "PYTHONIOENCODING": encoding})
     assert (proc.returncode, proc.stderr) == (0, b"")
     assert proc.stdout.startswith(shown + b": parameters")
-
-
-@pytest.mark.reference
-@pytest.mark.slow
-def test_ctrl_c_during_verify_exits_130_quietly():
-    """SIGINT while verify's checks run on their own thread inside torch: exit 130 and no
-    message, not an abort of the interpreter tearing that thread down (SIGABRT)."""
-    proc = subprocess.Popen([sys.executable, "-c", MAIN, "verify", "mistral-7b", "--device", "meta"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(5)  # torch imported, the checks under way (they take seconds more)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert (proc.returncode, err) == (130, b"")
-
-
-@pytest.mark.reference
-@pytest.mark.slow
-def test_ctrl_c_during_verify_jobs_ends_the_workers_quietly():
-    """SIGINT to the whole process group (a terminal's Ctrl-C) as soon as `verify --jobs 2` has
-    started its workers, while they still import torch: exit 130, the workers gone, and nothing on
-    stderr (no worker's traceback, no warning of leaked semaphores from the pool)."""
-    proc = subprocess.Popen([sys.executable, "-c", MAIN, "verify", "mistral-7b", "mixtral-8x7b", "--device", "meta",
-                             "--jobs", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    workers: list[str] = []
-    deadline = time.monotonic() + 60
-    while len(workers) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-        workers = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "multiprocessing.spawn"], capture_output=True,
-                                 text=True).stdout.split()
-    assert len(workers) == 2
-    time.sleep(0.5)  # the pool exists: until it does, the parent ignores SIGINT as its workers must (report.py)
-    os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert (proc.returncode, err.strip()) == (130, b"")
-    time.sleep(1)
-    assert not any(os.path.exists(f"/proc/{pid}") for pid in workers)
 
 
 @pytest.mark.unit

@@ -1,12 +1,15 @@
 """`llmcalc plot`: the images decode at the size set and are not blank; usage errors exit 2;
-matplotlib stays out of every other command."""
+matplotlib stays out of every other command; a plot writes its image and nothing else."""
 
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
+from llmcalc.cli.caches import temporary_cache
 from llmcalc.cli.plot_cmd import default_seqs
 
 pytestmark = pytest.mark.unit
@@ -29,7 +32,7 @@ def _decoded(path):
     (["flops", "gpt2-small"], (475, 700)),  # one 5 x 3.5 in panel, at least 7 in wide, legend row
     (["flops", "mistral-7b", "llama-3.1-8b", "--seq", "1024,16384", "--mode", "prefill"], (475, 1000)),
     (["kvcache", "mistral-7b", "gemma-2-9b", "llama-2-7b", "--batch", "8", "--budget", "80GiB"], (550, 900)),
-    (["memory", "gpt2-small", "llama-2-7b", "--seq", "1024", "--budget", "24G"], (550, 700)),
+    (["memory", "gpt2-small", "llama-2-7b", "--seq", "1024", "--budget", "24GB"], (550, 700)),
     (["memory", "gpt2-small", "--mode", "inference", "--kv-dtype", "fp8"], (550, 700)),
     (["roofline", "llama-3-8b", "--hardware", "h100", "--seq", "4096"], (550, 700)),
     (["roofline", "mistral-7b", "gemma-2-9b", "--hardware", "l4", "--batch", "8", "--attention", "eager"],
@@ -82,7 +85,7 @@ def test_default_seqs_are_powers_of_two_from_512_to_the_context():
     (["memory", "gpt2-small", "--out", "x.png", "--seq", "512,1024"], "--seq takes one value for plot memory"),
     (["kvcache", "gpt2-small", "--out", "x.png", "--batch", "0"], "Invalid value for '--batch': must be >= 1, got 0"),
     (["kvcache", "gpt2-small", "--out", "x.png", "--budget", "12XB"],
-     "Invalid value for '--budget': expects a size such as 80GiB, 80GB, 24G or 512MiB, got '12XB'"),
+     "Invalid value for '--budget': expects a number with a byte unit, such as 80GiB or 80GB, got '12XB'"),
 ])
 def test_bad_usage_exits_2_with_one_line(run, args, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # were one accepted by mistake, its x.png lands here, not in the checkout
@@ -110,3 +113,36 @@ def test_other_commands_never_import_matplotlib():
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout == "[]\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model, out, code", [
+    ("no-such-model", "chart.png", 2),  # refused before matplotlib is imported
+    ("gpt2-small", "folder.png", 2),  # matplotlib imported, then the image cannot be written over a directory
+    ("gpt2-small", "chart.png", 0),
+])
+def test_plot_leaves_home_and_tmpdir_as_it_found_them(tmp_path, model, out, code):
+    """matplotlib's config directory and font list (~/.config/matplotlib, ~/.cache/matplotlib unless
+    moved) go to a temporary directory removed at the end (cli/caches.py)."""
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    for folder in (home, tmp, tmp_path / "folder.png"):
+        folder.mkdir()
+    (home / ".profile").write_text("")
+    moved = ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")  # each would move matplotlib's files elsewhere
+    env = {**{k: v for k, v in os.environ.items() if k not in moved}, "HOME": str(home), "TMPDIR": str(tmp)}
+    main = "import sys; from llmcalc.cli.__main__ import main; sys.argv = ['llmcalc', *sys.argv[1:]]; main()"
+    proc = subprocess.run([sys.executable, "-c", main, "plot", "flops", model, "--out", tmp_path / out], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, len(proc.stderr.splitlines())) == (code, 1 if code else 0), proc.stderr
+    assert sorted(home.rglob("*")) == [home / ".profile"] and list(tmp.iterdir()) == []
+
+
+def test_a_cache_directory_the_user_chose_is_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path))
+    with temporary_cache("MPLCONFIGDIR"):
+        assert os.environ["MPLCONFIGDIR"] == str(tmp_path)
+    monkeypatch.delenv("MPLCONFIGDIR")
+    with temporary_cache("MPLCONFIGDIR"):
+        made = Path(os.environ["MPLCONFIGDIR"])
+        assert made.is_dir()
+    assert not made.exists() and "MPLCONFIGDIR" not in os.environ

@@ -1,6 +1,9 @@
 """`llmcalc verify` and the property-based proof: analytic == measured on the meta device."""
 
 import json
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -130,3 +133,34 @@ def test_jobs_with_a_layout_warns_that_it_is_ignored(run, bundled_copy):
     result = run("verify", bundled_copy("gpt2-small", 1), "--tp", "2", "--seq", "8", "--jobs", "2")
     assert result.exit_code == 0, result.output
     assert "--jobs applies to the checks against llmcalc's reference" in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_verify_leaves_home_and_tmpdir_as_it_found_them(tmp_path, bundled_copy, jobs):
+    """torch's compile cache (made when torch._dynamo is imported, in $TMPDIR/torchinductor_$USER
+    unless moved) goes to a temporary directory removed at the end (cli/caches.py). With --jobs 2
+    nothing on stderr (no progress bar off a terminal) and every process reaped: the workers and
+    the resource tracker spawning them started."""
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    for folder in (home, tmp):
+        folder.mkdir()
+    (home / ".profile").write_text("")
+    moved = ("TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
+    env = {**{k: v for k, v in os.environ.items() if k not in moved}, "HOME": str(home), "TMPDIR": str(tmp)}
+    main = "import sys; from llmcalc.cli.__main__ import main; sys.argv = ['llmcalc', *sys.argv[1:]]; main()"
+    args = ["verify", bundled_copy("gpt2-small", 1), bundled_copy("mixtral-8x7b", 1), "--device", "meta", "--seq",
+            "8", "--batch", "1", "--jobs", jobs, "--json"]
+    proc = subprocess.Popen([sys.executable, "-c", main, *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (0, b"")
+    assert sorted(home.rglob("*")) == [home / ".profile"] and list(tmp.iterdir()) == []
+    with pytest.raises(ProcessLookupError):  # no process left in its group, not even a zombie
+        os.killpg(proc.pid, 0)
+
+
+def test_junit_into_a_missing_directory_is_refused_before_any_check(run, tmp_path):
+    result = run("verify", "gpt2-small", "--device", "meta", "--junit", tmp_path / "no" / "verify.xml")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"Error: --junit: no such directory {str(tmp_path / 'no')!r}\n"

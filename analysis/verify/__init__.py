@@ -23,6 +23,10 @@ def torch_version_problem(version: str) -> str | None:
 
 def torch_problem() -> str | None:
     """Why verify cannot run here (no torch, or a release it is not tested with), or None."""
+    try:  # numpy first: torch imports it from C++ and clears what that raises, a Ctrl-C included
+        import numpy  # noqa: F401
+    except ImportError:  # torch runs without it, slower (pyproject's verify extra)
+        pass
     try:
         import torch
     except ImportError:

@@ -15,9 +15,11 @@ dropped, so the count is the one any routing gives.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import signal
 import threading
+from multiprocessing import resource_tracker
 from typing import Any, Callable, Iterator, TypeVar
 
 import torch
@@ -210,6 +212,11 @@ def on_deep_stack(fn: Callable[..., T], *args: Any) -> T:
     (ModuleScope's node lookups): a 2,000-layer model overflowed the main thread's 8 MiB C
     stack, a segfault. 1 GiB holds millions of nodes. Ctrl-C: cli.errors ends the process
     without waiting for this thread."""
+    # torch._dynamo, which building a module on meta imports, creates torch's compile cache directory
+    # as it is imported: imported on this thread, so that a thread Ctrl-C leaves running never creates
+    # it after llmcalc verify removed it (cli/caches.py). Not at the top: a --jobs parent builds nothing.
+    import torch._dynamo  # noqa: F401
+
     outcome: dict[str, Any] = {}
 
     def target() -> None:
@@ -254,8 +261,9 @@ def verify_many(cfgs: list[ModelConfig], device: str, seq: int, batch: int, hw: 
     a forked torch can deadlock) take the models deepest first, so that no long one starts last;
     the checks are single-threaded Python, so every bundled model on 2 cores takes about half the
     time. Ctrl-C: the workers are started with SIGINT ignored (inherited from their first
-    instruction, so none prints a traceback while it starts) and terminated with the pool; call
-    from the main thread."""
+    instruction, so none prints a traceback while it starts) and terminated with the pool, which
+    is taken down whole (SIGINT ignored meanwhile); call from the main thread. Every process
+    started is reaped before this returns or raises."""
     if jobs == 1 or len(cfgs) == 1:
         yield from (verify(cfg, device, seq, batch, hw, lora) for cfg in cfgs)
         return
@@ -266,11 +274,25 @@ def verify_many(cfgs: list[ModelConfig], device: str, seq: int, batch: int, hw: 
         signal.signal(signal.SIGINT, previous)
     deepest_first = sorted(range(len(cfgs)), key=lambda i: -cfgs[i].n_layers)
     pending = {i: pool.apply_async(verify, (cfgs[i], device, seq, batch, hw, lora)) for i in deepest_first}
+    interrupted = False
     try:
         for i in range(len(cfgs)):
             yield pending[i].get()
+    except KeyboardInterrupt:  # raised again below: its traceback (the awaited result) would keep the pool alive
+        interrupted = True
     finally:
-        pool.terminate()
+        held = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C now would leave the pool half taken down
+        pool.terminate()  # the workers killed and reaped
+        # The pool freed, its semaphores' finalizers unlink them and unregister them from the resource
+        # tracker, the process spawn started beside the workers; stopping the tracker reaps it. Left to
+        # itself it outlives this process (cli.errors ends a Ctrl-C with os._exit, and even an orderly
+        # exit leaves it running), an orphan that shows as a zombie until init reaps it.
+        del pool, pending
+        gc.collect()
+        resource_tracker._resource_tracker._stop()
+        signal.signal(signal.SIGINT, held)
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def _checks(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardware | None) -> list[Check]:
