@@ -34,7 +34,8 @@ def shown(value: str) -> str:
 
 # -- readers of the values Typer has no type for ------------------------------------------------
 
-def _whole(text: str | int) -> int:
+def whole(text: str | int) -> int:
+    """A whole number from 1 to 2^53 (``128k`` = 131,072)."""
     try:
         value = numbers.count(str(text))  # an int: the option's default
     except numbers.NumberError as exc:
@@ -44,11 +45,6 @@ def _whole(text: str | int) -> int:
     if value > MAX_INT:
         raise typer.BadParameter(f"must be <= 2^53 = {MAX_INT:,}, got {shorten(str(value))}")
     return value
-
-
-def whole(text: str | int) -> int:
-    """A whole number from 1 to 2^53 (``128k`` = 131,072)."""
-    return _whole(text)
 
 
 class Counts(tuple):
@@ -61,7 +57,7 @@ ONE = Counts((1,))  # --batch's default
 def counts(text: str | Counts) -> Counts:
     if isinstance(text, Counts):  # a default, already read
         return text
-    return Counts(_whole(part) for part in text.split(","))
+    return Counts(whole(part) for part in text.split(","))
 
 
 class Names(tuple):

@@ -109,7 +109,7 @@ def _text(required: bool) -> Check:
 
 
 def _number(maximum: float = math.inf) -> Check:
-    """A finite positive number (at most ``maximum``); also YAML 1.1's string reading of ``1e6``."""
+    """A finite positive number (at most ``maximum``), also one written as text (``"1e6"``)."""
     def check(c: Checker, key: str, value: Any) -> float:
         try:
             number = float(value) if not isinstance(value, bool) else math.nan
