@@ -227,7 +227,8 @@ class RunSpec:
         for name in ("causal", "all_logits", "logits"):
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(name, f"must be true or false, got {brief(getattr(self, name))}")
-        _check_whole(self, ("seq", "batch", "chunk"), optional=True)
+        _check_whole(self, ("seq", "chunk"), optional=True)
+        _check_whole(self, ("batch",))
         _check_whole(self, ("past",), minimum=0)
         if not isinstance(self.layout, Layout):
             raise SpecError("layout", f"must be a Layout, got {brief(self.layout)}")

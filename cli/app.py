@@ -18,6 +18,7 @@ from typer.core import TyperGroup
 
 from .. import __version__
 from .errors import EXIT_INTERRUPTED, EXIT_OK, guarded, reader_may_leave, run, usage_error
+from .terminal import drop_warnings, say_warnings
 
 # command -> (module in this package, function); in the order --help lists them
 COMMANDS = {
@@ -72,8 +73,13 @@ class Commands(TyperGroup):
             return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx):
-        with guarded():
-            return super().invoke(ctx)
+        try:
+            with guarded():
+                result = super().invoke(ctx)
+                say_warnings()  # those of a command that wrote no report (plot)
+                return result
+        finally:
+            drop_warnings()  # those of a command that failed: its one line is the error
 
 
 def _version(value: bool) -> None:

@@ -58,6 +58,7 @@ class Report(NamedTuple):
 
 
 def emit(report: Report, fmt: str) -> None:
+    terminal.say_warnings()
     if fmt == "json":
         print_json(report.data)
     elif fmt == "csv":

@@ -102,5 +102,22 @@ def show(blocks: Sequence[Union[Table, str]]) -> None:
             _print_table(out, block)
 
 
+_held: list[str] = []  # warnings not yet said: a command that then fails says only its error
+
+
 def warn(message: str) -> None:
-    console(stderr=True).print(Text.assemble(("Warning:", "yellow"), " ", message))
+    """A warning about an option, said on stderr just before the command's output (or at its end),
+    so that a command that then fails on another option shows one line, its error."""
+    _held.append(message)
+
+
+def say_warnings() -> None:
+    """The held warnings, on stderr, in the order they were given."""
+    out = console(stderr=True)
+    for message in _held:
+        out.print(Text.assemble(("Warning:", "yellow"), " ", message))
+    drop_warnings()
+
+
+def drop_warnings() -> None:
+    _held.clear()

@@ -1,6 +1,7 @@
 """Hostile and broken input (issue 10): every case exits 2 with one short line on stderr,
 ``Error: ...``, and no traceback, hang or silently wrong number. Process-level cases (a broken
-pipe, closed streams, stdout encodings) run the real console entry point in a subprocess."""
+pipe, closed streams, stdout encodings) run the real console entry point in a subprocess. The
+generated cases, drawn by hypothesis over the same classes, are in test_fuzz.py."""
 
 import json
 import os

@@ -76,6 +76,8 @@ def test_default_seqs_are_powers_of_two_from_512_to_the_context():
     (["flops", "gpt2-small", "--out", "x.png", "--hardware", "h100"], "--hardware does not apply to plot flops"),
     (["flops", "gpt2-small", "--out", "x.jpg"], "--out must end in .png or .svg, got 'x.jpg'"),
     (["flops", "gpt2-small", "--out", "no/such/dir/x.png"], "--out: no such directory 'no/such/dir'"),
+    (["flops", "gpt2-small", "--out", "x.png/"], "--out 'x.png/' names a directory; name the image file, such as "
+                                                 "chart.png"),
     (["flops", "gpt2-small", "--out", "x.png", "--budget", "80GiB"], "--budget does not apply to plot flops"),
     (["kvcache", "gpt2-small", "--out", "x.png", "--mode", "train"], "--mode does not apply to plot kvcache"),
     (["flops", "gpt2-small", "--out", "x.png", "--mode", "inference"],

@@ -41,6 +41,8 @@ def read_text(path: Path) -> str:
         raise ConfigError("no such file", source) from None
     except OSError as exc:  # too long, not a directory, a symlink loop, no permission, ...
         raise ConfigError(f"cannot read file: {exc.strerror or type(exc).__name__}", source) from None
+    except ValueError:  # a NUL in the path (the API's; no command line can hold one)
+        raise ConfigError("cannot read file: a path holds no NUL character", source) from None
     too_large = f"larger than {MAX_FILE_BYTES:,} bytes, so not a model config (those are a few KB)"
     with open(fd, "rb") as file:
         info = os.fstat(fd)
