@@ -11,6 +11,7 @@ from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.kvcache import kv_cache
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.load.catalog import bundled_names, load_model
+from llmcalc.analysis.load.hf import MAPPERS
 from llmcalc.analysis.spec import RunSpec
 
 pytestmark = pytest.mark.reference
@@ -55,14 +56,11 @@ def test_mla_moe_config_json_matches_transformers(run, tmp_path):
         assert f"transformers/params/{key}" in names, key
 
 
-MODEL_TYPES = ["gpt2", "gpt_neox", "gptj", "falcon", "phi", "phi3", "llama", "mistral", "mixtral", "qwen2",
-               "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "olmo", "olmo2", "stablelm",
-               "starcoder2", "granite", "smollm3", "deepseek_v2", "deepseek_v3", "gpt_oss"]
 EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first_k_dense_replace": 1},
          "deepseek_v3": {"first_k_dense_replace": 1}}
 
 
-@pytest.mark.parametrize("model_type", MODEL_TYPES)
+@pytest.mark.parametrize("model_type", sorted(MAPPERS))
 def test_every_model_type_matches_transformers(model_type, tmp_path):
     """A config written by transformers' own config class (its defaults: published shapes, with
     4 layers), read by llmcalc, against transformers' model: every check exact, every module
