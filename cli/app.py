@@ -9,6 +9,7 @@ Errors become exit codes in :mod:`.errors`, the one place that maps them."""
 
 from __future__ import annotations
 
+import inspect
 import sys
 from importlib import import_module
 from typing import Annotated, Optional
@@ -41,6 +42,19 @@ def command(name: str):
     return getattr(import_module(f".{module}", __package__), function)
 
 
+def help_text(function) -> str:
+    """A command's docstring as ``--help`` shows it: each paragraph of prose one line, for the
+    terminal to wrap (Typer keeps a docstring's line breaks), the examples as written."""
+    paragraphs = inspect.cleandoc(function.__doc__ or "").split("\n\n")
+    return "\n\n".join(p if p.startswith("Examples:") else " ".join(p.split()) for p in paragraphs)
+
+
+def summary(function) -> str:
+    """The first sentence of a command's docstring: its entry in ``llmcalc --help``."""
+    head, dot, _ = help_text(function).partition("\n\n")[0].partition(". ")
+    return head + "." if dot else head
+
+
 class Commands(TyperGroup):
     """The commands of :data:`COMMANDS`, each built by Typer when asked for; click's own errors said
     in one line like every other error (errors.usage_error), where Typer would print a box."""
@@ -52,7 +66,8 @@ class Commands(TyperGroup):
         if name not in COMMANDS:
             return None
         one = typer.Typer(add_completion=False)
-        one.command(name)(command(name))
+        function = command(name)
+        one.command(name, help=help_text(function), short_help=summary(function))(function)
         return typer.main.get_command(one)
 
     def main(self, *args, standalone_mode: bool = True, **kwargs):

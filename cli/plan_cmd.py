@@ -42,11 +42,12 @@ def plan(
     fmt: Format = "table",
     json_out: Json = False,
 ) -> None:
-    """How to split a training run over --gpus GPUs: every valid tensor-, pipeline-, data- and
-    expert- and context-parallel layout with ZeRO stage, sequence parallelism, recomputation and micro-batch
-    size; those that fit in the GPU's memory ranked by estimated step time (compute roofline,
-    pipeline bubble, communication over NVLink or InfiniBand, no overlap), with per-GPU memory,
-    bytes sent per GPU and MFU.
+    """How to split a training run over --gpus GPUs, the layouts that fit ranked by step time.
+
+    Every valid tensor-, pipeline-, data- and expert- and context-parallel layout with ZeRO stage,
+    sequence parallelism, recomputation and micro-batch size; those that fit in the GPU's memory ranked
+    by estimated step time (compute roofline, pipeline bubble, communication over NVLink or InfiniBand,
+    no overlap), with per-GPU memory, bytes sent per GPU and MFU.
 
     Examples:
       llmcalc plan llama-3.1-70b --gpus 64 --hardware h100

@@ -147,8 +147,9 @@ def verify(
     fmt: Format = "table",
     json_out: Json = False,
 ) -> None:
-    """Build the reference PyTorch model from the same config and check every analytic
-    figure against it: parameters, forward/backward matmul FLOPs (FlopCounterMode), bytes
+    """Check every analytic figure against a reference PyTorch model built from the same config.
+
+    Checked: parameters, forward/backward matmul FLOPs (FlopCounterMode), bytes
     saved for backward, KV-cache bytes; on cpu also cached decode, rolling buffer, chunked
     prefill, GQA and RoPE on real tensors; on cuda also prefill, decode and a training step
     timed against the roofline (TFLOP/s, GB/s, fraction reached) and peak memory.

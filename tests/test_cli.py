@@ -32,6 +32,19 @@ def test_help_shows_the_option_groups_in_their_panels(run, monkeypatch):
         assert f"─ {panel} ─" in shown, panel
 
 
+def test_help_is_wrapped_by_the_terminal_not_the_docstring(run, monkeypatch):
+    """A command's entry in `llmcalc --help` is its first sentence on one line, and its own help
+    joins a paragraph's lines (Typer keeps a docstring's line breaks)."""
+    monkeypatch.setenv("COLUMNS", "300")
+    listed = run("--help").stdout
+    assert "│ params    Exact parameter counts: a per-component breakdown for one model, a row per model for " \
+           "several." in listed
+    assert "With --lora-rank" not in listed
+    shown = run("verify", "--help").stdout
+    assert " Checked: parameters, forward/backward matmul FLOPs (FlopCounterMode), bytes saved for backward, " \
+           "KV-cache bytes; on cpu also cached decode, rolling buffer, chunked prefill, GQA and RoPE" in shown
+
+
 def _complete(*words: str) -> list[str]:
     """What the shell gets for the last of ``words`` (bash's protocol, as the installed script asks)."""
     env = {**os.environ, "_LLMCALC_COMPLETE": "complete_bash", "COMP_WORDS": " ".join(["llmcalc", *words]),
