@@ -18,7 +18,6 @@ from ..errors import ConfigError, brief
 from ..model.checks import from_dict
 from ..model.config import ModelConfig
 from .files import config_file, read_json, read_text, read_yaml
-from .hf import from_hf_config
 
 MODEL_DIR = Path(__file__).resolve().parent.parent.parent / "model_configs"
 HF_DIR = MODEL_DIR / "hf"
@@ -48,6 +47,8 @@ def from_json(raw: Any, source: str) -> ModelConfig:
     """JSON is not quite a subset of YAML 1.1 (``1e6``, tabs): read it as JSON. A mapping with
     a ``model_type`` and no ``name`` is a Hugging Face config.json."""
     if isinstance(raw, dict) and "model_type" in raw and "name" not in raw:
+        from .hf import from_hf_config  # its mappers (one per model_type) load only for a config.json
+
         return from_dict(from_hf_config(raw, source), source)
     return from_dict(raw, source)
 
