@@ -57,7 +57,9 @@ def test_mla_moe_config_json_matches_transformers(run, tmp_path):
 
 
 EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first_k_dense_replace": 1},
-         "deepseek_v3": {"first_k_dense_replace": 1}}
+         "deepseek_v3": {"first_k_dense_replace": 1},
+         # their classes' default head_dim (None) is one their attention fails on
+         "hunyuan_v1_dense": {"head_dim": 128}, "ministral": {"head_dim": 128}}
 
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))

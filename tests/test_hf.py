@@ -148,6 +148,62 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         vocab_size=201088, hidden_size=2880, intermediate_size=2880, num_hidden_layers=24, num_attention_heads=64,
         num_key_value_heads=8, head_dim=64, num_local_experts=32, num_experts_per_tok=4, sliding_window=128,
         max_position_embeddings=131072, tie_word_embeddings=False), 20_914_757_184),
+    # -- dense decoders; None: the hyperparameters are the defaults of transformers' config class,
+    # whose docstring names the checkpoint
+    "glm4": ("zai-org/GLM-4-9B-0414", dict(
+        vocab_size=151552, hidden_size=4096, intermediate_size=13696, num_hidden_layers=40, num_attention_heads=32,
+        num_key_value_heads=2, head_dim=128, attention_bias=True, max_position_embeddings=32768,
+        rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5),
+        tie_word_embeddings=False), None),
+    "glm": ("THUDM/glm-4-9b-chat-hf", dict(
+        vocab_size=151552, hidden_size=4096, intermediate_size=13696, num_hidden_layers=40, num_attention_heads=32,
+        num_key_value_heads=2, head_dim=128, attention_bias=True, max_position_embeddings=131072,
+        tie_word_embeddings=False), None),
+    "ernie4_5": ("baidu/ERNIE-4.5-0.3B-PT", dict(
+        vocab_size=103424, hidden_size=1024, intermediate_size=3072, num_hidden_layers=18, num_attention_heads=16,
+        num_key_value_heads=2, head_dim=128, use_bias=False, max_position_embeddings=131072,
+        rope_parameters=dict(rope_type="default", rope_theta=500000.0), tie_word_embeddings=True), None),
+    "hunyuan_v1_dense": ("tencent/Hunyuan-7B-Instruct (HunYuanDenseV1Config's defaults)", dict(
+        vocab_size=290943, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        head_dim=128, max_position_embeddings=2048, tie_word_embeddings=False), None),
+    "seed_oss": ("ByteDance-Seed/Seed-OSS-36B-Instruct", dict(
+        vocab_size=155136, hidden_size=5120, intermediate_size=27648, num_hidden_layers=64, num_attention_heads=80,
+        num_key_value_heads=8, head_dim=128, attention_bias=True, attention_out_bias=False, mlp_bias=False,
+        max_position_embeddings=524288, tie_word_embeddings=False), None),
+    "exaone4": ("LGAI-EXAONE/EXAONE-4.0-32B (Exaone4Config's defaults)", dict(
+        vocab_size=102400, hidden_size=4096, intermediate_size=16384, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=32, max_position_embeddings=2048, sliding_window=4096, sliding_window_pattern=4,
+        tie_word_embeddings=False), None),
+    "olmo3": ("allenai/Olmo-3-7B-Instruct (Olmo3Config's defaults)", dict(
+        vocab_size=50304, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        max_position_embeddings=2048, sliding_window=4096, tie_word_embeddings=False), None),
+    "helium": ("kyutai/helium-1-preview (HeliumConfig's defaults)", dict(
+        vocab_size=48000, hidden_size=2560, intermediate_size=7040, num_hidden_layers=24, num_attention_heads=20,
+        num_key_value_heads=20, head_dim=128, max_position_embeddings=4096, tie_word_embeddings=False), None),
+    "arcee": ("arcee-ai/AFM-4.5B (ArceeConfig's defaults)", dict(
+        vocab_size=32000, hidden_size=2560, intermediate_size=18432, num_hidden_layers=32, num_attention_heads=32,
+        hidden_act="relu2", max_position_embeddings=4096, tie_word_embeddings=False), None),
+    "internlm3": ("internlm/internlm3-8b-instruct", dict(
+        vocab_size=128512, hidden_size=4096, intermediate_size=10240, num_hidden_layers=48, num_attention_heads=32,
+        num_key_value_heads=2, head_dim=128, max_position_embeddings=32768, tie_word_embeddings=False), None),
+    "ministral": ("mistralai/Ministral-8B-Instruct-2410 (MinistralConfig's defaults)", dict(
+        vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=128, max_position_embeddings=131072, sliding_window=4096,
+        tie_word_embeddings=False),
+        None),
+    "ministral3": ("mistralai/Ministral-3-8B-Base-2512 (Ministral3Config's defaults)", dict(
+        vocab_size=131072, hidden_size=4096, intermediate_size=14336, num_hidden_layers=34, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=128, max_position_embeddings=262144, tie_word_embeddings=False), None),
+    "iquestcoder": ("IQuestLab/IQuest-Coder-V1-40B-Instruct (IQuestCoderConfig's defaults)", dict(
+        vocab_size=76800, hidden_size=5120, intermediate_size=27648, num_hidden_layers=80, num_attention_heads=40,
+        num_key_value_heads=8, head_dim=128, max_position_embeddings=131072, tie_word_embeddings=False), None),
+    "jais2": ("inceptionai/Jais-2-8B-Chat (Jais2Config's defaults)", dict(
+        vocab_size=150272, hidden_size=3328, intermediate_size=26624, num_hidden_layers=32, num_attention_heads=26,
+        hidden_act="relu2", max_position_embeddings=8192, tie_word_embeddings=False), None),
+    "cwm": ("facebook/cwm (CwmConfig's defaults)", dict(
+        vocab_size=128256, hidden_size=6144, intermediate_size=21504, num_hidden_layers=64, num_attention_heads=48,
+        num_key_value_heads=8, head_dim=128, max_position_embeddings=131072, sliding_window=8192,
+        tie_word_embeddings=False), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -183,6 +239,29 @@ VARIANTS = [
     ("gemma3_text", "google/gemma-3-27b-pt (text)", dict(
         vocab_size=262208, hidden_size=5376, intermediate_size=21504, num_hidden_layers=62, num_attention_heads=32,
         num_key_value_heads=16, head_dim=128, sliding_window=1024, query_pre_attn_scalar=168)),
+    # -- dense decoders
+    ("ernie4_5", "baidu/ERNIE-4.5-0.3B-PT with use_bias", dict(
+        vocab_size=103424, hidden_size=1024, intermediate_size=3072, num_hidden_layers=2, num_attention_heads=16,
+        num_key_value_heads=2, use_bias=True)),
+    ("seed_oss", "ByteDance-Seed/Seed-OSS-36B with o_proj and MLP biases", dict(
+        vocab_size=155136, hidden_size=5120, intermediate_size=27648, num_hidden_layers=2, num_attention_heads=80,
+        num_key_value_heads=8, head_dim=128, attention_out_bias=True, mlp_bias=True)),
+    ("exaone4", "LGAI-EXAONE/EXAONE-4.0 without a window: every layer full, with RoPE", dict(
+        vocab_size=102400, hidden_size=2048, intermediate_size=4096, num_hidden_layers=4, num_attention_heads=32,
+        num_key_value_heads=8, sliding_window=None, layer_types=["full_attention"] * 4)),
+    ("internlm3", "internlm/internlm3-8b-instruct with qkv_bias and bias", dict(
+        vocab_size=128512, hidden_size=4096, intermediate_size=10240, num_hidden_layers=2, num_attention_heads=32,
+        num_key_value_heads=2, head_dim=128, qkv_bias=True, bias=True)),
+    ("ministral", "mistralai/Ministral-8B-Instruct-2410, alternating full and sliding layers", dict(
+        vocab_size=131072, hidden_size=4096, intermediate_size=12288, num_hidden_layers=4, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=128, sliding_window=32768,
+        layer_types=["full_attention", "sliding_attention", "sliding_attention", "sliding_attention"])),
+    ("ministral3", "mistralai/Ministral-3-8B-Base-2512 with a sliding window", dict(
+        vocab_size=131072, hidden_size=4096, intermediate_size=14336, num_hidden_layers=2, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=128, sliding_window=4096)),
+    ("arcee", "arcee-ai/AFM-4.5B with MLP biases, GQA", dict(
+        vocab_size=128004, hidden_size=2560, intermediate_size=18432, num_hidden_layers=2, num_attention_heads=20,
+        num_key_value_heads=4, mlp_bias=True)),
 ]
 
 

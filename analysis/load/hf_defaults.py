@@ -204,6 +204,100 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         num_key_value_heads=8, head_dim=64, hidden_act="silu", max_position_embeddings=131072,
         tie_word_embeddings=False, attention_bias=True, sliding_window=_null(128), layer_types=_null(),
         num_local_experts=128, num_experts_per_tok=4, rope_theta=150000.0),
+    # -- dense decoders: GLM, ERNIE 4.5, Hunyuan, Seed-OSS, EXAONE 4, OLMo 3, Helium, Arcee, InternLM3, Ministral,
+    # IQuest-Coder, Jais 2, CWM
+    # Glm4Config; partial_rotary_factor: its __post_init__
+    "glm4": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout",
+        vocab_size=151552, hidden_size=4096, intermediate_size=13696, num_hidden_layers=40, num_attention_heads=32,
+        num_key_value_heads=2, head_dim=128, hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=False, attention_bias=True, pad_token_id=_null(151329), rope_theta=10000.0,
+        partial_rotary_factor=0.5),
+    # GlmConfig; partial_rotary_factor: its __post_init__; num_key_value_heads and head_dim are typed
+    # int | None, but its attention fails on None
+    "glm": _config(
+        f"{_COMMON} rms_norm_eps",
+        vocab_size=151552, hidden_size=4096, intermediate_size=13696, num_hidden_layers=40, num_attention_heads=32,
+        num_key_value_heads=2, head_dim=128, hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=False, attention_bias=True, pad_token_id=_null(151329), rope_theta=10000.0,
+        partial_rotary_factor=0.5),
+    "ernie4_5": _config(  # Ernie4_5Config
+        "initializer_range rms_norm_eps",
+        vocab_size=103424, hidden_size=1024, intermediate_size=3072, num_hidden_layers=18, num_attention_heads=16,
+        num_key_value_heads=_null(2), head_dim=_null(128), hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=True, use_bias=_null(False), pad_token_id=_null(0), rope_theta=500000.0),
+    # HunYuanDenseV1Config; head_dim is typed int | None, but its attention fails without one
+    "hunyuan_v1_dense": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout pretraining_tp",
+        vocab_size=290943, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, pad_token_id=_null(0), rope_theta=10000.0),
+    "seed_oss": _config(  # SeedOssConfig
+        f"{_COMMON} rms_norm_eps attention_dropout residual_dropout pretraining_tp",
+        vocab_size=155136, hidden_size=4096, intermediate_size=27648, num_hidden_layers=64, num_attention_heads=80,
+        num_key_value_heads=_null(8), head_dim=_null(128), hidden_act="silu", max_position_embeddings=524288,
+        tie_word_embeddings=False, attention_bias=True, attention_out_bias=False, mlp_bias=False,
+        pad_token_id=_null(1), rope_theta=10000.0),
+    # Exaone4Config; head_dim is no field: its attention reads it when given (null fails);
+    # sliding_window_pattern is typed str | int | None, but its __post_init__ divides by it
+    "exaone4": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout",
+        vocab_size=102400, hidden_size=4096, intermediate_size=16384, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=32, head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, sliding_window=_null(4096), sliding_window_pattern=4, layer_types=_null(),
+        rope_theta=10000.0),
+    "olmo3": _config(  # Olmo3Config
+        f"{_COMMON} attention_dropout rms_norm_eps",
+        vocab_size=50304, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, sliding_window=_null(4096), layer_types=_null(),
+        pad_token_id=_null(1), rope_theta=500000.0),
+    "helium": _config(  # HeliumConfig
+        f"{_COMMON} attention_dropout rms_norm_eps",
+        vocab_size=48000, hidden_size=2560, intermediate_size=7040, num_hidden_layers=24, num_attention_heads=20,
+        num_key_value_heads=20, head_dim=128, hidden_act="silu", max_position_embeddings=4096,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, pad_token_id=_null(3), rope_theta=100000.0),
+    "arcee": _config(  # ArceeConfig
+        f"{_COMMON} attention_dropout rms_norm_eps",
+        vocab_size=32000, hidden_size=2560, intermediate_size=18432, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=_null(), hidden_act="relu2", max_position_embeddings=4096,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, rope_theta=10000.0),
+    # InternLM3Config; qkv_bias and bias: its attribute_map (attention_bias, mlp_bias)
+    "internlm3": _config(
+        f"{_COMMON} attention_dropout rms_norm_eps",
+        vocab_size=128512, hidden_size=4096, intermediate_size=10240, num_hidden_layers=48, num_attention_heads=32,
+        num_key_value_heads=_null(2), head_dim=_null(128), hidden_act="silu", max_position_embeddings=32768,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, qkv_bias=None, bias=None,
+        pad_token_id=_null(2), rope_theta=10000.0),
+    # MinistralConfig; head_dim and sliding_window are typed int | None, but its attention and its
+    # sliding mask (made whatever the layer types) fail without them
+    "ministral": _config(
+        f"{_COMMON} attention_dropout rms_norm_eps",
+        vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=None, hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=False, sliding_window=4096, layer_types=_null(), rope_theta=10000.0),
+    # Ministral3Config; rope_theta: the yarn rope_parameters its __post_init__ writes
+    "ministral3": _config(
+        f"{_COMMON} attention_dropout rms_norm_eps",
+        vocab_size=131072, hidden_size=4096, intermediate_size=14336, num_hidden_layers=34, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=128, hidden_act="silu", max_position_embeddings=262144,
+        tie_word_embeddings=False, sliding_window=_null(), pad_token_id=_null(11), rope_theta=1e6),
+    "iquestcoder": _config(  # IQuestCoderConfig
+        f"{_COMMON} attention_dropout rms_norm_eps",
+        vocab_size=76800, hidden_size=5120, intermediate_size=27648, num_hidden_layers=80, num_attention_heads=40,
+        num_key_value_heads=_null(8), head_dim=_null(128), hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, rope_theta=10000.0),
+    "jais2": _config(  # Jais2Config
+        f"{_COMMON} layer_norm_eps",
+        vocab_size=150272, hidden_size=3328, intermediate_size=26624, num_hidden_layers=32, num_attention_heads=26,
+        num_key_value_heads=_null(), head_dim=_null(), hidden_act="relu2", max_position_embeddings=8192,
+        tie_word_embeddings=False, attention_bias=True, mlp_bias=True, rope_theta=10000.0),
+    # CwmConfig; rope_theta: the llama3 rope_parameters its __post_init__ writes
+    "cwm": _config(
+        f"{_COMMON} attention_dropout rms_norm_eps pretraining_tp bos_token_id",
+        vocab_size=128256, hidden_size=6144, intermediate_size=21504, num_hidden_layers=64, num_attention_heads=48,
+        num_key_value_heads=8, head_dim=128, hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=False, mlp_bias=False, sliding_window=8192, layer_types=_null(), rope_theta=1e6),
 }
 
 __all__ = ["DEFAULTS", "Default"]

@@ -79,6 +79,9 @@ _LAYER_NAMES = {
     "ln_1": "norm/attention", "ln_2": "norm/mlp", "input_layernorm": "norm/attention",
     "ln_attn": "norm/attention", "ln_mlp": "norm/mlp",
     "pre_feedforward_layernorm": "norm/mlp", "post_feedforward_layernorm": "norm/mlp_post",
+    # GLM-4-0414's sandwich, Hunyuan's per-head q/k norms
+    "post_self_attn_layernorm": "norm/attention_post", "post_mlp_layernorm": "norm/mlp_post",
+    "query_layernorm": "attention/q_norm", "key_layernorm": "attention/k_norm",
 }
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe"}
@@ -165,8 +168,9 @@ def build_hf(raw: dict[str, Any], source: str | None = None) -> torch.nn.Module:
 
 # --- names: transformers' module paths -> llmcalc components ----------------------------------
 
-def component(path: str, cfg: ModelConfig) -> str:
-    """``model.layers.3.self_attn.q_proj`` -> ``attention/q``; unknown -> ``?<path>``."""
+def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
+    """``model.layers.3.self_attn.q_proj`` -> ``attention/q``; unknown -> ``?<path>``. ``glm4``:
+    the model names its norm after attention ``post_self_attn_layernorm`` (:func:`_glm4_norms`)."""
     m = _LAYER_PATH.match(path)
     if m is None:  # outside the decoder layers
         last = path.rpartition(".")[2]
@@ -186,7 +190,8 @@ def component(path: str, cfg: ModelConfig) -> str:
     if len(parts) == 2 and parts[0] in _MLP_MODULES and last in ("gate", "router"):
         return "moe/router"
     if last == "post_attention_layernorm":  # after the attention branch (sandwich, OLMo 2) or before the MLP
-        return "norm/attention_post" if cfg.norm_placement in ("sandwich", "post_branch") else "norm/mlp"
+        return "norm/attention_post" if cfg.norm_placement in ("sandwich", "post_branch") and not glm4 \
+            else "norm/mlp"
     if len(parts) == 1 and last in _ATTENTION_MODULES:  # the eager attention's own matmuls
         return "attention/scores+values"
     if len(parts) == 1 and last in _MLP_MODULES:
@@ -196,6 +201,13 @@ def component(path: str, cfg: ModelConfig) -> str:
     if last == "sinks":
         return "attention/sinks"
     return _LAYER_NAMES.get(last, f"?{local}")
+
+
+def _glm4_norms(model: torch.nn.Module) -> bool:
+    """GLM-4-0414 keeps Llama's names in its sandwich: ``post_attention_layernorm`` is the norm
+    before the MLP there, the norms after the branches are ``post_self_attn_layernorm`` and
+    ``post_mlp_layernorm``."""
+    return any(name.endswith("post_self_attn_layernorm") for name, _ in model.named_modules())
 
 
 def _parts(key: str) -> list[str]:
@@ -237,6 +249,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
     when that module has submodules (``sinks``)."""
     counts: dict[str, int] = defaultdict(int)
     seen: set[int] = set()
+    glm4 = _glm4_norms(model)
     for name, t in model.state_dict(keep_vars=True).items():
         storage = _storage_id(t)
         if storage in seen:
@@ -244,7 +257,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
         seen.add(storage)
         owner = name.rpartition(".")[0]
         leaf = not any(True for _ in model.get_submodule(owner).children())
-        counts[component(owner if leaf else name, cfg)] += t.numel()
+        counts[component(owner if leaf else name, cfg, glm4)] += t.numel()
     return {k: v for k, v in counts.items() if v}
 
 
@@ -256,8 +269,8 @@ def _inputs(batch: int, seq: int) -> dict[str, torch.Tensor]:
 def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int):
     """(forward, backward) matmul FLOPs per component of a training step: cross-entropy on the
     logits of every position."""
-    inputs = _inputs(batch, seq)
-    with ModuleScope(model, lambda path: component(path, cfg)) as scope:
+    inputs, glm4 = _inputs(batch, seq), _glm4_norms(model)
+    with ModuleScope(model, lambda path: component(path, cfg, glm4)) as scope:
         with _Counter(scope) as fwd:
             logits = model(**inputs, use_cache=False).logits
         loss = F.cross_entropy(logits.flatten(0, 1), inputs["input_ids"].flatten())
