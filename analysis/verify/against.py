@@ -67,6 +67,7 @@ _LAYER_NAMES = {
     "c_attn": "attention/q+k+v", "query_key_value": "attention/q+k+v", "qkv_proj": "attention/q+k+v",
     "Wqkv": "attention/q+k+v",
     "q_norm": "attention/q_norm", "k_norm": "attention/k_norm",
+    "q_layernorm": "attention/q_norm", "k_layernorm": "attention/k_norm",
     # MLA
     "q_a_proj": "attention/q_a", "q_b_proj": "attention/q_b", "q_a_layernorm": "attention/q_a_norm",
     "kv_a_proj_with_mqa": "attention/kv_a", "kv_b_proj": "attention/kv_b",
@@ -79,6 +80,8 @@ _LAYER_NAMES = {
     "ln_1": "norm/attention", "ln_2": "norm/mlp", "input_layernorm": "norm/attention",
     "ln_attn": "norm/attention", "ln_mlp": "norm/mlp",
     "pre_feedforward_layernorm": "norm/mlp", "post_feedforward_layernorm": "norm/mlp_post",
+    "norm_1": "norm/attention", "norm_2": "norm/mlp", "self_attn_layer_norm": "norm/attention",
+    "final_layer_norm": "norm/mlp",
 }
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe"}
@@ -87,6 +90,7 @@ _TOP_NAMES = {
     "word_embeddings": "embedding/token", "wpe": "embedding/position",
     "ln_f": "norm/final", "norm": "norm/final", "final_layer_norm": "norm/final",
     "final_layernorm": "norm/final", "lm_head": "lm_head", "embed_out": "lm_head",
+    "norm_f": "norm/final", "layer_norm": "norm/final",
 }
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
 
