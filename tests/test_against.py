@@ -59,7 +59,8 @@ def test_mla_moe_config_json_matches_transformers(run, tmp_path):
 EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first_k_dense_replace": 1},
          "deepseek_v3": {"first_k_dense_replace": 1},
          # their classes' default head_dim (None) is one their attention fails on
-         "hunyuan_v1_dense": {"head_dim": 128}, "ministral": {"head_dim": 128}}
+         "hunyuan_v1_dense": {"head_dim": 128}, "ministral": {"head_dim": 128},
+         "nemotron": {"num_key_value_heads": 8}}  # NemotronConfig has no default: transformers fails without it
 
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))
@@ -69,7 +70,9 @@ def test_every_model_type_matches_transformers(model_type, tmp_path):
     name mapped."""
     from transformers import AutoConfig
 
-    layers = {"n_layer": 4} if model_type in ("gpt2", "gptj") else {"num_hidden_layers": 4}
+    key = {"gpt2": "n_layer", "gptj": "n_layer", "gpt_bigcode": "n_layer", "codegen": "n_layer", "mpt": "n_layers",
+           "xglm": "num_layers"}.get(model_type, "num_hidden_layers")
+    layers = {key: 4}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         raw = AutoConfig.for_model(model_type, **layers, **EXTRA.get(model_type, {})).to_dict()

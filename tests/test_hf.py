@@ -204,6 +204,40 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         vocab_size=128256, hidden_size=6144, intermediate_size=21504, num_hidden_layers=64, num_attention_heads=48,
         num_key_value_heads=8, head_dim=128, max_position_embeddings=131072, sliding_window=8192,
         tie_word_embeddings=False), None),
+    # older decoders, and Cohere
+    "gpt_bigcode": ("bigcode/gpt_bigcode-santacoder", dict(
+        vocab_size=49280, n_positions=2048, n_embd=2048, n_layer=24, n_head=16, n_inner=8192, multi_query=True,
+        activation_function="gelu_fast"), None),  # published total not pinned here
+    "codegen": ("Salesforce/codegen-350M-mono", dict(
+        vocab_size=51200, n_positions=2048, n_ctx=2048, n_embd=1024, n_layer=20, n_head=16, rotary_dim=32,
+        activation_function="gelu_new", tie_word_embeddings=False), None),  # published total not pinned here
+    "persimmon": ("adept/persimmon-8b-base", dict(
+        vocab_size=262144, hidden_size=4096, intermediate_size=16384, num_hidden_layers=36, num_attention_heads=64,
+        max_position_embeddings=16384, hidden_act="relu2", qk_layernorm=True,
+        rope_parameters=dict(rope_type="default", rope_theta=25000.0, partial_rotary_factor=0.5),
+        tie_word_embeddings=False), None),  # published total not pinned here
+    "nemotron": ("nvidia/Minitron-4B-Base", dict(
+        vocab_size=256000, hidden_size=3072, intermediate_size=9216, num_hidden_layers=32, num_attention_heads=24,
+        num_key_value_heads=8, head_dim=128, max_position_embeddings=4096, hidden_act="relu2",
+        rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5),
+        tie_word_embeddings=False), None),  # published total not pinned here
+    "cohere": ("CohereForAI/c4ai-command-r-v01", dict(
+        vocab_size=256000, hidden_size=8192, intermediate_size=22528, num_hidden_layers=40, num_attention_heads=64,
+        num_key_value_heads=64, max_position_embeddings=8192, logit_scale=0.0625, use_qk_norm=False,
+        rope_parameters=dict(rope_type="default", rope_theta=8000000.0), tie_word_embeddings=True),
+        None),  # published total not pinned here
+    "cohere2": ("CohereForAI/c4ai-command-r7b-12-2024", dict(
+        vocab_size=256000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, max_position_embeddings=8192, sliding_window=4096, sliding_window_pattern=4,
+        logit_scale=0.25, rope_parameters=dict(rope_type="default", rope_theta=50000.0),
+        tie_word_embeddings=True), None),  # published total not pinned here
+    "mpt": ("mosaicml/mpt-7b", dict(
+        d_model=4096, n_heads=32, n_layers=32, expansion_ratio=4, max_seq_len=2048, vocab_size=50432,
+        no_bias=True, learned_pos_emb=True, attn_config=dict(alibi=True, attn_type="multihead_attention")),
+        None),  # published total not pinned here
+    "xglm": ("facebook/xglm-564M", dict(
+        vocab_size=256008, max_position_embeddings=2048, d_model=1024, ffn_dim=4096, num_layers=24,
+        attention_heads=16, activation_function="gelu", scale_embedding=True), None),  # published total not pinned here
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -262,6 +296,17 @@ VARIANTS = [
     ("arcee", "arcee-ai/AFM-4.5B with MLP biases, GQA", dict(
         vocab_size=128004, hidden_size=2560, intermediate_size=18432, num_hidden_layers=2, num_attention_heads=20,
         num_key_value_heads=4, mlp_bias=True)),
+    ("gpt_bigcode", "bigcode/gpt_bigcode-santacoder without multi_query, as a variant", dict(
+        vocab_size=49280, n_positions=2048, n_embd=2048, n_layer=2, n_head=16, n_inner=8192, multi_query=False)),
+    ("persimmon", "adept/persimmon-8b-base without qk_layernorm, as a variant", dict(
+        vocab_size=262144, hidden_size=4096, intermediate_size=16384, num_hidden_layers=2, num_attention_heads=64,
+        qk_layernorm=False)),
+    ("nemotron", "nvidia/Minitron-4B-Base with attention and MLP biases, as a variant", dict(
+        vocab_size=256000, hidden_size=3072, intermediate_size=9216, num_hidden_layers=2, num_attention_heads=24,
+        num_key_value_heads=8, head_dim=128, attention_bias=True, mlp_bias=True)),
+    ("cohere2", "CohereForAI/c4ai-command-r7b-12-2024 with every layer full (NoPE), as a variant", dict(
+        vocab_size=256000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=4, num_attention_heads=32,
+        num_key_value_heads=8, layer_types=["full_attention"] * 4)),
 ]
 
 
@@ -356,6 +401,7 @@ def _v4_layout(data: dict) -> dict:
     ("gemma2", *CHECKPOINTS["gemma2"][:2]), ("phi", *CHECKPOINTS["phi"][:2]),
     ("stablelm", *CHECKPOINTS["stablelm"][:2]), ("gpt_oss", *CHECKPOINTS["gpt_oss"][:2]),
     ("qwen2", *VARIANTS[4][1:]), ("smollm3", *VARIANTS[8][1:]), ("gemma3_text", *VARIANTS[9][1:]),
+    ("cohere2", *CHECKPOINTS["cohere2"][:2]),
 ])
 def test_transformers_4_layout_reads_the_same(model_type, checkpoint, hp):
     v5 = _config(model_type, hp).to_dict()
@@ -415,6 +461,8 @@ LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_
     ({"model_type": "deepseek_v3", "moe_layer_freq": 2}, "key 'moe_layer_freq': must be 1"),
     ({"dtype": "float8_e4m3fn"}, "key 'dtype': unsupported dtype 'float8_e4m3fn'"),
     ({"model_type": "qwen2_moe", "mlp_only_layers": [3]}, "key 'mlp_only_layers': only a leading run"),
+    ({"model_type": "cohere", "use_qk_norm": True}, "key 'use_qk_norm': True is not supported"),
+    ({"model_type": "mpt", "expansion_ratio": 8}, "key 'expansion_ratio': transformers' MPT builds"),
 ])
 def test_rejected_fields_exit_2(tmp_path, run, changes, message):
     data = {**LLAMA, **changes}
@@ -443,8 +491,9 @@ SHIPPED = sorted(HF_DIR.glob("*.json"))
 OTHERS = sorted(set(CHECKPOINTS) - {json.loads(p.read_text())["model_type"] for p in SHIPPED})
 # Layers kept, per model_type: every kind of layer the config has (2: alternating windows, a dense
 # layer and a MoE one), Gemma 3's five sliding layers and a full one, DeepSeek-V3's three dense
-# layers and a MoE one, SmolLM3's three RoPE layers and a NoPE one.
-DEPTHS = {"gemma3_text": 6, "deepseek_v3": 4, "smollm3": 4}
+# layers and a MoE one, SmolLM3's three RoPE layers and a NoPE one, Command R7B's three sliding
+# layers and a full NoPE one.
+DEPTHS = {"gemma3_text": 6, "deepseek_v3": 4, "smollm3": 4, "cohere2": 4}
 
 
 def _shallow(raw: dict) -> dict:
@@ -452,7 +501,7 @@ def _shallow(raw: dict) -> dict:
     way in a fraction of the time; a dropped depth is the class's default depth."""
     out = copy.deepcopy(raw)
     depth = DEPTHS.get(raw["model_type"], 2)
-    for key in ("num_hidden_layers", "n_layer"):
+    for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers"):
         if key in out:
             out[key] = min(out[key], depth)
     if isinstance(out.get("layer_types"), list):

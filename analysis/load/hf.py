@@ -749,6 +749,130 @@ def _cwm(r: Raw) -> dict[str, Any]:
     out = _decoder(r)
     out["mlp_bias"] = r.flag("mlp_bias")
     _layer_types(r, out, r.size("sliding_window"), lambda i: i % 4 != 0)
+# -- older decoders still served, and Cohere ------------------------------------------
+
+def _divides(r: Raw, out: dict[str, Any], key: str) -> None:
+    """The heads must divide the width (these families' attention refuses the rest, or fails on it)."""
+    if out["d_model"] % out["n_heads"]:
+        r.fail(key, f"must divide the hidden size ({out['d_model']}), got {out['n_heads']}")
+
+
+def _gpt_bigcode(r: Raw) -> dict[str, Any]:
+    """StarCoder, SantaCoder: GPT-2's layout (nn.Linear for Conv1D), one K/V head with ``multi_query``."""
+    out = _gpt2(r)
+    _divides(r, out, "n_head")
+    # softmax precision; num_key_value_heads: written from multi_query, read by nothing
+    r.ignore("attention_softmax_in_fp32", "scale_attention_softmax_in_fp32", "num_key_value_heads")
+    if r.flag("multi_query"):
+        out["n_kv_heads"] = 1
+    return out
+
+
+def _codegen(r: Raw) -> dict[str, Any]:
+    """GPT-J's layout with one fused qkv_proj, which CodeGen splits in ``mp_num`` = 4 groups of
+    heads (a head count not divisible by 4 fails in transformers' forward); ``n_ctx`` sizes an
+    attribute nothing reads."""
+    out = _gptj(r)
+    r.ignore("n_ctx")
+    if out["n_heads"] % 4:
+        r.fail("n_head", f"must be a multiple of 4 (CodeGen splits q, k and v in 4 groups), got {out['n_heads']}")
+    return out
+
+
+def _persimmon(r: Raw) -> dict[str, Any]:
+    """A fused, biased query_key_value; ``qk_layernorm``: one LayerNorm(head_dim) with bias,
+    shared by the heads, on q and on k (as Phi's); squared ReLU (``relu2``)."""
+    out = _base(r)
+    _divides(r, out, "num_attention_heads")
+    out.update(d_ff=r.size("intermediate_size"), activation=_activation(r, "hidden_act", False), norm="layernorm",
+               qkv_bias=True, out_bias=True, mlp_bias=True)
+    if r.flag("qk_layernorm"):
+        out["qk_norm"] = "head"
+    _rope(r, out)
+    return out
+
+
+def _nemotron(r: Raw) -> dict[str, Any]:
+    """Llama's attention, LayerNorm1P (``(1 + w)`` and a bias: still 2d), an ungated MLP
+    (``relu2``). ``num_key_value_heads`` has no default: transformers fails without it."""
+    out = _decoder(r, gated=False, norm="layernorm")
+    out["n_kv_heads"] = r.size("num_key_value_heads")
+    _attention_bias(r, out)
+    out["mlp_bias"] = r.flag("mlp_bias")
+    r.ignore("norm_eps")
+    return out
+
+
+def _command(r: Raw) -> dict[str, Any]:
+    """Cohere and Cohere 2: one LayerNorm without bias feeds attention and the MLP in parallel;
+    ``logit_scale`` scales the logits only. A ``head_dim`` key sizes the heads (transformers
+    reads it with getattr; null fails)."""
+    out = _decoder(r, norm="layernorm")
+    _attention_bias(r, out)
+    out.update(norm_bias=False, parallel_block=True)
+    r.ignore("logit_scale")
+    return out
+
+
+def _cohere(r: Raw) -> dict[str, Any]:
+    out = _command(r)
+    r.false("use_qk_norm", "Cohere's q/k LayerNorms have a weight per head (num_heads x head_dim), "
+                           "which llmcalc does not model")
+    return out
+
+
+def _cohere2(r: Raw) -> dict[str, Any]:
+    """Command R7B: layer i slides unless i + 1 is a multiple of ``sliding_window_pattern``
+    (without ``layer_types``); RoPE only on the sliding layers, the full ones are NoPE."""
+    out = _command(r)
+    pattern = r.size("sliding_window_pattern")  # read by transformers only without layer_types
+    types = r.get("layer_types")
+    if types is None:
+        types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(out["n_layers"])]
+    _windows(r, out, types, _window(r))
+    rope = [t == "sliding_attention" for t in types]
+    if not any(rope):
+        out["position"] = "none"
+        out.pop("rope_theta", None)
+        out.pop("rotary_fraction", None)
+    elif not all(rope):
+        out["rope_layers"] = _cycle(rope)
+    return out
+
+
+def _mpt(r: Raw) -> dict[str, Any]:
+    """transformers' MPT builds one layout whatever the config says: ALiBi, no biases, LayerNorms
+    without bias, a fused Wqkv with K/V on every head, an exact-GELU MLP of 4 x d_model. Values of
+    the original code's other layouts are refused; ``learned_pos_emb`` is ignored (the original
+    drops learned positions under ALiBi), as are ``norm_type`` (one LayerNorm), ``clip_qkv``,
+    ``softmax_scale`` and ``logit_scale`` (values only)."""
+    out = _base(r, d="d_model", layers="n_layers", heads="n_heads", context="max_seq_len")
+    _divides(r, out, "n_heads")
+    for key, built in (("expansion_ratio", 4), ("no_bias", True)):
+        if r.get(key) != built:
+            r.fail(key, f"transformers' MPT builds {key} {built} only, got {brief(r.get(key))}")
+    attn = r.get("attn_config") or {}
+    if not isinstance(attn, dict):
+        r.fail("attn_config", f"must be a mapping, got {brief(attn)}")
+    for key, built in (("alibi", True), ("attn_type", "multihead_attention"), ("qk_ln", False)):
+        if attn.get(key, built) != built:
+            r.fail(f"attn_config.{key}", f"transformers' MPT builds {key} {built} only, got {brief(attn[key])}")
+    r.ignore("learned_pos_emb", "norm_type", "init_device", "embedding_fraction", "logit_scale", "emb_pdrop")
+    out.update(d_ff=4 * out["d_model"], activation="gelu", norm="layernorm", norm_bias=False, position="alibi")
+    return out
+
+
+def _xglm(r: Raw) -> dict[str, Any]:
+    """Sinusoidal positions (a buffer, offset by 2: values only), token embeddings scaled by
+    sqrt(d_model) with ``scale_embedding``, biases on every linear."""
+    r.false("add_cross_attention", "cross-attention layers")
+    r.ignore("dropout", "activation_dropout", "layerdrop")
+    out = _base(r, d="d_model", layers="num_layers", heads="attention_heads")
+    _divides(r, out, "attention_heads")
+    out.update(d_ff=r.size("ffn_dim"), activation=_activation(r, "activation_function", False),
+               position="sinusoidal", qkv_bias=True, out_bias=True, mlp_bias=True)
+    if r.flag("scale_embedding"):
+        out["embedding_scale"] = math.sqrt(out["d_model"])
     return out
 
 
@@ -761,12 +885,15 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "glm4": _glm4, "glm": _glm, "ernie4_5": _ernie4_5, "hunyuan_v1_dense": _hunyuan_dense, "seed_oss": _seed_oss,
     "exaone4": _exaone4, "olmo3": _olmo3, "helium": _helium, "arcee": _arcee, "internlm3": _internlm3,
     "ministral": _ministral, "ministral3": _ministral3, "iquestcoder": _iquestcoder, "jais2": _jais2, "cwm": _cwm,
+    # older decoders, and Cohere
+    "gpt_bigcode": _gpt_bigcode, "codegen": _codegen, "persimmon": _persimmon, "nemotron": _nemotron,
+    "cohere": _cohere, "cohere2": _cohere2, "mpt": _mpt, "xglm": _xglm,
 }
 
 
 # transformers' token embeddings without a padding_idx; torch's Embedding refuses the others' one
 # outside the vocabulary
-_UNPADDED = frozenset({"gpt2", "gptj", "gpt_neox", "falcon"})
+_UNPADDED = frozenset({"gpt2", "gptj", "gpt_neox", "falcon", "gpt_bigcode", "codegen", "mpt"})
 
 
 def _padding(r: Raw, vocab: int) -> None:

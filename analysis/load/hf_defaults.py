@@ -298,6 +298,55 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         vocab_size=128256, hidden_size=6144, intermediate_size=21504, num_hidden_layers=64, num_attention_heads=48,
         num_key_value_heads=8, head_dim=128, hidden_act="silu", max_position_embeddings=131072,
         tie_word_embeddings=False, mlp_bias=False, sliding_window=8192, layer_types=_null(), rope_theta=1e6),
+    # older decoders, and Cohere
+    "gpt_bigcode": _config(  # GPTBigCodeConfig
+        f"{_COMMON} resid_pdrop embd_pdrop attn_pdrop layer_norm_epsilon scale_attn_weights attention_softmax_in_fp32 "
+        "scale_attention_softmax_in_fp32",
+        vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, n_inner=_null(),
+        activation_function="gelu_pytorch_tanh", add_cross_attention=False, multi_query=True,
+        tie_word_embeddings=True),
+    "codegen": _config(  # CodeGenConfig
+        f"{_COMMON} resid_pdrop embd_pdrop attn_pdrop layer_norm_epsilon n_ctx",
+        vocab_size=50400, n_positions=2048, n_embd=4096, n_layer=28, n_head=16, rotary_dim=64, n_inner=_null(),
+        activation_function="gelu_new", tie_word_embeddings=False),
+    "persimmon": _config(  # PersimmonConfig; partial_rotary_factor: its __post_init__
+        f"{_COMMON} layer_norm_eps hidden_dropout attention_dropout",
+        vocab_size=262144, hidden_size=4096, intermediate_size=16384, num_hidden_layers=36, num_attention_heads=64,
+        hidden_act="relu2", max_position_embeddings=16384, tie_word_embeddings=False, qk_layernorm=True,
+        rope_theta=10000.0, partial_rotary_factor=0.5),
+    # NemotronConfig; num_key_value_heads is typed int | None, but its attention fails on None (also
+    # by default); partial_rotary_factor: its __post_init__
+    "nemotron": _config(
+        f"{_COMMON} norm_eps attention_dropout",
+        vocab_size=256000, hidden_size=6144, intermediate_size=24576, num_hidden_layers=32, num_attention_heads=48,
+        num_key_value_heads=None, head_dim=_null(), hidden_act="relu2", max_position_embeddings=4096,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, rope_theta=10000.0,
+        partial_rotary_factor=0.5),
+    # CohereConfig; layer_norm_eps and logit_scale are typed float | None, but its LayerNorm and
+    # logits fail on None; head_dim is no field, read with getattr (null fails)
+    "cohere": _config(
+        f"{_COMMON} layer_norm_eps logit_scale",
+        vocab_size=256000, hidden_size=8192, intermediate_size=22528, num_hidden_layers=40, num_attention_heads=64,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=8192,
+        tie_word_embeddings=True, attention_bias=False, use_qk_norm=_null(False), pad_token_id=_null(0),
+        rope_theta=500000.0),
+    # Cohere2Config; sliding_window_pattern: its __post_init__; head_dim: hidden_size // heads, unless given
+    "cohere2": _config(
+        f"{_COMMON} layer_norm_eps logit_scale attention_dropout",
+        vocab_size=256000, hidden_size=8192, intermediate_size=22528, num_hidden_layers=40, num_attention_heads=64,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=8192,
+        tie_word_embeddings=True, attention_bias=False, sliding_window=_null(4096), layer_types=_null(),
+        sliding_window_pattern=4, pad_token_id=_null(0), rope_theta=10000.0),
+    "mpt": _config(  # MptConfig
+        f"{_COMMON} resid_pdrop emb_pdrop layer_norm_epsilon learned_pos_emb init_device embedding_fraction "
+        "norm_type",
+        d_model=2048, n_heads=16, n_layers=24, expansion_ratio=4, max_seq_len=2048, vocab_size=50368,
+        attn_config=_null(), no_bias=True, tie_word_embeddings=True),
+    "xglm": _config(  # XGLMConfig
+        f"{_COMMON} dropout attention_dropout activation_dropout layerdrop init_std decoder_start_token_id",
+        vocab_size=256008, max_position_embeddings=2048, d_model=1024, ffn_dim=4096, num_layers=24,
+        attention_heads=16, activation_function="gelu", scale_embedding=True, add_cross_attention=False,
+        tie_word_embeddings=True, pad_token_id=_null(1)),
 }
 
 __all__ = ["DEFAULTS", "Default"]

@@ -67,6 +67,7 @@ _LAYER_NAMES = {
     "c_attn": "attention/q+k+v", "query_key_value": "attention/q+k+v", "qkv_proj": "attention/q+k+v",
     "Wqkv": "attention/q+k+v",
     "q_norm": "attention/q_norm", "k_norm": "attention/k_norm",
+    "q_layernorm": "attention/q_norm", "k_layernorm": "attention/k_norm",
     # MLA
     "q_a_proj": "attention/q_a", "q_b_proj": "attention/q_b", "q_a_layernorm": "attention/q_a_norm",
     "kv_a_proj_with_mqa": "attention/kv_a", "kv_b_proj": "attention/kv_b",
@@ -82,6 +83,8 @@ _LAYER_NAMES = {
     # GLM-4-0414's sandwich, Hunyuan's per-head q/k norms
     "post_self_attn_layernorm": "norm/attention_post", "post_mlp_layernorm": "norm/mlp_post",
     "query_layernorm": "attention/q_norm", "key_layernorm": "attention/k_norm",
+    "norm_1": "norm/attention", "norm_2": "norm/mlp", "self_attn_layer_norm": "norm/attention",
+    "final_layer_norm": "norm/mlp",
 }
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe"}
@@ -90,6 +93,7 @@ _TOP_NAMES = {
     "word_embeddings": "embedding/token", "wpe": "embedding/position",
     "ln_f": "norm/final", "norm": "norm/final", "final_layer_norm": "norm/final",
     "final_layernorm": "norm/final", "lm_head": "lm_head", "embed_out": "lm_head",
+    "norm_f": "norm/final", "layer_norm": "norm/final",
 }
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
 
