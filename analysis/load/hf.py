@@ -749,6 +749,9 @@ def _cwm(r: Raw) -> dict[str, Any]:
     out = _decoder(r)
     out["mlp_bias"] = r.flag("mlp_bias")
     _layer_types(r, out, r.size("sliding_window"), lambda i: i % 4 != 0)
+    return out
+
+
 # -- older decoders still served, and Cohere ------------------------------------------
 
 def _divides(r: Raw, out: dict[str, Any], key: str) -> None:
@@ -854,9 +857,9 @@ def _mpt(r: Raw) -> dict[str, Any]:
     attn = r.get("attn_config") or {}
     if not isinstance(attn, dict):
         r.fail("attn_config", f"must be a mapping, got {brief(attn)}")
-    for key, built in (("alibi", True), ("attn_type", "multihead_attention"), ("qk_ln", False)):
-        if attn.get(key, built) != built:
-            r.fail(f"attn_config.{key}", f"transformers' MPT builds {key} {built} only, got {brief(attn[key])}")
+    for key, value in (("alibi", True), ("attn_type", "multihead_attention"), ("qk_ln", False)):
+        if attn.get(key, value) != value:
+            r.fail(f"attn_config.{key}", f"transformers' MPT builds {key} {value} only, got {brief(attn[key])}")
     r.ignore("learned_pos_emb", "norm_type", "init_device", "embedding_fraction", "logit_scale", "emb_pdrop")
     out.update(d_ff=4 * out["d_model"], activation="gelu", norm="layernorm", norm_bias=False, position="alibi")
     return out
