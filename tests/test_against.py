@@ -60,7 +60,13 @@ EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first
          "deepseek_v3": {"first_k_dense_replace": 1},
          # their classes' default head_dim (None) is one their attention fails on
          "hunyuan_v1_dense": {"head_dim": 128}, "ministral": {"head_dim": 128},
-         "nemotron": {"num_key_value_heads": 8}}  # NemotronConfig has no default: transformers fails without it
+         # NemotronConfig has no default: transformers fails without it
+         "nemotron": {"num_key_value_heads": 8},
+         # mixture-of-experts decoders: the branches their defaults leave off
+         "granitemoeshared": {"shared_intermediate_size": 1024}, "phimoe": {"sliding_window": 16},
+         "hunyuan_v1_moe": {"head_dim": 128}, "minimax_m2": {"num_local_experts": 8},
+         "dots1": {"n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 1,
+                   "max_window_layers": 2}}
 
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))

@@ -238,6 +238,59 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
     "xglm": ("facebook/xglm-564M", dict(
         vocab_size=256008, max_position_embeddings=2048, d_model=1024, ffn_dim=4096, num_layers=24,
         attention_heads=16, activation_function="gelu", scale_embedding=True), None),  # published total not pinned here
+    # mixture-of-experts decoders
+    # GLM-4.5-Air without its multi-token-prediction layer (transformers does not build it): the
+    # checkpoint's own count includes it
+    "glm4_moe": ("zai-org/GLM-4.5-Air", dict(
+        vocab_size=151552, hidden_size=4096, intermediate_size=10944, moe_intermediate_size=1408,
+        num_hidden_layers=46, num_attention_heads=96, num_key_value_heads=8, head_dim=128, n_routed_experts=128,
+        n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=1, attention_bias=True, use_qk_norm=False,
+        rope_parameters=dict(rope_type="default", rope_theta=1e6, partial_rotary_factor=0.5),
+        max_position_embeddings=131072, num_nextn_predict_layers=1, tie_word_embeddings=False), None),
+    "olmoe": ("allenai/OLMoE-1B-7B-0924", dict(
+        vocab_size=50304, hidden_size=2048, intermediate_size=1024, num_hidden_layers=16, num_attention_heads=16,
+        num_key_value_heads=16, num_experts=64, num_experts_per_tok=8, max_position_embeddings=4096,
+        clip_qkv=None, tie_word_embeddings=False, pad_token_id=1, eos_token_id=50279), 6_919_161_856),
+    "granitemoe": ("ibm-granite/granite-3.0-1b-a400m-base", dict(
+        vocab_size=49155, hidden_size=1024, intermediate_size=512, num_hidden_layers=24, num_attention_heads=16,
+        num_key_value_heads=8, num_local_experts=32, num_experts_per_tok=8, max_position_embeddings=4096,
+        embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.015625, logits_scaling=6.0,
+        tie_word_embeddings=True, pad_token_id=0, bos_token_id=0, eos_token_id=0), None),
+    # its published shapes are not pinned here: GraniteMoeShared's class defaults with a shared MLP
+    "granitemoeshared": ("ibm-research/moe-7b-1b-active-shared-experts", dict(
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_local_experts=8, num_experts_per_tok=2, shared_intermediate_size=1024), None),
+    "phimoe": ("microsoft/Phi-3.5-MoE-instruct", dict(
+        vocab_size=32064, hidden_size=4096, intermediate_size=6400, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, num_local_experts=16, num_experts_per_tok=2, max_position_embeddings=131072,
+        sliding_window=131072, attention_bias=True, lm_head_bias=True, tie_word_embeddings=False,
+        rope_parameters=dict(rope_type="default", rope_theta=10000.0)), None),  # model card: 41.9B
+    "ernie4_5_moe": ("baidu/ERNIE-4.5-21B-A3B-PT", dict(
+        vocab_size=103424, hidden_size=2560, intermediate_size=12288, moe_intermediate_size=1536,
+        num_hidden_layers=28, num_attention_heads=20, num_key_value_heads=4, head_dim=128, moe_num_experts=64,
+        moe_k=6, moe_num_shared_experts=2, moe_layer_start_index=1, moe_layer_end_index=27, moe_layer_interval=1,
+        max_position_embeddings=131072, rope_parameters=dict(rope_type="default", rope_theta=500000.0),
+        use_bias=False, tie_word_embeddings=True), None),
+    # transformers reads intermediate_size for its experts and its one shared MLP (the checkpoint's
+    # moe_intermediate_size and num_shared_expert lists, all 3072 and 1, belong to its remote code)
+    "hunyuan_v1_moe": ("tencent/Hunyuan-A13B-Instruct", dict(
+        vocab_size=128167, hidden_size=4096, intermediate_size=3072, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=128, num_experts=64, moe_topk=[8] * 32, max_position_embeddings=32768,
+        tie_word_embeddings=True), None),
+    "minimax_m2": ("MiniMaxAI/MiniMax-M2", dict(
+        vocab_size=200064, hidden_size=3072, intermediate_size=1536, num_hidden_layers=62, num_attention_heads=48,
+        num_key_value_heads=8, head_dim=128, rotary_dim=64, num_local_experts=256, num_experts_per_tok=8,
+        max_position_embeddings=196608, tie_word_embeddings=False), None),
+    "dots1": ("rednote-hilab/dots.llm1.base", dict(
+        vocab_size=152064, hidden_size=4096, intermediate_size=10944, moe_intermediate_size=1408,
+        num_hidden_layers=62, num_attention_heads=32, num_key_value_heads=32, n_routed_experts=128,
+        n_shared_experts=2, num_experts_per_tok=6, first_k_dense_replace=1, max_position_embeddings=32768,
+        rope_parameters=dict(rope_type="default", rope_theta=1e7), tie_word_embeddings=False), None),
+    # FlexOlmoConfig's defaults are this checkpoint's shapes
+    "flex_olmo": ("allenai/FlexOlmo-7x7B-1T", dict(
+        vocab_size=100352, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=32, num_experts=7, num_experts_per_tok=5, max_position_embeddings=4096,
+        rope_parameters=dict(rope_type="default", rope_theta=500000.0), tie_word_embeddings=False), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -307,6 +360,19 @@ VARIANTS = [
     ("cohere2", "CohereForAI/c4ai-command-r7b-12-2024 with every layer full (NoPE), as a variant", dict(
         vocab_size=256000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=4, num_attention_heads=32,
         num_key_value_heads=8, layer_types=["full_attention"] * 4)),
+    # mixture-of-experts decoders
+    ("glm4_moe", "zai-org/GLM-4.5 (qk norms, three dense layers)", dict(
+        vocab_size=151552, hidden_size=5120, intermediate_size=12288, moe_intermediate_size=1536,
+        num_hidden_layers=5, num_attention_heads=96, num_key_value_heads=8, head_dim=128, n_routed_experts=160,
+        n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=3, attention_bias=True, use_qk_norm=True)),
+    ("ernie4_5_moe", "baidu/ERNIE-4.5-21B-A3B-PT, every second layer MoE, no shared experts, biases", dict(
+        vocab_size=103424, hidden_size=2560, intermediate_size=12288, moe_intermediate_size=1536,
+        num_hidden_layers=6, num_attention_heads=20, num_key_value_heads=4, head_dim=128, moe_num_experts=64,
+        moe_k=6, moe_num_shared_experts=0, moe_layer_start_index=1, moe_layer_interval=2, use_bias=True)),
+    ("dots1", "rednote-hilab/dots.llm1.base, layers 2 on sliding", dict(
+        vocab_size=152064, hidden_size=4096, intermediate_size=10944, moe_intermediate_size=1408,
+        num_hidden_layers=4, num_attention_heads=32, n_routed_experts=128, n_shared_experts=2,
+        num_experts_per_tok=6, first_k_dense_replace=1, sliding_window=4096, max_window_layers=2)),
 ]
 
 

@@ -347,6 +347,80 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         vocab_size=256008, max_position_embeddings=2048, d_model=1024, ffn_dim=4096, num_layers=24,
         attention_heads=16, activation_function="gelu", scale_embedding=True, add_cross_attention=False,
         tie_word_embeddings=True, pad_token_id=_null(1)),
+    # mixture-of-experts decoders
+    # Glm4MoeConfig; partial_rotary_factor: its __post_init__; num_local_experts: an alias of n_routed_experts
+    "glm4_moe": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits routed_scaling_factor n_group topk_group "
+        "norm_topk_prob num_mtp_layers",
+        vocab_size=151552, hidden_size=4096, intermediate_size=10944, num_hidden_layers=46, num_attention_heads=96,
+        num_key_value_heads=8, head_dim=None, hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=False, attention_bias=False, use_qk_norm=False, moe_intermediate_size=1408,
+        num_experts_per_tok=8, n_shared_experts=1, n_routed_experts=128, num_local_experts=None,
+        first_k_dense_replace=1, rope_theta=10000.0, partial_rotary_factor=0.5),
+    "olmoe": _config(  # OlmoeConfig; num_local_experts: an alias of num_experts
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef norm_topk_prob",
+        vocab_size=50304, hidden_size=2048, intermediate_size=2048, num_hidden_layers=16, num_attention_heads=16,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=4096,
+        tie_word_embeddings=False, attention_bias=False, clip_qkv=_null(), pad_token_id=_null(1),
+        num_experts=64, num_local_experts=None, num_experts_per_tok=8, rope_theta=10000.0),
+    # GraniteMoeConfig; its multipliers and expert counts are typed T | None, but its code fails on None
+    "granitemoe": _config(
+        f"{_COMMON} rms_norm_eps residual_multiplier attention_multiplier logits_scaling",
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, embedding_multiplier=1.0, num_local_experts=8,
+        num_experts_per_tok=2, rope_theta=10000.0),
+    "granitemoeshared": _config(  # GraniteMoeSharedConfig: GraniteMoe's, and shared_intermediate_size
+        f"{_COMMON} rms_norm_eps residual_multiplier attention_multiplier logits_scaling",
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, embedding_multiplier=1.0, num_local_experts=8,
+        num_experts_per_tok=2, shared_intermediate_size=0, rope_theta=10000.0),
+    "phimoe": _config(  # PhimoeConfig
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef router_jitter_noise "
+        "input_jitter_noise",
+        vocab_size=32064, hidden_size=4096, intermediate_size=6400, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=None, hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=False, sliding_window=_null(), attention_bias=False, lm_head_bias=False,
+        num_local_experts=16, num_experts_per_tok=2, rope_theta=1e6),
+    # Ernie4_5_MoeConfig; num_experts and num_experts_per_tok: aliases of moe_num_experts and moe_k
+    "ernie4_5_moe": _config(
+        f"{_COMMON} rms_norm_eps moe_norm_min",
+        vocab_size=103424, hidden_size=2560, intermediate_size=12288, num_hidden_layers=28, num_attention_heads=20,
+        num_key_value_heads=4, head_dim=None, hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=True, use_bias=_null(False), pad_token_id=_null(0), moe_intermediate_size=1536,
+        moe_num_experts=64, num_experts=None, moe_k=6, num_experts_per_tok=None, moe_num_shared_experts=2,
+        moe_layer_start_index=1, moe_layer_end_index=-1, moe_layer_interval=1, rope_theta=500000.0),
+    # HunYuanMoEV1Config; num_local_experts and num_experts_per_tok: aliases of num_experts and moe_topk;
+    # head_dim is typed int | None, but its attention fails on None (the default)
+    "hunyuan_v1_moe": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits pretraining_tp",
+        vocab_size=290943, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, pad_token_id=_null(0), num_experts=1,
+        num_local_experts=None, moe_topk=1, num_experts_per_tok=None, rope_theta=10000.0),
+    # MiniMaxM2Config; num_experts: an alias of num_local_experts; rotary_dim: its convert_rope_params_to_dict
+    "minimax_m2": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef router_jitter_noise",
+        vocab_size=200064, hidden_size=3072, intermediate_size=1536, num_hidden_layers=62, num_attention_heads=48,
+        num_key_value_heads=8, head_dim=128, hidden_act="silu", max_position_embeddings=196608,
+        tie_word_embeddings=False, num_local_experts=256, num_experts=None, num_experts_per_tok=8,
+        rope_theta=5e6),
+    # Dots1Config; num_local_experts: an alias of n_routed_experts; the expert keys are read by MoE layers only;
+    "dots1": _config(  # n_group and topk_group are typed int | None, but its router fails on None
+        f"{_COMMON} rms_norm_eps routed_scaling_factor n_group topk_group output_router_logits",
+        vocab_size=152064, hidden_size=4608, intermediate_size=10944, moe_intermediate_size=1408,
+        num_hidden_layers=62, num_attention_heads=32, num_key_value_heads=_null(32), head_dim=None,
+        hidden_act="silu", max_position_embeddings=2048, tie_word_embeddings=False, attention_bias=False,
+        n_shared_experts=_null(), n_routed_experts=_null(), num_local_experts=None, num_experts_per_tok=_null(),
+        first_k_dense_replace=0, sliding_window=_null(4096), max_window_layers=_null(62), layer_types=_null(),
+        rope_theta=10000.0),
+    "flex_olmo": _config(  # FlexOlmoConfig; num_local_experts: an alias of num_experts
+        f"{_COMMON} rms_norm_eps output_router_logits router_aux_loss_coef norm_topk_prob",
+        vocab_size=100352, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=4096,
+        tie_word_embeddings=False, attention_bias=False, pad_token_id=_null(100277), num_experts=7,
+        num_local_experts=None, num_experts_per_tok=5, rope_theta=500000.0),
 }
 
 __all__ = ["DEFAULTS", "Default"]

@@ -76,6 +76,8 @@ _LAYER_NAMES = {
     "gate_proj": "mlp/gate", "up_proj": "mlp/up", "down_proj": "mlp/down", "gate_up_proj": "mlp/gate+up",
     "c_fc": "mlp/up", "fc_in": "mlp/up", "fc1": "mlp/up", "dense_h_to_4h": "mlp/up",
     "fc_out": "mlp/down", "fc2": "mlp/down", "dense_4h_to_h": "mlp/down",
+    # MoE: MiniMax-M2 keeps the router's score correction on the block
+    "e_score_correction_bias": "moe/router",
     # norms
     "ln_1": "norm/attention", "ln_2": "norm/mlp", "input_layernorm": "norm/attention",
     "ln_attn": "norm/attention", "ln_mlp": "norm/mlp",
@@ -187,11 +189,11 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     last = parts[-1]
     if "shared_expert_gate" in last:
         return "moe/shared_expert_gate"
-    if any(p.startswith("shared_expert") for p in parts):
+    if any(p.startswith("shared_expert") or p == "shared_mlp" for p in parts):  # shared_mlp: GraniteMoeShared
         return "moe/shared_experts"
     if "experts" in parts:
         return "moe/experts"
-    if len(parts) == 2 and parts[0] in _MLP_MODULES and last in ("gate", "router"):
+    if len(parts) >= 2 and parts[0] in _MLP_MODULES and parts[1] in ("gate", "router"):  # and its parts (gate.wg)
         return "moe/router"
     if last == "post_attention_layernorm":  # after the attention branch (sandwich, OLMo 2) or before the MLP
         return "norm/attention_post" if cfg.norm_placement in ("sandwich", "post_branch") and not glm4 \
