@@ -28,3 +28,15 @@ def llmcalc(*args: str) -> Ran:
         sys.stdout.flush()
         sys.stderr.flush()
         return Ran(code, *(s.getvalue().decode("utf-8", "replace") for s in streams))
+
+
+LINE = 300  # a short error line: the longest message llmcalc writes plus a pytest tmp path
+
+
+def error_line(result: Ran) -> str:
+    """The one ``Error:`` line of a bad-input result (exit 2, nothing on stdout)."""
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert result.stderr.endswith("\n") and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("Error: ") and len(result.stderr) <= LINE, result.stderr
+    return result.stderr

@@ -72,16 +72,13 @@ EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))
 def test_every_model_type_matches_transformers(model_type, tmp_path):
     """A config written by transformers' own config class (its defaults: published shapes, with
-    4 layers), read by llmcalc, against transformers' model: every check exact, every module
-    name mapped."""
+    4 layers: num_hidden_layers, which each class's attribute_map gives its own name), read by
+    llmcalc, against transformers' model: every check exact, every module name mapped."""
     from transformers import AutoConfig
 
-    key = {"gpt2": "n_layer", "gptj": "n_layer", "gpt_bigcode": "n_layer", "codegen": "n_layer", "mpt": "n_layers",
-           "xglm": "num_layers"}.get(model_type, "num_hidden_layers")
-    layers = {key: 4}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        raw = AutoConfig.for_model(model_type, **layers, **EXTRA.get(model_type, {})).to_dict()
+        raw = AutoConfig.for_model(model_type, num_hidden_layers=4, **EXTRA.get(model_type, {})).to_dict()
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))
     checks = against.against_transformers(load_model(str(path)), raw, 8, 1, str(path))

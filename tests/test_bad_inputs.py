@@ -14,21 +14,12 @@ import yaml
 from llmcalc.analysis.errors import SHORT, brief, shorten
 from llmcalc.analysis.load.catalog import HARDWARE_DIR, MODEL_DIR
 from llmcalc.analysis.load.files import MAX_FILE_BYTES, MAX_VALUES, _LibYAMLLoader, _PyLoader, _read
+from tests.console import error_line
 
 BASE = "name: t\nvocab_size: 1000\ncontext_length: 64\nd_model: 64\nn_layers: 2\nn_heads: 4\nd_ff: 256\n"
 LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
              num_attention_heads=4, max_position_embeddings=128)
-LINE = 300  # a short line: the longest message here plus a pytest tmp path
 MAIN = "import sys; from llmcalc.cli.__main__ import main; sys.argv = ['llmcalc', *sys.argv[1:]]; main()"
-
-
-def error_line(result) -> str:
-    """The one ``Error:`` line of a bad-input result (exit 2, nothing on stdout)."""
-    assert result.exit_code == 2, (result.stdout, result.stderr)
-    assert result.stdout == ""
-    assert result.stderr.endswith("\n") and result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith("Error: ") and len(result.stderr) <= LINE, result.stderr
-    return result.stderr
 
 
 def llmcalc(*args: str, **kwargs) -> subprocess.CompletedProcess:

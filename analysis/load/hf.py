@@ -231,12 +231,21 @@ def _window(r: Raw) -> int | None:
     return r.maybe_size("sliding_window", minimum=0) or None
 
 
-def _layer_types(r: Raw, out: dict[str, Any], window: int | None, slides: Callable[[int], bool]) -> None:
-    """``layer_types`` if given, else transformers' default rule (``slides(i)``: layer i slides)."""
+def _layer_types(r: Raw, out: dict[str, Any], window: int | None, slides: Callable[[int], bool]) -> list[str]:
+    """``layer_types`` if given, else transformers' default rule (``slides(i)``: layer i slides);
+    returns them."""
     types = r.get("layer_types")
     if types is None:
         types = ["sliding_attention" if slides(i) else "full_attention" for i in range(out["n_layers"])]
     _windows(r, out, types, window)
+    return types
+
+
+def _nope_full_layers(out: dict[str, Any], types: list[str]) -> None:
+    """RoPE on the sliding layers only, the full ones NoPE (Cohere 2, EXAONE 4 with a window)."""
+    rope = [t == "sliding_attention" for t in types]
+    if not all(rope):
+        out["rope_layers"] = _cycle(rope)
 
 
 def _every_layer_window(r: Raw, out: dict[str, Any], use: bool = True) -> None:
@@ -308,8 +317,7 @@ def _gpt_neox(r: Raw) -> dict[str, Any]:
 
 def _gptj(r: Raw) -> dict[str, Any]:
     out = _base(r, d="n_embd", layers="n_layer", heads="n_head", context="n_positions")
-    if out["d_model"] % out["n_heads"]:  # transformers' GPT-J refuses it too
-        r.fail("n_head", f"must divide n_embd ({out['d_model']}), got {out['n_heads']}")
+    _divides(r, out, "n_head", "n_embd")  # transformers' GPT-J refuses it too
     out.update(d_ff=_inner(r, out["d_model"]), activation=_activation(r, "activation_function", False),
                mlp_bias=True, lm_head_bias=True, parallel_block=True)
     _rope(r, out, r.size("rotary_dim") / (out["d_model"] // out["n_heads"]))
@@ -653,19 +661,16 @@ def _exaone4(r: Raw) -> dict[str, Any]:
     out = _decoder(r)
     out.update(norm_placement="post_branch", qk_norm="head")
     window = r.maybe_size("sliding_window")
+    pattern = 0
     if r.has("layer_types"):
         r.ignore("sliding_window_pattern")
-        types = r.get("layer_types")
     elif window is None:  # transformers' default layer_types then divide by a pattern of 0
         r.fail("sliding_window", "is null, but a value is needed (transformers derives layer_types from it)")
     else:
         pattern = r.size("sliding_window_pattern")
-        types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(out["n_layers"])]
-    _windows(r, out, types, window)
-    if window is not None and isinstance(types, list):
-        rope = [t == "sliding_attention" for t in types]
-        if not all(rope):
-            out["rope_layers"] = _cycle(rope)
+    types = _layer_types(r, out, window, lambda i: (i + 1) % pattern != 0)
+    if window is not None:
+        _nope_full_layers(out, types)
     return out
 
 
@@ -755,16 +760,16 @@ def _cwm(r: Raw) -> dict[str, Any]:
 
 # -- older decoders still served, and Cohere ------------------------------------------
 
-def _divides(r: Raw, out: dict[str, Any], key: str) -> None:
+def _divides(r: Raw, out: dict[str, Any], heads: str, width: str) -> None:
     """The heads must divide the width (these families' attention refuses the rest, or fails on it)."""
     if out["d_model"] % out["n_heads"]:
-        r.fail(key, f"must divide the hidden size ({out['d_model']}), got {out['n_heads']}")
+        r.fail(heads, f"must divide {width} ({out['d_model']}), got {out['n_heads']}")
 
 
 def _gpt_bigcode(r: Raw) -> dict[str, Any]:
     """StarCoder, SantaCoder: GPT-2's layout (nn.Linear for Conv1D), one K/V head with ``multi_query``."""
     out = _gpt2(r)
-    _divides(r, out, "n_head")
+    _divides(r, out, "n_head", "n_embd")
     # softmax precision; num_key_value_heads: written from multi_query, read by nothing
     r.ignore("attention_softmax_in_fp32", "scale_attention_softmax_in_fp32", "num_key_value_heads")
     if r.flag("multi_query"):
@@ -787,7 +792,7 @@ def _persimmon(r: Raw) -> dict[str, Any]:
     """A fused, biased query_key_value; ``qk_layernorm``: one LayerNorm(head_dim) with bias,
     shared by the heads, on q and on k (as Phi's); squared ReLU (``relu2``)."""
     out = _base(r)
-    _divides(r, out, "num_attention_heads")
+    _divides(r, out, "num_attention_heads", "hidden_size")
     out.update(d_ff=r.size("intermediate_size"), activation=_activation(r, "hidden_act", False), norm="layernorm",
                qkv_bias=True, out_bias=True, mlp_bias=True)
     if r.flag("qk_layernorm"):
@@ -830,17 +835,13 @@ def _cohere2(r: Raw) -> dict[str, Any]:
     (without ``layer_types``); RoPE only on the sliding layers, the full ones are NoPE."""
     out = _command(r)
     pattern = r.size("sliding_window_pattern")  # read by transformers only without layer_types
-    types = r.get("layer_types")
-    if types is None:
-        types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(out["n_layers"])]
-    _windows(r, out, types, _window(r))
-    rope = [t == "sliding_attention" for t in types]
-    if not any(rope):
+    types = _layer_types(r, out, _window(r), lambda i: (i + 1) % pattern != 0)
+    if "sliding_attention" not in types:
         out["position"] = "none"
         out.pop("rope_theta", None)
         out.pop("rotary_fraction", None)
-    elif not all(rope):
-        out["rope_layers"] = _cycle(rope)
+    else:
+        _nope_full_layers(out, types)
     return out
 
 
@@ -851,7 +852,7 @@ def _mpt(r: Raw) -> dict[str, Any]:
     drops learned positions under ALiBi), as are ``norm_type`` (one LayerNorm), ``clip_qkv``,
     ``softmax_scale`` and ``logit_scale`` (values only)."""
     out = _base(r, d="d_model", layers="n_layers", heads="n_heads", context="max_seq_len")
-    _divides(r, out, "n_heads")
+    _divides(r, out, "n_heads", "d_model")
     for key, built in (("expansion_ratio", 4), ("no_bias", True)):
         if r.get(key) != built:
             r.fail(key, f"transformers' MPT builds {key} {built} only, got {brief(r.get(key))}")
@@ -872,7 +873,7 @@ def _xglm(r: Raw) -> dict[str, Any]:
     r.false("add_cross_attention", "cross-attention layers")
     r.ignore("dropout", "activation_dropout", "layerdrop")
     out = _base(r, d="d_model", layers="num_layers", heads="attention_heads")
-    _divides(r, out, "attention_heads")
+    _divides(r, out, "attention_heads", "d_model")
     out.update(d_ff=r.size("ffn_dim"), activation=_activation(r, "activation_function", False),
                position="sinusoidal", qkv_bias=True, out_bias=True, mlp_bias=True)
     if r.flag("scale_embedding"):
@@ -893,26 +894,33 @@ def _even_rotary(out: dict[str, Any]) -> None:
 
 def _glm4_moe(r: Raw) -> dict[str, Any]:
     """GLM-4.5: biases on q, k and v only (o_proj has none), optional per-head q/k norms, half of
-    each head rotated by default; the first ``first_k_dense_replace`` layers dense. Its router has
-    DeepSeek-V3's ``e_score_correction_bias`` (a buffer the checkpoint stores: ``router_bias``),
-    and its ``n_shared_experts`` are one MLP ``n_shared_experts * moe_intermediate_size`` wide.
-    The multi-token-prediction layers are not built by transformers (not counted)."""
+    each head rotated by default; DeepSeek-V3's experts (:func:`_v3_moe`) after
+    ``first_k_dense_replace`` dense layers. The multi-token-prediction layers are not built by
+    transformers (not counted)."""
     out = _decoder(r)
     _even_rotary(out)
     out["qkv_bias"] = r.flag("attention_bias")
     if r.flag("use_qk_norm"):
         out["qk_norm"] = "head"
+    _set_moe(out, _v3_moe(r, r.size("first_k_dense_replace", minimum=0)))
+    return out
+
+
+def _v3_moe(r: Raw, dense: int) -> dict[str, Any]:
+    """DeepSeek-V3's experts as GLM-4.5 and dots.llm1 build them: routed experts
+    ``moe_intermediate_size`` wide with the router's ``e_score_correction_bias`` (a buffer the
+    checkpoint stores: ``router_bias``), the ``n_shared_experts`` as one MLP that many times as wide,
+    after ``dense`` dense layers."""
     expert = r.size("moe_intermediate_size")
     moe: dict[str, Any] = {"num_experts": _first(r, "num_local_experts", "n_routed_experts"),
                            "experts_per_token": r.size("num_experts_per_tok"), "expert_d_ff": expert,
                            "router_bias": True}
-    shared, dense = r.size("n_shared_experts", minimum=0), r.size("first_k_dense_replace", minimum=0)
+    shared = r.size("n_shared_experts", minimum=0)
     if shared:
         moe.update(shared_experts=1, shared_expert_d_ff=shared * expert)
     if dense:
         moe["first_dense_layers"] = dense
-    _set_moe(out, moe)
-    return out
+    return moe
 
 
 def _olmoe(r: Raw) -> dict[str, Any]:
@@ -960,7 +968,6 @@ def _phimoe(r: Raw) -> dict[str, Any]:
                                       f"got {r.get('num_experts_per_tok')}")
     out["moe"] = {"num_experts": r.size("num_local_experts"), "experts_per_token": 2}
     return out
-
 
 
 def _ernie4_5_moe(r: Raw) -> dict[str, Any]:
@@ -1049,29 +1056,19 @@ def _minimax_m2(r: Raw) -> dict[str, Any]:
 
 
 def _dots1(r: Raw) -> dict[str, Any]:
-    """dots.llm1: DeepSeek-V3's router (``e_score_correction_bias``: ``router_bias``) and shared
-    experts (one MLP ``n_shared_experts * moe_intermediate_size`` wide) after
-    ``first_k_dense_replace`` dense layers, on a Qwen3 attention; with a sliding_window, layers
+    """dots.llm1: DeepSeek-V3's experts (:func:`_v3_moe`) after ``first_k_dense_replace`` dense
+    layers, on a Qwen3 attention; with a sliding_window, layers
     i >= max_window_layers slide (no use_sliding_window switch)."""
     out = _decoder(r)
     _attention_bias(r, out)
     out["qk_norm"] = "head"
     dense = r.size("first_k_dense_replace", minimum=0)
     if dense < out["n_layers"]:  # transformers reads the expert keys in MoE layers only
-        expert, shared = r.size("moe_intermediate_size"), r.size("n_shared_experts", minimum=0)
-        moe: dict[str, Any] = {"num_experts": _first(r, "num_local_experts", "n_routed_experts"),
-                               "experts_per_token": r.size("num_experts_per_tok"), "expert_d_ff": expert,
-                               "router_bias": True}
-        if shared:
-            moe.update(shared_experts=1, shared_expert_d_ff=shared * expert)
-        if dense:
-            moe["first_dense_layers"] = dense
-        out["moe"] = moe
+        out["moe"] = _v3_moe(r, dense)
     window = _window(r)
     r.get("max_window_layers")  # read only with a window
     _layer_types(r, out, window, lambda i: window is not None and i >= r.size("max_window_layers", minimum=0))
     return out
-
 
 
 def _flex_olmo(r: Raw) -> dict[str, Any]:
