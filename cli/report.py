@@ -2,8 +2,6 @@
 and lines of text a table shows), and the plain-Python writers of JSON, CSV and Markdown.
 Tables on a terminal or in a pipe are drawn by rich (:mod:`.terminal`)."""
 
-import csv
-import json
 import re
 import sys
 from typing import Any, NamedTuple, Sequence, Union
@@ -81,6 +79,8 @@ _NUMBER_LIST = r"\[\s+(-?\d+(?:,\s+-?\d+)*)\s+\]"  # compiled on first use (by r
 
 def print_json(data: Any) -> None:
     """Indented JSON, with lists of integers (layer indices) kept on one line."""
+    import json  # here, not at the top: only --json pays its import at start-up (DESIGN section 6)
+
     text = json.dumps(data, indent=2)
     text = re.sub(_NUMBER_LIST, lambda m: "[" + ", ".join(m.group(1).replace(",", " ").split()) + "]", text)
     sys.stdout.write(text + "\n")
@@ -101,6 +101,8 @@ def pick(record: dict, *paths: str) -> dict:
 
 
 def _write_csv(rows: list[dict]) -> None:
+    import csv  # as json in print_json
+
     header = list(dict.fromkeys(k for row in rows for k in row))  # every column, first seen first
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(header)

@@ -2,11 +2,10 @@
 `llmcalc hardware`: the bundled accelerators."""
 
 import dataclasses
-from typing import Annotated, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
 import typer
 
-from ..analysis.cluster.step import Step, link, step
 from ..analysis.model.config import ModelConfig
 from ..analysis.perf.hardware import PEAK_DTYPES, Hardware, bundled_hardware, load_hardware
 from ..analysis.perf.roofline import Efficiency, Roofline, generate, prefill, roofline, utilization
@@ -51,6 +50,9 @@ from .options import (
 )
 from .report import Col, Report, Table, emit, pick, text_col
 from .terminal import warn
+
+if TYPE_CHECKING:  # the cluster model is imported by the runs that use it: one GPU starts faster without it
+    from ..analysis.cluster.step import Step
 
 TIME_MODES = (*MODES, "generate")  # generate: a prefill of --prompt tokens, then --new decode steps
 
@@ -159,8 +161,10 @@ def _utilization(u, measured: bool, run_tokens: Optional[float]) -> dict:
 STEP_PARTS = ("compute", "bubble", "communication", "optimizer")
 
 
-def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: Step, eff, u, measured: bool,
+def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff, u, measured: bool,
               run_tokens: Optional[float]) -> dict:
+    from ..analysis.cluster.step import link
+
     run, parts, compute = st.run, st.parts_s, st.compute
     rec = {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
            "attention": run.attention, "dtype": run.dtype, "recompute": run.recompute,
@@ -180,7 +184,7 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: Step, eff, u, measu
     return rec
 
 
-def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: Step) -> Report:
+def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Report:
     run, total = st.run, rec["time_s"]
     what = "step" if rec["mode"] == "train" else "pass"
     title = (f"{cfg.name} on {rec['gpus']:,} x {hw.name}: {rec['mode']} {what}, {run.layout.describe()}, seq "
@@ -317,6 +321,8 @@ def time_command(
     for cfg, s, b in workloads(lora_models(models, lora), (prompt,) if generating else seq, batch):
         spec = base.replace(seq=s, batch=b)
         if parallel and not generating:
+            from ..analysis.cluster.step import step
+
             st = step(cfg, spec.replace(layout=layouts[b]), hw, eff)
             u = utilization(cfg, st.run.replace(layout=Layout()), hw, measured or st.tokens_per_s, st.run.layout.gpus)
             records.append(step_json(cfg, hw, mode, st, eff, u if train else None, measured is not None, run_tokens))

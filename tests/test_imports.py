@@ -14,9 +14,10 @@ PACKAGES = {"llmcalc": ROOT / "llmcalc", "llmcalc.analysis": ROOT / "analysis", 
 # what a function may import: the heavy optional dependencies (the verify, hf and plot extras), and the
 # project's modules that import torch themselves (analysis.verify's)
 HEAVY = ("torch", "transformers", "matplotlib", "numpy")
-# and the project's modules loaded only when asked for: the Hugging Face mappers (one per model_type),
-# only for a config.json, not for a bundled model's YAML
-LAZY = {"llmcalc.analysis.load.hf"}
+# and the modules loaded only when asked for: the Hugging Face mappers (one per model_type) and
+# json, only for a config.json (or --json), not for a bundled model's YAML; csv, only for --csv;
+# the cluster model, only for a parallel `time`
+LAZY = {"llmcalc.analysis.load.hf", "json", "csv", "llmcalc.analysis.cluster.step"}
 # what each sub-package of analysis may import besides itself (the package docstring's order)
 LAYERS = {
     "errors": set(),

@@ -8,7 +8,6 @@ PyYAML's SafeLoader only (libyaml's parser beneath it where PyYAML has it).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -224,6 +223,8 @@ def read_yaml(text: str, source: str) -> tuple[Any, dict[str, int]]:
 def read_json(text: str, source: str) -> Any:
     """JSON under the bounds YAML gets: duplicate keys (Python's reader keeps the last), integer
     length and nesting are errors."""
+    import json  # here, not at the top: only a config.json pays its import at start-up (DESIGN section 6)
+
     def mapping(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in pairs:
