@@ -40,7 +40,10 @@ def params_json(cfg: ModelConfig, p: ParamCount) -> dict:
             "layer_groups": [group_json(g, params=sum(per.values()), components=per) for g, per in p.groups],
             "n_layers": cfg.n_layers, "embedding": p.embedding,
             "non_embedding": p.non_embedding,
-            "weight_bytes": {dt: checkpoint_bytes(cfg, dt) for dt in (*DTYPE_BITS, *WEIGHT_FORMATS)}}
+            "weight_bytes": {dt: checkpoint_bytes(cfg, dt) for dt in (*DTYPE_BITS, *WEIGHT_FORMATS)},
+            **({} if cfg.vision is None else {
+                "language_model": p.language_model, "vision_tower": p.vision_tower, "projector": p.projector,
+                "vision_layers": cfg.vision.n_layers, "vision_layer": p.vision_layer})}
 
 
 def _lora_note(rec: dict) -> str:
@@ -62,13 +65,15 @@ def _breakdown(cfg: ModelConfig, p: ParamCount, record: dict) -> Report:
         return indent + key, count(per_layer) if per_layer is not None else "", count(n), share(n, p.total)
 
     columns = [text_col("component", key=True), Col("per layer"), Col("total"), Col("share")]
+    vision = [k for k in p.components if k.startswith(("vision/", "projector/"))]
+    text = [k for k in p.components if k not in vision]
     if len(p.groups) == 1:
         group, per_layer = p.groups[0]
         label = layer_list(group.layers)
-        rows = [row(label, key, per_layer[key], n) if key in per_layer else row("", key, None, n)
-                for key, n in p.components.items()]
-        table = Table(columns, [rows], f"{cfg.name}: parameters ({L} layers)",
-                      footer=["total", count(sum(per_layer.values())), count(p.total), "100.0%"])
+        sections = [[row(label, key, per_layer[key], p.components[key]) if key in per_layer
+                     else row("", key, None, p.components[key]) for key in text]]
+        title = f"{cfg.name}: parameters ({L} layers)"
+        footer = ["total", count(sum(per_layer.values())) if not vision else "", count(p.total), "100.0%"]
     else:
         layer_keys = {k for _, per in p.groups for k in per}
         sections = []
@@ -77,12 +82,26 @@ def _breakdown(cfg: ModelConfig, p: ParamCount, record: dict) -> Report:
             sections.append([(Styled(group_label(g), "bold"), count(subtotal), count(subtotal * g.count),
                               share(subtotal * g.count, p.total))]
                             + [row(layer_list(g.layers), k, n, n * g.count, "  ") for k, n in per.items()])
-        sections.append([row("", k, None, n) for k, n in p.components.items() if k not in layer_keys])
-        table = Table(columns, sections, f"{cfg.name}: parameters ({L} layers, {len(p.groups)} layer kinds)",
-                      footer=["total", "", count(p.total), "100.0%"])
+        sections.append([row("", k, None, p.components[k]) for k in text if k not in layer_keys])
+        title = f"{cfg.name}: parameters ({L} layers, {len(p.groups)} layer kinds)"
+        footer = ["total", "", count(p.total), "100.0%"]
+    if vision:  # the tower's layers, then the rest of the tower and the projector, apart from the language model
+        per = p.vision_layer
+        n = cfg.vision.n_layers
+        sections.append([(Styled(f"vision tower ({n} layers)", "bold"), count(sum(per.values())),
+                          count(p.vision_tower), share(p.vision_tower, p.total))]
+                        + [row(f"vision 0-{n - 1}", k, per[k], p.components[k], "  ") if k in per
+                           else row("vision", k, None, p.components[k], "  ")
+                           for k in vision if k.startswith("vision/")])
+        sections.append([(Styled("projector", "bold"), "", count(p.projector), share(p.projector, p.total))]
+                        + [row("", k, None, p.components[k], "  ") for k in vision if k.startswith("projector/")])
+    table = Table(columns, sections, title, footer=footer)
     notes = [f"active per token: {count(p.active)} ({share(p.active, p.total)} of total)"] \
         if p.active != p.total else []
     notes.append(f"embedding: {count(p.embedding)}   non-embedding: {count(p.non_embedding)}")
+    if vision:
+        notes.append(f"language model: {count(p.language_model)}   vision tower: {count(p.vision_tower)}   "
+                     f"projector: {count(p.projector)}")
     sizes = "   ".join(f"{dt} {iec(record['weight_bytes'][dt])}" for dt in ("fp32", "bf16", "fp8", "nf4-dq"))
     notes.append(f"weights: {sizes}")
     if cfg.tie_embeddings:

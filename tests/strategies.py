@@ -9,9 +9,19 @@ from llmcalc.analysis.errors import ConfigError
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import REQUIRED
 from llmcalc.analysis.model.formats import FORMATS, WEIGHT_FORMATS
+from llmcalc.analysis.model.variants import ACTIVATIONS, NORMS
 
 BASE = dict(name="t", vocab_size=61, context_length=64, d_model=32, n_layers=2, n_heads=4, d_ff=40)
 VARIANTS = {  # together every config key and value
+    "llava": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu",
+              "vision": {"n_layers": 2, "d_model": 16, "n_heads": 4, "d_ff": 24, "patch_size": 2, "image_size": 8,
+                         "class_token": True, "patch_bias": False, "pre_norm": True, "norm_bias": False,
+                         "projector": {"features": 2, "hidden": 32, "bias": True}}},
+    "qwen-vl": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "qkv_bias": True,
+                "vision": {"n_layers": 2, "d_model": 16, "n_heads": 4, "d_ff": 24, "patch_size": 2, "temporal_patch": 2,
+                           "activation": "swiglu", "norm": "rmsnorm", "position": "rope", "patch_bias": False,
+                           "final_norm": False,
+                           "projector": {"norm": "rmsnorm", "merge": 2, "hidden": 64, "bias": True}}},
     "gpt": {"qkv_bias": True, "out_bias": True, "mlp_bias": True, "tie_embeddings": True},
     "post": {"position": "sinusoidal", "activation": "relu", "norm_placement": "post",
              "lm_head_bias": True, "tie_embeddings": True, "norm_bias": False},
@@ -118,6 +128,34 @@ def _mla(draw, rope):
 
 
 @st.composite
+def _vision(draw):
+    """A tiny vision tower and projector, each key drawn or left at its default."""
+    heads, patch, merge = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    v = {"n_layers": draw(st.integers(1, 2)), "d_model": heads * draw(st.integers(1, 4)), "n_heads": heads,
+         "d_ff": draw(st.integers(1, 16)), "patch_size": patch, "image_size": merge * draw(st.integers(1, 3)) * patch,
+         "channels": draw(st.integers(1, 3)), "temporal_patch": draw(st.integers(1, 2)),
+         "activation": draw(st.sampled_from(tuple(ACTIVATIONS))), "norm": draw(st.sampled_from(NORMS)),
+         "position": draw(st.sampled_from(["learned", "rope"]))}
+    for key in ("class_token", "patch_bias", "qkv_bias", "out_bias", "mlp_bias", "pre_norm", "final_norm"):
+        v[key] = draw(st.booleans())
+    if v["norm"] == "layernorm":
+        v["norm_bias"] = draw(st.booleans())
+    p = {"norm": draw(st.sampled_from(["none", *NORMS])), "features": draw(st.integers(1, 2)), "merge": merge,
+         "hidden": draw(st.one_of(st.none(), st.integers(1, 16))), "bias": draw(st.booleans())}
+    if merge > 1:
+        p["merge_linear"] = draw(st.booleans())
+    for d, required in ((v, ("n_layers", "d_model", "n_heads", "d_ff", "patch_size")), (p, ())):
+        for key in draw(st.lists(st.sampled_from([k for k in d if k not in required]), unique=True)):
+            del d[key]
+    if "merge" not in p:  # merged patches (merge 1) cannot be merged back
+        p.pop("merge_linear", None)
+    if v.get("position", "learned") == "learned" and "image_size" not in v:  # a row per patch of it
+        v["image_size"] = p.get("merge", 1) * patch
+    v["projector"] = p
+    return v
+
+
+@st.composite
 def valid_configs(draw):
     """Raw config mappings over every ModelConfig key and value (test_config checks the
     coverage); sizes stay tiny, since verify tests build these on the meta device."""
@@ -190,6 +228,8 @@ def valid_configs(draw):
         raw["moe"] = draw(_moe(n_layers))
     elif draw(st.integers(0, 4)) == 0:
         raw["moe"] = None
+    if draw(st.integers(0, 3)) == 0:
+        raw["vision"] = draw(_vision())
     moe = raw.get("moe")
     if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1:  # a dense MLP layer
         raw["mlp_bias"] = draw(st.booleans())

@@ -88,8 +88,8 @@ def test_every_model_type_matches_transformers(model_type, tmp_path):
 def _off_by_one_params(real):
     def count(cfg):
         p = real(cfg)
-        return p.__class__(p.groups, {**p.components, "lm_head": p.components.get("lm_head", 0) + 1},
-                           p.total + 1, p.active + 1)
+        return p._replace(components={**p.components, "lm_head": p.components.get("lm_head", 0) + 1},
+                          total=p.total + 1, active=p.active + 1)
     return count
 
 

@@ -18,7 +18,16 @@ from llmcalc.analysis.errors import ConfigError, SpecError
 from llmcalc.analysis.load.catalog import load_bundled, load_model
 from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
-from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, QK_NORMS, MLAConfig, ModelConfig, MoEConfig
+from llmcalc.analysis.model.config import (
+    LAYER_TYPES,
+    NORM_PLACEMENTS,
+    QK_NORMS,
+    MLAConfig,
+    ModelConfig,
+    MoEConfig,
+    ProjectorConfig,
+    VisionConfig,
+)
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
 from llmcalc.analysis.model.rules import APPLIES
 from llmcalc.analysis.model.sizes import DTYPE_BITS
@@ -338,6 +347,7 @@ ENUM_CHOICES = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "norm_pl
                 "position": tuple(POSITIONS), "attention": ATTENTION_KINDS,
                 "dtype": (*DTYPE_BITS, *WEIGHT_FORMATS), "quant_skip": tuple(QUANT_SKIPS),
                 "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES}
+VISION_ENUMS = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "position": ("learned", "rope")}
 
 
 def _drawn_configs(n=500):
@@ -362,8 +372,13 @@ def test_strategy_covers_every_key_and_value():
     free_text = {"name", "description"}
     enum_fields = {f.name for f in dataclasses.fields(ModelConfig) if f.type.startswith(("str", "tuple[str"))}
     assert enum_fields - free_text == set(ENUM_CHOICES), "a new enum key: add its choices to ENUM_CHOICES"
-    for cls, key in ((ModelConfig, None), (MoEConfig, "moe"), (MLAConfig, "mla")):
-        maps = [raw if key is None else raw.get(key) for raw in drawn]
+    visions = [raw["vision"] for raw in drawn if isinstance(raw.get("vision"), dict)]
+    for cls, maps, enums in ((ModelConfig, drawn, ENUM_CHOICES),
+                             (MoEConfig, [raw.get("moe") for raw in drawn], ENUM_CHOICES),
+                             (MLAConfig, [raw.get("mla") for raw in drawn], ENUM_CHOICES),
+                             (VisionConfig, visions, VISION_ENUMS),
+                             (ProjectorConfig, [v["projector"] for v in visions], {"norm": ("none", *NORMS)})):
+        key = cls.__name__
         maps = [m for m in maps if isinstance(m, dict)]
         assert maps, f"valid_configs() never draws a '{key}' mapping"
         for f in dataclasses.fields(cls):
@@ -375,9 +390,9 @@ def test_strategy_covers_every_key_and_value():
             if "bool" in f.type:
                 flat = [v for value in values for v in (value if isinstance(value, list) else [value])]
                 assert {True, False} <= set(flat), f"{where}: not both true and false"
-            if f.name in ENUM_CHOICES:
+            if f.name in enums:
                 flat = [v for value in values for v in (value if isinstance(value, list) else [value])]
-                missing = [c for c in ENUM_CHOICES[f.name] if not any(c == v and type(c) is type(v) for v in flat)]
+                missing = [c for c in enums[f.name] if not any(c == v and type(c) is type(v) for v in flat)]
                 assert not missing, f"{where}: never draws {missing}"
             if "None" in f.type:
                 assert any(v is not None for v in values), f"{where}: never given a value"

@@ -50,8 +50,8 @@ def test_wrong_formula_fails_with_exit_1(run, bundled_copy, monkeypatch):
 
     def off_by_one(cfg):
         p = real(cfg)
-        return p.__class__(p.groups, {**p.components, "lm_head": p.components.get("lm_head", 0) + 1},
-                           p.total + 1, p.active + 1)
+        return p._replace(components={**p.components, "lm_head": p.components.get("lm_head", 0) + 1},
+                          total=p.total + 1, active=p.active + 1)
 
     monkeypatch.setattr(report, "count_params", off_by_one)
     path = bundled_copy("gpt2-small", 2)

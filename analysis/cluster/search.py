@@ -83,6 +83,8 @@ def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch
     layouts first, fastest first."""
     if not 0 < gpus <= MAX_GPUS:
         raise SpecError("gpus", f"must be 1 to {MAX_GPUS:,}, got {gpus:,}")
+    if cfg.vision is not None and gpus > 1:  # as sharding.check_layout refuses each layout
+        raise SpecError("gpus", f"{gpus}: {cfg.name} has a vision tower, which is sized on one GPU only")
     out = []
     for layout in layouts(cfg, gpus, hw.gpus_per_node, seq):
         b, fitted = 1, True

@@ -8,7 +8,9 @@ Conventions:
 - ``active`` is what one token touches: for MoE layers the router, ``experts_per_token``
   routed experts and the shared experts; equal to ``total`` for dense models;
 - ``embedding`` counts the token and position tables; ``non_embedding`` is the rest
-  (the N of ``6 * N * tokens``), LM head included.
+  (the N of ``6 * N * tokens``), LM head included;
+- a multimodal checkpoint's vision tower (``vision/...``) and projector (``projector/...``) count in
+  ``total`` and, being dense, in ``active``; ``language_model`` is the rest.
 """
 
 import functools
@@ -28,6 +30,7 @@ class ParamCount(NamedTuple):
     components: dict[str, int]  # the whole model by key (layer keys summed over layers)
     total: int
     active: int
+    vision_layer: dict[str, int]  # one layer of the vision tower by key (empty without one)
 
     @property
     def embedding(self) -> int:
@@ -36,6 +39,21 @@ class ParamCount(NamedTuple):
     @property
     def non_embedding(self) -> int:
         return self.total - self.embedding
+
+    def _prefixed(self, prefix: str) -> int:
+        return sum(n for k, n in self.components.items() if k.startswith(prefix))
+
+    @property
+    def vision_tower(self) -> int:
+        return self._prefixed("vision/")
+
+    @property
+    def projector(self) -> int:
+        return self._prefixed("projector/")
+
+    @property
+    def language_model(self) -> int:
+        return self.total - self.vision_tower - self.projector
 
 
 def _add(into: dict[str, int], key: str, n: int) -> None:
@@ -80,5 +98,11 @@ def _count_params(cfg: ModelConfig) -> ParamCount:
         comps[model.final_norm.key] = model.final_norm.params
     if model.head.params:
         comps[model.head.linear.key] = model.head.params
+    vision_layer: dict[str, int] = {}
+    if model.vision is not None:
+        for part, copies in model.vision.parts():
+            _add(comps, part.key, part.params * copies)
+        for part in model.vision.layer:
+            _add(vision_layer, part.key, part.params)
     total = sum(comps.values())
-    return ParamCount(tuple(groups), comps, total, total - inactive)
+    return ParamCount(tuple(groups), comps, total, total - inactive, vision_layer)

@@ -1,6 +1,7 @@
 """The model as llmcalc sees it, built once from its config: the token and position embeddings,
 one :class:`Block` per group of identical layers (the layer plan), the final norm and the LM head
-(tied or not). Parameters, FLOPs, memory, bytes moved and the parallel layouts all ask
+(tied or not), and a multimodal checkpoint's vision tower and projector (:mod:`.vision`).
+Parameters, FLOPs, memory, bytes moved and the parallel layouts all ask
 :func:`build`'s :class:`Model` what it holds, so none of them describes a part twice.
 
 A block's matrices, norms and vectors come from its attention and FFN descriptors
@@ -28,6 +29,7 @@ from .config import ModelConfig
 from .ffn import FFN, FFNKind
 from .layers import LayerGroup, LayerSpec, layer_plan
 from .parts import Linear, Norm, Table, Vector, make_norm
+from .vision import Vision, build_vision
 
 
 def block_norms(cfg: ModelConfig) -> list[Norm]:
@@ -87,13 +89,15 @@ class Model(NamedTuple):
     blocks: tuple[tuple[LayerGroup, Block], ...]  # a block per group of identical layers, in plan order
     final_norm: Norm | None
     head: Head
+    vision: Vision | None  # a multimodal checkpoint's vision tower and projector
 
     def layer_linears(self) -> list[tuple[Linear, int]]:
         """Every layer linear, one per group, with the number of layers holding it."""
         return [(m, group.count) for group, block in self.blocks for m in block.linears()]
 
     def linears(self) -> list[tuple[Linear, int]]:
-        """What a weight format can quantize: the layer linears and an untied LM head."""
+        """What a weight format can quantize: the layer linears and an untied LM head (a vision tower
+        stays in the compute dtype, as quantized multimodal checkpoints keep it)."""
         return self.layer_linears() + ([] if self.head.tied else [(self.head.linear, 1)])
 
 
@@ -113,4 +117,5 @@ def build(cfg: ModelConfig) -> Model:
     final = make_norm(cfg, "norm/final", cfg.d_model) if cfg.final_norm else None
     return Model(cfg, Table("embedding/token", cfg.vocab_size, cfg.d_model), position_table(cfg),
                  tuple((group, Block(cfg, group.spec)) for group in layer_plan(cfg)), final,
-                 Head(Linear("lm_head", cfg.d_model, cfg.vocab_size, cfg.lm_head_bias), cfg.tie_embeddings))
+                 Head(Linear("lm_head", cfg.d_model, cfg.vocab_size, cfg.lm_head_bias), cfg.tie_embeddings),
+                 build_vision(cfg))

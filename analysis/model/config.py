@@ -196,6 +196,58 @@ class MLAConfig:
 
 
 @dataclass(frozen=True)
+class ProjectorConfig:
+    """The multimodal projector, vision features -> the language model's width: an optional norm over
+    the tower's width, ``merge x merge`` neighbouring patches concatenated (and, with ``merge_linear``,
+    taken back to the tower's width by a linear: Mistral 3's patch merger), then one linear, or two
+    around an activation when ``hidden`` gives the width between them. Its input is ``features`` layers'
+    outputs concatenated (LLaVA and Mistral 3 may take several)."""
+
+    norm: str = _key(_enum(("none", *NORMS)), "none")  # rmsnorm: Gemma 3, Qwen-VL, Mistral 3
+    features: int = _key(_int(), 1)  # the outputs of this many tower layers, concatenated (LLaVA's list)
+    merge: int = _key(_int(), 1)  # Qwen-VL and Mistral 3: 2; Idefics3's pixel shuffle: its scale factor
+    merge_linear: bool = _key(_bool, False)
+    hidden: int | None = _key(_optional(_int()), None)  # None: one linear
+    bias: bool = _key(_bool, False)
+
+
+@dataclass(frozen=True)
+class VisionConfig:
+    """A vision tower (ViT: SigLIP, CLIP, Pixtral, the Qwen-VL towers) and its projector. Patches of
+    ``patch_size`` (x ``temporal_patch`` frames) are embedded by one linear (the patch convolution,
+    stride = kernel), then ``n_layers`` pre-norm encoder layers of full attention."""
+
+    n_layers: int = _key(_int(maximum=MAX_LAYERS))
+    d_model: int = _key(_int())
+    n_heads: int = _key(_int())
+    d_ff: int = _key(_int())
+    patch_size: int = _key(_int())
+    projector: ProjectorConfig = _key(_mapping(ProjectorConfig))
+    # the default resolution (square); learned positions have a row per patch of it. None: the
+    # tower takes any resolution (Qwen-VL, Pixtral), with 2-D RoPE
+    image_size: int | None = _key(_optional(_int()), None)
+    channels: int = _key(_int(), 3)
+    temporal_patch: int = _key(_int(), 1)  # frames per patch (Qwen-VL's Conv3d: 2)
+    activation: str = _key(_enum(ACTIVATIONS), "gelu")
+    norm: str = _key(_enum(NORMS), "layernorm")
+    norm_bias: bool = _key(_bool, True)  # layernorm only
+    position: str = _key(_enum(("learned", "rope")), "learned")  # rope (2-D: Qwen-VL, Pixtral) holds no parameters
+    class_token: bool = _key(_bool, False)  # CLIP: a learned token before the patches (and its position)
+    patch_bias: bool = _key(_bool, True)
+    qkv_bias: bool = _key(_bool, True)
+    out_bias: bool = _key(_bool, True)
+    mlp_bias: bool = _key(_bool, True)
+    pre_norm: bool = _key(_bool, False)  # a norm before the first layer (CLIP, Pixtral)
+    final_norm: bool = _key(_bool, True)  # a norm after the last (SigLIP, CLIP)
+
+    @property
+    def patches(self) -> int:
+        """Patches of one image at the default resolution."""
+        assert self.image_size is not None, "a tower without a default resolution"
+        return (self.image_size // self.patch_size) ** 2
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """A model: every config key (README "Config keys"), checked by its field's check; derived sizes below."""
 
@@ -237,6 +289,7 @@ class ModelConfig:
     attn_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 50
     final_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 30
     moe: MoEConfig | None = _key(_mapping(MoEConfig), None)
+    vision: VisionConfig | None = _key(_mapping(VisionConfig), None)  # a multimodal checkpoint's tower
     dtype: str = _key(_enum((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = _key(_optional(_int()), None)  # a format's block or group (None: its default)
     quant_skip: tuple[str, ...] | None = _key(_optional(_names), None)  # linears kept unquantized
@@ -304,7 +357,7 @@ REQUIRED = required(ModelConfig)
 
 
 def as_raw(obj: Any) -> dict[str, Any]:
-    """The mapping a file would give for ``obj`` (a ModelConfig, MoEConfig or MLAConfig): its required
+    """The mapping a file would give for ``obj`` (a ModelConfig or one of its nested configs): its required
     keys and those at other than their defaults, tuples as lists, nested configs as mappings."""
     fields = dataclasses.fields(obj)
     return {f.name: _raw(getattr(obj, f.name)) for f in fields

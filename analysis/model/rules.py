@@ -40,6 +40,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "quant_skip": (lambda c: c.dtype in WEIGHT_FORMATS, f"a quantized dtype ({', '.join(WEIGHT_FORMATS)})"),
     "quant_group_size": (lambda c: c.dtype in WEIGHT_FORMATS and FORMATS[c.dtype].group != 1,
                          "a quantized dtype with blocks or groups"),
+    "vision.norm_bias": (lambda c: c.vision is not None and c.vision.norm == "layernorm", "vision.norm: layernorm"),
     "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
     "moe.shared_expert_gate": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
 }
@@ -98,3 +99,22 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
         if not any(moe.is_moe_layer(i) for i in range(cfg.n_layers)):
             check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
                               f"step {moe.step}, {cfg.n_layers} layers)")
+    if cfg.vision is not None:
+        _vision_checks(cfg.vision, check.nested("vision"))
+
+
+def _vision_checks(v, check: Checker) -> None:
+    if v.d_model % v.n_heads:
+        check.fail("n_heads", f"must divide d_model ({v.d_model}), got {v.n_heads}")
+    p = v.projector
+    if v.image_size is None:
+        if v.position == "learned":
+            check.fail("image_size", "is needed by learned positions (a row per patch of an image of that size)")
+    else:
+        side = v.image_size // v.patch_size
+        if v.image_size % v.patch_size:
+            check.fail("image_size", f"must be a multiple of patch_size ({v.patch_size}), got {v.image_size}")
+        if side % p.merge:
+            check.fail("projector", f"merge ({p.merge}) must divide the {side} patches of an image's side")
+    if p.merge_linear and p.merge == 1:
+        check.fail("projector", "merge_linear needs merge > 1 (it takes merged patches back to the tower's width)")

@@ -36,7 +36,8 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
     MHA and 4 // min(h/g, 4) KV heads otherwise (GQA stays GQA, MQA stays MQA), MLA with its
     low-rank query when it has one and value heads equal to score heads when they are, at
     most 4 experts (same first dense layers, step, shared experts capped at 1, gate, biases),
-    window at most 5, soft-caps at most 2 (so that they bend the logits)."""
+    window at most 5, soft-caps at most 2 (so that they bend the logits); a vision tower of 2
+    layers."""
     layers = [2, len(cfg.layer_types or ()), len(cfg.rope_layers or ())]
     if cfg.moe is not None:
         layers.append(1 + next(i for i in range(cfg.n_layers) if cfg.moe.is_moe_layer(i)))
@@ -63,6 +64,12 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
             moe, num_experts=E, experts_per_token=min(moe.experts_per_token, E), expert_d_ff=24,
             shared_experts=min(moe.shared_experts, 1),
             shared_expert_d_ff=None if moe.shared_expert_d_ff is None else 20)
+    if cfg.vision is not None:  # 2 layers, 4 heads, 4 x 4 patches of 2 (merged as the model merges)
+        v = cfg.vision
+        merge = v.projector.merge
+        small["vision"] = dataclasses.replace(
+            v, n_layers=2, d_model=16, n_heads=4, d_ff=24, patch_size=2, image_size=v.image_size and 2 * 4 * merge,
+            projector=dataclasses.replace(v.projector, hidden=None if v.projector.hidden is None else 20))
     return cfg.replace(**{**small, **changes})
 
 
@@ -130,6 +137,8 @@ def check_gqa(cfg: ModelConfig, attention: str = "eager") -> tuple[bool, float]:
     mha = build(gqa_cfg.replace(n_kv_heads=4), attention, device="cpu", dtype=torch.float64)
     state = gqa.state_dict()
     for name, t in state.items():
+        if not name.startswith("layers."):  # a vision tower's attention is not the language model's
+            continue
         if name.endswith(("attention.k.weight", "attention.v.weight", "attention.k.bias",
                           "attention.v.bias")):  # rows are (g, hd): repeat each head
             state[name] = t.unflatten(0, (2, -1)).repeat_interleave(2, dim=0).flatten(0, 1)
@@ -173,7 +182,8 @@ def check_flash_gradients(cfg: ModelConfig) -> tuple[bool, float]:
         model = _model(cfg, kind)
         loss = torch.nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten())
         loss.backward()
-        grads.append({name: p.grad for name, p in model.named_parameters()})
+        grads.append({name: p.grad for name, p in model.named_parameters()
+                      if not name.startswith(("vision.", "projector."))})  # no image runs through them
     diff = max((grads[0][n] - grads[1][n]).abs().max().item() for n in grads[0])
     return diff <= TOL, diff
 

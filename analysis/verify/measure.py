@@ -83,10 +83,13 @@ def build(cfg: ModelConfig, attention: str = "eager", device="meta", dtype=torch
 
 
 def component_key(path: str) -> str:
-    """``layers.3.attention.q`` -> ``attention/q``; ``norm.final`` -> ``norm/final``."""
+    """``layers.3.attention.q`` -> ``attention/q``; ``norm.final`` -> ``norm/final``;
+    ``vision.layers.3.mlp.up`` -> ``vision/mlp/up``."""
     parts = path.split(".") if path else []
     if parts[:1] == ["layers"]:
         parts = parts[2:] or ["layer"]
+    elif parts[:2] == ["vision", "layers"]:
+        parts = ["vision", *parts[3:]] if len(parts) > 3 else ["vision", "layer"]
     return "/".join(parts) or "model"
 
 

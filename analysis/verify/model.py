@@ -8,7 +8,8 @@ breakdown keys (``layers.<i>.`` dropped, '.' read as '/'): ``embedding.token``,
 ``attention.sinks``, ``attention.{scores,values}`` (eager) or ``attention.sdpa`` (flash),
 ``mlp.{up,gate,down}`` or ``moe.{router,experts,shared_experts,shared_expert_gate}``,
 ``layers.<i>.norm.{attention,mlp,attention_post,mlp_post}``, ``norm.final``, ``lm_head``,
-``logit_softcap`` (no parameters).
+``logit_softcap`` (no parameters); a multimodal checkpoint's ``vision`` and ``projector``
+(:mod:`.vision`).
 
 Conventions:
 - positions: ``learned`` and ``sinusoidal`` (Vaswani: sin on even, cos on odd dimensions)
@@ -60,6 +61,7 @@ from ..model.layers import LayerSpec, layer_specs
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
 from .norms import make_norm
+from .vision import add_vision
 
 
 @dataclass
@@ -224,6 +226,7 @@ class Transformer(nn.Module):
             self.lm_head.weight = self.embedding["token"].weight
         if cfg.final_logit_softcap is not None:
             self.logit_softcap = SoftCap(cfg.final_logit_softcap)
+        add_vision(self, cfg)  # parameters only: no image runs through it
 
     def position_bias(self, distance: torch.Tensor, dtype) -> torch.Tensor | None:
         """ALiBi or T5 bias (1, h, S, S_kv) for ``distance = i - j``; None for other positions."""
