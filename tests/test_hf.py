@@ -291,6 +291,53 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         vocab_size=100352, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
         num_key_value_heads=32, num_experts=7, num_experts_per_tok=5, max_position_embeddings=4096,
         rope_parameters=dict(rope_type="default", rope_theta=500000.0), tie_word_embeddings=False), None),
+    # -- batch A: the hyperparameters are the defaults of transformers' config class, whose docstring
+    # names the checkpoint (GPT-SW3 has no config class of its own: GPT-2's)
+    "gpt-sw3": ("AI-Sweden-Models/gpt-sw3 (GPT2Config's defaults)", dict(
+        vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12), 124_439_808),
+    "granite_swa": ("ibm-granite/granite-swash-2b (GraniteSWAConfig's defaults)", dict(
+        vocab_size=100352, hidden_size=2560, intermediate_size=8192, num_hidden_layers=24, num_attention_heads=20,
+        num_key_value_heads=4, max_position_embeddings=8192, sliding_window=128, tie_word_embeddings=True), None),
+    "granitemoe_swa": ("ibm-granite/granite-swash-3b-a600m (GraniteMoeSWAConfig's defaults)", dict(
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_local_experts=8, num_experts_per_tok=2, max_position_embeddings=2048, sliding_window=128), None),
+    "vaultgemma": ("google/vaultgemma-1b (VaultGemmaConfig's defaults)", dict(
+        vocab_size=256000, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, num_attention_heads=8,
+        num_key_value_heads=4, head_dim=256, max_position_embeddings=8192, sliding_window=4096,
+        query_pre_attn_scalar=256), None),
+    "mellum": ("JetBrains/Mellum2-12B-A2.5B-Base (MellumConfig's defaults)", dict(
+        vocab_size=98304, hidden_size=2304, intermediate_size=7168, moe_intermediate_size=896, num_hidden_layers=28,
+        num_attention_heads=32, num_key_value_heads=4, head_dim=128, num_experts=64, num_experts_per_tok=8,
+        max_position_embeddings=131072), None),
+    "hyperclovax": ("naver-hyperclovax/HyperCLOVAX-SEED-Think-14B (HyperCLOVAXConfig's defaults)", dict(
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        max_position_embeddings=2048, use_post_norm=True), None),
+    "youtu": ("tencent/Youtu-LLM-2B (YoutuConfig's defaults)", dict(
+        vocab_size=128256, hidden_size=2048, intermediate_size=6144, num_hidden_layers=32, num_attention_heads=16,
+        num_key_value_heads=16, kv_lora_rank=512, q_lora_rank=1536, qk_rope_head_dim=64, qk_nope_head_dim=128,
+        v_head_dim=128, max_position_embeddings=131072, tie_word_embeddings=True), None),
+    "solar_open": ("upstage/Solar-Open-100B (SolarOpenConfig's defaults)", dict(
+        vocab_size=196608, hidden_size=4096, moe_intermediate_size=1280, num_hidden_layers=48, num_attention_heads=64,
+        num_key_value_heads=8, head_dim=128, n_routed_experts=128, n_shared_experts=1, num_experts_per_tok=8,
+        max_position_embeddings=131072), None),
+    "cohere2_moe": ("CohereLabs/command-a-plus-05-2026 (Cohere2MoeConfig's defaults)", dict(
+        vocab_size=256000, hidden_size=8192, intermediate_size=22528, num_hidden_layers=40, num_attention_heads=64,
+        head_dim=128, num_experts=8, num_experts_per_tok=2, max_position_embeddings=8192, sliding_window=4096,
+        sliding_window_pattern=4, logit_scale=0.0625), None),
+    "exaone_moe": ("LGAI-EXAONE/K-EXAONE-236B-A23B (ExaoneMoeConfig's defaults)", dict(
+        vocab_size=102400, hidden_size=4096, intermediate_size=16384, moe_intermediate_size=1024,
+        num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32, num_experts=64, num_experts_per_tok=8,
+        num_shared_experts=1, first_k_dense_replace=1, max_position_embeddings=2048, sliding_window=4096,
+        sliding_window_pattern=4), None),
+    "glm4_moe_lite": ("Glm4MoeLiteConfig's defaults (its docstring names zai-org/GLM-4.5, of glm4_moe)", dict(
+        vocab_size=154880, hidden_size=2048, intermediate_size=10240, moe_intermediate_size=1536,
+        num_hidden_layers=47, num_attention_heads=20, num_key_value_heads=20, n_routed_experts=64,
+        n_shared_experts=1, num_experts_per_tok=4, kv_lora_rank=512, q_lora_rank=768, qk_rope_head_dim=64,
+        qk_nope_head_dim=192, v_head_dim=256, max_position_embeddings=202752), None),
+    "minicpm3": ("openbmb/MiniCPM3-4B (MiniCPM3Config's defaults)", dict(
+        vocab_size=73448, hidden_size=2560, intermediate_size=6400, num_hidden_layers=62, num_attention_heads=40,
+        num_key_value_heads=40, kv_lora_rank=256, q_lora_rank=768, qk_nope_head_dim=64, qk_rope_head_dim=32,
+        max_position_embeddings=32768, scale_emb=12, tie_word_embeddings=True), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -373,6 +420,47 @@ VARIANTS = [
         vocab_size=152064, hidden_size=4096, intermediate_size=10944, moe_intermediate_size=1408,
         num_hidden_layers=4, num_attention_heads=32, n_routed_experts=128, n_shared_experts=2,
         num_experts_per_tok=6, first_k_dense_replace=1, sliding_window=4096, max_window_layers=2)),
+    # -- batch A
+    ("granite_swa", "ibm-granite/granite-swash-2b, the full layers NoPE (layer_rope_theta 0)", dict(
+        vocab_size=100352, hidden_size=2560, intermediate_size=8192, num_hidden_layers=4, num_attention_heads=20,
+        num_key_value_heads=4, layer_rope_theta=[0, 10000.0, 10000.0, 10000.0])),
+    ("granite_swa", "ibm-granite/granite-swash-2b, every layer NoPE and full", dict(
+        vocab_size=100352, hidden_size=2560, intermediate_size=8192, num_hidden_layers=2, num_attention_heads=20,
+        num_key_value_heads=4, layer_rope_theta=[0, 0], layer_types=["full_attention"] * 2)),
+    ("granitemoe_swa", "ibm-granite/granite-swash-3b-a600m with a shared MLP and NoPE layers", dict(
+        vocab_size=32000, hidden_size=1024, intermediate_size=512, num_hidden_layers=4, num_attention_heads=16,
+        num_key_value_heads=8, num_local_experts=8, num_experts_per_tok=2, shared_intermediate_size=1024,
+        layer_rope_theta=[0, 1e4, 1e4, 1e4])),
+    ("vaultgemma", "google/vaultgemma-1b: every layer full", dict(
+        vocab_size=256000, hidden_size=1152, intermediate_size=6912, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=4, head_dim=256, layer_types=["full_attention"] * 2)),
+    ("mellum", "JetBrains/Mellum2-12B-A2.5B-Base, a dense first layer and alternating windows", dict(
+        vocab_size=98304, hidden_size=2304, intermediate_size=7168, moe_intermediate_size=896, num_hidden_layers=4,
+        num_attention_heads=32, num_key_value_heads=4, head_dim=128, num_experts=64, num_experts_per_tok=8,
+        mlp_layer_types=["dense", "sparse", "sparse", "sparse"], sliding_window=1024,
+        layer_types=["sliding_attention", "full_attention"] * 2)),
+    ("hyperclovax", "naver-hyperclovax/HyperCLOVAX-SEED-Think-14B without use_post_norm", dict(
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=2, num_attention_heads=32,
+        use_post_norm=False)),
+    ("cohere2_moe", "CohereLabs/command-a-plus-05-2026, two dense RoPE layers first, shared experts, RMSNorm", dict(
+        vocab_size=256000, hidden_size=1024, intermediate_size=2048, num_hidden_layers=6, num_attention_heads=8,
+        num_key_value_heads=2, head_dim=128, num_experts=8, num_experts_per_tok=2, num_shared_experts=2,
+        first_k_dense_replace=2, prefix_dense_intermediate_size=4096, rms_norm_eps=1e-5)),
+    ("cohere2_moe", "CohereLabs/command-a-plus-05-2026, two dense layers with their own windows", dict(
+        vocab_size=256000, hidden_size=1024, intermediate_size=2048, num_hidden_layers=6, num_attention_heads=8,
+        head_dim=128, num_experts=8, num_experts_per_tok=2, first_k_dense_replace=2,
+        prefix_dense_sliding_window_pattern=2)),
+    ("exaone_moe", "LGAI-EXAONE/K-EXAONE-236B-A23B, two dense layers from mlp_layer_types, no shared expert", dict(
+        vocab_size=102400, hidden_size=4096, intermediate_size=16384, moe_intermediate_size=1024,
+        num_hidden_layers=4, num_attention_heads=32, num_key_value_heads=8, num_experts=64, num_experts_per_tok=8,
+        num_shared_experts=0, mlp_layer_types=["dense", "dense", "sparse", "sparse"])),
+    ("glm4_moe_lite", "Glm4MoeLiteConfig's defaults, queries without the low-rank path, three dense layers", dict(
+        vocab_size=154880, hidden_size=2048, intermediate_size=10240, moe_intermediate_size=1536,
+        num_hidden_layers=4, num_attention_heads=20, num_key_value_heads=20, n_routed_experts=64,
+        n_shared_experts=1, num_experts_per_tok=4, q_lora_rank=None, mlp_layer_types=["dense"] * 3 + ["sparse"])),
+    ("minicpm3", "openbmb/MiniCPM3-4B with v_head_dim and MLP biases", dict(
+        vocab_size=73448, hidden_size=2560, intermediate_size=6400, num_hidden_layers=2, num_attention_heads=40,
+        v_head_dim=96, mlp_bias=True, scale_emb=1)),
 ]
 
 
@@ -405,7 +493,7 @@ def _stored(module) -> int:
 def _check_against(tmp_path, model_type: str, hp: dict) -> int:
     """llmcalc equals transformers in total, embedding, LM head and layer by layer; returns the total."""
     cfg = _config(model_type, hp)
-    data = cfg.to_dict()
+    data = {**cfg.to_dict(), "model_type": model_type}  # GPT-SW3's class writes "gpt2"
     assert unclassified(data) == [], "keys transformers writes that no rule covers"
     ours = load_path(_write(tmp_path, data))
     counted = count_params(ours)
@@ -557,9 +645,9 @@ SHIPPED = sorted(HF_DIR.glob("*.json"))
 OTHERS = sorted(set(CHECKPOINTS) - {json.loads(p.read_text())["model_type"] for p in SHIPPED})
 # Layers kept, per model_type: every kind of layer the config has (2: alternating windows, a dense
 # layer and a MoE one), Gemma 3's five sliding layers and a full one, DeepSeek-V3's three dense
-# layers and a MoE one, SmolLM3's three RoPE layers and a NoPE one, Command R7B's three sliding
-# layers and a full NoPE one.
-DEPTHS = {"gemma3_text": 6, "deepseek_v3": 4, "smollm3": 4, "cohere2": 4}
+# layers and a MoE one, SmolLM3's three RoPE layers and a NoPE one, Command R7B's (and Command A
+# MoE's) three sliding layers and a full NoPE one, K-EXAONE's dense layer and sliding and full MoE ones.
+DEPTHS = {"gemma3_text": 6, "deepseek_v3": 4, "smollm3": 4, "cohere2": 4, "cohere2_moe": 4, "exaone_moe": 4}
 
 
 def _shallow(raw: dict) -> dict:

@@ -192,12 +192,13 @@ _EXACT_HEADS = frozenset({"llama", "gpt_neox", "arcee", "internlm3", "iquestcode
 
 
 def _decoder(r: Raw, *, gated: bool = True, act: str = "hidden_act", norm: str = "rmsnorm",
-             rope: tuple[str, str] = ("rope_theta", "partial_rotary_factor")) -> dict[str, Any]:
+             rope: tuple[str, str] = ("rope_theta", "partial_rotary_factor"), ff: str = "intermediate_size"
+             ) -> dict[str, Any]:
     """The Llama layout: hidden_size, num_key_value_heads (None: one per head), head_dim (None:
-    hidden_size // heads), intermediate_size, RoPE."""
+    hidden_size // heads), intermediate_size (``ff``: the key of a family without one), RoPE."""
     out = _base(r)
     kv, head_dim = r.maybe_size("num_key_value_heads"), r.maybe_size("head_dim")
-    out.update(n_kv_heads=out["n_heads"] if kv is None else kv, d_ff=r.size("intermediate_size"),
+    out.update(n_kv_heads=out["n_heads"] if kv is None else kv, d_ff=r.size(ff),
                activation=_activation(r, act, gated), norm=norm)
     if head_dim is None and out["d_model"] % out["n_heads"] and r.raw["model_type"] not in _EXACT_HEADS:
         head_dim = out["d_model"] // out["n_heads"]
@@ -389,7 +390,8 @@ def _gemma(r: Raw, act: str = "hidden_act") -> dict[str, Any]:
     out = _decoder(r, act=act)
     _attention_bias(r, out)
     out["embedding_scale"] = math.sqrt(out["d_model"])
-    r.false("use_bidirectional_attention", "bidirectional attention")
+    if r.raw["model_type"] != "vaultgemma":  # VaultGemma's class drops the field, its attention is causal
+        r.false("use_bidirectional_attention", "bidirectional attention")
     return out
 
 
@@ -482,24 +484,20 @@ def _smollm3(r: Raw) -> dict[str, Any]:
     return out
 
 
-def _deepseek(r: Raw) -> dict[str, Any]:
-    """DeepSeek-V2/V3: MLA, the first ``first_k_dense_replace`` layers dense, then MoE layers with
-    ``n_shared_experts`` always-on experts. V3's router has ``e_score_correction_bias``, one value
-    per expert: a buffer in transformers but a learned tensor the checkpoint stores, counted as
-    ``router_bias``. The multi-token-prediction layers are not built by transformers (not counted)."""
+def _mla(r: Raw, derive_v: bool = False) -> dict[str, Any]:
+    """DeepSeek's multi-head latent attention (no biases: ``attention_bias`` refused) on a pre-norm
+    RMSNorm layer with a gated MLP ``intermediate_size`` wide (DeepSeek-V2/V3, Youtu, MiniCPM3,
+    GLM-4.7-Flash). ``derive_v``: a null ``v_head_dim`` is hidden_size // heads (MiniCPM3), else
+    it is needed."""
     out = _base(r)
     r.false("attention_bias", "biases on MLA projections are not modeled")
-    r.false("mlp_bias", "MLP biases in DeepSeek's experts are not modeled")
-    freq = r.get("moe_layer_freq")  # not a field of transformers' classes: absent or null, 1
-    if freq not in (None, 1):
-        r.fail("moe_layer_freq", f"must be 1 (transformers makes every layer from first_k_dense_replace on "
-                                 f"MoE), got {brief(freq)}")
     r.ignore("head_dim", "qk_head_dim")  # derived from the MLA sizes
     kv = r.maybe_size("num_key_value_heads")  # None: one per head
     if kv not in (None, out["n_heads"]):  # transformers' attention repeats MLA's per-head keys heads / kv times
         r.fail("num_key_value_heads", f"must equal num_attention_heads ({out['n_heads']}) with MLA, got {kv}")
-    mla: dict[str, Any] = {key: r.size(key) for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-                                                         "v_head_dim")}
+    mla: dict[str, Any] = {key: r.size(key) for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim")}
+    v = r.maybe_size("v_head_dim")
+    mla["v_head_dim"] = out["d_model"] // out["n_heads"] if v is None and derive_v else r.size("v_head_dim")
     q_lora = r.maybe_size("q_lora_rank")  # None: queries without the low-rank path
     if q_lora is not None:
         mla["q_lora_rank"] = q_lora
@@ -507,6 +505,20 @@ def _deepseek(r: Raw) -> dict[str, Any]:
                norm="rmsnorm", attention="mla", mla=mla)
     _rope(r, out)
     out.pop("rotary_fraction", None)
+    return out
+
+
+def _deepseek(r: Raw) -> dict[str, Any]:
+    """DeepSeek-V2/V3: MLA (:func:`_mla`), the first ``first_k_dense_replace`` layers dense, then MoE
+    layers with ``n_shared_experts`` always-on experts. V3's router has ``e_score_correction_bias``, one value
+    per expert: a buffer in transformers but a learned tensor the checkpoint stores, counted as
+    ``router_bias``. The multi-token-prediction layers are not built by transformers (not counted)."""
+    r.false("mlp_bias", "MLP biases in DeepSeek's experts are not modeled")
+    freq = r.get("moe_layer_freq")  # not a field of transformers' classes: absent or null, 1
+    if freq not in (None, 1):
+        r.fail("moe_layer_freq", f"must be 1 (transformers makes every layer from first_k_dense_replace on "
+                                 f"MoE), got {brief(freq)}")
+    out = _mla(r)
     moe: dict[str, Any] = {"num_experts": r.size("n_routed_experts"),
                            "experts_per_token": r.size("num_experts_per_tok"),
                            "expert_d_ff": r.size("moe_intermediate_size")}
@@ -874,7 +886,7 @@ def _granitemoe(r: Raw) -> dict[str, Any]:
     out.pop("mlp_bias")
     moe: dict[str, Any] = {"num_experts": r.size("num_local_experts"),
                            "experts_per_token": r.size("num_experts_per_tok")}
-    if r.raw["model_type"] == "granitemoeshared":
+    if r.raw["model_type"] in ("granitemoeshared", "granitemoe_swa"):
         shared = r.size("shared_intermediate_size", minimum=0)
         if shared:
             moe.update(shared_experts=1, shared_expert_d_ff=shared)
@@ -1009,6 +1021,203 @@ def _flex_olmo(r: Raw) -> dict[str, Any]:
     return out
 
 
+# -- batch A --
+# GPT-SW3, Granite SWA, Granite MoE SWA, VaultGemma, Mellum, HyperCLOVA X, Youtu, Solar Open, Cohere 2 MoE,
+# K-EXAONE (exaone_moe), GLM-4.7-Flash (glm4_moe_lite), MiniCPM3
+
+def _rope_where(out: dict[str, Any], rope: list[bool]) -> None:
+    """RoPE on the layers ``rope`` marks (the others NoPE); on none: no positions at all."""
+    if not any(rope):
+        out["position"] = "none"
+        out.pop("rope_theta", None)
+        out.pop("rotary_fraction", None)
+    elif not all(rope):
+        out["rope_layers"] = _cycle(rope)
+
+
+def _whole_heads(r: Raw, out: dict[str, Any]) -> None:
+    """Families whose RoPE rotates whole heads only (a partial_rotary_factor fails in their forward)."""
+    if "rotary_fraction" in out:
+        r.fail("partial_rotary_factor", f"must be 1: transformers' {r.raw['model_type']} rotates whole heads "
+                                        f"(its forward fails on {out['rotary_fraction']})")
+
+
+def _dense_layers(r: Raw, n: int, dense: int) -> int:
+    """How many layers keep a dense MLP: ``mlp_layer_types`` ("dense"/"sparse", one per layer; a
+    leading run of dense layers is modeled), else the first ``dense``."""
+    types = r.get("mlp_layer_types")
+    if types is None:
+        return dense
+    if not isinstance(types, list) or len(types) != n or any(t not in ("dense", "sparse") for t in types):
+        r.fail("mlp_layer_types", f"must list one of dense and sparse per layer ({n}), got {brief(types)}")
+    k = types.count("dense")
+    if types[:k] != ["dense"] * k:
+        r.fail("mlp_layer_types", f"only a leading run of dense layers is modeled, got {brief(types)}")
+    return k
+
+
+def _granite_swa(r: Raw) -> dict[str, Any]:
+    """Granite SWA and Granite MoE SWA: Granite (MoE with an optional shared MLP) with one learned
+    sink logit per head (``sinks``); without ``layer_types`` layer i is full when i % 4 == 0, else
+    it slides; ``layer_rope_theta``: one RoPE base per layer, 0 a NoPE layer (the bases change no
+    count)."""
+    out = _granitemoe(r) if r.raw["model_type"] == "granitemoe_swa" else _granite(r)
+    out["attention_sinks"] = True
+    _layer_types(r, out, _window(r), lambda i: i % 4 != 0)
+    n, thetas = out["n_layers"], r.get("layer_rope_theta")
+    if thetas is not None:  # transformers reads theta i for layer i
+        if not isinstance(thetas, list) or len(thetas) != n or any(
+                isinstance(t, bool) or not isinstance(t, (int, float)) for t in thetas):
+            r.fail("layer_rope_theta", f"must list one RoPE base per layer ({n}), 0 for NoPE, got {brief(thetas)}")
+        _rope_where(out, [t != 0 for t in thetas])
+    return out
+
+
+def _vaultgemma(r: Raw) -> dict[str, Any]:
+    """VaultGemma: Gemma 2 without the norms after the branches (pre-norm). Its config class refuses
+    a hidden_size the heads do not divide, whatever ``head_dim`` says."""
+    out = _gemma2(r)
+    del out["norm_placement"]
+    _divides(r, out, "num_attention_heads", "hidden_size")
+    return out
+
+
+def _hyperclovax(r: Raw) -> dict[str, Any]:
+    """HyperCLOVA X: Granite with a norm after each branch too (``use_post_norm``, Peri-LN: llmcalc's
+    sandwich; transformers names them ``post_norm1`` and ``post_norm2``). Its config class refuses a
+    hidden_size the heads do not divide, whatever ``head_dim`` says."""
+    out = _granite(r)
+    _divides(r, out, "num_attention_heads", "hidden_size")
+    if r.flag("use_post_norm"):
+        out["norm_placement"] = "sandwich"
+    return out
+
+
+def _mellum(r: Raw) -> dict[str, Any]:
+    """Mellum: Qwen3-MoE's attention (per-head q/k norms) and experts; ``layer_types`` (all full by
+    default) and ``mlp_layer_types`` (all sparse by default; dense layers ``intermediate_size``
+    wide). One RoPE base per layer type. The multi-token-prediction layers are not built by
+    transformers (not counted)."""
+    out = _decoder(r)
+    _whole_heads(r, out)
+    params = r.get("rope_parameters")
+    sliding = params.get("sliding_attention") if isinstance(params, dict) else None
+    if isinstance(sliding, dict) and sliding.get("partial_rotary_factor", 1) != 1:
+        r.fail("partial_rotary_factor", "must be 1: transformers' mellum rotates whole heads")
+    _attention_bias(r, out)
+    out["qk_norm"] = "head"
+    r.ignore("mtp_layer_types", "mtp_mlp_layer_types")
+    _layer_types(r, out, _window(r), lambda i: False)
+    dense = _dense_layers(r, out["n_layers"], 0)
+    moe = {"num_experts": _first(r, "num_experts", "num_local_experts"),
+           "experts_per_token": r.size("num_experts_per_tok"), "expert_d_ff": r.size("moe_intermediate_size")}
+    _set_moe(out, {**moe, "first_dense_layers": dense} if dense else moe)
+    return out
+
+
+def _youtu(r: Raw) -> dict[str, Any]:
+    """Youtu-LLM: DeepSeek-V3's latent attention (:func:`_mla`) on dense Llama layers."""
+    r.ignore("embedding_initializer_range")
+    return _mla(r)
+
+
+def _minicpm3(r: Raw) -> dict[str, Any]:
+    """MiniCPM3: DeepSeek-V2's latent attention (:func:`_mla`; a null ``v_head_dim`` is hidden_size //
+    heads) on dense Llama layers (``mlp_bias``), token embeddings scaled by ``scale_emb``;
+    ``scale_depth`` and ``dim_model_base`` scale the residual branches and the logits only."""
+    out = _mla(r, derive_v=True)
+    out["mlp_bias"] = r.flag("mlp_bias")
+    r.ignore("scale_depth", "dim_model_base")
+    scale = r.get("scale_emb")
+    if scale != 1:
+        out["embedding_scale"] = scale
+    return out
+
+
+def _glm4_moe_lite(r: Raw) -> dict[str, Any]:
+    """GLM-4.7-Flash: DeepSeek-V3's latent attention (:func:`_mla`) and GLM-4.5's experts
+    (:func:`_v3_moe`) after the dense layers of ``mlp_layer_types`` (the first one by default). Its
+    ``attribute_map`` reads a ``head_dim`` key as ``qk_rope_head_dim`` (that key wins)."""
+    out = _mla(r)
+    if r.has("head_dim"):
+        out["mla"]["qk_rope_head_dim"] = r.size("head_dim")
+    _set_moe(out, _v3_moe(r, _dense_layers(r, out["n_layers"], 1)))
+    return out
+
+
+def _solar_open(r: Raw) -> dict[str, Any]:
+    """Solar Open: GLM-4.5's experts (:func:`_v3_moe`) in every layer, on Llama's attention with
+    ``attention_bias`` on q, k and v only (o_proj has none); RoPE over whole heads."""
+    out = _decoder(r, ff="moe_intermediate_size")  # no dense layer: intermediate_size is no field
+    _whole_heads(r, out)
+    out["qkv_bias"] = r.flag("attention_bias")
+    out["moe"] = _v3_moe(r, 0)
+    return out
+
+
+def _exaone_moe(r: Raw) -> dict[str, Any]:
+    """K-EXAONE: EXAONE 4's attention (per-head q/k norms, RoPE on the sliding layers only) in
+    pre-norm layers; after the dense layers of ``mlp_layer_types`` (else the first
+    ``first_k_dense_replace``) DeepSeek-V3's experts: ``num_experts`` routed ones with the router's
+    ``e_score_correction_bias`` (``router_bias``) and the ``num_shared_experts`` as one MLP that
+    many times ``moe_intermediate_size`` wide. The multi-token-prediction layers are not built by
+    transformers (not counted)."""
+    out = _exaone4(r)
+    del out["norm_placement"]
+    n, expert = out["n_layers"], r.size("moe_intermediate_size")
+    if r.has("mlp_layer_types"):
+        r.ignore("first_k_dense_replace")  # read only to derive a missing mlp_layer_types
+        dense = _dense_layers(r, n, 0)
+    else:
+        dense = r.size("first_k_dense_replace", minimum=0)
+    moe: dict[str, Any] = {"num_experts": r.size("num_experts"), "experts_per_token": r.size("num_experts_per_tok"),
+                           "expert_d_ff": expert, "router_bias": True}
+    shared = r.size("num_shared_experts", minimum=0)
+    if shared:
+        moe.update(shared_experts=1, shared_expert_d_ff=shared * expert)
+    if dense:
+        moe["first_dense_layers"] = dense
+    _set_moe(out, moe)
+    return out
+
+
+def _cohere2_moe(r: Raw) -> dict[str, Any]:
+    """Command A MoE (cohere2_moe): Cohere 2's parallel layer, a LayerNorm without bias (an RMSNorm
+    when ``rms_norm_eps`` is set). The dense layers of ``mlp_layer_types`` come first,
+    ``prefix_dense_intermediate_size`` wide (null: ``intermediate_size``); the experts and the
+    ``num_shared_experts`` (one MLP that many times as wide) are ``intermediate_size`` wide. Without
+    ``layer_types``/``mlp_layer_types`` transformers derives them from ``first_k_dense_replace``
+    dense layers with their own ``prefix_dense_sliding_window_pattern``. RoPE on the sliding layers,
+    and on the dense ones when that pattern is 1; the others NoPE. How the shared output is combined
+    changes no count."""
+    out = _command(r)
+    n, width, prefix_width = out["n_layers"], out["d_ff"], r.maybe_size("prefix_dense_intermediate_size")
+    if r.get("rms_norm_eps") is not None:
+        out["norm"] = "rmsnorm"
+        del out["norm_bias"]
+    r.ignore("shared_expert_combination_strategy", "expert_selection_fn")
+    first = 0
+    if not r.has("layer_types") or not r.has("mlp_layer_types"):
+        first = r.size("first_k_dense_replace", minimum=0, maximum=n)
+    prefix, pattern, window = (r.size("prefix_dense_sliding_window_pattern"), r.size("sliding_window_pattern"),
+                               _window(r))
+    types = _layer_types(r, out, window, lambda i: (i + 1) % prefix != 0 if i < first
+                         else (i - first + 1) % pattern != 0)
+    dense = _dense_layers(r, n, first)
+    _rope_where(out, [(t == "sliding_attention" and window is not None) or (i < dense and prefix == 1)
+                      for i, t in enumerate(types)])
+    moe: dict[str, Any] = {"num_experts": r.size("num_experts"), "experts_per_token": r.size("num_experts_per_tok"),
+                           "expert_d_ff": width}
+    shared = r.size("num_shared_experts", minimum=0)
+    if shared:
+        moe.update(shared_experts=1, shared_expert_d_ff=shared * width)
+    if dense:
+        moe["first_dense_layers"] = dense
+        out["d_ff"] = prefix_width or width
+    _set_moe(out, moe)
+    return out
+
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
@@ -1025,12 +1234,16 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "glm4_moe": _glm4_moe, "olmoe": _olmoe, "granitemoe": _granitemoe, "granitemoeshared": _granitemoe,
     "phimoe": _phimoe, "ernie4_5_moe": _ernie4_5_moe, "hunyuan_v1_moe": _hunyuan_v1_moe,
     "minimax_m2": _minimax_m2, "dots1": _dots1, "flex_olmo": _flex_olmo,
+    # batch A
+    "gpt-sw3": _gpt2, "granite_swa": _granite_swa, "granitemoe_swa": _granite_swa, "vaultgemma": _vaultgemma,
+    "mellum": _mellum, "hyperclovax": _hyperclovax, "youtu": _youtu, "solar_open": _solar_open,
+    "cohere2_moe": _cohere2_moe, "exaone_moe": _exaone_moe, "glm4_moe_lite": _glm4_moe_lite, "minicpm3": _minicpm3,
 }
 
 
 # transformers' token embeddings without a padding_idx; torch's Embedding refuses the others' one
 # outside the vocabulary
-_UNPADDED = frozenset({"gpt2", "gptj", "gpt_neox", "falcon", "gpt_bigcode", "codegen", "mpt"})
+_UNPADDED = frozenset({"gpt2", "gptj", "gpt_neox", "falcon", "gpt_bigcode", "codegen", "mpt", "gpt-sw3"})
 
 
 def _padding(r: Raw, vocab: int) -> None:

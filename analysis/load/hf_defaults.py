@@ -421,6 +421,95 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=4096,
         tie_word_embeddings=False, attention_bias=False, pad_token_id=_null(100277), num_experts=7,
         num_local_experts=None, num_experts_per_tok=5, rope_theta=500000.0),
+    # -- batch A --
+    # GraniteSWAConfig; head_dim is no field, read with getattr (null fails)
+    "granite_swa": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout residual_multiplier attention_multiplier logits_scaling",
+        vocab_size=100352, hidden_size=2560, intermediate_size=8192, num_hidden_layers=24, num_attention_heads=20,
+        num_key_value_heads=_null(4), head_dim=None, hidden_act="silu", max_position_embeddings=8192,
+        tie_word_embeddings=True, attention_bias=False, mlp_bias=False, embedding_multiplier=1.0,
+        sliding_window=_null(128), layer_types=_null(), layer_rope_theta=_null(), rope_theta=10000.0),
+    # GraniteMoeSWAConfig: GraniteMoeShared's, with GraniteSWA's windows, sinks and layer_rope_theta
+    "granitemoe_swa": _config(
+        f"{_COMMON} rms_norm_eps residual_multiplier attention_multiplier logits_scaling",
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, embedding_multiplier=1.0, num_local_experts=8,
+        num_experts_per_tok=2, shared_intermediate_size=0, sliding_window=_null(128), layer_types=_null(),
+        layer_rope_theta=_null(), rope_theta=10000.0),
+    "vaultgemma": _config(  # VaultGemmaConfig: Gemma2Config's fields but use_bidirectional_attention
+        f"{_COMMON} rms_norm_eps query_pre_attn_scalar",
+        vocab_size=256000, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, num_attention_heads=8,
+        num_key_value_heads=4, head_dim=256, hidden_activation="gelu_pytorch_tanh", max_position_embeddings=8192,
+        tie_word_embeddings=True, attention_bias=False, sliding_window=_null(4096), layer_types=_null(),
+        attn_logit_softcapping=_null(50.0), final_logit_softcapping=_null(30.0), pad_token_id=_null(0),
+        rope_theta=10000.0),
+    # MellumConfig; num_experts: an alias of num_local_experts; rope_theta: its full layers' base
+    "mellum": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef norm_topk_prob",
+        vocab_size=98304, hidden_size=2304, intermediate_size=7168, num_hidden_layers=28, num_attention_heads=32,
+        num_key_value_heads=4, head_dim=128, hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=False, attention_bias=False, sliding_window=_null(1024), layer_types=_null(),
+        mlp_layer_types=_null(), moe_intermediate_size=896, num_local_experts=64, num_experts=None,
+        num_experts_per_tok=8, rope_theta=500000.0),
+    "hyperclovax": _config(  # HyperCLOVAXConfig
+        f"{_COMMON} rms_norm_eps attention_dropout residual_multiplier logits_scaling",
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=_null(), hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, embedding_multiplier=1.0,
+        use_post_norm=True, rope_theta=10000.0),
+    "youtu": _config(  # YoutuConfig
+        "use_cache rms_norm_eps",
+        vocab_size=128256, hidden_size=2048, intermediate_size=6144, num_hidden_layers=32, num_attention_heads=16,
+        num_key_value_heads=16, hidden_act="silu", max_position_embeddings=131072, tie_word_embeddings=True,
+        attention_bias=False, q_lora_rank=_null(1536), kv_lora_rank=512, qk_nope_head_dim=128,
+        qk_rope_head_dim=64, v_head_dim=_null(128), rope_theta=10000.0),
+    # SolarOpenConfig; num_local_experts: an alias of n_routed_experts
+    "solar_open": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits routed_scaling_factor n_group topk_group "
+        "norm_topk_prob",
+        vocab_size=196608, hidden_size=4096, num_hidden_layers=48, num_attention_heads=64, num_key_value_heads=8,
+        head_dim=128, hidden_act="silu", max_position_embeddings=131072, tie_word_embeddings=False,
+        attention_bias=False, moe_intermediate_size=1280, num_experts_per_tok=8, n_shared_experts=1,
+        n_routed_experts=128, num_local_experts=None, rope_theta=1e6),
+    # Cohere2MoeConfig; first_k_dense_replace: its __post_init__ (without layer_types or
+    # mlp_layer_types); rms_norm_eps None: LayerNorms
+    "cohere2_moe": _config(
+        f"{_COMMON} layer_norm_eps logit_scale attention_dropout output_router_logits norm_topk_prob "
+        "shared_expert_combination_strategy expert_selection_fn",
+        vocab_size=256000, hidden_size=8192, intermediate_size=22528, num_hidden_layers=40, num_attention_heads=64,
+        num_key_value_heads=_null(), head_dim=128, hidden_act="silu", max_position_embeddings=8192,
+        tie_word_embeddings=True, attention_bias=False, sliding_window=_null(4096), layer_types=_null(),
+        mlp_layer_types=_null(), sliding_window_pattern=4, prefix_dense_sliding_window_pattern=1,
+        first_k_dense_replace=0, prefix_dense_intermediate_size=_null(), rms_norm_eps=_null(), num_experts=8,
+        num_experts_per_tok=2, num_shared_experts=0, pad_token_id=_null(0), rope_theta=10000.0),
+    # ExaoneMoeConfig; head_dim is no field: its attention reads it when given (null fails);
+    # sliding_window_pattern is read only to derive a missing layer_types
+    "exaone_moe": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits norm_topk_prob routed_scaling_factor "
+        "n_group topk_group",
+        vocab_size=102400, hidden_size=4096, intermediate_size=16384, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=32, head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, sliding_window=4096, sliding_window_pattern=_null(4), layer_types=_null(),
+        mlp_layer_types=_null(), first_k_dense_replace=1, moe_intermediate_size=1024, num_experts=64,
+        num_experts_per_tok=8, num_shared_experts=1, pad_token_id=_null(0), rope_theta=10000.0),
+    # Glm4MoeLiteConfig; num_local_experts and head_dim: aliases of n_routed_experts and qk_rope_head_dim
+    "glm4_moe_lite": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits routed_scaling_factor n_group topk_group "
+        "norm_topk_prob pretraining_tp rope_interleave",
+        vocab_size=154880, hidden_size=2048, intermediate_size=10240, moe_intermediate_size=1536,
+        num_hidden_layers=47, num_attention_heads=20, num_key_value_heads=20, n_shared_experts=1,
+        n_routed_experts=64, num_local_experts=None, num_experts_per_tok=4, kv_lora_rank=512,
+        q_lora_rank=_null(768), head_dim=None, qk_rope_head_dim=64, v_head_dim=256, qk_nope_head_dim=192,
+        hidden_act="silu", max_position_embeddings=202752, tie_word_embeddings=False, mlp_layer_types=_null(),
+        attention_bias=False, rope_theta=10000.0),
+    "minicpm3": _config(  # MiniCPM3Config; v_head_dim None: hidden_size // heads
+        f"{_COMMON} rms_norm_eps",
+        vocab_size=73448, hidden_size=2560, intermediate_size=6400, num_hidden_layers=62, num_attention_heads=40,
+        num_key_value_heads=_null(40), hidden_act="silu", max_position_embeddings=32768, tie_word_embeddings=True,
+        attention_bias=False, mlp_bias=False, kv_lora_rank=256, q_lora_rank=_null(768), qk_nope_head_dim=64,
+        qk_rope_head_dim=32, v_head_dim=_null(), scale_emb=12, rope_theta=10000.0),
 }
+DEFAULTS["gpt-sw3"] = DEFAULTS["gpt2"]  # GPT-SW3 is built by GPT-2's classes (GPT2Config)
 
 __all__ = ["DEFAULTS", "Default"]

@@ -86,6 +86,8 @@ _LAYER_NAMES = {
     "post_self_attn_layernorm": "norm/attention_post", "post_mlp_layernorm": "norm/mlp_post",
     "query_layernorm": "attention/q_norm", "key_layernorm": "attention/k_norm",
     "norm_1": "norm/attention", "norm_2": "norm/mlp", "self_attn_layer_norm": "norm/attention",
+    # HyperCLOVA X's norms after the branches
+    "post_norm1": "norm/attention_post", "post_norm2": "norm/mlp_post",
     "final_layer_norm": "norm/mlp",
 }
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention"}
@@ -210,10 +212,10 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
 
 
 def _glm4_norms(model: torch.nn.Module) -> bool:
-    """GLM-4-0414 keeps Llama's names in its sandwich: ``post_attention_layernorm`` is the norm
-    before the MLP there, the norms after the branches are ``post_self_attn_layernorm`` and
-    ``post_mlp_layernorm``."""
-    return any(name.endswith("post_self_attn_layernorm") for name, _ in model.named_modules())
+    """GLM-4-0414 and HyperCLOVA X keep Llama's names in their sandwich: ``post_attention_layernorm``
+    is the norm before the MLP there, the norms after the branches are ``post_self_attn_layernorm``
+    and ``post_mlp_layernorm`` (HyperCLOVA X: ``post_norm1`` and ``post_norm2``)."""
+    return any(name.endswith(("post_self_attn_layernorm", "post_norm1")) for name, _ in model.named_modules())
 
 
 def _parts(key: str) -> list[str]:
