@@ -66,7 +66,9 @@ EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first
          "granitemoeshared": {"shared_intermediate_size": 1024}, "phimoe": {"sliding_window": 16},
          "hunyuan_v1_moe": {"head_dim": 128}, "minimax_m2": {"num_local_experts": 8},
          "dots1": {"n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 1,
-                   "max_window_layers": 2}}
+                   "max_window_layers": 2},
+         # batch B: its class's default rope_parameters ({}) has no entry for its layers' type
+         "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4}}}}
 
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))

@@ -338,6 +338,31 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         vocab_size=73448, hidden_size=2560, intermediate_size=6400, num_hidden_layers=62, num_attention_heads=40,
         num_key_value_heads=40, kv_lora_rank=256, q_lora_rank=768, qk_nope_head_dim=64, qk_rope_head_dim=32,
         max_position_embeddings=32768, scale_emb=12, tie_word_embeddings=True), None),
+    # -- batch B; None: the hyperparameters are the defaults of transformers' config class, whose
+    # docstring names the checkpoint
+    "flint": ("RecursiveSI/flint (FlintConfig's defaults)", dict(
+        vocab_size=150144, hidden_size=2048, intermediate_size=6144, num_hidden_layers=49, num_attention_heads=32,
+        num_key_value_heads=4, head_dim=128, sliding_window=513, num_experts=256, num_experts_per_tok=6,
+        moe_intermediate_size=512, shared_expert_intermediate_size=1024, max_position_embeddings=262144,
+        tie_word_embeddings=False), None),
+    "kolibri1": ("Aleph-Alpha/Kolibri-1 (Kolibri1Config's defaults)", dict(
+        vocab_size=128000, hidden_size=2560, num_hidden_layers=50, num_attention_heads=48, num_key_value_heads=4,
+        head_dim=128, sliding_window=513, num_experts=384, num_experts_per_tok=6, moe_intermediate_size=512,
+        shared_expert_intermediate_size=512, max_position_embeddings=262144, tie_word_embeddings=False), None),
+    "cohere_compass_text": ("CohereLabs/North-Micro-Vision-Instruct (CohereCompassTextConfig's defaults)", dict(
+        vocab_size=256000, hidden_size=8192, intermediate_size=22528, num_hidden_layers=40, num_attention_heads=64,
+        max_position_embeddings=8192, rope_parameters=dict(full_attention=dict(rope_type="default", rope_theta=1e4)),
+        tie_word_embeddings=True), None),
+    "aria_text": ("rhymes-ai/Aria (AriaTextConfig's defaults)", dict(
+        vocab_size=32000, hidden_size=4096, intermediate_size=4096, num_hidden_layers=32, num_attention_heads=32,
+        moe_num_experts=8, moe_topk=2, moe_num_shared_experts=2, max_position_embeddings=2048,
+        tie_word_embeddings=False), None),
+    "hy_v3": ("tencent/Hy3-preview (HYV3Config's defaults)", dict(
+        vocab_size=120832, hidden_size=4096, intermediate_size=13312, num_hidden_layers=80, num_attention_heads=64,
+        num_key_value_heads=8, head_dim=128, num_experts=192, num_experts_per_tok=8, num_shared_experts=1,
+        moe_intermediate_size=1536, max_position_embeddings=131072, tie_word_embeddings=False), None),
+    "ctrl": ("Salesforce/ctrl", dict(
+        vocab_size=246534, n_positions=256, n_embd=1280, dff=8192, n_layer=48, n_head=16), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -461,6 +486,27 @@ VARIANTS = [
     ("minicpm3", "openbmb/MiniCPM3-4B with v_head_dim and MLP biases", dict(
         vocab_size=73448, hidden_size=2560, intermediate_size=6400, num_hidden_layers=2, num_attention_heads=40,
         v_head_dim=96, mlp_bias=True, scale_emb=1)),
+    # batch B
+    ("flint", "RecursiveSI/flint, every second layer sparse after one dense, no shared expert, biases", dict(
+        vocab_size=150144, hidden_size=2048, intermediate_size=6144, num_hidden_layers=7, num_attention_heads=32,
+        num_key_value_heads=4, num_experts=16, num_experts_per_tok=2, shared_expert_intermediate_size=0,
+        decoder_sparse_step=2, mlp_only_layers=[0], attention_bias=True)),
+    ("kolibri1", "Aleph-Alpha/Kolibri-1 without a window: every layer full, with RoPE", dict(
+        vocab_size=128000, hidden_size=2560, num_hidden_layers=3, num_attention_heads=48, num_experts=16,
+        sliding_window=None, layer_types=["full_attention"] * 3)),
+    ("cohere_compass_text", "CohereLabs/North-Micro-Vision-Instruct, three sliding layers then a full NoPE one", dict(
+        vocab_size=256000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=4, num_attention_heads=32,
+        num_key_value_heads=8, layer_types=["sliding_attention"] * 3 + ["full_attention"],
+        rope_parameters=dict(sliding_attention=dict(rope_type="default", rope_theta=5e4), full_attention=None))),
+    ("aria_text", "rhymes-ai/Aria without shared experts, GQA, attention biases", dict(
+        vocab_size=32000, hidden_size=2560, intermediate_size=1664, num_hidden_layers=2, num_attention_heads=20,
+        num_key_value_heads=4, moe_num_experts=8, moe_topk=2, moe_num_shared_experts=0, attention_bias=True)),
+    ("hy_v3", "tencent/Hy3-preview, two dense then every second layer sparse, no shared experts", dict(
+        vocab_size=120832, hidden_size=1024, intermediate_size=4096, num_hidden_layers=7, num_attention_heads=8,
+        num_key_value_heads=2, head_dim=128, num_experts=16, num_experts_per_tok=2, num_shared_experts=0,
+        moe_intermediate_size=512, mlp_layer_types=["dense"] * 3 + ["sparse", "dense"] * 2, attention_bias=True)),
+    ("ctrl", "Salesforce/ctrl with an untied LM head", dict(
+        vocab_size=246534, n_positions=256, n_embd=1280, dff=8192, n_layer=2, n_head=16, tie_word_embeddings=False)),
 ]
 
 
@@ -646,8 +692,10 @@ OTHERS = sorted(set(CHECKPOINTS) - {json.loads(p.read_text())["model_type"] for 
 # Layers kept, per model_type: every kind of layer the config has (2: alternating windows, a dense
 # layer and a MoE one), Gemma 3's five sliding layers and a full one, DeepSeek-V3's three dense
 # layers and a MoE one, SmolLM3's three RoPE layers and a NoPE one, Command R7B's (and Command A
-# MoE's) three sliding layers and a full NoPE one, K-EXAONE's dense layer and sliding and full MoE ones.
-DEPTHS = {"gemma3_text": 6, "deepseek_v3": 4, "smollm3": 4, "cohere2": 4, "cohere2_moe": 4, "exaone_moe": 4}
+# MoE's) three sliding layers and a full NoPE one, K-EXAONE's dense layer and sliding and full MoE
+# ones, Flint's dense layers and a MoE one, Kolibri's.
+DEPTHS = {"gemma3_text": 6, "deepseek_v3": 4, "smollm3": 4, "cohere2": 4, "cohere2_moe": 4, "exaone_moe": 4,
+          "flint": 4, "kolibri1": 5}
 
 
 def _shallow(raw: dict) -> dict:

@@ -339,12 +339,13 @@ def _qwen3(r: Raw) -> dict[str, Any]:
     return out
 
 
-def _moe_layers(r: Raw, moe: dict[str, Any]) -> None:
-    """Qwen-MoE: ``decoder_sparse_step`` and ``mlp_only_layers`` (a leading run of dense layers)."""
+def _moe_layers(r: Raw, moe: dict[str, Any], null: tuple[int, ...] = ()) -> None:
+    """Qwen-MoE: ``decoder_sparse_step`` and ``mlp_only_layers`` (a leading run of dense layers;
+    ``null``: what its class makes of None)."""
     step = r.size("decoder_sparse_step")
     dense = r.get("mlp_only_layers")
     if dense is None:
-        dense = []
+        dense = list(null)
     if not isinstance(dense, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in dense):
         r.fail("mlp_only_layers", f"must be a list of layer indices, got {brief(dense)}")
     dense = sorted(dense)
@@ -1181,6 +1182,151 @@ def _exaone_moe(r: Raw) -> dict[str, Any]:
     return out
 
 
+# -- batch B --------------------------------------------------------------------------
+
+def _flint(r: Raw) -> dict[str, Any]:
+    """Flint: Qwen3-MoE's attention (per-head q/k norms) with sinks; layer i full when i < 2,
+    i % 4 == 1 or it is the last, else sliding, and only the sliding layers apply RoPE. The
+    ``mlp_only_layers`` (None: [0, 1]) dense, the others MoE with one ungated shared expert
+    ``shared_expert_intermediate_size`` wide (0: none); ``num_experts`` 0 builds every layer dense."""
+    out = _decoder(r)
+    _attention_bias(r, out)
+    out.update(qk_norm="head", attention_sinks=True)
+    n = out["n_layers"]
+    types = _layer_types(r, out, _window(r), lambda i: not (i < 2 or i % 4 == 1 or i == n - 1))
+    _nope_full_layers(out, types)
+    experts = r.size("num_experts", minimum=0)
+    if not experts:
+        return out
+    moe: dict[str, Any] = {"num_experts": experts, "experts_per_token": r.size("num_experts_per_tok"),
+                           "expert_d_ff": r.size("moe_intermediate_size")}
+    shared = r.size("shared_expert_intermediate_size", minimum=0)
+    if shared:
+        moe.update(shared_experts=1, shared_expert_d_ff=shared)
+    _moe_layers(r, moe, null=(0, 1))
+    _set_moe(out, moe)
+    return out
+
+
+def _kolibri1(r: Raw) -> dict[str, Any]:
+    """Kolibri-1: GLM-4-0414's sandwich norms and EXAONE 4's attention (per-head q/k norms; with a
+    ``sliding_window`` only the sliding layers apply RoPE); layer i full when i + 1 is a multiple
+    of 5, else sliding. Every layer MoE, experts ``moe_intermediate_size`` wide (it has no
+    intermediate_size), the router's ``e_score_correction_bias`` (a buffer the checkpoint stores:
+    ``router_bias``) and one ungated shared MLP ``shared_expert_intermediate_size`` wide."""
+    out = _decoder(r, ff="moe_intermediate_size")
+    out.update(norm_placement="sandwich", qk_norm="head")
+    window = r.maybe_size("sliding_window", minimum=0)  # 0 with full layers only: NoPE, as transformers reads it
+    types = _layer_types(r, out, window or None, lambda i: (i + 1) % 5 != 0)
+    if window is not None:
+        _nope_full_layers(out, types)
+    moe: dict[str, Any] = {"num_experts": _first(r, "num_local_experts", "num_experts"),
+                           "experts_per_token": r.size("num_experts_per_tok"), "router_bias": True}
+    shared = r.size("shared_expert_intermediate_size", minimum=0)
+    if shared:
+        moe.update(shared_experts=1, shared_expert_d_ff=shared)
+    out["moe"] = moe
+    return out
+
+
+def _cohere_compass(r: Raw) -> dict[str, Any]:
+    """Cohere's compass text model (North): Command R7B's layer, every layer full by default, RoPE
+    per layer type from ``rope_parameters`` (a null entry: that type is NoPE; a type without an
+    entry fails in transformers), a ``sliding_window`` needed even without sliding layers. Its class
+    overwrites ``head_dim`` with hidden_size // heads; ``pooling`` serves its classifier only."""
+    out = _command(r)
+    out.pop("head_dim", None)
+    if out["d_model"] % out["n_heads"]:
+        out["head_dim"] = out["d_model"] // out["n_heads"]
+    r.ignore("pooling")
+    window = r.size("sliding_window", minimum=0)  # its forward builds the sliding mask, used or not
+    types = _layer_types(r, out, window or None, lambda i: False)
+    params = r.get("rope_parameters")
+    missing = [t for t in dict.fromkeys(types) if not isinstance(params, dict) or t not in params]
+    if missing:
+        r.fail("rope_parameters", f"must give an entry (null: no RoPE) for each layer type, none for {missing[0]}")
+    for key in ("rope_theta", "rotary_fraction"):
+        out.pop(key, None)
+    rope = [params[t] is not None for t in types]
+    if not any(rope):
+        out["position"] = "none"
+        return out
+    theta = params[types[rope.index(True)]]
+    if isinstance(theta, dict) and theta.get("rope_theta") is not None:
+        out["rope_theta"] = theta["rope_theta"]
+    if not all(rope):
+        out["rope_layers"] = _cycle(rope)
+    return out
+
+
+def _aria_text(r: Raw) -> dict[str, Any]:
+    """Aria's text model: Llama's attention; every layer MoE, the routed experts
+    ``intermediate_size`` wide and SiLU-gated whatever ``hidden_act`` says, the
+    ``moe_num_shared_experts`` one MLP that many times as wide. ``mlp_bias`` biases that shared
+    MLP only (even 0 wide: its down projection's bias), which llmcalc does not model."""
+    out = _decoder(r)
+    _divides(r, out, "num_attention_heads", "hidden_size")  # its class refuses the rest
+    _attention_bias(r, out)
+    if out["activation"] != "swiglu":
+        r.fail("hidden_act", f"must be silu (the routed experts are SiLU-gated), got {brief(r.get('hidden_act'))}")
+    r.false("mlp_bias", "biases on the shared experts but not the routed ones are not modeled")
+    moe: dict[str, Any] = {"num_experts": r.size("moe_num_experts"), "experts_per_token": r.size("moe_topk")}
+    shared = r.size("moe_num_shared_experts", minimum=0)
+    if shared:
+        moe.update(shared_experts=1, shared_expert_d_ff=shared * out["d_ff"])
+    out["moe"] = moe
+    return out
+
+
+def _mlp_layer_types(r: Raw, n: int) -> dict[str, Any] | None:
+    """``mlp_layer_types`` (one "dense" or "sparse" per layer; None: the first dense, the rest
+    sparse) as ``first_dense_layers`` and ``step``; None without a sparse layer. A pattern those
+    cannot express is refused."""
+    types = r.get("mlp_layer_types")
+    if types is None:
+        types = ["dense"] + ["sparse"] * (n - 1)
+    if not isinstance(types, list) or len(types) != n or any(t not in ("dense", "sparse") for t in types):
+        r.fail("mlp_layer_types", f"must list dense or sparse for each layer ({n}), got {brief(types)}")
+    sparse = [i for i, t in enumerate(types) if t == "sparse"]
+    if not sparse:
+        return None
+    step = sparse[1] - sparse[0] if len(sparse) > 1 else sparse[0] + 1
+    first = max(0, sparse[0] - step + 1)
+    if sparse != [i for i in range(n) if i >= first and (i + 1) % step == 0]:
+        r.fail("mlp_layer_types", "only dense layers first, then every step-th layer sparse, is modeled")
+    moe: dict[str, Any] = {}
+    if first:
+        moe["first_dense_layers"] = first
+    if step != 1:
+        moe["step"] = step
+    return moe
+
+
+def _hy_v3(r: Raw) -> dict[str, Any]:
+    """Hy3: per-head q/k norms, ``attention_bias`` on q/k/v/o; ``mlp_layer_types`` (the first
+    dense by default); MoE layers with the block's ``e_score_correction_bias`` (a buffer the
+    checkpoint stores: ``router_bias``) and the ``num_shared_experts`` as one MLP that many times
+    ``moe_intermediate_size`` wide (0: ``intermediate_size`` wide, transformers' ``or``).
+    ``mlp_bias`` biases the dense and shared MLPs but not the routed experts: not modeled with MoE
+    layers."""
+    out = _decoder(r)
+    _attention_bias(r, out)
+    out["qk_norm"] = "head"
+    r.ignore("router_scaling_factor", "enable_moe_fp32_combine")  # routing weights, the sum's precision
+    moe = _mlp_layer_types(r, out["n_layers"])
+    if moe is None:
+        out["mlp_bias"] = r.flag("mlp_bias")
+        return out
+    r.false("mlp_bias", "biases on the shared experts but not the routed ones are not modeled")
+    expert = r.size("moe_intermediate_size")
+    shared = expert * r.size("num_shared_experts", minimum=0) or out["d_ff"]
+    moe.update(num_experts=_first(r, "num_local_experts", "num_experts"),
+               experts_per_token=r.size("num_experts_per_tok"), expert_d_ff=expert, router_bias=True,
+               shared_experts=1, shared_expert_d_ff=shared)
+    _set_moe(out, moe)
+    return out
+
+
 def _cohere2_moe(r: Raw) -> dict[str, Any]:
     """Command A MoE (cohere2_moe): Cohere 2's parallel layer, a LayerNorm without bias (an RMSNorm
     when ``rms_norm_eps`` is set). The dense layers of ``mlp_layer_types`` come first,
@@ -1218,6 +1364,17 @@ def _cohere2_moe(r: Raw) -> dict[str, Any]:
     return out
 
 
+def _ctrl(r: Raw) -> dict[str, Any]:
+    """CTRL: sinusoidal positions (a buffer), token embeddings scaled by sqrt(d_model), LayerNorms
+    before each branch, biases on every linear and on the LM head (its weight tied by default),
+    a ReLU MLP ``dff`` wide."""
+    out = _base(r, d="n_embd", layers="n_layer", heads="n_head", context="n_positions", dtype="fp32")
+    _divides(r, out, "n_head", "n_embd")
+    out.update(d_ff=r.size("dff"), activation="relu", norm="layernorm", position="sinusoidal",
+               embedding_scale=math.sqrt(out["d_model"]), qkv_bias=True, out_bias=True, mlp_bias=True,
+               lm_head_bias=True)
+    return out
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
@@ -1238,12 +1395,16 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt-sw3": _gpt2, "granite_swa": _granite_swa, "granitemoe_swa": _granite_swa, "vaultgemma": _vaultgemma,
     "mellum": _mellum, "hyperclovax": _hyperclovax, "youtu": _youtu, "solar_open": _solar_open,
     "cohere2_moe": _cohere2_moe, "exaone_moe": _exaone_moe, "glm4_moe_lite": _glm4_moe_lite, "minicpm3": _minicpm3,
+    # batch B
+    "flint": _flint, "kolibri1": _kolibri1, "cohere_compass_text": _cohere_compass, "aria_text": _aria_text,
+    "hy_v3": _hy_v3, "ctrl": _ctrl,
 }
 
 
 # transformers' token embeddings without a padding_idx; torch's Embedding refuses the others' one
 # outside the vocabulary
-_UNPADDED = frozenset({"gpt2", "gptj", "gpt_neox", "falcon", "gpt_bigcode", "codegen", "mpt", "gpt-sw3"})
+_UNPADDED = frozenset({"gpt2", "gptj", "gpt_neox", "falcon", "gpt_bigcode", "codegen", "mpt", "gpt-sw3",
+                       "ctrl"})
 
 
 def _padding(r: Raw, vocab: int) -> None:

@@ -509,6 +509,47 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         num_key_value_heads=_null(40), hidden_act="silu", max_position_embeddings=32768, tie_word_embeddings=True,
         attention_bias=False, mlp_bias=False, kv_lora_rank=256, q_lora_rank=_null(768), qk_nope_head_dim=64,
         qk_rope_head_dim=32, v_head_dim=_null(), scale_emb=12, rope_theta=10000.0),
+    # -- batch B
+    "flint": _config(  # FlintConfig; mlp_only_layers None: [0, 1] (its __post_init__)
+        f"{_COMMON} rms_norm_eps attention_dropout norm_topk_prob output_router_logits router_aux_loss_coef",
+        vocab_size=150144, hidden_size=2048, intermediate_size=6144, num_hidden_layers=49, num_attention_heads=32,
+        num_key_value_heads=4, head_dim=128, hidden_act="silu", max_position_embeddings=262144,
+        tie_word_embeddings=False, attention_bias=False, sliding_window=513, layer_types=_null(), num_experts=256,
+        num_experts_per_tok=6, moe_intermediate_size=512, shared_expert_intermediate_size=1024,
+        decoder_sparse_step=1, mlp_only_layers=_null([0, 1]), rope_theta=10000.0),
+    "kolibri1": _config(  # Kolibri1Config; num_local_experts: num_experts's name in its attribute_map
+        f"{_COMMON} rms_norm_eps attention_dropout norm_topk_prob output_router_logits",
+        vocab_size=128000, hidden_size=2560, num_hidden_layers=50, num_attention_heads=48, num_key_value_heads=4,
+        head_dim=128, hidden_act="silu", max_position_embeddings=262144, tie_word_embeddings=False,
+        sliding_window=_null(513), layer_types=_null(), moe_intermediate_size=512, num_experts=384,
+        num_local_experts=None, num_experts_per_tok=6, shared_expert_intermediate_size=512, rope_theta=10000.0),
+    # CohereCompassTextConfig; head_dim: not a field, overwritten by its __post_init__; sliding_window
+    # is typed int | None, but its forward fails on None
+    "cohere_compass_text": _config(
+        f"{_COMMON} layer_norm_eps attention_dropout",
+        vocab_size=256000, hidden_size=8192, intermediate_size=22528, num_hidden_layers=40, num_attention_heads=64,
+        num_key_value_heads=_null(), head_dim=_null(), hidden_act="silu", max_position_embeddings=8192,
+        tie_word_embeddings=True, attention_bias=False, sliding_window=4096, layer_types=_null(),
+        pad_token_id=_null(0), rope_parameters=_null()),
+    "aria_text": _config(  # AriaTextConfig
+        f"{_COMMON} rms_norm_eps",
+        vocab_size=32000, hidden_size=4096, intermediate_size=4096, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=_null(), hidden_act="silu", max_position_embeddings=2048,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, pad_token_id=_null(2), moe_num_experts=8,
+        moe_topk=2, moe_num_shared_experts=2, rope_theta=10000.0),
+    # HYV3Config; num_local_experts: an alias of num_experts; num_experts, num_experts_per_tok and
+    # num_shared_experts are typed int | None, but its MoE layers fail on None
+    "hy_v3": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout router_scaling_factor enable_moe_fp32_combine "
+        "output_router_logits",
+        vocab_size=120832, hidden_size=4096, intermediate_size=13312, num_hidden_layers=80, num_attention_heads=64,
+        num_key_value_heads=8, head_dim=128, hidden_act="silu", max_position_embeddings=131072,
+        tie_word_embeddings=False, attention_bias=False, mlp_bias=False, num_experts=_null(192),
+        num_local_experts=None, num_experts_per_tok=_null(8), num_shared_experts=_null(1),
+        moe_intermediate_size=1536, mlp_layer_types=_null(), rope_theta=11158840.0),
+    "ctrl": _config(  # CTRLConfig
+        f"{_COMMON} resid_pdrop embd_pdrop layer_norm_epsilon",
+        vocab_size=246534, n_positions=256, n_embd=1280, dff=8192, n_layer=48, n_head=16, tie_word_embeddings=True),
 }
 DEFAULTS["gpt-sw3"] = DEFAULTS["gpt2"]  # GPT-SW3 is built by GPT-2's classes (GPT2Config)
 

@@ -89,15 +89,18 @@ _LAYER_NAMES = {
     # HyperCLOVA X's norms after the branches
     "post_norm1": "norm/attention_post", "post_norm2": "norm/mlp_post",
     "final_layer_norm": "norm/mlp",
+    # CTRL: its MLP is an nn.Sequential (Linear, ReLU, Linear)
+    "Wq": "attention/q", "Wk": "attention/k", "Wv": "attention/v",
+    "layernorm1": "norm/attention", "layernorm2": "norm/mlp", "0": "mlp/up", "2": "mlp/down",
 }
-_ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention"}
-_MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe"}
+_ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
+_MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
     "wte": "embedding/token", "embed_tokens": "embedding/token", "embed_in": "embedding/token",
     "word_embeddings": "embedding/token", "wpe": "embedding/position",
     "ln_f": "norm/final", "norm": "norm/final", "final_layer_norm": "norm/final",
     "final_layernorm": "norm/final", "lm_head": "lm_head", "embed_out": "lm_head",
-    "norm_f": "norm/final", "layer_norm": "norm/final",
+    "norm_f": "norm/final", "layer_norm": "norm/final", "w": "embedding/token", "layernorm": "norm/final",
 }
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
 
