@@ -1,6 +1,8 @@
 """The two exceptions for bad user input in ``analysis`` (the CLI maps both to exit 2):
 :class:`ConfigError` for a file (naming file, key and line), :class:`SpecError` for a run spec
-(naming its field); and the helpers that keep their one line short whatever the input holds."""
+(naming its field); and the helpers that keep their one line short whatever the input holds.
+:class:`UnmappedModelType` is the ConfigError of a Hugging Face ``model_type`` llmcalc has no
+mapper for, which `llmcalc params` can still count through transformers."""
 
 from __future__ import annotations
 
@@ -48,6 +50,16 @@ class ConfigError(ValueError):
         where = "" if source is None else shorten(source, LONG) + (f":{line}" if line is not None else "")
         super().__init__((where + ": " if where else "") + (f"key {brief(key)}: " if key else "")
                          + shorten(message, 4 * LONG))
+
+
+class UnmappedModelType(ConfigError):
+    """A config.json whose ``model_type`` no mapper reads. It carries the file's mapping and the
+    model's name, so that `llmcalc params` can count it through transformers' own model instead
+    (:mod:`analysis.verify.fallback`); anything else refuses it."""
+
+    def __init__(self, message: str, source: str, raw: dict[str, Any], name: str):
+        super().__init__(message, source, "model_type")
+        self.raw, self.name, self.model_type = raw, name, raw["model_type"]
 
 
 class SpecError(ValueError):

@@ -21,7 +21,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, NoReturn
 
-from ..analysis.errors import LONG, ConfigError, SpecError, shorten
+from ..analysis.errors import LONG, ConfigError, SpecError, UnmappedModelType, shorten
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for any writer whose reader left (`yes | head -1`)
@@ -100,6 +100,11 @@ def guarded():
         raise SystemExit(EXIT_FAILED) from None
     except SpecError as exc:
         say(f"{flag(exc.field)} {exc.message}")
+        raise SystemExit(EXIT_USAGE) from None
+    except UnmappedModelType as exc:  # a ConfigError whose line says whether transformers can count it
+        from ..analysis.verify.fallback import unmapped_message  # asks transformers, when installed
+
+        say(unmapped_message(exc))
         raise SystemExit(EXIT_USAGE) from None
     except (ConfigError, UsageError) as exc:
         say(str(exc))

@@ -3,11 +3,13 @@
 from ..analysis.count.lora import adapter_params
 from ..analysis.count.params import ParamCount
 from ..analysis.count.quant import checkpoint_bytes
+from ..analysis.errors import UnmappedModelType
 from ..analysis.model.config import ModelConfig
 from ..analysis.model.formats import WEIGHT_FORMATS
 from ..analysis.model.sizes import DTYPE_BITS
 from ..analysis.spec import LoRA
 from .common import family, load_models, lora_models, lora_record, lora_spec, one_or_list, params_of
+from .fallback import by_transformers
 from .format import count, group_label, iec, layer_list, share
 from .options import Format, Json, LoraAlpha, LoraRank, LoraTargets, Models, output_format
 from .report import Col, Report, Styled, Table, emit, group_json, pick, text_col
@@ -129,10 +131,17 @@ def params(models: Models = None, lora_rank: LoraRank = None, lora_alpha: LoraAl
       llmcalc params ./my-model.yaml
       llmcalc params          # every bundled model
       llmcalc params llama-2-7b --lora-rank 16
+      llmcalc params ./opt-125m/   # no mapper: by transformers
     """
     fmt = output_format(fmt, json_out)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)
-    cfgs = lora_models(models, lora)
+    try:
+        cfgs = lora_models(models, lora)
+    except UnmappedModelType as exc:  # transformers counts it, named alone (llmcalc's breakdown has no rows for it)
+        if len(models) > 1 or lora is not None:
+            raise
+        emit(by_transformers(exc), fmt)
+        return
     counts = [params_of(c) for c in cfgs]
     records = [params_json(c, p) for c, p in zip(cfgs, counts)]
     if lora is not None:

@@ -48,11 +48,15 @@ def test_every_command_has_an_example():
     assert {"models", "params", "flops", "kvcache", "memory", "time", "plan", "hardware", "verify"} <= shown
 
 
+NO_MAPPER = "docs/examples/no-mapper/"  # configs counted by transformers' own model (torch)
+
+
 def _cases():
-    """Each example in the unit tier, those of `llmcalc verify` (torch) in the reference tier."""
+    """Each example in the unit tier, those of `llmcalc verify` and of a model without a mapper
+    (torch) in the reference tier."""
     return [pytest.param(page, command, shown, id=f"{page}: {command}",
                          marks=[pytest.mark.reference, pytest.mark.slow] if command.split()[1] == "verify"
-                         else pytest.mark.unit)
+                         else pytest.mark.reference if NO_MAPPER in command else pytest.mark.unit)
             for page, command, shown in _blocks()]
 
 

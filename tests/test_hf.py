@@ -645,7 +645,7 @@ LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"model_type": "mamba"}, "key 'model_type': unsupported Hugging Face model_type 'mamba'"),
+    ({"model_type": "no_such_model"}, "key 'model_type': unsupported Hugging Face model_type 'no_such_model'"),
     ({"model_type": "qwen2", "layer_types": ["full_attention", "linear_attention"]},
      "key 'layer_types': unsupported layer type 'linear_attention'"),
     ({"layers_block_type": ["attention", "mamba"]}, "key 'layers_block_type': not supported: hybrid"),

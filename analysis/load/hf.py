@@ -31,7 +31,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import ConfigError, brief
+from ..errors import ConfigError, UnmappedModelType, brief
 from ..model.config import MAX_LAYERS
 from ..model.sizes import MAX_INT
 from .hf_defaults import DEFAULTS, Default
@@ -86,21 +86,21 @@ def _dtype(r: Raw, default: str) -> str:
 def _base(r: Raw, *, d: str = "hidden_size", layers: str = "num_hidden_layers", heads: str = "num_attention_heads",
           context: str = "max_position_embeddings", dtype: str = "bf16") -> dict[str, Any]:
     """Name, sizes, dtype and tying (a context length changes no count unless positions are learned)."""
-    return {"name": _name(r), "vocab_size": r.size("vocab_size"), "context_length": r.size(context),
+    return {"name": _name(r.raw, r.source), "vocab_size": r.size("vocab_size"), "context_length": r.size(context),
             "d_model": r.size(d), "n_layers": r.size(layers, maximum=MAX_LAYERS), "n_heads": r.size(heads),
             "tie_embeddings": r.flag("tie_word_embeddings"), "dtype": _dtype(r, dtype)}
 
 
-def _name(r: Raw) -> str:
+def _name(raw: dict[str, Any], source: str) -> str:
     """The model's name: in a Hugging Face cache snapshot
     (``models--<org>--<name>/snapshots/<commit>/config.json``) the repository's ``<name>``, never
     the commit hash; else the config's ``_name_or_path`` when it has one; else a ``config.json``'s
     folder (a model directory's name) or any other file's stem."""
-    path = Path(os.path.abspath(r.source))  # not resolved: a snapshot's config.json links into blobs/
+    path = Path(os.path.abspath(source))  # not resolved: a snapshot's config.json links into blobs/
     folder, repo = path.parent, path.parent.parent.parent.name
     if path.parent.parent.name == "snapshots" and repo.startswith("models--"):
         return repo.split("--")[-1]
-    given = r.raw.get("_name_or_path")
+    given = raw.get("_name_or_path")
     if isinstance(given, str) and given.strip():
         return given
     return folder.name if path.name == "config.json" and folder.name else path.stem
@@ -1420,9 +1420,10 @@ def _read(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], Raw]:
     kind = raw.get("model_type")
     if not isinstance(kind, str):
         raise ConfigError(f"must be a string, got {brief(kind)}", source, "model_type")
-    if kind not in MAPPERS:
-        raise ConfigError(f"unsupported Hugging Face model_type {brief(kind)}; the {len(MAPPERS)} supported are "
-                          "listed in the docs (Hugging Face configs, Supported model types)", source, "model_type")
+    if kind not in MAPPERS:  # `llmcalc params` may count it through transformers (analysis.verify.fallback)
+        raise UnmappedModelType(f"unsupported Hugging Face model_type {brief(kind)}; the {len(MAPPERS)} supported "
+                                "are listed in the docs (Hugging Face configs, Supported model types)", source, raw,
+                                _name(raw, source))
     for key, why in REJECTED.items():
         if raw.get(key) not in (None, {}, []):
             raise ConfigError(f"not supported: {why}", source, key)

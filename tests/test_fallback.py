@@ -1,0 +1,151 @@
+"""The fallback for a model_type no mapper reads (analysis/verify/fallback.py): `llmcalc params`
+counts transformers' own model on meta, labelled "counted by transformers, not explained"; every
+other command, and a missing hf extra, is one line and exit 2. The model types are ones llmcalc
+cannot map (state-space, recurrent) or has no mapper for."""
+
+import json
+import sys
+
+import pytest
+
+from llmcalc.analysis.load.hf import MAPPERS
+from tests.console import error_line
+
+LABEL = "counted by transformers, not explained"
+
+# model_type -> (its config class's keys: a released checkpoint's shapes, or small ones; the
+# published total of that checkpoint, None for the small ones)
+CONFIGS = {
+    "opt": (dict(vocab_size=50272, hidden_size=768, num_hidden_layers=12, ffn_dim=3072, num_attention_heads=12,
+                 word_embed_proj_dim=768, max_position_embeddings=2048), 125_239_296),  # OPT-125m
+    "bloom": (dict(vocab_size=250880, hidden_size=1024, n_layer=24, n_head=16), 559_214_592),  # BLOOM-560m
+    "mamba": (dict(vocab_size=50280, hidden_size=768, num_hidden_layers=24, state_size=16), 129_135_360),  # 130m
+    "rwkv": (dict(vocab_size=1000, hidden_size=64, num_hidden_layers=3, context_length=128), None),  # untied head
+    "xlstm": (dict(vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_heads=4), None),
+}
+
+
+def _write(tmp_path, model_type: str, name: str = "config.json") -> str:
+    import transformers
+
+    keys, _ = CONFIGS[model_type]
+    config = transformers.CONFIG_MAPPING[model_type](**keys).to_dict()
+    path = tmp_path / name
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+def _parameters(model_type: str) -> int:
+    """transformers' model.parameters() on meta, each once: an independent count."""
+    import torch
+    import transformers
+
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.CONFIG_MAPPING[model_type](
+            **CONFIGS[model_type][0]))
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.unit
+def test_the_types_have_no_mapper():
+    assert not set(CONFIGS) & set(MAPPERS)
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("model_type", CONFIGS)
+def test_params_counts_transformers_model(tmp_path, run, model_type):
+    result = run("params", _write(tmp_path, model_type), "--json")
+    assert result.exit_code == 0, result.stderr
+    record = json.loads(result.stdout)
+    published = CONFIGS[model_type][1]
+    assert record["total"] == _parameters(model_type) == (published or record["total"])
+    assert record["counted_by"] == "transformers" and record["transformers_version"]
+    assert record["model_type"] == model_type and record["active"] is None
+    assert sum(record["components"].values()) == record["total"]
+    for m in record["modules"]:
+        assert m["per_layer"] is None or m["per_layer"] * m["layers"] == m["params"]
+
+
+@pytest.mark.reference
+def test_opt_125m_module_by_module(tmp_path, run):
+    """OPT-125m by hand: a learned position table of 2048 + 2 rows, four biased projections, two
+    LayerNorms and a biased MLP per layer, a final LayerNorm, the LM head tied to the embedding."""
+    record = json.loads(run("params", _write(tmp_path, "opt"), "--json").stdout)
+    d, ff, layers = 768, 3072, 12
+    modules = {m["module"]: m for m in record["modules"]}
+    assert modules["model.decoder.layers.*.self_attn"]["per_layer"] == 4 * (d * d + d)
+    assert modules["model.decoder.layers.*.fc1"]["per_layer"] == d * ff + ff
+    assert modules["model.decoder.layers.*.fc2"] == {"module": "model.decoder.layers.*.fc2", "layers": layers,
+                                                     "per_layer": ff * d + d, "params": layers * (ff * d + d)}
+    assert modules["model.decoder.embed_positions"] == {"module": "model.decoder.embed_positions", "layers": 0,
+                                                        "per_layer": None, "params": 2050 * d}
+    assert record["embedding"] == 50272 * d and record["lm_head"] == 0 and record["tie_embeddings"]
+    assert "lm_head" not in record["components"]  # tied: counted once, under the embedding
+
+
+@pytest.mark.reference
+def test_an_untied_head_is_counted(tmp_path, run):
+    record = json.loads(run("params", _write(tmp_path, "rwkv"), "--json").stdout)
+    assert not record["tie_embeddings"] and record["lm_head"] == record["embedding"] == 1000 * 64
+    assert record["components"]["head"] == 1000 * 64
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_the_label_is_shown(tmp_path, run, fmt):
+    result = run("params", _write(tmp_path, "opt", "opt-125m.json"), "--format", fmt)
+    assert result.exit_code == 0, result.stderr
+    assert LABEL in result.stdout and "125,239,296" in result.stdout and "opt-125m" in result.stdout
+
+
+@pytest.mark.reference
+def test_csv_rows_are_the_modules(tmp_path, run):
+    import csv
+
+    rows = list(csv.DictReader(run("params", _write(tmp_path, "opt"), "--format", "csv").stdout.splitlines()))
+    assert {r["counted_by"] for r in rows} == {"transformers"}
+    assert sum(int(r["params"]) for r in rows) == 125_239_296
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("args", [
+    ["flops"], ["kvcache"], ["memory"], ["time", "--hardware", "h100"], ["verify"],
+    ["plan", "--gpus", "8", "--hardware", "h100", "--seq", "2048", "--global-batch", "64"],
+    ["params", "gpt2-small"], ["params", "--lora-rank", "8"],
+])
+def test_other_commands_refuse_it_in_one_line(tmp_path, run, args):
+    path = _write(tmp_path, "mamba")
+    line = error_line(run(args[0], path, *args[1:]))
+    assert "key 'model_type': 'mamba' has no llmcalc mapper, so only `llmcalc params` counts it" in line
+    assert "Models without a mapper" in line
+
+
+@pytest.mark.reference
+def test_a_model_type_transformers_does_not_know_either(tmp_path, run):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "no_such_model", "hidden_size": 64}')
+    for command in ("params", "flops"):
+        line = error_line(run(command, path))
+        assert line.endswith("key 'model_type': unsupported Hugging Face model_type 'no_such_model'; the "
+                             f"{len(MAPPERS)} supported are listed in the docs (Hugging Face configs, Supported model "
+                             "types)\n"), line
+
+
+@pytest.mark.reference
+def test_transformers_refusing_the_config_is_one_line(tmp_path, run):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "opt", "hidden_size": 10, "num_attention_heads": 3}')
+    assert "transformers cannot build this config" in error_line(run("params", path))
+
+
+@pytest.mark.unit
+def test_without_the_hf_extra_the_error_says_how_to_get_it(tmp_path, run, monkeypatch):
+    monkeypatch.setitem(sys.modules, "transformers.models.auto.modeling_auto", None)  # import raises ImportError
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "opt"}')
+    for command in ("params", "kvcache"):
+        result = run(command, path)
+        assert result.exit_code == 2 and result.stdout == "" and result.stderr.count("\n") == 1
+        assert "unsupported Hugging Face model_type 'opt'; the" in result.stderr
+        assert result.stderr.endswith("`llmcalc params` can count it through transformers: "
+                                      "pip install 'llmcalc-exact[hf]'\n")
