@@ -67,7 +67,7 @@ EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first
          "hunyuan_v1_moe": {"head_dim": 128}, "minimax_m2": {"num_local_experts": 8},
          "dots1": {"n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 1,
                    "max_window_layers": 2},
-         # batch B: its class's default rope_parameters ({}) has no entry for its layers' type
+         # Cohere's North (compass): its class's default rope_parameters ({}) has no entry for its layers' type
          "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4}}}}
 
 

@@ -36,6 +36,7 @@ from ..model.config import MAX_LAYERS
 from ..model.sizes import MAX_INT
 from .hf_defaults import DEFAULTS, Default
 from .hf_raw import Raw, _activation
+from .hf_vision import MULTIMODAL, Family
 
 # Keys that change no count, for every family.
 IGNORED = frozenset({
@@ -1416,11 +1417,62 @@ def _padding(r: Raw, vocab: int) -> None:
 _NULLABLE = Default(None, True)  # a key no table lists: transformers takes None or does not read it
 
 
-def _read(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], Raw]:
+# language models that exist only inside a multimodal checkpoint (Qwen-VL's, at its top level)
+_INSIDE: dict[str, Callable[[Raw], dict[str, Any]]] = {"qwen2_5_vl_text": _qwen2}
+
+
+def _refuse_null(raw: dict[str, Any], defaults: dict[str, Default], source: str, prefix: str = "") -> None:
+    """A null transformers refuses: typed without None, or its code fails on None."""
+    null = next((key for key, value in raw.items() if value is None and not defaults.get(key, _NULLABLE).nullable),
+                None)
+    if null is not None:
+        raise ConfigError("is null, but a value is needed", source, prefix + null)
+
+
+def _multimodal(raw: dict[str, Any], source: str, family: Family) -> tuple[dict[str, Any], Raw]:
+    """A multimodal checkpoint (:mod:`.hf_vision`): the language model read by the mapper of its own
+    model_type, from ``text_config`` or (Qwen-VL's layout) the top-level keys, with its class's
+    defaults; the vision tower and projector from ``vision_config`` and the top level; the LM head
+    tied as the top level says (transformers ties by the top-level flag)."""
+    defaults = DEFAULTS[raw["model_type"]]
+    _refuse_null(raw, defaults, source)
+    top = Raw(raw, source, defaults)
+    if "text_config" in raw or family.text != "qwen2_5_vl_text":
+        text, prefix = top.get("text_config") or {}, "text_config."
+        if not isinstance(text, dict):
+            top.fail("text_config", f"must be a mapping, got {brief(text)}")
+        text = {"model_type": family.text, **text}
+    else:  # the language model's keys at the top level
+        text, prefix = {k: v for k, v in raw.items() if k not in defaults and k != "vision_config"}, ""
+        top.ignore(*text)
+        text["model_type"] = family.text
+    try:
+        out, _ = _read(text, source, inside=True)
+    except ConfigError as exc:  # a key of text_config
+        raise ConfigError(exc.message, source, prefix + (exc.key or "model_type"), exc.line) from None
+    vision = top.get("vision_config") or {}
+    if not isinstance(vision, dict):
+        top.fail("vision_config", f"must be a mapping, got {brief(vision)}")
+    _refuse_null(vision, DEFAULTS[family.vision], source, "vision_config.")
+    out["vision"] = family.tower(Raw(vision, source, DEFAULTS[family.vision], "vision_config."), top, out["d_model"])
+    out.update(name=_name(raw, source), tie_embeddings=top.flag("tie_word_embeddings"))
+    if top.has("dtype") or top.has("torch_dtype"):
+        out["dtype"] = _dtype(top, out["dtype"])
+    if top.get("quantization_config") not in (None, {}):
+        out.update(_quantization(top))
+    return out, top
+
+
+def _read(raw: dict[str, Any], source: str, inside: bool = False) -> tuple[dict[str, Any], Raw]:
+    """llmcalc's keys for ``raw`` and what was read of it; ``inside``: the language model of a
+    multimodal checkpoint."""
     kind = raw.get("model_type")
     if not isinstance(kind, str):
         raise ConfigError(f"must be a string, got {brief(kind)}", source, "model_type")
-    if kind not in MAPPERS:  # `llmcalc params` may count it through transformers (analysis.verify.fallback)
+    if kind in MULTIMODAL and not inside:
+        return _multimodal(raw, source, MULTIMODAL[kind])
+    mapper = MAPPERS.get(kind) or (_INSIDE.get(kind) if inside else None)
+    if mapper is None:  # `llmcalc params` may count it through transformers (analysis.verify.fallback)
         raise UnmappedModelType(f"unsupported Hugging Face model_type {brief(kind)}; the {len(MAPPERS)} supported "
                                 "are listed in the docs (Hugging Face configs, Supported model types)", source, raw,
                                 _name(raw, source))
@@ -1432,13 +1484,10 @@ def _read(raw: dict[str, Any], source: str) -> tuple[dict[str, Any], Raw]:
         path, value = nested
         raise ConfigError(_quant_method(value) + "not supported inside a nested config; move it to the top "
                           "level, or delete it to count the dequantized model", source, path)
-    defaults = DEFAULTS[kind]  # a null transformers refuses: typed without None, or its code fails on None
-    null = next((key for key, value in raw.items() if value is None and not defaults.get(key, _NULLABLE).nullable),
-                None)
-    if null is not None:
-        raise ConfigError("is null, but a value is needed", source, null)
+    defaults = DEFAULTS[kind]
+    _refuse_null(raw, defaults, source)
     r = Raw(raw, source, defaults)
-    out = MAPPERS[kind](r)
+    out = mapper(r)
     if kind not in _UNPADDED:
         _padding(r, out["vocab_size"])
     if r.get("quantization_config") not in (None, {}):

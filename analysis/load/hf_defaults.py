@@ -551,6 +551,46 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         f"{_COMMON} resid_pdrop embd_pdrop layer_norm_epsilon",
         vocab_size=246534, n_positions=256, n_embd=1280, dff=8192, n_layer=48, n_head=16, tie_word_embeddings=True),
 }
+# multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
+# hold, and the vision towers
+DEFAULTS.update({
+    "gemma3": _config(  # Gemma3Config
+        "initializer_range", text_config=_null(), vision_config=_null(), tie_word_embeddings=_null(True),
+        mm_tokens_per_image=_null(256), boi_token_index=_null(255999), eoi_token_index=_null(256000),
+        image_token_index=_null(262144)),
+    "llava": _config(  # LlavaConfig
+        "image_token_index image_seq_length projector_hidden_act vision_feature_select_strategy",
+        text_config=_null(), vision_config=_null(), tie_word_embeddings=False, vision_feature_layer=-2,
+        multimodal_projector_bias=True),
+    "mistral3": _config(  # Mistral3Config
+        "image_token_index projector_hidden_act", text_config=_null(), vision_config=_null(), tie_word_embeddings=True,
+        vision_feature_layer=-1, multimodal_projector_bias=False, spatial_merge_size=2),
+    "qwen2_5_vl": _config(  # Qwen2_5_VLConfig
+        "image_token_id video_token_id vision_start_token_id vision_end_token_id", text_config=_null(),
+        vision_config=_null(), tie_word_embeddings=False),
+    "qwen2_5_vl_text": _config(  # Qwen2_5_VLTextConfig
+        f"{_COMMON} rms_norm_eps",
+        vocab_size=152064, hidden_size=8192, intermediate_size=29568, num_hidden_layers=80, num_attention_heads=64,
+        num_key_value_heads=_null(8), head_dim=None, hidden_act="silu", max_position_embeddings=32768,
+        tie_word_embeddings=_null(), use_sliding_window=_null(False), sliding_window=_null(4096),
+        max_window_layers=_null(80), layer_types=_null(), attention_dropout=_null(0.0), rope_theta=1000000.0),
+    "siglip_vision_model": _config(  # SiglipVisionConfig
+        "layer_norm_eps attention_dropout", hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
+        num_attention_heads=12, num_channels=3, image_size=224, patch_size=16, hidden_act="gelu_pytorch_tanh",
+        vision_use_head=True),
+    "clip_vision_model": _config(  # CLIPVisionConfig
+        "layer_norm_eps initializer_range initializer_factor", hidden_size=768, intermediate_size=3072,
+        projection_dim=512, num_hidden_layers=12, num_attention_heads=12, num_channels=3, image_size=_null(224),
+        patch_size=_null(32), hidden_act="quick_gelu", attention_dropout=_null(0.0)),
+    "pixtral": _config(  # PixtralVisionConfig
+        "initializer_range attention_dropout", hidden_size=1024, intermediate_size=4096, num_hidden_layers=24,
+        num_attention_heads=16, num_channels=3, image_size=1024, patch_size=16, hidden_act="gelu",
+        rope_parameters=_null(), head_dim=_null()),
+    "qwen2_5_vl_vision": _config(  # Qwen2_5_VLVisionConfig
+        "initializer_range", depth=32, hidden_size=3584, hidden_act="silu", intermediate_size=3420, num_heads=16,
+        in_channels=3, patch_size=14, spatial_merge_size=2, temporal_patch_size=2, tokens_per_second=4,
+        window_size=112, out_hidden_size=3584, fullatt_block_indexes=(7, 15, 23, 31), rope_parameters=_null()),
+})
 DEFAULTS["gpt-sw3"] = DEFAULTS["gpt2"]  # GPT-SW3 is built by GPT-2's classes (GPT2Config)
 
 __all__ = ["DEFAULTS", "Default"]

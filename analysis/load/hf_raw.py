@@ -20,12 +20,13 @@ class Raw:
     is None (a null transformers refuses is refused before, by :func:`_read`). Records which keys
     a mapper read."""
 
-    def __init__(self, raw: dict[str, Any], source: str, defaults: dict[str, Default]):
-        self.raw, self.source, self.defaults = raw, source, defaults
+    def __init__(self, raw: dict[str, Any], source: str, defaults: dict[str, Default], prefix: str = ""):
+        self.raw, self.source, self.defaults, self.prefix = raw, source, defaults, prefix
         self.read: set[str] = set()
 
     def fail(self, key: str, message: str) -> NoReturn:
-        raise ConfigError(message, self.source, key)
+        """ConfigError naming ``key`` (under ``prefix``, for a nested mapping: ``vision_config.``)."""
+        raise ConfigError(message, self.source, self.prefix + key)
 
     def has(self, key: str) -> bool:
         """Whether the file gives ``key`` a value (not null)."""

@@ -103,6 +103,7 @@ _TOP_NAMES = {
     "norm_f": "norm/final", "layer_norm": "norm/final", "w": "embedding/token", "layernorm": "norm/final",
 }
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
+_VISUAL = re.compile(r"(?:^|\.)visual(?:\.|$)")  # Qwen-VL's vision tower
 
 
 class TransformersMissing(RuntimeError):
@@ -163,12 +164,14 @@ def build_hf(raw: dict[str, Any], source: str | None = None) -> torch.nn.Module:
         config = config_class.from_dict(raw)
         config.use_cache = True
         kwargs: dict[str, Any] = {"attn_implementation": "eager", "dtype": torch.float32}
+        auto = transformers.AutoModelForCausalLM
+        if getattr(config, "vision_config", None) is not None:  # a multimodal checkpoint: its whole model
+            auto = transformers.AutoModelForImageTextToText
         with torch.device("meta"):
             try:
-                model = transformers.AutoModelForCausalLM.from_config(
-                    config, experts_implementation="batched_mm", **kwargs)
+                model = auto.from_config(config, experts_implementation="batched_mm", **kwargs)
             except (ValueError, TypeError):  # a model without experts may refuse the kwarg
-                model = transformers.AutoModelForCausalLM.from_config(config, **kwargs)
+                model = auto.from_config(config, **kwargs)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(f"transformers cannot build this config: {reason}", source) from None
@@ -180,8 +183,13 @@ def build_hf(raw: dict[str, Any], source: str | None = None) -> torch.nn.Module:
 # --- names: transformers' module paths -> llmcalc components ----------------------------------
 
 def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
-    """``model.layers.3.self_attn.q_proj`` -> ``attention/q``; unknown -> ``?<path>``. ``glm4``:
+    """``model.layers.3.self_attn.q_proj`` -> ``attention/q``; a multimodal checkpoint's vision tower
+    and projector -> ``vision`` and ``projector``, whole; unknown -> ``?<path>``. ``glm4``:
     the model names its norm after attention ``post_self_attn_layernorm`` (:func:`_glm4_norms`)."""
+    if "multi_modal_projector" in path or ".merger" in path:  # Qwen-VL's projector is its tower's merger
+        return "projector"
+    if "vision_tower" in path or _VISUAL.search(path):
+        return "vision"
     m = _LAYER_PATH.match(path)
     if m is None:  # outside the decoder layers
         last = path.rpartition(".")[2]
@@ -219,6 +227,16 @@ def _glm4_norms(model: torch.nn.Module) -> bool:
     is the norm before the MLP there, the norms after the branches are ``post_self_attn_layernorm``
     and ``post_mlp_layernorm`` (HyperCLOVA X: ``post_norm1`` and ``post_norm2``)."""
     return any(name.endswith(("post_self_attn_layernorm", "post_norm1")) for name, _ in model.named_modules())
+
+
+def _towers_whole(components: dict[str, int]) -> dict[str, int]:
+    """A vision tower and its projector each as one whole, as :func:`component` names transformers' modules."""
+    out: dict[str, int] = {}
+    for key, n in components.items():
+        whole = key.split("/")[0]
+        key = whole if whole in ("vision", "projector") else key
+        out[key] = out.get(key, 0) + n
+    return out
 
 
 def _parts(key: str) -> list[str]:
@@ -334,7 +352,7 @@ def against_transformers(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch:
 
 def _against(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int, source: str | None) -> list[Check]:
     model = build_hf(raw, source)
-    out = _compare("transformers/params", count_params(cfg).components, measure_params(model, cfg))
+    out = _compare("transformers/params", _towers_whole(count_params(cfg).components), measure_params(model, cfg))
 
     fwd, bwd = measure_flops(model, cfg, batch, seq)
     report = count_flops(cfg, RunSpec("train", seq, batch, "eager"))

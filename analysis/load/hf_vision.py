@@ -1,0 +1,120 @@
+"""Multimodal Hugging Face checkpoints: the vision tower and projector of each family, read from its
+``vision_config`` and top-level keys as transformers' config classes read them (:mod:`.hf` reads the
+language model with its own mapper and puts the two together).
+
+Each family's tower and projector, as transformers builds them (``vision/...`` and ``projector/...``
+in llmcalc; :mod:`analysis.model.vision`):
+
+- ``gemma3``: SigLIP without its pooling head (``vision_use_head`` false), a final LayerNorm; the
+  projector is an RMSNorm over the tower's width and one linear without bias (the average pooling to
+  ``mm_tokens_per_image`` has no parameters);
+- ``llava``: CLIP (class token, a patch convolution without bias, pre- and post-LayerNorm; every
+  layer is built even when ``vision_feature_layer`` reads an earlier one), and two linears around an
+  activation from the tower's width (times the number of layers ``vision_feature_layer`` lists) to
+  the language model's, with ``multimodal_projector_bias``;
+- ``mistral3``: Pixtral (RMSNorms, a gated MLP, no bias anywhere, 2-D RoPE, a norm before the first
+  layer and none after the last), and Mistral 3's projector: an RMSNorm, the patch merger (a linear
+  from ``spatial_merge_size^2`` patches back to the tower's width), two linears;
+- ``qwen2_5_vl``: Qwen2.5-VL's ViT (a Conv3d over ``temporal_patch_size`` frames without bias,
+  RMSNorms, fused qkv with bias, a gated MLP with biases, 2-D RoPE, no final norm), and its merger:
+  an RMSNorm, ``spatial_merge_size^2`` patches concatenated, two linears with biases (the first as
+  wide as its input) to ``out_hidden_size``, which must be the language model's width.
+
+The tower's activation says only whether its MLP is gated: CLIP's ``quick_gelu`` reads as ``gelu``
+(no image runs through the tower yet, so its elementwise cost counts nowhere).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+from ..errors import brief
+from .hf_raw import _ACTIVATIONS, Raw
+
+_TOWER_ACTIVATIONS = {**_ACTIVATIONS, "quick_gelu": "gelu"}
+_GATED_TOWER = {"gelu": "geglu", "silu": "swiglu"}
+
+
+def _activation(v: Raw, gated: bool) -> str:
+    act = v.get("hidden_act")
+    base = _TOWER_ACTIVATIONS.get(act) if isinstance(act, str) else None
+    if base is None or (gated and base not in _GATED_TOWER):
+        v.fail("hidden_act", f"unsupported activation {brief(act)}")
+    return _GATED_TOWER[base] if gated else base
+
+
+def _feature_layers(top: Raw) -> int:
+    """The tower layers whose outputs the projector concatenates: ``vision_feature_layer``, one
+    index or a list of them."""
+    value = top.get("vision_feature_layer")
+    if isinstance(value, list) and value and all(type(i) is int for i in value):
+        return len(value)
+    if type(value) is not int:
+        top.fail("vision_feature_layer", f"must be a layer index or a list of them, got {brief(value)}")
+    return 1
+
+
+def _gemma3(v: Raw, top: Raw, width: int) -> dict[str, Any]:
+    v.false("vision_use_head", "SigLIP's attention-pooling head (Gemma 3 is built without it)")
+    top.ignore("mm_tokens_per_image", "boi_token_index", "eoi_token_index", "image_token_index")
+    return {"n_layers": v.size("num_hidden_layers"), "d_model": v.size("hidden_size"),
+            "n_heads": v.size("num_attention_heads"), "d_ff": v.size("intermediate_size"),
+            "patch_size": v.size("patch_size"), "image_size": v.size("image_size"), "channels": v.size("num_channels"),
+            "activation": _activation(v, False), "projector": {"norm": "rmsnorm"}}
+
+
+def _llava(v: Raw, top: Raw, width: int) -> dict[str, Any]:
+    v.ignore("projection_dim")  # CLIP's joint-embedding projection: not built in CLIPVisionModel
+    top.ignore("image_token_index", "image_seq_length", "vision_feature_select_strategy", "projector_hidden_act")
+    return {"n_layers": v.size("num_hidden_layers"), "d_model": v.size("hidden_size"),
+            "n_heads": v.size("num_attention_heads"), "d_ff": v.size("intermediate_size"),
+            "patch_size": v.size("patch_size"), "image_size": v.size("image_size"), "channels": v.size("num_channels"),
+            "activation": _activation(v, False), "class_token": True, "patch_bias": False, "pre_norm": True,
+            "projector": {"features": _feature_layers(top), "hidden": width,
+                          "bias": top.flag("multimodal_projector_bias")}}
+
+
+def _mistral3(v: Raw, top: Raw, width: int) -> dict[str, Any]:
+    d, heads = v.size("hidden_size"), v.size("num_attention_heads")
+    head_dim = v.maybe_size("head_dim")
+    if head_dim is not None and head_dim * heads != d:  # q, k, v and o are d -> heads * head_dim
+        v.fail("head_dim", f"must be hidden_size / num_attention_heads ({d} / {heads}), got {head_dim}")
+    v.ignore("rope_parameters")
+    top.ignore("image_token_index", "projector_hidden_act")
+    if _feature_layers(top) > 1:  # its norm and patch merger stay one layer wide: a forward fails
+        top.fail("vision_feature_layer", "several layers: transformers' Mistral 3 projector cannot take them")
+    return {"n_layers": v.size("num_hidden_layers"), "d_model": d, "n_heads": heads,
+            "d_ff": v.size("intermediate_size"), "patch_size": v.size("patch_size"), "image_size": v.size("image_size"),
+            "channels": v.size("num_channels"), "activation": _activation(v, True), "norm": "rmsnorm",
+            "position": "rope", "patch_bias": False, "qkv_bias": False, "out_bias": False, "mlp_bias": False,
+            "pre_norm": True, "final_norm": False,
+            "projector": {"norm": "rmsnorm", "merge": top.size("spatial_merge_size"),
+                          "merge_linear": True, "hidden": width, "bias": top.flag("multimodal_projector_bias")}}
+
+
+def _qwen2_5_vl(v: Raw, top: Raw, width: int) -> dict[str, Any]:
+    d, merge, out = v.size("hidden_size"), v.size("spatial_merge_size"), v.size("out_hidden_size")
+    if out != width:
+        v.fail("out_hidden_size", f"must be the language model's hidden_size ({width}), got {out}")
+    # window attention changes no parameter; tokens_per_second times video positions
+    v.ignore("window_size", "fullatt_block_indexes", "tokens_per_second", "rope_parameters")
+    top.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id", "vision_token_id")
+    channels = "in_chans" if "in_chans" in v.raw else "in_channels"  # the key of transformers 4's files
+    return {"n_layers": v.size("depth"), "d_model": d, "n_heads": v.size("num_heads"),
+            "d_ff": v.size("intermediate_size"), "patch_size": v.size("patch_size"),
+            "temporal_patch": v.size("temporal_patch_size"), "channels": v.size(channels),
+            "activation": _activation(v, True), "norm": "rmsnorm", "position": "rope", "patch_bias": False,
+            "final_norm": False,
+            "projector": {"norm": "rmsnorm", "merge": merge, "hidden": d * merge * merge, "bias": True}}
+
+
+class Family(NamedTuple):
+    text: str  # the language model's model_type when the file names none (the config class's default)
+    vision: str  # the vision config's model_type: its defaults' table in hf_defaults
+    tower: Callable[[Raw, Raw, int], dict[str, Any]]  # (vision_config, the top level, text width) -> vision keys
+
+
+MULTIMODAL = {"gemma3": Family("gemma3_text", "siglip_vision_model", _gemma3),
+              "llava": Family("llama", "clip_vision_model", _llava),
+              "mistral3": Family("mistral", "pixtral", _mistral3),
+              "qwen2_5_vl": Family("qwen2_5_vl_text", "qwen2_5_vl_vision", _qwen2_5_vl)}

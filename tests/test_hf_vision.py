@@ -1,0 +1,189 @@
+"""Multimodal Hugging Face checkpoints, proven against transformers' own modeling code: the
+published config.json of Gemma 3 27B (-it) and Qwen2.5-VL-7B-Instruct give the checkpoints'
+published totals, and for every multimodal family the config written by transformers' config class
+from a cited checkpoint's hyperparameters gives transformers' state dict in total, for the language
+model, the vision tower and the projector."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.errors import ConfigError
+from llmcalc.analysis.load.catalog import load_model, load_path
+from llmcalc.analysis.load.hf import unclassified
+from llmcalc.analysis.load.hf_vision import MULTIMODAL
+
+pytestmark = pytest.mark.reference
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+against = pytest.importorskip("llmcalc.analysis.verify.against")
+logging.getLogger("transformers").setLevel(logging.ERROR)
+
+# google/gemma-3-27b-it's config.json as published (transformers 4.50's layout)
+GEMMA3_27B_IT = {
+    "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999, "eoi_token_index": 256000,
+    "eos_token_id": [1, 106], "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+    "model_type": "gemma3",
+    "text_config": {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504, "model_type": "gemma3_text",
+                    "num_attention_heads": 32, "num_hidden_layers": 62, "num_key_value_heads": 16,
+                    "query_pre_attn_scalar": 168, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                      "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+                      "patch_size": 14, "vision_use_head": False}}
+# Qwen/Qwen2.5-VL-7B-Instruct's config.json as published: the language model's keys at the top level
+QWEN2_5_VL_7B = {
+    "architectures": ["Qwen2_5_VLForConditionalGeneration"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "eos_token_id": 151645, "vision_start_token_id": 151652, "vision_end_token_id": 151653,
+    "vision_token_id": 151654, "image_token_id": 151655, "video_token_id": 151656, "hidden_act": "silu",
+    "hidden_size": 3584, "initializer_range": 0.02, "intermediate_size": 18944, "max_position_embeddings": 128000,
+    "max_window_layers": 28, "model_type": "qwen2_5_vl", "num_attention_heads": 28, "num_hidden_layers": 28,
+    "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.41.2", "use_cache": True,
+    "use_sliding_window": False,
+    "vision_config": {"depth": 32, "hidden_act": "silu", "hidden_size": 1280, "intermediate_size": 3420,
+                      "num_heads": 16, "in_chans": 3, "out_hidden_size": 3584, "patch_size": 14,
+                      "spatial_merge_size": 2, "spatial_patch_size": 14, "window_size": 112,
+                      "fullatt_block_indexes": [7, 15, 23, 31], "tokens_per_second": 2, "temporal_patch_size": 2},
+    "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}, "vocab_size": 152064}
+PUBLISHED = [("gemma-3-27b-it", GEMMA3_27B_IT, 27_432_406_640),
+             ("Qwen2.5-VL-7B-Instruct", QWEN2_5_VL_7B, 8_292_166_656)]
+
+# model_type -> (checkpoint, its hyperparameters, written by transformers' config class)
+CHECKPOINTS = {
+    "gemma3": ("google/gemma-3-4b-it", dict(
+        text_config=dict(hidden_size=2560, intermediate_size=10240, num_hidden_layers=34, num_attention_heads=8,
+                         num_key_value_heads=4, head_dim=256, sliding_window=1024, query_pre_attn_scalar=256),
+        vision_config=dict(hidden_size=1152, image_size=896, intermediate_size=4304, num_attention_heads=16,
+                           num_hidden_layers=27, patch_size=14, vision_use_head=False))),
+    "llava": ("llava-hf/llava-1.5-7b-hf", dict(
+        text_config=dict(model_type="llama", vocab_size=32064, hidden_size=4096, intermediate_size=11008,
+                         num_hidden_layers=32, num_attention_heads=32, max_position_embeddings=4096),
+        vision_config=dict(hidden_size=1024, intermediate_size=4096, num_hidden_layers=24, num_attention_heads=16,
+                           image_size=336, patch_size=14, projection_dim=768),
+        vision_feature_layer=-2, image_token_index=32000)),
+    "mistral3": ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", dict(
+        text_config=dict(model_type="mistral", vocab_size=131072, hidden_size=5120, intermediate_size=32768,
+                         num_hidden_layers=40, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                         max_position_embeddings=131072, sliding_window=None),
+        vision_config=dict(hidden_size=1024, intermediate_size=4096, num_hidden_layers=24, num_attention_heads=16,
+                           image_size=1540, patch_size=14, hidden_act="silu"),
+        spatial_merge_size=2, multimodal_projector_bias=False, tie_word_embeddings=False)),
+    "qwen2_5_vl": ("Qwen/Qwen2.5-VL-3B-Instruct", dict(
+        text_config=dict(vocab_size=151936, hidden_size=2048, intermediate_size=11008, num_hidden_layers=36,
+                         num_attention_heads=16, num_key_value_heads=2, max_window_layers=70),
+        vision_config=dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, out_hidden_size=2048,
+                           patch_size=14, spatial_merge_size=2, temporal_patch_size=2),
+        tie_word_embeddings=True)),
+}
+VARIANTS = [  # branches the checkpoints do not take
+    ("llava", "two feature layers, a projector without bias, a tied head",
+     dict(vision_feature_layer=[-2, -5], multimodal_projector_bias=False, tie_word_embeddings=True)),
+    ("mistral3", "the class's defaults: a tied head, a projector with bias", dict(multimodal_projector_bias=True)),
+    ("gemma3", "the class's defaults, an untied head", dict(tie_word_embeddings=False,
+                                                            vision_config=dict(vision_use_head=False))),
+]
+
+
+def _stored(params) -> int:
+    return sum(p.numel() for p in params)
+
+
+def _parts(model) -> dict[str, int]:
+    """transformers' model by llmcalc's parts: tied weights once, the projector wherever the family
+    keeps it (Qwen-VL: the tower's merger)."""
+    out = {"vision": 0, "projector": 0, "language model": 0}
+    for name, p in model.named_parameters():  # each shared tensor once, under its first name
+        if "multi_modal_projector" in name or ".merger." in name:
+            out["projector"] += p.numel()
+        elif "vision_tower" in name or ".visual." in name:
+            out["vision"] += p.numel()
+        else:
+            out["language model"] += p.numel()
+    return out
+
+
+def _check(tmp_path, config) -> int:
+    data = config.to_dict()
+    assert unclassified(data) == [], "keys transformers writes that no rule covers"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    counted = count_params(load_path(path))
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(config)
+    theirs = _parts(model)
+    assert (counted.vision_tower, counted.projector, counted.language_model) == \
+        (theirs["vision"], theirs["projector"], theirs["language model"])
+    assert counted.total == _stored(model.parameters())
+    return counted.total
+
+
+@pytest.mark.parametrize("name, raw, published", PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_published_config_gives_the_published_total(tmp_path, name, raw, published):
+    path = tmp_path / name / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(raw))
+    cfg = load_path(path)
+    assert (cfg.name, count_params(cfg).total) == (name, published)
+    config = transformers.AutoConfig.for_model(raw["model_type"], **{k: v for k, v in raw.items()
+                                                                     if k != "model_type"})
+    assert _check(tmp_path, config) == published
+
+
+@pytest.mark.parametrize("model_type", sorted(CHECKPOINTS))
+def test_family_equals_transformers(tmp_path, model_type):
+    _check(tmp_path, transformers.AutoConfig.for_model(model_type, **CHECKPOINTS[model_type][1]))
+
+
+@pytest.mark.parametrize("model_type, what, hp", VARIANTS, ids=[v[1] for v in VARIANTS])
+def test_variant_equals_transformers(tmp_path, model_type, what, hp):
+    _check(tmp_path, transformers.AutoConfig.for_model(model_type, **hp))
+
+
+def test_every_family_is_tested():
+    assert set(CHECKPOINTS) == set(MULTIMODAL)
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"vision_config": {**GEMMA3_27B_IT["vision_config"], "vision_use_head": True}}, "vision_config.vision_use_head"),
+    ({"text_config": {**GEMMA3_27B_IT["text_config"], "hidden_size": "5376"}}, "text_config.hidden_size"),
+    ({"text_config": {**GEMMA3_27B_IT["text_config"], "model_type": "nope"}}, "text_config.model_type"),
+    ({"vision_config": [1]}, "vision_config"),
+    ({"model_type": "mistral3", "vision_config": {}, "vision_feature_layer": [-1, -2]}, "vision_feature_layer"),
+    ({"vision_config": {**GEMMA3_27B_IT["vision_config"], "patch_size": None}}, "vision_config.patch_size"),
+])
+def test_what_is_not_counted_is_refused_naming_the_key(tmp_path, change, key):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**GEMMA3_27B_IT, **change}))
+    with pytest.raises(ConfigError) as err:
+        load_path(path)
+    assert err.value.key == key
+
+
+def test_qwen_vl_merger_must_reach_the_language_model(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN2_5_VL_7B, "vision_config": {**QWEN2_5_VL_7B["vision_config"],
+                                                                  "out_hidden_size": 2048}}))
+    with pytest.raises(ConfigError, match="out_hidden_size"):
+        load_path(path)
+
+
+@pytest.mark.parametrize("model_type", sorted(CHECKPOINTS))
+def test_verify_against_transformers(model_type, tmp_path):
+    """`verify --against transformers` on each family (2 layers of each model): every check exact,
+    every module name mapped (the tower and the projector compared whole)."""
+    hp = json.loads(json.dumps(CHECKPOINTS[model_type][1]))
+    hp["text_config"]["num_hidden_layers"] = 2
+    hp["vision_config"]["depth" if model_type == "qwen2_5_vl" else "num_hidden_layers"] = 2
+    raw = transformers.AutoConfig.for_model(model_type, **hp).to_dict()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    checks = against.against_transformers(load_model(str(path)), raw, 8, 1, str(path))
+    assert [c for c in checks if not c.ok or "unmatched" in c.name] == []
+    assert {"transformers/params/vision", "transformers/params/projector"} <= {c.name for c in checks}
