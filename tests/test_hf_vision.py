@@ -81,6 +81,24 @@ CHECKPOINTS = {
         vision_config=dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, out_hidden_size=2048,
                            patch_size=14, spatial_merge_size=2, temporal_patch_size=2),
         tie_word_embeddings=True)),
+    "qwen2_vl": ("Qwen/Qwen2-VL-2B-Instruct", dict(
+        text_config=dict(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
+                         num_attention_heads=12, num_key_value_heads=2, max_window_layers=28),
+        vision_config=dict(depth=32, embed_dim=1280, hidden_size=1536, mlp_ratio=4, num_heads=16, patch_size=14,
+                           spatial_merge_size=2, temporal_patch_size=2, hidden_act="quick_gelu"),
+        tie_word_embeddings=True)),
+    "idefics3": ("HuggingFaceM4/Idefics3-8B-Llama3", dict(
+        text_config=dict(model_type="llama", vocab_size=128259, hidden_size=4096, intermediate_size=14336,
+                         num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8),
+        vision_config=dict(hidden_size=1152, intermediate_size=4304, num_hidden_layers=27, num_attention_heads=16,
+                           image_size=364, patch_size=14),
+        scale_factor=2)),
+    "smolvlm": ("HuggingFaceTB/SmolVLM-256M-Instruct", dict(
+        text_config=dict(model_type="llama", vocab_size=49280, hidden_size=576, intermediate_size=1536,
+                         num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3),
+        vision_config=dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12,
+                           image_size=512, patch_size=16),
+        scale_factor=4)),
 }
 VARIANTS = [  # branches the checkpoints do not take
     ("llava", "two feature layers, a projector without bias, a tied head",
@@ -100,9 +118,9 @@ def _parts(model) -> dict[str, int]:
     keeps it (Qwen-VL: the tower's merger)."""
     out = {"vision": 0, "projector": 0, "language model": 0}
     for name, p in model.named_parameters():  # each shared tensor once, under its first name
-        if "multi_modal_projector" in name or ".merger." in name:
+        if "multi_modal_projector" in name or ".merger." in name or ".connector." in name:
             out["projector"] += p.numel()
-        elif "vision_tower" in name or ".visual." in name:
+        elif "vision_tower" in name or ".visual." in name or ".vision_model." in name:
             out["vision"] += p.numel()
         else:
             out["language model"] += p.numel()
@@ -180,7 +198,7 @@ def test_verify_against_transformers(model_type, tmp_path):
     every module name mapped (the tower and the projector compared whole)."""
     hp = json.loads(json.dumps(CHECKPOINTS[model_type][1]))
     hp["text_config"]["num_hidden_layers"] = 2
-    hp["vision_config"]["depth" if model_type == "qwen2_5_vl" else "num_hidden_layers"] = 2
+    hp["vision_config"]["depth" if model_type.startswith("qwen") else "num_hidden_layers"] = 2
     raw = transformers.AutoConfig.for_model(model_type, **hp).to_dict()
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))

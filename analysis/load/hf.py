@@ -1417,8 +1417,8 @@ def _padding(r: Raw, vocab: int) -> None:
 _NULLABLE = Default(None, True)  # a key no table lists: transformers takes None or does not read it
 
 
-# language models that exist only inside a multimodal checkpoint (Qwen-VL's, at its top level)
-_INSIDE: dict[str, Callable[[Raw], dict[str, Any]]] = {"qwen2_5_vl_text": _qwen2}
+# language models that exist only inside a multimodal checkpoint (Qwen-VL's)
+_INSIDE: dict[str, Callable[[Raw], dict[str, Any]]] = {"qwen2_vl_text": _qwen2, "qwen2_5_vl_text": _qwen2}
 
 
 def _refuse_null(raw: dict[str, Any], defaults: dict[str, Default], source: str, prefix: str = "") -> None:
@@ -1437,7 +1437,7 @@ def _multimodal(raw: dict[str, Any], source: str, family: Family) -> tuple[dict[
     defaults = DEFAULTS[raw["model_type"]]
     _refuse_null(raw, defaults, source)
     top = Raw(raw, source, defaults)
-    if "text_config" in raw or family.text != "qwen2_5_vl_text":
+    if "text_config" in raw or not family.flat:
         text, prefix = top.get("text_config") or {}, "text_config."
         if not isinstance(text, dict):
             top.fail("text_config", f"must be a mapping, got {brief(text)}")

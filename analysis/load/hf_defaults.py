@@ -574,6 +574,26 @@ DEFAULTS.update({
         num_key_value_heads=_null(8), head_dim=None, hidden_act="silu", max_position_embeddings=32768,
         tie_word_embeddings=_null(), use_sliding_window=_null(False), sliding_window=_null(4096),
         max_window_layers=_null(80), layer_types=_null(), attention_dropout=_null(0.0), rope_theta=1000000.0),
+    "qwen2_vl": _config(  # Qwen2VLConfig
+        "image_token_id video_token_id vision_start_token_id vision_end_token_id", text_config=_null(),
+        vision_config=_null(), tie_word_embeddings=False),
+    "qwen2_vl_text": _config(  # Qwen2VLTextConfig
+        f"{_COMMON} rms_norm_eps attention_dropout",
+        vocab_size=152064, hidden_size=8192, intermediate_size=29568, num_hidden_layers=80, num_attention_heads=64,
+        num_key_value_heads=8, head_dim=None, hidden_act="silu", max_position_embeddings=32768,
+        tie_word_embeddings=_null(), use_sliding_window=_null(False), sliding_window=_null(4096),
+        max_window_layers=_null(80), layer_types=_null(), rope_theta=1000000.0),
+    "qwen2_vl_vision": _config(  # Qwen2VLVisionConfig
+        "initializer_range", depth=32, embed_dim=1280, hidden_size=3584, hidden_act="quick_gelu", mlp_ratio=4,
+        num_heads=16, in_channels=3, patch_size=14, spatial_merge_size=2, temporal_patch_size=2,
+        rope_parameters=_null()),
+    "idefics3": _config(  # Idefics3Config (SmolVLMConfig is the same)
+        "image_token_id use_cache _pad_token_id", text_config=_null(), vision_config=_null(),
+        tie_word_embeddings=False, scale_factor=2),
+    "idefics3_vision": _config(  # Idefics3VisionConfig (SmolVLMVisionConfig is the same)
+        "layer_norm_eps attention_dropout initializer_range", hidden_size=1152, intermediate_size=3072,
+        num_hidden_layers=12, num_attention_heads=16, num_channels=3, image_size=224, patch_size=32,
+        hidden_act="gelu_pytorch_tanh"),
     "siglip_vision_model": _config(  # SiglipVisionConfig
         "layer_norm_eps attention_dropout", hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
         num_attention_heads=12, num_channels=3, image_size=224, patch_size=16, hidden_act="gelu_pytorch_tanh",
@@ -591,6 +611,7 @@ DEFAULTS.update({
         in_channels=3, patch_size=14, spatial_merge_size=2, temporal_patch_size=2, tokens_per_second=4,
         window_size=112, out_hidden_size=3584, fullatt_block_indexes=(7, 15, 23, 31), rope_parameters=_null()),
 })
-DEFAULTS["gpt-sw3"] = DEFAULTS["gpt2"]  # GPT-SW3 is built by GPT-2's classes (GPT2Config)
+DEFAULTS["gpt-sw3"] = DEFAULTS["gpt2"]
+DEFAULTS["smolvlm"] = DEFAULTS["idefics3"]  # GPT-SW3 is built by GPT-2's classes (GPT2Config)
 
 __all__ = ["DEFAULTS", "Default"]

@@ -15,6 +15,11 @@ in llmcalc; :mod:`analysis.model.vision`):
 - ``mistral3``: Pixtral (RMSNorms, a gated MLP, no bias anywhere, 2-D RoPE, a norm before the first
   layer and none after the last), and Mistral 3's projector: an RMSNorm, the patch merger (a linear
   from ``spatial_merge_size^2`` patches back to the tower's width), two linears;
+- ``qwen2_vl``: Qwen2-VL's ViT (a Conv3d without bias, LayerNorms with bias, fused qkv, an MLP
+  ``mlp_ratio`` wide, all with biases, 2-D RoPE, no final norm), and its merger as Qwen2.5-VL's with
+  a LayerNorm, to ``hidden_size``, which must be the language model's width;
+- ``idefics3``, ``smolvlm``: SigLIP's encoder (Idefics3's vision transformer) and the pixel
+  shuffle of ``scale_factor^2`` patches into one linear without bias;
 - ``qwen2_5_vl``: Qwen2.5-VL's ViT (a Conv3d over ``temporal_patch_size`` frames without bias,
   RMSNorms, fused qkv with bias, a gated MLP with biases, 2-D RoPE, no final norm), and its merger:
   an RMSNorm, ``spatial_merge_size^2`` patches concatenated, two linears with biases (the first as
@@ -108,13 +113,39 @@ def _qwen2_5_vl(v: Raw, top: Raw, width: int) -> dict[str, Any]:
             "projector": {"norm": "rmsnorm", "merge": merge, "hidden": d * merge * merge, "bias": True}}
 
 
+def _qwen2_vl(v: Raw, top: Raw, width: int) -> dict[str, Any]:
+    d, merge, out = v.size("embed_dim"), v.size("spatial_merge_size"), v.size("hidden_size")
+    if out != width:
+        v.fail("hidden_size", f"must be the language model's hidden_size ({width}), got {out}")
+    v.ignore("rope_parameters")
+    top.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id", "vision_token_id")
+    channels = "in_chans" if "in_chans" in v.raw else "in_channels"
+    return {"n_layers": v.size("depth"), "d_model": d, "n_heads": v.size("num_heads"),
+            "d_ff": d * v.size("mlp_ratio"), "patch_size": v.size("patch_size"),
+            "temporal_patch": v.size("temporal_patch_size"), "channels": v.size(channels),
+            "activation": _activation(v, False), "position": "rope", "patch_bias": False, "final_norm": False,
+            "projector": {"norm": "layernorm", "merge": merge, "hidden": d * merge * merge, "bias": True}}
+
+
+def _idefics3(v: Raw, top: Raw, width: int) -> dict[str, Any]:
+    top.ignore("image_token_id", "use_cache", "_pad_token_id")
+    return {"n_layers": v.size("num_hidden_layers"), "d_model": v.size("hidden_size"),
+            "n_heads": v.size("num_attention_heads"), "d_ff": v.size("intermediate_size"),
+            "patch_size": v.size("patch_size"), "image_size": v.size("image_size"), "channels": v.size("num_channels"),
+            "activation": _activation(v, False), "projector": {"merge": top.size("scale_factor")}}
+
+
 class Family(NamedTuple):
     text: str  # the language model's model_type when the file names none (the config class's default)
     vision: str  # the vision config's model_type: its defaults' table in hf_defaults
     tower: Callable[[Raw, Raw, int], dict[str, Any]]  # (vision_config, the top level, text width) -> vision keys
+    flat: bool = False  # a file may give the language model's keys at the top level (Qwen-VL)
 
 
 MULTIMODAL = {"gemma3": Family("gemma3_text", "siglip_vision_model", _gemma3),
               "llava": Family("llama", "clip_vision_model", _llava),
               "mistral3": Family("mistral", "pixtral", _mistral3),
-              "qwen2_5_vl": Family("qwen2_5_vl_text", "qwen2_5_vl_vision", _qwen2_5_vl)}
+              "qwen2_vl": Family("qwen2_vl_text", "qwen2_vl_vision", _qwen2_vl, flat=True),
+              "qwen2_5_vl": Family("qwen2_5_vl_text", "qwen2_5_vl_vision", _qwen2_5_vl, flat=True),
+              "idefics3": Family("llama", "idefics3_vision", _idefics3),
+              "smolvlm": Family("llama", "idefics3_vision", _idefics3)}

@@ -186,9 +186,9 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     """``model.layers.3.self_attn.q_proj`` -> ``attention/q``; a multimodal checkpoint's vision tower
     and projector -> ``vision`` and ``projector``, whole; unknown -> ``?<path>``. ``glm4``:
     the model names its norm after attention ``post_self_attn_layernorm`` (:func:`_glm4_norms`)."""
-    if "multi_modal_projector" in path or ".merger" in path:  # Qwen-VL's projector is its tower's merger
+    if "multi_modal_projector" in path or ".merger" in path or ".connector" in path:  # Qwen-VL: the tower's merger
         return "projector"
-    if "vision_tower" in path or _VISUAL.search(path):
+    if "vision_tower" in path or "vision_model" in path or _VISUAL.search(path):
         return "vision"
     m = _LAYER_PATH.match(path)
     if m is None:  # outside the decoder layers
