@@ -139,3 +139,21 @@ def test_roofline_refuses_a_layout_and_memory_is_per_gpu():
     one, eight = memory(cfg, run.replace(layout=Layout())), memory(cfg, run)
     # TP splits every weight matrix but the norms: each GPU holds about an eighth of the weights
     assert one.parts["weights"] // 8 < eight.parts["weights"] < one.parts["weights"] // 7
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("dp", [8, 64])
+def test_stacked_experts_shard_over_more_gpus_than_experts(dp):
+    """Mixtral's 8 stacked experts over 64 GPUs: ZeRO gives each GPU 1/64 of every tensor (the
+    experts split on their second dimension, as torchtitan places them), not one whole expert as
+    a split on the first would, and a ZeRO-1 step's ring reduce-scatter and all-gather each send
+    (dp - 1)/dp of the bf16 weights, however many GPUs: the published 46,702,792,704 parameters."""
+    from llmcalc.analysis.cluster.sharding import gpu_state
+    from llmcalc.analysis.cluster.step import step
+
+    total = 46_702_792_704
+    cfg = load_bundled("mixtral-8x7b")
+    assert gpu_state(cfg, Layout(dp=dp, zero=3), 0).weights == total // dp
+    layout = Layout.of(1, 1, dp, 1, 1, False, 1, 128, 1, None, "train")
+    st = step(cfg, RunSpec("train", 4096, 1, "flash", layout=layout), load_hardware("h100"))
+    assert [c.sent for c in st.collectives] == [2 * total * (dp - 1) // dp] * 2

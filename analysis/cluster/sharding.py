@@ -22,7 +22,8 @@ A :class:`Layout` splits a model over ``tp * pp * dp`` GPUs:
 - data parallel, ``dp``: every GPU runs ``batch`` sequences (the micro-batch). ZeRO stage 1
   shards the optimizer state (fp32 master weights and moments) over ``dp``, stage 2 also the
   gradients, stage 3 (FSDP full sharding) also the weights; a tensor is split on its first
-  dimension as FSDP2 does (``ceil(rows/dp)`` rows on rank 0);
+  dimension as FSDP2 does (``ceil(rows/dp)`` rows on rank 0), or, when that has fewer rows than
+  GPUs (stacked experts), on the first dimension with enough (:meth:`Tensor.shard`);
 - context parallel, ``cp`` (ring attention, as Megatron-Core's CP): each sequence is split over
   ``cp`` GPUs, which hold ``S/cp`` of its tokens each (every activation, and the KV cache, of a
   sequence of ``S/cp`` tokens: :func:`cp_local`) and pass K and V around the ring; they hold the
@@ -138,8 +139,11 @@ class Tensor(NamedTuple):
         return math.prod(self.shape)
 
     def shard(self, n: int) -> int:
-        """Elements on rank 0 when split over ``n`` GPUs on the first dimension (FSDP2)."""
-        return ceil_div(self.shape[0], n) * math.prod(self.shape[1:])
+        """Elements on rank 0 when split over ``n`` GPUs on the first dimension with a row for every
+        GPU (the first, as FSDP2 splits; a later one for stacked experts fewer than the GPUs, as
+        torchtitan places them, so a share shrinks as ``n`` grows), else on the first, padded."""
+        rows = next((r for r in self.shape if r >= n), self.shape[0])
+        return ceil_div(rows, n) * (self.numel // rows)
 
 
 def _norm_tensors(norm: Norm) -> list[Tensor]:

@@ -5,7 +5,8 @@ say: DTensor's tensor-parallel plans (``ColwiseParallel`` for q, k, v, up and ga
 ``RowwiseParallel`` for o and down, a vocab-parallel token embedding and LM head with
 ``loss_parallel`` cross-entropy, ``PrepareModuleInput`` so that each TP region receives its
 input once) and FSDP2's ``fully_shard`` over the data-parallel mesh dimension (each layer a
-unit, then the root; also over a single data-parallel GPU, see ``_parallelize``). It runs in
+unit, then the root; also over a single data-parallel GPU, see ``_parallelize``), each tensor on
+its first dimension with a row for every GPU, as torchtitan places stacked experts. It runs in
 this one process as rank 0 of a fake process group of the full world size (collectives return
 without communicating: shapes are right, values are not).
 
@@ -152,9 +153,13 @@ def _parallelize(model: Transformer, cfg: ModelConfig, mesh, layout: Layout) -> 
     # gradient in its parameter's placement (on its own, DTensor keeps the gradient of a
     # vocab-parallel embedding whole on every TP rank); over one GPU it issues no collective
     dp = mesh["dp"]
+
+    def placement(param) -> Shard:  # the first dimension with a row for every GPU (torchtitan's experts)
+        return Shard(next((i for i, rows in enumerate(param.shape) if rows >= dp.size()), 0))
+
     for layer in model.layers:
-        fully_shard(layer, mesh=dp)
-    fully_shard(model, mesh=dp)
+        fully_shard(layer, mesh=dp, shard_placement_fn=placement)
+    fully_shard(model, mesh=dp, shard_placement_fn=placement)
 
 
 def _has(module, path: str) -> bool:
