@@ -205,3 +205,54 @@ def test_verify_against_transformers(model_type, tmp_path):
     checks = against.against_transformers(load_model(str(path)), raw, 8, 1, str(path))
     assert [c for c in checks if not c.ok or "unmatched" in c.name] == []
     assert {"transformers/params/vision", "transformers/params/projector"} <= {c.name for c in checks}
+
+
+def _shallow(model_type: str) -> dict:
+    """The family's checkpoint config as transformers writes it, 2 layers of each model deep."""
+    hp = json.loads(json.dumps(CHECKPOINTS[model_type][1]))
+    hp["text_config"]["num_hidden_layers"] = 2
+    hp["vision_config"]["depth" if model_type.startswith("qwen") else "num_hidden_layers"] = 2
+    return transformers.AutoConfig.for_model(model_type, **hp).to_dict()
+
+
+def _totals(raw: dict, tmp_path) -> tuple:
+    """(llmcalc's, transformers') parameter total of ``raw``, or "refused" (by llmcalc, naming a
+    key; by transformers, when it cannot build the model or run text through it)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    try:
+        ours = count_params(load_path(path)).total
+    except ConfigError:
+        ours = "refused"
+    try:
+        model = against.build_hf(json.loads(json.dumps(raw)))
+        against.measure_kv_bytes(model, 1, 4)
+        theirs = _stored(model.parameters())
+    except Exception:  # transformers refuses to build or run it
+        theirs = "refused"
+    return ours, theirs
+
+
+# What llmcalc refuses though transformers builds it and runs text through it: SigLIP's pooling
+# head (Gemma 3's default vision_config has it), a Qwen-VL merger whose output is not the language
+# model's width (an image could not join the text)
+REFUSED = {"gemma3": {"vision_config dropped", "vision_config.vision_use_head dropped"},
+           "qwen2_vl": {"text_config dropped", "vision_config dropped", "vision_config.hidden_size dropped"},
+           "qwen2_5_vl": {"text_config dropped", "vision_config dropped", "vision_config.out_hidden_size dropped"}}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_type", sorted(CHECKPOINTS))
+def test_left_out_keys_read_as_transformers(model_type, tmp_path):
+    """Each key of the top level, of text_config and of vision_config left out: llmcalc reads the
+    class's default as transformers does (the same total), or both refuse the config."""
+    raw = _shallow(model_type)
+    variants = {f"{key} dropped": {k: v for k, v in raw.items() if k != key} for key in raw}
+    for nested in ("text_config", "vision_config"):
+        for key in raw[nested]:
+            if key not in ("model_type", "num_hidden_layers", "depth"):  # the depth: a 2-layer model stays one
+                variants[f"{nested}.{key} dropped"] = {**raw, nested: {k: v for k, v in raw[nested].items()
+                                                                      if k != key}}
+    differ = {name: t for name, data in variants.items() if (t := _totals(data, tmp_path))[0] != t[1]}
+    assert {name for name, t in differ.items() if t[0] != "refused"} == set()
+    assert set(differ) == REFUSED.get(model_type, set())

@@ -34,7 +34,7 @@ from typing import Any, Callable
 from ..errors import ConfigError, UnmappedModelType, brief
 from ..model.config import MAX_LAYERS
 from ..model.sizes import MAX_INT
-from .hf_defaults import DEFAULTS, Default
+from .hf_defaults import DEFAULTS, SUBCONFIGS, Default
 from .hf_raw import Raw, _activation
 from .hf_vision import MULTIMODAL, Family
 
@@ -201,7 +201,10 @@ def _decoder(r: Raw, *, gated: bool = True, act: str = "hidden_act", norm: str =
     kv, head_dim = r.maybe_size("num_key_value_heads"), r.maybe_size("head_dim")
     out.update(n_kv_heads=out["n_heads"] if kv is None else kv, d_ff=r.size(ff),
                activation=_activation(r, act, gated), norm=norm)
-    if head_dim is None and out["d_model"] % out["n_heads"] and r.raw["model_type"] not in _EXACT_HEADS:
+    if out["d_model"] % out["n_heads"] and r.raw["model_type"] in _EXACT_HEADS:  # even with a head_dim
+        r.fail("num_attention_heads", f"must divide hidden_size ({out['d_model']}), as transformers' config "
+                                      f"requires, got {out['n_heads']}")
+    if head_dim is None and out["d_model"] % out["n_heads"]:
         head_dim = out["d_model"] // out["n_heads"]
     if head_dim is not None:
         out["head_dim"] = head_dim
@@ -1417,8 +1420,22 @@ def _padding(r: Raw, vocab: int) -> None:
 _NULLABLE = Default(None, True)  # a key no table lists: transformers takes None or does not read it
 
 
+def _qwen_vl_text(r: Raw) -> dict[str, Any]:
+    """Qwen-VL's language model: Qwen2's, with M-RoPE, whose ``mrope_section`` splits half of each
+    head's dimensions over time, height and width (a section that does not is a model transformers
+    builds but cannot run)."""
+    out = _qwen2(r)
+    key = "rope_parameters" if r.has("rope_parameters") else "rope_scaling"
+    section = (r.get(key) or {}).get("mrope_section", [16, 24, 24])  # transformers' default
+    half = (out.get("head_dim") or out["d_model"] // out["n_heads"]) // 2
+    if not isinstance(section, list) or not all(type(n) is int for n in section) or sum(section) != half:
+        r.fail(f"{key}.mrope_section", f"must add up to half a head ({half}), got {brief(section)}")
+    return out
+
+
 # language models that exist only inside a multimodal checkpoint (Qwen-VL's)
-_INSIDE: dict[str, Callable[[Raw], dict[str, Any]]] = {"qwen2_vl_text": _qwen2, "qwen2_5_vl_text": _qwen2}
+_INSIDE: dict[str, Callable[[Raw], dict[str, Any]]] = {"qwen2_vl_text": _qwen_vl_text,
+                                                         "qwen2_5_vl_text": _qwen_vl_text}
 
 
 def _refuse_null(raw: dict[str, Any], defaults: dict[str, Default], source: str, prefix: str = "") -> None:
@@ -1434,11 +1451,13 @@ def _multimodal(raw: dict[str, Any], source: str, family: Family) -> tuple[dict[
     model_type, from ``text_config`` or (Qwen-VL's layout) the top-level keys, with its class's
     defaults; the vision tower and projector from ``vision_config`` and the top level; the LM head
     tied as the top level says (transformers ties by the top-level flag)."""
-    defaults = DEFAULTS[raw["model_type"]]
+    kind = raw["model_type"]
+    defaults, own = DEFAULTS[kind], SUBCONFIGS.get(kind, {})
     _refuse_null(raw, defaults, source)
     top = Raw(raw, source, defaults)
     if "text_config" in raw or not family.flat:
-        text, prefix = top.get("text_config") or {}, "text_config."
+        text, prefix = top.get("text_config"), "text_config."
+        text = own.get("text_config", {}) if text is None else text
         if not isinstance(text, dict):
             top.fail("text_config", f"must be a mapping, got {brief(text)}")
         text = {"model_type": family.text, **text}
@@ -1450,9 +1469,13 @@ def _multimodal(raw: dict[str, Any], source: str, family: Family) -> tuple[dict[
         out, _ = _read(text, source, inside=True)
     except ConfigError as exc:  # a key of text_config
         raise ConfigError(exc.message, source, prefix + (exc.key or "model_type"), exc.line) from None
-    vision = top.get("vision_config") or {}
+    vision = top.get("vision_config")
+    vision = own.get("vision_config", {}) if vision is None else vision
     if not isinstance(vision, dict):
         top.fail("vision_config", f"must be a mapping, got {brief(vision)}")
+    if family.vision_type is not None and vision.get("model_type", family.vision_type) != family.vision_type:
+        top.fail("vision_config.model_type", f"llmcalc reads {family.vision_type} towers for {kind}, "
+                                             f"got {brief(vision['model_type'])}")
     _refuse_null(vision, DEFAULTS[family.vision], source, "vision_config.")
     out["vision"] = family.tower(Raw(vision, source, DEFAULTS[family.vision], "vision_config."), top, out["d_model"])
     out.update(name=_name(raw, source), tie_embeddings=top.flag("tie_word_embeddings"))

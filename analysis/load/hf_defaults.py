@@ -611,7 +611,19 @@ DEFAULTS.update({
         in_channels=3, patch_size=14, spatial_merge_size=2, temporal_patch_size=2, tokens_per_second=4,
         window_size=112, out_hidden_size=3584, fullatt_block_indexes=(7, 15, 23, 31), rope_parameters=_null()),
 })
+# A multimodal config's sub-config left out (or null) is the family's own default one (the
+# init_kwargs of its config class's sub_configs_defaults), not its class's defaults
+SUBCONFIGS: dict[str, dict[str, dict[str, Any]]] = {
+    "llava": {"vision_config": dict(intermediate_size=4096, hidden_size=1024, patch_size=14, image_size=336,
+                                    num_hidden_layers=24, num_attention_heads=16, projection_dim=768)},
+    "mistral3": {
+        "text_config": dict(head_dim=128, hidden_act="silu", hidden_size=5120, intermediate_size=32768,
+                            max_position_embeddings=131072, num_attention_heads=32, num_hidden_layers=40,
+                            num_key_value_heads=8, sliding_window=None, vocab_size=131072),
+        "vision_config": dict(intermediate_size=4096, hidden_size=1024, patch_size=14, image_size=1540,
+                              num_hidden_layers=24, num_attention_heads=16, head_dim=64, hidden_act="gelu")},
+}
 DEFAULTS["gpt-sw3"] = DEFAULTS["gpt2"]
 DEFAULTS["smolvlm"] = DEFAULTS["idefics3"]  # GPT-SW3 is built by GPT-2's classes (GPT2Config)
 
-__all__ = ["DEFAULTS", "Default"]
+__all__ = ["DEFAULTS", "SUBCONFIGS", "Default"]

@@ -137,15 +137,19 @@ def _idefics3(v: Raw, top: Raw, width: int) -> dict[str, Any]:
 
 class Family(NamedTuple):
     text: str  # the language model's model_type when the file names none (the config class's default)
-    vision: str  # the vision config's model_type: its defaults' table in hf_defaults
+    vision: str  # the tower's defaults' table in hf_defaults
+    # the model_type a vision_config may name where transformers picks the class by it (AutoConfig);
+    # None: the family's class is fixed, and a model_type there is not read
+    vision_type: str | None
     tower: Callable[[Raw, Raw, int], dict[str, Any]]  # (vision_config, the top level, text width) -> vision keys
     flat: bool = False  # a file may give the language model's keys at the top level (Qwen-VL)
 
 
-MULTIMODAL = {"gemma3": Family("gemma3_text", "siglip_vision_model", _gemma3),
-              "llava": Family("llama", "clip_vision_model", _llava),
-              "mistral3": Family("mistral", "pixtral", _mistral3),
-              "qwen2_vl": Family("qwen2_vl_text", "qwen2_vl_vision", _qwen2_vl, flat=True),
-              "qwen2_5_vl": Family("qwen2_5_vl_text", "qwen2_5_vl_vision", _qwen2_5_vl, flat=True),
-              "idefics3": Family("llama", "idefics3_vision", _idefics3),
-              "smolvlm": Family("llama", "idefics3_vision", _idefics3)}
+MULTIMODAL = {
+    "gemma3": Family("gemma3_text", "siglip_vision_model", "siglip_vision_model", _gemma3),
+    "llava": Family("llama", "clip_vision_model", "clip_vision_model", _llava),
+    "mistral3": Family("mistral", "pixtral", "pixtral", _mistral3),
+    "qwen2_vl": Family("qwen2_vl_text", "qwen2_vl_vision", None, _qwen2_vl, flat=True),
+    "qwen2_5_vl": Family("qwen2_5_vl_text", "qwen2_5_vl_vision", None, _qwen2_5_vl, flat=True),
+    "idefics3": Family("llama", "idefics3_vision", None, _idefics3),
+    "smolvlm": Family("llama", "idefics3_vision", None, _idefics3)}

@@ -242,7 +242,8 @@ class VisionConfig:
 
     @property
     def patches(self) -> int:
-        """Patches of one image at the default resolution."""
+        """Patches of one image at the default resolution (whole patches: the convolution drops a
+        remainder)."""
         assert self.image_size is not None, "a tower without a default resolution"
         return (self.image_size // self.patch_size) ** 2
 

@@ -107,14 +107,9 @@ def _vision_checks(v, check: Checker) -> None:
     if v.d_model % v.n_heads:
         check.fail("n_heads", f"must divide d_model ({v.d_model}), got {v.n_heads}")
     p = v.projector
-    if v.image_size is None:
-        if v.position == "learned":
-            check.fail("image_size", "is needed by learned positions (a row per patch of an image of that size)")
-    else:
-        side = v.image_size // v.patch_size
-        if v.image_size % v.patch_size:
-            check.fail("image_size", f"must be a multiple of patch_size ({v.patch_size}), got {v.image_size}")
-        if side % p.merge:
-            check.fail("projector", f"merge ({p.merge}) must divide the {side} patches of an image's side")
+    if v.image_size is None and v.position == "learned":
+        check.fail("image_size", "is needed by learned positions (a row per patch of an image of that size)")
+    if v.image_size is not None and v.image_size < v.patch_size:
+        check.fail("image_size", f"must hold a patch ({v.patch_size} pixels), got {v.image_size}")
     if p.merge_linear and p.merge == 1:
         check.fail("projector", "merge_linear needs merge > 1 (it takes merged patches back to the tower's width)")
