@@ -64,6 +64,11 @@ VARIANTS = {  # together every config key and value
                      "qkv_bias": True, "mlp_bias": True},
     "smollm3": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 4,
                 "rope_layers": [True, True, True, False]},
+    "afmoe": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 3,
+              "attention_gate": True, "qk_norm": "head", "norm_placement": "sandwich", "sliding_window": 4,
+              "layer_types": ["sliding", "sliding", "full"], "rope_layers": [True, True, False],
+              "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16, "shared_experts": 1,
+                      "shared_expert_d_ff": 32, "first_dense_layers": 1, "router_bias": True}},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
@@ -185,6 +190,7 @@ def valid_configs(draw):
         else:
             raw["d_model"], raw["head_dim"] = draw(st.integers(1, 64)), hd
         raw["qk_norm"] = draw(st.sampled_from(QK_NORMS))
+        raw["attention_gate"] = draw(st.booleans())
         if rope and draw(st.booleans()):
             # rotated dims int(hd * f) must be even and > 0
             rotated = 2 * draw(st.integers(1, hd // 2))

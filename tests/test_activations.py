@@ -94,6 +94,17 @@ def test_sinks_and_softcap_eager_bytes():
     assert capped - plain == L * B * h * S * S * 2
 
 
+@pytest.mark.parametrize("attention", ["eager", "flash"])
+@pytest.mark.parametrize("batch, seq", [(1, 8), (2, 8), (2, 1)])
+def test_attention_gate_bytes(attention, batch, seq):
+    """The output gate keeps sigmoid's output and the gated product (o's input), T*h*hd values each;
+    the multiply's other factor, the merged heads, is what o kept without it."""
+    base = CONFIGS["llama"]
+    plain, gated = (_acts(c, batch, seq, attention).total for c in (base, base.replace(attention_gate=True)))
+    assert gated - plain == base.n_layers * 2 * batch * seq * base.n_heads * base.head_size * 2
+    _check(base.replace(attention_gate=True), batch, seq, attention, "bf16")
+
+
 def test_attention_scaling_with_seq():
     """Eager keeps the S x S softmax output (4x when S doubles); flash keeps no S x S term."""
     cfg = load_bundled("gpt2-small")

@@ -70,6 +70,9 @@ def small(name: str, **changes):
     # sandwich norms, soft-capping, sliding windows
     (small("gemma-2-9b", n_layers=2, vocab_size=512, d_model=64, n_heads=4, n_kv_heads=2, head_dim=16, d_ff=96),
      Layout(tp=2)),
+    # the attention output gate, column-parallel like q
+    (from_dict({**BASE, "d_model": 64, "n_kv_heads": 2, "position": "rope", "norm": "rmsnorm",
+                "activation": "swiglu", "attention_gate": True}), Layout(tp=2, dp=2, zero=3)),
 ])
 def test_dense_layouts_match_torch(cfg, layout):
     checks = check_layout_on_torch(cfg, layout, 16, 2)

@@ -363,6 +363,12 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         moe_intermediate_size=1536, max_position_embeddings=131072, tie_word_embeddings=False), None),
     "ctrl": ("Salesforce/ctrl", dict(
         vocab_size=246534, n_positions=256, n_embd=1280, dff=8192, n_layer=48, n_head=16), None),
+    # the attention output gate
+    "afmoe": ("AfmoeConfig's defaults (its docstring names arcee-ai/Trinity-Mini)", dict(
+        vocab_size=200192, hidden_size=2048, intermediate_size=6144, moe_intermediate_size=1408,
+        num_hidden_layers=32, num_dense_layers=1, num_attention_heads=16, num_key_value_heads=16, head_dim=128,
+        num_experts=64, num_experts_per_tok=6, num_shared_experts=2, global_attn_every_n_layers=4,
+        sliding_window=1024, max_position_embeddings=16384, tie_word_embeddings=False), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -505,6 +511,15 @@ VARIANTS = [
         vocab_size=120832, hidden_size=1024, intermediate_size=4096, num_hidden_layers=7, num_attention_heads=8,
         num_key_value_heads=2, head_dim=128, num_experts=16, num_experts_per_tok=2, num_shared_experts=0,
         moe_intermediate_size=512, mlp_layer_types=["dense"] * 3 + ["sparse", "dense"] * 2, attention_bias=True)),
+    ("afmoe", "AfmoeConfig with biased attention, mup_enabled, every layer full (NoPE), no shared experts", dict(
+        vocab_size=1000, hidden_size=256, intermediate_size=512, moe_intermediate_size=64, num_hidden_layers=3,
+        num_dense_layers=1, num_attention_heads=4, num_key_value_heads=2, head_dim=32, num_experts=8,
+        num_experts_per_tok=2, num_shared_experts=0, global_attn_every_n_layers=1, sliding_window=16,
+        attention_bias=True, mup_enabled=True)),
+    ("afmoe", "AfmoeConfig with every layer dense, from layer_types", dict(
+        vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=3, num_dense_layers=3,
+        num_attention_heads=4, head_dim=64, sliding_window=16,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"])),
     ("ctrl", "Salesforce/ctrl with an untied LM head", dict(
         vocab_size=246534, n_positions=256, n_embd=1280, dff=8192, n_layer=2, n_head=16, tie_word_embeddings=False)),
 ]
@@ -695,7 +710,7 @@ OTHERS = sorted(set(CHECKPOINTS) - {json.loads(p.read_text())["model_type"] for 
 # MoE's) three sliding layers and a full NoPE one, K-EXAONE's dense layer and sliding and full MoE
 # ones, Flint's dense layers and a MoE one, Kolibri's.
 DEPTHS = {"gemma3_text": 6, "deepseek_v3": 4, "smollm3": 4, "cohere2": 4, "cohere2_moe": 4, "exaone_moe": 4,
-          "flint": 4, "kolibri1": 5}
+          "flint": 4, "kolibri1": 5, "afmoe": 4}
 
 
 def _shallow(raw: dict) -> dict:

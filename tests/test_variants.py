@@ -619,6 +619,20 @@ def test_sinks_cost_one_softmax_logit_per_row():
         assert delta == 5 * rows * 64 * 24
 
 
+def test_attention_gate_costs_four_per_gated_element():
+    # sigmoid (exp, add, divide) and the multiply: 4 FLOPs per element of h*hd per token, in each
+    # of the 24 layers; its linear d -> h*hd is 2*T*d*h*hd matmul FLOPs and d*h*hd parameters
+    m = MODELS["gpt_oss_20b"]
+    gated = m.yaml + "attention_gate: true\n"
+    for mode, T in (("train", 2 * 256), ("decode", 2)):
+        assert _elementwise(gated, mode) - _elementwise(m.yaml, mode) == 4 * T * 64 * 64 * 24
+    run = RunSpec(mode="train", seq=256, batch=2)
+    flops = count_flops(load_text(gated, "variant.yaml"), run)
+    assert flops.forward.matmul["attention/gate"] == 2 * 512 * 2880 * 64 * 64 * 24
+    assert flops.backward.matmul["attention/gate"] == 2 * flops.forward.matmul["attention/gate"]
+    assert count_params(load_text(gated, "v.yaml")).total - count_params(m.cfg).total == 24 * 2880 * 64 * 64
+
+
 def test_nope_layers_skip_rope():
     # RoPE is 3 FLOPs per rotated element of q and k; 9 of SmolLM3's 36 layers rotate nothing
     m, T = MODELS["smollm3_3b"], 2 * 256

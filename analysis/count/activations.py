@@ -30,6 +30,9 @@ value head sizes):
 - MLA: the q and kv_a inputs; the low-rank query's norm; the kv_a norm's input (the latent
   half of kv_a's output, a view); kv_b its input; the per-head split of q and of kv_b's output
   (views) as the attention reads them, and k concatenated from k_nope and the shared k_pe;
+- the attention output gate (``attention_gate``): its linear the layer's input (as q), its
+  sigmoid its output and the gated product (the o projection's input), ``T*h*hd`` values each;
+  the multiply's other factor, the merged heads, is what the o projection keeps without a gate;
 - RoPE: the cos and sin tables (``S * rotated dims`` each), once per model;
 - MoE: the router input, routing probabilities, expert ids, renormalized weights and their
   sum, the token/choice indices of each expert's slots, and per slot the expert input, the

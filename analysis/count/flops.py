@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
+from ..model.ffn import SIGMOID_COST
 from ..model.layers import LayerGroup, LayerSpec
 from ..model.parts import Linear
 from ..model.variants import (
@@ -165,6 +166,9 @@ def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
     ops.append(Op("attention/softmax", scores, SOFTMAX_COST, 2, True))
     if cfg.attention_sinks:  # one more logit in every softmax row, read with it
         ops.append(Op("attention/sinks", T * attn.heads, SOFTMAX_COST, 0, True))
+    if cfg.attention_gate:  # sigmoid of each gate element, times the attention output's element
+        n = T * cfg.q_width
+        ops += [Op("attention/gate", n, SIGMOID_COST, 2), Op("attention/gate", n, 1, 3)]
     if POSITIONS[cfg.position].score_bias:  # reads the bias and the scores, writes the scores
         ops.append(Op("attention/position_bias", scores, POSITION_BIAS_COST, 3, True))
     if layer.spec.rope:

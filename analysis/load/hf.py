@@ -1379,6 +1379,56 @@ def _ctrl(r: Raw) -> dict[str, Any]:
                lm_head_bias=True)
     return out
 
+# -- the attention output gate ------------------------------------------------------------
+
+def _afmoe(r: Raw) -> dict[str, Any]:
+    """AFMoE (Arcee's Trinity): Llama's attention with per-head q/k norms and the output gate
+    (``gate_proj``, d -> heads*head_dim, no bias: ``attention_gate``), sandwich norms around both
+    branches; layer i full when i + 1 is a multiple of ``global_attn_every_n_layers``, else sliding,
+    and only the sliding layers apply RoPE, over whole heads (its default RoPE ignores a
+    ``partial_rotary_factor``); its forward builds the sliding mask whether a layer uses it or not,
+    so ``sliding_window`` is needed. The first ``num_dense_layers`` layers dense, the others MoE:
+    ``num_experts`` routed experts, the block's ``expert_bias`` (a frozen parameter: ``router_bias``)
+    and the ``num_shared_experts`` as one MLP that many times ``moe_intermediate_size`` wide. The
+    sigmoid routing is counted as llmcalc's softmax routing (elementwise, the same parameters and
+    matmuls). ``mup_enabled`` scales the embeddings by sqrt(hidden_size)."""
+    out = _decoder(r)
+    out["head_dim"] = r.size("head_dim")  # its attention fails without one
+    out.pop("rotary_fraction", None)
+    _attention_bias(r, out)
+    out.update(attention_gate=True, qk_norm="head", norm_placement="sandwich")
+    r.ignore("route_scale")
+    n, window = out["n_layers"], r.size("sliding_window")
+    if r.has("layer_types"):
+        types = _layer_types(r, out, window, lambda i: True)
+        r.ignore("global_attn_every_n_layers")  # read only to derive a missing layer_types
+    else:
+        every = r.size("global_attn_every_n_layers")
+        types = _layer_types(r, out, window, lambda i: (i + 1) % every != 0)
+    if "sliding_attention" not in types:
+        out["position"] = "none"
+        for key in ("rope_theta", "rotary_fraction"):
+            out.pop(key, None)
+    else:
+        _nope_full_layers(out, types)
+    if r.flag("mup_enabled"):
+        out["embedding_scale"] = math.sqrt(out["d_model"])
+    dense = r.size("num_dense_layers", minimum=0)
+    if dense >= n:  # every layer dense: the MoE keys are read by no layer
+        r.ignore("num_experts", "num_experts_per_tok", "num_shared_experts", "moe_intermediate_size")
+        return out
+    expert = r.size("moe_intermediate_size")
+    moe: dict[str, Any] = {"num_experts": r.size("num_experts"), "experts_per_token": r.size("num_experts_per_tok"),
+                           "expert_d_ff": expert, "router_bias": True}
+    shared = r.size("num_shared_experts", minimum=0)
+    if shared:
+        moe.update(shared_experts=1, shared_expert_d_ff=shared * expert)
+    if dense:
+        moe["first_dense_layers"] = dense
+    out["moe"] = moe
+    return out
+
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
@@ -1402,6 +1452,8 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     # batch B
     "flint": _flint, "kolibri1": _kolibri1, "cohere_compass_text": _cohere_compass, "aria_text": _aria_text,
     "hy_v3": _hy_v3, "ctrl": _ctrl,
+    # the attention output gate
+    "afmoe": _afmoe,
 }
 
 
@@ -1544,7 +1596,9 @@ def _skip(r: Raw, key: str, names: Any) -> list[str] | None:
         if parts[-1] not in _MODULES:
             r.fail(key, f"cannot map module {brief(name)} to a llmcalc component (its last name must be one of "
                         f"{', '.join(_MODULES)})")
-        if _MODULES[parts[-1]] is not None:
+        if parts[-2:-1] in (["self_attn"], ["attn"], ["attention"]) and parts[-1] == "gate_proj":
+            out.append("attention/gate")  # AFMoE's attention output gate, not the MLP's gate
+        elif _MODULES[parts[-1]] is not None:
             out.append(_MODULES[parts[-1]])
     return list(dict.fromkeys(out))
 

@@ -550,6 +550,17 @@ DEFAULTS: dict[str, dict[str, Default]] = {
     "ctrl": _config(  # CTRLConfig
         f"{_COMMON} resid_pdrop embd_pdrop layer_norm_epsilon",
         vocab_size=246534, n_positions=256, n_embd=1280, dff=8192, n_layer=48, n_head=16, tie_word_embeddings=True),
+    # AfmoeConfig; head_dim, num_dense_layers, num_experts, num_experts_per_tok, num_shared_experts,
+    # global_attn_every_n_layers and sliding_window are typed int | None, but its layers (or, for
+    # sliding_window, its forward, which always builds the sliding mask) fail on None
+    "afmoe": _config(
+        f"{_COMMON} rms_norm_eps output_router_logits route_scale",
+        vocab_size=200192, hidden_size=2048, intermediate_size=6144, moe_intermediate_size=1408,
+        num_hidden_layers=32, num_dense_layers=_null(1), num_attention_heads=16, num_key_value_heads=_null(),
+        head_dim=_null(128), hidden_act="silu", max_position_embeddings=16384, tie_word_embeddings=False,
+        num_experts=_null(64), num_experts_per_tok=_null(6), num_shared_experts=_null(2),
+        global_attn_every_n_layers=_null(4), sliding_window=_null(1024), layer_types=_null(),
+        mup_enabled=_null(False), attention_bias=False, rope_theta=10000.0),
 }
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers

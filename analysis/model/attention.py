@@ -7,7 +7,9 @@ and position biases act on the score matrix and are the same for every kind
 (:mod:`analysis.count.flops`). ``saves`` records on a :class:`~analysis.model.tape.Tape` the tensors
 the kind keeps for backward (conventions in :mod:`analysis.count.activations`).
 
-``mha``: multi-head attention with ``g = n_kv_heads`` K/V heads (GQA; 1 is MQA).
+``mha``: multi-head attention with ``g = n_kv_heads`` K/V heads (GQA; 1 is MQA); with
+``attention_gate`` (AFMoE) a linear ``attention/gate`` (d -> h*hd, no bias) of the layer's input,
+whose sigmoid multiplies the merged heads before ``o``.
 ``mla``: multi-head latent attention (DeepSeek-V2/V3): the query optionally through a
 low-rank ``q_a -> norm -> q_b``; K and V compressed into one latent of ``kv_lora_rank`` per
 token plus one RoPE key of ``qk_rope_head_dim`` shared by all heads (``kv_a``), decompressed
@@ -103,8 +105,9 @@ class MHA(_Attention):
 
     def linears(self) -> list[Linear]:
         c, d, qb = self.cfg, self.cfg.d_model, self.cfg.qkv_bias
+        gate = [Linear("attention/gate", d, c.q_width, False)] if c.attention_gate else []
         return [Linear("attention/q", d, c.q_width, qb), Linear("attention/k", d, c.kv_width, qb),
-                Linear("attention/v", d, c.kv_width, qb), Linear("attention/o", c.q_width, d, c.out_bias)]
+                Linear("attention/v", d, c.kv_width, qb), *gate, Linear("attention/o", c.q_width, d, c.out_bias)]
 
     def norms(self) -> list[Norm]:
         c = self.cfg
@@ -129,6 +132,8 @@ class MHA(_Attention):
         qw, kw = cfg.q_width, cfg.kv_width
         for p in "qkv":
             tape.linear(f"attention/{p}", T * cfg.d_model * b, T, x)
+        if cfg.attention_gate:
+            tape.linear("attention/gate", T * cfg.d_model * b, T, x)
         if cfg.qk_norm == "full":
             tape.norm("attention/q_norm", None, T, qw)
             tape.norm("attention/k_norm", None, T, kw)
@@ -141,16 +146,29 @@ class MHA(_Attention):
             tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
             # laid out (B, S, h, hd), the output reaches the o projection as a view, else as a copy
             copy = (spec.rope and cfg.rotary_dims < cfg.head_size) and merge_copies(B, S, h, hd)
-            tape.linear("attention/o", T * qw * b, T, None if copy else "attention output")
+            _output(tape, cfg, T, None if copy else "attention output")
             return
         if kind == "selective":  # the checkpointed core keeps q, k and v (a view of its projection)
             tape.save("attention", T * (qw + 2 * kw) * b)
-            tape.linear("attention/o", T * qw * b, T)
+            _output(tape, cfg, T)
             return
         # K/V heads are expanded to h; with B = 1 and one K/V head the expansion stays a view
         kv = T * (kw if B == 1 and g == 1 else qw)
         eager_core(tape, cfg, B, S, hd, kv, kv)
-        tape.linear("attention/o", T * qw * b, T)  # heads merged back: a copy
+        _output(tape, cfg, T)  # heads merged back: a copy
+
+
+def _output(tape: Tape, cfg: ModelConfig, T: int, y: str | None = None) -> None:
+    """The o projection's input: the merged heads ``y`` (``T*h*hd`` values; named when a view of
+    the attention output). With the output gate (AFMoE), ``y * sigmoid(gate)``: the sigmoid keeps
+    its output, the multiply both factors (``y`` and that output), o the product."""
+    n = T * cfg.q_width * tape.b
+    if not cfg.attention_gate:
+        tape.linear("attention/o", n, T, y)
+        return
+    tape.save("attention", n)  # sigmoid's output
+    tape.save("attention", n, y)  # the multiply's other factor
+    tape.linear("attention/o", n, T)  # the product
 
 
 class MLA(_Attention):

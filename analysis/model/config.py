@@ -287,6 +287,7 @@ class ModelConfig:
     attention: str = _key(_enum(ATTENTION), "mha")
     mla: MLAConfig | None = _key(_mapping(MLAConfig), None)
     attention_sinks: bool = _key(_bool, False)  # one learned logit per head joins the softmax
+    attention_gate: bool = _key(_bool, False)  # output * sigmoid(x @ w_gate), w_gate: d -> h*hd (AFMoE)
     attn_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 50
     final_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 30
     moe: MoEConfig | None = _key(_mapping(MoEConfig), None)

@@ -25,6 +25,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "head_dim": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
     "qk_norm": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
     "mla": (lambda c: c.attention == "mla", "attention: mla"),
+    "attention_gate": (lambda c: c.attention != "mla", "attention other than mla (mha)"),
     "norm_bias": (lambda c: c.norm == "layernorm", "norm: layernorm"),
     "norm_weight": (lambda c: c.norm == "layernorm", "norm: layernorm"),
     "parallel_norms": (lambda c: c.parallel_block, "parallel_block: true"),

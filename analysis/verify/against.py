@@ -78,6 +78,8 @@ _LAYER_NAMES = {
     "fc_out": "mlp/down", "fc2": "mlp/down", "dense_4h_to_h": "mlp/down",
     # MoE: MiniMax-M2 keeps the router's score correction on the block
     "e_score_correction_bias": "moe/router",
+    # AFMoE keeps its router's score correction on the block too
+    "expert_bias": "moe/router",
     # norms
     "ln_1": "norm/attention", "ln_2": "norm/mlp", "input_layernorm": "norm/attention",
     "ln_attn": "norm/attention", "ln_mlp": "norm/mlp",
@@ -88,6 +90,8 @@ _LAYER_NAMES = {
     "norm_1": "norm/attention", "norm_2": "norm/mlp", "self_attn_layer_norm": "norm/attention",
     # HyperCLOVA X's norms after the branches
     "post_norm1": "norm/attention_post", "post_norm2": "norm/mlp_post",
+    # AFMoE's norm before the MLP (in its sandwich)
+    "pre_mlp_layernorm": "norm/mlp",
     "final_layer_norm": "norm/mlp",
     # CTRL: its MLP is an nn.Sequential (Linear, ReLU, Linear)
     "Wq": "attention/q", "Wk": "attention/k", "Wv": "attention/v",
@@ -219,6 +223,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         return "attention/o" if parts[0] in _ATTENTION_MODULES else "mlp/down"
     if last == "sinks":
         return "attention/sinks"
+    if last == "gate_proj" and parts[0] in _ATTENTION_MODULES:  # AFMoE's attention output gate
+        return "attention/gate"
     return _LAYER_NAMES.get(last, f"?{local}")
 
 

@@ -264,7 +264,9 @@ class _Attention(nn.Module):
 class Attention(_Attention):
     """Multi-head attention (MHA, GQA, MQA): ``q``, ``k``, ``v``, ``o``; qk-norm per head
     (``head``: over ``hd``) or over the whole projection (``full``: ``h*hd`` and ``g*hd``,
-    OLMo 2), after the projection and before RoPE."""
+    OLMo 2), after the projection and before RoPE; with ``attention_gate`` a ``gate`` linear
+    (d -> h*hd, no bias) of the input whose sigmoid multiplies the merged heads before ``o``, as
+    transformers' AfmoeAttention."""
 
     def __init__(self, cfg: ModelConfig, index: int, spec: LayerSpec, kind: str = "eager"):
         super().__init__()
@@ -274,6 +276,8 @@ class Attention(_Attention):
         self.k = nn.Linear(d, cfg.kv_width, bias=cfg.qkv_bias)
         self.v = nn.Linear(d, cfg.kv_width, bias=cfg.qkv_bias)
         self.o = nn.Linear(cfg.q_width, d, bias=cfg.out_bias)
+        if cfg.attention_gate:  # AFMoE: the merged heads times sigmoid(gate(x)), elementwise
+            self.gate = nn.Linear(d, cfg.q_width, bias=False)
         if cfg.qk_norm == "head":
             self.q_norm, self.k_norm = make_norm(cfg, self.hd), make_norm(cfg, self.hd)
         elif cfg.qk_norm == "full":
@@ -296,7 +300,10 @@ class Attention(_Attention):
         if ctx.cache is not None:
             k, v = ctx.cache.update(self.index, (k, v), ctx.start_pos)  # (B, g, S_kv, hd)
         y = self.attend(q, k, v, ctx.bias)  # (B, h, S, hd)
-        return self.o(y.transpose(1, 2).reshape(B, S, self.h * self.hd))
+        y = y.transpose(1, 2).reshape(B, S, self.h * self.hd)
+        if hasattr(self, "gate"):
+            y = y * torch.sigmoid(self.gate(x))  # (B, S, h*hd)
+        return self.o(y)
 
 
 class LatentAttention(_Attention):

@@ -1,7 +1,7 @@
 """`llmcalc verify --tp T --dp D --zero 3`: a parallel layout checked on torch.distributed.
 
 The reference model is sharded the way PyTorch shards a model, not the way llmcalc's formulas
-say: DTensor's tensor-parallel plans (``ColwiseParallel`` for q, k, v, up and gate,
+say: DTensor's tensor-parallel plans (``ColwiseParallel`` for q, k, v, the attention gate, up and gate,
 ``RowwiseParallel`` for o and down, a vocab-parallel token embedding and LM head with
 ``loss_parallel`` cross-entropy, ``PrepareModuleInput`` so that each TP region receives its
 input once) and FSDP2's ``fully_shard`` over the data-parallel mesh dimension (each layer a
@@ -145,7 +145,8 @@ def _parallelize(model: Transformer, cfg: ModelConfig, mesh, layout: Layout) -> 
                                                     use_local_output=False),
                     "mlp": once, "attention.o": RowwiseParallel(), "mlp.down": RowwiseParallel()}
             plan.update({name: ColwiseParallel() for name in ("attention.q", "attention.k", "attention.v",
-                                                              "mlp.up", "mlp.gate") if _has(layer, name)})
+                                                              "attention.gate", "mlp.up", "mlp.gate")
+                         if _has(layer, name)})
             parallelize_module(layer, tp, plan)
             layer.attention.h //= layout.tp  # the heads this rank computes
             layer.attention.g //= layout.tp

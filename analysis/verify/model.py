@@ -3,7 +3,7 @@
 Layer ``i`` is built from ``analysis.plan.layer_specs(cfg)[i]`` (attention kind, window,
 RoPE on/off, FFN kind); nothing is taken from the analytic inventory. Module paths are the
 breakdown keys (``layers.<i>.`` dropped, '.' read as '/'): ``embedding.token``,
-``embedding.position``, ``layers.<i>.attention.{q,k,v,o}`` with ``attention.{q_norm,k_norm}``
+``embedding.position``, ``layers.<i>.attention.{q,k,v,o}`` with ``attention.{q_norm,k_norm,gate}``
 (MHA) or ``attention.{q,q_a,q_a_norm,q_b,kv_a,kv_a_norm,kv_b,o}`` (MLA), the parameter
 ``attention.sinks``, ``attention.{scores,values}`` (eager) or ``attention.sdpa`` (flash),
 ``mlp.{up,gate,down}`` or ``moe.{router,experts,shared_experts,shared_expert_gate}``,
