@@ -23,7 +23,7 @@ A :class:`Layout` splits a model over ``tp * pp * dp`` GPUs:
   shards the optimizer state (fp32 master weights and moments) over ``dp``, stage 2 also the
   gradients, stage 3 (FSDP full sharding) also the weights; a tensor is split on its first
   dimension as FSDP2 does (``ceil(rows/dp)`` rows on rank 0), or, when that has fewer rows than
-  GPUs (stacked experts), on the first dimension with enough (:meth:`Tensor.shard`);
+  GPUs (stacked experts), on a later one that splits evenly (:meth:`Tensor.shard`);
 - context parallel, ``cp`` (ring attention, as Megatron-Core's CP): each sequence is split over
   ``cp`` GPUs, which hold ``S/cp`` of its tokens each (every activation, and the KV cache, of a
   sequence of ``S/cp`` tokens: :func:`cp_local`) and pass K and V around the ring; they hold the
@@ -139,10 +139,12 @@ class Tensor(NamedTuple):
         return math.prod(self.shape)
 
     def shard(self, n: int) -> int:
-        """Elements on rank 0 when split over ``n`` GPUs on the first dimension with a row for every
-        GPU (the first, as FSDP2 splits; a later one for stacked experts fewer than the GPUs, as
-        torchtitan places them, so a share shrinks as ``n`` grows), else on the first, padded."""
-        rows = next((r for r in self.shape if r >= n), self.shape[0])
+        """Elements on rank 0 when split over ``n`` GPUs: on the first dimension (FSDP2), unless it has
+        fewer rows than GPUs (stacked experts) and a later one splits evenly, as torchtitan places
+        experts (FSDP2 splits other dimensions only evenly); a share then shrinks as ``n`` grows."""
+        rows = self.shape[0]
+        if rows < n:
+            rows = next((r for r in self.shape[1:] if r % n == 0), rows)
         return ceil_div(rows, n) * (self.numel // rows)
 
 

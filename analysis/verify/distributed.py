@@ -6,7 +6,8 @@ say: DTensor's tensor-parallel plans (``ColwiseParallel`` for q, k, v, the atten
 ``loss_parallel`` cross-entropy, ``PrepareModuleInput`` so that each TP region receives its
 input once) and FSDP2's ``fully_shard`` over the data-parallel mesh dimension (each layer a
 unit, then the root; also over a single data-parallel GPU, see ``_parallelize``), each tensor on
-its first dimension with a row for every GPU, as torchtitan places stacked experts. It runs in
+its first dimension, or a later one that splits evenly when the first has fewer rows than GPUs,
+as torchtitan places stacked experts. It runs in
 this one process as rank 0 of a fake process group of the full world size (collectives return
 without communicating: shapes are right, values are not).
 
@@ -155,8 +156,10 @@ def _parallelize(model: Transformer, cfg: ModelConfig, mesh, layout: Layout) -> 
     # vocab-parallel embedding whole on every TP rank); over one GPU it issues no collective
     dp = mesh["dp"]
 
-    def placement(param) -> Shard:  # the first dimension with a row for every GPU (torchtitan's experts)
-        return Shard(next((i for i, rows in enumerate(param.shape) if rows >= dp.size()), 0))
+    def placement(param) -> Shard:  # as sharding.Tensor.shard: torchtitan's placement of stacked experts
+        n = dp.size()
+        later = (i for i, rows in enumerate(param.shape) if i and rows % n == 0)
+        return Shard(0 if param.shape[0] >= n else next(later, 0))
 
     for layer in model.layers:
         fully_shard(layer, mesh=dp, shard_placement_fn=placement)
