@@ -64,14 +64,16 @@ VARIANTS = {  # together every config key and value
                      "qkv_bias": True, "mlp_bias": True},
     "smollm3": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 4,
                 "rope_layers": [True, True, True, False]},
+    "apertus": {"position": "rope", "norm": "rmsnorm", "activation": "xielu", "n_kv_heads": 2, "qk_norm": True},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
 
-ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu"],
+ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu", "xielu"],
          "norm": ["layernorm", "rmsnorm"], "norm_placement": ["pre", "post", "sandwich", "post_branch"],
          "position": ["learned", "sinusoidal", "rope", "alibi", "relative", "none"]}
 QK_NORMS = [False, True, "none", "head", "full"]  # true is "head", false is "none"
+VISION_ACTIVATIONS = tuple(a for a, r in ACTIVATIONS.items() if not r.scalars)  # not xIELU
 QUANT_SKIPS = ["lm_head", "attention"]  # linears every model has (a tied head too: nothing to skip)
 
 
@@ -134,7 +136,7 @@ def _vision(draw):
     v = {"n_layers": draw(st.integers(1, 2)), "d_model": heads * draw(st.integers(1, 4)), "n_heads": heads,
          "d_ff": draw(st.integers(1, 16)), "patch_size": patch, "image_size": merge * draw(st.integers(1, 3)) * patch,
          "channels": draw(st.integers(1, 3)), "temporal_patch": draw(st.integers(1, 2)),
-         "activation": draw(st.sampled_from(tuple(ACTIVATIONS))), "norm": draw(st.sampled_from(NORMS)),
+         "activation": draw(st.sampled_from(VISION_ACTIVATIONS)), "norm": draw(st.sampled_from(NORMS)),
          "position": draw(st.sampled_from(["learned", "rope"]))}
     for key in ("class_token", "patch_bias", "qkv_bias", "out_bias", "mlp_bias", "pre_norm", "final_norm"):
         v[key] = draw(st.booleans())
@@ -224,7 +226,7 @@ def valid_configs(draw):
         _put(raw, "quant_skip", _maybe(draw, st.lists(st.sampled_from(QUANT_SKIPS), min_size=1, max_size=2)))
     # any text but control characters, which validation refuses
     raw["description"] = draw(st.text(st.characters(exclude_categories=("Cc",)), max_size=10))
-    if draw(st.booleans()):
+    if draw(st.booleans()) and not ACTIVATIONS[raw["activation"]].scalars:  # xIELU: dense MLPs only
         raw["moe"] = draw(_moe(n_layers))
     elif draw(st.integers(0, 4)) == 0:
         raw["moe"] = None

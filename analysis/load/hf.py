@@ -1376,6 +1376,22 @@ def _ctrl(r: Raw) -> dict[str, Any]:
                lm_head_bias=True)
     return out
 
+
+# -- xIELU (Apertus) ---------------------------------------------------------------------
+
+def _apertus(r: Raw) -> dict[str, Any]:
+    """Apertus: Llama's attention (``attention_bias`` on q/k/v/o) with per-head q/k RMSNorms, always;
+    an MLP of up and down projections only, never biased, around ``hidden_act``: xIELU by default, whose
+    four learned scalars per layer (``alpha_p``, ``alpha_n`` and the buffers ``beta``, ``eps``, all in the
+    checkpoint) are ``mlp/act``. The published config's ``qk_norm``, ``post_norm`` and ``mlp_bias`` are
+    not read by transformers' Apertus, which always has the q/k norms, pre-norm layers and no MLP bias."""
+    out = _decoder(r, gated=False)
+    _attention_bias(r, out)
+    out["qk_norm"] = "head"
+    r.ignore("qk_norm", "post_norm", "mlp_bias")
+    return out
+
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
@@ -1399,6 +1415,8 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     # batch B
     "flint": _flint, "kolibri1": _kolibri1, "cohere_compass_text": _cohere_compass, "aria_text": _aria_text,
     "hy_v3": _hy_v3, "ctrl": _ctrl,
+    # xIELU
+    "apertus": _apertus,
 }
 
 

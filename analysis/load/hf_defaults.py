@@ -550,6 +550,13 @@ DEFAULTS: dict[str, dict[str, Default]] = {
     "ctrl": _config(  # CTRLConfig
         f"{_COMMON} resid_pdrop embd_pdrop layer_norm_epsilon",
         vocab_size=246534, n_positions=256, n_embd=1280, dff=8192, n_layer=48, n_head=16, tie_word_embeddings=True),
+    # xIELU. ApertusConfig: no head_dim field (its attention takes one a config.json gives);
+    # rope_theta: its default_theta
+    "apertus": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout",
+        vocab_size=131072, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="xielu", max_position_embeddings=65536,
+        tie_word_embeddings=False, attention_bias=False, pad_token_id=_null(3), rope_theta=12000000.0),
 }
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers
