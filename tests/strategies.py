@@ -69,14 +69,16 @@ VARIANTS = {  # together every config key and value
               "layer_types": ["sliding", "sliding", "full"], "rope_layers": [True, True, False],
               "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16, "shared_experts": 1,
                       "shared_expert_d_ff": 32, "first_dense_layers": 1, "router_bias": True}},
+    "apertus": {"position": "rope", "norm": "rmsnorm", "activation": "xielu", "n_kv_heads": 2, "qk_norm": True},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
 
-ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu"],
+ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu", "xielu"],
          "norm": ["layernorm", "rmsnorm"], "norm_placement": ["pre", "post", "sandwich", "post_branch"],
          "position": ["learned", "sinusoidal", "rope", "alibi", "relative", "none"]}
 QK_NORMS = [False, True, "none", "head", "full"]  # true is "head", false is "none"
+VISION_ACTIVATIONS = tuple(a for a, r in ACTIVATIONS.items() if not r.scalars)  # not xIELU
 QUANT_SKIPS = ["lm_head", "attention"]  # linears every model has (a tied head too: nothing to skip)
 
 
@@ -139,7 +141,7 @@ def _vision(draw):
     v = {"n_layers": draw(st.integers(1, 2)), "d_model": heads * draw(st.integers(1, 4)), "n_heads": heads,
          "d_ff": draw(st.integers(1, 16)), "patch_size": patch, "image_size": merge * draw(st.integers(1, 3)) * patch,
          "channels": draw(st.integers(1, 3)), "temporal_patch": draw(st.integers(1, 2)),
-         "activation": draw(st.sampled_from(tuple(ACTIVATIONS))), "norm": draw(st.sampled_from(NORMS)),
+         "activation": draw(st.sampled_from(VISION_ACTIVATIONS)), "norm": draw(st.sampled_from(NORMS)),
          "position": draw(st.sampled_from(["learned", "rope"]))}
     for key in ("class_token", "patch_bias", "qkv_bias", "out_bias", "mlp_bias", "pre_norm", "final_norm"):
         v[key] = draw(st.booleans())
@@ -221,20 +223,19 @@ def valid_configs(draw):
         raw["relative_max_distance"] = draw(st.integers(raw["relative_buckets"], 64))
     for key in ("attn_logit_softcap", "final_logit_softcap", "embedding_scale"):
         _put(raw, key, _maybe(draw, st.sampled_from([0.5, 5.65, 30, 50.0])))
-    # a plain dtype or a format, each as likely: every one of the 18 values gets drawn
-    plain = st.sampled_from(["fp32", "fp16", "bf16", "fp8", "int8", "int4"])
-    raw["dtype"] = draw(plain | st.sampled_from(WEIGHT_FORMATS))
+    # a plain dtype or a format: every one of the 18 values gets drawn
+    raw["dtype"] = draw(st.sampled_from(["fp32", "fp16", "bf16", "fp8", "int8", "int4", *WEIGHT_FORMATS]))
     if raw["dtype"] in WEIGHT_FORMATS:  # a format's group size and the linears it leaves unquantized
         if FORMATS[raw["dtype"]].group > 1:  # the others have no group to size
             _put(raw, "quant_group_size", _maybe(draw, st.integers(1, 80)))
         _put(raw, "quant_skip", _maybe(draw, st.lists(st.sampled_from(QUANT_SKIPS), min_size=1, max_size=2)))
     # any text but control characters, which validation refuses
     raw["description"] = draw(st.text(st.characters(exclude_categories=("Cc",)), max_size=10))
-    if draw(st.booleans()):
+    if draw(st.booleans()) and not ACTIVATIONS[raw["activation"]].scalars:  # xIELU: dense MLPs only
         raw["moe"] = draw(_moe(n_layers))
     elif draw(st.integers(0, 4)) == 0:
         raw["moe"] = None
-    if draw(st.integers(0, 3)) == 0:
+    if draw(st.booleans()):
         raw["vision"] = draw(_vision())
     moe = raw.get("moe")
     if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1:  # a dense MLP layer

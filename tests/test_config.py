@@ -34,7 +34,7 @@ from llmcalc.analysis.model.sizes import DTYPE_BITS
 from llmcalc.analysis.model.variants import ACTIVATIONS, NORMS, POSITIONS
 from llmcalc.analysis.spec import RunSpec
 from tests.strategies import BASE as BASE_DICT
-from tests.strategies import QUANT_SKIPS, VARIANTS, valid_configs
+from tests.strategies import QUANT_SKIPS, VARIANTS, VISION_ACTIVATIONS, valid_configs
 
 pytestmark = pytest.mark.unit
 
@@ -286,6 +286,9 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
     (BASE + "final_logit_softcap: -30\n", [":8: key 'final_logit_softcap': must be a positive number, got -30"]),
     (BASE + "embedding_scale: yes\n", [":8: key 'embedding_scale': must be a positive number, got 'yes'"]),  # YAML 1.2
     (BASE + "attention_sinks: 1\n", [":8: key 'attention_sinks': must be true or false, got 1"]),
+    # xIELU's learned scalars belong to a dense MLP of the language model
+    (BASE + "activation: xielu\n" + MOE + "}\n",
+     [":8: key 'activation': xielu learns scalars per dense MLP: not with moe"]),
     # mixed dense and MoE layers, shared experts
     (BASE + MOE + ", step: 3}\n", [":8: key 'moe': no layer is MoE (first_dense_layers 0, step 3, 2 layers)"]),
     (BASE + MOE + ", first_dense_layers: 2}\n",
@@ -350,7 +353,7 @@ ENUM_CHOICES = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "norm_pl
                 "position": tuple(POSITIONS), "attention": ATTENTION_KINDS,
                 "dtype": (*DTYPE_BITS, *WEIGHT_FORMATS), "quant_skip": tuple(QUANT_SKIPS),
                 "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES}
-VISION_ENUMS = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "position": ("learned", "rope")}
+VISION_ENUMS = {"activation": VISION_ACTIVATIONS, "norm": tuple(NORMS), "position": ("learned", "rope")}
 
 
 def _drawn_configs(n=500):

@@ -369,6 +369,11 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         num_hidden_layers=32, num_dense_layers=1, num_attention_heads=16, num_key_value_heads=16, head_dim=128,
         num_experts=64, num_experts_per_tok=6, num_shared_experts=2, global_attn_every_n_layers=4,
         sliding_window=1024, max_position_embeddings=16384, tie_word_embeddings=False), None),
+    # xIELU; the published total (8.05B on the model page) is not confirmed to the parameter
+    "apertus": ("swiss-ai/Apertus-8B-2509", dict(
+        vocab_size=131072, hidden_size=4096, intermediate_size=21504, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, hidden_act="xielu", max_position_embeddings=65536, tie_word_embeddings=False,
+        qk_norm=True, post_norm=False, mlp_bias=False), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -522,6 +527,12 @@ VARIANTS = [
         layer_types=["sliding_attention", "full_attention", "sliding_attention"])),
     ("ctrl", "Salesforce/ctrl with an untied LM head", dict(
         vocab_size=246534, n_positions=256, n_embd=1280, dff=8192, n_layer=2, n_head=16, tie_word_embeddings=False)),
+    ("apertus", "swiss-ai/Apertus-70B-2509's shape, two layers, attention biases, head_dim given", dict(
+        vocab_size=131072, hidden_size=8192, intermediate_size=43008, num_hidden_layers=2, num_attention_heads=64,
+        num_key_value_heads=8, head_dim=128, attention_bias=True)),
+    ("apertus", "swiss-ai/Apertus-8B-2509 with relu2 instead of xIELU, as a variant", dict(
+        vocab_size=131072, hidden_size=4096, intermediate_size=21504, num_hidden_layers=2, num_attention_heads=32,
+        num_key_value_heads=8, hidden_act="relu2")),
 ]
 
 

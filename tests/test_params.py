@@ -201,6 +201,7 @@ EXPERT = 2 * d * 32  # up and down (gelu)
 @pytest.mark.parametrize("kw, delta, inactive", [
     ({"attention_sinks": True}, L * 4, 0),
     ({"attention_gate": True, "qkv_bias": True}, L * (d * 4 * 16 + 3 * 4 * 16), 0),  # the gate has no bias
+    ({"activation": "xielu"}, L * 4, 0),  # alpha_p, alpha_n, beta, eps per layer
     ({"attn_logit_softcap": 50, "final_logit_softcap": 30, "embedding_scale": 8.0}, 0, 0),
     ({"sliding_window": 16, "layer_types": ["sliding", "full"]}, 0, 0),
     ({"position": "rope", "rope_layers": [False, True]}, -ctx * d, 0),

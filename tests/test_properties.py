@@ -75,13 +75,15 @@ def _replicated(name: str, cfg: ModelConfig) -> bool:
     """Whether TP keeps the reference model's parameter ``name`` whole on every rank (DESIGN.md
     section 9): norms (a per-head qk-norm too; one over the whole projection splits with it),
     routers and the shared-expert gate, learned position tables (a T5 bias table splits with its
-    heads), row-parallel biases, MLA's latent projections."""
+    heads), row-parallel biases, MLA's latent projections, xIELU's scalars."""
     parts = name.split(".")
     module, leaf = parts[-2], parts[-1]
     if name.startswith("embedding.position"):
         return cfg.position != "relative"
     if module in ("q_norm", "k_norm"):
         return cfg.qk_norm == "head"
+    if module == "act":  # xIELU's learned scalars
+        return True
     return ("norm" in parts or module in ("router", "shared_expert_gate", "q_a", "kv_a", "q_a_norm", "kv_a_norm")
             or (leaf == "bias" and module in ("o", "down")) or leaf == "down_bias")
 

@@ -352,3 +352,52 @@ def test_small_config_keeps_structure(name):
     orig = {(s.window is None, s.rope, s.ffn, s.attention) for s in layer_specs(cfg)}
     assert kinds == orig
     assert small.d_model == 32 and set(applicable(cfg)) == set(applicable(small))
+
+
+# -- xIELU (Apertus) ---------------------------------------------------------------------------
+
+def test_xielu_gradcheck():
+    """The hand-written backward of the fused xIELU function == numerical, for the input and all
+    four scalars, on both sides of 0 and of eps."""
+    from llmcalc.analysis.verify.ffn import XIELU, XIELUFunction
+
+    torch.manual_seed(0)
+    x = (torch.randn(6, 7, dtype=torch.float64) * 2).requires_grad_()
+    act = XIELU().double()
+    assert torch.autograd.gradcheck(XIELUFunction.apply, (x, act.alpha_p, act.alpha_n, act.beta, act.eps))
+
+
+def test_xielu_equals_transformers():
+    """The reference xIELU computes transformers' XIELUActivation (its Python path), value and
+    gradients, from the same initial scalars; its state dict holds the same four names."""
+    pytest.importorskip("transformers")
+    from transformers.activations import XIELUActivation
+
+    from llmcalc.analysis.verify.ffn import XIELU
+
+    torch.manual_seed(0)
+    x = (torch.randn(5, 9, dtype=torch.float64) * 3).requires_grad_()
+    theirs = XIELUActivation(dtype=torch.float64)
+    ours = XIELU()
+    with torch.no_grad():
+        for name in ("alpha_p", "alpha_n", "beta", "eps"):
+            getattr(ours, name).copy_(getattr(theirs, name).float())
+    ours = ours.double()
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    y_theirs, y_ours = theirs(x), ours(x)
+    torch.testing.assert_close(y_ours, y_theirs)
+    g = torch.randn_like(y_ours)
+    grads_theirs = torch.autograd.grad(y_theirs, (x, theirs.alpha_p, theirs.alpha_n), g)
+    grads_ours = torch.autograd.grad(y_ours, (x, ours.alpha_p, ours.alpha_n), g)
+    for a, b in zip(grads_ours, grads_theirs):
+        torch.testing.assert_close(a, b)
+
+
+def test_xielu_saves_its_input_only():
+    """The MLP's xIELU keeps its input (the up projection's output) under mlp/act; its scalars
+    are parameters (not activations)."""
+    cfg = CONFIGS["apertus"]
+    B, S = 2, 3
+    saved = measure_saved_bytes(build(cfg), torch.zeros(B, S, dtype=torch.long, device="meta"))
+    assert saved["mlp/act"] == cfg.n_layers * B * S * cfg.d_ff * 4  # fp32
+    assert measure_params(build(cfg))["mlp/act"] == cfg.n_layers * 4

@@ -1379,6 +1379,7 @@ def _ctrl(r: Raw) -> dict[str, Any]:
                lm_head_bias=True)
     return out
 
+
 # -- the attention output gate ------------------------------------------------------------
 
 def _afmoe(r: Raw) -> dict[str, Any]:
@@ -1429,6 +1430,21 @@ def _afmoe(r: Raw) -> dict[str, Any]:
     return out
 
 
+# -- xIELU (Apertus) ---------------------------------------------------------------------
+
+def _apertus(r: Raw) -> dict[str, Any]:
+    """Apertus: Llama's attention (``attention_bias`` on q/k/v/o) with per-head q/k RMSNorms, always;
+    an MLP of up and down projections only, never biased, around ``hidden_act``: xIELU by default, whose
+    four learned scalars per layer (``alpha_p``, ``alpha_n`` and the buffers ``beta``, ``eps``, all in the
+    checkpoint) are ``mlp/act``. The published config's ``qk_norm``, ``post_norm`` and ``mlp_bias`` are
+    not read by transformers' Apertus, which always has the q/k norms, pre-norm layers and no MLP bias."""
+    out = _decoder(r, gated=False)
+    _attention_bias(r, out)
+    out["qk_norm"] = "head"
+    r.ignore("qk_norm", "post_norm", "mlp_bias")
+    return out
+
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
@@ -1454,6 +1470,8 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "hy_v3": _hy_v3, "ctrl": _ctrl,
     # the attention output gate
     "afmoe": _afmoe,
+    # xIELU
+    "apertus": _apertus,
 }
 
 

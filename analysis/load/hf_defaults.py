@@ -561,6 +561,13 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         num_experts=_null(64), num_experts_per_tok=_null(6), num_shared_experts=_null(2),
         global_attn_every_n_layers=_null(4), sliding_window=_null(1024), layer_types=_null(),
         mup_enabled=_null(False), attention_bias=False, rope_theta=10000.0),
+    # xIELU. ApertusConfig: no head_dim field (its attention takes one a config.json gives);
+    # rope_theta: its default_theta
+    "apertus": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout",
+        vocab_size=131072, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(), head_dim=None, hidden_act="xielu", max_position_embeddings=65536,
+        tie_word_embeddings=False, attention_bias=False, pad_token_id=_null(3), rope_theta=12000000.0),
 }
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers

@@ -11,6 +11,7 @@ from .hf_defaults import Default
 
 _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu", "gelu_fast": "gelu", "gelu_pytorch_tanh": "gelu",
                 "gelu_python": "gelu", "relu": "relu", "silu": "silu", "swish": "silu", "relu2": "sqrelu"}
+_ACTIVATIONS["xielu"] = "xielu"  # transformers' XIELUActivation: its learned scalars are mlp/act (Apertus)
 _GATED = {"gelu": "geglu", "relu": "reglu", "silu": "swiglu"}
 
 

@@ -65,7 +65,7 @@ class Block:
         return block_norms(self.cfg) + self.attention.norms()
 
     def vectors(self) -> list[Vector]:
-        return self.attention.vectors()
+        return self.attention.vectors() + self.ffn.vectors()
 
 
 class Head(NamedTuple):

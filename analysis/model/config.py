@@ -228,7 +228,8 @@ class VisionConfig:
     image_size: int | None = _key(_optional(_int()), None)
     channels: int = _key(_int(), 3)
     temporal_patch: int = _key(_int(), 1)  # frames per patch (Qwen-VL's Conv3d: 2)
-    activation: str = _key(_enum(ACTIVATIONS), "gelu")
+    # not xIELU, whose learned scalars belong to the language model's dense MLPs
+    activation: str = _key(_enum(tuple(a for a, r in ACTIVATIONS.items() if not r.scalars)), "gelu")
     norm: str = _key(_enum(NORMS), "layernorm")
     norm_bias: bool = _key(_bool, True)  # layernorm only
     position: str = _key(_enum(("learned", "rope")), "learned")  # rope (2-D: Qwen-VL, Pixtral) holds no parameters

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from .parts import Linear
+from .parts import Linear, Vector
 from .tape import INDEX, Tape, hidden
 from .variants import ACTIVATIONS, SOFTMAX_COST, Op
 
@@ -60,6 +60,8 @@ class FFNKind(Protocol):
 
     def saves(self, tape: Tape, T: int, x: str) -> None: ...
 
+    def vectors(self) -> list[Vector]: ...
+
 
 class _FFN:
     """A descriptor holds its config and computes everything from it."""
@@ -68,6 +70,10 @@ class _FFN:
 
     def __init__(self, cfg: ModelConfig) -> None:
         self.cfg = cfg
+
+    def vectors(self) -> list[Vector]:
+        """The activation's learned scalars (xIELU, dense MLPs only: rules.py), one tensor each."""
+        return [Vector("mlp/act", 1)] * ACTIVATIONS[self.cfg.activation].scalars
 
 
 class Dense(_FFN):
@@ -91,7 +97,9 @@ class Dense(_FFN):
         tape.linear("mlp/up", T * d * b, T, x)
         if cfg.gated:
             tape.linear("mlp/gate", T * d * b, T, x)
-        hidden(tape, cfg, "mlp", "mlp/down", "mlp ", T, cfg.d_ff)
+        # an activation with learned scalars is a module of its own, mlp/act, which keeps what it saves
+        act = "mlp/act" if ACTIVATIONS[cfg.activation].scalars else "mlp"
+        hidden(tape, cfg, act, "mlp/down", "mlp ", T, cfg.d_ff)
 
 
 class MoE(_FFN):

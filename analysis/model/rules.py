@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from .formats import FORMATS, WEIGHT_FORMATS
+from .variants import ACTIVATIONS
 
 if TYPE_CHECKING:  # config.py imports this module to check its copies
     from .config import Checker, ModelConfig
@@ -100,6 +101,8 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
         if not any(moe.is_moe_layer(i) for i in range(cfg.n_layers)):
             check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
                               f"step {moe.step}, {cfg.n_layers} layers)")
+    if moe is not None and ACTIVATIONS[cfg.activation].scalars:  # xIELU: its scalars belong to a dense MLP
+        check.fail("activation", f"{cfg.activation} learns scalars per dense MLP: not with moe")
     if cfg.vision is not None:
         _vision_checks(cfg.vision, check.nested("vision"))
 

@@ -18,6 +18,9 @@ class Activation(NamedTuple):
     # hidden-width tensors kept for backward besides the down projection's input ("out"):
     # "pre" the activation's input, "act" its output, "up" the up branch, "relu" relu's output
     saves: tuple[str, ...]
+    # learned scalars the MLP holds for it, each its own one-element tensor (xIELU: alpha_p, alpha_n
+    # and the buffers beta, eps, all stored in the checkpoint), under ``mlp/act``
+    scalars: int = 0
 
 
 ACTIVATIONS = {a.name: a for a in (
@@ -28,6 +31,9 @@ ACTIVATIONS = {a.name: a for a in (
     Activation("swiglu", True, 5, ("pre", "act", "up")),
     Activation("geglu", True, 9, ("pre", "act", "up")),
     Activation("reglu", True, 2, ("act", "up")),  # relu keeps its output; the product both factors
+    # xIELU (Apertus): x > 0 (1), alpha_p*x*x + beta*x (4), (expm1(min(x, eps)) - x)*alpha_n + beta*x (6),
+    # the select (1): transformers' formula, both branches; one fused function that keeps its input
+    Activation("xielu", False, 12, ("pre",), scalars=4),
 )}
 
 

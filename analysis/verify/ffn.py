@@ -5,6 +5,12 @@ Conventions:
   ``gelu`` and ``geglu`` use the tanh approximation (GPT-2's ``gelu_new``, Gemma);
   ``sqrelu`` is ``relu(x)**2``;
 - a dense MLP has width ``d_ff`` and biases iff ``mlp_bias``;
+- ``xielu`` (Apertus, transformers' ``XIELUActivation``) is the module ``act`` of the MLP, with
+  four learned scalars of shape (1,): ``alpha_p``, ``alpha_n`` (before softplus, as stored) and
+  ``beta``, ``eps`` (buffers in transformers, stored in its checkpoint; trained here). It computes
+  transformers' formula ``where(x > 0, a_p*x*x + beta*x, (expm1(min(x, eps)) - x)*a_n + beta*x)``,
+  ``a_p = softplus(alpha_p)``, ``a_n = beta + softplus(alpha_n)``, as one autograd function that
+  keeps its input and the scalars (as a fused kernel does) and differentiates it by hand;
 - MoE (Mixtral style): ``router`` (bias iff ``moe.router_bias``), softmax over the router
   logits, top-k, the k weights renormalized to sum to 1; each expert gathers its tokens and
   multiplies them by its own slice of the stacked weights (width ``expert_width``, biases iff
@@ -34,6 +40,7 @@ routing keeps the loop, since its row counts are data dependent.
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 import torch.nn.functional as F
@@ -50,11 +57,59 @@ ACTIVATIONS = {
 }
 
 
+class XIELUFunction(torch.autograd.Function):
+    """xIELU over ``x`` with its four raw scalars (module docstring); saves x and the scalars."""
+
+    @staticmethod
+    def forward(ctx, x, alpha_p, alpha_n, beta, eps):
+        ctx.save_for_backward(x, alpha_p, alpha_n, beta, eps)
+        a_p, a_n = F.softplus(alpha_p), beta + F.softplus(alpha_n)
+        return torch.where(x > 0, a_p * x * x + beta * x, (torch.expm1(torch.minimum(x, eps)) - x) * a_n + beta * x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, alpha_p, alpha_n, beta, eps = ctx.saved_tensors
+        a_p, a_n = F.softplus(alpha_p), beta + F.softplus(alpha_n)
+        pos = x > 0
+        m = torch.minimum(x, eps)
+        tie = (x == eps).to(x.dtype) / 2  # minimum's gradient splits a tie, as torch's does
+        d_min_x, d_min_eps = (x < eps).to(x.dtype) + tie, (x > eps).to(x.dtype) + tie
+        neg = torch.expm1(m) - x  # d/d a_n on the negative side
+
+        def total(t, like):
+            return (grad * t).sum().reshape(like.shape)
+
+        zero = torch.zeros_like(x)
+        dx = grad * torch.where(pos, 2 * a_p * x + beta, (torch.exp(m) * d_min_x - 1) * a_n + beta)
+        d_ap = total(torch.where(pos, x * x, zero), alpha_p) * torch.sigmoid(alpha_p)
+        d_an_eff = total(torch.where(pos, zero, neg), alpha_n)  # a_n = beta + softplus(alpha_n)
+        d_an = d_an_eff * torch.sigmoid(alpha_n)
+        d_beta = total(x, beta) + d_an_eff.reshape(beta.shape)
+        d_eps = total(torch.where(pos, zero, a_n * torch.exp(m) * d_min_eps), eps)
+        grads = (dx, d_ap, d_an, d_beta, d_eps)
+        return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad))
+
+
+class XIELU(nn.Module):
+    """xIELU's scalars (transformers' initial values) and the function (module docstring)."""
+
+    def __init__(self, alpha_p: float = 0.8, alpha_n: float = 0.8, beta: float = 0.5, eps: float = -1e-6):
+        super().__init__()
+        inverse_softplus = lambda v: math.log(math.expm1(v))  # noqa: E731
+        self.alpha_p = nn.Parameter(torch.full((1,), inverse_softplus(alpha_p)))
+        self.alpha_n = nn.Parameter(torch.full((1,), inverse_softplus(alpha_n - beta)))
+        self.beta = nn.Parameter(torch.full((1,), beta))
+        self.eps = nn.Parameter(torch.full((1,), eps))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return XIELUFunction.apply(x, self.alpha_p, self.alpha_n, self.beta, self.eps)
+
+
 class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         d, f, b = cfg.d_model, cfg.d_ff, cfg.mlp_bias
-        self.act = ACTIVATIONS[cfg.activation]
+        self.act = XIELU() if cfg.activation == "xielu" else ACTIVATIONS[cfg.activation]
         self.up = nn.Linear(d, f, bias=b)
         if cfg.gated:
             self.gate = nn.Linear(d, f, bias=b)
