@@ -64,6 +64,8 @@ VARIANTS = {  # together every config key and value
                      "qkv_bias": True, "mlp_bias": True},
     "smollm3": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 4,
                 "rope_layers": [True, True, True, False]},
+    "bloom": {"position": "alibi", "embedding_norm": True, "qkv_bias": True, "out_bias": True, "mlp_bias": True,
+              "tie_embeddings": True},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
@@ -166,6 +168,7 @@ def valid_configs(draw):
         raw[key] = draw(st.sampled_from(choices))
     if draw(st.booleans()):  # RoPE carries the most keys (rope_layers, rotary_fraction, MLA's rope key)
         raw["position"] = "rope"
+    raw["embedding_norm"] = draw(st.booleans())
     rope = raw["position"] == "rope"
     mla = draw(st.integers(0, 3)) == 0
     if mla:

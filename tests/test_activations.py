@@ -94,6 +94,14 @@ def test_sinks_and_softcap_eager_bytes():
     assert capped - plain == L * B * h * S * S * 2
 
 
+@pytest.mark.parametrize("norm, stats", [("layernorm", 8), ("rmsnorm", 4)])
+def test_embedding_norm_keeps_its_input_and_statistics(norm, stats):
+    """The norm over the embeddings keeps its input (B*S*d values) and fp32 statistics per token."""
+    B, S = 2, 8
+    base = CONFIGS["llama"].replace(norm=norm)
+    plain, normed = (_acts(base.replace(embedding_norm=on), B, S).total for on in (False, True))
+    assert normed - plain == B * S * (base.d_model * 2 + stats)
+
 def test_attention_scaling_with_seq():
     """Eager keeps the S x S softmax output (4x when S doubles); flash keeps no S x S term."""
     cfg = load_bundled("gpt2-small")

@@ -363,6 +363,9 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         moe_intermediate_size=1536, max_position_embeddings=131072, tie_word_embeddings=False), None),
     "ctrl": ("Salesforce/ctrl", dict(
         vocab_size=246534, n_positions=256, n_embd=1280, dff=8192, n_layer=48, n_head=16), None),
+    # embedding_norm
+    "bloom": ("bigscience/bloom-560m", dict(
+        vocab_size=250880, hidden_size=1024, n_layer=24, n_head=16, tie_word_embeddings=True), 559_214_592),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).

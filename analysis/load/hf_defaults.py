@@ -550,6 +550,12 @@ DEFAULTS: dict[str, dict[str, Default]] = {
     "ctrl": _config(  # CTRLConfig
         f"{_COMMON} resid_pdrop embd_pdrop layer_norm_epsilon",
         vocab_size=246534, n_positions=256, n_embd=1280, dff=8192, n_layer=48, n_head=16, tie_word_embeddings=True),
+    # -- embedding_norm
+    "bloom": _config(  # BloomConfig; n_embed (its __post_init__), num_hidden_layers and num_attention_heads
+        # (its attribute_map) are aliases with no default, read as given
+        f"{_COMMON} layer_norm_epsilon hidden_dropout attention_dropout pretraining_tp slow_but_exact "
+        "apply_residual_connection_post_layernorm",
+        vocab_size=250880, hidden_size=64, n_layer=2, n_head=8, tie_word_embeddings=True),
 }
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers
