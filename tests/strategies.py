@@ -70,6 +70,8 @@ VARIANTS = {  # together every config key and value
               "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16, "shared_experts": 1,
                       "shared_expert_d_ff": 32, "first_dense_layers": 1, "router_bias": True}},
     "apertus": {"position": "rope", "norm": "rmsnorm", "activation": "xielu", "n_kv_heads": 2, "qk_norm": True},
+    "bloom": {"position": "alibi", "embedding_norm": True, "qkv_bias": True, "out_bias": True, "mlp_bias": True,
+              "tie_embeddings": True},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
@@ -173,6 +175,7 @@ def valid_configs(draw):
         raw[key] = draw(st.sampled_from(choices))
     if draw(st.booleans()):  # RoPE carries the most keys (rope_layers, rotary_fraction, MLA's rope key)
         raw["position"] = "rope"
+    raw["embedding_norm"] = draw(st.booleans())
     rope = raw["position"] == "rope"
     mla = draw(st.integers(0, 3)) == 0
     if mla:

@@ -104,6 +104,13 @@ def test_attention_gate_bytes(attention, batch, seq):
     assert gated - plain == base.n_layers * 2 * batch * seq * base.n_heads * base.head_size * 2
     _check(base.replace(attention_gate=True), batch, seq, attention, "bf16")
 
+@pytest.mark.parametrize("norm, stats", [("layernorm", 8), ("rmsnorm", 4)])
+def test_embedding_norm_keeps_its_input_and_statistics(norm, stats):
+    """The norm over the embeddings keeps its input (B*S*d values) and fp32 statistics per token."""
+    B, S = 2, 8
+    base = CONFIGS["llama"].replace(norm=norm)
+    plain, normed = (_acts(base.replace(embedding_norm=on), B, S).total for on in (False, True))
+    assert normed - plain == B * S * (base.d_model * 2 + stats)
 
 def test_attention_scaling_with_seq():
     """Eager keeps the S x S softmax output (4x when S doubles); flash keeps no S x S term."""

@@ -87,6 +87,7 @@ def test_example_configs_use_every_new_key():
                 "expert_bias", "attention_sinks", "rotary_fraction", "norm_weight", "post_branch", "qk_norm: full",
                 "rope_layers"):
         assert key in text, key
+    assert "embedding_norm" in text
 
 
 def _refresh(shown: str, output: str) -> str:

@@ -18,7 +18,6 @@ LABEL = "counted by transformers, not explained"
 CONFIGS = {
     "opt": (dict(vocab_size=50272, hidden_size=768, num_hidden_layers=12, ffn_dim=3072, num_attention_heads=12,
                  word_embed_proj_dim=768, max_position_embeddings=2048), 125_239_296),  # OPT-125m
-    "bloom": (dict(vocab_size=250880, hidden_size=1024, n_layer=24, n_head=16), 559_214_592),  # BLOOM-560m
     "mamba": (dict(vocab_size=50280, hidden_size=768, num_hidden_layers=24, state_size=16), 129_135_360),  # 130m
     "rwkv": (dict(vocab_size=1000, hidden_size=64, num_hidden_layers=3, context_length=128), None),  # untied head
     "xlstm": (dict(vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_heads=4), None),

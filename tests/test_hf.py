@@ -374,6 +374,9 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         vocab_size=131072, hidden_size=4096, intermediate_size=21504, num_hidden_layers=32, num_attention_heads=32,
         num_key_value_heads=8, hidden_act="xielu", max_position_embeddings=65536, tie_word_embeddings=False,
         qk_norm=True, post_norm=False, mlp_bias=False), None),
+    # embedding_norm
+    "bloom": ("bigscience/bloom-560m", dict(
+        vocab_size=250880, hidden_size=1024, n_layer=24, n_head=16, tie_word_embeddings=True), 559_214_592),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).

@@ -437,6 +437,36 @@ CLOSED_FORM = {"deepseek_v3": (671_026_419_200, 37_552_297_472), "llama4_maveric
                "olmo2_32b": (32_234_279_936, 32_234_279_936)}
 
 
+def bloom_560m() -> Model:
+    """BLOOM-560m (bigscience/bloom-560m config.json): ALiBi, a LayerNorm (weight and bias) over the
+    token embeddings before layer 0 (``word_embeddings_layernorm``), biases everywhere, GELU MLP of
+    4 * d, tied head."""
+    d, L, h, V = 1024, 24, 16, 250880
+    yaml = f"""name: bloom-560m
+vocab_size: {V}
+context_length: 2048
+d_model: {d}
+n_layers: {L}
+n_heads: {h}
+d_ff: {4 * d}
+activation: gelu
+position: alibi
+embedding_norm: true
+qkv_bias: true
+out_bias: true
+mlp_bias: true
+tie_embeddings: true
+"""
+    mats = mha(d, h, h, 64, True, True) + (Mat("mlp/up", d, 4 * d, True), Mat("mlp/down", 4 * d, d, True))
+    layers = tuple(Layer(mats, (("norm/attention", 2 * d), ("norm/mlp", 2 * d)), h, 64, 64, 2 * d, None, False,
+                         "dense") for _ in range(L))
+    return Model(yaml, d, V, layers, {"embedding/token": V * d, "norm/embedding": 2 * d, "norm/final": 2 * d})
+
+
+MODELS["bloom_560m"] = bloom_560m()
+PUBLISHED["bloom_560m"] = 559_214_592  # BLOOM-560m's safetensors total
+
+
 # -- closed forms ---------------------------------------------------------------------------------
 
 def expected_params(m: Model) -> tuple[dict[str, int], int, int]:
@@ -609,6 +639,11 @@ def test_embedding_scale_costs_one_per_element():
     m = MODELS["gemma2_9b"]
     assert _elementwise(m.yaml) - _elementwise(_without(m.yaml, "embedding_scale")) == 2 * 256 * 3584
 
+
+def test_embedding_norm_costs_one_layernorm_per_token():
+    # BLOOM's LayerNorm over the embeddings: 5 FLOPs per element, + 1 weight, + 1 bias, every token
+    m = MODELS["bloom_560m"]
+    assert _elementwise(m.yaml) - _elementwise(_without(m.yaml, "embedding_norm")) == 7 * 2 * 256 * 1024
 
 def test_sinks_cost_one_softmax_logit_per_row():
     # one more logit in every softmax row (a row per query per head): 5 FLOPs (max, subtract, exp,

@@ -185,6 +185,8 @@ def _units(cfg: ModelConfig, tp: int, pp: int, ep: int, stage: int) -> tuple[tup
     root = []
     if stage == 0:
         root += [Tensor(t.key, (t.rows, t.width)) for t in (model.token, model.position) if t is not None]
+        if model.embedding_norm is not None:
+            root += _norm_tensors(model.embedding_norm)
     if stage == pp - 1:
         if model.final_norm is not None:
             root += _norm_tensors(model.final_norm)

@@ -35,7 +35,7 @@ from ..spec import Layout, RunSpec
 from .comm import Collective, collectives
 from .sharding import check_layout, cp_local, gpu_state, in_stage, tp_local
 
-FIRST_STAGE = ("embedding", "embedding/scale", "position")
+FIRST_STAGE = ("embedding", "embedding/scale", "position", "norm/embedding")
 LAST_STAGE = ("lm_head", "lm_head/softcap")
 
 

@@ -40,13 +40,15 @@ value head sizes):
   shared experts keep their activation tensors; a shared-expert gate its sigmoid's output
   and the shared output it multiplies;
 - embeddings: the token ids, learned positions' ids (``S``), T5 relative buckets (``S*S``);
+  a norm over the embeddings (``embedding_norm``) its input (``T*d``) and its statistics;
   the LM head its input; final soft-capping its tanh output; the loss the log-softmax over the
   vocabulary (``T*V``) and a scalar.
 
 With ``recompute="full"`` (full activation recomputation: each block checkpointed, backward
 runs it again) a block keeps only its input, ``T*d`` values, under ``layer``; the checkpoint
 also keeps each distinct mask or position bias a layer passes (eager always builds one) and the
-RoPE tables, once; embeddings, final norm, LM head and loss keep what they keep without.
+RoPE tables, once; embeddings (and their norm), final norm, LM head and loss keep what they keep
+without.
 With ``recompute="selective"`` (Korthikanti et al.) eager attention's core (scores, softmax,
 values) is checkpointed: instead of the q/k copies, the expanded K/V, the softmax and tanh
 outputs, it keeps its inputs, q and k as RoPE (or the projection, or qk-norm) leaves them, v (a
@@ -163,6 +165,8 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
             comps["embedding/position"] = seq * INDEX
         elif cfg.position == "relative":
             comps["embedding/position"] = seq * seq * INDEX
+    if model.embedding_norm is not None:  # its input (the summed embeddings) and its statistics
+        comps[model.embedding_norm.key] = T * (d * b + norm_stat_bytes(cfg))
     groups = []
     for group, block in model.blocks:
         if full:

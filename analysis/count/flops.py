@@ -211,6 +211,9 @@ def model_ops(cfg: ModelConfig, run: RunSpec) -> list[Op]:
         ops.append(Op("position", T * d, 1, 3))
     if cfg.embedding_scale is not None:
         ops.append(Op("embedding/scale", T * d, 1, 2))
+    if model.embedding_norm is not None:  # every token, after the scale and positions
+        norm = model.embedding_norm
+        ops.append(Op(norm.key, T * d, norm_cost(cfg.norm, norm.weight, norm.bias), 2))
     return ops
 
 

@@ -87,6 +87,8 @@ def _count_params(cfg: ModelConfig) -> ParamCount:
     for table in (model.token, model.position):
         if table is not None:
             comps[table.key] = table.params
+    if model.embedding_norm is not None and model.embedding_norm.params:
+        comps[model.embedding_norm.key] = model.embedding_norm.params
     groups, inactive = [], 0
     for group, block in model.blocks:
         per_layer = layer_params(block)

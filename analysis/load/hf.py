@@ -1445,6 +1445,32 @@ def _apertus(r: Raw) -> dict[str, Any]:
     return out
 
 
+# -- embedding_norm -----------------------------------------------------------------------------
+
+def _bloom(r: Raw) -> dict[str, Any]:
+    """BLOOM: ALiBi, one fused, biased ``query_key_value``, LayerNorms with bias (one over the token
+    embeddings before layer 0, ``word_embeddings_layernorm``), a GELU MLP of 4 x hidden_size with
+    biases, the head tied by default. ``n_embed`` is an alias of ``hidden_size`` (it wins when
+    given), ``num_hidden_layers`` and ``num_attention_heads`` of ``n_layer`` and ``n_head`` (they
+    win when present, a null included). Its configs give no context length (ALiBi needs none):
+    2048, its training length, the default ``--seq``. ``apply_residual_connection_post_layernorm``
+    and ``slow_but_exact`` change values only (the latter splits the dense matmuls by
+    ``pretraining_tp``: the same FLOPs)."""
+    r.ignore("apply_residual_connection_post_layernorm", "slow_but_exact")
+    d = "n_embed" if r.has("n_embed") else "hidden_size"
+    layers = "num_hidden_layers" if "num_hidden_layers" in r.raw else "n_layer"
+    heads = "num_attention_heads" if "num_attention_heads" in r.raw else "n_head"
+    r.ignore("hidden_size", "n_layer", "n_head")  # their aliases win when given
+    out: dict[str, Any] = {
+        "name": _name(r.raw, r.source), "vocab_size": r.size("vocab_size"), "context_length": 2048,
+        "d_model": r.size(d), "n_layers": r.size(layers, maximum=MAX_LAYERS), "n_heads": r.size(heads),
+        "tie_embeddings": r.flag("tie_word_embeddings"), "dtype": _dtype(r, "bf16")}
+    _divides(r, out, heads, d)
+    out.update(d_ff=4 * out["d_model"], activation="gelu", norm="layernorm", position="alibi", embedding_norm=True,
+               qkv_bias=True, out_bias=True, mlp_bias=True)
+    return out
+
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
@@ -1472,13 +1498,15 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "afmoe": _afmoe,
     # xIELU
     "apertus": _apertus,
+    # embedding_norm
+    "bloom": _bloom,
 }
 
 
 # transformers' token embeddings without a padding_idx; torch's Embedding refuses the others' one
 # outside the vocabulary
 _UNPADDED = frozenset({"gpt2", "gptj", "gpt_neox", "falcon", "gpt_bigcode", "codegen", "mpt", "gpt-sw3",
-                       "ctrl"})
+                       "ctrl", "bloom"})
 
 
 def _padding(r: Raw, vocab: int) -> None:

@@ -568,6 +568,12 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         vocab_size=131072, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
         num_key_value_heads=_null(), head_dim=None, hidden_act="xielu", max_position_embeddings=65536,
         tie_word_embeddings=False, attention_bias=False, pad_token_id=_null(3), rope_theta=12000000.0),
+    # -- embedding_norm
+    "bloom": _config(  # BloomConfig; n_embed (its __post_init__), num_hidden_layers and num_attention_heads
+        # (its attribute_map) are aliases with no default, read as given
+        f"{_COMMON} layer_norm_epsilon hidden_dropout attention_dropout pretraining_tp slow_but_exact "
+        "apply_residual_connection_post_layernorm",
+        vocab_size=250880, hidden_size=64, n_layer=2, n_head=8, tie_word_embeddings=True),
 }
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers

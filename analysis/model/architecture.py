@@ -1,4 +1,5 @@
-"""The model as llmcalc sees it, built once from its config: the token and position embeddings,
+"""The model as llmcalc sees it, built once from its config: the token and position embeddings
+(and a norm over them, ``embedding_norm``),
 one :class:`Block` per group of identical layers (the layer plan), the final norm and the LM head
 (tied or not), and a multimodal checkpoint's vision tower and projector (:mod:`.vision`).
 Parameters, FLOPs, memory, bytes moved and the parallel layouts all ask
@@ -90,6 +91,7 @@ class Model(NamedTuple):
     final_norm: Norm | None
     head: Head
     vision: Vision | None  # a multimodal checkpoint's vision tower and projector
+    embedding_norm: Norm | None = None  # norm/embedding: over the embeddings, before layer 0 (BLOOM)
 
     def layer_linears(self) -> list[tuple[Linear, int]]:
         """Every layer linear, one per group, with the number of layers holding it."""
@@ -118,4 +120,5 @@ def build(cfg: ModelConfig) -> Model:
     return Model(cfg, Table("embedding/token", cfg.vocab_size, cfg.d_model), position_table(cfg),
                  tuple((group, Block(cfg, group.spec)) for group in layer_plan(cfg)), final,
                  Head(Linear("lm_head", cfg.d_model, cfg.vocab_size, cfg.lm_head_bias), cfg.tie_embeddings),
-                 build_vision(cfg))
+                 build_vision(cfg),
+                 make_norm(cfg, "norm/embedding", cfg.d_model) if cfg.embedding_norm else None)

@@ -270,6 +270,7 @@ class ModelConfig:
     parallel_block: bool = _key(_bool, False)
     parallel_norms: int = _key(_one_of(1, 2), 1)  # 1: one norm feeds both branches (GPT-J); 2: NeoX
     final_norm: bool = _key(_bool, True)
+    embedding_norm: bool = _key(_bool, False)  # a norm over the embeddings before layer 0 (BLOOM)
     qk_norm: str = _key(_qk_norm, "none")
     position: str = _key(_enum(POSITIONS), "learned")
     rope_theta: float = _key(_number(), 10000.0)

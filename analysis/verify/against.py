@@ -107,6 +107,7 @@ _TOP_NAMES = {
     "ln_f": "norm/final", "norm": "norm/final", "final_layer_norm": "norm/final",
     "final_layernorm": "norm/final", "lm_head": "lm_head", "embed_out": "lm_head",
     "norm_f": "norm/final", "layer_norm": "norm/final", "w": "embedding/token", "layernorm": "norm/final",
+    "word_embeddings_layernorm": "norm/embedding",  # BLOOM
 }
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
 _VISUAL = re.compile(r"(?:^|\.)visual(?:\.|$)")  # Qwen-VL's vision tower

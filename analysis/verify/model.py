@@ -7,7 +7,7 @@ breakdown keys (``layers.<i>.`` dropped, '.' read as '/'): ``embedding.token``,
 (MHA) or ``attention.{q,q_a,q_a_norm,q_b,kv_a,kv_a_norm,kv_b,o}`` (MLA), the parameter
 ``attention.sinks``, ``attention.{scores,values}`` (eager) or ``attention.sdpa`` (flash),
 ``mlp.{up,gate,down}`` or ``moe.{router,experts,shared_experts,shared_expert_gate}``,
-``layers.<i>.norm.{attention,mlp,attention_post,mlp_post}``, ``norm.final``, ``lm_head``,
+``layers.<i>.norm.{attention,mlp,attention_post,mlp_post}``, ``norm.embedding``, ``norm.final``, ``lm_head``,
 ``logit_softcap`` (no parameters); a multimodal checkpoint's ``vision`` and ``projector``
 (:mod:`.vision`).
 
@@ -19,6 +19,7 @@ Conventions:
   (relative_buckets, n_heads) shared by all layers. Tables are float64 buffers, computed once
   and cast to the activations' dtype when used; none is a parameter.
 - token embeddings are multiplied by ``embedding_scale`` (Gemma) before positions are added;
+  ``embedding_norm`` (BLOOM) then norms the sum, before layer 0;
   logits are soft-capped, ``cap * tanh(logits / cap)``, after the LM head (Gemma 2).
 - masking: query at absolute position i sees key j iff ``i - W < j <= i`` (``W`` the layer's
   window, none for full layers); the mask and position biases are one additive bias built
@@ -220,7 +221,8 @@ class Transformer(nn.Module):
             self.register_buffer("alibi", alibi_slopes(cfg.n_heads), persistent=False)
         self.layers = nn.ModuleList(Block(cfg, i, spec, attention, routing, recompute)
                                     for i, spec in enumerate(self.specs))
-        self.norm = nn.ModuleDict({"final": make_norm(cfg, d)} if cfg.final_norm else {})
+        norms = {"embedding": cfg.embedding_norm, "final": cfg.final_norm}
+        self.norm = nn.ModuleDict({k: make_norm(cfg, d) for k, on in norms.items() if on})
         self.lm_head = nn.Linear(d, V, bias=cfg.lm_head_bias)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embedding["token"].weight
@@ -290,6 +292,8 @@ class Transformer(nn.Module):
             x = x + self.embedding["position"](qpos)
         elif cfg.position == "sinusoidal":
             x = x + self.sinusoid[qpos].to(x.dtype)
+        if "embedding" in self.norm:
+            x = self.norm["embedding"](x)
         rope = None
         if cfg.position == "rope" and any(spec.rope for spec in self.specs):
             rope = self.rope_cos[qpos].to(x.dtype), self.rope_sin[qpos].to(x.dtype)  # (S, r)
