@@ -48,6 +48,10 @@ GOLDEN = {
     "deepseek-v3": (671_026_419_200, 37_552_297_472),
     "gpt-oss-20b": (20_914_757_184, 4_187_440_704),
     "gpt-oss-120b": (116_829_156_672, 5_711_982_912),
+    "kimi-k2": (1_026_408_232_448, 32_861_500_928),
+    # GLM-4.5-Air without its multi-token-prediction layer: the checkpoint's 110,468,824,832 less
+    # that layer's 3,616,573,568 (one MoE layer, eh_proj, norms, its copies of embedding and head)
+    "glm-4.5-air": (106_852_251_264, 13_424_129_664),
 }
 
 # The MoE model cards' rounded figures, each under its own convention: total and active in
@@ -58,6 +62,7 @@ PUBLISHED_ROUNDED = {
     "deepseek-v3": ("671", "37", 0, "round", True),  # DeepSeek-V3 report: 671B total, 37B activated
     "gpt-oss-20b": ("20.91", "3.61", 2, "round", True),  # gpt-oss model card: 20.91B total, 3.61B active
     "gpt-oss-120b": ("116.83", "5.13", 2, "round", True),  # 116.83B total, 5.13B active
+    "glm-4.5-air": ("106", "12", 0, "truncate", True),  # GLM-4.5 card: 106B total, 12B active
 }
 
 

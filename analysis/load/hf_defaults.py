@@ -348,7 +348,8 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         attention_heads=16, activation_function="gelu", scale_embedding=True, add_cross_attention=False,
         tie_word_embeddings=True, pad_token_id=_null(1)),
     # mixture-of-experts decoders
-    # Glm4MoeConfig; partial_rotary_factor: its __post_init__; num_local_experts: an alias of n_routed_experts
+    # Glm4MoeConfig; partial_rotary_factor: its __post_init__ (a null one is dropped from rope_parameters: whole
+    # heads rotate); num_local_experts: an alias of n_routed_experts
     "glm4_moe": _config(
         f"{_COMMON} rms_norm_eps attention_dropout output_router_logits routed_scaling_factor n_group topk_group "
         "norm_topk_prob num_mtp_layers",
@@ -356,7 +357,7 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         num_key_value_heads=8, head_dim=None, hidden_act="silu", max_position_embeddings=131072,
         tie_word_embeddings=False, attention_bias=False, use_qk_norm=False, moe_intermediate_size=1408,
         num_experts_per_tok=8, n_shared_experts=1, n_routed_experts=128, num_local_experts=None,
-        first_k_dense_replace=1, rope_theta=10000.0, partial_rotary_factor=0.5),
+        first_k_dense_replace=1, rope_theta=10000.0, partial_rotary_factor=_null(0.5)),
     "olmoe": _config(  # OlmoeConfig; num_local_experts: an alias of num_experts
         f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef norm_topk_prob",
         vocab_size=50304, hidden_size=2048, intermediate_size=2048, num_hidden_layers=16, num_attention_heads=16,
