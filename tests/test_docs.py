@@ -108,3 +108,15 @@ if __name__ == "__main__":
         count += len(BLOCK.findall(new))
         page.write_text(new)
     print(f"refreshed {count} examples", file=sys.stderr)
+
+
+@pytest.mark.unit
+def test_every_model_type_has_its_row():
+    """The Hugging Face page lists every model_type llmcalc reads (language models, then multimodal
+    checkpoints), each with the checkpoint its test uses, and no other."""
+    from llmcalc.analysis.load.hf import MAPPERS
+    from llmcalc.analysis.load.hf_vision import MULTIMODAL
+
+    page = (ROOT / "docs" / "huggingface.md").read_text()
+    rows = re.findall(r"^\| `([^`]+)` \|", page, re.M)
+    assert sorted(rows) == sorted(["model_type", "model_type", *MAPPERS, *MULTIMODAL])  # the two headers
