@@ -72,6 +72,11 @@ VARIANTS = {  # together every config key and value
     "apertus": {"position": "rope", "norm": "rmsnorm", "activation": "xielu", "n_kv_heads": 2, "qk_norm": True},
     "bloom": {"position": "alibi", "embedding_norm": True, "qkv_bias": True, "out_bias": True, "mlp_bias": True,
               "tie_embeddings": True},
+    "llama4": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 4,
+               "qk_norm": "l2", "rope_layers": [True, True, True, False], "attn_temperature_tuning": True,
+               "attention_chunk": 3, "layer_types": ["chunked", "chunked", "chunked", "full"],
+               "moe": {"num_experts": 4, "experts_per_token": 1, "expert_d_ff": 16, "shared_experts": 1,
+                       "step": 2}},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
@@ -79,7 +84,7 @@ CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu", "xielu"],
          "norm": ["layernorm", "rmsnorm"], "norm_placement": ["pre", "post", "sandwich", "post_branch"],
          "position": ["learned", "sinusoidal", "rope", "alibi", "relative", "none"]}
-QK_NORMS = [False, True, "none", "head", "full"]  # true is "head", false is "none"
+QK_NORMS = [False, True, "none", "head", "full", "l2"]  # true is "head", false is "none"
 VISION_ACTIVATIONS = tuple(a for a, r in ACTIVATIONS.items() if not r.scalars)  # not xIELU
 QUANT_SKIPS = ["lm_head", "attention"]  # linears every model has (a tied head too: nothing to skip)
 
@@ -195,6 +200,8 @@ def valid_configs(draw):
         else:
             raw["d_model"], raw["head_dim"] = draw(st.integers(1, 64)), hd
         raw["qk_norm"] = draw(st.sampled_from(QK_NORMS))
+        if raw["qk_norm"] == "l2" and not (rope and raw["norm"] == "rmsnorm"):  # l2: RMSNorm on RoPE layers
+            raw["qk_norm"] = "head"
         raw["attention_gate"] = draw(st.booleans())
         if rope and draw(st.booleans()):
             # rotated dims int(hd * f) must be even and > 0
@@ -214,11 +221,20 @@ def valid_configs(draw):
         raw["sliding_window"] = draw(st.one_of(st.integers(1, 12), st.integers(1, 64)))  # mostly binding
     if draw(st.booleans()):
         kinds = ["full", "sliding"] if "sliding_window" in raw else ["full"]
+        if draw(st.booleans()):  # chunked attention (Llama 4)
+            raw["attention_chunk"] = draw(st.integers(1, 12))
+            kinds.append("chunked")
         raw["layer_types"] = draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=3))
         if "sliding_window" in raw and "sliding" not in raw["layer_types"]:  # a window some layer uses
             raw["layer_types"].append("sliding")
+        if "attention_chunk" in raw and "chunked" not in raw["layer_types"]:
+            raw["layer_types"].append("chunked")
     if rope and draw(st.booleans()):
         raw["rope_layers"] = draw(st.lists(st.booleans(), min_size=1, max_size=3))
+        if raw.get("qk_norm") == "l2" and True not in raw["rope_layers"]:  # a RoPE layer to norm
+            raw["rope_layers"].append(True)
+    if raw.get("attention") != "mla" and (not rope or False in raw.get("rope_layers", [True])):
+        raw["attn_temperature_tuning"] = draw(st.booleans())  # applies to layers without RoPE
     if rope:
         raw["rope_theta"] = draw(st.sampled_from([10000, 500000.0, 1e6]))
     if raw["position"] == "relative":

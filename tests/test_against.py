@@ -12,6 +12,7 @@ from llmcalc.analysis.count.kvcache import kv_cache
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.load.catalog import bundled_names, load_model
 from llmcalc.analysis.load.hf import MAPPERS
+from llmcalc.analysis.model.layers import layer_specs
 from llmcalc.analysis.spec import RunSpec
 
 pytestmark = pytest.mark.reference
@@ -124,6 +125,50 @@ def test_sliding_window_convention():
         for prefill in (16, 4095, 4096, 4099):
             ours = kv_cache(cfg, RunSpec("decode", prefill + 1, 2, kv_dtype="fp32"))
             assert against.transformers_kv_bytes(cfg, 2, prefill) + 2 * ours.bytes_per_token == ours.bytes
+
+
+def _llama4(tmp_path, **changes):
+    from transformers import AutoConfig
+
+    raw = AutoConfig.for_model("llama4_text", num_hidden_layers=4, **changes).to_dict()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    return load_model(str(path)), raw, path
+
+
+def test_chunked_attention_convention(tmp_path):
+    """transformers caches a chunked layer as a sliding one, min(S, C - 1) tokens after a prefill of
+    S; llmcalc's decode at context S + 1 holds the (S % C) + 1 tokens of the current chunk."""
+    cfg, _, _ = _llama4(tmp_path, attention_chunk_size=8)
+    chunked = sum(1 for s in layer_specs(cfg) if s.chunk == 8)
+    assert chunked == 3
+    per_token = 2 * cfg.kv_width * 4  # fp32 K and V of one layer
+    for prefill in (5, 7, 8, 9, 16, 21):
+        ours = kv_cache(cfg, RunSpec("decode", prefill + 1, 2, kv_dtype="fp32"))
+        theirs = against.transformers_kv_bytes(cfg, 2, prefill)
+        full = 2 * (prefill + 1) * per_token  # the NoPE layer: every token
+        assert ours.bytes == full + chunked * 2 * (prefill % 8 + 1) * per_token
+        assert theirs == 2 * prefill * per_token + chunked * 2 * min(prefill, 7) * per_token
+
+
+def test_llama4_expert_flops_closed_form(tmp_path):
+    """transformers' Llama4TextExperts run every expert on every token, so its expert FLOPs are
+    not the model's: against.py compares them x num_experts / experts_per_token (labelled). The
+    model's MoE FLOPs, per token of a MoE layer: k routed experts and the shared expert, three
+    d x f matrices each, and the d -> E router."""
+    cfg, raw, path = _llama4(tmp_path, interleave_moe_layer_step=2, num_local_experts=8, num_experts_per_tok=2)
+    d, f, E, k, T = 5120, 8192, 8, 2, 8
+    moe_layers = 2  # layers 1 and 3
+    fwd = count_flops(cfg, RunSpec("train", 8, 1, "eager")).forward.matmul
+    assert fwd["moe/experts"] == moe_layers * T * k * 3 * 2 * d * f
+    assert fwd["moe/shared_experts"] == moe_layers * T * 3 * 2 * d * f
+    assert fwd["moe/router"] == moe_layers * T * 2 * d * E
+    assert fwd["mlp/up"] == 2 * T * 2 * d * 16384  # the dense layers: intermediate_size_mlp
+    checks = {c.name: c for c in against.against_transformers(cfg, raw, 8, 1, str(path))}
+    assert all(c.ok for c in checks.values())
+    experts = checks["transformers/flops/eager/forward/moe/experts"]
+    assert experts.measured == moe_layers * T * E * 3 * 2 * d * f and experts.note == against.EVERY_EXPERT
+    assert checks["transformers/flops/eager/forward/moe/shared_experts"].note == ""
 
 
 def test_yaml_without_hf_config_exits_2(run, config_file):

@@ -377,6 +377,14 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
     # embedding_norm
     "bloom": ("bigscience/bloom-560m", dict(
         vocab_size=250880, hidden_size=1024, n_layer=24, n_head=16, tie_word_embeddings=True), 559_214_592),
+    # chunked attention: Scout's text_config (its vision tower is not modeled)
+    "llama4_text": ("meta-llama/Llama-4-Scout-17B-16E (text_config)", dict(
+        vocab_size=202048, hidden_size=5120, intermediate_size=8192, intermediate_size_mlp=16384,
+        num_hidden_layers=48, num_attention_heads=40, num_key_value_heads=8, head_dim=128, num_local_experts=16,
+        num_experts_per_tok=1, interleave_moe_layer_step=1, use_qk_norm=True, attention_chunk_size=8192,
+        max_position_embeddings=10485760, pad_token_id=200018, tie_word_embeddings=False,
+        rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=16.0, low_freq_factor=1.0,
+                             high_freq_factor=1.0, original_max_position_embeddings=8192)), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -536,6 +544,11 @@ VARIANTS = [
     ("apertus", "swiss-ai/Apertus-8B-2509 with relu2 instead of xIELU, as a variant", dict(
         vocab_size=131072, hidden_size=4096, intermediate_size=21504, num_hidden_layers=2, num_attention_heads=32,
         num_key_value_heads=8, hidden_act="relu2")),
+    ("llama4_text", "meta-llama/Llama-4-Maverick-17B-128E (text_config): MoE every second layer", dict(
+        vocab_size=202048, hidden_size=5120, intermediate_size=8192, intermediate_size_mlp=16384,
+        num_hidden_layers=48, num_attention_heads=40, num_key_value_heads=8, head_dim=128, num_local_experts=128,
+        num_experts_per_tok=1, interleave_moe_layer_step=2, use_qk_norm=False, attention_chunk_size=8192,
+        max_position_embeddings=1048576, pad_token_id=200018, tie_word_embeddings=False)),
 ]
 
 

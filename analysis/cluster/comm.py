@@ -137,7 +137,7 @@ def _cp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collect
     chunk = run.seq  # tokens of a sequence on one GPU (run is the GPU's share)
 
     def hops(i: int) -> int:  # a window reaches back over ceil(W / chunk) chunks at most
-        w = specs[i].window
+        w = specs[i].window if specs[i].chunk is None else specs[i].chunk  # a chunk reaches back less than C
         return layout.cp - 1 if w is None else min(layout.cp - 1, ceil_div(w, chunk))
 
     layers = stages(cfg, layout.pp)[stage]

@@ -134,13 +134,13 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
 
 def _masks(cfg: ModelConfig, seq: int, attention: str, b: int) -> int:
     """Bytes of the distinct additive masks/position biases the layers read (the model builds
-    one per window that binds, ``W < seq``, and one for the others); 0 for a layer where
+    one per window or chunk that binds, ``W < seq`` or ``C < seq``, and one for the others); 0 for a layer where
     flash uses its causal flag instead (no position bias, no binding window)."""
     position = POSITIONS[cfg.position]
     biased = position.score_bias  # a bias per head
     eager = attention == "eager" or position.learned_bias
-    keys = {w if w is not None and w < seq else None for w in (s.window for s in layer_specs(cfg))}
-    n = sum(1 for w in keys if eager or biased or w is not None)
+    keys = {tuple(w if w is not None and w < seq else None for w in s.span) for s in layer_specs(cfg)}
+    n = sum(1 for w in keys if eager or biased or w != (None, None))
     return n * (cfg.n_heads if biased else 1) * seq * seq * b
 
 

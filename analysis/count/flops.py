@@ -27,6 +27,7 @@ Conventions (README "FLOPs"):
 from typing import NamedTuple
 
 from ..model.architecture import Block, build
+from ..model.attention import temperature_ops
 from ..model.config import ModelConfig
 from ..model.ffn import SIGMOID_COST
 from ..model.layers import LayerGroup, LayerSpec
@@ -46,8 +47,12 @@ from .lora import adapted, frozen_keys
 from .params import count_params
 
 
-def _triangle(n: int, window: int | None) -> int:
-    """sum_{m=1..n} min(m, W): keys seen by the first n positions under causal masking."""
+def _triangle(n: int, window: int | None, chunk: int | None = None) -> int:
+    """sum_{m=1..n} min(m, W): keys seen by the first n positions under causal masking; with a
+    chunk C, sum_{m=1..n} ((m - 1) % C + 1): each position sees its chunk up to itself."""
+    if chunk is not None:
+        full, rest = divmod(n, chunk)
+        return full * chunk * (chunk + 1) // 2 + rest * (rest + 1) // 2
     if window is None or n <= window:
         return n * (n + 1) // 2
     return window * (window + 1) // 2 + (n - window) * window
@@ -62,7 +67,7 @@ def attended_pairs(spec: LayerSpec, run: RunSpec) -> int:
     """
     n = run.query_len
     if run.mode == "decode" or run.causal:
-        return _triangle(run.seq, spec.window) - _triangle(run.seq - n, spec.window)
+        return _triangle(run.seq, spec.window, spec.chunk) - _triangle(run.seq - n, spec.window, spec.chunk)
     return n * attended_keys(spec, run)
 
 
@@ -173,6 +178,7 @@ def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
         ops.append(Op("attention/position_bias", scores, POSITION_BIAS_COST, 3, True))
     if layer.spec.rope:
         ops.append(Op("attention/rope", T * attn.rope_elements_per_token, ROPE_COST, 2))
+    ops += temperature_ops(cfg, layer.spec, T)
     ops += layer.ffn.ops(T)
     lora = adapted(cfg, run.lora)
     if lora:  # an adapter's output scaled by alpha / r and added to the base's

@@ -11,7 +11,8 @@ Conventions (the docs' "Conventions: memory"):
   and the log-sum-exp are counted with the saved activations; only the eager scores add.
   A sink logit per row is not counted here (one column out of ``S_kv``);
 - chunked prefill runs queries in chunks of C tokens against ``min(cached, W) + C`` keys
-  on a layer with window W (``cached + C`` on a full layer); the peak is over chunks and layers;
+  on a layer with window W (``cached + C`` on a full layer; ``o % A + C`` at offset o on a layer
+  with attention chunks of A); the peak is over chunks and layers;
 - inference (``prefill`` and ``decode``): weights in their stored dtype, the KV cache for
   ``seq`` tokens, the attention peak, and the logits of the last position of each sequence;
 - MoE: every expert's weights, gradients and optimizer state, activations for the
@@ -23,6 +24,7 @@ Conventions (the docs' "Conventions: memory"):
   (bitsandbytes 4-bit) holds its largest quantized matrix so, transiently, once.
 """
 
+import math
 from typing import NamedTuple
 
 from ..model.config import ModelConfig
@@ -70,8 +72,15 @@ def chunk_spans(cfg: ModelConfig, seq: int, chunk: int | None) -> list[tuple[int
         return [(seq, seq)]
     last = chunk * ((seq - 1) // chunk)
     windows = {g.spec for g in layer_plan(cfg)}
-    return [(min(chunk, seq - o), spec.keys_seen(o) + min(chunk, seq - o))
-            for o in (last - chunk, last) for spec in windows]
+    out = [(min(chunk, seq - o), spec.keys_seen(o) + min(chunk, seq - o))
+           for o in (last - chunk, last) for spec in windows if spec.chunk is None]
+    for C in {spec.chunk for spec in windows if spec.chunk is not None}:
+        # a chunked layer: the call at offset o reads the o % C cached keys of its first query's
+        # chunk; the offsets of one period of o % C, and the last call
+        period = C // math.gcd(chunk, C)
+        offsets = {*range(0, min(last, period * chunk) + 1, chunk), last}
+        out += [(min(chunk, seq - o), o % C + min(chunk, seq - o)) for o in offsets]
+    return out
 
 
 def attention_bytes(cfg: ModelConfig, batch: int, queries: int, keys: int, attention: str,

@@ -44,6 +44,15 @@ from .quant import linear_weight_bytes
 FLASH_TILE = 128  # query rows of a forward tile: FlashAttention-2's block for head sizes up to 128
 
 
+def chunk_tile_keys(past: int, n: int, chunk: int, rows: int) -> int:
+    """:func:`tile_keys` on a chunked layer: each tile reads from its first query's chunk start
+    to its last query (a loop over the tiles: one per ``rows`` queries)."""
+    total, end = 0, past + n
+    for a in range(past, end, rows):
+        total += min(a + rows, end) - chunk * (a // chunk)
+    return total
+
+
 def tile_keys(past: int, n: int, window: int | None, rows: int) -> int:
     """Keys read by the tiles of ``rows`` query positions covering positions ``past..past+n-1``,
     each tile reading the keys its last query sees back to its first query's window start:
@@ -66,7 +75,8 @@ def _attention_bytes(layer: Block, run: RunSpec, b: int, kv: int) -> dict[str, i
     q, o = B * n * h * attn.score_dim * b, B * n * h * attn.value_dim * b
     if run.attention == "flash":
         rows = max(1, FLASH_TILE // (h // heads))
-        reads = B * heads * tile_keys(run.seq - n, n, spec.window, rows)
+        reads = B * heads * (tile_keys(run.seq - n, n, spec.window, rows) if spec.chunk is None
+                             else chunk_tile_keys(run.seq - n, n, spec.chunk, rows))
         return {"attention/scores": q + reads * attn.score_dim * kv,
                 "attention/values": reads * attn.value_dim * kv + o}
     seen = attended_keys(spec, run)

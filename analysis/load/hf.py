@@ -57,7 +57,7 @@ IGNORED = frozenset({
 
 # Keys that describe something llmcalc cannot count: an error whenever they carry a value.
 REJECTED = {
-    "attention_chunk_size": "chunked attention (Llama 4) is not modeled",
+    "attention_chunk_size": "chunked attention is modeled for llama4_text only",
     "layers_block_type": "hybrid or state-space layers are not modeled",
     "hybrid_override_pattern": "hybrid or state-space layers are not modeled",
     "attn_layer_indices": "hybrid or state-space layers are not modeled",
@@ -1471,6 +1471,64 @@ def _bloom(r: Raw) -> dict[str, Any]:
     return out
 
 
+# -- chunked attention (Llama 4) ----------------------------------------------------------------
+
+def _llama4_text(r: Raw) -> dict[str, Any]:
+    """Llama 4's language model (Scout, Maverick: ``text_config``). ``no_rope_layers`` (1: RoPE;
+    default: every ``no_rope_layer_interval``-th layer NoPE); ``layer_types`` (default: the RoPE
+    layers ``chunked_attention``, the NoPE ones ``full_attention``) with ``attention_chunk_size``;
+    ``use_qk_norm``: a weightless L2 (RMS) norm of q and k on the RoPE layers (``qk_norm: l2``);
+    ``attn_temperature_tuning`` on the NoPE layers (``floor_scale`` and ``attn_scale`` change no
+    count). Dense layers ``intermediate_size_mlp`` wide; the ``moe_layers`` (default every
+    ``interleave_moe_layer_step``-th) route each token to ``num_experts_per_tok`` of
+    ``num_local_experts`` experts of ``intermediate_size`` and one shared expert as wide. Its top-k
+    sigmoid routing is counted as llmcalc's softmax routing (elementwise, the same parameters and
+    matmuls)."""
+    out = _decoder(r, ff="intermediate_size_mlp")
+    _attention_bias(r, out)
+    n = out["n_layers"]
+    r.ignore("floor_scale", "attn_scale", "router_aux_loss_coef", "router_jitter_noise", "output_router_logits")
+    rope = r.get("no_rope_layers")
+    interval = r.size("no_rope_layer_interval")
+    if not rope:  # None or [] (transformers: `if self.no_rope_layers`)
+        rope = [int((i + 1) % interval != 0) for i in range(n)]
+    if not isinstance(rope, list) or len(rope) < n or any(type(v) not in (int, bool) or v not in (0, 1) for v in rope):
+        r.fail("no_rope_layers", f"must list a value per layer ({n}), each 1 or 0, got {brief(rope)}")
+    rope = [bool(v) for v in rope[:n]]
+    if not all(rope):
+        out["rope_layers"] = _cycle(rope)
+    if r.flag("use_qk_norm") and any(rope):
+        out["qk_norm"] = "l2"
+    if r.flag("attn_temperature_tuning") and not all(rope):
+        out["attn_temperature_tuning"] = True
+    types = r.get("layer_types")
+    if types is None:
+        types = ["chunked_attention" if v else "full_attention" for v in rope]
+    spans = {"full_attention": "full", "chunked_attention": "chunked"}
+    if not isinstance(types, list) or len(types) != n or any(t not in spans for t in types):
+        r.fail("layer_types", f"must list full_attention or chunked_attention per layer ({n}), got {brief(types)}")
+    chunk = r.maybe_size("attention_chunk_size")
+    if "chunked_attention" in types:
+        if chunk is None:  # transformers' chunked mask fails without one
+            r.fail("attention_chunk_size", "layer_types has chunked_attention layers but no attention_chunk_size")
+        out.update(attention_chunk=chunk, layer_types=_cycle([spans[t] for t in types]))
+    moe_layers, step = r.get("moe_layers"), r.size("interleave_moe_layer_step")
+    if moe_layers is None:
+        moe_layers = list(range(step - 1, n, step))
+    elif moe_layers != list(range(step - 1, n, step)):
+        step = next((s for s in range(1, n + 1) if moe_layers == list(range(s - 1, n, s))), 0)
+        if moe_layers and not step:
+            r.fail("moe_layers", f"must be every k-th layer (k - 1, 2k - 1, ...), got {brief(moe_layers)}")
+    if not moe_layers:  # every layer dense
+        r.ignore("num_local_experts", "num_experts_per_tok", "intermediate_size")
+        return out
+    out["moe"] = {"num_experts": r.size("num_local_experts"), "experts_per_token": r.size("num_experts_per_tok"),
+                  "expert_d_ff": r.size("intermediate_size"), "shared_experts": 1}
+    if step > 1:
+        out["moe"]["step"] = step
+    return out
+
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
@@ -1500,7 +1558,11 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "apertus": _apertus,
     # embedding_norm
     "bloom": _bloom,
+    # chunked attention
+    "llama4_text": _llama4_text,
 }
+# REJECTED keys a family's mapper reads (chunked attention: Llama 4)
+_READS_REJECTED = {"llama4_text": ("attention_chunk_size",)}
 
 
 # transformers' token embeddings without a padding_idx; torch's Embedding refuses the others' one
@@ -1598,7 +1660,7 @@ def _read(raw: dict[str, Any], source: str, inside: bool = False) -> tuple[dict[
                                 "are listed in the docs (Hugging Face configs, Supported model types)", source, raw,
                                 _name(raw, source))
     for key, why in REJECTED.items():
-        if raw.get(key) not in (None, {}, []):
+        if raw.get(key) not in (None, {}, []) and key not in _READS_REJECTED.get(kind, ()):
             raise ConfigError(f"not supported: {why}", source, key)
     nested = _nested_quantization(raw)
     if nested is not None:

@@ -575,6 +575,16 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         f"{_COMMON} layer_norm_epsilon hidden_dropout attention_dropout pretraining_tp slow_but_exact "
         "apply_residual_connection_post_layernorm",
         vocab_size=250880, hidden_size=64, n_layer=2, n_head=8, tie_word_embeddings=True),
+    # -- chunked attention
+    "llama4_text": _config(  # Llama4TextConfig; rope_theta: its default_theta
+        f"{_COMMON} rms_norm_eps attention_dropout router_aux_loss_coef router_jitter_noise output_router_logits "
+        "floor_scale attn_scale",
+        vocab_size=202048, hidden_size=5120, intermediate_size=8192, intermediate_size_mlp=16384,
+        num_hidden_layers=48, num_attention_heads=40, num_key_value_heads=8, head_dim=128, hidden_act="silu",
+        max_position_embeddings=131072, tie_word_embeddings=False, num_experts_per_tok=1, num_local_experts=16,
+        moe_layers=_null(), interleave_moe_layer_step=1, use_qk_norm=True, no_rope_layers=_null(),
+        no_rope_layer_interval=4, attention_chunk_size=_null(8192), layer_types=_null(),
+        attn_temperature_tuning=True, attention_bias=False, pad_token_id=_null(), rope_theta=500000.0),
 }
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers

@@ -25,7 +25,7 @@ Block structure (``x`` is the residual stream; ``n_a``/``n_m`` the attention/MLP
 import functools
 from typing import NamedTuple
 
-from .attention import ATTENTION, AttentionKind
+from .attention import ATTENTION, AttentionKind, rope_norms
 from .config import ModelConfig
 from .ffn import FFN, FFNKind
 from .layers import LayerGroup, LayerSpec, layer_plan
@@ -63,7 +63,7 @@ class Block:
         return self.attention.linears() + self.ffn.linears()
 
     def norms(self) -> list[Norm]:
-        return block_norms(self.cfg) + self.attention.norms()
+        return block_norms(self.cfg) + self.attention.norms() + rope_norms(self.cfg, self.spec)
 
     def vectors(self) -> list[Vector]:
         return self.attention.vectors() + self.ffn.vectors()

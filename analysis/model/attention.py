@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from .parts import Linear, Norm, Vector, make_norm
 from .tape import STAT, Tape, eager_core, merge_copies
+from .variants import TEMPERATURE_COST, Op
 
 if TYPE_CHECKING:  # the config's schema names the kinds (this registry's keys)
     from .config import ModelConfig
@@ -137,9 +138,11 @@ class MHA(_Attention):
         if cfg.qk_norm == "full":
             tape.norm("attention/q_norm", None, T, qw)
             tape.norm("attention/k_norm", None, T, kw)
-        elif cfg.qk_norm == "head":
+        elif cfg.qk_norm == "head" or rope_norms(cfg, spec):
             tape.norm("attention/q_norm", None, T * h, hd)
             tape.norm("attention/k_norm", None, T * g, hd)
+        if temperature(cfg, spec):  # q times a scale per position: the multiply keeps the scale
+            tape.save("attention", S * b)
         if kind == "flash":
             tape.save("attention/sdpa", T * (qw + 2 * kw) * b)  # q, k, v
             tape.save("attention/sdpa", T * qw * b, "attention output")
@@ -156,6 +159,29 @@ class MHA(_Attention):
         kv = T * (kw if B == 1 and g == 1 else qw)
         eager_core(tape, cfg, B, S, hd, kv, kv)
         _output(tape, cfg, T)  # heads merged back: a copy
+
+
+def rope_norms(cfg: ModelConfig, spec: LayerSpec) -> list[Norm]:
+    """``qk_norm: l2`` (Llama 4): a weightless RMSNorm over each q and k head of a RoPE layer (the
+    norm commutes with the rotation, which keeps each head's length), no parameters."""
+    if cfg.qk_norm != "l2" or not spec.rope or spec.attention != "mha":
+        return []
+    return [Norm("attention/q_norm", cfg.head_size, False, False, cfg.n_heads),
+            Norm("attention/k_norm", cfg.head_size, False, False, cfg.kv_heads)]
+
+
+def temperature(cfg: ModelConfig, spec: LayerSpec) -> bool:
+    """Attention temperature tuning (Llama 4) on a layer without RoPE: q scaled per position."""
+    return cfg.attn_temperature_tuning and not spec.rope and spec.attention == "mha"
+
+
+def temperature_ops(cfg: ModelConfig, spec: LayerSpec, T: int) -> list[Op]:
+    """Temperature tuning's elementwise ops over ``T`` tokens: the scale of each token's position,
+    and the multiply of every query element (reads q and writes it)."""
+    if not temperature(cfg, spec):
+        return []
+    return [Op("attention/temperature", T, TEMPERATURE_COST, 1),
+            Op("attention/temperature", T * cfg.q_width, 1, 2)]
 
 
 def _output(tape: Tape, cfg: ModelConfig, T: int, y: str | None = None) -> None:

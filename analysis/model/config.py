@@ -29,8 +29,8 @@ from .sizes import DTYPE_BITS, MAX_INT
 from .variants import ACTIVATIONS, NORMS, POSITIONS
 
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
-LAYER_TYPES = ("full", "sliding")
-QK_NORMS = ("none", "head", "full")
+LAYER_TYPES = ("full", "sliding", "chunked")
+QK_NORMS = ("none", "head", "full", "l2")
 MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
 
 
@@ -148,7 +148,7 @@ def _one_of(*values: int) -> Check:
 
 def _qk_norm(c: Checker, key: str, value: Any) -> str:
     """``true`` is ``head`` (per head, Qwen 3), ``false`` is ``none``; ``full``: over the whole
-    q and k projections (OLMo 2)."""
+    q and k projections (OLMo 2); ``l2``: a weightless RMSNorm per head on the RoPE layers (Llama 4)."""
     if isinstance(value, bool):
         return "head" if value else "none"
     return _enum(QK_NORMS)(c, key, value)
@@ -290,6 +290,8 @@ class ModelConfig:
     mla: MLAConfig | None = _key(_mapping(MLAConfig), None)
     attention_sinks: bool = _key(_bool, False)  # one learned logit per head joins the softmax
     attention_gate: bool = _key(_bool, False)  # output * sigmoid(x @ w_gate), w_gate: d -> h*hd (AFMoE)
+    attention_chunk: int | None = _key(_optional(_int()), None)  # chunked layers: keys of the query's chunk C
+    attn_temperature_tuning: bool = _key(_bool, False)  # NoPE layers scale q by position (Llama 4)
     attn_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 50
     final_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 30
     moe: MoEConfig | None = _key(_mapping(MoEConfig), None)

@@ -9,6 +9,8 @@ and multiplies by its count, and the reference model builds layer ``i`` from ``s
 Per-layer rules (DESIGN.md section 2):
 - ``layer_types`` (``full``/``sliding``) repeats cyclically over the layers; absent, every
   layer is ``sliding`` when ``sliding_window`` is set, else ``full``;
+- a ``chunked`` layer (``layer_types``) attends within its chunk (``chunk``, ``attention_chunk``):
+  the query at position i sees key j iff j <= i and j // C == i // C (Llama 4);
 - ``rope_layers`` (true/false) repeats cyclically; absent, every layer applies RoPE when the
   model's positions are ``rope``;
 - layer ``i`` is MoE when ``i >= moe.first_dense_layers`` and ``(i + 1) % moe.step == 0``.
@@ -28,18 +30,30 @@ class LayerSpec(NamedTuple):
     window: int | None  # sliding window W; None: full causal attention
     rope: bool  # rotates q and k (False: NoPE layer, or no rotary positions)
     ffn: str  # "dense" | "moe"
+    chunk: int | None = None  # chunked attention C: keys of the query's own chunk only; None: no chunk
 
     def keys_seen(self, kv_len: int) -> int:
-        """Keys one query can see out of ``kv_len``: bounded by the window."""
+        """Keys one query can see out of ``kv_len`` (the query is the last of them): bounded by
+        the window, or the keys of its chunk up to itself."""
+        if self.chunk is not None:
+            return (kv_len - 1) % self.chunk + 1 if kv_len else 0
         return kv_len if self.window is None else min(kv_len, self.window)
+
+    @property
+    def span(self) -> tuple[int | None, int | None]:
+        """What bounds the keys a query sees: (window, chunk); (None, None) for full attention."""
+        return self.window, self.chunk
 
     def describe(self) -> str:
         window = "full attention" if self.window is None else f"sliding window {self.window:,}"
+        if self.chunk is not None:
+            window = f"chunked attention {self.chunk:,}"
         rope = "" if self.rope else ", no RoPE"
         return f"{self.attention} {window}{rope}, {self.ffn} FFN"
 
     def as_dict(self) -> dict:
-        return {"attention": self.attention, "window": self.window, "rope": self.rope, "ffn": self.ffn}
+        out = {"attention": self.attention, "window": self.window, "rope": self.rope, "ffn": self.ffn}
+        return out if self.chunk is None else {**out, "chunk": self.chunk}
 
 
 @dataclass(frozen=True)  # not a NamedTuple: its count is not tuple.count
@@ -62,7 +76,8 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     for i in range(cfg.n_layers):
         window = cfg.sliding_window if types[i % len(types)] == "sliding" else None
         moe = cfg.moe is not None and cfg.moe.is_moe_layer(i)
-        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], "moe" if moe else "dense"))
+        chunk = cfg.attention_chunk if types[i % len(types)] == "chunked" else None
+        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], "moe" if moe else "dense", chunk))
     return tuple(specs)
 
 

@@ -39,6 +39,10 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers or step > 1)"),
     "sliding_window": (lambda c: c.layer_types is None or "sliding" in c.layer_types,
                        "sliding layers (layer_types lists none)"),
+    "attention_chunk": (lambda c: c.layer_types is not None and "chunked" in c.layer_types,
+                        "chunked layers (layer_types lists chunked)"),
+    "attn_temperature_tuning": (lambda c: c.attention != "mla" and (c.position != "rope" or (
+        c.rope_layers is not None and False in c.rope_layers)), "layers without RoPE, with attention other than mla"),
     "quant_skip": (lambda c: c.dtype in WEIGHT_FORMATS, f"a quantized dtype ({', '.join(WEIGHT_FORMATS)})"),
     "quant_group_size": (lambda c: c.dtype in WEIGHT_FORMATS and FORMATS[c.dtype].group != 1,
                          "a quantized dtype with blocks or groups"),
@@ -93,6 +97,13 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
                                      f"not {cfg.norm_placement!r}")
     if cfg.layer_types and "sliding" in cfg.layer_types and cfg.sliding_window is None:
         check.fail("layer_types", "has 'sliding' layers but sliding_window is not set")
+    if cfg.layer_types and "chunked" in cfg.layer_types and cfg.attention_chunk is None:
+        check.fail("layer_types", "has 'chunked' layers but attention_chunk is not set")
+    if cfg.qk_norm == "l2" and cfg.attention != "mla":  # a weightless RMSNorm per head on the RoPE layers
+        if cfg.norm != "rmsnorm":
+            check.fail("qk_norm", f"l2 is a weightless RMSNorm: needs norm: rmsnorm, got {cfg.norm!r}")
+        if cfg.position != "rope" or (cfg.rope_layers is not None and True not in cfg.rope_layers):
+            check.fail("qk_norm", "l2 norms q and k on the RoPE layers: the model has none")
     moe = cfg.moe
     if moe is not None:
         if moe.experts_per_token > moe.num_experts:

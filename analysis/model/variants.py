@@ -74,6 +74,9 @@ def norm_stat_values(norm: str) -> int:
 
 SOFTMAX_COST = 5  # max, subtract, exp, sum, divide
 ROPE_COST = 3  # x*cos + rotate(x)*sin per rotated element of q and k
+# attention temperature tuning (Llama 4's NoPE layers): the scale log1p(floor((p + 1) / floor_scale))
+# * attn_scale + 1 of each token's position p (6), then 1 per query element (the multiply)
+TEMPERATURE_COST = 6
 SCORE_SCALE_COST = 1  # scores / sqrt(score head size)
 POSITION_BIAS_COST = 1  # ALiBi or T5 relative bias added to each score
 SOFTCAP_COST = 3  # cap * tanh(x / cap): divide, tanh, multiply

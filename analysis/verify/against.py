@@ -29,6 +29,12 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   transformers 5 caches what llmcalc counts, the normed latent and the rotated shared RoPE key
   (``kv_lora_rank + qk_rope_head_dim`` per token), and decompresses every cached key through
   ``kv_b`` at each step (llmcalc counts ``kv_b`` over keys too); no convention to translate.
+  Chunked layers (Llama 4) are cached as sliding ones: ``min(S, C - 1)`` tokens after a prefill
+  of ``S`` (llmcalc: the ``(S - 1) % C + 1`` tokens of the current chunk that a decode step reads).
+- A documented exception (:data:`DENSE_EXPERTS`, Llama 4): transformers' experts run every expert
+  on every token, so their matmul FLOPs are ``num_experts / experts_per_token`` times the model's;
+  ``moe/experts`` and the totals are compared under that convention and labelled so (parameters,
+  attention, router, shared expert and KV bytes are compared as they are).
 
 Module names that map to no llmcalc component (a model type whose names this file does not
 know) are not guessed: their parameters and FLOPs are compared, together, with the llmcalc
@@ -277,6 +283,14 @@ def _compare(prefix: str, analytic: dict[str, int], measured: dict[str, int]) ->
     return out + [Check(f"{prefix}/total", a, m, a == m)]
 
 
+# model types whose transformers experts run every expert on every token (Llama4TextExperts: a
+# batched matmul over all experts, each token pre-scaled by its router score, zero for the experts
+# not chosen): their expert FLOPs are not the model's, which runs experts_per_token of them
+DENSE_EXPERTS = frozenset({"llama4_text"})
+EVERY_EXPERT = ("analytic under transformers' convention: every expert on every token "
+                "(x num_experts / experts_per_token)")
+
+
 # --- measurements ----------------------------------------------------------------------------
 
 def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
@@ -336,7 +350,7 @@ def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str
     total = 0
     for group, block in build(cfg).blocks:
         per_token = block.attention.kv_values_per_token
-        window = group.spec.window
+        window = group.spec.window if group.spec.chunk is None else group.spec.chunk  # a chunk: as a window
         cached = prefill if window is None else min(prefill, window - 1)
         total += group.count * batch * cached * per_token * bytes_per(dtype)
     return total
@@ -344,7 +358,7 @@ def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str
 
 def kv_prefill(cfg: ModelConfig, seq: int) -> int:
     """A prefill past every window of the plan (or ``seq`` tokens without one)."""
-    windows = [g.spec.window for g in layer_plan(cfg) if g.spec.window is not None]
+    windows = [w for g in layer_plan(cfg) for w in g.spec.span if w is not None]  # windows and chunks
     return max(windows) + 3 if windows else seq
 
 
@@ -365,11 +379,18 @@ def _against(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int, source
 
     fwd, bwd = measure_flops(model, cfg, batch, seq)
     report = count_flops(cfg, RunSpec("train", seq, batch, "eager"))
-    out += _compare("transformers/flops/eager/forward", report.forward.matmul, fwd)
-    out += _compare("transformers/flops/eager/backward", report.backward.matmul, bwd)
+    dense = raw.get("model_type") in DENSE_EXPERTS and cfg.moe is not None
+    passes = (("forward", report.forward.matmul, fwd), ("backward", report.backward.matmul, bwd))
+    for name, analytic, measured in passes:
+        if dense:  # transformers' experts: every expert on every token (module docstring)
+            analytic = {**analytic, "moe/experts": analytic["moe/experts"] * cfg.moe.num_experts
+                        // cfg.moe.experts_per_token}
+        checks = _compare(f"transformers/flops/eager/{name}", analytic, measured)
+        out += [Check(c.name, c.analytic, c.measured, c.ok, EVERY_EXPERT) if dense and c.name.endswith(
+            ("/moe/experts", "/total")) else c for c in checks]
 
     prefill = kv_prefill(cfg, seq)
-    windows = sorted({g.spec.window for g in layer_plan(cfg) if g.spec.window is not None})
+    windows = sorted({w for g in layer_plan(cfg) for w in g.spec.span if w is not None})
     label = f"transformers/kv_cache/prefill {prefill}" + (" (sliding layers keep W - 1)" if windows else "")
     analytic = transformers_kv_bytes(cfg, batch, prefill)
     measured = measure_kv_bytes(model, batch, prefill)

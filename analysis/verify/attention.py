@@ -40,7 +40,7 @@ from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ..model.config import ModelConfig
 from ..model.layers import LayerSpec
-from .norms import make_norm
+from .norms import L2Norm, make_norm
 
 
 @dataclass
@@ -282,6 +282,10 @@ class Attention(_Attention):
             self.q_norm, self.k_norm = make_norm(cfg, self.hd), make_norm(cfg, self.hd)
         elif cfg.qk_norm == "full":
             self.q_norm, self.k_norm = make_norm(cfg, cfg.q_width), make_norm(cfg, cfg.kv_width)
+        elif cfg.qk_norm == "l2" and spec.rope:  # Llama 4: weightless, on the RoPE layers only
+            self.qk_norm, self.q_norm, self.k_norm = "head", L2Norm(), L2Norm()
+        # temperature tuning (Llama 4's NoPE layers): q times log1p(floor((p + 1) / 8192)) * 0.1 + 1
+        self.temperature = cfg.attn_temperature_tuning and not spec.rope
         self._init_core(cfg, index, kind, self.hd)
 
     def forward(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
@@ -294,6 +298,9 @@ class Attention(_Attention):
         v = v.view(B, S, self.g, self.hd)
         if self.qk_norm == "head":
             q, k = self.q_norm(q), self.k_norm(k)
+        if self.temperature:  # one scale per position, as transformers' Llama4TextAttention
+            pos = torch.arange(ctx.start_pos, ctx.start_pos + S, device=x.device, dtype=torch.float32)
+            q = q * (torch.log1p(torch.floor((pos + 1.0) / 8192.0)) * 0.1 + 1.0).to(q.dtype).view(S, 1, 1)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, S, hd)
         if ctx.rope is not None:
             q, k = apply_rope(q, *ctx.rope), apply_rope(k, *ctx.rope)

@@ -20,6 +20,11 @@ as chunked prefill over a rolling buffer does (llmcalc's memory figure ``min(cac
 a decode step (C = 1) on a sliding layer reads only the W - 1 entries its query can see, so
 it attends to ``min(seq, W)`` keys, the analytic decode convention. Inference only: call
 under ``torch.no_grad()``.
+
+A chunked layer (attention chunks of C) holds the tokens of the chunk of the last position
+written, ``(p - 1) % C + 1`` after p tokens, in position order (its tensors are replaced at each
+call, so their bytes are what it holds); a call at ``start`` reads those of its first query's
+chunk, ``start % C`` (none when ``start`` opens a chunk).
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ class KVCache:
     def __init__(self, cfg: ModelConfig, batch: int, max_tokens: int, dtype=torch.float32, device=None):
         self.max_tokens = max_tokens
         self.windows = [spec.window for spec in layer_specs(cfg)]
-        self.sizes = [self.slots(w) for w in self.windows]  # M_i per layer
+        self.chunks = [spec.chunk for spec in layer_specs(cfg)]  # chunked layers: their chunk C
+        self.sizes = [self.slots(w) if c is None else 0 for w, c in zip(self.windows, self.chunks)]  # M_i per layer
         self.tensors: list[list[torch.Tensor]] = []
         for spec, M in zip(layer_specs(cfg), self.sizes):
             if spec.attention == "mla":
@@ -55,8 +61,12 @@ class KVCache:
             return torch.cat([torch.arange(drop, device=device), torch.arange(drop + 1, M, device=device)])
         return torch.arange(min(start, M), device=device)
 
-    def past_positions(self, start: int, window: int | None = None, chunk: int = 1, device=None) -> torch.Tensor:
-        """Absolute position held by each slot a call reads, in slot order, before writing ``start``."""
+    def past_positions(self, start: int, window: int | None = None, chunk: int = 1, device=None,
+                       attention_chunk: int | None = None) -> torch.Tensor:
+        """Absolute position held by each slot a call reads, in slot order, before writing ``start``
+        (a chunked layer's: those of the first query's chunk, in order)."""
+        if attention_chunk is not None:
+            return torch.arange(start - start % attention_chunk, start, device=device)
         M = self.slots(window)
         slots = self.read_slots(start, window, chunk, device)
         return start - 1 - (start - 1 - slots) % M  # (slots read,)
@@ -65,6 +75,8 @@ class KVCache:
         """Append ``new`` (token axis -2, C tokens) at positions start..; return what to attend
         to along axis -2: the slots read (``past_positions``) then the chunk."""
         M, C = self.sizes[layer], new[0].shape[-2]
+        if self.chunks[layer] is not None:
+            return self._update_chunked(layer, new, start)
         if self.windows[layer] is None and start + C > M:
             raise ValueError(f"KV cache holds {M} tokens, asked to reach {start + C}")
         read = self.read_slots(start, self.windows[layer], C, new[0].device)
@@ -75,6 +87,21 @@ class KVCache:
             past = buf.index_select(buf.dim() - 2, read).to(t.dtype)  # before overwriting
             out.append(torch.cat([past, t], dim=-2))
             buf.index_copy_(buf.dim() - 2, slots, t[..., C - keep:, :].to(buf.dtype))
+        return tuple(out)
+
+
+    def _update_chunked(self, layer: int, new: tuple[torch.Tensor, ...], start: int) -> tuple[torch.Tensor, ...]:
+        """A chunked layer (module docstring): attend to the held keys of the first query's chunk
+        and the new ones; then hold those of the last position's chunk."""
+        A, C = self.chunks[layer], new[0].shape[-2]
+        keep = start + C - A * ((start + C - 1) // A)  # tokens of the last position's chunk
+        out = []
+        for i, t in enumerate(new):
+            held = self.tensors[layer][i]
+            past = held if start % A else held[..., :0, :]
+            seen = torch.cat([past.to(t.dtype), t], dim=-2)
+            out.append(seen)
+            self.tensors[layer][i] = seen[..., seen.shape[-2] - keep:, :].to(held.dtype).clone()
         return tuple(out)
 
 

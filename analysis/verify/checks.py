@@ -54,6 +54,8 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
         small.update(n_kv_heads=4 // groups, head_dim=_small_head(cfg))
     if cfg.sliding_window is not None:
         small["sliding_window"] = min(cfg.sliding_window, 5)
+    if cfg.attention_chunk is not None:
+        small["attention_chunk"] = min(cfg.attention_chunk, 3)
     for key in ("attn_logit_softcap", "final_logit_softcap"):
         if getattr(cfg, key) is not None:
             small[key] = min(getattr(cfg, key), 2.0)

@@ -22,7 +22,8 @@ Conventions:
   ``embedding_norm`` (BLOOM) then norms the sum, before layer 0;
   logits are soft-capped, ``cap * tanh(logits / cap)``, after the LM head (Gemma 2).
 - masking: query at absolute position i sees key j iff ``i - W < j <= i`` (``W`` the layer's
-  window, none for full layers); the mask and position biases are one additive bias built
+  window, none for full layers), and on a chunked layer (chunk ``C``) iff also
+  ``j // C == i // C``; the mask and position biases are one additive bias built
   once per forward per distinct window that binds (a window no shorter than the keys' span
   shares the full layers' mask), shared by the layers with that window.
 - blocks (``x`` the residual stream; ``n_a``/``n_m`` the attention/MLP norms):
@@ -69,7 +70,7 @@ from .vision import add_vision
 class Context:
     """What every layer needs from the model for one forward call."""
 
-    biases: dict  # layer window (None: full) -> (1, h or 1, S, S_kv) additive bias, or None
+    biases: dict  # layer span (window, chunk) -> (1, h or 1, S, S_kv) additive bias, or None
     rope: tuple[torch.Tensor, torch.Tensor] | None  # cos, sin (S, rotated dims)
     cache: object | None  # a KVCache
     start_pos: int
@@ -143,7 +144,7 @@ class Block(nn.Module):
         self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in block_norms(cfg)})
 
     def forward(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
-        bias = ctx.biases[self.spec.window]
+        bias = ctx.biases[self.spec.span]
         rope = ctx.rope if self.spec.rope else None
         if not self.recompute:
             return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos))
@@ -249,13 +250,15 @@ class Transformer(nn.Module):
         built: dict = {}  # mask key -> bias
         position: dict = {}  # "q": the position bias over the queries' own keys
 
-        def build(window, kpos):
-            if self.kind == "flash" and not biased and kpos is qpos and window is None:
+        def build(window, kpos, chunk=None):
+            if self.kind == "flash" and not biased and kpos is qpos and window is None and chunk is None:
                 return None
             distance = qpos[:, None] - kpos[None, :]  # (S, S_kv), i - j
             allowed = distance >= 0
             if window is not None:
                 allowed &= distance < window
+            if chunk is not None:  # a chunked layer: keys of the query's own chunk
+                allowed &= (qpos[:, None] // chunk) == (kpos[None, :] // chunk)
             bias = torch.zeros(allowed.shape, dtype=dtype, device=device)
             bias = bias.masked_fill(~allowed, float("-inf"))[None, None]  # (1, 1, S, S_kv)
             if biased:  # over the queries' own keys (training), one position bias for all masks
@@ -268,17 +271,20 @@ class Transformer(nn.Module):
             return bias
 
         out = {}
-        for window in dict.fromkeys(spec.window for spec in self.specs):
+        for window, chunk in dict.fromkeys(spec.span for spec in self.specs):
             kpos = qpos  # the positions of the keys this layer attends to
             if cache is not None and start_pos > 0:
-                kpos = torch.cat([cache.past_positions(start_pos, window, len(qpos), device), qpos])
+                kpos = torch.cat([cache.past_positions(start_pos, window, len(qpos), device, chunk), qpos])
             # layers share a mask when they read the same keys and their window cuts none off;
-            # cached keys are the most recent ones, so the widest distance is len(kpos) - 1
+            # cached keys are the most recent ones, so the widest distance is len(kpos) - 1;
+            # a chunk cuts keys off when the first key and the last query lie in different chunks
             binds = window is not None and len(kpos) - 1 >= window
-            key = (window if binds else None, len(kpos))
+            first = start_pos - len(kpos) + len(qpos)  # a chunked layer's keys are in position order
+            cuts = chunk is not None and first // chunk != (start_pos + len(qpos) - 1) // chunk
+            key = (window if binds else None, len(kpos), chunk if cuts else None)
             if key not in built:
-                built[key] = build(key[0], kpos)
-            out[window] = built[key]
+                built[key] = build(key[0], kpos, key[2])
+            out[(window, chunk)] = built[key]
         return out
 
     def forward(self, tokens: torch.Tensor, cache=None, start_pos: int = 0, logits: str = "all"):

@@ -58,6 +58,40 @@ class RMSNorm(nn.Module):
         return _RMSNormFunction.apply(x, self.weight, self.eps)
 
 
+class _L2NormFunction(torch.autograd.Function):
+    """``x * rstd`` with ``rstd = 1/sqrt(mean(x^2) + eps)`` in at least fp32: RMSNorm without a weight
+    (Llama 4's L2Norm of q and k), keeping the input and rstd."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, eps: float) -> torch.Tensor:
+        acc = torch.promote_types(x.dtype, torch.float32)
+        if x.is_meta:
+            ctx.save_for_backward(x, x.new_empty((*x.shape[:-1], 1), dtype=acc))
+            return x.new_empty(x.shape)
+        rstd = torch.rsqrt(x.to(acc).square().mean(-1, keepdim=True) + eps)
+        ctx.save_for_backward(x, rstd)
+        return (x.to(acc) * rstd).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        x, rstd = ctx.saved_tensors
+        if x.is_meta:
+            return torch.empty_like(x), None
+        xhat, g = x.to(rstd.dtype) * rstd, grad.to(rstd.dtype)
+        return (rstd * (g - xhat * (g * xhat).mean(-1, keepdim=True))).to(x.dtype), None
+
+
+class L2Norm(nn.Module):
+    """A weightless RMSNorm over the last dimension (``qk_norm: l2``), eps 1e-5."""
+
+    def __init__(self, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _L2NormFunction.apply(x, self.eps)
+
+
 class LayerNorm(nn.Module):
     """LayerNorm whose weight and bias are each optional (``F.layer_norm`` takes either alone;
     ``nn.LayerNorm`` cannot have a bias without a weight)."""

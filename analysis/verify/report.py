@@ -141,7 +141,7 @@ def kv_spans(cfg: ModelConfig) -> list[tuple[int, int]]:
     """(prefill, decode) token counts: one span within every window of the plan (or 16
     tokens without one), and one past each distinct window, so full layers and rolling
     buffers are both exercised."""
-    windows = sorted({s.window for s in layer_specs(cfg) if s.window is not None})
+    windows = sorted({w for s in layer_specs(cfg) for w in s.span if w is not None})  # windows and chunks
     spans = [(min([16, *windows]), 2 if windows else 4)]
     return spans + [(W + 3, 5) for W in windows]
 
