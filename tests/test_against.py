@@ -138,7 +138,8 @@ def _llama4(tmp_path, **changes):
 
 def test_chunked_attention_convention(tmp_path):
     """transformers caches a chunked layer as a sliding one, min(S, C - 1) tokens after a prefill of
-    S; llmcalc's decode at context S + 1 holds the (S % C) + 1 tokens of the current chunk."""
+    S; llmcalc's decode at context S + 1 holds min(S + 1, C), a buffer of C: one token more, as on
+    a sliding layer."""
     cfg, _, _ = _llama4(tmp_path, attention_chunk_size=8)
     chunked = sum(1 for s in layer_specs(cfg) if s.chunk == 8)
     assert chunked == 3
@@ -147,7 +148,7 @@ def test_chunked_attention_convention(tmp_path):
         ours = kv_cache(cfg, RunSpec("decode", prefill + 1, 2, kv_dtype="fp32"))
         theirs = against.transformers_kv_bytes(cfg, 2, prefill)
         full = 2 * (prefill + 1) * per_token  # the NoPE layer: every token
-        assert ours.bytes == full + chunked * 2 * (prefill % 8 + 1) * per_token
+        assert ours.bytes == full + chunked * 2 * min(prefill + 1, 8) * per_token
         assert theirs == 2 * prefill * per_token + chunked * 2 * min(prefill, 7) * per_token
 
 

@@ -50,7 +50,7 @@ def kv_cache(cfg: ModelConfig, run: RunSpec = RunSpec(mode="decode")) -> KVCache
     groups = []
     for group, block in build(cfg).blocks:
         per_token = weight_bytes(block.attention.kv_values_per_token, run.kv_dtype)
-        cached = group.spec.keys_seen(run.seq)
+        cached = group.spec.cached(run.seq)
         groups.append(GroupCache(group, cached, per_token, run.batch * cached * per_token))
     per_token = sum(g.bytes_per_token * g.group.count for g in groups)
     return KVCache(run.seq, run.batch, run.kv_dtype, cfg.n_layers, max(g.cached_tokens for g in groups),

@@ -39,6 +39,13 @@ class LayerSpec(NamedTuple):
             return (kv_len - 1) % self.chunk + 1 if kv_len else 0
         return kv_len if self.window is None else min(kv_len, self.window)
 
+    def cached(self, kv_len: int) -> int:
+        """Tokens the layer's cache holds at context ``kv_len``: all of them, the last W of a sliding
+        window, or C on a chunked layer (the buffer a server keeps for it: the keys of a chunk fill it
+        by the chunk's end, so a budget is the peak, not the current chunk's share)."""
+        bound = self.window if self.chunk is None else self.chunk
+        return kv_len if bound is None else min(kv_len, bound)
+
     @property
     def span(self) -> tuple[int | None, int | None]:
         """What bounds the keys a query sees: (window, chunk); (None, None) for full attention."""

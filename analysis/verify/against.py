@@ -30,7 +30,7 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   (``kv_lora_rank + qk_rope_head_dim`` per token), and decompresses every cached key through
   ``kv_b`` at each step (llmcalc counts ``kv_b`` over keys too); no convention to translate.
   Chunked layers (Llama 4) are cached as sliding ones: ``min(S, C - 1)`` tokens after a prefill
-  of ``S`` (llmcalc: the ``(S - 1) % C + 1`` tokens of the current chunk that a decode step reads).
+  of ``S`` (llmcalc: a buffer of ``C``, ``min(S + 1, C)`` at context ``S + 1``: one more, as for windows).
 - A documented exception (:data:`DENSE_EXPERTS`, Llama 4): transformers' experts run every expert
   on every token, so their matmul FLOPs are ``num_experts / experts_per_token`` times the model's;
   ``moe/experts`` and the totals are compared under that convention and labelled so (parameters,

@@ -21,10 +21,10 @@ a decode step (C = 1) on a sliding layer reads only the W - 1 entries its query 
 it attends to ``min(seq, W)`` keys, the analytic decode convention. Inference only: call
 under ``torch.no_grad()``.
 
-A chunked layer (attention chunks of C) holds the tokens of the chunk of the last position
-written, ``(p - 1) % C + 1`` after p tokens, in position order (its tensors are replaced at each
-call, so their bytes are what it holds); a call at ``start`` reads those of its first query's
-chunk, ``start % C`` (none when ``start`` opens a chunk).
+A chunked layer (attention chunks of C) rolls a buffer of ``min(max_tokens, C)`` slots as a sliding
+window of C does, position p in slot p % M; a call at ``start`` reads the slots of its first
+query's chunk, positions ``start - start % C`` to ``start - 1`` in order (none when ``start``
+opens a chunk), and the mask keeps each query to its own chunk.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class KVCache:
         self.max_tokens = max_tokens
         self.windows = [spec.window for spec in layer_specs(cfg)]
         self.chunks = [spec.chunk for spec in layer_specs(cfg)]  # chunked layers: their chunk C
-        self.sizes = [self.slots(w) if c is None else 0 for w, c in zip(self.windows, self.chunks)]  # M_i per layer
+        self.sizes = [self.slots(w if c is None else c) for w, c in zip(self.windows, self.chunks)]  # M_i per layer
         self.tensors: list[list[torch.Tensor]] = []
         for spec, M in zip(layer_specs(cfg), self.sizes):
             if spec.attention == "mla":
@@ -74,12 +74,13 @@ class KVCache:
     def update(self, layer: int, new: tuple[torch.Tensor, ...], start: int) -> tuple[torch.Tensor, ...]:
         """Append ``new`` (token axis -2, C tokens) at positions start..; return what to attend
         to along axis -2: the slots read (``past_positions``) then the chunk."""
-        M, C = self.sizes[layer], new[0].shape[-2]
-        if self.chunks[layer] is not None:
-            return self._update_chunked(layer, new, start)
-        if self.windows[layer] is None and start + C > M:
+        M, C, attention_chunk = self.sizes[layer], new[0].shape[-2], self.chunks[layer]
+        if self.windows[layer] is None and attention_chunk is None and start + C > M:
             raise ValueError(f"KV cache holds {M} tokens, asked to reach {start + C}")
-        read = self.read_slots(start, self.windows[layer], C, new[0].device)
+        if attention_chunk is None:
+            read = self.read_slots(start, self.windows[layer], C, new[0].device)
+        else:
+            read = self.past_positions(start, device=new[0].device, attention_chunk=attention_chunk) % M
         keep = min(C, M)
         slots = torch.arange(start + C - keep, start + C, device=new[0].device) % M
         out = []
@@ -87,21 +88,6 @@ class KVCache:
             past = buf.index_select(buf.dim() - 2, read).to(t.dtype)  # before overwriting
             out.append(torch.cat([past, t], dim=-2))
             buf.index_copy_(buf.dim() - 2, slots, t[..., C - keep:, :].to(buf.dtype))
-        return tuple(out)
-
-
-    def _update_chunked(self, layer: int, new: tuple[torch.Tensor, ...], start: int) -> tuple[torch.Tensor, ...]:
-        """A chunked layer (module docstring): attend to the held keys of the first query's chunk
-        and the new ones; then hold those of the last position's chunk."""
-        A, C = self.chunks[layer], new[0].shape[-2]
-        keep = start + C - A * ((start + C - 1) // A)  # tokens of the last position's chunk
-        out = []
-        for i, t in enumerate(new):
-            held = self.tensors[layer][i]
-            past = held if start % A else held[..., :0, :]
-            seen = torch.cat([past.to(t.dtype), t], dim=-2)
-            out.append(seen)
-            self.tensors[layer][i] = seen[..., seen.shape[-2] - keep:, :].to(held.dtype).clone()
         return tuple(out)
 
 
