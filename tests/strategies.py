@@ -211,8 +211,9 @@ def valid_configs(draw):
     for key in ("qkv_bias", "out_bias", "lm_head_bias", "tie_embeddings", "final_norm", "parallel_block",
                 "attention_sinks"):
         raw[key] = draw(st.booleans())
-    if raw["norm"] == "layernorm":  # the keys of the norm's bias and weight apply to it alone
-        raw["norm_bias"], raw["norm_weight"] = draw(st.booleans()), draw(st.booleans())
+    raw["norm_weight"] = draw(st.booleans())
+    if raw["norm"] == "layernorm":  # the key of the norm's bias applies to it alone
+        raw["norm_bias"] = draw(st.booleans())
     if raw["parallel_block"]:
         raw["parallel_norms"] = draw(st.sampled_from([1, 2]))
         if raw["norm_placement"] in ("post", "post_branch"):

@@ -69,7 +69,14 @@ EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first
          "dots1": {"n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 1,
                    "max_window_layers": 2},
          # Cohere's North (compass): its class's default rope_parameters ({}) has no entry for its layers' type
-         "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4}}}}
+         "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4}}},
+         # GPT-Neo's attention_types must expand to its 4 layers
+         "gpt_neo": {"attention_types": [[["global", "local"], 2]]},
+         # DBRX's attention fails without attn_config.rope_theta; its model runs with real weights on the
+         # CPU (against.NOT_ON_META): small
+         "dbrx": {"d_model": 64, "n_heads": 4, "vocab_size": 1000, "max_seq_len": 64,
+                  "attn_config": {"kv_n_heads": 2, "rope_theta": 1e4, "clip_qkv": 8},
+                  "ffn_config": {"ffn_hidden_size": 96, "moe_num_experts": 4, "moe_top_k": 2}}}
 
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))
@@ -84,7 +91,8 @@ def test_every_model_type_matches_transformers(model_type, tmp_path):
         raw = AutoConfig.for_model(model_type, num_hidden_layers=4, **EXTRA.get(model_type, {})).to_dict()
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))
-    checks = against.against_transformers(load_model(str(path)), raw, 8, 1, str(path))
+    device = "cpu" if model_type in against.NOT_ON_META else "meta"
+    checks = against.against_transformers(load_model(str(path)), raw, 8, 1, str(path), device)
     assert [c for c in checks if not c.ok or "unmatched" in c.name] == []
 
 
@@ -170,6 +178,51 @@ def test_llama4_expert_flops_closed_form(tmp_path):
     experts = checks["transformers/flops/eager/forward/moe/experts"]
     assert experts.measured == moe_layers * T * E * 3 * 2 * d * f and experts.note == against.EVERY_EXPERT
     assert checks["transformers/flops/eager/forward/moe/shared_experts"].note == ""
+def _hf_model(tmp_path, model_type, **hp):
+    from transformers import AutoConfig
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(AutoConfig.for_model(model_type, **hp).to_dict()))
+    return load_model(str(path))
+
+
+@pytest.mark.parametrize("prefill", [16, 255, 256, 300])
+def test_gpt_neo_cache_convention(tmp_path, prefill):
+    """GPT-Neo (EleutherAI/gpt-neo-125m): transformers' cache keeps every one of the S prefill tokens
+    on every layer, its local layers too (their window W is a mask only); llmcalc's decode at context
+    S + 1 holds S + 1 tokens of a global layer and min(S + 1, W) of a local one (a serving engine's
+    rolling buffer). So llmcalc's figure is transformers' plus one token on every layer, less the
+    S + 1 - min(S + 1, W) tokens each local layer drops."""
+    cfg = _hf_model(tmp_path, "gpt_neo", vocab_size=50257, hidden_size=768, num_layers=12, num_heads=12,
+                    attention_types=[[["global", "local"], 6]], window_size=256)
+    window, n_local = 256, 6
+    per_token = 2 * 768 * 4 * 2  # K and V of 768 values, fp32, batch 2: per layer
+    ours = kv_cache(cfg, RunSpec("decode", prefill + 1, 2, kv_dtype="fp32")).bytes
+    theirs = against.transformers_kv_bytes(cfg, 2, prefill, model_type="gpt_neo")
+    assert theirs == 12 * prefill * per_token
+    assert ours == theirs + 12 * per_token - n_local * (prefill + 1 - min(prefill + 1, window)) * per_token
+
+
+def test_openai_gpt_keeps_no_cache_in_transformers(tmp_path):
+    """OpenAI GPT (openai-community/openai-gpt): transformers' model keeps no KV cache (the check
+    against it compares 0 with 0); llmcalc's decode at context S holds S tokens of K and V, 768
+    values each, on each of its 12 layers."""
+    cfg = _hf_model(tmp_path, "openai-gpt")  # its class's defaults are the checkpoint's shapes
+    assert against.transformers_kv_bytes(cfg, 2, 100, model_type="openai-gpt") == 0
+    for context in (1, 100, 512):
+        assert kv_cache(cfg, RunSpec("decode", context, 2, kv_dtype="fp32")).bytes == 12 * context * 2 * 768 * 4 * 2
+
+
+def test_dbrx_cannot_run_on_meta(run, tmp_path):
+    """DBRX's experts loop over the experts a batch routes to (data dependent), which meta cannot
+    run: `verify --against transformers` refuses it in one line (the tests run it on the CPU)."""
+    from transformers import AutoConfig
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(AutoConfig.for_model("dbrx", num_hidden_layers=2, **EXTRA["dbrx"]).to_dict()))
+    result = run("verify", path, *ARGS)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "cannot run on the meta device" in result.stderr
 
 
 def test_yaml_without_hf_config_exits_2(run, config_file):

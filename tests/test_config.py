@@ -276,8 +276,6 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
     (BASE + "rope_theta: 500000\n", [":8: key 'rope_theta': applies only to position: rope"]),
     # q/k norm, norms and their placement
     (BASE + "qk_norm: both\n", [":8: key 'qk_norm': unknown value 'both'", "expected one of: none, head, full"]),
-    (BASE + "norm: rmsnorm\nnorm_weight: false\n",
-     [":9: key 'norm_weight': applies only to norm: layernorm; delete it"]),
     (BASE + "norm_weight: 0\n", [":8: key 'norm_weight': must be true or false, got 0"]),
     (BASE + "parallel_block: true\nnorm_placement: post_branch\n",
      [":9: key 'norm_placement': parallel_block works with 'pre' or 'sandwich', not 'post_branch'"]),

@@ -385,6 +385,20 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         max_position_embeddings=10485760, pad_token_id=200018, tie_word_embeddings=False,
         rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=16.0, low_freq_factor=1.0,
                              high_freq_factor=1.0, original_max_position_embeddings=8192)), None),
+    # the families the harness had left out
+    "gpt_neo": ("EleutherAI/gpt-neo-125m", dict(
+        vocab_size=50257, hidden_size=768, num_layers=12, num_heads=12, max_position_embeddings=2048,
+        attention_types=[[["global", "local"], 6]], window_size=256), 125_198_592),
+    "dbrx": ("databricks/dbrx-instruct", dict(
+        vocab_size=100352, d_model=6144, n_heads=48, n_layers=40, max_seq_len=32768,
+        attn_config=dict(clip_qkv=8, kv_n_heads=8, rope_theta=500000),
+        ffn_config=dict(ffn_act_fn=dict(name="silu"), ffn_hidden_size=10752, moe_num_experts=16, moe_top_k=4),
+        tie_word_embeddings=False), 131_596_523_520),
+    "openai-gpt": ("openai-community/openai-gpt", dict(
+        vocab_size=40478, n_positions=512, n_embd=768, n_layer=12, n_head=12, afn="gelu"), 116_534_784),
+    "nanochat": ("NanoChatConfig's defaults (its docstring names karpathy/nanochat-d32)", dict(
+        vocab_size=50304, hidden_size=768, intermediate_size=8192, num_hidden_layers=12, num_attention_heads=6,
+        max_position_embeddings=2048, final_logit_softcapping=15.0, tie_word_embeddings=False), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -549,6 +563,20 @@ VARIANTS = [
         num_hidden_layers=48, num_attention_heads=40, num_key_value_heads=8, head_dim=128, num_local_experts=128,
         num_experts_per_tok=1, interleave_moe_layer_step=2, use_qk_norm=False, attention_chunk_size=8192,
         max_position_embeddings=1048576, pad_token_id=200018, tie_word_embeddings=False)),
+    # the families the harness had left out
+    ("gpt_neo", "EleutherAI/gpt-neo-1.3B's shape, two layers, every layer local, intermediate_size given", dict(
+        vocab_size=50257, hidden_size=2048, num_layers=2, num_heads=16, attention_types=[[["local"], 2]],
+        intermediate_size=4096)),
+    ("gpt_neo", "EleutherAI/gpt-neo-125m, every layer global", dict(
+        vocab_size=50257, hidden_size=768, num_layers=2, num_heads=12, attention_types=[[["global"], 2]])),
+    ("dbrx", "databricks/dbrx-instruct, two layers, GeLU experts, the head's class defaults", dict(
+        vocab_size=100352, d_model=6144, n_heads=48, n_layers=2, attn_config=dict(kv_n_heads=8, rope_theta=5e5),
+        ffn_config=dict(ffn_act_fn=dict(name="gelu"), ffn_hidden_size=10752, moe_num_experts=16, moe_top_k=4))),
+    ("openai-gpt", "openai-community/openai-gpt with relu and an untied head", dict(
+        vocab_size=40478, n_positions=512, n_embd=768, n_layer=2, n_head=12, afn="relu", tie_word_embeddings=False)),
+    ("nanochat", "NanoChatConfig with biased attention, GQA, a head_dim, no softcap", dict(
+        vocab_size=50304, hidden_size=768, intermediate_size=3072, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, head_dim=64, attention_bias=True, final_logit_softcapping=None)),
 ]
 
 
@@ -750,6 +778,8 @@ def _shallow(raw: dict) -> dict:
             out[key] = min(out[key], depth)
     if isinstance(out.get("layer_types"), list):
         out["layer_types"] = out["layer_types"][:depth]
+    if raw["model_type"] == "gpt_neo":  # its attention_types must expand to its depth: one global, one local
+        out["attention_types"] = [[["global", "local"], 1]]
     return out
 
 
@@ -764,7 +794,8 @@ def _figures(data: dict) -> tuple:
     windows = [g.spec.window or 0 for g in layer_plan(ours)] if ours else []
     prefill = max([8, getattr(config, "sliding_window", None) or 0, *windows]) + 3
     theirs = "refused" if config is None else _measured(data, config, prefill)
-    mine = "refused" if ours is None else (count_params(ours).total, against.transformers_kv_bytes(ours, 1, prefill))
+    kv = against.transformers_kv_bytes(ours, 1, prefill, model_type=data["model_type"]) if ours else 0
+    mine = "refused" if ours is None else (count_params(ours).total, kv)
     return mine, theirs
 
 
@@ -787,8 +818,9 @@ def _measured(data: dict, config, prefill: int) -> tuple | str:
     when it cannot be built or run; once per config (equal configs build equal models) and prefill."""
     key = (config.to_json_string(), prefill)
     if key not in _MEASURED:
-        try:
-            model = against.build_hf(copy.deepcopy(data))
+        try:  # with real weights on the CPU where it cannot run on meta (at SMALL's size)
+            device = "cpu" if data["model_type"] in against.NOT_ON_META else "meta"
+            model = against.build_hf(copy.deepcopy(data), device=device)
             model.config.return_dict = True  # None packs the outputs in a tuple: the same model
             _MEASURED[key] = (_stored(model), against.measure_kv_bytes(model, 1, prefill))
         except Exception:  # transformers refuses to build or run it
@@ -816,8 +848,16 @@ def test_dropped_and_null_keys_read_as_transformers(path):
     assert _differ(_shallow(json.loads(path.read_text()))) == {}
 
 
+# DBRX's model runs (for its KV cache) with real weights on the CPU: its checkpoint's shapes at a
+# small size
+SMALL = {"dbrx": dict(vocab_size=1000, d_model=64, n_heads=4, n_layers=2, max_seq_len=32768,
+                      attn_config=dict(clip_qkv=8, kv_n_heads=2, rope_theta=500000),
+                      ffn_config=dict(ffn_hidden_size=96, moe_num_experts=4, moe_top_k=2))}
+
+
 @pytest.mark.parametrize("model_type", OTHERS)
 def test_other_families_read_absent_and_null_keys_as_transformers(model_type):
     """The same for the families no config.json is shipped of, from their checkpoint's
-    hyperparameters."""
-    assert _differ(_shallow({"model_type": model_type, **CHECKPOINTS[model_type][1]})) == {}
+    hyperparameters (SMALL's for DBRX)."""
+    hp = SMALL.get(model_type, CHECKPOINTS[model_type][1])
+    assert _differ(_shallow({"model_type": model_type, **hp})) == {}

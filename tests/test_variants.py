@@ -699,6 +699,17 @@ def test_weightless_layernorm_saves_its_scale():
     assert count_params(load_text(weighted, "w.yaml")).total - count_params(m.cfg).total == 2048 * 33
 
 
+def test_weightless_rmsnorm_saves_its_scale():
+    # OLMo-1B's shape with RMSNorms (nanochat's have no weight): 3 per element without a weight, 4
+    # with one; 2 norms per layer and the final norm, over all 512 tokens
+    m, T = MODELS["olmo_1b"], 2 * 256
+    weightless = m.yaml.replace("norm: layernorm\n", "norm: rmsnorm\n").replace("norm_bias: false\n", "")
+    weighted = weightless.replace("norm_weight: false", "norm_weight: true")
+    assert _elementwise(weighted) - _elementwise(weightless) == T * 2048 * (2 * 16 + 1)
+    assert count_params(load_text(weighted, "w.yaml")).total - count_params(load_text(weightless, "n.yaml")).total \
+        == 2048 * 33
+
+
 # -- the CLI: every variant loads, and mixed models report their layer groups --------------------
 
 def _groups(m: Model) -> set[tuple[int, ...]]:

@@ -1529,6 +1529,131 @@ def _llama4_text(r: Raw) -> dict[str, Any]:
     return out
 
 
+# -- families the harness had left out: GPT-Neo, DBRX, OpenAI GPT, nanochat ---------------------
+
+_NEO_SPANS = {"global": "full", "local": "sliding"}
+
+
+def _gpt_neo(r: Raw) -> dict[str, Any]:
+    """GPT-Neo: learned positions, q/k/v without bias and a biased out_proj, a biased MLP
+    ``intermediate_size`` wide (None: 4 x hidden_size), LayerNorms, the head tied by default.
+    ``attention_types`` (``[[["global", "local"], 12]]``: that list of types, 12 times) gives
+    each layer's type and must expand to ``num_layers`` (its config class refuses the rest); a
+    local layer's mask keeps key j for query i when i - window_size < j <= i, llmcalc's window.
+    Its scores are not scaled (matmuls the same). ``num_hidden_layers`` and ``num_attention_heads``
+    are aliases of ``num_layers`` and ``num_heads`` (they win when present). transformers' cache
+    keeps every token of a local layer (the mask drops the old ones); llmcalc keeps the window."""
+    layers = "num_hidden_layers" if "num_hidden_layers" in r.raw else "num_layers"
+    heads = "num_attention_heads" if "num_attention_heads" in r.raw else "num_heads"
+    # attention_layers: written from attention_types by its class, which overwrites a given one
+    r.ignore("num_layers", "num_heads", "embed_dropout", "resid_dropout", "attention_layers")
+    out = _base(r, layers=layers, heads=heads, dtype="fp32")
+    _divides(r, out, heads, "hidden_size")
+    types, spans = r.get("attention_types"), []
+    types = [[["global", "local"], 12]] if types is None else types
+    for item in types if isinstance(types, list) else [None]:
+        kinds = item[0] if isinstance(item, list) and len(item) == 2 else None
+        count = item[1] if kinds is not None else None
+        if not isinstance(kinds, list) or any(k not in _NEO_SPANS for k in kinds) or type(count) is not int \
+                or not 0 <= count <= MAX_LAYERS:
+            r.fail("attention_types", f"must list [[types, count], ...] of global and local layers, "
+                                      f"got {brief(types)}")
+        spans += [_NEO_SPANS[k] for k in kinds] * count
+        if len(spans) > MAX_LAYERS:
+            break
+    if len(spans) != out["n_layers"]:
+        r.fail("attention_types", f"must expand to one type per layer ({out['n_layers']}), got {len(spans)}")
+    if "sliding" in spans:
+        out["sliding_window"] = r.size("window_size")
+        if "full" in spans:
+            out["layer_types"] = _cycle(spans)
+    else:
+        r.ignore("window_size")
+    inner = r.maybe_size("intermediate_size")
+    out.update(d_ff=4 * out["d_model"] if inner is None else inner, position="learned",
+               activation=_activation(r, "activation_function", False), norm="layernorm",
+               out_bias=True, mlp_bias=True)
+    return out
+
+
+def _subconfig(r: Raw, key: str, table: str) -> Raw:
+    """A nested config (DBRX's ``attn_config``): left out or null, its class's defaults."""
+    value = r.get(key)
+    value = {} if value is None else value
+    if not isinstance(value, dict):
+        r.fail(key, f"must be a mapping, got {brief(value)}")
+    _refuse_null(value, DEFAULTS[table], r.source, f"{key}.")
+    return Raw(value, r.source, DEFAULTS[table], f"{key}.")
+
+
+def _dbrx(r: Raw) -> dict[str, Any]:
+    """DBRX: a fused ``Wqkv`` and ``out_proj`` without bias, ``attn_config.kv_n_heads`` K/V heads,
+    LayerNorms without bias, every layer MoE: ``ffn_config``'s ``moe_num_experts`` GLU experts
+    ``ffn_hidden_size`` wide (``ffn_act_fn.name``, SiLU by default), ``moe_top_k`` per token, a
+    router without bias; the head untied (its class refuses it tied). The nested configs left out
+    or null are their classes' defaults, but transformers' attention fails without
+    ``attn_config.rope_theta``, no field of its class (transformers 5's RoPE reads the top-level
+    ``rope_parameters``: the same count). The top-level ``num_key_value_heads`` is overwritten from
+    kv_n_heads; a null ``max_seq_len`` sizes nothing (RoPE): 2048, its class's default. clip_qkv,
+    the routing weights' normalization and jitter change values only."""
+    r.false("tie_word_embeddings", "transformers' DBRX refuses a tied LM head")
+    r.ignore("num_key_value_heads", "emb_pdrop")
+    out = {"name": _name(r.raw, r.source), "vocab_size": r.size("vocab_size"),
+           "context_length": r.maybe_size("max_seq_len") or 2048, "d_model": r.size("d_model"),
+           "n_layers": r.size("n_layers", maximum=MAX_LAYERS), "n_heads": r.size("n_heads"), "dtype": _dtype(r, "bf16")}
+    _divides(r, out, "n_heads", "d_model")
+    attn, ffn = _subconfig(r, "attn_config", "dbrx_attn"), _subconfig(r, "ffn_config", "dbrx_ffn")
+    if "rope_theta" not in attn.raw:
+        attn.fail("rope_theta", "missing Hugging Face key (transformers' DBRX attention fails without it)")
+    out["n_kv_heads"] = attn.size("kv_n_heads")
+    act = ffn.get("ffn_act_fn")
+    act = {} if act is None else act
+    if not isinstance(act, dict):
+        ffn.fail("ffn_act_fn", f"must be a mapping with a name, got {brief(act)}")
+    name = Raw(act, r.source, {"name": Default("silu", False)}, "ffn_config.ffn_act_fn.")
+    expert = ffn.size("ffn_hidden_size")
+    out.update(d_ff=expert, activation=_activation(name, "name", True), norm="layernorm", norm_bias=False,
+               moe={"num_experts": ffn.size("moe_num_experts"), "experts_per_token": ffn.size("moe_top_k")})
+    _rope(r, out)
+    if not r.has("rope_parameters") and not r.has("rope_theta") and attn.get("rope_theta") is not None:
+        out["rope_theta"] = attn.get("rope_theta")  # DBRX's own base
+    return out
+
+
+_OPENAI_ACTIVATIONS = ("relu", "silu", "gelu", "swish")  # its ACT_FNS (gelu is gelu_new)
+
+
+def _openai_gpt(r: Raw) -> dict[str, Any]:
+    """OpenAI GPT (GPT-1): GPT-2's biased Conv1D layer with a LayerNorm after each residual sum
+    (``ln_1(x + attn(x))``: post-norm) and none before the head, learned positions, an MLP
+    4 x n_embd wide, the head tied by default. transformers keeps no KV cache for it."""
+    r.ignore("summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels")
+    out = _base(r, d="n_embd", layers="n_layer", heads="n_head", context="n_positions", dtype="fp32")
+    _divides(r, out, "n_head", "n_embd")
+    if r.get("afn") not in _OPENAI_ACTIVATIONS:
+        r.fail("afn", f"unsupported activation {brief(r.get('afn'))}; transformers' OpenAI GPT takes "
+                      f"{', '.join(_OPENAI_ACTIVATIONS)}")
+    out.update(d_ff=4 * out["d_model"], activation=_activation(r, "afn", False), norm="layernorm",
+               norm_placement="post", final_norm=False, position="learned", qkv_bias=True, out_bias=True,
+               mlp_bias=True)
+    return out
+
+
+def _nanochat(r: Raw) -> dict[str, Any]:
+    """nanochat: Llama's attention (``attention_bias`` on q, k, v and o) with per-head q/k RMSNorms
+    after RoPE, an MLP of fc1 and fc2 without bias (ReLU² by default), and every RMSNorm without a
+    weight: before each branch, on q and k, and one module, ``model.norm``, over the embeddings
+    before layer 0 and again before the head. ``final_logit_softcapping`` caps the logits (null:
+    none)."""
+    out = _decoder(r, gated=False)
+    _attention_bias(r, out)
+    out.update(qk_norm="head", norm_weight=False, embedding_norm=True)
+    cap = r.get("final_logit_softcapping")
+    if cap:
+        out["final_logit_softcap"] = cap
+    return out
+
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
@@ -1560,6 +1685,8 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "bloom": _bloom,
     # chunked attention
     "llama4_text": _llama4_text,
+    # the harness had left them out
+    "gpt_neo": _gpt_neo, "dbrx": _dbrx, "openai-gpt": _openai_gpt, "nanochat": _nanochat,
 }
 # REJECTED keys a family's mapper reads (chunked attention: Llama 4)
 _READS_REJECTED = {"llama4_text": ("attention_chunk_size",)}
@@ -1568,7 +1695,7 @@ _READS_REJECTED = {"llama4_text": ("attention_chunk_size",)}
 # transformers' token embeddings without a padding_idx; torch's Embedding refuses the others' one
 # outside the vocabulary
 _UNPADDED = frozenset({"gpt2", "gptj", "gpt_neox", "falcon", "gpt_bigcode", "codegen", "mpt", "gpt-sw3",
-                       "ctrl", "bloom"})
+                       "ctrl", "bloom", "gpt_neo", "openai-gpt"})
 
 
 def _padding(r: Raw, vocab: int) -> None:

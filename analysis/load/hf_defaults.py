@@ -585,6 +585,33 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         moe_layers=_null(), interleave_moe_layer_step=1, use_qk_norm=True, no_rope_layers=_null(),
         no_rope_layer_interval=4, attention_chunk_size=_null(8192), layer_types=_null(),
         attn_temperature_tuning=True, attention_bias=False, pad_token_id=_null(), rope_theta=500000.0),
+    # the families the harness had left out
+    "gpt_neo": _config(  # GPTNeoConfig; num_hidden_layers and num_attention_heads: aliases (its attribute_map)
+        f"{_COMMON} resid_dropout embed_dropout attention_dropout classifier_dropout layer_norm_epsilon",
+        vocab_size=50257, max_position_embeddings=2048, hidden_size=2048, num_layers=24, attention_types=_null(),
+        num_heads=16, intermediate_size=_null(), window_size=256, activation_function="gelu_new",
+        tie_word_embeddings=True),
+    # DbrxConfig; d_model, n_heads and n_layers are typed int | None, but its model fails on None;
+    # resid_pdrop (float | None) fails in its forward; emb_pdrop is read by nothing
+    "dbrx": _config(
+        f"{_COMMON} resid_pdrop",
+        d_model=2048, n_heads=16, n_layers=24, max_seq_len=_null(2048), vocab_size=32000, attn_config=_null(),
+        ffn_config=_null(), tie_word_embeddings=False, rope_parameters=_null(), rope_theta=10000.0),
+    "dbrx_attn": _config(  # DbrxAttentionConfig (DBRX's attn_config); rope_theta: no field, needed present
+        "attn_pdrop", clip_qkv=_null(), kv_n_heads=1, rope_theta=_null()),
+    "dbrx_ffn": _config(  # DbrxFFNConfig (DBRX's ffn_config); hidden_size: overwritten by d_model
+        "hidden_size moe_loss_weight", ffn_act_fn=_null(), ffn_hidden_size=3584, moe_num_experts=4, moe_top_k=1,
+        moe_jitter_eps=_null(), moe_normalize_expert_weights=_null(1.0)),
+    "openai-gpt": _config(  # OpenAIGPTConfig
+        f"{_COMMON} resid_pdrop embd_pdrop attn_pdrop layer_norm_epsilon summary_type summary_use_proj "
+        "summary_proj_to_labels summary_first_dropout",
+        vocab_size=40478, n_positions=512, n_embd=768, n_layer=12, n_head=12, afn="gelu", tie_word_embeddings=True),
+    "nanochat": _config(  # NanoChatConfig; head_dim: no field, read with getattr
+        f"{_COMMON} attention_dropout rms_norm_eps",
+        vocab_size=50304, hidden_size=768, intermediate_size=8192, num_hidden_layers=12, num_attention_heads=6,
+        num_key_value_heads=_null(), head_dim=None, max_position_embeddings=2048, hidden_act="relu2",
+        rope_parameters=_null(), rope_theta=10000.0, final_logit_softcapping=_null(15.0), attention_bias=False,
+        tie_word_embeddings=False, pad_token_id=_null(1)),
 }
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers

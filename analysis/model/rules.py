@@ -28,7 +28,6 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "mla": (lambda c: c.attention == "mla", "attention: mla"),
     "attention_gate": (lambda c: c.attention != "mla", "attention other than mla (mha)"),
     "norm_bias": (lambda c: c.norm == "layernorm", "norm: layernorm"),
-    "norm_weight": (lambda c: c.norm == "layernorm", "norm: layernorm"),
     "parallel_norms": (lambda c: c.parallel_block, "parallel_block: true"),
     "rope_theta": (lambda c: c.position == "rope", "position: rope"),
     "rope_layers": (lambda c: c.position == "rope", "position: rope"),

@@ -31,10 +31,14 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   ``kv_b`` at each step (llmcalc counts ``kv_b`` over keys too); no convention to translate.
   Chunked layers (Llama 4) are cached as sliding ones: ``min(S, C - 1)`` tokens after a prefill
   of ``S`` (llmcalc: a buffer of ``C``, ``min(S + 1, C)`` at context ``S + 1``: one more, as for windows).
+  GPT-Neo: transformers' cache keeps every token of a local layer (the window is a mask only), so
+  the analytic side counts ``S`` tokens on every layer; OpenAI GPT: transformers keeps no cache,
+  so both sides are 0 (tests/test_against.py checks llmcalc's own figures for both in closed form).
 - A documented exception (:data:`DENSE_EXPERTS`, Llama 4): transformers' experts run every expert
   on every token, so their matmul FLOPs are ``num_experts / experts_per_token`` times the model's;
   ``moe/experts`` and the totals are compared under that convention and labelled so (parameters,
   attention, router, shared expert and KV bytes are compared as they are).
+  DBRX's experts cannot run on meta: refused here; the tests run it on the CPU at a small size.
 
 Module names that map to no llmcalc component (a model type whose names this file does not
 know) are not guessed: their parameters and FLOPs are compared, together, with the llmcalc
@@ -114,6 +118,7 @@ _TOP_NAMES = {
     "final_layernorm": "norm/final", "lm_head": "lm_head", "embed_out": "lm_head",
     "norm_f": "norm/final", "layer_norm": "norm/final", "w": "embedding/token", "layernorm": "norm/final",
     "word_embeddings_layernorm": "norm/embedding",  # BLOOM
+    "tokens_embed": "embedding/token", "positions_embed": "embedding/position",  # OpenAI GPT
 }
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
 _VISUAL = re.compile(r"(?:^|\.)visual(?:\.|$)")  # Qwen-VL's vision tower
@@ -159,9 +164,10 @@ def read_hf_config(path: Path) -> dict[str, Any]:
     return raw
 
 
-def build_hf(raw: dict[str, Any], source: str | None = None) -> torch.nn.Module:
-    """``AutoModelForCausalLM.from_config`` on meta, fp32, eager attention, batched_mm experts.
-    A config transformers refuses is a ConfigError (exit 2), naming transformers' reason."""
+def build_hf(raw: dict[str, Any], source: str | None = None, device: str = "meta") -> torch.nn.Module:
+    """``AutoModelForCausalLM.from_config`` on meta (``device``: the CPU, with real weights, for the
+    tests of :data:`NOT_ON_META`), fp32, eager attention, batched_mm experts. A config transformers
+    refuses is a ConfigError (exit 2), naming transformers' reason."""
     transformers = import_transformers()
     raw = {k: v for k, v in raw.items() if k not in ("torch_dtype", "dtype")}
     kind = raw.pop("model_type")
@@ -180,7 +186,7 @@ def build_hf(raw: dict[str, Any], source: str | None = None) -> torch.nn.Module:
         auto = transformers.AutoModelForCausalLM
         if getattr(config, "vision_config", None) is not None:  # a multimodal checkpoint: its whole model
             auto = transformers.AutoModelForImageTextToText
-        with torch.device("meta"):
+        with torch.device(device):
             try:
                 model = auto.from_config(config, experts_implementation="batched_mm", **kwargs)
             except (ValueError, TypeError):  # a model without experts may refuse the kwarg
@@ -225,6 +231,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         return "norm/attention_post" if cfg.norm_placement in ("sandwich", "post_branch") and not glm4 \
             else "norm/mlp"
     if len(parts) == 1 and last in _ATTENTION_MODULES:  # the eager attention's own matmuls
+        return "attention/scores+values"
+    if len(parts) == 2 and last in _ATTENTION_MODULES:  # GPT-Neo's attn.attention, DBRX's norm_attn_norm.attn
         return "attention/scores+values"
     if len(parts) == 1 and last in _MLP_MODULES:
         return "moe" if cfg.moe is not None else "mlp"
@@ -313,15 +321,16 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
 
 
-def _inputs(batch: int, seq: int) -> dict[str, torch.Tensor]:
-    return {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device="meta"),
-            "attention_mask": torch.ones(batch, seq, dtype=torch.long, device="meta")}
+def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, torch.Tensor]:
+    device = next(model.parameters()).device  # meta, or the CPU for a model that cannot run on meta
+    return {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device=device),
+            "attention_mask": torch.ones(batch, seq, dtype=torch.long, device=device)}
 
 
 def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int):
     """(forward, backward) matmul FLOPs per component of a training step: cross-entropy on the
     logits of every position."""
-    inputs, glm4 = _inputs(batch, seq), _glm4_norms(model)
+    inputs, glm4 = _inputs(model, batch, seq), _glm4_norms(model)
     with ModuleScope(model, lambda path: component(path, cfg, glm4)) as scope:
         with _Counter(scope) as fwd:
             logits = model(**inputs, use_cache=False).logits
@@ -333,24 +342,40 @@ def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int
 
 @torch.no_grad()
 def measure_kv_bytes(model: torch.nn.Module, batch: int, prefill: int) -> int:
-    """Bytes of the key and value tensors of the cache transformers fills during a prefill."""
-    out = model(**_inputs(batch, prefill), use_cache=True, logits_to_keep=1)
-    cache = out.past_key_values
+    """Bytes of the key and value tensors of the cache transformers fills during a prefill (0 for a
+    model that keeps none: OpenAI GPT)."""
+    out = model(**_inputs(model, batch, prefill), use_cache=True, logits_to_keep=1)
+    cache = getattr(out, "past_key_values", None)
     total = 0
-    for layer in cache.layers:
+    for layer in cache.layers if cache is not None else []:
         for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
             if isinstance(t, torch.Tensor):
                 total += t.numel() * t.element_size()
     return total
 
 
-def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str = "fp32") -> int:
+# families whose transformers cache differs from llmcalc's by more than the W - 1 convention (module
+# docstring; tests/test_against.py checks each in closed form): GPT-Neo's DynamicCache keeps every
+# token of its local layers (their window is a mask), OpenAI GPT's model keeps no cache
+EVERY_TOKEN_CACHED = frozenset({"gpt_neo"})
+NO_CACHE = frozenset({"openai-gpt"})
+# families whose transformers model cannot run on meta (DBRX's experts loop over the experts a batch
+# routes to); the tests run them with real weights on the CPU, at a small size
+NOT_ON_META = frozenset({"dbrx"})
+
+
+def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str = "fp32",
+                          model_type: str | None = None) -> int:
     """llmcalc's KV-cache figure under transformers' convention (module docstring): after a
-    prefill of ``S`` tokens a sliding layer holds ``min(S, W - 1)`` tokens, a full one ``S``."""
+    prefill of ``S`` tokens a sliding layer holds ``min(S, W - 1)`` tokens, a full one ``S``; for
+    ``model_type`` GPT-Neo every layer ``S``, for OpenAI GPT none."""
+    if model_type in NO_CACHE:
+        return 0
     total = 0
     for group, block in build(cfg).blocks:
         per_token = block.attention.kv_values_per_token
-        window = group.spec.window if group.spec.chunk is None else group.spec.chunk  # a chunk: as a window
+        window = None if model_type in EVERY_TOKEN_CACHED else (
+            group.spec.window if group.spec.chunk is None else group.spec.chunk)  # a chunk: as a window
         cached = prefill if window is None else min(prefill, window - 1)
         total += group.count * batch * cached * per_token * bytes_per(dtype)
     return total
@@ -365,16 +390,22 @@ def kv_prefill(cfg: ModelConfig, seq: int) -> int:
 # --- the checks --------------------------------------------------------------------------------
 
 def against_transformers(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int,
-                         source: str | None = None) -> list[Check]:
+                         source: str | None = None, device: str = "meta") -> list[Check]:
     """Parameters, forward/backward matmul FLOPs (eager) and KV-cache bytes of transformers'
     model for ``raw`` against llmcalc's analytic figures for ``cfg`` (on a deep stack, as
-    ``report.verify``). ConfigError when ``seq`` and ``batch`` make tensors torch cannot address."""
+    ``report.verify``). ConfigError when ``seq`` and ``batch`` make tensors torch cannot address,
+    and for a family that cannot run on meta (``device``: "cpu", real weights, for a small config)."""
+    if device == "meta" and raw.get("model_type") in NOT_ON_META:
+        raise ConfigError(f"transformers' {raw['model_type']} model cannot run on the meta device (its experts "
+                          "loop over the experts a batch routes to), so --against transformers cannot measure it",
+                          source, "model_type")
     check_sizes(cfg, seq, batch, max(seq, kv_prefill(cfg, seq)))
-    return on_deep_stack(_against, cfg, raw, seq, batch, source)
+    return on_deep_stack(_against, cfg, raw, seq, batch, source, device)
 
 
-def _against(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int, source: str | None) -> list[Check]:
-    model = build_hf(raw, source)
+def _against(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int, source: str | None,
+             device: str) -> list[Check]:
+    model = build_hf(raw, source, device)
     out = _compare("transformers/params", _towers_whole(count_params(cfg).components), measure_params(model, cfg))
 
     fwd, bwd = measure_flops(model, cfg, batch, seq)
@@ -389,11 +420,13 @@ def _against(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int, source
         out += [Check(c.name, c.analytic, c.measured, c.ok, EVERY_EXPERT) if dense and c.name.endswith(
             ("/moe/experts", "/total")) else c for c in checks]
 
-    prefill = kv_prefill(cfg, seq)
+    prefill, kind = kv_prefill(cfg, seq), raw.get("model_type")
     windows = sorted({w for g in layer_plan(cfg) for w in g.spec.span if w is not None})
-    label = f"transformers/kv_cache/prefill {prefill}" + (" (sliding layers keep W - 1)" if windows else "")
-    analytic = transformers_kv_bytes(cfg, batch, prefill)
+    keeps = " (sliding layers keep W - 1)" if windows else ""
+    if kind in EVERY_TOKEN_CACHED or kind in NO_CACHE:
+        keeps = " (every layer keeps every token)" if kind in EVERY_TOKEN_CACHED else " (transformers keeps none)"
+    analytic = transformers_kv_bytes(cfg, batch, prefill, model_type=kind)
     measured = measure_kv_bytes(model, batch, prefill)
-    out.append(Check(label, analytic, measured, analytic == measured,
-                     "analytic under transformers' cache convention" if windows else ""))
+    out.append(Check(f"transformers/kv_cache/prefill {prefill}{keeps}", analytic, measured, analytic == measured,
+                     "analytic under transformers' cache convention" if keeps else ""))
     return out

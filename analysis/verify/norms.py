@@ -1,6 +1,6 @@
 """Norm factory: ``layernorm`` (weight unless ``norm_weight: false``, bias unless
-``norm_bias: false``; OLMo 1 has neither) or ``rmsnorm`` (weight only), both with eps 1e-5
-over the last dimension.
+``norm_bias: false``; OLMo 1 has neither) or ``rmsnorm`` (weight unless ``norm_weight: false``,
+nanochat's), both with eps 1e-5 over the last dimension.
 
 Both keep, for backward, their input and fp32 per-row statistics (LayerNorm: mean and rstd;
 RMSNorm: rstd), as the fused kernels do. ``nn.RMSNorm`` runs a fused kernel only on CUDA; on
@@ -20,39 +20,44 @@ from ..model.config import ModelConfig
 
 
 class _RMSNormFunction(torch.autograd.Function):
-    """``x * rstd * w`` with ``rstd = 1/sqrt(mean(x^2) + eps)`` computed in at least fp32."""
+    """``x * rstd * w`` with ``rstd = 1/sqrt(mean(x^2) + eps)`` computed in at least fp32 (``w``
+    None: without a weight)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
         acc = torch.promote_types(x.dtype, torch.float32)
         if x.is_meta:  # shapes only: the same output and saved tensors without the ~10 elementwise
             # ops, whose meta kernels torch runs in Python (a fifth of verify's time on meta)
             rstd = x.new_empty((*x.shape[:-1], 1), dtype=acc)
             ctx.save_for_backward(x, weight, rstd)
-            return x.new_empty(x.shape, dtype=torch.promote_types(x.dtype, weight.dtype))
+            dtype = x.dtype if weight is None else torch.promote_types(x.dtype, weight.dtype)
+            return x.new_empty(x.shape, dtype=dtype)
         xf = x.to(acc)
         rstd = torch.rsqrt(xf.square().mean(-1, keepdim=True) + eps)  # (..., 1)
         ctx.save_for_backward(x, weight, rstd)
-        return (xf * rstd).to(x.dtype) * weight
+        out = (xf * rstd).to(x.dtype)
+        return out if weight is None else out * weight
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         x, weight, rstd = ctx.saved_tensors
         if x.is_meta:
-            return torch.empty_like(x), torch.empty_like(weight), None
+            return torch.empty_like(x), None if weight is None else torch.empty_like(weight), None
         xhat = x.to(rstd.dtype) * rstd
         g = grad.to(rstd.dtype)
-        gw = g * weight.to(rstd.dtype)
+        gw = g if weight is None else g * weight.to(rstd.dtype)
         dx = rstd * (gw - xhat * (gw * xhat).mean(-1, keepdim=True))
+        if weight is None:
+            return dx.to(x.dtype), None, None
         dw = (g * xhat).reshape(-1, x.shape[-1]).sum(0)
         return dx.to(x.dtype), dw.to(weight.dtype), None
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, size: int, eps: float = 1e-5):
+    def __init__(self, size: int, eps: float = 1e-5, weight: bool = True):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(size))
+        self.weight = nn.Parameter(torch.ones(size)) if weight else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return _RMSNormFunction.apply(x, self.weight, self.eps)
@@ -109,5 +114,5 @@ class LayerNorm(nn.Module):
 def make_norm(cfg: ModelConfig, size: int) -> nn.Module:
     """The model's norm over the last ``size`` values."""
     if cfg.norm == "rmsnorm":
-        return RMSNorm(size, eps=1e-5)
+        return RMSNorm(size, eps=1e-5, weight=cfg.norm_weight)
     return LayerNorm(size, weight=cfg.norm_weight, bias=cfg.norm_bias)
