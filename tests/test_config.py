@@ -354,7 +354,7 @@ ENUM_CHOICES = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "norm_pl
 VISION_ENUMS = {"activation": VISION_ACTIVATIONS, "norm": tuple(NORMS), "position": ("learned", "rope")}
 
 
-def _drawn_configs(n=500):
+def _drawn_configs(n=1000):
     drawn = []
 
     @settings(max_examples=n, deadline=None, database=None, derandomize=True,
