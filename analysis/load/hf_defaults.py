@@ -574,6 +574,18 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         f"{_COMMON} layer_norm_epsilon hidden_dropout attention_dropout pretraining_tp slow_but_exact "
         "apply_residual_connection_post_layernorm",
         vocab_size=250880, hidden_size=64, n_layer=2, n_head=8, tie_word_embeddings=True),
+    # -- position_offset
+    "opt": _config(  # OPTConfig; word_embed_proj_dim None: hidden_size (its __post_init__)
+        f"{_COMMON} dropout attention_dropout layerdrop init_std",
+        vocab_size=50272, hidden_size=768, num_hidden_layers=12, ffn_dim=3072, max_position_embeddings=2048,
+        num_attention_heads=12, activation_function="relu", do_layer_norm_before=True,
+        _remove_final_layer_norm=False, word_embed_proj_dim=_null(), enable_bias=True,
+        layer_norm_elementwise_affine=True, tie_word_embeddings=True, pad_token_id=_null(1)),
+    "biogpt": _config(  # BioGptConfig
+        f"{_COMMON} hidden_dropout_prob attention_probs_dropout_prob layer_norm_eps layerdrop activation_dropout",
+        vocab_size=42384, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
+        hidden_act="gelu", max_position_embeddings=1024, scale_embedding=True, tie_word_embeddings=True,
+        pad_token_id=_null(1)),
 }
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers

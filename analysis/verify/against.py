@@ -108,6 +108,7 @@ _TOP_NAMES = {
     "final_layernorm": "norm/final", "lm_head": "lm_head", "embed_out": "lm_head",
     "norm_f": "norm/final", "layer_norm": "norm/final", "w": "embedding/token", "layernorm": "norm/final",
     "word_embeddings_layernorm": "norm/embedding",  # BLOOM
+    "embed_positions": "embedding/position", "output_projection": "lm_head",  # OPT, BioGPT
 }
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
 _VISUAL = re.compile(r"(?:^|\.)visual(?:\.|$)")  # Qwen-VL's vision tower
