@@ -77,6 +77,8 @@ VARIANTS = {  # together every config key and value
                "attention_chunk": 3, "layer_types": ["chunked", "chunked", "chunked", "full"],
                "moe": {"num_experts": 4, "experts_per_token": 1, "expert_d_ff": 16, "shared_experts": 1,
                        "step": 2}},
+    "opt": {"position": "learned", "position_offset": 2, "activation": "relu", "qkv_bias": True, "out_bias": True,
+            "mlp_bias": True, "tie_embeddings": True},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
@@ -260,6 +262,8 @@ def valid_configs(draw):
     moe = raw.get("moe")
     if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1:  # a dense MLP layer
         raw["mlp_bias"] = draw(st.booleans())
+    if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
+        raw["position_offset"] = draw(st.integers(0, 3))
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
     optional = [k for k in raw if k not in REQUIRED]
     for key in draw(st.lists(st.sampled_from(optional), unique=True)):

@@ -88,6 +88,7 @@ def test_example_configs_use_every_new_key():
                 "rope_layers"):
         assert key in text, key
     assert "embedding_norm" in text
+    assert "position_offset" in text
 
 
 def _refresh(shown: str, output: str) -> str:

@@ -16,8 +16,9 @@ LABEL = "counted by transformers, not explained"
 # model_type -> (its config class's keys: a released checkpoint's shapes, or small ones; the
 # published total of that checkpoint, None for the small ones)
 CONFIGS = {
-    "opt": (dict(vocab_size=50272, hidden_size=768, num_hidden_layers=12, ffn_dim=3072, num_attention_heads=12,
-                 word_embed_proj_dim=768, max_position_embeddings=2048), 125_239_296),  # OPT-125m
+    # abeja/gpt-neox-japanese-2.7b's shapes (GPTNeoXJapaneseConfig's defaults); the total is transformers'
+    "gpt_neox_japanese": (dict(vocab_size=32000, hidden_size=2560, num_hidden_layers=32, num_attention_heads=32,
+                               intermediate_multiple_size=4, max_position_embeddings=2048), None),
     "mamba": (dict(vocab_size=50280, hidden_size=768, num_hidden_layers=24, state_size=16), 129_135_360),  # 130m
     "rwkv": (dict(vocab_size=1000, hidden_size=64, num_hidden_layers=3, context_length=128), None),  # untied head
     "xlstm": (dict(vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_heads=4), None),
@@ -66,20 +67,23 @@ def test_params_counts_transformers_model(tmp_path, run, model_type):
 
 
 @pytest.mark.reference
-def test_opt_125m_module_by_module(tmp_path, run):
-    """OPT-125m by hand: a learned position table of 2048 + 2 rows, four biased projections, two
-    LayerNorms and a biased MLP per layer, a final LayerNorm, the LM head tied to the embedding."""
-    record = json.loads(run("params", _write(tmp_path, "opt"), "--json").stdout)
-    d, ff, layers = 768, 3072, 12
+def test_gpt_neox_japanese_module_by_module(tmp_path, run):
+    """GPT-NeoX-Japanese 2.7B by hand: a fused q/k/v and an output projection without biases, but a
+    bias on the last layer's output only (so its attention has no per-layer figure), a 4d MLP
+    without biases, two LayerNorms per layer, a final LayerNorm, the LM head tied to the embedding."""
+    record = json.loads(run("params", _write(tmp_path, "gpt_neox_japanese"), "--json").stdout)
+    d, ff, layers, V = 2560, 4 * 2560, 32, 32000
     modules = {m["module"]: m for m in record["modules"]}
-    assert modules["model.decoder.layers.*.self_attn"]["per_layer"] == 4 * (d * d + d)
-    assert modules["model.decoder.layers.*.fc1"]["per_layer"] == d * ff + ff
-    assert modules["model.decoder.layers.*.fc2"] == {"module": "model.decoder.layers.*.fc2", "layers": layers,
-                                                     "per_layer": ff * d + d, "params": layers * (ff * d + d)}
-    assert modules["model.decoder.embed_positions"] == {"module": "model.decoder.embed_positions", "layers": 0,
-                                                        "per_layer": None, "params": 2050 * d}
-    assert record["embedding"] == 50272 * d and record["lm_head"] == 0 and record["tie_embeddings"]
+    prefix = "gpt_neox_japanese."
+    assert modules[prefix + "layers.*.attention"] == {"module": prefix + "layers.*.attention", "layers": layers,
+                                                      "per_layer": None, "params": layers * 4 * d * d + d}
+    assert modules[prefix + "layers.*.mlp"]["per_layer"] == 2 * d * ff
+    assert modules[prefix + "layers.*.input_layernorm"]["per_layer"] == 2 * d
+    assert modules[prefix + "final_layer_norm"] == {"module": prefix + "final_layer_norm", "layers": 0,
+                                                    "per_layer": None, "params": 2 * d}
+    assert record["embedding"] == V * d and record["lm_head"] == 0 and record["tie_embeddings"]
     assert "lm_head" not in record["components"]  # tied: counted once, under the embedding
+    assert record["total"] == V * d + layers * (4 * d * d + 2 * d * ff + 4 * d) + d + 2 * d == 2_598_837_760
 
 
 @pytest.mark.reference
@@ -92,18 +96,19 @@ def test_an_untied_head_is_counted(tmp_path, run):
 @pytest.mark.reference
 @pytest.mark.parametrize("fmt", ["table", "markdown"])
 def test_the_label_is_shown(tmp_path, run, fmt):
-    result = run("params", _write(tmp_path, "opt", "opt-125m.json"), "--format", fmt)
+    result = run("params", _write(tmp_path, "gpt_neox_japanese", "gpt-neox-japanese-2.7b.json"), "--format", fmt)
     assert result.exit_code == 0, result.stderr
-    assert LABEL in result.stdout and "125,239,296" in result.stdout and "opt-125m" in result.stdout
+    assert LABEL in result.stdout and "2,598,837,760" in result.stdout and "gpt-neox-japanese-2.7b" in result.stdout
 
 
 @pytest.mark.reference
 def test_csv_rows_are_the_modules(tmp_path, run):
     import csv
 
-    rows = list(csv.DictReader(run("params", _write(tmp_path, "opt"), "--format", "csv").stdout.splitlines()))
+    rows = list(csv.DictReader(run("params", _write(tmp_path, "gpt_neox_japanese"), "--format", "csv"
+                                   ).stdout.splitlines()))
     assert {r["counted_by"] for r in rows} == {"transformers"}
-    assert sum(int(r["params"]) for r in rows) == 125_239_296
+    assert sum(int(r["params"]) for r in rows) == 2_598_837_760
 
 
 @pytest.mark.reference
@@ -133,7 +138,8 @@ def test_a_model_type_transformers_does_not_know_either(tmp_path, run):
 @pytest.mark.reference
 def test_transformers_refusing_the_config_is_one_line(tmp_path, run):
     path = tmp_path / "config.json"
-    path.write_text('{"model_type": "opt", "hidden_size": 10, "num_attention_heads": 3}')
+    path.write_text('{"model_type": "gpt_neox_japanese", "hidden_size": 64, "num_hidden_layers": 2, '
+                    '"hidden_act": "no_such_act"}')
     assert "transformers cannot build this config" in error_line(run("params", path))
 
 
@@ -141,10 +147,10 @@ def test_transformers_refusing_the_config_is_one_line(tmp_path, run):
 def test_without_the_hf_extra_the_error_says_how_to_get_it(tmp_path, run, monkeypatch):
     monkeypatch.setitem(sys.modules, "transformers.models.auto.modeling_auto", None)  # import raises ImportError
     path = tmp_path / "config.json"
-    path.write_text('{"model_type": "opt"}')
+    path.write_text('{"model_type": "gpt_neox_japanese"}')
     for command in ("params", "kvcache"):
         result = run(command, path)
         assert result.exit_code == 2 and result.stdout == "" and result.stderr.count("\n") == 1
-        assert "unsupported Hugging Face model_type 'opt'; the" in result.stderr
+        assert "unsupported Hugging Face model_type 'gpt_neox_japanese'; the" in result.stderr
         assert result.stderr.endswith("`llmcalc params` can count it through transformers: "
                                       "pip install 'llmcalc-exact[hf]'\n")

@@ -399,6 +399,13 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
     "nanochat": ("NanoChatConfig's defaults (its docstring names karpathy/nanochat-d32)", dict(
         vocab_size=50304, hidden_size=768, intermediate_size=8192, num_hidden_layers=12, num_attention_heads=6,
         max_position_embeddings=2048, final_logit_softcapping=15.0, tie_word_embeddings=False), None),
+    # position_offset
+    "opt": ("facebook/opt-125m", dict(
+        vocab_size=50272, hidden_size=768, num_hidden_layers=12, ffn_dim=3072, num_attention_heads=12,
+        word_embed_proj_dim=768, max_position_embeddings=2048, do_layer_norm_before=True), 125_239_296),
+    "biogpt": ("microsoft/biogpt", dict(
+        vocab_size=42384, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
+        hidden_act="gelu", max_position_embeddings=1024, scale_embedding=True), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -577,6 +584,16 @@ VARIANTS = [
     ("nanochat", "NanoChatConfig with biased attention, GQA, a head_dim, no softcap", dict(
         vocab_size=50304, hidden_size=768, intermediate_size=3072, num_hidden_layers=2, num_attention_heads=6,
         num_key_value_heads=2, head_dim=64, attention_bias=True, final_logit_softcapping=None)),
+    ("opt", "facebook/opt-350m's post-norm layers (no final norm), without its projection pair", dict(
+        vocab_size=50272, hidden_size=1024, num_hidden_layers=2, ffn_dim=4096, num_attention_heads=16,
+        max_position_embeddings=2048, do_layer_norm_before=False)),
+    ("opt", "OPTConfig without biases, affine norms or the final norm, untied", dict(
+        vocab_size=50272, hidden_size=768, num_hidden_layers=2, ffn_dim=3072, num_attention_heads=12,
+        enable_bias=False, layer_norm_elementwise_affine=False, _remove_final_layer_norm=True,
+        tie_word_embeddings=False)),
+    ("biogpt", "microsoft/biogpt unscaled, untied", dict(
+        vocab_size=42384, hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, intermediate_size=4096,
+        scale_embedding=False, tie_word_embeddings=False)),
 ]
 
 
@@ -733,6 +750,7 @@ LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_
     ({"model_type": "qwen2_moe", "mlp_only_layers": [3]}, "key 'mlp_only_layers': only a leading run"),
     ({"model_type": "cohere", "use_qk_norm": True}, "key 'use_qk_norm': True is not supported"),
     ({"model_type": "mpt", "expansion_ratio": 8}, "key 'expansion_ratio': transformers' MPT builds"),
+    ({"model_type": "opt", "word_embed_proj_dim": 32}, "key 'word_embed_proj_dim': a projection of the embeddings"),
 ])
 def test_rejected_fields_exit_2(tmp_path, run, changes, message):
     data = {**LLAMA, **changes}

@@ -140,6 +140,7 @@ BASE_TOTAL = V * d + ctx * d + L * (4 * d * d + 2 * d * ff + 2 * 2 * d) + 2 * d 
     ({"final_norm": False}, -2 * d),
     ({"embedding_norm": True}, 2 * d),
     ({"embedding_norm": True, "norm": "rmsnorm"}, d - (2 * L + 1) * d),
+    ({"position_offset": 2}, 2 * d),  # OPT, BioGPT: rows before position 0
     ({"norm_placement": "post"}, 0),
     ({"norm_placement": "sandwich"}, L * 2 * 2 * d),
     ({"parallel_block": True}, -L * 2 * d),

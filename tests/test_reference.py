@@ -401,3 +401,32 @@ def test_xielu_saves_its_input_only():
     saved = measure_saved_bytes(build(cfg), torch.zeros(B, S, dtype=torch.long, device="meta"))
     assert saved["mlp/act"] == cfg.n_layers * B * S * cfg.d_ff * 4  # fp32
     assert measure_params(build(cfg))["mlp/act"] == cfg.n_layers * 4
+
+
+def test_position_offset_analytic_equals_measured():
+    """position_offset (OPT, BioGPT): params, forward/backward FLOPs (eager/flash, recompute), saved
+    bytes, KV bytes, on the table of context_length + offset rows."""
+    cfg = CONFIGS["opt"]
+    assert build(cfg).embedding["position"].weight.shape == (cfg.context_length + 2, cfg.d_model)
+    checks = report.param_checks(cfg) + report.kv_checks(cfg, "meta", 2)
+    for attention in ("eager", "flash"):
+        for recompute in report.recomputations(attention):
+            checks += report.training_checks(cfg, 7, 2, attention, recompute, "meta")
+    failed = [c for c in checks if not c.ok]
+    assert not failed, failed
+
+
+def test_position_offset_rows_are_read_by_no_position():
+    """Position i reads row i + position_offset: the rows before it change no logit, the last row
+    changes the last position's."""
+    cfg = CONFIGS["opt"]
+    torch.manual_seed(0)
+    model = build(cfg, device="cpu").double()
+    tokens = torch.randint(0, cfg.vocab_size, (1, cfg.context_length))
+    before = model(tokens)
+    with torch.no_grad():
+        model.embedding["position"].weight[:2] += torch.randn(2, cfg.d_model, dtype=torch.float64)
+    torch.testing.assert_close(model(tokens), before)
+    with torch.no_grad():
+        model.embedding["position"].weight[-1] += torch.randn(cfg.d_model, dtype=torch.float64)
+    assert not torch.allclose(model(tokens)[0, -1], before[0, -1])

@@ -467,6 +467,36 @@ MODELS["bloom_560m"] = bloom_560m()
 PUBLISHED["bloom_560m"] = 559_214_592  # BLOOM-560m's safetensors total
 
 
+def opt_125m() -> Model:
+    """OPT-125m (facebook/opt-125m config.json): learned positions in a table of 2,048 + 2 rows (position
+    ``i`` reads row ``i + 2``), pre-norm LayerNorms, biases everywhere, a ReLU MLP, tied head."""
+    d, L, h, V, ctx = 768, 12, 12, 50272, 2048
+    yaml = f"""name: opt-125m
+vocab_size: {V}
+context_length: {ctx}
+d_model: {d}
+n_layers: {L}
+n_heads: {h}
+d_ff: {4 * d}
+activation: relu
+position: learned
+position_offset: 2
+qkv_bias: true
+out_bias: true
+mlp_bias: true
+tie_embeddings: true
+"""
+    mats = mha(d, h, h, 64, True, True) + (Mat("mlp/up", d, 4 * d, True), Mat("mlp/down", 4 * d, d, True))
+    layers = tuple(Layer(mats, (("norm/attention", 2 * d), ("norm/mlp", 2 * d)), h, 64, 64, 2 * d, None, False,
+                         "dense") for _ in range(L))
+    return Model(yaml, d, V, layers, {"embedding/token": V * d, "embedding/position": (ctx + 2) * d,
+                                      "norm/final": 2 * d})
+
+
+MODELS["opt_125m"] = opt_125m()
+PUBLISHED["opt_125m"] = 125_239_296  # OPT-125m's total, as transformers counts it
+
+
 # -- closed forms ---------------------------------------------------------------------------------
 
 def expected_params(m: Model) -> tuple[dict[str, int], int, int]:

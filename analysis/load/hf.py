@@ -1654,6 +1654,50 @@ def _nanochat(r: Raw) -> dict[str, Any]:
     return out
 
 
+
+# -- position_offset ----------------------------------------------------------------------------
+
+def _opt(r: Raw) -> dict[str, Any]:
+    """OPT: learned positions in a table of ``max_position_embeddings`` + 2 rows (position ``i`` reads row
+    ``i + 2``), LayerNorms (parameter-less without ``layer_norm_elementwise_affine``) before each branch
+    and a final one (unless ``_remove_final_layer_norm``), or after each branch and none at the end
+    with ``do_layer_norm_before`` false (OPT-350m), biases on every linear with ``enable_bias``, the head
+    tied by default. A ``word_embed_proj_dim`` other than ``hidden_size`` (OPT-350m: project_in and
+    project_out around the layers) is refused: llmcalc has no such projection pair."""
+    r.ignore("dropout", "layerdrop")
+    out = _base(r, heads="num_attention_heads")
+    _divides(r, out, "num_attention_heads", "hidden_size")  # OPTAttention refuses the rest
+    proj = r.maybe_size("word_embed_proj_dim")  # None: hidden_size (OPTConfig's __post_init__)
+    if proj is not None and proj != out["d_model"]:
+        r.fail("word_embed_proj_dim", f"a projection of the embeddings ({proj}) to and from hidden_size "
+                                      f"({out['d_model']}) is not modeled; only word_embed_proj_dim = hidden_size")
+    bias = r.flag("enable_bias")
+    out.update(d_ff=r.size("ffn_dim"), activation=_activation(r, "activation_function", False),
+               norm="layernorm", position="learned", position_offset=2, qkv_bias=bias, out_bias=bias, mlp_bias=bias)
+    if not r.flag("layer_norm_elementwise_affine"):
+        out.update(norm_weight=False, norm_bias=False)
+    if r.flag("do_layer_norm_before"):
+        out["final_norm"] = not r.flag("_remove_final_layer_norm")
+    else:
+        r.ignore("_remove_final_layer_norm")  # no final norm either way
+        out.update(norm_placement="post", final_norm=False)
+    return out
+
+
+def _biogpt(r: Raw) -> dict[str, Any]:
+    """BioGPT: learned positions in a table of ``max_position_embeddings`` + 2 rows (position ``i``
+    reads row ``i + 2``), token embeddings scaled by sqrt(hidden_size) with ``scale_embedding``,
+    pre-norm LayerNorms with a final one, biases on every linear, the output projection tied by
+    default."""
+    r.ignore("layerdrop", "activation_dropout", "attention_probs_dropout_prob")
+    out = _base(r)
+    _divides(r, out, "num_attention_heads", "hidden_size")  # BioGptAttention refuses the rest
+    out.update(d_ff=r.size("intermediate_size"), activation=_activation(r, "hidden_act", False), norm="layernorm",
+               position="learned", position_offset=2, qkv_bias=True, out_bias=True, mlp_bias=True)
+    if r.flag("scale_embedding"):
+        out["embedding_scale"] = math.sqrt(out["d_model"])
+    return out
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
@@ -1687,6 +1731,8 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "llama4_text": _llama4_text,
     # the harness had left them out
     "gpt_neo": _gpt_neo, "dbrx": _dbrx, "openai-gpt": _openai_gpt, "nanochat": _nanochat,
+    # position_offset
+    "opt": _opt, "biogpt": _biogpt,
 }
 # REJECTED keys a family's mapper reads (chunked attention: Llama 4)
 _READS_REJECTED = {"llama4_text": ("attention_chunk_size",)}

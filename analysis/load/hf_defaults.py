@@ -612,6 +612,18 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         num_key_value_heads=_null(), head_dim=None, max_position_embeddings=2048, hidden_act="relu2",
         rope_parameters=_null(), rope_theta=10000.0, final_logit_softcapping=_null(15.0), attention_bias=False,
         tie_word_embeddings=False, pad_token_id=_null(1)),
+    # -- position_offset
+    "opt": _config(  # OPTConfig; word_embed_proj_dim None: hidden_size (its __post_init__)
+        f"{_COMMON} dropout attention_dropout layerdrop init_std",
+        vocab_size=50272, hidden_size=768, num_hidden_layers=12, ffn_dim=3072, max_position_embeddings=2048,
+        num_attention_heads=12, activation_function="relu", do_layer_norm_before=True,
+        _remove_final_layer_norm=False, word_embed_proj_dim=_null(), enable_bias=True,
+        layer_norm_elementwise_affine=True, tie_word_embeddings=True, pad_token_id=_null(1)),
+    "biogpt": _config(  # BioGptConfig
+        f"{_COMMON} hidden_dropout_prob attention_probs_dropout_prob layer_norm_eps layerdrop activation_dropout",
+        vocab_size=42384, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
+        hidden_act="gelu", max_position_embeddings=1024, scale_embedding=True, tie_word_embeddings=True,
+        pad_token_id=_null(1)),
 }
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers

@@ -104,10 +104,11 @@ class Model(NamedTuple):
 
 
 def position_table(cfg: ModelConfig) -> Table | None:
-    """Learned positions: a row per position; T5's relative bias: a row per bucket, a column per head
-    (shared by all layers); other positions hold no parameters."""
+    """Learned positions: a row per position, after ``position_offset`` rows no position reads (OPT,
+    BioGPT); T5's relative bias: a row per bucket, a column per head (shared by all layers); other
+    positions hold no parameters."""
     if cfg.position == "learned":
-        return Table("embedding/position", cfg.context_length, cfg.d_model)
+        return Table("embedding/position", cfg.context_length + cfg.position_offset, cfg.d_model)
     if cfg.position == "relative":
         return Table("embedding/position", cfg.relative_buckets, cfg.n_heads)
     return None

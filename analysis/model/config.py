@@ -273,6 +273,7 @@ class ModelConfig:
     embedding_norm: bool = _key(_bool, False)  # a norm over the embeddings before layer 0 (BLOOM)
     qk_norm: str = _key(_qk_norm, "none")
     position: str = _key(_enum(POSITIONS), "learned")
+    position_offset: int = _key(_int(0), 0)  # learned table rows before position 0 (OPT, BioGPT: 2)
     rope_theta: float = _key(_number(), 10000.0)
     rotary_fraction: float = _key(_number(1.0), 1.0)  # share of each head's dims RoPE rotates
     rope_layers: tuple[bool, ...] | None = _key(_optional(_pattern(_bool)), None)  # false: NoPE layer

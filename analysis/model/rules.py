@@ -33,6 +33,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "rope_layers": (lambda c: c.position == "rope", "position: rope"),
     "rotary_fraction": (lambda c: c.position == "rope" and c.attention != "mla",
                         "position: rope, with attention other than mla"),
+    "position_offset": (lambda c: c.position == "learned", "position: learned"),
     "relative_buckets": (lambda c: c.position == "relative", "position: relative"),
     "relative_max_distance": (lambda c: c.position == "relative", "position: relative"),
     "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers or step > 1)"),

@@ -119,6 +119,7 @@ _TOP_NAMES = {
     "norm_f": "norm/final", "layer_norm": "norm/final", "w": "embedding/token", "layernorm": "norm/final",
     "word_embeddings_layernorm": "norm/embedding",  # BLOOM
     "tokens_embed": "embedding/token", "positions_embed": "embedding/position",  # OpenAI GPT
+    "embed_positions": "embedding/position", "output_projection": "lm_head",  # OPT, BioGPT
 }
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
 _VISUAL = re.compile(r"(?:^|\.)visual(?:\.|$)")  # Qwen-VL's vision tower

@@ -13,8 +13,10 @@ breakdown keys (``layers.<i>.`` dropped, '.' read as '/'): ``embedding.token``,
 
 Conventions:
 - positions: ``learned`` and ``sinusoidal`` (Vaswani: sin on even, cos on odd dimensions)
-  are added to the token embeddings; ``rope`` rotates q and k (rotate-half, base
-  ``rope_theta``); ``alibi`` adds ``-slope_h * (i - j)`` to the scores (Press et al. slopes);
+  are added to the token embeddings (a learned table holds ``position_offset`` rows before
+  position 0: position ``i`` reads row ``i + position_offset``, as OPT and BioGPT do);
+  ``rope`` rotates q and k (rotate-half, base ``rope_theta``); ``alibi`` adds
+  ``-slope_h * (i - j)`` to the scores (Press et al. slopes);
   ``relative`` adds a learned T5 bias from unidirectional buckets of ``i - j``, one table
   (relative_buckets, n_heads) shared by all layers. Tables are float64 buffers, computed once
   and cast to the activations' dtype when used; none is a parameter.
@@ -208,7 +210,7 @@ class Transformer(nn.Module):
         d, V, ctx_len = cfg.d_model, cfg.vocab_size, cfg.context_length
         embedding = {"token": nn.Embedding(V, d)}
         if cfg.position == "learned":
-            embedding["position"] = nn.Embedding(ctx_len, d)
+            embedding["position"] = nn.Embedding(ctx_len + cfg.position_offset, d)  # offset rows first
         elif cfg.position == "relative":
             embedding["position"] = nn.Embedding(cfg.relative_buckets, cfg.n_heads)
         self.embedding = nn.ModuleDict(embedding)
@@ -295,7 +297,7 @@ class Transformer(nn.Module):
             x = x * cfg.embedding_scale
         qpos = torch.arange(start_pos, start_pos + S, device=tokens.device)
         if cfg.position == "learned":
-            x = x + self.embedding["position"](qpos)
+            x = x + self.embedding["position"](qpos + cfg.position_offset if cfg.position_offset else qpos)
         elif cfg.position == "sinusoidal":
             x = x + self.sinusoid[qpos].to(x.dtype)
         if "embedding" in self.norm:
