@@ -377,6 +377,14 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
     # embedding_norm
     "bloom": ("bigscience/bloom-560m", dict(
         vocab_size=250880, hidden_size=1024, n_layer=24, n_head=16, tie_word_embeddings=True), 559_214_592),
+    # the Mamba-1 mixer (129,135,360: transformers' own count of mamba-130m's config)
+    "mamba": ("state-spaces/mamba-130m-hf", dict(
+        vocab_size=50280, hidden_size=768, num_hidden_layers=24, state_size=16, expand=2, conv_kernel=4,
+        time_step_rank=48, tie_word_embeddings=True), 129_135_360),
+    "falcon_mamba": ("tiiuae/falcon-mamba-7b", dict(
+        vocab_size=65024, hidden_size=4096, num_hidden_layers=64, state_size=16, expand=2, conv_kernel=4,
+        time_step_rank=256, use_bias=False, use_conv_bias=True, tie_word_embeddings=False, mixer_rms_eps=1e-6),
+        None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).

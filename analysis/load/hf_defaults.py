@@ -574,7 +574,14 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         f"{_COMMON} layer_norm_epsilon hidden_dropout attention_dropout pretraining_tp slow_but_exact "
         "apply_residual_connection_post_layernorm",
         vocab_size=250880, hidden_size=64, n_layer=2, n_head=8, tie_word_embeddings=True),
+    # -- the Mamba-1 mixer. MambaConfig, FalconMambaConfig (time_step_rank "auto": ceil(hidden_size / 16))
+    "mamba": _config(
+        f"{_COMMON} layer_norm_epsilon residual_in_fp32 time_step_scale time_step_min time_step_max "
+        "time_step_init_scheme time_step_floor rescale_prenorm_residual use_mambapy use_associative_scan",
+        vocab_size=50280, hidden_size=768, state_size=16, num_hidden_layers=32, expand=2, conv_kernel=4,
+        use_bias=False, use_conv_bias=True, hidden_act="silu", time_step_rank="auto", tie_word_embeddings=True),
 }
+DEFAULTS["falcon_mamba"] = {**DEFAULTS["mamba"], "mixer_rms_eps": Default(1e-6, False)}
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers
 DEFAULTS.update({

@@ -29,6 +29,8 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   transformers 5 caches what llmcalc counts, the normed latent and the rotated shared RoPE key
   (``kv_lora_rank + qk_rope_head_dim`` per token), and decompresses every cached key through
   ``kv_b`` at each step (llmcalc counts ``kv_b`` over keys too); no convention to translate.
+  Mamba: transformers' cache keeps per layer the last ``conv_kernel`` conv inputs and the SSM state,
+  llmcalc's state exactly; its bytes join the KV bytes.
 
 Module names that map to no llmcalc component (a model type whose names this file does not
 know) are not guessed: their parameters and FLOPs are compared, together, with the llmcalc
@@ -99,6 +101,11 @@ _LAYER_NAMES = {
     # Apertus: its norms, and xIELU's learned scalars (alpha_p, alpha_n; the buffers beta, eps)
     "attention_layernorm": "norm/attention", "feedforward_layernorm": "norm/mlp", "act_fn": "mlp/act",
 }
+# the Mamba mixer (transformers' MambaMixer, FalconMambaMixer): its parts; its own ops are the conv
+# (F.conv1d on conv1d's weight), dt_proj (its weight times dt) and the scan
+_MAMBA_NAMES = {"in_proj": "mamba/in_proj", "conv1d": "mamba/conv1d", "x_proj": "mamba/x_proj",
+                "dt_proj": "mamba/dt_proj", "out_proj": "mamba/out_proj", "A_log": "mamba/A_log", "D": "mamba/D",
+                "mixer": "mamba/conv1d+dt_proj+scan"}
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
@@ -108,6 +115,7 @@ _TOP_NAMES = {
     "final_layernorm": "norm/final", "lm_head": "lm_head", "embed_out": "lm_head",
     "norm_f": "norm/final", "layer_norm": "norm/final", "w": "embedding/token", "layernorm": "norm/final",
     "word_embeddings_layernorm": "norm/embedding",  # BLOOM
+    "embeddings": "embedding/token",  # Mamba
 }
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
 _VISUAL = re.compile(r"(?:^|\.)visual(?:\.|$)")  # Qwen-VL's vision tower
@@ -200,13 +208,17 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     m = _LAYER_PATH.match(path)
     if m is None:  # outside the decoder layers
         last = path.rpartition(".")[2]
-        return _TOP_NAMES.get(last, "model" if not path or last in ("model", "transformer", "gpt_neox")
+        return _TOP_NAMES.get(last, "model" if not path or last in ("model", "transformer", "gpt_neox", "backbone")
                               else f"?{path}")
     local = m.group(1) or ""
     parts = local.split(".") if local else []
     if not parts:
         return "layer"
     last = parts[-1]
+    if parts[0] == "mixer" and len(parts) <= 2 and last in _MAMBA_NAMES:  # a mamba layer's mixer
+        return _MAMBA_NAMES[last]
+    if parts == ["norm"]:  # a mamba layer's one norm, before its mixer
+        return "norm/attention"
     if "shared_expert_gate" in last:
         return "moe/shared_expert_gate"
     if any(p.startswith("shared_expert") or p == "shared_mlp" for p in parts):  # shared_mlp: GraniteMoeShared
@@ -321,12 +333,16 @@ def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int
 def measure_kv_bytes(model: torch.nn.Module, batch: int, prefill: int) -> int:
     """Bytes of the key and value tensors of the cache transformers fills during a prefill."""
     out = model(**_inputs(batch, prefill), use_cache=True, logits_to_keep=1)
-    cache = out.past_key_values
+    cache = out.past_key_values if hasattr(out, "past_key_values") else out.cache_params  # Mamba: cache_params
     total = 0
     for layer in cache.layers:
         for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
             if isinstance(t, torch.Tensor):
                 total += t.numel() * t.element_size()
+        for states in (getattr(layer, "conv_states", None), getattr(layer, "recurrent_states", None)):
+            for t in (states or {}).values():  # a recurrent layer's state (Mamba: conv and SSM)
+                if isinstance(t, torch.Tensor):
+                    total += t.numel() * t.element_size()
     return total
 
 
@@ -335,6 +351,9 @@ def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str
     prefill of ``S`` tokens a sliding layer holds ``min(S, W - 1)`` tokens, a full one ``S``."""
     total = 0
     for group, block in build(cfg).blocks:
+        if group.spec.recurrent:  # a state per sequence: transformers keeps the same (conv inputs, SSM state)
+            total += group.count * batch * block.recurrent.state_values * bytes_per(dtype)
+            continue
         per_token = block.attention.kv_values_per_token
         window = group.spec.window
         cached = prefill if window is None else min(prefill, window - 1)
