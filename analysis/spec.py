@@ -52,6 +52,7 @@ APPLIES = {
     "chunk": ("prefill",),
     "past": ("prefill",),
     "kv_dtype": ("prefill", "decode"),  # training keeps no KV cache
+    "state_dtype": ("prefill", "decode"),  # nor a recurrent state
 }
 
 
@@ -209,6 +210,7 @@ class RunSpec:
     dtype: str | None = None  # compute dtype
     weights_dtype: str | None = None
     kv_dtype: str | None = None
+    state_dtype: str | None = None  # a recurrent layer's state (None: the KV dtype)
     chunk: int | None = None  # chunked prefill: C tokens per chunk
     optimizer: str = "adam"
     past: int = 0  # prefill: tokens already cached, the pass runs positions past..seq-1 (one chunk)
@@ -222,7 +224,8 @@ class RunSpec:
                                      ("recompute", self.recompute, RECOMPUTE),
                                      ("dtype", self.dtype, (None, *FLOAT_DTYPES)),
                                      ("weights_dtype", self.weights_dtype, (None, *DTYPE_BITS, *WEIGHT_FORMATS)),
-                                     ("kv_dtype", self.kv_dtype, (None, *DTYPE_BITS))):
+                                     ("kv_dtype", self.kv_dtype, (None, *DTYPE_BITS)),
+                                     ("state_dtype", self.state_dtype, (None, *DTYPE_BITS))):
             _check_choice(name, value, choices)
         for name in ("causal", "all_logits", "logits"):
             if not isinstance(getattr(self, name), bool):
@@ -255,7 +258,8 @@ class RunSpec:
         return dataclasses.replace(
             self, seq=self.seq or cfg.context_length, dtype=dtype,
             weights_dtype=self.weights_dtype or (cfg.dtype if stored else dtype),
-            kv_dtype=self.kv_dtype or (None if train else dtype))
+            kv_dtype=self.kv_dtype or (None if train else dtype),
+            state_dtype=self.state_dtype or (None if train else self.kv_dtype or dtype))
 
     def replace(self, **changes) -> "RunSpec":
         return dataclasses.replace(self, **changes)

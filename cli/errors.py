@@ -33,6 +33,7 @@ LINE = 1000  # characters of an error line: room for every message llmcalc write
 FLAGS = {"mode": "--mode", "seq": "--seq", "batch": "--batch", "attention": "--attention", "causal": "--causal",
          "recompute": "--recompute", "all_logits": "--all-logits", "dtype": "--dtype",
          "weights_dtype": "--weights-dtype", "kv_dtype": "--kv-dtype", "chunk": "--chunk", "optimizer": "--optimizer",
+         "state_dtype": "--state-dtype",
          "layout.tp": "--tp", "layout.pp": "--pp", "layout.dp": "--dp", "layout.ep": "--ep", "layout.cp": "--cp",
          "layout.zero": "--zero", "layout.sp": "--sp", "global_batch": "--global-batch", "gpus": "--gpus",
          "lora": "--lora-rank", "lora.rank": "--lora-rank", "lora.alpha": "--lora-alpha",

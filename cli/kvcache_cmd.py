@@ -18,6 +18,7 @@ from .options import (
     Json,
     KvDtype,
     Models,
+    StateDtype,
     WeightsDtype,
     output_format,
     seqs_option,
@@ -31,6 +32,7 @@ def kvcache(
                                                  "Default: the model's context length.")] = None,
     batch: Batches = ONE,
     kv_dtype: KvDtype = None,
+    state_dtype: StateDtype = None,
     budget: Budget = None,
     dtype: Dtype = None,
     weights_dtype: WeightsDtype = None,
@@ -53,11 +55,13 @@ def kvcache(
     rows, out, groups = [], [], []
     fmt_bytes = count if exact else iec
     for cfg, s, b in workloads(load_models(models), seq, batch):
-        run = RunSpec("decode", s, b, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype).resolve(cfg)
+        run = RunSpec("decode", s, b, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+                      state_dtype=state_dtype).resolve(cfg)
         c = kv_cache(cfg, run)
         item = {"model": cfg.name, "seq_len": s, "batch": b, "kv_dtype": run.kv_dtype,
                 "cached_tokens": c.cached_tokens, "bytes_per_token": c.bytes_per_token,
                 "bytes": c.bytes, "bytes_per_layer": c.bytes_per_layer,
+                "kv_bytes": c.kv_bytes, "state_bytes": c.state_bytes, "state_dtype": run.state_dtype,
                 "layer_groups": [group_json(g.group, cached_tokens=g.cached_tokens,
                                             bytes_per_token=g.bytes_per_token, bytes=g.bytes)
                                  for g in c.groups]}
@@ -74,10 +78,10 @@ def kvcache(
             free = budget - weights
             item.update(budget=budget, weights_dtype=run.weights_dtype, weights_bytes=weights,
                         max_batch=fit(cfg, serving, budget).max_batch,
-                        max_tokens=max(free, 0) // c.bytes_per_token)
+                        max_tokens=max(free, 0) // c.bytes_per_token if c.bytes_per_token else None)
             row += [fmt_bytes(weights) + f" ({run.weights_dtype})",
                     count(item["max_batch"]) if free > 0 else "weights do not fit",
-                    count(item["max_tokens"]) if free > 0 else "-"]
+                    count(item["max_tokens"]) if free > 0 and item["max_tokens"] is not None else "-"]
         out.append(item)
         rows.append(row)
     several = len(batch) > 1

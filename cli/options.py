@@ -165,6 +165,9 @@ WeightsDtype = Annotated[Optional[Literal[(*DTYPE_BITS, *WEIGHT_FORMATS)]], type
     "inference.")]
 KvDtype = Annotated[Optional[Literal[tuple(DTYPE_BITS)]], typer.Option(
     "--kv-dtype", help="KV-cache dtype (default: the compute dtype).", rich_help_panel=DTYPES)]
+StateDtype = Annotated[Optional[Literal[tuple(DTYPE_BITS)]], typer.Option(
+    "--state-dtype", help="Recurrent (mamba) layers' state dtype (default: the KV-cache dtype).",
+    rich_help_panel=DTYPES)]
 
 Tp = Annotated[int, _count_option("--tp", "Tensor-parallel GPUs (Megatron: heads, FFN width and vocabulary "
                                   "split).", LAYOUT)]

@@ -79,6 +79,9 @@ VARIANTS = {  # together every config key and value
                        "step": 2}},
     "opt": {"position": "learned", "position_offset": 2, "activation": "relu", "qkv_bias": True, "out_bias": True,
             "mlp_bias": True, "tie_embeddings": True},
+    "mamba": {"position": "none", "norm": "rmsnorm", "d_ff": 0, "layer_types": ["mamba"], "tie_embeddings": True,
+              "mamba": {"d_state": 4, "d_conv": 3, "expand": 2, "dt_rank": 5, "conv_bias": True, "proj_bias": True,
+                        "mixer_norms": True}},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
@@ -169,6 +172,31 @@ def _vision(draw):
         v["image_size"] = p.get("merge", 1) * patch
     v["projector"] = p
     return v
+
+
+def _mamba_layers(draw, raw):
+    """Mamba layers (every one, or mixed into the layer types), their mapping, maybe no FFN (d_ff 0)."""
+    types = raw.get("layer_types") or []
+    raw["layer_types"] = draw(st.sampled_from([["mamba"], ["mamba", *types]]))  # layer 0 is a mamba layer
+    if "sliding" not in raw["layer_types"]:
+        raw.pop("sliding_window", None)
+    raw["mamba"] = {k: draw(v) for k, v in (("d_state", st.integers(1, 8)), ("d_conv", st.integers(1, 4)),
+                                             ("expand", st.integers(1, 2)), ("dt_rank", st.integers(1, 6)),
+                                             ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
+                                             ("mixer_norms", st.booleans())) if draw(st.booleans())}
+    raw["parallel_block"] = False
+    raw.pop("parallel_norms", None)
+    attends = any(t != "mamba" for t in raw["layer_types"][:raw["n_layers"]])
+    if not attends and "attention" in (raw.get("quant_skip") or ()):  # no attention linear to skip
+        raw["quant_skip"] = ["lm_head"]
+    if not attends and raw["position"] in ("rope", "alibi", "relative"):
+        raw["position"] = "none"
+        for key in ("rope_theta", "rope_layers", "rotary_fraction", "relative_buckets", "relative_max_distance"):
+            raw.pop(key, None)
+    if draw(st.booleans()):  # no FFN in any layer
+        raw["d_ff"] = 0
+        for key in ("moe", "activation", "mlp_bias"):
+            raw.pop(key, None)
 
 
 @st.composite
@@ -264,6 +292,8 @@ def valid_configs(draw):
         raw["mlp_bias"] = draw(st.booleans())
     if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
         raw["position_offset"] = draw(st.integers(0, 3))
+    if draw(st.integers(0, 3)) == 0:  # mamba layers, alone or beside attention ones, with or without FFN
+        _mamba_layers(draw, raw)
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
     optional = [k for k in raw if k not in REQUIRED]
     for key in draw(st.lists(st.sampled_from(optional), unique=True)):

@@ -19,7 +19,6 @@ CONFIGS = {
     # abeja/gpt-neox-japanese-2.7b's shapes (GPTNeoXJapaneseConfig's defaults); the total is transformers'
     "gpt_neox_japanese": (dict(vocab_size=32000, hidden_size=2560, num_hidden_layers=32, num_attention_heads=32,
                                intermediate_multiple_size=4, max_position_embeddings=2048), None),
-    "mamba": (dict(vocab_size=50280, hidden_size=768, num_hidden_layers=24, state_size=16), 129_135_360),  # 130m
     "rwkv": (dict(vocab_size=1000, hidden_size=64, num_hidden_layers=3, context_length=128), None),  # untied head
     "xlstm": (dict(vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_heads=4), None),
 }
@@ -118,9 +117,9 @@ def test_csv_rows_are_the_modules(tmp_path, run):
     ["params", "gpt2-small"], ["params", "--lora-rank", "8"],
 ])
 def test_other_commands_refuse_it_in_one_line(tmp_path, run, args):
-    path = _write(tmp_path, "mamba")
+    path = _write(tmp_path, "rwkv")
     line = error_line(run(args[0], path, *args[1:]))
-    assert "key 'model_type': 'mamba' has no llmcalc mapper, so only `llmcalc params` counts it" in line
+    assert "key 'model_type': 'rwkv' has no llmcalc mapper, so only `llmcalc params` counts it" in line
     assert "Models without a mapper" in line
 
 

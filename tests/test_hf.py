@@ -406,6 +406,14 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
     "biogpt": ("microsoft/biogpt", dict(
         vocab_size=42384, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
         hidden_act="gelu", max_position_embeddings=1024, scale_embedding=True), None),
+    # the Mamba-1 mixer (129,135,360: transformers' own count of mamba-130m's config)
+    "mamba": ("state-spaces/mamba-130m-hf", dict(
+        vocab_size=50280, hidden_size=768, num_hidden_layers=24, state_size=16, expand=2, conv_kernel=4,
+        time_step_rank=48, tie_word_embeddings=True), 129_135_360),
+    "falcon_mamba": ("tiiuae/falcon-mamba-7b", dict(
+        vocab_size=65024, hidden_size=4096, num_hidden_layers=64, state_size=16, expand=2, conv_kernel=4,
+        time_step_rank=256, use_bias=False, use_conv_bias=True, tie_word_embeddings=False, mixer_rms_eps=1e-6),
+        None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).

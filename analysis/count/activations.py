@@ -66,6 +66,7 @@ come from the config; for GPT-2 with eager attention in bf16 the two agree exact
 
 from typing import NamedTuple
 
+from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
 from ..model.layers import LayerGroup, layer_specs
@@ -105,11 +106,16 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
     post_norms = placement in ("sandwich", "post_branch")
 
     def attn(x: str) -> None:
-        layer.attention.saves(tape, spec, batch, seq, kind, x)
+        if spec.recurrent:  # the mamba mixer (analysis.model.mamba)
+            layer.recurrent.saves(tape, batch, seq, x)
+        else:
+            layer.attention.saves(tape, spec, batch, seq, kind, x)
         if post_norms:
             tape.norm("norm/attention_post", None, T, d)
 
     def ffn(x: str) -> None:
+        if spec.ffn is None:  # no FFN (and no norm around it)
+            return
         layer.ffn.saves(tape, T, x)
         if post_norms:
             tape.norm("norm/mlp_post", None, T, d)
@@ -117,7 +123,8 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
     if placement == "post":
         attn("x")
         ffn(tape.norm("norm/attention", None, T, d))
-        tape.norm("norm/mlp", None, T, d)
+        if spec.ffn is not None:
+            tape.norm("norm/mlp", None, T, d)
     elif placement == "post_branch":
         attn("x")
         ffn("x + attention")
@@ -128,7 +135,8 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
         ffn(h_mlp)
     else:
         attn(tape.norm("norm/attention", None, T, d))
-        ffn(tape.norm("norm/mlp", None, T, d))
+        if spec.ffn is not None:
+            ffn(tape.norm("norm/mlp", None, T, d))
     return {k: v for k, v in tape.bytes.items() if v}
 
 
@@ -139,7 +147,8 @@ def _masks(cfg: ModelConfig, seq: int, attention: str, b: int) -> int:
     position = POSITIONS[cfg.position]
     biased = position.score_bias  # a bias per head
     eager = attention == "eager" or position.learned_bias
-    keys = {tuple(w if w is not None and w < seq else None for w in s.span) for s in layer_specs(cfg)}
+    keys = {tuple(w if w is not None and w < seq else None for w in s.span) for s in layer_specs(cfg)
+            if not s.recurrent}
     n = sum(1 for w in keys if eager or biased or w != (None, None))
     return n * (cfg.n_heads if biased else 1) * seq * seq * b
 
@@ -150,12 +159,15 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     check_arguments(cfg, run)
     run.one_device("activation_bytes")
     run = run.resolve(cfg)
+    if run.lora is not None and cfg.has_mamba:
+        raise SpecError("lora", "adapters on a model with mamba layers are not modeled")
     batch, seq, attention, full = run.batch, run.seq, run.attention, run.recompute == "full"
     selective = core_recomputed(cfg, run)
     b = bytes_per(run.dtype)
     T, d = batch * seq, cfg.d_model
     model = build(cfg)
-    rope_dims = model.blocks[0][1].attention.rope_dims  # every layer has the model's attention kind
+    # every attention layer has the model's attention kind (recurrent layers have no RoPE)
+    rope_dims = next((b.attention.rope_dims for g, b in model.blocks if not g.spec.recurrent), 0)
     rope = 2 * seq * rope_dims * b if any(g.spec.rope for g, _ in model.blocks) else 0
     masks = _masks(cfg, seq, attention, b)
     comps: dict[str, int] = {}

@@ -26,6 +26,7 @@ Conventions (README "FLOPs"):
 
 from typing import NamedTuple
 
+from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.attention import temperature_ops
 from ..model.config import ModelConfig
@@ -85,7 +86,12 @@ FAMILIES = ("attn proj", "attn scores+values", "mlp", "lm head")
 
 
 def family(key: str) -> str:
-    """``attention/q`` -> ``attn proj``; ``moe/experts`` -> ``mlp``; ``lm_head`` -> ``lm head``."""
+    """``attention/q`` -> ``attn proj``; ``moe/experts`` -> ``mlp``; ``lm_head`` -> ``lm head``. A mamba
+    mixer stands where attention does: its linears are ``attn proj``, its conv and scan ``attn scores+values``."""
+    if key in ("mamba/conv1d", "mamba/scan"):
+        return "attn scores+values"
+    if key.startswith("mamba/"):
+        return "attn proj"
     if key in SCORES_VALUES:
         return "attn scores+values"
     return {"attention": "attn proj", "mlp": "mlp", "moe": "mlp"}.get(key.split("/")[0], key.replace("_", " "))
@@ -151,6 +157,9 @@ def layer_matmul(layer: Block, run: RunSpec) -> dict[str, int]:
         _add(out, m.key, 2 * rows * m.d_in * m.d_out)
         if m.key in lora:
             _add(out, m.key + "/lora", 2 * rows * run.lora.rank * (m.d_in + m.d_out))
+    if layer.spec.recurrent:  # the mamba mixer's conv and scan (analysis.model.mamba)
+        out.update(layer.recurrent.matmul(run.batch, run.query_len, run.seq - run.query_len))
+        return out
     attn = layer.attention
     pairs = run.batch * attn.heads * attended_pairs(layer.spec, run)
     out["attention/scores"] = 2 * pairs * attn.score_dim
@@ -163,6 +172,8 @@ def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
     cfg, T = layer.cfg, run.tokens
     ops = [Op("norm", T * n.size * n.rows, norm_cost(cfg.norm, n.weight, n.bias), 2) for n in layer.norms()]
     ops += [Op("bias", linear_rows(m, layer, run) * m.d_out * m.active, 1, 0) for m in layer.linears() if m.bias]
+    if layer.spec.recurrent:
+        return _recurrent_ops(layer, run, ops)
     attn = layer.attention
     scores = run.batch * attn.heads * attended_pairs(layer.spec, run)
     ops.append(Op("attention/scale", scores, SCORE_SCALE_COST, 2, True))
@@ -179,12 +190,29 @@ def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
     if layer.spec.rope:
         ops.append(Op("attention/rope", T * attn.rope_elements_per_token, ROPE_COST, 2))
     ops += temperature_ops(cfg, layer.spec, T)
-    ops += layer.ffn.ops(T)
+    for ffn in layer.ffns:
+        ops += ffn.ops(T)
     lora = adapted(cfg, run.lora)
     if lora:  # an adapter's output scaled by alpha / r and added to the base's
         ops += [Op("lora", linear_rows(m, layer, run) * m.d_out * m.active, 2, 3) for m in layer.linears()
                 if m.key in lora]
-    ops.append(Op("residual", 2 * T * cfg.d_model, 1, 3))  # two adds, each reads two and writes one
+    # two adds (one without an FFN), each reads two and writes one
+    ops.append(Op("residual", (1 + len(layer.ffns)) * T * cfg.d_model, 1, 3))
+    return ops
+
+
+def _recurrent_ops(layer: Block, run: RunSpec, ops: list[Op]) -> list[Op]:
+    """A recurrent layer's elementwise ops after its norms and biases: the mixer's, the FFN's (if any),
+    LoRA's, and one residual add per branch."""
+    cfg, T = layer.cfg, run.tokens
+    ops += layer.recurrent.ops(T)
+    for ffn in layer.ffns:
+        ops += ffn.ops(T)
+    lora = adapted(cfg, run.lora)
+    if lora:
+        ops += [Op("lora", linear_rows(m, layer, run) * m.d_out * m.active, 2, 3) for m in layer.linears()
+                if m.key in lora]
+    ops.append(Op("residual", (1 + len(layer.ffns)) * T * cfg.d_model, 1, 3))
     return ops
 
 
@@ -256,6 +284,8 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     check_arguments(cfg, run)
     run.one_device("count_flops")
     run = run.resolve(cfg)
+    if run.lora is not None and cfg.has_mamba:
+        raise SpecError("lora", "adapters on a model with mamba layers are not modeled")
     model = build(cfg)
     layers_mm: dict[str, int] = {}
     layers_ew: dict[str, int] = {}
@@ -278,7 +308,7 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     if run.lora is not None:  # frozen: the base linears and the head compute input gradients only
         for key in frozen_keys(cfg):
             bwd_mm[key] = fwd_mm[key]
-    if run.attention == "flash" and not POSITIONS[cfg.position].learned_bias:
+    if run.attention == "flash" and not POSITIONS[cfg.position].learned_bias and "attention/scores" in fwd_mm:
         # scores recomputed from the saved log-sum-exp. A learned T5 bias needs its
         # gradient, which fused kernels do not give: such models run eager attention.
         bwd_mm["attention/scores"] += fwd_mm["attention/scores"]
@@ -287,7 +317,7 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
         _accumulate(bwd_mm, layers_mm)
         _accumulate(bwd_ew, layers_ew)
     elif core_recomputed(cfg, run):
-        _accumulate(bwd_mm, {k: layers_mm[k] for k in CORE_MATMULS})
+        _accumulate(bwd_mm, {k: layers_mm[k] for k in CORE_MATMULS if k in layers_mm})
         _accumulate(bwd_ew, core_ew)
     return FlopReport(run, forward, FlopBreakdown(bwd_mm, bwd_ew), tuple(groups))
 
@@ -309,6 +339,8 @@ def approximations(cfg: ModelConfig, run: RunSpec) -> Approximations:
     # H*Q is the query width; T the keys (decode: the cached keys of each layer)
     attn = 0
     for group, block in build(cfg).blocks:
+        if group.spec.recurrent:  # no attention
+            continue
         kind = block.attention
         attn += group.count * kind.heads * kind.score_dim * attended_keys(group.spec, run)
     attn *= 12 if run.mode == "train" else 4

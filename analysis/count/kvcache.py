@@ -5,6 +5,10 @@ values; ``mla``: the latent and the shared RoPE key, ``kv_lora_rank + qk_rope_he
 for ``min(seq, W)`` tokens on a sliding layer (a rolling buffer of W slots, Mistral) and
 ``seq`` on a full one: ``sum over layers of B * cached_l * values_l * bytes(kv_dtype)``.
 GQA/MQA shrink it through ``g = n_kv_heads``.
+
+A recurrent layer (``mamba``) keeps a **state** per sequence instead, constant in the sequence
+length: ``B * E * (d_conv + d_state)`` values in ``run.state_dtype`` (default: the KV dtype).
+``bytes`` is KV plus state; ``kv_bytes`` and ``state_bytes`` give each.
 """
 
 from typing import NamedTuple
@@ -21,7 +25,8 @@ class GroupCache(NamedTuple):
     group: LayerGroup
     cached_tokens: int  # per sequence, in each layer of the group
     bytes_per_token: int  # one layer
-    bytes: int  # one layer, all sequences
+    bytes: int  # one layer, all sequences (KV, or a recurrent layer's state)
+    state_bytes: int = 0  # one layer, all sequences: a recurrent layer's state
 
 
 class KVCache(NamedTuple):
@@ -33,6 +38,13 @@ class KVCache(NamedTuple):
     bytes_per_token: int  # every layer's cache entry for one token (no window binding)
     bytes: int
     groups: tuple[GroupCache, ...]
+    state_bytes: int = 0  # the recurrent layers' states (in ``bytes`` too)
+    state_dtype: str | None = None
+
+    @property
+    def kv_bytes(self) -> int:
+        """The attention layers' KV alone."""
+        return self.bytes - self.state_bytes
 
     @property
     def bytes_per_layer(self) -> int:
@@ -48,10 +60,16 @@ def kv_cache(cfg: ModelConfig, run: RunSpec = RunSpec(mode="decode")) -> KVCache
         raise SpecError("mode", "train keeps no KV cache: kv_cache sizes a prefill or a decode step")
     run = run.resolve(cfg)
     groups = []
+    state_dtype = run.state_dtype or run.kv_dtype
     for group, block in build(cfg).blocks:
+        if group.spec.recurrent:  # a state per sequence, whatever the length
+            state = run.batch * weight_bytes(block.recurrent.state_values, state_dtype)
+            groups.append(GroupCache(group, 0, 0, state, state))
+            continue
         per_token = weight_bytes(block.attention.kv_values_per_token, run.kv_dtype)
         cached = group.spec.cached(run.seq)
         groups.append(GroupCache(group, cached, per_token, run.batch * cached * per_token))
     per_token = sum(g.bytes_per_token * g.group.count for g in groups)
     return KVCache(run.seq, run.batch, run.kv_dtype, cfg.n_layers, max(g.cached_tokens for g in groups),
-                   per_token, sum(g.bytes * g.group.count for g in groups), tuple(groups))
+                   per_token, sum(g.bytes * g.group.count for g in groups), tuple(groups),
+                   sum(g.state_bytes * g.group.count for g in groups), state_dtype)

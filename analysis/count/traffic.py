@@ -31,6 +31,7 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
 
 from __future__ import annotations
 
+from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
 from ..model.formats import FORMATS
@@ -88,6 +89,9 @@ def _attention_bytes(layer: Block, run: RunSpec, b: int, kv: int) -> dict[str, i
 
 def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
     """Forward bytes of one layer, by component (``run`` resolved)."""
+    if layer.spec.recurrent:
+        raise SpecError("mode", f"bytes moved by {layer.spec.attention} layers are not modeled yet (time and "
+                                "roofline refuse them)")
     b, T = bytes_per(run.dtype), run.tokens
     kv = b if run.mode == "train" else bytes_per(run.kv_dtype)
     out: dict[str, int] = {}

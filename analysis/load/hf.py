@@ -1698,6 +1698,40 @@ def _biogpt(r: Raw) -> dict[str, Any]:
         out["embedding_scale"] = math.sqrt(out["d_model"])
     return out
 
+
+# -- the Mamba-1 mixer ----------------------------------------------------------------------------
+
+def _mamba(r: Raw) -> dict[str, Any]:
+    """Mamba (and Falcon-Mamba, whose mixer norms dt, B and C by weightless RMS norms): every layer
+    ``x + mixer(rmsnorm(x))``, no FFN, no positions, a final RMSNorm, the head tied by default. The
+    mixer's width is ``expand * hidden_size``, its dt rank ``time_step_rank`` ("auto":
+    ``ceil(hidden_size / 16)``). Its configs give no context length (the state needs none): 2048, the
+    default ``--seq``. The activation must be SiLU (the mixer's); ``residual_in_fp32``, the time-step
+    initialisation and the scan's implementation (``use_mambapy``, ``use_associative_scan``) change
+    values and speed only."""
+    r.ignore("residual_in_fp32", "time_step_scale", "time_step_min", "time_step_max", "time_step_init_scheme",
+             "time_step_floor", "rescale_prenorm_residual", "use_mambapy", "use_associative_scan",
+             "use_falcon_mambapy", "mixer_rms_eps")
+    if r.get("hidden_act") not in ("silu", "swish"):
+        r.fail("hidden_act", f"the mamba mixer is counted with SiLU, got {brief(r.get('hidden_act'))}")
+    rank = r.get("time_step_rank")
+    mamba: dict[str, Any] = {"d_state": r.size("state_size"), "d_conv": r.size("conv_kernel"),
+                             "expand": r.size("expand"), "conv_bias": r.flag("use_conv_bias"),
+                             "proj_bias": r.flag("use_bias")}
+    if rank != "auto":
+        mamba["dt_rank"] = r.size("time_step_rank")
+    width = r.maybe_size("intermediate_size")  # written by transformers: expand * hidden_size, always
+    if width is not None and width != mamba["expand"] * r.size("hidden_size"):
+        r.fail("intermediate_size", f"must be expand * hidden_size ({mamba['expand'] * r.size('hidden_size')}), "
+                                    f"got {width}")
+    if r.raw.get("model_type") == "falcon_mamba":
+        mamba["mixer_norms"] = True
+    return {"name": _name(r.raw, r.source), "vocab_size": r.size("vocab_size"), "context_length": 2048,
+            "d_model": r.size("hidden_size"), "n_layers": r.size("num_hidden_layers", maximum=MAX_LAYERS),
+            "n_heads": 1, "d_ff": 0, "layer_types": ["mamba"], "mamba": mamba, "norm": "rmsnorm",
+            "position": "none", "tie_embeddings": r.flag("tie_word_embeddings"), "dtype": _dtype(r, "bf16")}
+
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
@@ -1733,6 +1767,8 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt_neo": _gpt_neo, "dbrx": _dbrx, "openai-gpt": _openai_gpt, "nanochat": _nanochat,
     # position_offset
     "opt": _opt, "biogpt": _biogpt,
+    # the Mamba-1 mixer
+    "mamba": _mamba, "falcon_mamba": _mamba,
 }
 # REJECTED keys a family's mapper reads (chunked attention: Llama 4)
 _READS_REJECTED = {"llama4_text": ("attention_chunk_size",)}

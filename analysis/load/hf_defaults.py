@@ -624,7 +624,14 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         vocab_size=42384, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
         hidden_act="gelu", max_position_embeddings=1024, scale_embedding=True, tie_word_embeddings=True,
         pad_token_id=_null(1)),
+    # -- the Mamba-1 mixer. MambaConfig, FalconMambaConfig (time_step_rank "auto": ceil(hidden_size / 16))
+    "mamba": _config(
+        f"{_COMMON} layer_norm_epsilon residual_in_fp32 time_step_scale time_step_min time_step_max "
+        "time_step_init_scheme time_step_floor rescale_prenorm_residual use_mambapy use_associative_scan",
+        vocab_size=50280, hidden_size=768, state_size=16, num_hidden_layers=32, expand=2, conv_kernel=4,
+        use_bias=False, use_conv_bias=True, hidden_act="silu", time_step_rank="auto", tie_word_embeddings=True),
 }
+DEFAULTS["falcon_mamba"] = {**DEFAULTS["mamba"], "mixer_rms_eps": Default(1e-6, False)}
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers
 DEFAULTS.update({

@@ -29,6 +29,7 @@ from .attention import ATTENTION, AttentionKind, rope_norms
 from .config import ModelConfig
 from .ffn import FFN, FFNKind
 from .layers import LayerGroup, LayerSpec, layer_plan
+from .mamba import Mamba
 from .parts import Linear, Norm, Table, Vector, make_norm
 from .vision import Vision, build_vision
 
@@ -53,20 +54,47 @@ class Block:
 
     @property
     def attention(self) -> AttentionKind:
+        if self.spec.recurrent:
+            raise ValueError(f"a {self.spec.attention} layer has no attention")
         return ATTENTION[self.spec.attention](self.cfg)
 
     @property
+    def mixer(self) -> AttentionKind | Mamba:
+        """The layer's mixer: its attention kind, or a recurrent kind (:mod:`.mamba`)."""
+        return MIXERS[self.spec.attention](self.cfg) if self.spec.recurrent else self.attention
+
+    @property
+    def recurrent(self) -> Mamba:
+        """The layer's recurrent mixer (ValueError on an attention layer)."""
+        if not self.spec.recurrent:
+            raise ValueError(f"a {self.spec.attention} layer has no recurrent mixer")
+        return MIXERS[self.spec.attention](self.cfg)
+
+    @property
     def ffn(self) -> FFNKind:
+        if self.spec.ffn is None:
+            raise ValueError("the layer has no FFN")
         return FFN[self.spec.ffn](self.cfg)
 
+    @property
+    def ffns(self) -> list[FFNKind]:
+        """The layer's FFN, or none."""
+        return [] if self.spec.ffn is None else [self.ffn]
+
     def linears(self) -> list[Linear]:
-        return self.attention.linears() + self.ffn.linears()
+        return self.mixer.linears() + [m for f in self.ffns for m in f.linears()]
 
     def norms(self) -> list[Norm]:
-        return block_norms(self.cfg) + self.attention.norms() + rope_norms(self.cfg, self.spec)
+        norms = block_norms(self.cfg)
+        if self.spec.ffn is None:  # no FFN: no norm around it
+            norms = [n for n in norms if not n.key.startswith("norm/mlp")]
+        return norms + self.mixer.norms() + rope_norms(self.cfg, self.spec)
 
     def vectors(self) -> list[Vector]:
-        return self.attention.vectors() + self.ffn.vectors()
+        return self.mixer.vectors() + [v for f in self.ffns for v in f.vectors()]
+
+
+MIXERS = {"mamba": Mamba}  # recurrent mixer kinds (layer_types), one descriptor each
 
 
 class Head(NamedTuple):

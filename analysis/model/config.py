@@ -29,7 +29,7 @@ from .sizes import DTYPE_BITS, MAX_INT
 from .variants import ACTIVATIONS, NORMS, POSITIONS
 
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
-LAYER_TYPES = ("full", "sliding", "chunked")
+LAYER_TYPES = ("full", "sliding", "chunked", "mamba")  # mamba: a Mamba-1 mixer in place of attention
 QK_NORMS = ("none", "head", "full", "l2")
 MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
 
@@ -196,6 +196,21 @@ class MLAConfig:
 
 
 @dataclass(frozen=True)
+class MambaConfig:
+    """The Mamba-1 selective-state-space mixer of ``mamba`` layers (transformers' MambaMixer): in_proj
+    d -> 2E (E = expand * d_model), a depthwise causal conv1d of d_conv taps, x_proj E -> dt_rank + 2
+    d_state, dt_proj dt_rank -> E (with bias), A_log (E x d_state), D (E), out_proj E -> d; SiLU."""
+
+    d_state: int = _key(_int(), 16)  # N: the SSM state per channel
+    d_conv: int = _key(_int(), 4)  # K: the depthwise convolution's taps
+    expand: int = _key(_int(), 2)  # E = expand * d_model
+    dt_rank: int | None = _key(_optional(_int()), None)  # None: ceil(d_model / 16)
+    conv_bias: bool = _key(_bool, True)
+    proj_bias: bool = _key(_bool, False)  # biases of in_proj and out_proj
+    mixer_norms: bool = _key(_bool, False)  # weightless RMS norms on dt, B and C (Falcon-Mamba)
+
+
+@dataclass(frozen=True)
 class ProjectorConfig:
     """The multimodal projector, vision features -> the language model's width: an optional norm over
     the tower's width, ``merge x merge`` neighbouring patches concatenated (and, with ``merge_linear``,
@@ -259,7 +274,7 @@ class ModelConfig:
     d_model: int = _key(_int())
     n_layers: int = _key(_int(maximum=MAX_LAYERS))
     n_heads: int = _key(_int())
-    d_ff: int = _key(_int())
+    d_ff: int = _key(_int(0))  # 0: no FFN in any layer (Mamba)
     n_kv_heads: int | None = _key(_optional(_int()), None)
     head_dim: int | None = _key(_optional(_int()), None)
     activation: str = _key(_enum(ACTIVATIONS), "gelu")
@@ -296,6 +311,7 @@ class ModelConfig:
     attn_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 50
     final_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 30
     moe: MoEConfig | None = _key(_mapping(MoEConfig), None)
+    mamba: MambaConfig | None = _key(_mapping(MambaConfig), None)  # the mixer of `mamba` layers
     vision: VisionConfig | None = _key(_mapping(VisionConfig), None)  # a multimodal checkpoint's tower
     dtype: str = _key(_enum((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = _key(_optional(_int()), None)  # a format's block or group (None: its default)
@@ -341,6 +357,34 @@ class ModelConfig:
         if self.moe is None or self.moe.shared_expert_d_ff is None:
             return self.expert_width
         return self.moe.shared_expert_d_ff
+
+    @property
+    def mamba_width(self) -> int:
+        """E, the Mamba mixer's inner width: ``expand * d_model``."""
+        return 0 if self.mamba is None else self.mamba.expand * self.d_model
+
+    @property
+    def dt_rank(self) -> int:
+        """The Mamba mixer's dt rank: ``mamba.dt_rank``, else ``ceil(d_model / 16)``."""
+        if self.mamba is None:
+            return 0
+        return self.mamba.dt_rank if self.mamba.dt_rank is not None else -(-self.d_model // 16)
+
+    @property
+    def has_attention(self) -> bool:
+        """Whether some layer attends (the others are mamba layers)."""
+        return any(t != "mamba" for t in self._used_types)
+
+    @property
+    def has_mamba(self) -> bool:
+        """Whether some layer is a mamba layer."""
+        return "mamba" in self._used_types
+
+    @property
+    def _used_types(self) -> tuple[str, ...]:
+        """The layer types some layer has (``layer_types`` repeats cyclically)."""
+        types = self.layer_types or ("full",)
+        return types[:self.n_layers]
 
     @property
     def norm_has_bias(self) -> bool:

@@ -22,15 +22,27 @@ from typing import NamedTuple
 
 from .config import ModelConfig
 
+RECURRENT = ("mamba",)  # mixer kinds that keep a state per sequence (layer_types names them)
+
 
 class LayerSpec(NamedTuple):
     """What makes one layer differ from another: attention kind, window, RoPE, FFN kind."""
 
-    attention: str  # "mha" | "mla"
-    window: int | None  # sliding window W; None: full causal attention
+    attention: str  # the mixer kind: "mha" | "mla" (attention) or "mamba" (recurrent, RECURRENT)
+    window: int | None  # sliding window W; None: full causal attention (and every recurrent layer)
     rope: bool  # rotates q and k (False: NoPE layer, or no rotary positions)
-    ffn: str  # "dense" | "moe"
+    ffn: str | None  # "dense" | "moe"; None: the layer has no FFN (d_ff 0)
     chunk: int | None = None  # chunked attention C: keys of the query's own chunk only; None: no chunk
+
+    @property
+    def mixer(self) -> str:
+        """The layer's mixer kind (``attention`` holds it): an attention kind or a recurrent one."""
+        return self.attention
+
+    @property
+    def recurrent(self) -> bool:
+        """A recurrent mixer: a state per sequence instead of KV per token."""
+        return self.attention in RECURRENT
 
     def keys_seen(self, kv_len: int) -> int:
         """Keys one query can see out of ``kv_len`` (the query is the last of them): bounded by
@@ -56,7 +68,10 @@ class LayerSpec(NamedTuple):
         if self.chunk is not None:
             window = f"chunked attention {self.chunk:,}"
         rope = "" if self.rope else ", no RoPE"
-        return f"{self.attention} {window}{rope}, {self.ffn} FFN"
+        ffn = "no FFN" if self.ffn is None else f"{self.ffn} FFN"
+        if self.recurrent:
+            return f"{self.attention} mixer, {ffn}"
+        return f"{self.attention} {window}{rope}, {ffn}"
 
     def as_dict(self) -> dict:
         out = {"attention": self.attention, "window": self.window, "rope": self.rope, "ffn": self.ffn}
@@ -83,8 +98,12 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     for i in range(cfg.n_layers):
         window = cfg.sliding_window if types[i % len(types)] == "sliding" else None
         moe = cfg.moe is not None and cfg.moe.is_moe_layer(i)
+        ffn = None if cfg.d_ff == 0 else "moe" if moe else "dense"
+        if types[i % len(types)] in RECURRENT:  # a recurrent mixer: no window, no RoPE
+            specs.append(LayerSpec(types[i % len(types)], None, False, ffn))
+            continue
         chunk = cfg.attention_chunk if types[i % len(types)] == "chunked" else None
-        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], "moe" if moe else "dense", chunk))
+        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk))
     return tuple(specs)
 
 

@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # config.py imports this module to check its copies
 
 def _has_dense_mlp(cfg: ModelConfig) -> bool:
     moe = cfg.moe
+    if cfg.d_ff == 0:  # no FFN at all
+        return False
     return moe is None or moe.first_dense_layers > 0 or moe.step > 1  # layer 0 is then dense
 
 
@@ -47,6 +49,10 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "quant_group_size": (lambda c: c.dtype in WEIGHT_FORMATS and FORMATS[c.dtype].group != 1,
                          "a quantized dtype with blocks or groups"),
     "vision.norm_bias": (lambda c: c.vision is not None and c.vision.norm == "layernorm", "vision.norm: layernorm"),
+    # Mamba: its mapping where a layer is a mamba layer; FFN keys where some layer has an FFN
+    "mamba": (lambda c: c.has_mamba, "mamba layers (layer_types lists 'mamba')"),
+    "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
+    "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
     "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
     "moe.shared_expert_gate": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
 }
@@ -114,6 +120,7 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
                               f"step {moe.step}, {cfg.n_layers} layers)")
     if moe is not None and ACTIVATIONS[cfg.activation].scalars:  # xIELU: its scalars belong to a dense MLP
         check.fail("activation", f"{cfg.activation} learns scalars per dense MLP: not with moe")
+    _mamba_checks(cfg, check)
     if cfg.vision is not None:
         _vision_checks(cfg.vision, check.nested("vision"))
 
@@ -128,3 +135,17 @@ def _vision_checks(v, check: Checker) -> None:
         check.fail("image_size", f"must hold a patch ({v.patch_size} pixels), got {v.image_size}")
     if p.merge_linear and p.merge == 1:
         check.fail("projector", "merge_linear needs merge > 1 (it takes merged patches back to the tower's width)")
+
+
+def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
+    """Mamba layers need their mapping; a model without FFN (``d_ff: 0``) needs mamba layers; positions
+    that act inside attention need attention layers."""
+    if cfg.has_mamba and cfg.mamba is None:
+        check.fail("layer_types", "has 'mamba' layers but no 'mamba' mapping (d_state, d_conv, expand, ...)")
+    if cfg.d_ff == 0 and not cfg.has_mamba:
+        check.fail("d_ff", "0 (no FFN) is for models with mamba layers (layer_types lists 'mamba')")
+    if not cfg.has_attention and cfg.position in ("rope", "alibi", "relative"):
+        check.fail("position", f"{cfg.position} acts inside attention, and no layer attends (every layer is "
+                               "'mamba'): use none, learned or sinusoidal")
+    if cfg.has_mamba and cfg.parallel_block:
+        check.fail("parallel_block", "is not supported with mamba layers")

@@ -34,6 +34,8 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   GPT-Neo: transformers' cache keeps every token of a local layer (the window is a mask only), so
   the analytic side counts ``S`` tokens on every layer; OpenAI GPT: transformers keeps no cache,
   so both sides are 0 (tests/test_against.py checks llmcalc's own figures for both in closed form).
+  Mamba: transformers' cache keeps per layer the last ``conv_kernel`` conv inputs and the SSM state,
+  llmcalc's state exactly; its bytes join the KV bytes.
 - A documented exception (:data:`DENSE_EXPERTS`, Llama 4): transformers' experts run every expert
   on every token, so their matmul FLOPs are ``num_experts / experts_per_token`` times the model's;
   ``moe/experts`` and the totals are compared under that convention and labelled so (parameters,
@@ -109,6 +111,11 @@ _LAYER_NAMES = {
     # Apertus: its norms, and xIELU's learned scalars (alpha_p, alpha_n; the buffers beta, eps)
     "attention_layernorm": "norm/attention", "feedforward_layernorm": "norm/mlp", "act_fn": "mlp/act",
 }
+# the Mamba mixer (transformers' MambaMixer, FalconMambaMixer): its parts; its own ops are the conv
+# (F.conv1d on conv1d's weight), dt_proj (its weight times dt) and the scan
+_MAMBA_NAMES = {"in_proj": "mamba/in_proj", "conv1d": "mamba/conv1d", "x_proj": "mamba/x_proj",
+                "dt_proj": "mamba/dt_proj", "out_proj": "mamba/out_proj", "A_log": "mamba/A_log", "D": "mamba/D",
+                "mixer": "mamba/conv1d+dt_proj+scan"}
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
@@ -120,6 +127,7 @@ _TOP_NAMES = {
     "word_embeddings_layernorm": "norm/embedding",  # BLOOM
     "tokens_embed": "embedding/token", "positions_embed": "embedding/position",  # OpenAI GPT
     "embed_positions": "embedding/position", "output_projection": "lm_head",  # OPT, BioGPT
+    "embeddings": "embedding/token",  # Mamba
 }
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
 _VISUAL = re.compile(r"(?:^|\.)visual(?:\.|$)")  # Qwen-VL's vision tower
@@ -213,13 +221,17 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     m = _LAYER_PATH.match(path)
     if m is None:  # outside the decoder layers
         last = path.rpartition(".")[2]
-        return _TOP_NAMES.get(last, "model" if not path or last in ("model", "transformer", "gpt_neox")
+        return _TOP_NAMES.get(last, "model" if not path or last in ("model", "transformer", "gpt_neox", "backbone")
                               else f"?{path}")
     local = m.group(1) or ""
     parts = local.split(".") if local else []
     if not parts:
         return "layer"
     last = parts[-1]
+    if parts[0] == "mixer" and len(parts) <= 2 and last in _MAMBA_NAMES:  # a mamba layer's mixer
+        return _MAMBA_NAMES[last]
+    if parts == ["norm"]:  # a mamba layer's one norm, before its mixer
+        return "norm/attention"
     if "shared_expert_gate" in last:
         return "moe/shared_expert_gate"
     if any(p.startswith("shared_expert") or p == "shared_mlp" for p in parts):  # shared_mlp: GraniteMoeShared
@@ -344,14 +356,18 @@ def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int
 @torch.no_grad()
 def measure_kv_bytes(model: torch.nn.Module, batch: int, prefill: int) -> int:
     """Bytes of the key and value tensors of the cache transformers fills during a prefill (0 for a
-    model that keeps none: OpenAI GPT)."""
+    model that keeps none: OpenAI GPT), and Mamba's conv and SSM states."""
     out = model(**_inputs(model, batch, prefill), use_cache=True, logits_to_keep=1)
-    cache = getattr(out, "past_key_values", None)
+    cache = out.cache_params if hasattr(out, "cache_params") else getattr(out, "past_key_values", None)
     total = 0
     for layer in cache.layers if cache is not None else []:
         for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
             if isinstance(t, torch.Tensor):
                 total += t.numel() * t.element_size()
+        for states in (getattr(layer, "conv_states", None), getattr(layer, "recurrent_states", None)):
+            for t in (states or {}).values():  # a recurrent layer's state (Mamba: conv and SSM)
+                if isinstance(t, torch.Tensor):
+                    total += t.numel() * t.element_size()
     return total
 
 
@@ -374,6 +390,9 @@ def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str
         return 0
     total = 0
     for group, block in build(cfg).blocks:
+        if group.spec.recurrent:  # a state per sequence: transformers keeps the same (conv inputs, SSM state)
+            total += group.count * batch * block.recurrent.state_values * bytes_per(dtype)
+            continue
         per_token = block.attention.kv_values_per_token
         window = None if model_type in EVERY_TOKEN_CACHED else (
             group.spec.window if group.spec.chunk is None else group.spec.chunk)  # a chunk: as a window

@@ -4,6 +4,8 @@ Layer ``i`` (spec from ``analysis.plan.layer_specs``) holds ``M_i`` token slots:
 for full attention, ``min(max_tokens, W)`` for a sliding window W. What a slot holds depends
 on the attention kind:
 - ``mha``: k and v, (B, g, M, hd) each;
+- ``mamba`` (a recurrent layer): its state, not per token: the last K conv inputs (B, E, K) and the
+  SSM state (B, E, N), whatever the sequence length;
 - ``mla``: the normed KV latent (B, M, kv_lora_rank) and the rotated shared rope key
   (B, 1, M, qk_rope_head_dim), never the decompressed K/V.
 Every tensor has its token axis at -2. Bytes are exactly the sum of those tensors.
@@ -33,6 +35,7 @@ import torch
 
 from ..model.config import ModelConfig
 from ..model.layers import layer_specs
+from .mamba import mamba_sizes
 
 
 class KVCache:
@@ -43,7 +46,10 @@ class KVCache:
         self.sizes = [self.slots(w if c is None else c) for w, c in zip(self.windows, self.chunks)]  # M_i per layer
         self.tensors: list[list[torch.Tensor]] = []
         for spec, M in zip(layer_specs(cfg), self.sizes):
-            if spec.attention == "mla":
+            if spec.recurrent:  # a mamba layer's state: the last K conv inputs and the SSM state
+                E, N, _, K = mamba_sizes(cfg)
+                shapes = [(batch, E, K), (batch, E, N)]
+            elif spec.attention == "mla":
                 shapes = [(batch, M, cfg.mla.kv_lora_rank), (batch, 1, M, cfg.mla.qk_rope_head_dim)]
             else:
                 shapes = [(batch, cfg.kv_heads, M, cfg.head_size)] * 2

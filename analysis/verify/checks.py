@@ -56,6 +56,11 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
         small["sliding_window"] = min(cfg.sliding_window, 5)
     if cfg.attention_chunk is not None:
         small["attention_chunk"] = min(cfg.attention_chunk, 3)
+    if cfg.d_ff == 0:  # no FFN stays no FFN
+        small["d_ff"] = 0
+    if cfg.mamba is not None:  # E = 2 * 32, N 4, R 4 when given, K at most 4
+        small["mamba"] = dataclasses.replace(cfg.mamba, d_state=4, d_conv=min(cfg.mamba.d_conv, 4), expand=2,
+                                             dt_rank=None if cfg.mamba.dt_rank is None else 4)
     for key in ("attn_logit_softcap", "final_logit_softcap"):
         if getattr(cfg, key) is not None:
             small[key] = min(getattr(cfg, key), 2.0)
@@ -118,6 +123,8 @@ def check_rolling_buffer(cfg: ModelConfig, attention: str = "eager") -> tuple[bo
     when it mixes them, else alternating): 3-slot rolling caches on the sliding layers, full
     caches on the others; decoding token by token == a full forward with each layer's mask."""
     types = cfg.layer_types if cfg.layer_types and len(set(cfg.layer_types)) == 2 else ("sliding", "full")
+    if cfg.has_mamba and "mamba" not in types:  # mamba layers stay, beside sliding and full ones
+        types = ("mamba", "sliding", "full")
     cfg = small_config(cfg, sliding_window=3, layer_types=types)
     model, tokens = _model(cfg, attention), _tokens(cfg)
     return _result(_chunked(model, tokens, [1] * 12), model(tokens))

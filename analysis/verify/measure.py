@@ -33,7 +33,7 @@ from typing import Callable
 
 import torch
 import torch.nn.functional as F
-from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
+from torch.utils.flop_counter import FlopCounterMode, conv_flop_count, sdpa_backward_flop_count, sdpa_flop_count
 
 from ..model.config import ModelConfig
 from .attention import current_family
@@ -51,10 +51,28 @@ def _cpu_flash_backward_flop(grad_shape, q_shape, k_shape, v_shape, *args, out_s
     return sdpa_backward_flop_count(grad_shape, q_shape, k_shape, v_shape)
 
 
-# the formulas FlopCounterMode uses for the CUDA flash kernels, for the CPU one
+def _conv_backward_flop(grad_out_shape, x_shape, w_shape, _bias, _stride, _padding, _dilation, transposed,
+                        _output_padding, groups, output_mask, out_shape=None, **kwargs) -> int:
+    """FlopCounterMode's convolution backward with its weight gradient divided by ``groups``: torch 2.13's
+    formula ignores groups there, counting a depthwise conv's (Mamba's conv1d) weight gradient E times
+    (each gradient is then what the forward costs, ``2*B*L_out*K*C_out*C_in/groups``)."""
+    def t(shape):
+        return [shape[1], shape[0], *shape[2:]]
+
+    n = 0
+    if output_mask[0]:
+        n += conv_flop_count(grad_out_shape, w_shape, out_shape[0], not transposed)
+    if output_mask[1]:
+        pair = (t(grad_out_shape), t(x_shape)) if transposed else (t(x_shape), t(grad_out_shape))
+        n += conv_flop_count(*pair, t(out_shape[1])) // groups
+    return n
+
+
+# the formulas FlopCounterMode uses for the CUDA flash kernels, for the CPU one; a grouped conv's backward
 CPU_SDPA_FLOPS = {
     _aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash_flop,
     _aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_flash_backward_flop,
+    _aten.convolution_backward: _conv_backward_flop,
 }
 
 

@@ -64,6 +64,7 @@ from ..model.config import ModelConfig
 from ..model.layers import LayerSpec, layer_specs
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
+from .mamba import MambaMixer
 from .norms import make_norm
 from .vision import add_vision
 
@@ -137,15 +138,25 @@ class Block(nn.Module):
         super().__init__()
         self.spec = spec
         self.placement, self.parallel, self.recompute = cfg.norm_placement, cfg.parallel_block, recompute == "full"
-        self.attention = make_attention(cfg, index, spec, attention)
-        self.attention.selective = recompute == "selective"
+        if spec.recurrent:  # a mamba layer: the mixer in attention's place (analysis.verify.mamba)
+            self.mamba = MambaMixer(cfg, index)
+        else:
+            self.attention = make_attention(cfg, index, spec, attention)
+            self.attention.selective = recompute == "selective"
         if spec.ffn == "moe":
             self.moe = MoE(cfg, routing)
-        else:
+        elif spec.ffn == "dense":
             self.mlp = MLP(cfg)
-        self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in block_norms(cfg)})
+        names = [n for n in block_norms(cfg) if spec.ffn is not None or not n.startswith("mlp")]
+        self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in names})
 
     def forward(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
+        if self.spec.recurrent:
+            if not self.recompute:
+                return self.run(x, LayerContext(None, None, ctx.cache, ctx.start_pos))
+            with set_checkpoint_early_stop(False):
+                return checkpoint(lambda x: self.run(x, LayerContext(None, None, ctx.cache, ctx.start_pos)), x,
+                                  use_reentrant=False, preserve_rng_state=False)
         bias = ctx.biases[self.spec.span]
         rope = ctx.rope if self.spec.rope else None
         if not self.recompute:
@@ -166,10 +177,15 @@ class Block(nn.Module):
 
     def run(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         n = self.norm
-        ffn = self.moe if hasattr(self, "moe") else self.mlp
+        ffn = self.moe if hasattr(self, "moe") else self.mlp if hasattr(self, "mlp") else None
 
         def attn(h):
+            if self.spec.recurrent:
+                return self.mamba(h, ctx.cache, ctx.start_pos)
             return self.attention(h, ctx)
+
+        if ffn is None:  # a mixer alone (a mamba layer with d_ff 0)
+            return self.mixer_only(x, attn)
 
         if self.placement == "post":
             x = n["attention"](x + attn(x))
@@ -188,6 +204,17 @@ class Block(nn.Module):
             return x + branch(attn, "attention", h) + branch(ffn, "mlp", h_mlp)
         x = x + branch(attn, "attention", n["attention"](x))
         return x + branch(ffn, "mlp", n["mlp"](x))
+
+
+    def mixer_only(self, x: torch.Tensor, attn) -> torch.Tensor:
+        """The block without an FFN: its mixer branch under the placement (parallel blocks are refused)."""
+        n = self.norm
+        if self.placement == "post":
+            return n["attention"](x + attn(x))
+        if self.placement == "post_branch":
+            return x + n["attention_post"](attn(x))
+        y = attn(n["attention"](x))
+        return x + (n["attention_post"](y) if self.placement == "sandwich" else y)
 
 
 class SoftCap(nn.Module):
@@ -273,7 +300,7 @@ class Transformer(nn.Module):
             return bias
 
         out = {}
-        for window, chunk in dict.fromkeys(spec.span for spec in self.specs):
+        for window, chunk in dict.fromkeys(spec.span for spec in self.specs if not spec.recurrent):
             kpos = qpos  # the positions of the keys this layer attends to
             if cache is not None and start_pos > 0:
                 kpos = torch.cat([cache.past_positions(start_pos, window, len(qpos), device, chunk), qpos])

@@ -1,0 +1,112 @@
+"""The reference Mamba-1 mixer: a slow, plain-PyTorch selective scan in its recurrent form.
+
+Built from ModelConfig alone (``mamba`` mapping). Submodules are the breakdown keys: ``in_proj``
+(d -> 2E: u and the gate z), ``conv1d`` (depthwise causal, K taps), ``x_proj`` (E -> R + 2N: dt, B, C),
+``dt_proj`` (R -> E, bias), ``out_proj`` (E -> d), ``scan`` (no parameters: the recurrence), and the
+parameters ``A_log`` (E, N) and ``D`` (E). Falcon-Mamba's weightless RMS norms on dt, B and C are
+``norms``. Forward, for ``x`` (B, S, d)::
+
+    u, z = in_proj(x).chunk(2)
+    u = silu(conv1d(u))                   # causal: padding K-1 from the start, or the K cached inputs
+    dt, B, C = x_proj(u).split(R, N, N)   # (normed, Falcon-Mamba)
+    dt = softplus(dt_proj(dt))
+    h_t = exp(dt_t * A) * h_{t-1} + (dt_t * u_t) B_t,  y_t = h_t @ C_t     # A = -exp(A_log)
+    out_proj((y + u * D) * silu(z))
+
+The cache (:class:`analysis.verify.cache.KVCache`) holds per mamba layer the last K conv inputs
+(B, E, K) and the state h (B, E, N). Everything runs in the activations' dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..model.config import ModelConfig
+
+
+def mamba_sizes(cfg: ModelConfig) -> tuple[int, int, int, int]:
+    """(E, N, R, K) from the config alone."""
+    m = cfg.mamba
+    assert m is not None
+    rank = m.dt_rank if m.dt_rank is not None else math.ceil(cfg.d_model / 16)
+    return m.expand * cfg.d_model, m.d_state, rank, m.d_conv
+
+
+class CausalConv(nn.Module):
+    """Depthwise causal conv over (B, E, C): ``padding=K-1`` (outputs trimmed to C) from the start of a
+    sequence, else over the K cached inputs and the C new ones without padding (C + 1 outputs, the
+    last C kept)."""
+
+    def __init__(self, E: int, K: int, bias: bool):
+        super().__init__()
+        self.K = K
+        self.weight = nn.Parameter(torch.empty(E, 1, K).uniform_(-K ** -0.5, K ** -0.5))
+        self.bias = nn.Parameter(torch.zeros(E)) if bias else None
+
+    def forward(self, u: torch.Tensor, past: torch.Tensor | None) -> torch.Tensor:
+        C, E = u.shape[-1], u.shape[1]
+        if past is None:
+            return F.conv1d(u, self.weight, self.bias, padding=self.K - 1, groups=E)[..., :C]
+        return F.conv1d(torch.cat([past, u], dim=-1), self.weight, self.bias, groups=E)[..., -C:]
+
+
+class Scan(nn.Module):
+    """The recurrence, token by token: ``h = dA_t * h + dBu_t``, ``y_t = h @ C_t`` (a batched matmul)."""
+
+    def forward(self, dA: torch.Tensor, dBu: torch.Tensor, C: torch.Tensor, h: torch.Tensor | None):
+        ys = []
+        for t in range(dA.shape[1]):
+            h = dBu[:, t] if h is None else dA[:, t] * h + dBu[:, t]  # (B, E, N)
+            ys.append(torch.matmul(h, C[:, t].unsqueeze(-1)))  # (B, E, 1)
+        return torch.cat(ys, dim=-1).transpose(1, 2), h  # (B, S, E), the last state
+
+
+def rms(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """A weightless RMS norm (Falcon-Mamba's on dt, B and C)."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
+class MambaMixer(nn.Module):
+    def __init__(self, cfg: ModelConfig, index: int):
+        super().__init__()
+        E, N, R, K = mamba_sizes(cfg)
+        self.index, self.sizes, self.mixer_norms = index, (E, N, R, K), cfg.mamba.mixer_norms
+        bias = cfg.mamba.proj_bias
+        self.in_proj = nn.Linear(cfg.d_model, 2 * E, bias=bias)
+        self.conv1d = CausalConv(E, K, cfg.mamba.conv_bias)
+        self.x_proj = nn.Linear(E, R + 2 * N, bias=False)
+        self.dt_proj = nn.Linear(R, E, bias=True)
+        # S4D-real initialisation (Mamba's): A = -(1..N) per channel, D = 1
+        self.A_log = nn.Parameter(torch.log(torch.arange(1, N + 1, dtype=torch.float32)).repeat(E, 1))
+        self.D = nn.Parameter(torch.ones(E))
+        self.out_proj = nn.Linear(E, cfg.d_model, bias=bias)
+        self.scan = Scan()
+
+    def forward(self, x: torch.Tensor, cache=None, start_pos: int = 0) -> torch.Tensor:
+        E, N, R, K = self.sizes
+        u, z = self.in_proj(x).chunk(2, dim=-1)  # (B, S, E) each, views
+        u = u.transpose(1, 2)  # (B, E, S)
+        states = None if cache is None else cache.tensors[self.index]
+        past = states[0].to(u.dtype) if states is not None and start_pos > 0 else None
+        c = self.conv1d(u, past)
+        if states is not None:  # the last K conv inputs (zeros before the sequence)
+            before = past if past is not None else torch.zeros_like(states[0], dtype=u.dtype)
+            states[0].copy_(torch.cat([before, u], dim=-1)[..., -K:])
+        u = F.silu(c.transpose(1, 2).clone(memory_format=torch.contiguous_format))  # (B, S, E), laid out by token
+        dt, B, C = self.x_proj(u).split([R, N, N], dim=-1)
+        if self.mixer_norms:
+            dt, B, C = rms(dt), rms(B), rms(C)
+        dt = F.softplus(self.dt_proj(dt))  # (B, S, E)
+        A = -torch.exp(self.A_log)  # (E, N)
+        dA = torch.exp(dt.unsqueeze(-1) * A)  # (B, S, E, N)
+        dBu = (dt * u).unsqueeze(-1) * B.unsqueeze(-2)  # (B, S, E, N)
+        h0 = states[1].to(u.dtype) if states is not None and start_pos > 0 else None
+        y, h = self.scan(dA, dBu, C, h0)
+        if states is not None:
+            states[1].copy_(h)
+        y = (y + u * self.D) * F.silu(z)
+        return self.out_proj(y)
