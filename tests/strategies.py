@@ -180,6 +180,8 @@ def _mamba_layers(draw, raw):
     raw["layer_types"] = draw(st.sampled_from([["mamba"], ["mamba", *types]]))  # layer 0 is a mamba layer
     if "sliding" not in raw["layer_types"]:
         raw.pop("sliding_window", None)
+    if "chunked" not in raw["layer_types"]:
+        raw.pop("attention_chunk", None)
     raw["mamba"] = {k: draw(v) for k, v in (("d_state", st.integers(1, 8)), ("d_conv", st.integers(1, 4)),
                                              ("expand", st.integers(1, 2)), ("dt_rank", st.integers(1, 6)),
                                              ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
@@ -189,6 +191,8 @@ def _mamba_layers(draw, raw):
     attends = any(t != "mamba" for t in raw["layer_types"][:raw["n_layers"]])
     if not attends and "attention" in (raw.get("quant_skip") or ()):  # no attention linear to skip
         raw["quant_skip"] = ["lm_head"]
+    if not attends and raw.get("qk_norm") == "l2":  # on RoPE layers: none here
+        raw.pop("qk_norm")
     if not attends and raw["position"] in ("rope", "alibi", "relative"):
         raw["position"] = "none"
         for key in ("rope_theta", "rope_layers", "rotary_fraction", "relative_buckets", "relative_max_distance"):

@@ -16,6 +16,7 @@ from llmcalc.analysis.count.lora import linear_keys
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import ModelConfig
+from llmcalc.analysis.model.layers import layer_specs
 from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import Efficiency, prefill, roofline
 from llmcalc.analysis.spec import ALL_LINEAR, Layout, LoRA, RunSpec
@@ -36,7 +37,7 @@ def cases(draw, lora: bool = True) -> Case:
     attention = draw(st.sampled_from(["eager", "flash"]))
     recompute = draw(st.sampled_from(["none", "full"] + (["selective"] if attention == "eager" else [])))
     adapters: Optional[LoRA] = None
-    if lora and draw(st.booleans()):
+    if lora and not _recurrent(cfg) and draw(st.booleans()):  # LoRA on a recurrent mixer is refused
         keys = linear_keys(cfg)
         targets = draw(st.one_of(st.just((ALL_LINEAR,)), st.lists(st.sampled_from(keys), min_size=1,
                                                                     unique=True).map(tuple)))
@@ -46,6 +47,12 @@ def cases(draw, lora: bool = True) -> Case:
     pp = draw(st.sampled_from([p for p in (1, 2, 3, 4) if cfg.n_layers % p == 0]))
     layout = Layout(pp=pp, dp=draw(st.integers(1, 4)), zero=draw(st.sampled_from([0, 1, 2, 3])))
     return Case(cfg, run, layout)
+
+
+def _recurrent(cfg: ModelConfig) -> bool:
+    """Whether some layer has a recurrent mixer (Mamba): parallel layouts, LoRA and bytes moved
+    refuse it (docs: Conventions)."""
+    return any(s.recurrent for s in layer_specs(cfg))
 
 
 # -- against the reference modules --------------------------------------------------------------
@@ -99,7 +106,7 @@ def test_tp_ranks_sum_back_to_the_reference(case, tp):
     from llmcalc.analysis.verify.model import Transformer
 
     cfg = case.cfg
-    assume(cfg.vision is None)  # a parallel layout of a vision tower is refused (sharding.check_layout)
+    assume(cfg.vision is None and not _recurrent(cfg))  # layouts refuse a vision tower and recurrent mixers
     # every split width made a multiple of tp (heads keep their size)
     moe = cfg.moe and dataclasses.replace(cfg.moe, expert_d_ff=cfg.expert_width * tp,
                                           shared_expert_d_ff=cfg.shared_expert_width * tp)
@@ -117,10 +124,14 @@ def test_tp_ranks_sum_back_to_the_reference(case, tp):
 
 # -- identities of the analytic model -----------------------------------------------------------
 
-def _windows(cfg: ModelConfig) -> list[Optional[int]]:
-    from llmcalc.analysis.model.layers import layer_specs
+def _seen(i: int, window: Optional[int], chunk: Optional[int]) -> int:
+    """Keys the query at position i sees (causal): the last W, or its chunk's up to itself."""
+    return i % chunk + 1 if chunk is not None else min(i + 1, window or i + 1)
 
-    return [s.window for s in layer_specs(cfg)]
+
+def _spans(cfg: ModelConfig) -> list[tuple[Optional[int], Optional[int]]]:
+    """(window, chunk) of every attention layer (a recurrent mixer attends nowhere)."""
+    return [(s.window, s.chunk) for s in layer_specs(cfg) if not s.recurrent]
 
 
 def _head_sizes(cfg: ModelConfig) -> tuple[int, int]:
@@ -143,21 +154,21 @@ def test_parameters_and_flops_identities(case):
     dense, causal = count_flops(cfg, w.replace(attention="flash")), count_flops(cfg, w.replace(causal=True))
     assert causal.forward.matmul_total <= dense.forward.matmul_total
     score, value = _head_sizes(cfg)
-    h, windows = cfg.n_heads, _windows(cfg)
-    pairs = [sum(min(i + 1, W or seq) for i in range(seq)) for W in windows]
-    assert causal.forward.matmul["attention/scores"] == sum(2 * batch * h * n * score for n in pairs)
-    assert causal.forward.matmul["attention/values"] == sum(2 * batch * h * n * value for n in pairs)
-    assert dense.forward.matmul["attention/scores"] == 2 * batch * h * seq * seq * score * cfg.n_layers
-    assert dense.forward.matmul["attention/values"] == 2 * batch * h * seq * seq * value * cfg.n_layers
+    h, spans = cfg.n_heads, _spans(cfg)
+    pairs = [sum(_seen(i, W, C) for i in range(seq)) for W, C in spans]
+    assert causal.forward.matmul.get("attention/scores", 0) == sum(2 * batch * h * n * score for n in pairs)
+    assert causal.forward.matmul.get("attention/values", 0) == sum(2 * batch * h * n * value for n in pairs)
+    assert dense.forward.matmul.get("attention/scores", 0) == 2 * batch * h * seq * seq * score * len(spans)
+    assert dense.forward.matmul.get("attention/values", 0) == 2 * batch * h * seq * seq * value * len(spans)
     single = count_flops(cfg, w.replace(attention="flash", batch=1))
     assert dense.total.matmul_total == batch * single.total.matmul_total
     eager = count_flops(cfg, w.replace(attention="eager"))
     assert eager.backward.matmul == {k: 2 * v for k, v in eager.forward.matmul.items()}
-    recomputed = 0 if cfg.position == "relative" else dense.forward.matmul["attention/scores"]
+    recomputed = 0 if cfg.position == "relative" else dense.forward.matmul.get("attention/scores", 0)
     assert dense.backward.matmul_total - eager.backward.matmul_total == recomputed
     dec = count_flops(cfg, RunSpec("decode", seq, batch)).forward.matmul
-    assert dec["attention/scores"] == sum(2 * batch * h * min(seq, W or seq) * score for W in windows)
-    assert dec["attention/values"] == sum(2 * batch * h * min(seq, W or seq) * value for W in windows)
+    assert dec.get("attention/scores", 0) == sum(2 * batch * h * _seen(seq - 1, W, C) * score for W, C in spans)
+    assert dec.get("attention/values", 0) == sum(2 * batch * h * _seen(seq - 1, W, C) * value for W, C in spans)
 
 
 @pytest.mark.unit
@@ -169,6 +180,7 @@ def test_time_identities(case, more_bw, more_flops, mode, chunk):
     prefill's FLOPs telescope to the unchunked causal count (MLA decompresses its cached latents
     again in every chunk: more FLOPs, by design, so it is left out of that one)."""
     cfg = case.cfg
+    assume(not _recurrent(cfg))  # bytes moved refuse a recurrent mixer (docs: Conventions)
     run = RunSpec(mode, cfg.context_length, 2, dtype="bf16")
     faster = H100._replace(memory_bandwidth=int(H100.memory_bandwidth * more_bw),
                                  peak_flops={k: int(v * more_flops) for k, v in H100.peak_flops.items()})
@@ -193,7 +205,7 @@ def test_pipeline_stages_sum_back_to_the_model(case):
     when pp > 1), and ZeRO gives rank 0 at least 1/dp of its stage and less than 1/dp plus one row
     of each tensor."""
     cfg, layout = case.cfg, case.layout
-    assume(cfg.vision is None)  # as in test_tp_ranks_sum_back_to_the_reference
+    assume(cfg.vision is None and not _recurrent(cfg))  # as in test_tp_ranks_sum_back_to_the_reference
     pp, dp, zero = layout.pp, layout.dp, layout.zero
     held = [sum(t.numel for t in stage_tensors(cfg, layout, s)) for s in range(pp)]
     copy = cfg.vocab_size * cfg.d_model if cfg.tie_embeddings and pp > 1 else 0
