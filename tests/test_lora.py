@@ -16,6 +16,7 @@ from llmcalc.analysis.count.lora import adapter_params, linear_keys
 from llmcalc.analysis.count.traffic import pass_bytes
 from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_model
+from llmcalc.analysis.model.layers import layer_specs
 from llmcalc.analysis.spec import LoRA, RunSpec
 from tests.strategies import CONFIGS
 
@@ -109,13 +110,24 @@ def test_llama_2_7b_flops_closed_form():
     assert flops["attention/scores"] == flops["attention/values"] == 3 * 2 * T * T * d * L  # eager: 3x forward
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+RECURRENT = {name for name, cfg in CONFIGS.items() if any(s.recurrent for s in layer_specs(cfg))}
+
+
+@pytest.mark.parametrize("name", sorted(set(CONFIGS) - RECURRENT))
 def test_variants_against_the_reference_with_adapters(name):
     """Every variant config, adapters on its last two linears (MLP or experts): trainable
     parameters, FLOPs and saved bytes, eager and flash with each recomputation, fp32 Adam state."""
     cfg = CONFIGS[name]
     checks = report.lora_checks(cfg, 12, 2, LoRA(3, tuple(linear_keys(cfg)[-2:]), alpha=6))
     assert all(c.ok for c in checks), [c for c in checks if not c.ok]
+
+
+@pytest.mark.parametrize("name", sorted(RECURRENT))
+def test_adapters_on_a_recurrent_mixer_are_refused(name):
+    """Adapters on a model with Mamba layers are not modeled: refused, naming the option."""
+    cfg = CONFIGS[name]
+    with pytest.raises(SpecError, match="adapters on a model with mamba layers are not modeled"):
+        count_flops(cfg, RunSpec("train", 12, 2, lora=LoRA(3, tuple(linear_keys(cfg)[-2:]), alpha=6)))
 
 
 def test_verify_lora_dense_and_moe(run, config_file):
