@@ -163,11 +163,15 @@ def _vision(draw):
          "hidden": draw(st.one_of(st.none(), st.integers(1, 16))), "bias": draw(st.booleans())}
     if merge > 1:
         p["merge_linear"] = draw(st.booleans())
+    if p["hidden"] is not None:
+        p["hidden_linear"] = draw(st.booleans())
     for d, required in ((v, ("n_layers", "d_model", "n_heads", "d_ff", "patch_size")), (p, ())):
         for key in draw(st.lists(st.sampled_from([k for k in d if k not in required]), unique=True)):
             del d[key]
     if "merge" not in p:  # merged patches (merge 1) cannot be merged back
         p.pop("merge_linear", None)
+    if p.get("hidden") is None:  # a linear hidden -> hidden needs a hidden width
+        p.pop("hidden_linear", None)
     if v.get("position", "learned") == "learned" and "image_size" not in v:  # a row per patch of it
         v["image_size"] = p.get("merge", 1) * patch
     v["projector"] = p

@@ -52,8 +52,41 @@ QWEN2_5_VL_7B = {
                       "spatial_merge_size": 2, "spatial_patch_size": 14, "window_size": 112,
                       "fullatt_block_indexes": [7, 15, 23, 31], "tokens_per_second": 2, "temporal_patch_size": 2},
     "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}, "vocab_size": 152064}
+# Llama 4's vision model, adapter and projector, the same in Scout and Maverick as published
+# (meta-llama/Llama-4-Scout-17B-16E-Instruct and Llama-4-Maverick-17B-128E-Instruct, config.json)
+LLAMA4_VISION = {"attention_dropout": 0.0, "hidden_act": "gelu", "hidden_size": 1408, "image_size": 336,
+                 "initializer_range": 0.02, "intermediate_size": 5632, "model_type": "llama4_vision_model",
+                 "multi_modal_projector_bias": False, "norm_eps": 1e-05, "num_attention_heads": 16, "num_channels": 3,
+                 "num_hidden_layers": 34, "patch_size": 14, "pixel_shuffle_ratio": 0.5, "projector_dropout": 0.0,
+                 "projector_input_dim": 4096, "projector_output_dim": 4096, "rope_theta": 10000,
+                 "vision_feature_layer": -1, "vision_feature_select_strategy": "default", "vision_output_dim": 4096}
+_LLAMA4_TEXT = {"attention_bias": False, "attention_chunk_size": 8192, "attention_dropout": 0.0,
+                "bos_token_id": 200000, "eos_token_id": [200001, 200007, 200008], "for_llm_compressor": False,
+                "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120, "initializer_range": 0.02,
+                "intermediate_size": 8192, "intermediate_size_mlp": 16384, "model_type": "llama4_text",
+                "num_attention_heads": 40, "num_experts_per_tok": 1, "num_hidden_layers": 48,
+                "num_key_value_heads": 8, "output_router_logits": False, "pad_token_id": 200018, "rms_norm_eps": 1e-05,
+                "rope_theta": 500000.0, "router_aux_loss_coef": 0.001, "router_jitter_noise": 0.0,
+                "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 202048}
+_LLAMA4_TOP = {"architectures": ["Llama4ForConditionalGeneration"], "boi_token_index": 200080,
+               "eoi_token_index": 200081, "image_token_index": 200092, "model_type": "llama4",
+               "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.51.0.dev0"}
+# Scout: 16 experts in every layer, every fourth layer NoPE, L2 qk norms, llama3 RoPE scaling
+LLAMA4_SCOUT = {**_LLAMA4_TOP, "vision_config": LLAMA4_VISION, "text_config": {
+    **_LLAMA4_TEXT, "interleave_moe_layer_step": 1, "max_position_embeddings": 10485760, "num_local_experts": 16,
+    "moe_layers": list(range(48)), "no_rope_layers": [int((i + 1) % 4 != 0) for i in range(48)],
+    "rope_scaling": {"factor": 16.0, "high_freq_factor": 1.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "use_qk_norm": True}}
+# Maverick: 128 experts in every second layer (the others dense, intermediate_size_mlp wide), no qk norm
+LLAMA4_MAVERICK = {**_LLAMA4_TOP, "vision_config": LLAMA4_VISION, "text_config": {
+    **_LLAMA4_TEXT, "interleave_moe_layer_step": 2, "max_position_embeddings": 1048576, "num_local_experts": 128,
+    "rope_scaling": None, "use_qk_norm": False}}
+# The checkpoints' totals: the safetensors parameter counts Hugging Face reports for
+# meta-llama/Llama-4-Scout-17B-16E-Instruct (BF16 108,641,793,536) and Llama-4-Maverick-17B-128E-Instruct
 PUBLISHED = [("gemma-3-27b-it", GEMMA3_27B_IT, 27_432_406_640),
-             ("Qwen2.5-VL-7B-Instruct", QWEN2_5_VL_7B, 8_292_166_656)]
+             ("Qwen2.5-VL-7B-Instruct", QWEN2_5_VL_7B, 8_292_166_656),
+             ("Llama-4-Scout-17B-16E-Instruct", LLAMA4_SCOUT, 108_641_793_536),
+             ("Llama-4-Maverick-17B-128E-Instruct", LLAMA4_MAVERICK, 401_583_781_376)]
 
 # model_type -> (checkpoint, its hyperparameters, written by transformers' config class)
 CHECKPOINTS = {
@@ -99,6 +132,14 @@ CHECKPOINTS = {
         vision_config=dict(hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12,
                            image_size=512, patch_size=16),
         scale_factor=4)),
+    "llama4": ("meta-llama/Llama-4-Scout-17B-16E-Instruct", dict(
+        text_config=dict(hidden_size=5120, intermediate_size=8192, intermediate_size_mlp=16384, num_hidden_layers=48,
+                         num_attention_heads=40, num_key_value_heads=8, head_dim=128, vocab_size=202048,
+                         num_local_experts=16, num_experts_per_tok=1, interleave_moe_layer_step=1,
+                         attention_chunk_size=8192),
+        vision_config=dict(hidden_size=1408, intermediate_size=5632, num_hidden_layers=34, num_attention_heads=16,
+                           image_size=336, patch_size=14, pixel_shuffle_ratio=0.5, projector_input_dim=4096,
+                           projector_output_dim=4096, vision_output_dim=4096))),
 }
 VARIANTS = [  # branches the checkpoints do not take
     ("llava", "two feature layers, a projector without bias, a tied head",
@@ -106,6 +147,15 @@ VARIANTS = [  # branches the checkpoints do not take
     ("mistral3", "the class's defaults: a tied head, a projector with bias", dict(multimodal_projector_bias=True)),
     ("gemma3", "the class's defaults, an untied head", dict(tie_word_embeddings=False,
                                                             vision_config=dict(vision_use_head=False))),
+    ("llama4", "four by four patches shuffled into one, a head tied by text_config, every second layer MoE", dict(
+        tie_word_embeddings=False,  # read by nothing: Llama 4 ties by its language model's flag
+        text_config=dict(tie_word_embeddings=True, hidden_size=64, intermediate_size=48, intermediate_size_mlp=96,
+                         num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                         vocab_size=1000,
+                         num_local_experts=4, interleave_moe_layer_step=2, use_qk_norm=False),
+        vision_config=dict(hidden_size=32, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+                           image_size=56, patch_size=7, pixel_shuffle_ratio=0.25, projector_input_dim=40,
+                           projector_output_dim=40, vision_output_dim=40))),
 ]
 
 
@@ -115,12 +165,14 @@ def _stored(params) -> int:
 
 def _parts(model) -> dict[str, int]:
     """transformers' model by llmcalc's parts: tied weights once, the projector wherever the family
-    keeps it (Qwen-VL: the tower's merger)."""
+    keeps it (Qwen-VL: the tower's merger; Llama 4: the tower's adapter too)."""
     out = {"vision": 0, "projector": 0, "language model": 0}
     for name, p in model.named_parameters():  # each shared tensor once, under its first name
-        if "multi_modal_projector" in name or ".merger." in name or ".connector." in name:
+        if ("multi_modal_projector" in name or ".merger." in name or ".connector." in name
+                or ".vision_adapter." in name):  # Llama 4: the tower's pixel-shuffle adapter
             out["projector"] += p.numel()
-        elif "vision_tower" in name or ".visual." in name or ".vision_model." in name:
+        elif "vision_tower" in name or ".visual." in name or ".vision_model." in name \
+                or name.startswith("vision_model."):  # Llama 4: the tower at the top level
             out["vision"] += p.numel()
         else:
             out["language model"] += p.numel()
@@ -184,6 +236,22 @@ def test_what_is_not_counted_is_refused_naming_the_key(tmp_path, change, key):
     assert err.value.key == key
 
 
+@pytest.mark.parametrize("change, key", [
+    ({"pixel_shuffle_ratio": 0.3}, "pixel_shuffle_ratio"),
+    ({"intermediate_size": 4096}, "intermediate_size"),
+    ({"projector_output_dim": 2048}, "projector_output_dim"),
+    ({"vision_output_dim": 7680}, "vision_output_dim"),
+])
+def test_llama4_adapter_widths_must_chain(tmp_path, change, key):
+    """Llama 4's adapter and projector whose widths do not chain (transformers builds them, but no
+    image could pass) are refused, naming the key."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA4_SCOUT, "vision_config": {**LLAMA4_VISION, **change}}))
+    with pytest.raises(ConfigError) as err:
+        load_path(path)
+    assert err.value.key == "vision_config." + key
+
+
 def test_qwen_vl_merger_must_reach_the_language_model(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**QWEN2_5_VL_7B, "vision_config": {**QWEN2_5_VL_7B["vision_config"],
@@ -235,10 +303,14 @@ def _totals(raw: dict, tmp_path) -> tuple:
 
 # What llmcalc refuses though transformers builds it and runs text through it: SigLIP's pooling
 # head (Gemma 3's default vision_config has it), a Qwen-VL merger whose output is not the language
-# model's width (an image could not join the text)
+# model's width (an image could not join the text), Llama 4 widths that do not chain
 REFUSED = {"gemma3": {"vision_config dropped", "vision_config.vision_use_head dropped"},
            "qwen2_vl": {"text_config dropped", "vision_config dropped", "vision_config.hidden_size dropped"},
-           "qwen2_5_vl": {"text_config dropped", "vision_config dropped", "vision_config.out_hidden_size dropped"}}
+           "qwen2_5_vl": {"text_config dropped", "vision_config dropped", "vision_config.out_hidden_size dropped"},
+           # Llama4VisionConfig's defaults: a tower 768 wide whose adapter takes 5632 (4 x 1408) and a
+           # projector from 7680; the adapter's output is 4096
+           "llama4": {"vision_config dropped", "vision_config.hidden_size dropped",
+                      "vision_config.vision_output_dim dropped"}}
 
 
 @pytest.mark.slow

@@ -52,6 +52,13 @@ GOLDEN = {
     # GLM-4.5-Air without its multi-token-prediction layer: the checkpoint's 110,468,824,832 less
     # that layer's 3,616,573,568 (one MoE layer, eh_proj, norms, its copies of embedding and head)
     "glm-4.5-air": (106_852_251_264, 13_424_129_664),
+    # Llama 4, the multimodal checkpoints (vision tower, adapter and projector included: active
+    # counts them too, the language model's 17,172,894,720 and 17,184,691,200 plus 871,932,416);
+    # the checkpoints' safetensors totals, equal to transformers' Llama4ForConditionalGeneration on
+    # the same config.json (tests/test_hf_vision.py). The model cards' rounded 109B and 400B total,
+    # 17B active: the language model's active parameters, and Maverick's 400B its 400.7B text model
+    "llama-4-scout": (108_641_793_536, 18_044_827_136),
+    "llama-4-maverick": (401_583_781_376, 18_056_623_616),
 }
 
 # The MoE model cards' rounded figures, each under its own convention: total and active in

@@ -1819,7 +1819,7 @@ def _multimodal(raw: dict[str, Any], source: str, family: Family) -> tuple[dict[
     """A multimodal checkpoint (:mod:`.hf_vision`): the language model read by the mapper of its own
     model_type, from ``text_config`` or (Qwen-VL's layout) the top-level keys, with its class's
     defaults; the vision tower and projector from ``vision_config`` and the top level; the LM head
-    tied as the top level says (transformers ties by the top-level flag)."""
+    tied as the top level says (transformers ties by the top-level flag; Llama 4 by text_config's)."""
     kind = raw["model_type"]
     defaults, own = DEFAULTS[kind], SUBCONFIGS.get(kind, {})
     _refuse_null(raw, defaults, source)
@@ -1847,7 +1847,11 @@ def _multimodal(raw: dict[str, Any], source: str, family: Family) -> tuple[dict[
                                              f"got {brief(vision['model_type'])}")
     _refuse_null(vision, DEFAULTS[family.vision], source, "vision_config.")
     out["vision"] = family.tower(Raw(vision, source, DEFAULTS[family.vision], "vision_config."), top, out["d_model"])
-    out.update(name=_name(raw, source), tie_embeddings=top.flag("tie_word_embeddings"))
+    out["name"] = _name(raw, source)
+    if family.text_ties:  # Llama 4: the language model's own flag (read with text_config)
+        top.ignore("tie_word_embeddings")
+    else:
+        out["tie_embeddings"] = top.flag("tie_word_embeddings")
     if top.has("dtype") or top.has("torch_dtype"):
         out["dtype"] = _dtype(top, out["dtype"])
     if top.get("quantization_config") not in (None, {}):

@@ -691,6 +691,15 @@ DEFAULTS.update({
         "initializer_range", depth=32, hidden_size=3584, hidden_act="silu", intermediate_size=3420, num_heads=16,
         in_channels=3, patch_size=14, spatial_merge_size=2, temporal_patch_size=2, tokens_per_second=4,
         window_size=112, out_hidden_size=3584, fullatt_block_indexes=(7, 15, 23, 31), rope_parameters=_null()),
+    # -- Llama 4 (Llama4Config; the tower: Llama4VisionConfig, whose class is fixed)
+    "llama4": _config(
+        "boi_token_index eoi_token_index image_token_index", text_config=_null(), vision_config=_null(),
+        tie_word_embeddings=False),
+    "llama4_vision_model": _config(
+        "hidden_act norm_eps vision_feature_select_strategy initializer_range multi_modal_projector_bias "
+        "projector_dropout attention_dropout", hidden_size=768, num_hidden_layers=34, num_attention_heads=16,
+        num_channels=3, intermediate_size=5632, vision_output_dim=7680, image_size=448, patch_size=14,
+        pixel_shuffle_ratio=0.5, projector_input_dim=4096, projector_output_dim=4096, rope_parameters=_null()),
 })
 # A multimodal config's sub-config left out (or null) is the family's own default one (the
 # init_kwargs of its config class's sub_configs_defaults), not its class's defaults

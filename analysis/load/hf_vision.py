@@ -24,6 +24,9 @@ in llmcalc; :mod:`analysis.model.vision`):
   RMSNorms, fused qkv with bias, a gated MLP with biases, 2-D RoPE, no final norm), and its merger:
   an RMSNorm, ``spatial_merge_size^2`` patches concatenated, two linears with biases (the first as
   wide as its input) to ``out_hidden_size``, which must be the language model's width.
+- ``llama4``: Llama 4's vision model (a class token and learned positions, pre- and post-LayerNorm,
+  biases everywhere but the patch linear), its pixel-shuffle adapter (two linears without bias) and
+  one linear without bias to the language model's width.
 
 The tower's activation says only whether its MLP is gated: CLIP's ``quick_gelu`` reads as ``gelu``
 (no image runs through the tower yet, so its elementwise cost counts nowhere).
@@ -135,6 +138,36 @@ def _idefics3(v: Raw, top: Raw, width: int) -> dict[str, Any]:
             "activation": _activation(v, False), "projector": {"merge": top.size("scale_factor")}}
 
 
+def _llama4(v: Raw, top: Raw, width: int) -> dict[str, Any]:
+    """Llama 4's vision model: the patch unfold and a linear without bias, a class token (after the
+    patches) and learned positions (its 2-D RoPE holds no parameters), LayerNorms before the first
+    layer and after the last, q/k/v/o and a GELU MLP with biases (nn.GELU whatever ``hidden_act``
+    says). Its pixel-shuffle adapter (``pixel_shuffle_ratio`` 1/k: k x k patches into one) is two
+    linears without bias, fc1 from the shuffled patches (``intermediate_size`` wide in transformers)
+    to ``projector_input_dim``, fc2 ``projector_output_dim`` square, each followed by a GELU; then
+    the projector, one linear without bias from ``vision_output_dim`` (``multi_modal_projector_bias``
+    is read by nothing). Widths that cannot chain (an image could not pass) are refused."""
+    d = v.size("hidden_size")
+    ratio = v.get("pixel_shuffle_ratio")
+    merge = round(1 / ratio) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and ratio > 0 else 0
+    if merge < 1 or merge * ratio != 1:
+        v.fail("pixel_shuffle_ratio", f"must be 1/k for a whole k (k x k patches into one), got {brief(ratio)}")
+    d_ff, hidden = v.size("intermediate_size"), v.size("projector_input_dim")
+    if d_ff != d * merge * merge:  # fc1's input width, which the shuffled patches must have
+        v.fail("intermediate_size", f"must be hidden_size / pixel_shuffle_ratio^2 ({d * merge * merge}): the "
+                                    f"adapter's fc1 takes the shuffled patches with it, got {d_ff}")
+    for key, want in (("projector_output_dim", "projector_input_dim"), ("vision_output_dim", "projector_output_dim")):
+        if v.size(key) != hidden:
+            v.fail(key, f"must be {want} ({hidden}): it takes that output, got {v.get(key)}")
+    v.ignore("hidden_act", "norm_eps", "projector_dropout", "vision_feature_select_strategy", "vision_feature_layer",
+             "multi_modal_projector_bias", "rope_parameters", "rope_theta")
+    top.ignore("boi_token_index", "eoi_token_index", "image_token_index")
+    return {"n_layers": v.size("num_hidden_layers"), "d_model": d, "n_heads": v.size("num_attention_heads"),
+            "d_ff": d_ff, "patch_size": v.size("patch_size"), "image_size": v.size("image_size"),
+            "channels": v.size("num_channels"), "activation": "gelu", "class_token": True, "patch_bias": False,
+            "pre_norm": True, "projector": {"merge": merge, "hidden": hidden, "hidden_linear": True}}
+
+
 class Family(NamedTuple):
     text: str  # the language model's model_type when the file names none (the config class's default)
     vision: str  # the tower's defaults' table in hf_defaults
@@ -143,6 +176,9 @@ class Family(NamedTuple):
     vision_type: str | None
     tower: Callable[[Raw, Raw, int], dict[str, Any]]  # (vision_config, the top level, text width) -> vision keys
     flat: bool = False  # a file may give the language model's keys at the top level (Qwen-VL)
+    # the LM head tied as text_config says, the top level's flag read by nothing (Llama 4, whose
+    # language model is a whole Llama4ForCausalLM)
+    text_ties: bool = False
 
 
 MULTIMODAL = {
@@ -152,4 +188,5 @@ MULTIMODAL = {
     "qwen2_vl": Family("qwen2_vl_text", "qwen2_vl_vision", None, _qwen2_vl, flat=True),
     "qwen2_5_vl": Family("qwen2_5_vl_text", "qwen2_5_vl_vision", None, _qwen2_5_vl, flat=True),
     "idefics3": Family("llama", "idefics3_vision", None, _idefics3),
-    "smolvlm": Family("llama", "idefics3_vision", None, _idefics3)}
+    "smolvlm": Family("llama", "idefics3_vision", None, _idefics3),
+    "llama4": Family("llama4_text", "llama4_vision_model", None, _llama4, text_ties=True)}

@@ -224,6 +224,9 @@ class ProjectorConfig:
     merge_linear: bool = _key(_bool, False)
     hidden: int | None = _key(_optional(_int()), None)  # None: one linear
     bias: bool = _key(_bool, False)
+    # a linear hidden -> hidden after the first's activation, followed by the activation again
+    # (Llama 4's vision adapter, fc1 and fc2, before its projector); needs hidden
+    hidden_linear: bool = _key(_bool, False)
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,8 @@ def _vision_checks(v, check: Checker) -> None:
         check.fail("image_size", f"must hold a patch ({v.patch_size} pixels), got {v.image_size}")
     if p.merge_linear and p.merge == 1:
         check.fail("projector", "merge_linear needs merge > 1 (it takes merged patches back to the tower's width)")
+    if p.hidden_linear and p.hidden is None:
+        check.fail("projector", "hidden_linear needs hidden (the width of its linear, hidden -> hidden)")
 
 
 def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:

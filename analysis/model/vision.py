@@ -8,7 +8,8 @@ norm before the first layer, ``n_layers`` encoder layers (q, k, v, o; the MLP as
 of the same activation; two norms), an optional final norm. Projector: an optional norm over the
 tower's width, the outputs of ``features`` layers concatenated, the merge of ``merge x merge``
 patches (concatenation; with ``merge_linear``, a linear back to the tower's width), then one linear
-to the language model's width or two around an activation. Norms here are the tower's own kind
+to the language model's width or two around an activation (three with ``hidden_linear``: Llama 4's
+adapter, ``hidden -> hidden`` between them). Norms here are the tower's own kind
 (SigLIP and CLIP: LayerNorm with bias; Qwen-VL and Pixtral: RMSNorm), the projector's as its
 config says.
 """
@@ -76,6 +77,9 @@ def build_vision(cfg: ModelConfig) -> Vision | None:
     if p.hidden is not None:
         projector.append(Linear("projector/in", width, p.hidden, p.bias))
         width = p.hidden
+    # Llama 4's vision adapter: a second linear, hidden -> hidden (after the first's activation)
+    if p.hidden_linear and p.hidden is not None:
+        projector.append(Linear("projector/hidden", p.hidden, p.hidden, p.bias))
     projector.append(Linear("projector/out", width, cfg.d_model, p.bias))
     final = [_norm(v, "vision/norm/final")] if v.final_norm else []
     return Vision(v, stem, layer, final, projector)

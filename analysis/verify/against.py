@@ -216,6 +216,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     the model names its norm after attention ``post_self_attn_layernorm`` (:func:`_glm4_norms`)."""
     if "multi_modal_projector" in path or ".merger" in path or ".connector" in path:  # Qwen-VL: the tower's merger
         return "projector"
+    if ".vision_adapter" in path:  # Llama 4: the pixel-shuffle adapter, in the tower, is llmcalc's projector
+        return "projector"
     if "vision_tower" in path or "vision_model" in path or _VISUAL.search(path):
         return "vision"
     m = _LAYER_PATH.match(path)
@@ -307,7 +309,7 @@ def _compare(prefix: str, analytic: dict[str, int], measured: dict[str, int]) ->
 # model types whose transformers experts run every expert on every token (Llama4TextExperts: a
 # batched matmul over all experts, each token pre-scaled by its router score, zero for the experts
 # not chosen): their expert FLOPs are not the model's, which runs experts_per_token of them
-DENSE_EXPERTS = frozenset({"llama4_text"})
+DENSE_EXPERTS = frozenset({"llama4_text", "llama4"})  # llama4: its language model
 EVERY_EXPERT = ("analytic under transformers' convention: every expert on every token "
                 "(x num_experts / experts_per_token)")
 

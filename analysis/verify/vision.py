@@ -3,7 +3,7 @@
 convolution, whose stride is its kernel, as a linear over flattened patches), ``vision.class_token``,
 ``vision.position``, ``vision.norm.{pre,final}``, ``vision.layers.<i>.attention.{q,k,v,o}``,
 ``vision.layers.<i>.mlp.{up,gate,down}``, ``vision.layers.<i>.norm.{attention,mlp}``, and
-``projector.{norm,merge,in,out}``.
+``projector.{norm,merge,in,hidden,out}``.
 
 Parameters only: llmcalc counts no image through the tower yet, so the modules have no forward.
 """
@@ -66,6 +66,8 @@ class Projector(nn.Module):
         if p.hidden is not None:
             self.add_module("in", nn.Linear(width, p.hidden, bias=p.bias))
             width = p.hidden
+        if p.hidden_linear and p.hidden is not None:  # Llama 4's vision adapter: hidden -> hidden
+            self.hidden = nn.Linear(p.hidden, p.hidden, bias=p.bias)
         self.out = nn.Linear(width, d_model, bias=p.bias)
 
 
