@@ -149,6 +149,7 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     dtype; a GPU's share under a layout: ``memory``'s activations)."""
     check_arguments(cfg, run)
     run.one_device("activation_bytes")
+    run.no_images("activation_bytes")
     run = run.resolve(cfg)
     batch, seq, attention, full = run.batch, run.seq, run.attention, run.recompute == "full"
     selective = core_recomputed(cfg, run)

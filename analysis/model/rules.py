@@ -128,3 +128,15 @@ def _vision_checks(v, check: Checker) -> None:
         check.fail("image_size", f"must hold a patch ({v.patch_size} pixels), got {v.image_size}")
     if p.merge_linear and p.merge == 1:
         check.fail("projector", "merge_linear needs merge > 1 (it takes merged patches back to the tower's width)")
+    if v.window is not None and v.window % p.merge:
+        check.fail("window", f"must be a multiple of projector.merge ({p.merge}): windows hold whole merged "
+                             f"patches, got {v.window}")
+    if v.full_layers is not None and v.window is None:
+        check.fail("full_layers", "names the layers that do not attend within windows: needs window")
+    if p.pool > 1 and (v.image_size is None or (v.image_size // v.patch_size) % p.pool):
+        check.fail("projector.pool", f"{p.pool} needs an image_size whose patches a side it divides")
+    if p.unread_layers >= v.n_layers:
+        check.fail("projector.unread_layers", f"must leave a layer to read (the tower has {v.n_layers}), "
+                                              f"got {p.unread_layers}")
+    if p.class_token and not v.class_token:
+        check.fail("projector.class_token", "the tower has none")
