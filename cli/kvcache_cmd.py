@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 from ..analysis.cluster.memory import fit, memory
 from ..analysis.count.kvcache import kv_cache
 from ..analysis.spec import RunSpec
-from .common import load_models, one_or_list, workloads
+from .common import image_record, load_models, one_or_list, workloads
 from .format import count, group_label, iec
 from .options import (
     ONE,
@@ -15,6 +15,8 @@ from .options import (
     Dtype,
     Exact,
     Format,
+    Images,
+    ImageSize,
     Json,
     KvDtype,
     Models,
@@ -36,6 +38,8 @@ def kvcache(
     budget: Budget = None,
     dtype: Dtype = None,
     weights_dtype: WeightsDtype = None,
+    images: Images = 0,
+    image_size: ImageSize = None,
     exact: Exact = False,
     fmt: Format = "table",
     json_out: Json = False,
@@ -50,15 +54,17 @@ def kvcache(
       llmcalc kvcache mistral-7b --budget 80GiB
       llmcalc kvcache mistral-7b --seq 1024,4096,32768
       llmcalc kvcache llama-3-8b --batch 1,8,64 --format csv
+      llmcalc kvcache gemma-3-27b-it --seq 1000 --images 4
     """
     fmt = output_format(fmt, json_out)
     rows, out, groups = [], [], []
     fmt_bytes = count if exact else iec
     for cfg, s, b in workloads(load_models(models), seq, batch):
         run = RunSpec("decode", s, b, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-                      state_dtype=state_dtype).resolve(cfg)
+                      state_dtype=state_dtype, images=images, image_size=image_size).resolve(cfg)
         c = kv_cache(cfg, run)
-        item = {"model": cfg.name, "seq_len": s, "batch": b, "kv_dtype": run.kv_dtype,
+        s = run.seq  # with images, their tokens too
+        item = {"model": cfg.name, "seq_len": s, "batch": b, "kv_dtype": run.kv_dtype, **image_record(run),
                 "cached_tokens": c.cached_tokens, "bytes_per_token": c.bytes_per_token,
                 "bytes": c.bytes, "bytes_per_layer": c.bytes_per_layer,
                 "kv_bytes": c.kv_bytes, "state_bytes": c.state_bytes, "state_dtype": run.state_dtype,

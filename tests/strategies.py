@@ -174,6 +174,19 @@ def _vision(draw):
         p.pop("hidden_linear", None)
     if v.get("position", "learned") == "learned" and "image_size" not in v:  # a row per patch of it
         v["image_size"] = p.get("merge", 1) * patch
+    # the keys for images: windows (whole merged patches), pooling (dividing the patches a side), the
+    # class token kept, layers no feature reads
+    if draw(st.booleans()):
+        v["window"] = p.get("merge", 1) * draw(st.integers(1, 2))
+        if draw(st.booleans()):
+            v["full_layers"] = draw(st.lists(st.integers(0, 2), min_size=1, max_size=2))
+    side = v["image_size"] // patch if "image_size" in v else None
+    if side is not None and draw(st.booleans()):
+        p["pool"] = draw(st.sampled_from([k for k in (1, 2) if side % k == 0]))
+    if v.get("class_token") and draw(st.booleans()):
+        p["class_token"] = draw(st.booleans())
+    if draw(st.booleans()):
+        p["unread_layers"] = draw(st.integers(0, v["n_layers"] - 1))
     v["projector"] = p
     return v
 

@@ -227,6 +227,13 @@ class ProjectorConfig:
     # a linear hidden -> hidden after the first's activation, followed by the activation again
     # (Llama 4's vision adapter, fc1 and fc2, before its projector); needs hidden
     hidden_linear: bool = _key(_bool, False)
+    # Gemma 3: pool x pool patches averaged into one token, before the norm; 0: the checkpoint's pooling
+    # cannot take the tower's patches (no image runs)
+    pool: int = _key(_int(minimum=0), 1)
+    class_token: bool = _key(_bool, False)  # the class token's features join the patches' (LLaVA's "full")
+    # the tower's last layers whose output no feature reads (LLaVA's vision_feature_layer -2: 1): they
+    # run forward (transformers runs them) but get no gradient
+    unread_layers: int = _key(_int(minimum=0), 0)
 
 
 @dataclass(frozen=True)
@@ -258,6 +265,10 @@ class VisionConfig:
     mlp_bias: bool = _key(_bool, True)
     pre_norm: bool = _key(_bool, False)  # a norm before the first layer (CLIP, Pixtral)
     final_norm: bool = _key(_bool, True)  # a norm after the last (SigLIP, CLIP)
+    # Qwen2.5-VL: layers attend within square windows of `window` patches a side (a multiple of the
+    # merge), but the `full_layers` (indices; None: none), which attend over the whole image
+    window: int | None = _key(_optional(_int()), None)
+    full_layers: tuple[int, ...] | None = _key(_optional(_pattern(_int(minimum=0, maximum=MAX_LAYERS))), None)
 
     @property
     def patches(self) -> int:

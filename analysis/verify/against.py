@@ -452,3 +452,42 @@ def _against(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int, source
     out.append(Check(f"transformers/kv_cache/prefill {prefill}{keeps}", analytic, measured, analytic == measured,
                      "analytic under transformers' cache convention" if keeps else ""))
     return out
+
+
+# --- images: the vision tower and projector of a multimodal checkpoint -------------------------
+
+def _image_inputs(model: torch.nn.Module, raw: dict[str, Any], size: int, images: int) -> dict[str, Any]:
+    """The keyword arguments of the family's ``get_image_features`` for ``images`` square images of
+    ``size`` pixels: pixel values as its processor gives them (Qwen-VL: flattened patches and their
+    ``grid_thw``; Mistral 3: ``image_sizes``; Idefics3/SmolVLM: images per sample)."""
+    device = next(model.parameters()).device
+    v, kind = raw["vision_config"], raw["model_type"]
+    if kind in ("qwen2_vl", "qwen2_5_vl"):
+        p, t = v["patch_size"], v["temporal_patch_size"]
+        side = size // p
+        channels = v.get("in_chans", v.get("in_channels", 3))
+        return {"pixel_values": torch.zeros(images * side * side, channels * t * p * p, device=device),
+                "image_grid_thw": torch.tensor([[1, side, side]] * images)}
+    # ones: Idefics3 drops an image of zeros as padding
+    pixels = torch.ones(images, v.get("num_channels", 3), size, size, device=device)
+    if kind == "mistral3":
+        return {"pixel_values": pixels, "image_sizes": torch.tensor([[size, size]] * images)}
+    if kind in ("idefics3", "smolvlm"):
+        return {"pixel_values": pixels[None]}
+    return {"pixel_values": pixels}
+
+
+def measure_image_flops(model: torch.nn.Module, cfg: ModelConfig, raw: dict[str, Any], size: int,
+                        images: int) -> tuple[dict[str, int], dict[str, int]]:
+    """(forward, backward) matmul FLOPs of transformers' ``get_image_features`` over ``images``
+    images of ``size`` pixels, as ``vision`` and ``projector`` (whole), the backward of the sum of
+    the image tokens (the pixels need no gradient)."""
+    inputs = _image_inputs(model, raw, size, images)
+    with ModuleScope(model, lambda path: component(path, cfg)) as scope:
+        with _Counter(scope) as fwd:
+            out = model.model.get_image_features(**inputs)
+        tokens = out.pooler_output
+        loss = sum(t.sum() for t in tokens) if isinstance(tokens, (list, tuple)) else tokens.sum()
+    with _Counter(scope) as bwd:
+        loss.backward()
+    return fwd.result(), bwd.result()
