@@ -181,7 +181,7 @@ def flops(
       llmcalc flops mistral-7b --mode decode --batch 1,8,32
       llmcalc flops --mode decode --seq 4096
       llmcalc flops llama-2-7b --seq 2048 --lora-rank 16
-      llmcalc flops gemma-3-27b-it --mode prefill --seq 100 --images 1
+      llmcalc flops gemma-3-27b-it --seq 100 --images 1
     """
     fmt = output_format(fmt, json_out)
     given = applicable((mode,), mode, recompute=None if recompute == "none" else recompute,
