@@ -79,11 +79,13 @@ VARIANTS = {  # together every config key and value
                        "step": 2}},
     "opt": {"position": "learned", "position_offset": 2, "activation": "relu", "qkv_bias": True, "out_bias": True,
             "mlp_bias": True, "tie_embeddings": True},
+    "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
+               "tie_embeddings": True},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
 
-ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu", "xielu"],
+ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu", "xielu", "sqreglu"],
          "norm": ["layernorm", "rmsnorm"], "norm_placement": ["pre", "post", "sandwich", "post_branch"],
          "position": ["learned", "sinusoidal", "rope", "alibi", "relative", "none"]}
 QK_NORMS = [False, True, "none", "head", "full", "l2"]  # true is "head", false is "none"
@@ -205,6 +207,7 @@ def valid_configs(draw):
         if raw["qk_norm"] == "l2" and not (rope and raw["norm"] == "rmsnorm"):  # l2: RMSNorm on RoPE layers
             raw["qk_norm"] = "head"
         raw["attention_gate"] = draw(st.booleans())
+        raw["sub_norms"] = draw(st.booleans())  # BitNet: dense layers only (no moe, below)
         if rope and draw(st.booleans()):
             # rotated dims int(hd * f) must be even and > 0
             rotated = 2 * draw(st.integers(1, hd // 2))
@@ -253,10 +256,13 @@ def valid_configs(draw):
         _put(raw, "quant_skip", _maybe(draw, st.lists(st.sampled_from(QUANT_SKIPS), min_size=1, max_size=2)))
     # any text but control characters, which validation refuses
     raw["description"] = draw(st.text(st.characters(exclude_categories=("Cc",)), max_size=10))
-    if draw(st.booleans()) and not ACTIVATIONS[raw["activation"]].scalars:  # xIELU: dense MLPs only
+    if draw(st.booleans()) and not ACTIVATIONS[raw["activation"]].scalars \
+            and not raw.get("sub_norms"):  # xIELU and sub-norms: dense MLPs only
         raw["moe"] = draw(_moe(n_layers))
     elif draw(st.integers(0, 4)) == 0:
         raw["moe"] = None
+    if raw.get("moe") is not None:  # sub_norms applies to dense models only, whatever its value
+        raw.pop("sub_norms", None)
     if draw(st.booleans()):
         raw["vision"] = draw(_vision())
     moe = raw.get("moe")

@@ -117,10 +117,10 @@ def test_tp_ranks_sum_back_to_the_reference(case, tp):
 
 # -- identities of the analytic model -----------------------------------------------------------
 
-def _windows(cfg: ModelConfig) -> list[Optional[int]]:
+def _specs(cfg: ModelConfig):
     from llmcalc.analysis.model.layers import layer_specs
 
-    return [s.window for s in layer_specs(cfg)]
+    return layer_specs(cfg)
 
 
 def _head_sizes(cfg: ModelConfig) -> tuple[int, int]:
@@ -143,8 +143,9 @@ def test_parameters_and_flops_identities(case):
     dense, causal = count_flops(cfg, w.replace(attention="flash")), count_flops(cfg, w.replace(causal=True))
     assert causal.forward.matmul_total <= dense.forward.matmul_total
     score, value = _head_sizes(cfg)
-    h, windows = cfg.n_heads, _windows(cfg)
-    pairs = [sum(min(i + 1, W or seq) for i in range(seq)) for W in windows]
+    h = cfg.n_heads
+    # a query sees its window's keys, or its chunk's up to itself (Llama 4's chunked layers)
+    pairs = [sum(s.keys_seen(i + 1) for i in range(seq)) for s in _specs(cfg)]
     assert causal.forward.matmul["attention/scores"] == sum(2 * batch * h * n * score for n in pairs)
     assert causal.forward.matmul["attention/values"] == sum(2 * batch * h * n * value for n in pairs)
     assert dense.forward.matmul["attention/scores"] == 2 * batch * h * seq * seq * score * cfg.n_layers
@@ -156,8 +157,9 @@ def test_parameters_and_flops_identities(case):
     recomputed = 0 if cfg.position == "relative" else dense.forward.matmul["attention/scores"]
     assert dense.backward.matmul_total - eager.backward.matmul_total == recomputed
     dec = count_flops(cfg, RunSpec("decode", seq, batch)).forward.matmul
-    assert dec["attention/scores"] == sum(2 * batch * h * min(seq, W or seq) * score for W in windows)
-    assert dec["attention/values"] == sum(2 * batch * h * min(seq, W or seq) * value for W in windows)
+    seen = [s.keys_seen(seq) for s in _specs(cfg)]
+    assert dec["attention/scores"] == sum(2 * batch * h * n * score for n in seen)
+    assert dec["attention/values"] == sum(2 * batch * h * n * value for n in seen)
 
 
 @pytest.mark.unit

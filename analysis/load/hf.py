@@ -1698,6 +1698,26 @@ def _biogpt(r: Raw) -> dict[str, Any]:
         out["embedding_scale"] = math.sqrt(out["d_model"])
     return out
 
+
+# -- sub_norms (BitNet) -------------------------------------------------------------------------
+
+def _bitnet(r: Raw) -> dict[str, Any]:
+    """BitNet b1.58: Llama's attention and gated MLP (``relu2`` on the gate: ``sqreglu``) with an
+    RMSNorm over the merged heads before o_proj (``attn_sub_norm``) and one over the MLP's product
+    before down_proj (``ffn_sub_norm``): ``sub_norms``. transformers sizes ``attn_sub_norm`` hidden_size
+    and runs it on the heads' h * head_dim outputs, so a head_dim (read with getattr) that makes them
+    differ is refused. Parameters are the model transformers builds from the config: every linear
+    unpacked, one weight per entry; a ``quantization_config`` (BitNet's packed ternary weights) is
+    refused by the quantization reader, as a format llmcalc does not size."""
+    out = _decoder(r)
+    _attention_bias(r, out)
+    if out["n_heads"] * out.get("head_dim", out["d_model"] // out["n_heads"]) != out["d_model"]:
+        r.fail("head_dim" if "head_dim" in out else "num_attention_heads",
+               f"the heads must span hidden_size ({out['d_model']}): transformers' attn_sub_norm is hidden_size wide")
+    out["sub_norms"] = True
+    return out
+
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
@@ -1733,6 +1753,8 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt_neo": _gpt_neo, "dbrx": _dbrx, "openai-gpt": _openai_gpt, "nanochat": _nanochat,
     # position_offset
     "opt": _opt, "biogpt": _biogpt,
+    # sub_norms (BitNet)
+    "bitnet": _bitnet,
 }
 # REJECTED keys a family's mapper reads (chunked attention: Llama 4)
 _READS_REJECTED = {"llama4_text": ("attention_chunk_size",)}

@@ -624,6 +624,13 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         vocab_size=42384, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
         hidden_act="gelu", max_position_embeddings=1024, scale_embedding=True, tie_word_embeddings=True,
         pad_token_id=_null(1)),
+    # -- sub_norms (BitNet)
+    "bitnet": _config(  # BitNetConfig; head_dim: no field, read with getattr
+        f"{_COMMON} rms_norm_eps",
+        vocab_size=128256, hidden_size=2560, intermediate_size=6912, num_hidden_layers=30, num_attention_heads=20,
+        num_key_value_heads=_null(5), head_dim=None, hidden_act="relu2", max_position_embeddings=2048,
+        rope_parameters=_null(), rope_theta=500000.0, attention_bias=False, tie_word_embeddings=False,
+        pad_token_id=_null()),
 }
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers
