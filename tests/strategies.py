@@ -82,11 +82,13 @@ VARIANTS = {  # together every config key and value
     "mamba": {"position": "none", "norm": "rmsnorm", "d_ff": 0, "layer_types": ["mamba"], "tie_embeddings": True,
               "mamba": {"d_state": 4, "d_conv": 3, "expand": 2, "dt_rank": 5, "conv_bias": True, "proj_bias": True,
                         "mixer_norms": True}},
+    "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
+               "tie_embeddings": True},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
 
-ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu", "xielu"],
+ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu", "xielu", "sqreglu"],
          "norm": ["layernorm", "rmsnorm"], "norm_placement": ["pre", "post", "sandwich", "post_branch"],
          "position": ["learned", "sinusoidal", "rope", "alibi", "relative", "none"]}
 QK_NORMS = [False, True, "none", "head", "full", "l2"]  # true is "head", false is "none"
@@ -205,6 +207,7 @@ def _mamba_layers(draw, raw):
                                              ("mixer_norms", st.booleans())) if draw(st.booleans())}
     raw["parallel_block"] = False
     raw.pop("parallel_norms", None)
+    raw.pop("sub_norms", None)  # dense attention layers only
     attends = any(t != "mamba" for t in raw["layer_types"][:raw["n_layers"]])
     if not attends and "attention" in (raw.get("quant_skip") or ()):  # no attention linear to skip
         raw["quant_skip"] = ["lm_head"]
@@ -254,6 +257,7 @@ def valid_configs(draw):
         if raw["qk_norm"] == "l2" and not (rope and raw["norm"] == "rmsnorm"):  # l2: RMSNorm on RoPE layers
             raw["qk_norm"] = "head"
         raw["attention_gate"] = draw(st.booleans())
+        raw["sub_norms"] = draw(st.booleans())  # BitNet: dense layers only (no moe, below)
         if rope and draw(st.booleans()):
             # rotated dims int(hd * f) must be even and > 0
             rotated = 2 * draw(st.integers(1, hd // 2))
@@ -302,10 +306,13 @@ def valid_configs(draw):
         _put(raw, "quant_skip", _maybe(draw, st.lists(st.sampled_from(QUANT_SKIPS), min_size=1, max_size=2)))
     # any text but control characters, which validation refuses
     raw["description"] = draw(st.text(st.characters(exclude_categories=("Cc",)), max_size=10))
-    if draw(st.booleans()) and not ACTIVATIONS[raw["activation"]].scalars:  # xIELU: dense MLPs only
+    if draw(st.booleans()) and not ACTIVATIONS[raw["activation"]].scalars \
+            and not raw.get("sub_norms"):  # xIELU and sub-norms: dense MLPs only
         raw["moe"] = draw(_moe(n_layers))
     elif draw(st.integers(0, 4)) == 0:
         raw["moe"] = None
+    if raw.get("moe") is not None:  # sub_norms applies to dense models only, whatever its value
+        raw.pop("sub_norms", None)
     if draw(st.booleans()):
         raw["vision"] = draw(_vision())
     moe = raw.get("moe")

@@ -414,6 +414,12 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         vocab_size=65024, hidden_size=4096, num_hidden_layers=64, state_size=16, expand=2, conv_kernel=4,
         time_step_rank=256, use_bias=False, use_conv_bias=True, tie_word_embeddings=False, mixer_rms_eps=1e-6),
         None),
+    # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
+    # packed ternary weights, left out: llmcalc refuses it)
+    "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
+        vocab_size=128256, hidden_size=2560, intermediate_size=6912, num_hidden_layers=30, num_attention_heads=20,
+        num_key_value_heads=5, hidden_act="relu2", max_position_embeddings=4096,
+        rope_parameters=dict(rope_type="default", rope_theta=500000.0), tie_word_embeddings=True), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -602,6 +608,9 @@ VARIANTS = [
     ("biogpt", "microsoft/biogpt unscaled, untied", dict(
         vocab_size=42384, hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, intermediate_size=4096,
         scale_embedding=False, tie_word_embeddings=False)),
+    ("bitnet", "BitNetConfig with biased attention, a head_dim, untied", dict(
+        vocab_size=1024, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=8,
+        num_key_value_heads=4, head_dim=32, attention_bias=True, tie_word_embeddings=False)),
 ]
 
 
@@ -759,6 +768,9 @@ LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_
     ({"model_type": "cohere", "use_qk_norm": True}, "key 'use_qk_norm': True is not supported"),
     ({"model_type": "mpt", "expansion_ratio": 8}, "key 'expansion_ratio': transformers' MPT builds"),
     ({"model_type": "opt", "word_embed_proj_dim": 32}, "key 'word_embed_proj_dim': a projection of the embeddings"),
+    ({"model_type": "bitnet", "head_dim": 32}, "key 'head_dim': the heads must span hidden_size"),
+    ({"model_type": "bitnet", "quantization_config": {"quant_method": "bitnet"}},
+     "key 'quantization_config.quant_method': 'bitnet' is not a format llmcalc sizes"),
 ])
 def test_rejected_fields_exit_2(tmp_path, run, changes, message):
     data = {**LLAMA, **changes}

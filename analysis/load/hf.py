@@ -1730,6 +1730,23 @@ def _mamba(r: Raw) -> dict[str, Any]:
             "d_model": r.size("hidden_size"), "n_layers": r.size("num_hidden_layers", maximum=MAX_LAYERS),
             "n_heads": 1, "d_ff": 0, "layer_types": ["mamba"], "mamba": mamba, "norm": "rmsnorm",
             "position": "none", "tie_embeddings": r.flag("tie_word_embeddings"), "dtype": _dtype(r, "bf16")}
+# -- sub_norms (BitNet) -------------------------------------------------------------------------
+
+def _bitnet(r: Raw) -> dict[str, Any]:
+    """BitNet b1.58: Llama's attention and gated MLP (``relu2`` on the gate: ``sqreglu``) with an
+    RMSNorm over the merged heads before o_proj (``attn_sub_norm``) and one over the MLP's product
+    before down_proj (``ffn_sub_norm``): ``sub_norms``. transformers sizes ``attn_sub_norm`` hidden_size
+    and runs it on the heads' h * head_dim outputs, so a head_dim (read with getattr) that makes them
+    differ is refused. Parameters are the model transformers builds from the config: every linear
+    unpacked, one weight per entry; a ``quantization_config`` (BitNet's packed ternary weights) is
+    refused by the quantization reader, as a format llmcalc does not size."""
+    out = _decoder(r)
+    _attention_bias(r, out)
+    if out["n_heads"] * out.get("head_dim", out["d_model"] // out["n_heads"]) != out["d_model"]:
+        r.fail("head_dim" if "head_dim" in out else "num_attention_heads",
+               f"the heads must span hidden_size ({out['d_model']}): transformers' attn_sub_norm is hidden_size wide")
+    out["sub_norms"] = True
+    return out
 
 
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
@@ -1769,6 +1786,8 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "opt": _opt, "biogpt": _biogpt,
     # the Mamba-1 mixer
     "mamba": _mamba, "falcon_mamba": _mamba,
+    # sub_norms (BitNet)
+    "bitnet": _bitnet,
 }
 # REJECTED keys a family's mapper reads (chunked attention: Llama 4)
 _READS_REJECTED = {"llama4_text": ("attention_chunk_size",)}

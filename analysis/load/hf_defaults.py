@@ -630,6 +630,13 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         "time_step_init_scheme time_step_floor rescale_prenorm_residual use_mambapy use_associative_scan",
         vocab_size=50280, hidden_size=768, state_size=16, num_hidden_layers=32, expand=2, conv_kernel=4,
         use_bias=False, use_conv_bias=True, hidden_act="silu", time_step_rank="auto", tie_word_embeddings=True),
+    # -- sub_norms (BitNet)
+    "bitnet": _config(  # BitNetConfig; head_dim: no field, read with getattr
+        f"{_COMMON} rms_norm_eps",
+        vocab_size=128256, hidden_size=2560, intermediate_size=6912, num_hidden_layers=30, num_attention_heads=20,
+        num_key_value_heads=_null(5), head_dim=None, hidden_act="relu2", max_position_embeddings=2048,
+        rope_parameters=_null(), rope_theta=500000.0, attention_bias=False, tie_word_embeddings=False,
+        pad_token_id=_null()),
 }
 DEFAULTS["falcon_mamba"] = {**DEFAULTS["mamba"], "mixer_rms_eps": Default(1e-6, False)}
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they

@@ -320,6 +320,7 @@ class ModelConfig:
     mla: MLAConfig | None = _key(_mapping(MLAConfig), None)
     attention_sinks: bool = _key(_bool, False)  # one learned logit per head joins the softmax
     attention_gate: bool = _key(_bool, False)  # output * sigmoid(x @ w_gate), w_gate: d -> h*hd (AFMoE)
+    sub_norms: bool = _key(_bool, False)  # norms before o (over h*hd) and before down (over d_ff) (BitNet)
     attention_chunk: int | None = _key(_optional(_int()), None)  # chunked layers: keys of the query's chunk C
     attn_temperature_tuning: bool = _key(_bool, False)  # NoPE layers scale q by position (Llama 4)
     attn_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 50

@@ -110,6 +110,8 @@ _LAYER_NAMES = {
     "layernorm1": "norm/attention", "layernorm2": "norm/mlp", "0": "mlp/up", "2": "mlp/down",
     # Apertus: its norms, and xIELU's learned scalars (alpha_p, alpha_n; the buffers beta, eps)
     "attention_layernorm": "norm/attention", "feedforward_layernorm": "norm/mlp", "act_fn": "mlp/act",
+    # BitNet's sub-norms, before o_proj and before down_proj
+    "attn_sub_norm": "attention/sub_norm", "ffn_sub_norm": "mlp/sub_norm",
 }
 # the Mamba mixer (transformers' MambaMixer, FalconMambaMixer): its parts; its own ops are the conv
 # (F.conv1d on conv1d's weight), dt_proj (its weight times dt) and the scan
