@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..errors import SpecError
 from .parts import Linear, Norm, Table, Vector
-from .variants import ACTIVATIONS
+from .variants import ACTIVATIONS, ROPE_COST, SCORE_SCALE_COST, SOFTMAX_COST, norm_cost
 
 if TYPE_CHECKING:
     from .config import ModelConfig, VisionConfig
@@ -113,8 +114,6 @@ def _windows(side: int, window: int, merge: int) -> tuple[int, ...]:
 def image(v: VisionConfig, size: int | None) -> Image:
     """The geometry of one image of ``size`` pixels (None: the tower's default); SpecError naming
     ``image_size`` when the tower cannot take it."""
-    from ..errors import SpecError  # noqa: PLC0415 (the model package raises ConfigError elsewhere)
-
     if size is None:
         if v.image_size is None:
             raise SpecError("image_size", "is needed: the tower has no default resolution (config key "
@@ -163,8 +162,6 @@ def vision_forward(cfg: ModelConfig, size: int | None, images: int,
     """(matmul, elementwise) forward FLOPs of ``images`` images of ``size`` pixels through the tower
     and the projector, by key (``vision/...``, ``projector/...``); ``gradient``: only the layers a
     gradient reaches (not the ``unread_layers``), whose backward is twice this."""
-    from .variants import ROPE_COST, SCORE_SCALE_COST, SOFTMAX_COST, norm_cost  # noqa: PLC0415
-
     vision = build_vision(cfg)
     assert vision is not None
     v, p = vision.config, vision.config.projector
