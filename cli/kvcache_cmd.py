@@ -57,7 +57,7 @@ def kvcache(
       llmcalc kvcache gemma-3-27b-it --seq 1000 --images 4
     """
     fmt = output_format(fmt, json_out)
-    rows, out, groups = [], [], []
+    rows, out, groups, states = [], [], [], []
     fmt_bytes = count if exact else iec
     for cfg, s, b in workloads(load_models(models), seq, batch):
         run = RunSpec("decode", s, b, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
@@ -78,6 +78,7 @@ def kvcache(
                        for g in c.groups]
         row = [*key, count(c.cached_tokens), fmt_bytes(c.bytes_per_token), fmt_bytes(c.bytes_per_layer),
                fmt_bytes(c.bytes)]
+        states.append([fmt_bytes(c.kv_bytes), fmt_bytes(c.state_bytes)])  # a recurrent layer's state apart
         if budget is not None:
             serving = run.replace(mode="prefill")  # the inference memory of `llmcalc memory --mode inference`
             weights = memory(cfg, serving).parts["weights"]
@@ -94,6 +95,9 @@ def kvcache(
     key_cols = [Col("seq", key=True)] + ([Col("batch", key=True)] if several else [])
     cols = [text_col("model", key=True), *key_cols, Col("cached tokens"), Col("bytes/token"), Col("per layer"),
             Col("total" if several else f"total (batch {batch[0]})")]
+    if any(o["state_bytes"] for o in out):  # recurrent layers: the KV and the state (constant in seq) apart
+        cols[-1:-1] = [Col("KV"), Col("state")]
+        rows = [r[:len(cols) - 3] + s + r[len(cols) - 3:] for r, s in zip(rows, states)]
     if budget is not None:
         cols += [Col("weights"), Col("max batch"), Col("max tokens")]
     title = f"KV cache of every layer ({', '.join(sorted({o['kv_dtype'] for o in out}))})"

@@ -84,6 +84,11 @@ VARIANTS = {  # together every config key and value
                         "mixer_norms": True}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
+    # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
+    "jamba": {"position": "none", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 4,
+              "layer_types": ["mamba", "mamba", "full", "mamba"], "moe": {"num_experts": 4, "experts_per_token": 2,
+                                                                          "step": 2},
+              "mamba": {"d_state": 4, "d_conv": 3, "expand": 2, "dt_rank": 5, "mixer_norms": "weighted"}},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
@@ -204,7 +209,8 @@ def _mamba_layers(draw, raw):
     raw["mamba"] = {k: draw(v) for k, v in (("d_state", st.integers(1, 8)), ("d_conv", st.integers(1, 4)),
                                              ("expand", st.integers(1, 2)), ("dt_rank", st.integers(1, 6)),
                                              ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
-                                             ("mixer_norms", st.booleans())) if draw(st.booleans())}
+                                             ("mixer_norms", st.sampled_from([False, True, "weighted"])))
+                    if draw(st.booleans())}
     raw["parallel_block"] = False
     raw.pop("parallel_norms", None)
     raw.pop("sub_norms", None)  # dense attention layers only

@@ -195,6 +195,13 @@ class MLAConfig:
     q_lora_rank: int | None = _key(_optional(_int()), None)  # None: a full-rank query projection
 
 
+def _mixer_norms(c: Checker, key: str, value: Any) -> bool | str:
+    """``mamba.mixer_norms``: true or false, or ``weighted``."""
+    if value != "weighted" and not isinstance(value, bool):
+        c.fail(key, f"must be true, false or weighted, got {brief(value)}")
+    return value
+
+
 @dataclass(frozen=True)
 class MambaConfig:
     """The Mamba-1 selective-state-space mixer of ``mamba`` layers (transformers' MambaMixer): in_proj
@@ -207,7 +214,8 @@ class MambaConfig:
     dt_rank: int | None = _key(_optional(_int()), None)  # None: ceil(d_model / 16)
     conv_bias: bool = _key(_bool, True)
     proj_bias: bool = _key(_bool, False)  # biases of in_proj and out_proj
-    mixer_norms: bool = _key(_bool, False)  # weightless RMS norms on dt, B and C (Falcon-Mamba)
+    # RMS norms on dt, B and C: true, weightless (Falcon-Mamba); "weighted", a weight each (Jamba)
+    mixer_norms: bool | str = _key(_mixer_norms, False)
 
 
 @dataclass(frozen=True)

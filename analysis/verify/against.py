@@ -112,12 +112,17 @@ _LAYER_NAMES = {
     "attention_layernorm": "norm/attention", "feedforward_layernorm": "norm/mlp", "act_fn": "mlp/act",
     # BitNet's sub-norms, before o_proj and before down_proj
     "attn_sub_norm": "attention/sub_norm", "ffn_sub_norm": "mlp/sub_norm",
+    # Jamba: its norm before the FFN
+    "pre_ff_layernorm": "norm/mlp",
 }
 # the Mamba mixer (transformers' MambaMixer, FalconMambaMixer): its parts; its own ops are the conv
 # (F.conv1d on conv1d's weight), dt_proj (its weight times dt) and the scan
 _MAMBA_NAMES = {"in_proj": "mamba/in_proj", "conv1d": "mamba/conv1d", "x_proj": "mamba/x_proj",
                 "dt_proj": "mamba/dt_proj", "out_proj": "mamba/out_proj", "A_log": "mamba/A_log", "D": "mamba/D",
                 "mixer": "mamba/conv1d+dt_proj+scan"}
+# Jamba's mixer (JambaMambaMixer, a layer's ``mamba``): the same parts, and its weighted RMS norms on dt, B and C
+_MAMBA_NAMES.update({"mamba": "mamba/conv1d+dt_proj+scan", "dt_layernorm": "mamba/dt_norm",
+                     "b_layernorm": "mamba/b_norm", "c_layernorm": "mamba/c_norm"})
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
@@ -232,7 +237,7 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     if not parts:
         return "layer"
     last = parts[-1]
-    if parts[0] == "mixer" and len(parts) <= 2 and last in _MAMBA_NAMES:  # a mamba layer's mixer
+    if parts[0] in ("mixer", "mamba") and len(parts) <= 2 and last in _MAMBA_NAMES:  # a mamba layer's mixer
         return _MAMBA_NAMES[last]
     if parts == ["norm"]:  # a mamba layer's one norm, before its mixer
         return "norm/attention"
@@ -338,10 +343,19 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
 
 
-def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, torch.Tensor]:
+# families whose model reads the attention mask's values (Jamba's mask for its mamba layers asks whether every
+# entry is 1, and without a mask it reads the position ids' values), which the meta device does not hold:
+# they get their masks per layer type, none (the causal mask only adds, and matmul FLOPs and cache bytes do
+# not depend on its values; a mask of ones gives the mamba layers none)
+NO_MASK = frozenset({"jamba"})
+
+
+def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
     device = next(model.parameters()).device  # meta, or the CPU for a model that cannot run on meta
-    return {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device=device),
-            "attention_mask": torch.ones(batch, seq, dtype=torch.long, device=device)}
+    ids = torch.zeros(batch, seq, dtype=torch.long, device=device)
+    if getattr(model.config, "model_type", None) in NO_MASK:
+        return {"input_ids": ids, "attention_mask": {"full_attention": None, "linear_attention": None}}
+    return {"input_ids": ids, "attention_mask": torch.ones(batch, seq, dtype=torch.long, device=device)}
 
 
 def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int):
