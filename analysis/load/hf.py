@@ -35,7 +35,7 @@ from ..errors import ConfigError, UnmappedModelType, brief
 from ..model.config import MAX_LAYERS
 from ..model.sizes import MAX_INT
 from .hf_defaults import DEFAULTS, SUBCONFIGS, Default
-from .hf_raw import Raw, _activation
+from .hf_raw import Raw
 from .hf_vision import MULTIMODAL, Family
 
 # Keys that change no count, for every family.
@@ -200,7 +200,7 @@ def _decoder(r: Raw, *, gated: bool = True, act: str = "hidden_act", norm: str =
     out = _base(r)
     kv, head_dim = r.maybe_size("num_key_value_heads"), r.maybe_size("head_dim")
     out.update(n_kv_heads=out["n_heads"] if kv is None else kv, d_ff=r.size(ff),
-               activation=_activation(r, act, gated), norm=norm)
+               activation=r.activation(act, gated), norm=norm)
     if out["d_model"] % out["n_heads"] and r.raw["model_type"] in _EXACT_HEADS:  # even with a head_dim
         r.fail("num_attention_heads", f"must divide hidden_size ({out['d_model']}), as transformers' config "
                                       f"requires, got {out['n_heads']}")
@@ -226,7 +226,7 @@ def _gpt2(r: Raw) -> dict[str, Any]:
              "summary_use_proj", "summary_activation", "summary_proj_to_labels")
     out = _base(r, d="n_embd", layers="n_layer", heads="n_head", context="n_positions", dtype="fp32")
     return {**out, "d_ff": _inner(r, out["d_model"]), "position": "learned",
-            "activation": _activation(r, "activation_function", False),
+            "activation": r.activation("activation_function", False),
             "qkv_bias": True, "out_bias": True, "mlp_bias": True}
 
 
@@ -250,7 +250,7 @@ def _gpt_neox(r: Raw) -> dict[str, Any]:
 def _gptj(r: Raw) -> dict[str, Any]:
     out = _base(r, d="n_embd", layers="n_layer", heads="n_head", context="n_positions")
     _divides(r, out, "n_head", "n_embd")  # transformers' GPT-J refuses it too
-    out.update(d_ff=_inner(r, out["d_model"]), activation=_activation(r, "activation_function", False),
+    out.update(d_ff=_inner(r, out["d_model"]), activation=r.activation("activation_function", False),
                mlp_bias=True, lm_head_bias=True, parallel_block=True)
     _rope(r, out, r.size("rotary_dim") / (out["d_model"] // out["n_heads"]))
     return out
@@ -274,7 +274,7 @@ def _falcon(r: Raw) -> dict[str, Any]:
     if parallel:
         out["parallel_block"] = True
     bias, ffn = r.flag("bias"), r.maybe_size("ffn_hidden_size")
-    out.update(d_ff=4 * d if ffn is None else ffn, activation=_activation(r, "activation", False),
+    out.update(d_ff=4 * d if ffn is None else ffn, activation=r.activation("activation", False),
                norm="layernorm", qkv_bias=bias, out_bias=bias, mlp_bias=bias)
     if r.flag("alibi"):
         out["position"] = "alibi"
@@ -506,7 +506,7 @@ def _mla(r: Raw, derive_v: bool = False) -> dict[str, Any]:
     q_lora = r.maybe_size("q_lora_rank")  # None: queries without the low-rank path
     if q_lora is not None:
         mla["q_lora_rank"] = q_lora
-    out.update(d_ff=r.size("intermediate_size"), activation=_activation(r, "hidden_act", True),
+    out.update(d_ff=r.size("intermediate_size"), activation=r.activation("hidden_act", True),
                norm="rmsnorm", attention="mla", mla=mla)
     _rope(r, out)
     out.pop("rotary_fraction", None)
@@ -737,7 +737,7 @@ def _persimmon(r: Raw) -> dict[str, Any]:
     shared by the heads, on q and on k (as Phi's); squared ReLU (``relu2``)."""
     out = _base(r)
     _divides(r, out, "num_attention_heads", "hidden_size")
-    out.update(d_ff=r.size("intermediate_size"), activation=_activation(r, "hidden_act", False), norm="layernorm",
+    out.update(d_ff=r.size("intermediate_size"), activation=r.activation("hidden_act", False), norm="layernorm",
                qkv_bias=True, out_bias=True, mlp_bias=True)
     if r.flag("qk_layernorm"):
         out["qk_norm"] = "head"
@@ -818,7 +818,7 @@ def _xglm(r: Raw) -> dict[str, Any]:
     r.ignore("dropout", "activation_dropout", "layerdrop")
     out = _base(r, d="d_model", layers="num_layers", heads="attention_heads")
     _divides(r, out, "attention_heads", "d_model")
-    out.update(d_ff=r.size("ffn_dim"), activation=_activation(r, "activation_function", False),
+    out.update(d_ff=r.size("ffn_dim"), activation=r.activation("activation_function", False),
                position="sinusoidal", qkv_bias=True, out_bias=True, mlp_bias=True)
     if r.flag("scale_embedding"):
         out["embedding_scale"] = math.sqrt(out["d_model"])
@@ -1571,7 +1571,7 @@ def _gpt_neo(r: Raw) -> dict[str, Any]:
         r.ignore("window_size")
     inner = r.maybe_size("intermediate_size")
     out.update(d_ff=4 * out["d_model"] if inner is None else inner, position="learned",
-               activation=_activation(r, "activation_function", False), norm="layernorm",
+               activation=r.activation("activation_function", False), norm="layernorm",
                out_bias=True, mlp_bias=True)
     return out
 
@@ -1612,7 +1612,7 @@ def _dbrx(r: Raw) -> dict[str, Any]:
         ffn.fail("ffn_act_fn", f"must be a mapping with a name, got {brief(act)}")
     name = Raw(act, r.source, {"name": Default("silu", False)}, "ffn_config.ffn_act_fn.")
     expert = ffn.size("ffn_hidden_size")
-    out.update(d_ff=expert, activation=_activation(name, "name", True), norm="layernorm", norm_bias=False,
+    out.update(d_ff=expert, activation=name.activation("name", True), norm="layernorm", norm_bias=False,
                moe={"num_experts": ffn.size("moe_num_experts"), "experts_per_token": ffn.size("moe_top_k")})
     _rope(r, out)
     if not r.has("rope_parameters") and not r.has("rope_theta") and attn.get("rope_theta") is not None:
@@ -1633,7 +1633,7 @@ def _openai_gpt(r: Raw) -> dict[str, Any]:
     if r.get("afn") not in _OPENAI_ACTIVATIONS:
         r.fail("afn", f"unsupported activation {brief(r.get('afn'))}; transformers' OpenAI GPT takes "
                       f"{', '.join(_OPENAI_ACTIVATIONS)}")
-    out.update(d_ff=4 * out["d_model"], activation=_activation(r, "afn", False), norm="layernorm",
+    out.update(d_ff=4 * out["d_model"], activation=r.activation("afn", False), norm="layernorm",
                norm_placement="post", final_norm=False, position="learned", qkv_bias=True, out_bias=True,
                mlp_bias=True)
     return out
@@ -1672,7 +1672,7 @@ def _opt(r: Raw) -> dict[str, Any]:
         r.fail("word_embed_proj_dim", f"a projection of the embeddings ({proj}) to and from hidden_size "
                                       f"({out['d_model']}) is not modeled; only word_embed_proj_dim = hidden_size")
     bias = r.flag("enable_bias")
-    out.update(d_ff=r.size("ffn_dim"), activation=_activation(r, "activation_function", False),
+    out.update(d_ff=r.size("ffn_dim"), activation=r.activation("activation_function", False),
                norm="layernorm", position="learned", position_offset=2, qkv_bias=bias, out_bias=bias, mlp_bias=bias)
     if not r.flag("layer_norm_elementwise_affine"):
         out.update(norm_weight=False, norm_bias=False)
@@ -1692,7 +1692,7 @@ def _biogpt(r: Raw) -> dict[str, Any]:
     r.ignore("layerdrop", "activation_dropout", "attention_probs_dropout_prob")
     out = _base(r)
     _divides(r, out, "num_attention_heads", "hidden_size")  # BioGptAttention refuses the rest
-    out.update(d_ff=r.size("intermediate_size"), activation=_activation(r, "hidden_act", False), norm="layernorm",
+    out.update(d_ff=r.size("intermediate_size"), activation=r.activation("hidden_act", False), norm="layernorm",
                position="learned", position_offset=2, qkv_bias=True, out_bias=True, mlp_bias=True)
     if r.flag("scale_embedding"):
         out["embedding_scale"] = math.sqrt(out["d_model"])
@@ -1766,7 +1766,7 @@ def _jamba(r: Raw) -> dict[str, Any]:
     if out["d_model"] % out["n_heads"] and head_dim is None:  # JambaAttention floor-divides
         head_dim = out["d_model"] // out["n_heads"]
     out.update(n_kv_heads=r.size("num_key_value_heads"), d_ff=r.size("intermediate_size"),
-               activation=_activation(r, "hidden_act", True), norm="rmsnorm", position="none")
+               activation=r.activation("hidden_act", True), norm="rmsnorm", position="none")
     if head_dim is not None:
         out["head_dim"] = head_dim
     period, offset = r.size("attn_layer_period"), r.size("attn_layer_offset", minimum=0)

@@ -9,11 +9,12 @@ from ..errors import ConfigError, brief
 from ..model.sizes import MAX_INT
 from .hf_defaults import Default
 
-_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu", "gelu_fast": "gelu", "gelu_pytorch_tanh": "gelu",
+# transformers' activation names -> llmcalc's, and the gated form of each that has one
+ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu", "gelu_fast": "gelu", "gelu_pytorch_tanh": "gelu",
                 "gelu_python": "gelu", "relu": "relu", "silu": "silu", "swish": "silu", "relu2": "sqrelu"}
-_ACTIVATIONS["xielu"] = "xielu"  # transformers' XIELUActivation: its learned scalars are mlp/act (Apertus)
-_GATED = {"gelu": "geglu", "relu": "reglu", "silu": "swiglu"}
-_GATED["sqrelu"] = "sqreglu"  # relu2 on the gate (BitNet)
+ACTIVATIONS["xielu"] = "xielu"  # transformers' XIELUActivation: its learned scalars are mlp/act (Apertus)
+GATED = {"gelu": "geglu", "relu": "reglu", "silu": "swiglu"}
+GATED["sqrelu"] = "sqreglu"  # relu2 on the gate (BitNet)
 
 
 class Raw:
@@ -74,15 +75,17 @@ class Raw:
         """Keys of this family that change no count (listed with its mapper)."""
         self.read.update(keys)
 
+    def activation(self, key: str, gated: bool, names: dict[str, str] = ACTIVATIONS,
+                   gated_names: dict[str, str] = GATED) -> str:
+        """llmcalc's activation for ``key``'s transformers name (``names``), in its gated form
+        (``gated_names``) for a gated MLP; refused, naming the key, where there is none."""
+        act = self.get(key)
+        base = names.get(act) if isinstance(act, str) else None
+        if base is None or (gated and base not in gated_names):  # no gated xIELU
+            self.fail(key, f"unsupported activation {brief(act)}")
+        return gated_names[base] if gated else base
+
     def false(self, key: str, why: str) -> None:
         """The key must be absent, null or false (its true value is something llmcalc cannot count)."""
         if self.flag(key):
             self.fail(key, f"True is not supported: {why}")
-
-
-def _activation(r: Raw, key: str, gated: bool) -> str:
-    act = r.get(key)
-    base = _ACTIVATIONS.get(act) if isinstance(act, str) else None
-    if base is None or (gated and base not in _GATED):  # no gated xIELU
-        r.fail(key, f"unsupported activation {brief(act)}")
-    return _GATED[base] if gated else base

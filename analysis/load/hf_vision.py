@@ -37,18 +37,15 @@ from __future__ import annotations
 from typing import Any, Callable, NamedTuple
 
 from ..errors import brief
-from .hf_raw import _ACTIVATIONS, Raw
+from .hf_raw import ACTIVATIONS, Raw
 
-_TOWER_ACTIVATIONS = {**_ACTIVATIONS, "quick_gelu": "gelu"}
+_TOWER_ACTIVATIONS = {**ACTIVATIONS, "quick_gelu": "gelu"}
 _GATED_TOWER = {"gelu": "geglu", "silu": "swiglu"}
 
 
-def _activation(v: Raw, gated: bool) -> str:
-    act = v.get("hidden_act")
-    base = _TOWER_ACTIVATIONS.get(act) if isinstance(act, str) else None
-    if base is None or (gated and base not in _GATED_TOWER):
-        v.fail("hidden_act", f"unsupported activation {brief(act)}")
-    return _GATED_TOWER[base] if gated else base
+def _tower_activation(v: Raw, gated: bool) -> str:
+    """A tower's ``hidden_act``: the language models' names, and CLIP's quick GELU."""
+    return v.activation("hidden_act", gated, _TOWER_ACTIVATIONS, _GATED_TOWER)
 
 
 def _feature_layers(top: Raw) -> int:
@@ -85,7 +82,7 @@ def _gemma3(v: Raw, top: Raw, width: int) -> dict[str, Any]:
     return {"n_layers": v.size("num_hidden_layers"), "d_model": v.size("hidden_size"),
             "n_heads": v.size("num_attention_heads"), "d_ff": v.size("intermediate_size"),
             "patch_size": v.size("patch_size"), "image_size": v.size("image_size"), "channels": v.size("num_channels"),
-            "activation": _activation(v, False), "projector": {"norm": "rmsnorm", "pool": pool}}
+            "activation": _tower_activation(v, False), "projector": {"norm": "rmsnorm", "pool": pool}}
 
 
 def _llava(v: Raw, top: Raw, width: int) -> dict[str, Any]:
@@ -97,7 +94,7 @@ def _llava(v: Raw, top: Raw, width: int) -> dict[str, Any]:
     return {"n_layers": v.size("num_hidden_layers"), "d_model": v.size("hidden_size"),
             "n_heads": v.size("num_attention_heads"), "d_ff": v.size("intermediate_size"),
             "patch_size": v.size("patch_size"), "image_size": v.size("image_size"), "channels": v.size("num_channels"),
-            "activation": _activation(v, False), "class_token": True, "patch_bias": False, "pre_norm": True,
+            "activation": _tower_activation(v, False), "class_token": True, "patch_bias": False, "pre_norm": True,
             "projector": {"features": _feature_layers(top), "hidden": width,
                           "bias": top.flag("multimodal_projector_bias"), "class_token": strategy == "full",
                           "unread_layers": _unread(top, v.size("num_hidden_layers"))}}
@@ -114,7 +111,7 @@ def _mistral3(v: Raw, top: Raw, width: int) -> dict[str, Any]:
         top.fail("vision_feature_layer", "several layers: transformers' Mistral 3 projector cannot take them")
     return {"n_layers": v.size("num_hidden_layers"), "d_model": d, "n_heads": heads,
             "d_ff": v.size("intermediate_size"), "patch_size": v.size("patch_size"), "image_size": v.size("image_size"),
-            "channels": v.size("num_channels"), "activation": _activation(v, True), "norm": "rmsnorm",
+            "channels": v.size("num_channels"), "activation": _tower_activation(v, True), "norm": "rmsnorm",
             "position": "rope", "patch_bias": False, "qkv_bias": False, "out_bias": False, "mlp_bias": False,
             "pre_norm": True, "final_norm": False,
             "projector": {"norm": "rmsnorm", "merge": top.size("spatial_merge_size"),
@@ -139,7 +136,7 @@ def _qwen2_5_vl(v: Raw, top: Raw, width: int) -> dict[str, Any]:
     return {"n_layers": v.size("depth"), "d_model": d, "n_heads": v.size("num_heads"),
             "d_ff": v.size("intermediate_size"), "patch_size": v.size("patch_size"),
             "temporal_patch": v.size("temporal_patch_size"), "channels": v.size(channels),
-            "activation": _activation(v, True), "norm": "rmsnorm", "position": "rope", "patch_bias": False,
+            "activation": _tower_activation(v, True), "norm": "rmsnorm", "position": "rope", "patch_bias": False,
             "final_norm": False, "window": window * merge, "full_layers": list(full) or None,
             "projector": {"norm": "rmsnorm", "merge": merge, "hidden": d * merge * merge, "bias": True}}
 
@@ -154,7 +151,7 @@ def _qwen2_vl(v: Raw, top: Raw, width: int) -> dict[str, Any]:
     return {"n_layers": v.size("depth"), "d_model": d, "n_heads": v.size("num_heads"),
             "d_ff": d * v.size("mlp_ratio"), "patch_size": v.size("patch_size"),
             "temporal_patch": v.size("temporal_patch_size"), "channels": v.size(channels),
-            "activation": _activation(v, False), "position": "rope", "patch_bias": False, "final_norm": False,
+            "activation": _tower_activation(v, False), "position": "rope", "patch_bias": False, "final_norm": False,
             "projector": {"norm": "layernorm", "merge": merge, "hidden": d * merge * merge, "bias": True}}
 
 
@@ -163,7 +160,7 @@ def _idefics3(v: Raw, top: Raw, width: int) -> dict[str, Any]:
     return {"n_layers": v.size("num_hidden_layers"), "d_model": v.size("hidden_size"),
             "n_heads": v.size("num_attention_heads"), "d_ff": v.size("intermediate_size"),
             "patch_size": v.size("patch_size"), "image_size": v.size("image_size"), "channels": v.size("num_channels"),
-            "activation": _activation(v, False), "projector": {"merge": top.size("scale_factor")}}
+            "activation": _tower_activation(v, False), "projector": {"merge": top.size("scale_factor")}}
 
 
 def _llama4(v: Raw, top: Raw, width: int) -> dict[str, Any]:
