@@ -104,6 +104,7 @@ _LAYER_NAMES = {
     "post_norm1": "norm/attention_post", "post_norm2": "norm/mlp_post",
     # AFMoE's norm before the MLP (in its sandwich)
     "pre_mlp_layernorm": "norm/mlp",
+    "pre_ff_layernorm": "norm/mlp",  # Bamba
     "final_layer_norm": "norm/mlp",
     # CTRL: its MLP is an nn.Sequential (Linear, ReLU, Linear)
     "Wq": "attention/q", "Wk": "attention/k", "Wv": "attention/v",
@@ -116,6 +117,11 @@ _LAYER_NAMES = {
 _MAMBA_NAMES = {"in_proj": "mamba/in_proj", "conv1d": "mamba/conv1d", "x_proj": "mamba/x_proj",
                 "dt_proj": "mamba/dt_proj", "out_proj": "mamba/out_proj", "A_log": "mamba/A_log", "D": "mamba/D",
                 "mixer": "mamba/conv1d+dt_proj+scan"}
+# the Mamba-2 mixer (transformers' Mamba2Mixer, Bamba's and Granite 4.0-H's ``mamba``, Nemotron-H's
+# ``mixer``): its parts; its own ops are the conv (F.conv1d on conv1d's weight) and the chunked scan
+_MAMBA2_NAMES = {"in_proj": "mamba2/in_proj", "conv1d": "mamba2/conv1d", "dt_bias": "mamba2/dt_bias",
+                 "A_log": "mamba2/A_log", "D": "mamba2/D", "norm": "mamba2/norm", "out_proj": "mamba2/out_proj",
+                 "mixer": "mamba2/conv1d+scan", "mamba": "mamba2/conv1d+scan"}
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
@@ -230,6 +236,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     if not parts:
         return "layer"
     last = parts[-1]
+    if cfg.has_mamba2 and parts[0] in ("mixer", "mamba") and len(parts) <= 2 and last in _MAMBA2_NAMES:
+        return _MAMBA2_NAMES[last]  # a mamba2 layer's mixer
     if parts[0] == "mixer" and len(parts) <= 2 and last in _MAMBA_NAMES:  # a mamba layer's mixer
         return _MAMBA_NAMES[last]
     if parts == ["norm"]:  # a mamba layer's one norm, before its mixer
@@ -338,8 +346,21 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, torch.Tensor]:
     device = next(model.parameters()).device  # meta, or the CPU for a model that cannot run on meta
+    kind = getattr(model.config, "model_type", None)
+    if kind in NO_MASK:  # all ones, which these check on the values
+        return {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device=device)}
+    if kind in MASK_MAPPING:  # the masks per layer type, given: none (selection only, no FLOP, no cache)
+        return {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device=device),
+                "attention_mask": {"full_attention": None, "linear_attention": None}}
     return {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device=device),
             "attention_mask": torch.ones(batch, seq, dtype=torch.long, device=device)}
+
+
+# families whose model reads the attention mask's values (Mamba-2's recurrent mask: ``torch.all(mask == 1)``),
+# which meta tensors do not have: run without one (every token attended, as with a mask of ones)
+NO_MASK = frozenset({"mamba2"})
+# hybrids whose model takes its masks per layer type (a mapping), and would check a mask's values
+MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h"})
 
 
 def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int):
