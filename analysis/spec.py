@@ -18,7 +18,12 @@ dtype policy lives:
   dtype for inference (int4 weights stay int4; a quantized format,
   :mod:`analysis.model.formats`, keeps what it does not quantize in the compute dtype);
 - KV cache: the compute dtype. ``kvcache`` and ``memory`` both resolve through here, so they
-  agree for the same model and options.
+  agree for the same model and options;
+- images (``images`` per sequence, of ``image_size`` pixels, the tower's default when None): the
+  sequence the language model runs is ``seq`` text tokens plus each image's tokens (the projector's
+  outputs, :func:`analysis.model.vision.image`): the resolved ``seq`` is the whole sequence and
+  ``text`` its text tokens. The tower runs in ``train`` and ``prefill`` (a decode's images are in
+  its cache already).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from .errors import SpecError, brief
 from .model.config import ModelConfig
 from .model.formats import WEIGHT_FORMATS
 from .model.sizes import DTYPE_BITS, FLOAT_DTYPES, MAX_INT
+from .model.vision import image
 
 MODES = ("train", "prefill", "decode")
 ZERO_STAGES = (0, 1, 2, 3)
@@ -217,6 +223,9 @@ class RunSpec:
     logits: bool = True  # prefill: False for a chunk before the last, which computes no logits
     layout: Layout = Layout()  # parallelism: every figure is one GPU's when it is not trivial
     lora: LoRA | None = None  # training: LoRA adapters on a frozen base
+    images: int = 0  # images per sequence: the vision tower's tokens join the sequence (module docstring)
+    image_size: int | None = None  # pixels a side (square); None: the tower's default resolution
+    text: int | None = None  # set by resolve with images: the text tokens of seq, the rest are the images'
 
     def __post_init__(self) -> None:
         for name, value, choices in (("mode", self.mode, MODES), ("attention", self.attention, ATTENTION_IMPLS),
@@ -243,6 +252,13 @@ class RunSpec:
             spec_field = type(holder).__dataclass_fields__.get(name)  # global_batch is Layout.of's
             if spec_field is not None and getattr(holder, name) != spec_field.default and self.mode not in modes:
                 raise SpecError(field, f"applies to mode {' or '.join(modes)}, not {self.mode}")
+        _check_whole(self, ("images",), minimum=0)
+        _check_whole(self, ("image_size", "text"), optional=True)
+        if self.image_size is not None and not self.images:
+            raise SpecError("image_size", "applies with images (the size of each image), got no images")
+        if self.images and self.past:
+            raise SpecError("images", "with past: one chunk of a prefill with images is not modeled (the tower "
+                                      "runs before the first chunk)")
         if self.past and (self.seq is None or self.past >= self.seq):
             raise SpecError("past", f"applies to a prefill of more than past tokens, got {self.past} of {self.seq}")
 
@@ -255,8 +271,16 @@ class RunSpec:
             raise SpecError("weights_dtype", f"{self.weights_dtype}: training stores the weights in the compute "
                                              f"dtype ({dtype}); other weights train only as a frozen base under "
                                              "LoRA adapters (QLoRA)")
+        seq = self.seq or cfg.context_length
+        text, image_size = self.text, self.image_size
+        if self.images and self.text is None:  # the images' tokens join the text's (resolved once)
+            if cfg.vision is None:
+                raise SpecError("images", f"{cfg.name} has no vision tower")
+            img = image(cfg.vision, self.image_size)
+            text, image_size = seq, img.size
+            seq += self.images * img.tokens
         return dataclasses.replace(
-            self, seq=self.seq or cfg.context_length, dtype=dtype,
+            self, seq=seq, text=text, image_size=image_size, dtype=dtype,
             weights_dtype=self.weights_dtype or (cfg.dtype if stored else dtype),
             kv_dtype=self.kv_dtype or (None if train else dtype),
             state_dtype=self.state_dtype or (None if train else self.kv_dtype or dtype))
@@ -274,6 +298,13 @@ class RunSpec:
         if not self.layout.trivial:
             raise SpecError("layout", f"{self.layout.describe()}: {function} runs one model replica on one GPU "
                                       "(per GPU under a layout: memory() and step())")
+
+    def no_images(self, function: str) -> None:
+        """SpecError unless the run has no images: ``function`` does not count the vision tower's
+        activations, bytes moved or time (``count_flops`` and ``kv_cache`` take images)."""
+        if self.images:
+            raise SpecError("images", f"(the vision tower's activations, bytes moved and time) are not counted by "
+                                      f"{function} yet: flops and kvcache take images")
 
     @property
     def query_len(self) -> int:

@@ -123,3 +123,11 @@ def _has_targets(cfg: ModelConfig, lora: LoRA) -> bool:
     except SpecError:
         return False
     return True
+
+
+def image_record(run) -> dict:
+    """A resolved run's images as JSON keys (none without images): ``seq_len`` counts their tokens."""
+    if not run.images:
+        return {}
+    return {"text_tokens": run.text, "images": run.images, "image_size": run.image_size,
+            "image_tokens": (run.seq - run.text) // run.images}

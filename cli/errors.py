@@ -39,6 +39,7 @@ FLAGS = {"mode": "--mode", "seq": "--seq", "batch": "--batch", "attention": "--a
          "lora": "--lora-rank", "lora.rank": "--lora-rank", "lora.alpha": "--lora-alpha",
          "lora.targets": "--lora-targets", "efficiency.mfu": "--mfu", "efficiency.bandwidth": "--bandwidth-efficiency",
          "new": "--new"}
+FLAGS.update({"images": "--images", "image_size": "--image-size"})
 
 
 def flag(field: str) -> str:

@@ -7,7 +7,7 @@ import typer
 from ..analysis.count.flops import FAMILIES, SCORES_VALUES, FlopBreakdown, FlopReport, approximations, count_flops
 from ..analysis.model.config import ModelConfig
 from ..analysis.spec import RunSpec
-from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, recompute_tag, workloads
+from .common import image_record, lora_models, lora_record, lora_spec, lora_tag, one_or_list, recompute_tag, workloads
 from .format import count, group_label, share, si
 from .options import (
     ONE,
@@ -16,6 +16,8 @@ from .options import (
     Batches,
     Exact,
     Format,
+    Images,
+    ImageSize,
     Json,
     LoraAlpha,
     LoraRank,
@@ -51,7 +53,8 @@ def flops_json(cfg: ModelConfig, r: FlopReport, other: FlopReport) -> dict:
             "approximations": {"six_n_tokens": approx.six_n,
                                "six_n_tokens_with_embeddings": approx.six_n_with_embeddings,
                                "palm": approx.palm},
-            **({"lora": lora_record(cfg, run.lora)} if run.lora else {})}
+            **({"lora": lora_record(cfg, run.lora)} if run.lora else {}),
+            **image_record(run)}
 
 
 def _fmt(n: int, exact: bool, macs: bool = False) -> str:
@@ -67,7 +70,9 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
     w = r.run
     tot = r.total
     conv = "causal" if w.causal else "dense"
-    title = (f"{cfg.name}: {w.mode}, batch {w.batch} x seq {count(w.seq)}, {conv} attention, "
+    images = f" ({count(w.text)} text + {w.images} image{'s' if w.images > 1 else ''} of {w.image_size} px)" \
+        if w.images else ""
+    title = (f"{cfg.name}: {w.mode}, batch {w.batch} x seq {count(w.seq)}{images}, {conv} attention, "
              f"{w.attention} backward" + recompute_tag(w.recompute) + lora_tag(record.get("lora")))
     other = "dense" if w.causal else "causal"
     unit = "MACs" if macs else "FLOPs"
@@ -159,6 +164,8 @@ def flops(
     lora_rank: LoraRank = None,
     lora_alpha: LoraAlpha = None,
     lora_targets: LoraTargets = None,
+    images: Images = 0,
+    image_size: ImageSize = None,
     exact: Exact = False,
     macs: Annotated[bool, typer.Option("--macs", help="Show matmul multiply-accumulates (FLOPs / 2).")] = False,
     fmt: Format = "table",
@@ -174,13 +181,14 @@ def flops(
       llmcalc flops mistral-7b --mode decode --batch 1,8,32
       llmcalc flops --mode decode --seq 4096
       llmcalc flops llama-2-7b --seq 2048 --lora-rank 16
+      llmcalc flops gemma-3-27b-it --seq 100 --images 1
     """
     fmt = output_format(fmt, json_out)
     given = applicable((mode,), mode, recompute=None if recompute == "none" else recompute,
                        all_logits=all_logits or None)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     base = RunSpec(mode, None, 1, attention, causal, given["recompute"] or "none", bool(given["all_logits"]),
-                   lora=lora)
+                   lora=lora, images=images, image_size=image_size)
     runs = []
     for cfg, s, b in workloads(lora_models(models, lora), seq, batch):
         run = base.replace(seq=s, batch=b)

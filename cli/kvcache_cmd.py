@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 from ..analysis.cluster.memory import fit, memory
 from ..analysis.count.kvcache import kv_cache
 from ..analysis.spec import RunSpec
-from .common import load_models, one_or_list, workloads
+from .common import image_record, load_models, one_or_list, workloads
 from .format import count, group_label, iec
 from .options import (
     ONE,
@@ -15,6 +15,8 @@ from .options import (
     Dtype,
     Exact,
     Format,
+    Images,
+    ImageSize,
     Json,
     KvDtype,
     Models,
@@ -36,6 +38,8 @@ def kvcache(
     budget: Budget = None,
     dtype: Dtype = None,
     weights_dtype: WeightsDtype = None,
+    images: Images = 0,
+    image_size: ImageSize = None,
     exact: Exact = False,
     fmt: Format = "table",
     json_out: Json = False,
@@ -50,15 +54,17 @@ def kvcache(
       llmcalc kvcache mistral-7b --budget 80GiB
       llmcalc kvcache mistral-7b --seq 1024,4096,32768
       llmcalc kvcache llama-3-8b --batch 1,8,64 --format csv
+      llmcalc kvcache gemma-3-27b-it --seq 1000 --images 4
     """
     fmt = output_format(fmt, json_out)
-    rows, out, groups = [], [], []
+    rows, out, groups, states = [], [], [], []
     fmt_bytes = count if exact else iec
     for cfg, s, b in workloads(load_models(models), seq, batch):
         run = RunSpec("decode", s, b, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-                      state_dtype=state_dtype).resolve(cfg)
+                      state_dtype=state_dtype, images=images, image_size=image_size).resolve(cfg)
         c = kv_cache(cfg, run)
-        item = {"model": cfg.name, "seq_len": s, "batch": b, "kv_dtype": run.kv_dtype,
+        s = run.seq  # with images, their tokens too
+        item = {"model": cfg.name, "seq_len": s, "batch": b, "kv_dtype": run.kv_dtype, **image_record(run),
                 "cached_tokens": c.cached_tokens, "bytes_per_token": c.bytes_per_token,
                 "bytes": c.bytes, "bytes_per_layer": c.bytes_per_layer,
                 "kv_bytes": c.kv_bytes, "state_bytes": c.state_bytes, "state_dtype": run.state_dtype,
@@ -72,6 +78,7 @@ def kvcache(
                        for g in c.groups]
         row = [*key, count(c.cached_tokens), fmt_bytes(c.bytes_per_token), fmt_bytes(c.bytes_per_layer),
                fmt_bytes(c.bytes)]
+        states.append([fmt_bytes(c.kv_bytes), fmt_bytes(c.state_bytes)])  # a recurrent layer's state apart
         if budget is not None:
             serving = run.replace(mode="prefill")  # the inference memory of `llmcalc memory --mode inference`
             weights = memory(cfg, serving).parts["weights"]
@@ -88,6 +95,9 @@ def kvcache(
     key_cols = [Col("seq", key=True)] + ([Col("batch", key=True)] if several else [])
     cols = [text_col("model", key=True), *key_cols, Col("cached tokens"), Col("bytes/token"), Col("per layer"),
             Col("total" if several else f"total (batch {batch[0]})")]
+    if any(o["state_bytes"] for o in out):  # recurrent layers: the KV and the state (constant in seq) apart
+        cols[-1:-1] = [Col("KV"), Col("state")]
+        rows = [r[:len(cols) - 3] + s + r[len(cols) - 3:] for r, s in zip(rows, states)]
     if budget is not None:
         cols += [Col("weights"), Col("max batch"), Col("max tokens")]
     title = f"KV cache of every layer ({', '.join(sorted({o['kv_dtype'] for o in out}))})"

@@ -28,6 +28,8 @@ from .options import (
     Format,
     GlobalBatch,
     Gpus,
+    Images,
+    ImageSize,
     Json,
     KvDtype,
     LoraAlpha,
@@ -145,6 +147,8 @@ def memory(
     weights_dtype: WeightsDtype = None,
     kv_dtype: KvDtype = None,
     chunk: Chunk = None,
+    images: Images = 0,
+    image_size: ImageSize = None,
     optimizer: Optimizer = "adam",
     lora_rank: LoraRank = None,
     lora_alpha: LoraAlpha = None,
@@ -192,7 +196,7 @@ def memory(
                for b in batch}
     base = RunSpec(run_mode, None, 1, attention, recompute=given["recompute"] or "none", dtype=dtype,
                    weights_dtype=weights_dtype, kv_dtype=given["kv_dtype"], chunk=given["chunk"],
-                   optimizer=given["optimizer"] or "adam", lora=lora)
+                   optimizer=given["optimizer"] or "adam", lora=lora, images=images, image_size=image_size)
     results = []
     for cfg, s, b in workloads(lora_models(models, lora), seq, batch):
         run = base.replace(seq=s, batch=b, layout=layouts[b])

@@ -155,6 +155,12 @@ Recompute = Annotated[Literal[RECOMPUTE], typer.Option(
 Optimizer = Annotated[Literal[tuple(OPTIMIZER_STATES)], typer.Option(
     "--optimizer", help="train: the optimizer's state per parameter.", rich_help_panel=WORKLOAD)]
 Chunk = Annotated[Optional[int], _count_option("--chunk", "Chunked prefill: C tokens per chunk.")]
+Images = Annotated[int, typer.Option(
+    "--images", min=0, max=MAX_INT, metavar="N", rich_help_panel=WORKLOAD,
+    help="Images per sequence (a multimodal checkpoint): the vision tower's FLOPs join the forward and each image's "
+         "tokens the --seq text tokens.")]
+ImageSize = Annotated[Optional[int], _count_option(
+    "--image-size", "Pixels a side of each (square) image. Default: the vision tower's resolution.")]
 
 Dtype = Annotated[Optional[Literal[FLOAT_DTYPES]], typer.Option(
     "--dtype", rich_help_panel=DTYPES, help="Compute dtype. Default: bf16 for training; for inference the model's "

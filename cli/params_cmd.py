@@ -131,7 +131,7 @@ def params(models: Models = None, lora_rank: LoraRank = None, lora_alpha: LoraAl
       llmcalc params ./my-model.yaml
       llmcalc params          # every bundled model
       llmcalc params llama-2-7b --lora-rank 16
-      llmcalc params ./gpt-neox-japanese-2.7b/   # no mapper: by transformers
+      llmcalc params ./rwkv-169m/   # no mapper: by transformers
     """
     fmt = output_format(fmt, json_out)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)

@@ -26,6 +26,8 @@ from .options import (
     Ep,
     Format,
     GlobalBatch,
+    Images,
+    ImageSize,
     Json,
     KvDtype,
     LoraAlpha,
@@ -245,6 +247,8 @@ def time_command(
     dtype: Dtype = None,
     weights_dtype: WeightsDtype = None,
     kv_dtype: KvDtype = None,
+    images: Images = 0,
+    image_size: ImageSize = None,
     lora_rank: LoraRank = None,
     lora_alpha: LoraAlpha = None,
     lora_targets: LoraTargets = None,
@@ -316,7 +320,8 @@ def time_command(
     hw = load_hardware(hardware_spec)
     base = RunSpec("prefill" if generating else mode, None, 1, attention, recompute=given["recompute"] or "none",
                    dtype=dtype, weights_dtype=weights_dtype, kv_dtype=given["kv_dtype"],
-                   chunk=given["chunk"] if mode in ("prefill", "generate") else None, lora=lora)
+                   chunk=given["chunk"] if mode in ("prefill", "generate") else None, lora=lora,
+                   images=images, image_size=image_size)
     records, shown_runs = [], []
     for cfg, s, b in workloads(lora_models(models, lora), (prompt,) if generating else seq, batch):
         spec = base.replace(seq=s, batch=b)

@@ -88,11 +88,18 @@ VARIANTS = {  # together every config key and value
                "layer_types": ["mamba2", "full", "mamba2"],
                "mamba2": {"d_state": 4, "d_conv": 3, "expand": 2, "n_heads": 4, "head_dim": 6, "n_groups": 2,
                           "conv_bias": False, "proj_bias": True, "chunk_size": 4}},
+    "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
+               "tie_embeddings": True},
+    # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
+    "jamba": {"position": "none", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 4,
+              "layer_types": ["mamba", "mamba", "full", "mamba"], "moe": {"num_experts": 4, "experts_per_token": 2,
+                                                                          "step": 2},
+              "mamba": {"d_state": 4, "d_conv": 3, "expand": 2, "dt_rank": 5, "mixer_norms": "weighted"}},
 }
 CONFIGS = {k: from_dict({**BASE, **v}) for k, v in VARIANTS.items()}
 
 
-ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu", "xielu"],
+ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "reglu", "xielu", "sqreglu"],
          "norm": ["layernorm", "rmsnorm"], "norm_placement": ["pre", "post", "sandwich", "post_branch"],
          "position": ["learned", "sinusoidal", "rope", "alibi", "relative", "none"]}
 QK_NORMS = [False, True, "none", "head", "full", "l2"]  # true is "head", false is "none"
@@ -180,6 +187,19 @@ def _vision(draw):
         p.pop("hidden_linear", None)
     if v.get("position", "learned") == "learned" and "image_size" not in v:  # a row per patch of it
         v["image_size"] = p.get("merge", 1) * patch
+    # the keys for images: windows (whole merged patches), pooling (dividing the patches a side), the
+    # class token kept, layers no feature reads
+    if draw(st.booleans()):
+        v["window"] = p.get("merge", 1) * draw(st.integers(1, 2))
+        if draw(st.booleans()):
+            v["full_layers"] = draw(st.lists(st.integers(0, 2), min_size=1, max_size=2))
+    side = v["image_size"] // patch if "image_size" in v else None
+    if side is not None and draw(st.booleans()):
+        p["pool"] = draw(st.sampled_from([k for k in (1, 2) if side % k == 0]))
+    if v.get("class_token") and draw(st.booleans()):
+        p["class_token"] = draw(st.booleans())
+    if draw(st.booleans()):
+        p["unread_layers"] = draw(st.integers(0, v["n_layers"] - 1))
     v["projector"] = p
     return v
 
@@ -195,9 +215,11 @@ def _mamba_layers(draw, raw):
     raw["mamba"] = {k: draw(v) for k, v in (("d_state", st.integers(1, 8)), ("d_conv", st.integers(1, 4)),
                                              ("expand", st.integers(1, 2)), ("dt_rank", st.integers(1, 6)),
                                              ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
-                                             ("mixer_norms", st.booleans())) if draw(st.booleans())}
+                                             ("mixer_norms", st.sampled_from([False, True, "weighted"])))
+                    if draw(st.booleans())}
     raw["parallel_block"] = False
     raw.pop("parallel_norms", None)
+    raw.pop("sub_norms", None)  # dense attention layers only
     attends = any(t != "mamba" for t in raw["layer_types"][:raw["n_layers"]])
     if not attends and "attention" in (raw.get("quant_skip") or ()):  # no attention linear to skip
         raw["quant_skip"] = ["lm_head"]
@@ -283,6 +305,7 @@ def valid_configs(draw):
         if raw["qk_norm"] == "l2" and not (rope and raw["norm"] == "rmsnorm"):  # l2: RMSNorm on RoPE layers
             raw["qk_norm"] = "head"
         raw["attention_gate"] = draw(st.booleans())
+        raw["sub_norms"] = draw(st.booleans())  # BitNet: dense layers only (no moe, below)
         if rope and draw(st.booleans()):
             # rotated dims int(hd * f) must be even and > 0
             rotated = 2 * draw(st.integers(1, hd // 2))
@@ -331,10 +354,13 @@ def valid_configs(draw):
         _put(raw, "quant_skip", _maybe(draw, st.lists(st.sampled_from(QUANT_SKIPS), min_size=1, max_size=2)))
     # any text but control characters, which validation refuses
     raw["description"] = draw(st.text(st.characters(exclude_categories=("Cc",)), max_size=10))
-    if draw(st.booleans()) and not ACTIVATIONS[raw["activation"]].scalars:  # xIELU: dense MLPs only
+    if draw(st.booleans()) and not ACTIVATIONS[raw["activation"]].scalars \
+            and not raw.get("sub_norms"):  # xIELU and sub-norms: dense MLPs only
         raw["moe"] = draw(_moe(n_layers))
     elif draw(st.integers(0, 4)) == 0:
         raw["moe"] = None
+    if raw.get("moe") is not None:  # sub_norms applies to dense models only, whatever its value
+        raw.pop("sub_norms", None)
     if draw(st.booleans()):
         raw["vision"] = draw(_vision())
     moe = raw.get("moe")

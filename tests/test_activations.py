@@ -112,6 +112,17 @@ def test_embedding_norm_keeps_its_input_and_statistics(norm, stats):
     plain, normed = (_acts(base.replace(embedding_norm=on), B, S).total for on in (False, True))
     assert normed - plain == B * S * (base.d_model * 2 + stats)
 
+@pytest.mark.parametrize("attention", ["eager", "flash"])
+def test_sub_norms_keep_their_outputs_and_statistics(attention):
+    """BitNet's sub-norms: each keeps its input (what o and down kept without it) and fp32 statistics
+    per token, and o and down keep the norms' outputs, T*h*hd and T*d_ff values."""
+    B, S = 2, 8
+    base = CONFIGS["llama"]  # RMSNorm: one fp32 statistic per row
+    plain, normed = (_acts(base.replace(sub_norms=on), B, S, attention).total for on in (False, True))
+    assert normed - plain == base.n_layers * B * S * ((base.q_width + base.d_ff) * 2 + 2 * 4)
+    _check(base.replace(sub_norms=True), B, S, attention, "bf16")
+
+
 def test_attention_scaling_with_seq():
     """Eager keeps the S x S softmax output (4x when S doubles); flash keeps no S x S term."""
     cfg = load_bundled("gpt2-small")

@@ -83,6 +83,12 @@ EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first
                   "ffn_config": {"ffn_hidden_size": 96, "moe_num_experts": 4, "moe_top_k": 2}}}
 
 
+# Jamba's defaults put the first attention layer at index 4: attention (with MoE) at layer 3 of 4 instead.
+# transformers' Jamba runs its experts as the model does (experts_per_token per token, batched_mm), its
+# mamba mixers on the slow path (the recurrent scan, on meta): no convention to translate
+EXTRA["jamba"] = {"attn_layer_period": 4, "attn_layer_offset": 3}
+
+
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))
 def test_every_model_type_matches_transformers(model_type, tmp_path):
     """A config written by transformers' own config class (its defaults: published shapes, with

@@ -55,7 +55,7 @@ def test_brief_is_bounded_for_huge_values():
      ":1: key 'name': must be a non-empty string, got [1, 1, 1, 1, 1, 1, ...]\n"),
     (BASE + "activation: " + "x" * 10_000 + "\n", ":8: key 'activation': unknown value 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
                                                   "xxxxxx...xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'; expected one of: "
-                                                  "relu, gelu, silu, sqrelu, swiglu, geglu, reglu, xielu\n"),
+                                                  "relu, gelu, silu, sqrelu, swiglu, geglu, reglu, sqreglu, xielu\n"),
 ])
 def test_echoed_values_are_capped(config_file, run, text, message):
     path = config_file(text)

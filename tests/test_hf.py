@@ -428,6 +428,20 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         layer_types=["attention" if i in (5, 15, 25, 35) else "mamba" for i in range(40)], mamba_n_heads=48,
         mamba_d_head=64, mamba_n_groups=1, mamba_d_state=128, mamba_expand=2, position_embedding_type="nope",
         tie_word_embeddings=True), None),
+    # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
+    # packed ternary weights, left out: llmcalc refuses it)
+    "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
+        vocab_size=128256, hidden_size=2560, intermediate_size=6912, num_hidden_layers=30, num_attention_heads=20,
+        num_key_value_heads=5, hidden_act="relu2", max_position_embeddings=4096,
+        rope_parameters=dict(rope_type="default", rope_theta=500000.0), tie_word_embeddings=True), None),
+    # attention, Mamba-1 (weighted norms on dt, B, C) and MoE layers; the model card gives 52B (51,570,323,328
+    # here, as transformers counts it): not pinned to the parameter
+    "jamba": ("ai21labs/AI21-Jamba-1.5-Mini", dict(
+        vocab_size=65536, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, num_experts=16, num_experts_per_tok=2, attn_layer_period=8, attn_layer_offset=4,
+        expert_layer_period=2, expert_layer_offset=1, mamba_d_state=16, mamba_d_conv=4, mamba_expand=2,
+        mamba_dt_rank=256, mamba_conv_bias=True, mamba_proj_bias=False, max_position_embeddings=262144,
+        tie_word_embeddings=False), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -616,6 +630,18 @@ VARIANTS = [
     ("biogpt", "microsoft/biogpt unscaled, untied", dict(
         vocab_size=42384, hidden_size=1024, num_hidden_layers=2, num_attention_heads=16, intermediate_size=4096,
         scale_embedding=False, tie_word_embeddings=False)),
+    ("bitnet", "BitNetConfig with biased attention, a head_dim, untied", dict(
+        vocab_size=1024, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=8,
+        num_key_value_heads=4, head_dim=32, attention_bias=True, tie_word_embeddings=False)),
+    ("jamba", "JambaConfig: attention every 3rd layer at offset 1, every layer MoE, dt rank auto, projection "
+              "biases, no conv bias", dict(
+        vocab_size=1000, hidden_size=96, intermediate_size=64, num_hidden_layers=4, num_attention_heads=6,
+        num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, attn_layer_period=3, attn_layer_offset=1,
+        expert_layer_period=1, expert_layer_offset=0, mamba_dt_rank="auto", mamba_proj_bias=True,
+        mamba_conv_bias=False, mamba_d_state=8, mamba_d_conv=3, mamba_expand=3)),
+    ("jamba", "JambaConfig with one expert (every FFN dense), every layer attending", dict(
+        vocab_size=1000, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=4, num_experts=1, attn_layer_period=1, attn_layer_offset=0, tie_word_embeddings=True)),
 ]
 
 
@@ -773,6 +799,12 @@ LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_
     ({"model_type": "cohere", "use_qk_norm": True}, "key 'use_qk_norm': True is not supported"),
     ({"model_type": "mpt", "expansion_ratio": 8}, "key 'expansion_ratio': transformers' MPT builds"),
     ({"model_type": "opt", "word_embed_proj_dim": 32}, "key 'word_embed_proj_dim': a projection of the embeddings"),
+    ({"model_type": "bitnet", "head_dim": 32}, "key 'head_dim': the heads must span hidden_size"),
+    ({"model_type": "bitnet", "quantization_config": {"quant_method": "bitnet"}},
+     "key 'quantization_config.quant_method': 'bitnet' is not a format llmcalc sizes"),
+    ({"model_type": "jamba", "expert_layer_period": 4, "expert_layer_offset": 1},
+     "key 'expert_layer_offset': MoE layers i % 4 == 1 are not modeled"),
+    ({"model_type": "jamba", "hidden_act": "gelu"}, "key 'hidden_act': the mamba mixer is counted with SiLU"),
 ])
 def test_rejected_fields_exit_2(tmp_path, run, changes, message):
     data = {**LLAMA, **changes}
@@ -806,6 +838,9 @@ OTHERS = sorted(set(CHECKPOINTS) - {json.loads(p.read_text())["model_type"] for 
 # ones, Flint's dense layers and a MoE one, Kolibri's.
 DEPTHS = {"gemma3_text": 6, "deepseek_v3": 4, "smollm3": 4, "cohere2": 4, "cohere2_moe": 4, "exaone_moe": 4,
           "flint": 4, "kolibri1": 5, "afmoe": 4}
+# Jamba: two mamba layers, dense and MoE, twice, then its first attention layer (transformers' Jamba cannot
+# run a cache of mamba layers only)
+DEPTHS["jamba"] = 5
 
 
 def _shallow(raw: dict) -> dict:
@@ -901,3 +936,21 @@ def test_other_families_read_absent_and_null_keys_as_transformers(model_type):
     hyperparameters (SMALL's for DBRX)."""
     hp = SMALL.get(model_type, CHECKPOINTS[model_type][1])
     assert _differ(_shallow({"model_type": model_type, **hp})) == {}
+
+
+@pytest.mark.parametrize("attn, experts", [((8, 4), (2, 1)), ((3, 0), (1, 0)), ((4, 3), (3, 2)), ((1, 0), (2, 1)),
+                                           ((5, 2), (2, 1))])
+def test_jamba_layer_pattern_is_transformers(attn, experts):
+    """Jamba's periods and offsets: llmcalc's layer plan is transformers' ``layers_block_type`` and
+    ``layers_num_experts``, layer by layer."""
+    config = transformers.JambaConfig(num_hidden_layers=11, hidden_size=64, intermediate_size=32,
+                                      num_attention_heads=4, num_key_value_heads=2, num_experts=4, vocab_size=100,
+                                      attn_layer_period=attn[0], attn_layer_offset=attn[1],
+                                      expert_layer_period=experts[0], expert_layer_offset=experts[1])
+    cfg = from_hf_config(config.to_dict(), "config.json")
+    from llmcalc.analysis.model.checks import from_dict
+    from llmcalc.analysis.model.layers import layer_specs
+
+    specs = layer_specs(from_dict(cfg))
+    assert ["mamba" if s.recurrent else "attention" for s in specs] == config.layers_block_type
+    assert ["moe" if n > 1 else "dense" for n in config.layers_num_experts] == [s.ffn for s in specs]

@@ -11,11 +11,13 @@ import logging
 
 import pytest
 
+from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import ConfigError
 from llmcalc.analysis.load.catalog import load_model, load_path
 from llmcalc.analysis.load.hf import unclassified
 from llmcalc.analysis.load.hf_vision import MULTIMODAL
+from llmcalc.analysis.spec import RunSpec
 
 pytestmark = pytest.mark.reference
 
@@ -328,3 +330,112 @@ def test_left_out_keys_read_as_transformers(model_type, tmp_path):
     differ = {name: t for name, data in variants.items() if (t := _totals(data, tmp_path))[0] != t[1]}
     assert {name for name, t in differ.items() if t[0] != "refused"} == set()
     assert set(differ) == REFUSED.get(model_type, set())
+
+
+# --- images through the tower: llmcalc = the reference (FlopCounterMode) = transformers --------------
+
+def _vision_sums(d: dict) -> dict:
+    return {w: sum(v for k, v in d.items() if k.split("/")[0] == w) for w in ("vision", "projector")}
+
+
+def _small_tower(model_type: str) -> dict:
+    """The family's checkpoint config, 1 language layer, 2 tower layers, and (for the families whose
+    transformers model cannot run on meta: data-dependent image handling) narrow widths, on the CPU."""
+    hp = json.loads(json.dumps(CHECKPOINTS[model_type][1]))
+    hp["text_config"]["num_hidden_layers"] = 1
+    v = hp["vision_config"]
+    v["depth" if model_type.startswith("qwen") else "num_hidden_layers"] = 2
+    if model_type not in ON_META:
+        v["embed_dim" if model_type == "qwen2_vl" else "hidden_size"] = 64
+        v["intermediate_size"] = 96
+        v["num_heads" if model_type.startswith("qwen") else "num_attention_heads"] = 4
+        hp["text_config"].update(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2,
+                                 vocab_size=512)
+        hp["text_config"].pop("head_dim", None)
+        if model_type == "qwen2_5_vl":
+            v.update(out_hidden_size=64, fullatt_block_indexes=[1])  # one windowed layer, one full
+        if model_type == "qwen2_vl":
+            v["hidden_size"] = 64
+        if model_type.startswith("qwen"):
+            hp["text_config"]["rope_parameters"] = {"rope_type": "default", "mrope_section": [2, 3, 3],
+                                                    "rope_theta": 10000.0}
+    return transformers.AutoConfig.for_model(model_type, **hp).to_dict()
+
+
+ON_META = {"gemma3", "llava"}  # the others index or copy image data transformers cannot do on meta
+# a size of each family's: its default, or (Qwen-VL, Pixtral: any multiple of patch x merge) one with
+# windows cut by the edge (Qwen2.5-VL: 8 patches a side, windows of 8: 16 windows of 64 patches)
+IMAGE_SIZES = {"qwen2_vl": 112, "qwen2_5_vl": 224, "mistral3": 56}
+IMAGES = sorted(set(CHECKPOINTS) - {"llama4"})  # Llama 4's adapter refuses images (test below)
+
+
+@pytest.mark.parametrize("model_type", IMAGES)
+def test_image_flops_equal_transformers(model_type, tmp_path):
+    """Forward and backward matmul FLOPs of the tower and the projector over one image per sequence,
+    batch 2 (eager; the backward of the image tokens' sum), against transformers'
+    ``get_image_features``. Qwen-VL's 2-D rotary and window reordering are elementwise and a
+    permutation: no matmul FLOPs, so the two agree exactly. Mistral 3: transformers' Pixtral runs a
+    batch's images as one sequence under a block-diagonal mask (dense scores over every image's
+    patches); llmcalc runs each image as its own sequence: one image per call is the same."""
+    raw = _small_tower(model_type)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    cfg = load_path(path)
+    size = IMAGE_SIZES.get(model_type, cfg.vision.image_size)
+    images = 1 if model_type == "mistral3" else 2
+    model = against.build_hf(json.loads(json.dumps(raw)), device="meta" if model_type in ON_META else "cpu")
+    fwd, bwd = against.measure_image_flops(model, cfg, raw, size, images)
+    report = count_flops(cfg, RunSpec("train", 8, images, "eager", images=1, image_size=size))
+    assert (_vision_sums(report.forward.matmul), _vision_sums(report.backward.matmul)) == (fwd, bwd)
+
+
+def test_image_flops_in_closed_form_gemma3_27b(tmp_path):
+    """Gemma 3 27B -it, one 896-pixel image: 4,096 patches of 588 values, 27 SigLIP layers over them,
+    pooled 4 x 4 into 256 tokens, then one 1152 -> 5376 linear; llmcalc = transformers (meta)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GEMMA3_27B_IT))
+    cfg = load_path(path)
+    n, d, ff, L = 4096, 1152, 4304, 27
+    tower = 2 * n * 588 * d + L * (4 * 2 * n * d * d + 2 * 2 * n * d * ff + 2 * 2 * n * n * d)
+    projector = 2 * 256 * d * 5376
+    report = count_flops(cfg, RunSpec("prefill", 100, 1, images=1))
+    assert report.run.seq == 100 + 256 and report.run.text == 100
+    assert _vision_sums(report.forward.matmul) == {"vision": tower, "projector": projector}
+    assert tower + projector == 5_463_563_304_960
+    raw = transformers.AutoConfig.for_model("gemma3", **{k: v for k, v in GEMMA3_27B_IT.items()
+                                                         if k != "model_type"}).to_dict()
+    fwd, _ = against.measure_image_flops(against.build_hf(raw), cfg, raw, 896, 1)
+    assert fwd == {"vision": tower, "projector": projector}
+
+
+@pytest.mark.parametrize("model_type", IMAGES)
+def test_image_flops_equal_the_reference(model_type, tmp_path):
+    """llmcalc's forward and backward matmul FLOPs per key equal FlopCounterMode's on the reference
+    tower and projector (analysis/verify/vision.py, built from the config alone), eager attention."""
+    from llmcalc.analysis.verify.measure import ModuleScope, _Counter, build
+    from llmcalc.analysis.verify.vision import image_features
+
+    raw = _small_tower(model_type)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    cfg = load_path(path)
+    v, size = cfg.vision, IMAGE_SIZES.get(model_type, cfg.vision.image_size)
+    model = build(cfg)
+    with ModuleScope(model) as scope:
+        with _Counter(scope) as fwd:
+            tokens = image_features(model, torch.zeros(2, v.channels * v.temporal_patch, size, size, device="meta"))
+        loss = tokens.sum()
+    with _Counter(scope) as bwd:
+        loss.backward()
+    report = count_flops(cfg, RunSpec("train", 8, 2, "eager", images=1, image_size=size))
+    keep = ("vision/", "projector/")
+    assert {k: n for k, n in report.forward.matmul.items() if k.startswith(keep)} == fwd.result()
+    assert {k: n for k, n in report.backward.matmul.items() if k.startswith(keep)} == bwd.result()
+    assert tokens.shape[1] == report.run.seq - 8  # one image's tokens join the 8 text tokens
+
+
+def test_llama4_refuses_images(run):
+    """Llama 4's vision adapter is not counted for images yet: refused in one line, naming --images."""
+    result = run("flops", "llama-4-scout", "--images", "1")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "--images" in result.stderr and "hidden_linear" in result.stderr

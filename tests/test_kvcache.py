@@ -173,3 +173,18 @@ def test_kvcache_and_memory_agree_on_the_largest_batch(run, args):
     mem = json.loads(run("memory", "--mode", "inference", *args, "--budget", "80GiB", "--json").stdout)
     assert [r["max_batch"] for r in kv] == [m["budget"]["max_batch"] for m in mem]
     assert [r["model"] for r in kv] == [m["model"] for m in mem] and len(kv) > 20
+
+
+def test_hybrid_state_is_constant_in_seq_while_kv_grows(run):
+    """Jamba (docs/examples/jamba-mini, AI21-Jamba-1.5-Mini's config.json): 4 attention layers keep
+    K and V per token (8 KV heads of 128), 28 mamba layers a state per sequence, E * (d_conv + d_state)
+    values (E = 2 * 4096, 4 + 16), whatever --seq."""
+    result = run("kvcache", "docs/examples/jamba-mini/config.json", "--seq", "4096,262144", "--batch", "2", "--json")
+    assert result.exit_code == 0, result.stderr
+    short, long = json.loads(result.stdout)
+    state = 28 * 2 * 8192 * (4 + 16) * 2  # layers x batch x values x bf16
+    assert short["state_bytes"] == long["state_bytes"] == state == 18_350_080
+    for out in (short, long):
+        assert out["kv_bytes"] == 4 * 2 * out["seq_len"] * 2 * 8 * 128 * 2  # layers x batch x tokens x K, V
+        assert out["bytes"] == out["kv_bytes"] + out["state_bytes"]
+    assert long["kv_bytes"] == 64 * short["kv_bytes"]

@@ -162,6 +162,9 @@ BASE_TOTAL = V * d + ctx * d + L * (4 * d * d + 2 * d * ff + 2 * 2 * d) + 2 * d 
     ({"activation": "geglu", "mlp_bias": True}, L * (d * ff + ff) + L * (ff + d)),
     ({"activation": "relu"}, 0),
     ({"activation": "sqrelu"}, 0),
+    ({"activation": "sqreglu"}, L * d * ff),
+    ({"sub_norms": True}, L * (d + ff) * 2),  # BitNet: before o (h*hd = d) and down (d_ff), weight and bias
+    ({"sub_norms": True, "norm": "rmsnorm"}, L * (d + ff) - (2 * L + 1) * d),
 ])
 def test_variant_closed_forms(kw, delta):
     p = count_params(cfg(**kw))

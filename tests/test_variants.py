@@ -497,6 +497,36 @@ MODELS["opt_125m"] = opt_125m()
 PUBLISHED["opt_125m"] = 125_239_296  # OPT-125m's total, as transformers counts it
 
 
+def bitnet_2b4t() -> Model:
+    """BitNet b1.58 2B4T (microsoft/bitnet-b1.58-2B-4T, unpacked): Llama's GQA layer with an RMSNorm
+    over the merged heads before o and one over the MLP's product before down (``sub_norms``), relu2
+    on the gate (``sqreglu``), tied head."""
+    d, L, h, g, f, V = 2560, 30, 20, 5, 6912, 128256
+    yaml = f"""name: bitnet-b1.58-2B-4T
+vocab_size: {V}
+context_length: 4096
+d_model: {d}
+n_layers: {L}
+n_heads: {h}
+n_kv_heads: {g}
+d_ff: {f}
+activation: sqreglu
+norm: rmsnorm
+position: rope
+rope_theta: 500000
+sub_norms: true
+tie_embeddings: true
+"""
+    vectors = pre_norms(d) + (("attention/sub_norm", d), ("mlp/sub_norm", f))
+    layers = tuple(Layer(mha(d, h, g, 128) + gated_mlp(d, f), vectors, h, 128, 128, 2 * g * 128, None, True,
+                         "dense") for _ in range(L))
+    return Model(yaml, d, V, layers, {"embedding/token": V * d, "norm/final": d})
+
+
+MODELS["bitnet_2b4t"] = bitnet_2b4t()
+CLOSED_FORM["bitnet_2b4t"] = (2_412_820_480, 2_412_820_480)  # = transformers' unpacked model (test_hf)
+
+
 # -- closed forms ---------------------------------------------------------------------------------
 
 def expected_params(m: Model) -> tuple[dict[str, int], int, int]:
@@ -674,6 +704,12 @@ def test_embedding_norm_costs_one_layernorm_per_token():
     # BLOOM's LayerNorm over the embeddings: 5 FLOPs per element, + 1 weight, + 1 bias, every token
     m = MODELS["bloom_560m"]
     assert _elementwise(m.yaml) - _elementwise(_without(m.yaml, "embedding_norm")) == 7 * 2 * 256 * 1024
+
+def test_sub_norms_cost_one_rmsnorm_per_element():
+    # BitNet's sub-norms: an RMSNorm (3 FLOPs + 1 weight) over h*hd and over d_ff, every token, 30 layers
+    m = MODELS["bitnet_2b4t"]
+    assert _elementwise(m.yaml) - _elementwise(_without(m.yaml, "sub_norms")) == 4 * 2 * 256 * (2560 + 6912) * 30
+
 
 def test_sinks_cost_one_softmax_logit_per_row():
     # one more logit in every softmax row (a row per query per head): 5 FLOPs (max, subtract, exp,

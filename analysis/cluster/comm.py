@@ -211,6 +211,7 @@ def _dp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
 def collectives(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
     """The collectives one GPU of pipeline stage ``stage`` takes part in over one training step
     (``run.layout.steps`` micro-batches of ``run.batch`` sequences) or one inference pass."""
+    run.no_images("collectives")
     run = run.resolve(cfg)
     local, mine = tp_local(cfg, run.layout.tp), cp_local(run)
     passes = 2 if run.mode == "train" and run.recompute == "full" else 1  # forward collectives per micro-batch

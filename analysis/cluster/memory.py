@@ -50,6 +50,7 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
     """Bytes by part (PARTS) for a training step or an inference run; with a parallel layout, of
     the GPU that needs the most (the peak pipeline stage's), ``stage_totals`` giving every stage's."""
     check_arguments(cfg, run)
+    run.no_images("memory")
     run = run.resolve(cfg)
     if run.layout.trivial:
         return device_memory(cfg, run)

@@ -120,6 +120,7 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
     """A training step (``run.layout.steps`` micro-batches of ``run.batch`` sequences per GPU)
     or an inference pass, on the layout's GPUs."""
     eff = eff or Efficiency()
+    run.no_images("step")
     run = run.resolve(cfg)
     layout = run.layout
     if run.mode != "train" and layout.micro_batches is None:

@@ -158,6 +158,7 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     dtype; a GPU's share under a layout: ``memory``'s activations)."""
     check_arguments(cfg, run)
     run.one_device("activation_bytes")
+    run.no_images("activation_bytes")
     run = run.resolve(cfg)
     if run.lora is not None and cfg.has_recurrent:
         raise SpecError("lora", f"adapters on a model with {cfg.recurrent_kind} layers are not modeled")

@@ -44,6 +44,7 @@ from ..model.variants import (
     Op,
     norm_cost,
 )
+from ..model.vision import vision_forward
 from ..spec import RunSpec, check_arguments
 from .lora import adapted, frozen_keys
 from .params import count_params
@@ -281,6 +282,14 @@ def core_keys(cfg: ModelConfig, run: RunSpec) -> set[str]:
     return set(CORE_MATMULS) | {op.key for _, block in build(cfg).blocks for op in core_ops(layer_ops(block, run))}
 
 
+def tower_forward(cfg: ModelConfig, run: RunSpec, gradient: bool = False) -> tuple[dict[str, int], dict[str, int]]:
+    """(matmul, elementwise) forward FLOPs of the run's images through the vision tower and the
+    projector (none in a decode: its images are in the cache already); ``run`` resolved."""
+    if not run.images or run.mode == "decode":
+        return {}, {}
+    return vision_forward(cfg, run.image_size, run.batch * run.images, gradient)
+
+
 def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     """The FLOPs of one model replica's pass (per-GPU work under a layout: ``step``)."""
     check_arguments(cfg, run)
@@ -300,13 +309,25 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
         _accumulate(layers_ew, layer_elementwise(layer, run), group.count)
         _accumulate(core_ew, totals(core_ops(layer_ops(layer, run))), group.count)
     head = model.head.linear
-    fwd_mm = {**layers_mm, head.key: 2 * run.logit_tokens * head.d_in * head.d_out}
-    fwd_ew = dict(layers_ew)
+    vision_mm, vision_ew = tower_forward(cfg, run)
+    fwd_mm = {**vision_mm, **layers_mm, head.key: 2 * run.logit_tokens * head.d_in * head.d_out}
+    fwd_ew = {**vision_ew, **layers_ew}
     _accumulate(fwd_ew, totals(model_ops(cfg, run)))
     forward = FlopBreakdown(fwd_mm, fwd_ew)
     if run.mode != "train":
         return FlopReport(run, forward, FlopBreakdown({}, {}), tuple(groups))
     bwd_mm = _scaled(fwd_mm, 2)
+    if vision_mm:  # the layers no feature reads get no gradient
+        grad_mm, grad_ew = tower_forward(cfg, run, gradient=True)
+        bwd_mm.update(_scaled(grad_mm, 2))
+        fwd_ew = {**fwd_ew, **grad_ew}  # (only for the backward's estimate below)
+        # the pixels need no gradient: the patch linear computes its weight's alone
+        bwd_mm["vision/patch"] = fwd_mm["vision/patch"]
+        if run.attention == "flash":  # the tower's flash kernel recomputes its scores too
+            bwd_mm["vision/attention/scores"] += grad_mm["vision/attention/scores"]
+        if run.lora is not None:  # a frozen tower whose input needs no gradient: no backward at all
+            for key in vision_mm:
+                del bwd_mm[key]
     if run.lora is not None:  # frozen: the base linears and the head compute input gradients only
         for key in frozen_keys(cfg):
             bwd_mm[key] = fwd_mm[key]
@@ -315,6 +336,9 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
         # gradient, which fused kernels do not give: such models run eager attention.
         bwd_mm["attention/scores"] += fwd_mm["attention/scores"]
     bwd_ew = _scaled(fwd_ew, 2)
+    if run.lora is not None:
+        for key in vision_ew:
+            del bwd_ew[key]
     if run.recompute == "full":
         _accumulate(bwd_mm, layers_mm)
         _accumulate(bwd_ew, layers_ew)

@@ -1730,6 +1730,70 @@ def _mamba(r: Raw) -> dict[str, Any]:
             "d_model": r.size("hidden_size"), "n_layers": r.size("num_hidden_layers", maximum=MAX_LAYERS),
             "n_heads": 1, "d_ff": 0, "layer_types": ["mamba"], "mamba": mamba, "norm": "rmsnorm",
             "position": "none", "tie_embeddings": r.flag("tie_word_embeddings"), "dtype": _dtype(r, "bf16")}
+# -- sub_norms (BitNet) -------------------------------------------------------------------------
+
+def _bitnet(r: Raw) -> dict[str, Any]:
+    """BitNet b1.58: Llama's attention and gated MLP (``relu2`` on the gate: ``sqreglu``) with an
+    RMSNorm over the merged heads before o_proj (``attn_sub_norm``) and one over the MLP's product
+    before down_proj (``ffn_sub_norm``): ``sub_norms``. transformers sizes ``attn_sub_norm`` hidden_size
+    and runs it on the heads' h * head_dim outputs, so a head_dim (read with getattr) that makes them
+    differ is refused. Parameters are the model transformers builds from the config: every linear
+    unpacked, one weight per entry; a ``quantization_config`` (BitNet's packed ternary weights) is
+    refused by the quantization reader, as a format llmcalc does not size."""
+    out = _decoder(r)
+    _attention_bias(r, out)
+    if out["n_heads"] * out.get("head_dim", out["d_model"] // out["n_heads"]) != out["d_model"]:
+        r.fail("head_dim" if "head_dim" in out else "num_attention_heads",
+               f"the heads must span hidden_size ({out['d_model']}): transformers' attn_sub_norm is hidden_size wide")
+    out["sub_norms"] = True
+    return out
+
+
+# -- Jamba: attention, Mamba-1 and MoE layers -------------------------------------------------------
+
+def _jamba(r: Raw) -> dict[str, Any]:
+    """Jamba: layer ``i`` attends when ``i % attn_layer_period == attn_layer_offset`` (GQA, no positions),
+    else is a Mamba-1 mixer whose RMS norms on dt, B and C have weights (``mixer_norms: weighted``); its
+    FFN is MoE when ``i % expert_layer_period == expert_layer_offset`` (and ``num_experts`` > 1), else a
+    dense SwiGLU MLP of the same width. Pre-norm RMSNorms, a final one, the head untied by default.
+    llmcalc's MoE layers are those with ``(i + 1) % step == 0``: an ``expert_layer_offset`` other than
+    ``expert_layer_period - 1`` is refused. The mixer's activation is ``hidden_act`` too: SiLU only."""
+    r.ignore("use_mamba_kernels", "use_mambapy", "use_associative_scan", "num_logits_to_keep")
+    if r.get("hidden_act") not in ("silu", "swish"):
+        r.fail("hidden_act", f"the mamba mixer is counted with SiLU, got {brief(r.get('hidden_act'))}")
+    out = _base(r)
+    head_dim = r.maybe_size("head_dim")
+    if out["d_model"] % out["n_heads"] and head_dim is None:  # JambaAttention floor-divides
+        head_dim = out["d_model"] // out["n_heads"]
+    out.update(n_kv_heads=r.size("num_key_value_heads"), d_ff=r.size("intermediate_size"),
+               activation=_activation(r, "hidden_act", True), norm="rmsnorm", position="none")
+    if head_dim is not None:
+        out["head_dim"] = head_dim
+    period, offset = r.size("attn_layer_period"), r.size("attn_layer_offset", minimum=0)
+    if offset >= period:
+        r.fail("attn_layer_offset", f"must be smaller than attn_layer_period ({period}), got {offset}")
+    types = ["full" if i == offset else "mamba" for i in range(period)]
+    out["layer_types"] = types if "mamba" in types else ["full"]
+    rank = r.get("mamba_dt_rank")
+    mamba: dict[str, Any] = {"d_state": r.size("mamba_d_state"), "d_conv": r.size("mamba_d_conv"),
+                             "expand": r.size("mamba_expand"), "conv_bias": r.flag("mamba_conv_bias"),
+                             "proj_bias": r.flag("mamba_proj_bias"), "mixer_norms": "weighted"}
+    if rank != "auto":
+        mamba["dt_rank"] = r.size("mamba_dt_rank")
+    if any(types[i % period] == "mamba" for i in range(out["n_layers"])):
+        out["mamba"] = mamba
+    experts, step = _first(r, "num_local_experts", "num_experts"), r.size("expert_layer_period")
+    first = r.size("expert_layer_offset", minimum=0)
+    top_k = r.size("num_experts_per_tok")
+    if first >= step:
+        r.fail("expert_layer_offset", f"must be smaller than expert_layer_period ({step}), got {first}")
+    if experts > 1 and out["n_layers"] > first:  # some layer holds experts
+        if first != step - 1:
+            r.fail("expert_layer_offset", f"MoE layers i % {step} == {first} are not modeled: llmcalc's MoE "
+                                          f"layers are every expert_layer_period-th, offset expert_layer_period - 1 "
+                                          f"({step - 1})")
+        out["moe"] = {"num_experts": experts, "experts_per_token": top_k, **({"step": step} if step != 1 else {})}
+    return out
 
 
 # -- the Mamba-2 mixer ----------------------------------------------------------------------------
@@ -1870,11 +1934,16 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "mamba": _mamba, "falcon_mamba": _mamba,
     # the Mamba-2 mixer
     "mamba2": _mamba2, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid,
+    # sub_norms (BitNet)
+    "bitnet": _bitnet,
+    # attention, Mamba-1 and MoE layers
+    "jamba": _jamba,
 }
 # REJECTED keys a family's mapper reads (chunked attention: Llama 4)
 _READS_REJECTED: dict[str, tuple[str, ...]] = {"llama4_text": ("attention_chunk_size",)}
 _READS_REJECTED.update({"bamba": ("attn_layer_indices", "mamba_d_state"),
                         "granitemoehybrid": ("layers_block_type", "mamba_d_state")})
+_READS_REJECTED["jamba"] = ("attn_layer_period", "mamba_d_state")
 
 
 # transformers' token embeddings without a padding_idx; torch's Embedding refuses the others' one

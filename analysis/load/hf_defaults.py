@@ -630,6 +630,21 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         "time_step_init_scheme time_step_floor rescale_prenorm_residual use_mambapy use_associative_scan",
         vocab_size=50280, hidden_size=768, state_size=16, num_hidden_layers=32, expand=2, conv_kernel=4,
         use_bias=False, use_conv_bias=True, hidden_act="silu", time_step_rank="auto", tie_word_embeddings=True),
+    # -- sub_norms (BitNet)
+    "bitnet": _config(  # BitNetConfig; head_dim: no field, read with getattr
+        f"{_COMMON} rms_norm_eps",
+        vocab_size=128256, hidden_size=2560, intermediate_size=6912, num_hidden_layers=30, num_attention_heads=20,
+        num_key_value_heads=_null(5), head_dim=None, hidden_act="relu2", max_position_embeddings=2048,
+        rope_parameters=_null(), rope_theta=500000.0, attention_bias=False, tie_word_embeddings=False,
+        pad_token_id=_null()),
+    "jamba": _config(  # JambaConfig; head_dim: not a field, read when given (JambaAttention's getattr)
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef use_mamba_kernels "
+        "use_mambapy use_associative_scan",
+        vocab_size=65536, tie_word_embeddings=False, hidden_size=4096, intermediate_size=14336,
+        num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, head_dim=_null(), hidden_act="silu",
+        max_position_embeddings=262144, num_experts_per_tok=2, num_experts=16, num_local_experts=None,
+        expert_layer_period=2, expert_layer_offset=1, attn_layer_period=8, attn_layer_offset=4, mamba_d_state=16,
+        mamba_d_conv=4, mamba_expand=2, mamba_dt_rank="auto", mamba_conv_bias=True, mamba_proj_bias=False),
 }
 DEFAULTS["falcon_mamba"] = {**DEFAULTS["mamba"], "mixer_rms_eps": Default(1e-6, False)}
 # -- the Mamba-2 mixer. Mamba2Config (its defaults: Mamba-Codestral-7B's shapes)

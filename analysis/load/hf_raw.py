@@ -13,6 +13,7 @@ _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu", "gelu_fast": "gelu", "gelu_p
                 "gelu_python": "gelu", "relu": "relu", "silu": "silu", "swish": "silu", "relu2": "sqrelu"}
 _ACTIVATIONS["xielu"] = "xielu"  # transformers' XIELUActivation: its learned scalars are mlp/act (Apertus)
 _GATED = {"gelu": "geglu", "relu": "reglu", "silu": "swiglu"}
+_GATED["sqrelu"] = "sqreglu"  # relu2 on the gate (BitNet)
 
 
 class Raw:
@@ -82,6 +83,6 @@ class Raw:
 def _activation(r: Raw, key: str, gated: bool) -> str:
     act = r.get(key)
     base = _ACTIVATIONS.get(act) if isinstance(act, str) else None
-    if base is None or (gated and base not in _GATED):  # no gated squared ReLU
+    if base is None or (gated and base not in _GATED):  # no gated xIELU
         r.fail(key, f"unsupported activation {brief(act)}")
     return _GATED[base] if gated else base

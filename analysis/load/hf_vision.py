@@ -62,24 +62,45 @@ def _feature_layers(top: Raw) -> int:
     return 1
 
 
+def _unread(top: Raw, layers: int) -> int:
+    """The tower's last layers no feature reads: ``vision_feature_layer`` indexes the hidden states,
+    the embeddings' then each layer's (-1: the last layer's)."""
+    value = top.get("vision_feature_layer")
+    indices = value if isinstance(value, list) else [value]
+    unread = [-i - 1 if i < 0 else layers - i for i in indices]
+    if not all(0 <= u <= layers for u in unread):
+        top.fail("vision_feature_layer", f"indexes the {layers + 1} hidden states of a {layers}-layer tower, "
+                                         f"got {brief(value)}")
+    return min(unread)
+
+
 def _gemma3(v: Raw, top: Raw, width: int) -> dict[str, Any]:
     v.false("vision_use_head", "SigLIP's attention-pooling head (Gemma 3 is built without it)")
-    top.ignore("mm_tokens_per_image", "boi_token_index", "eoi_token_index", "image_token_index")
+    top.ignore("boi_token_index", "eoi_token_index", "image_token_index")
+    side = v.size("image_size") // v.size("patch_size")
+    tokens = top.size("mm_tokens_per_image")
+    per_side = int(tokens ** 0.5)  # transformers' kernel: patches a side // tokens a side
+    # a pool transformers cannot run (its kernel would be 0, or leave patches out): 0, no image runs
+    pool = side // per_side if per_side * per_side == tokens and per_side <= side and side % per_side == 0 else 0
     return {"n_layers": v.size("num_hidden_layers"), "d_model": v.size("hidden_size"),
             "n_heads": v.size("num_attention_heads"), "d_ff": v.size("intermediate_size"),
             "patch_size": v.size("patch_size"), "image_size": v.size("image_size"), "channels": v.size("num_channels"),
-            "activation": _activation(v, False), "projector": {"norm": "rmsnorm"}}
+            "activation": _activation(v, False), "projector": {"norm": "rmsnorm", "pool": pool}}
 
 
 def _llava(v: Raw, top: Raw, width: int) -> dict[str, Any]:
     v.ignore("projection_dim")  # CLIP's joint-embedding projection: not built in CLIPVisionModel
-    top.ignore("image_token_index", "image_seq_length", "vision_feature_select_strategy", "projector_hidden_act")
+    top.ignore("image_token_index", "image_seq_length", "projector_hidden_act")
+    strategy = top.get("vision_feature_select_strategy")
+    if strategy not in (None, "default", "full"):
+        top.fail("vision_feature_select_strategy", f"must be default or full, got {brief(strategy)}")
     return {"n_layers": v.size("num_hidden_layers"), "d_model": v.size("hidden_size"),
             "n_heads": v.size("num_attention_heads"), "d_ff": v.size("intermediate_size"),
             "patch_size": v.size("patch_size"), "image_size": v.size("image_size"), "channels": v.size("num_channels"),
             "activation": _activation(v, False), "class_token": True, "patch_bias": False, "pre_norm": True,
             "projector": {"features": _feature_layers(top), "hidden": width,
-                          "bias": top.flag("multimodal_projector_bias")}}
+                          "bias": top.flag("multimodal_projector_bias"), "class_token": strategy == "full",
+                          "unread_layers": _unread(top, v.size("num_hidden_layers"))}}
 
 
 def _mistral3(v: Raw, top: Raw, width: int) -> dict[str, Any]:
@@ -97,22 +118,29 @@ def _mistral3(v: Raw, top: Raw, width: int) -> dict[str, Any]:
             "position": "rope", "patch_bias": False, "qkv_bias": False, "out_bias": False, "mlp_bias": False,
             "pre_norm": True, "final_norm": False,
             "projector": {"norm": "rmsnorm", "merge": top.size("spatial_merge_size"),
-                          "merge_linear": True, "hidden": width, "bias": top.flag("multimodal_projector_bias")}}
+                          "merge_linear": True, "hidden": width, "bias": top.flag("multimodal_projector_bias"),
+                          "unread_layers": _unread(top, v.size("num_hidden_layers"))}}
 
 
 def _qwen2_5_vl(v: Raw, top: Raw, width: int) -> dict[str, Any]:
     d, merge, out = v.size("hidden_size"), v.size("spatial_merge_size"), v.size("out_hidden_size")
     if out != width:
         v.fail("out_hidden_size", f"must be the language model's hidden_size ({width}), got {out}")
-    # window attention changes no parameter; tokens_per_second times video positions
-    v.ignore("window_size", "fullatt_block_indexes", "tokens_per_second", "rope_parameters")
+    # tokens_per_second times video positions
+    v.ignore("tokens_per_second", "rope_parameters")
+    window = v.size("window_size") // merge // v.size("patch_size")  # merged patches a side, as transformers
+    if window == 0:
+        v.fail("window_size", "must hold a merged patch (spatial_merge_size x patch_size pixels)")
+    full = v.get("fullatt_block_indexes")
+    if not isinstance(full, (list, tuple)) or not all(type(i) is int and 0 <= i for i in full):
+        v.fail("fullatt_block_indexes", f"must be a list of layer indices, got {brief(full)}")
     top.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id", "vision_token_id")
     channels = "in_chans" if "in_chans" in v.raw else "in_channels"  # the key of transformers 4's files
     return {"n_layers": v.size("depth"), "d_model": d, "n_heads": v.size("num_heads"),
             "d_ff": v.size("intermediate_size"), "patch_size": v.size("patch_size"),
             "temporal_patch": v.size("temporal_patch_size"), "channels": v.size(channels),
             "activation": _activation(v, True), "norm": "rmsnorm", "position": "rope", "patch_bias": False,
-            "final_norm": False,
+            "final_norm": False, "window": window * merge, "full_layers": list(full) or None,
             "projector": {"norm": "rmsnorm", "merge": merge, "hidden": d * merge * merge, "bias": True}}
 
 

@@ -45,6 +45,15 @@ def block_norms(cfg: ModelConfig) -> list[Norm]:
     return [make_norm(cfg, "norm/" + k, cfg.d_model) for k in keys]
 
 
+def sub_norms(cfg: ModelConfig) -> list[Norm]:
+    """``sub_norms`` (BitNet): a norm over the merged heads before ``o`` (``h*hd``) and one over the
+    MLP's hidden product before ``down`` (``d_ff``), in the model's norm; MHA and dense layers only
+    (rules.py)."""
+    if not cfg.sub_norms:
+        return []
+    return [make_norm(cfg, "attention/sub_norm", cfg.q_width), make_norm(cfg, "mlp/sub_norm", cfg.d_ff)]
+
+
 class Block:
     """One layer of a spec: its attention and FFN descriptors and what it holds."""
 
@@ -89,7 +98,7 @@ class Block:
         norms = block_norms(self.cfg)
         if self.spec.ffn is None:  # no FFN: no norm around it
             norms = [n for n in norms if not n.key.startswith("norm/mlp")]
-        return norms + self.mixer.norms() + rope_norms(self.cfg, self.spec)
+        return norms + self.mixer.norms() + rope_norms(self.cfg, self.spec) + sub_norms(self.cfg)
 
     def vectors(self) -> list[Vector]:
         return self.mixer.vectors() + [v for f in self.ffns for v in f.vectors()]

@@ -187,14 +187,16 @@ def temperature_ops(cfg: ModelConfig, spec: LayerSpec, T: int) -> list[Op]:
 def _output(tape: Tape, cfg: ModelConfig, T: int, y: str | None = None) -> None:
     """The o projection's input: the merged heads ``y`` (``T*h*hd`` values; named when a view of
     the attention output). With the output gate (AFMoE), ``y * sigmoid(gate)``: the sigmoid keeps
-    its output, the multiply both factors (``y`` and that output), o the product."""
+    its output, the multiply both factors (``y`` and that output), o the product. With
+    ``sub_norms`` (BitNet) a norm keeps that input and its statistics, and o the norm's output."""
     n = T * cfg.q_width * tape.b
-    if not cfg.attention_gate:
-        tape.linear("attention/o", n, T, y)
-        return
-    tape.save("attention", n)  # sigmoid's output
-    tape.save("attention", n, y)  # the multiply's other factor
-    tape.linear("attention/o", n, T)  # the product
+    if cfg.attention_gate:
+        tape.save("attention", n)  # sigmoid's output
+        tape.save("attention", n, y)  # the multiply's other factor
+        y = None  # the product
+    if cfg.sub_norms:  # BitNet: a norm over the merged heads (or the product); o keeps its output
+        y = tape.norm("attention/sub_norm", y, T, cfg.q_width)
+    tape.linear("attention/o", n, T, y)
 
 
 class MLA(_Attention):

@@ -197,6 +197,13 @@ class MLAConfig:
     q_lora_rank: int | None = _key(_optional(_int()), None)  # None: a full-rank query projection
 
 
+def _mixer_norms(c: Checker, key: str, value: Any) -> bool | str:
+    """``mamba.mixer_norms``: true or false, or ``weighted``."""
+    if value != "weighted" and not isinstance(value, bool):
+        c.fail(key, f"must be true, false or weighted, got {brief(value)}")
+    return value
+
+
 @dataclass(frozen=True)
 class MambaConfig:
     """The Mamba-1 selective-state-space mixer of ``mamba`` layers (transformers' MambaMixer): in_proj
@@ -209,7 +216,8 @@ class MambaConfig:
     dt_rank: int | None = _key(_optional(_int()), None)  # None: ceil(d_model / 16)
     conv_bias: bool = _key(_bool, True)
     proj_bias: bool = _key(_bool, False)  # biases of in_proj and out_proj
-    mixer_norms: bool = _key(_bool, False)  # weightless RMS norms on dt, B and C (Falcon-Mamba)
+    # RMS norms on dt, B and C: true, weightless (Falcon-Mamba); "weighted", a weight each (Jamba)
+    mixer_norms: bool | str = _key(_mixer_norms, False)
 
 
 @dataclass(frozen=True)
@@ -246,6 +254,13 @@ class ProjectorConfig:
     # a linear hidden -> hidden after the first's activation, followed by the activation again
     # (Llama 4's vision adapter, fc1 and fc2, before its projector); needs hidden
     hidden_linear: bool = _key(_bool, False)
+    # Gemma 3: pool x pool patches averaged into one token, before the norm; 0: the checkpoint's pooling
+    # cannot take the tower's patches (no image runs)
+    pool: int = _key(_int(minimum=0), 1)
+    class_token: bool = _key(_bool, False)  # the class token's features join the patches' (LLaVA's "full")
+    # the tower's last layers whose output no feature reads (LLaVA's vision_feature_layer -2: 1): they
+    # run forward (transformers runs them) but get no gradient
+    unread_layers: int = _key(_int(minimum=0), 0)
 
 
 @dataclass(frozen=True)
@@ -277,6 +292,10 @@ class VisionConfig:
     mlp_bias: bool = _key(_bool, True)
     pre_norm: bool = _key(_bool, False)  # a norm before the first layer (CLIP, Pixtral)
     final_norm: bool = _key(_bool, True)  # a norm after the last (SigLIP, CLIP)
+    # Qwen2.5-VL: layers attend within square windows of `window` patches a side (a multiple of the
+    # merge), but the `full_layers` (indices; None: none), which attend over the whole image
+    window: int | None = _key(_optional(_int()), None)
+    full_layers: tuple[int, ...] | None = _key(_optional(_pattern(_int(minimum=0, maximum=MAX_LAYERS))), None)
 
     @property
     def patches(self) -> int:
@@ -328,6 +347,7 @@ class ModelConfig:
     mla: MLAConfig | None = _key(_mapping(MLAConfig), None)
     attention_sinks: bool = _key(_bool, False)  # one learned logit per head joins the softmax
     attention_gate: bool = _key(_bool, False)  # output * sigmoid(x @ w_gate), w_gate: d -> h*hd (AFMoE)
+    sub_norms: bool = _key(_bool, False)  # norms before o (over h*hd) and before down (over d_ff) (BitNet)
     attention_chunk: int | None = _key(_optional(_int()), None)  # chunked layers: keys of the query's chunk C
     attn_temperature_tuning: bool = _key(_bool, False)  # NoPE layers scale q by position (Llama 4)
     attn_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 50

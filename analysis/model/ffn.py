@@ -1,7 +1,7 @@
 """FFN kinds: one descriptor each (a dense MLP, a mixture of experts).
 
 A descriptor lists its matrices and gives the hidden elements its activation runs over per
-token and its own elementwise work. Gated activations (``swiglu``, ``geglu``, ``reglu``) have
+token and its own elementwise work. Gated activations (``swiglu``, ``geglu``, ``reglu``, ``sqreglu``) have
 three matrices (up, gate, down) of the hidden width, the others two.
 
 ``dense``: ``mlp/up``, ``mlp/gate``, ``mlp/down`` of width ``d_ff``, biases ``mlp_bias``.
@@ -99,7 +99,7 @@ class Dense(_FFN):
             tape.linear("mlp/gate", T * d * b, T, x)
         # an activation with learned scalars is a module of its own, mlp/act, which keeps what it saves
         act = "mlp/act" if ACTIVATIONS[cfg.activation].scalars else "mlp"
-        hidden(tape, cfg, act, "mlp/down", "mlp ", T, cfg.d_ff)
+        hidden(tape, cfg, act, "mlp/down", "mlp ", T, cfg.d_ff, "mlp/sub_norm" if cfg.sub_norms else None)
 
 
 class MoE(_FFN):

@@ -6,7 +6,9 @@ Sizes: ``E = mamba.expand * d_model`` channels, ``N = mamba.d_state``, ``R`` the
 over x: ``E*K`` weights and, with ``conv_bias``, E biases), ``mamba/x_proj`` (E -> R + 2N: dt, B, C),
 ``mamba/dt_proj`` (R -> E, with bias), ``mamba/A_log`` (E x N), ``mamba/D`` (E), ``mamba/out_proj``
 (E -> d); in_proj and out_proj have biases iff ``mamba.proj_bias``. Falcon-Mamba
-(``mamba.mixer_norms``) norms dt, B and C by weightless RMS norms.
+(``mamba.mixer_norms: true``) norms dt, B and C by weightless RMS norms; Jamba (``mixer_norms:
+weighted``) by RMS norms with a weight each: ``mamba/dt_norm`` (R), ``mamba/b_norm`` and
+``mamba/c_norm`` (N each).
 
 The scan is counted in its **recurrent form**, as transformers' slow path (``torch_forward``) and
 llmcalc's reference run it: per token ``h = exp(dt*A) * h + dt*B*u`` (elementwise over ``E x N``) and
@@ -61,9 +63,15 @@ class Mamba:
         return []  # the weightless mixer norms hold nothing (their FLOPs: ops)
 
     def vectors(self) -> list[Vector]:
-        E, N, _, K = self.sizes
+        E, N, R, K = self.sizes
+        weights = [Vector("mamba/dt_norm", R), Vector("mamba/b_norm", N), Vector("mamba/c_norm", N)]
         return [Vector("mamba/conv1d", E * K + (E if self.cfg.mamba.conv_bias else 0)),
-                Vector("mamba/A_log", E * N), Vector("mamba/D", E)]
+                Vector("mamba/A_log", E * N), Vector("mamba/D", E)] + (weights if self.weighted else [])
+
+    @property
+    def weighted(self) -> bool:
+        """The mixer norms have weights (Jamba's ``mixer_norms: weighted``)."""
+        return self.cfg.mamba.mixer_norms == "weighted"
 
     @property
     def state_values(self) -> int:
@@ -92,8 +100,8 @@ class Mamba:
                # A = -exp(A_log) once; per token and state element exp(dt*A), dt*B*u, the update a*h + b
                Op("mamba/scan", E * N, 2, 2), Op("mamba/scan", T * E * N, 6, 3),
                Op("mamba/output", T * E, 2 + SILU_COST + 1, 3)]  # y + D*u, times silu(z)
-        if m.mixer_norms:
-            out.append(Op("mamba/norms", T * (R + 2 * N), RMS_COST, 2))
+        if m.mixer_norms:  # weighted: one multiply more per element
+            out.append(Op("mamba/norms", T * (R + 2 * N), RMS_COST + int(self.weighted), 2))
         return out
 
     def saves(self, tape: Tape, B: int, S: int, x: str) -> None:
@@ -103,7 +111,8 @@ class Mamba:
         softplus's input, exp(A_log) and A, dt, exp(dt*A), dt*u, silu(z) and y + u*D; x_proj u; dt_proj
         its input (a view of x_proj's output, or the normed dt); the scan dt*B*u (h_1) and the states
         h_2..h_S; out_proj its input. Falcon-Mamba's weightless norms keep x_proj's output and one rsqrt
-        per row each, and the normed B (at the mixer) and C (in the scan)."""
+        per row each, and the normed B (at the mixer) and C (in the scan). Jamba's weighted norms keep, besides,
+        each norm's output before its weight (the weight's gradient): ``T * (R + 2N)`` values."""
         E, N, R, _ = self.sizes
         T, b = B * S, tape.b
         norms = self.cfg.mamba.mixer_norms
@@ -113,6 +122,8 @@ class Mamba:
         tape.linear("mamba/x_proj", T * E * b, T, "u")
         if norms:  # pow keeps x_proj's output (dt, B, C are views of it), rsqrt its output per row
             tape.save("mamba", T * (R + 2 * N) * b + 3 * T * b, "x_proj output")
+            if self.weighted:  # rms(x) * weight keeps rms(x)
+                tape.save("mamba", T * (R + 2 * N) * b)
         tape.linear("mamba/dt_proj", (T * R if norms else T * (R + 2 * N)) * b, T,
                     None if norms else "x_proj output")
         tape.save("mamba", T * E * b)  # softplus's input

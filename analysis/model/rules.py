@@ -29,6 +29,8 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "qk_norm": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
     "mla": (lambda c: c.attention == "mla", "attention: mla"),
     "attention_gate": (lambda c: c.attention != "mla", "attention other than mla (mha)"),
+    "sub_norms": (lambda c: c.attention != "mla" and c.moe is None and not c.has_mamba,  # BitNet's: dense MHA
+                  "attention other than mla (mha), without moe or mamba layers"),
     "norm_bias": (lambda c: c.norm == "layernorm", "norm: layernorm"),
     "parallel_norms": (lambda c: c.parallel_block, "parallel_block: true"),
     "rope_theta": (lambda c: c.position == "rope", "position: rope"),
@@ -138,6 +140,18 @@ def _vision_checks(v, check: Checker) -> None:
         check.fail("projector", "merge_linear needs merge > 1 (it takes merged patches back to the tower's width)")
     if p.hidden_linear and p.hidden is None:
         check.fail("projector", "hidden_linear needs hidden (the width of its linear, hidden -> hidden)")
+    if v.window is not None and v.window % p.merge:
+        check.fail("window", f"must be a multiple of projector.merge ({p.merge}): windows hold whole merged "
+                             f"patches, got {v.window}")
+    if v.full_layers is not None and v.window is None:
+        check.fail("full_layers", "names the layers that do not attend within windows: needs window")
+    if p.pool > 1 and (v.image_size is None or (v.image_size // v.patch_size) % p.pool):
+        check.fail("projector.pool", f"{p.pool} needs an image_size whose patches a side it divides")
+    if p.unread_layers >= v.n_layers:
+        check.fail("projector.unread_layers", f"must leave a layer to read (the tower has {v.n_layers}), "
+                                              f"got {p.unread_layers}")
+    if p.class_token and not v.class_token:
+        check.fail("projector.class_token", "the tower has none")
 
 
 def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:

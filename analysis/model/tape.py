@@ -78,8 +78,13 @@ def merge_copies(B: int, S: int, h: int, d: int) -> bool:
 
 
 def hidden(tape: Tape, cfg: ModelConfig, act_key: str, down_key: str, tag: str, rows: int,
-            width: int) -> None:
-    """The activation's saved tensors and the down projection's input, ``rows x width`` each."""
+            width: int, norm: str | None = None) -> None:
+    """The activation's saved tensors and the down projection's input, ``rows x width`` each;
+    ``norm``: a norm between them (BitNet's ``mlp/sub_norm``) keeps the activation's output and its
+    statistics, and down the norm's output."""
     for name in ACTIVATIONS[cfg.activation].saves:  # "out" (relu) is saved by relu itself
         tape.save(act_key, rows * width * tape.b, tag + name)
-    tape.linear(down_key, rows * width * tape.b, rows, tag + "out")
+    x = tag + "out"
+    if norm is not None:
+        x = tape.norm(norm, x, rows, width)
+    tape.linear(down_key, rows * width * tape.b, rows, x)

@@ -31,6 +31,9 @@ ACTIVATIONS = {a.name: a for a in (
     Activation("swiglu", True, 5, ("pre", "act", "up")),
     Activation("geglu", True, 9, ("pre", "act", "up")),
     Activation("reglu", True, 2, ("act", "up")),  # relu keeps its output; the product both factors
+    # relu(gate)**2 * up (BitNet's relu2 MLP): relu 1, square 1, product 1; square keeps relu's output
+    # (relu the same tensor), the product both factors
+    Activation("sqreglu", True, 3, ("relu", "act", "up")),
     # xIELU (Apertus): x > 0 (1), alpha_p*x*x + beta*x (4), (expm1(min(x, eps)) - x)*alpha_n + beta*x (6),
     # the select (1): transformers' formula, both branches; one fused function that keeps its input
     Activation("xielu", False, 12, ("pre",), scalars=4),

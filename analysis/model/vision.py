@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..errors import SpecError
 from .parts import Linear, Norm, Table, Vector
-from .variants import ACTIVATIONS
+from .variants import ACTIVATIONS, ROPE_COST, SCORE_SCALE_COST, SOFTMAX_COST, norm_cost
 
 if TYPE_CHECKING:
     from .config import ModelConfig, VisionConfig
@@ -83,3 +84,135 @@ def build_vision(cfg: ModelConfig) -> Vision | None:
     projector.append(Linear("projector/out", width, cfg.d_model, p.bias))
     final = [_norm(v, "vision/norm/final")] if v.final_norm else []
     return Vision(v, stem, layer, final, projector)
+
+
+# --- images through the tower (``--images``): geometry and FLOPs -----------------------------------
+
+class Image(NamedTuple):
+    """One square image of ``size`` pixels through the tower: ``patches`` ((size / patch_size)^2),
+    ``rows`` the tower runs over (the patches and the class token, if any), ``features`` rows the
+    projector reads, ``tokens`` it gives the language model, ``windows`` the patches of each attention
+    window of a windowed layer (empty without windows)."""
+
+    size: int
+    patches: int
+    rows: int
+    features: int
+    tokens: int
+    windows: tuple[int, ...]
+
+
+def _windows(side: int, window: int, merge: int) -> tuple[int, ...]:
+    """Qwen2.5-VL's windows over a ``side x side`` patch grid: ``window / merge`` merged patches a
+    side, the last row and column of windows cut by the grid's edge (transformers'
+    ``get_window_index``, whose padding windows hold no patch)."""
+    step, grid = window // merge, side // merge
+    edges = [min(step, grid - i) for i in range(0, grid, step)]
+    return tuple(h * w * merge * merge for h in edges for w in edges)
+
+
+def image(v: VisionConfig, size: int | None) -> Image:
+    """The geometry of one image of ``size`` pixels (None: the tower's default); SpecError naming
+    ``image_size`` when the tower cannot take it."""
+    if size is None:
+        if v.image_size is None:
+            raise SpecError("image_size", "is needed: the tower has no default resolution (config key "
+                                          "vision.image_size)")
+        size = v.image_size
+    p = v.projector
+    if p.pool == 0:
+        raise SpecError("images", "the projector's pooling cannot take the tower's patches (vision.projector.pool "
+                                  "is 0): no image runs")
+    if p.hidden_linear:  # its class token after the patches, pixel shuffle and 2-D RoPE: not counted yet
+        raise SpecError("images", "Llama 4's vision adapter (vision.projector.hidden_linear) is not counted for "
+                                  "images yet")
+    if v.position == "learned" and size != v.image_size:
+        raise SpecError("image_size", f"must be the tower's {v.image_size} pixels: its learned positions have a "
+                                      f"row per patch of that size, got {size}")
+    if p.unread_layers + p.features > v.n_layers:
+        raise SpecError("images", f"the projector reads {p.features} layers before the last {p.unread_layers}: "
+                                  f"the tower has {v.n_layers} (vision.projector.features, unread_layers)")
+    step = v.patch_size * p.merge
+    if size % step:
+        what = f"patch_size x merge ({v.patch_size} x {p.merge})" if p.merge > 1 else f"patch_size ({v.patch_size})"
+        raise SpecError("image_size", f"must be a multiple of {what}, got {size}")
+    side = size // v.patch_size
+    patches = side * side
+    features = patches + int(v.class_token and p.class_token)
+    tokens = features // (p.pool * p.pool) // (p.merge * p.merge)
+    windows = _windows(side, v.window, p.merge) if v.window is not None else ()
+    return Image(size, patches, patches + int(v.class_token), features, tokens, windows)
+
+
+def attended_pairs(v: VisionConfig, img: Image, layer: int) -> int:
+    """Query-key pairs of one head of tower layer ``layer`` over one image (bidirectional): the
+    whole image, or each window's."""
+    if v.window is None or layer in (v.full_layers or ()):
+        return img.rows * img.rows
+    return sum(w * w for w in img.windows)
+
+
+def _add(d: dict[str, int], key: str, n: int) -> None:
+    if n:
+        d[key] = d.get(key, 0) + n
+
+
+def vision_forward(cfg: ModelConfig, size: int | None, images: int,
+                   gradient: bool = False) -> tuple[dict[str, int], dict[str, int]]:
+    """(matmul, elementwise) forward FLOPs of ``images`` images of ``size`` pixels through the tower
+    and the projector, by key (``vision/...``, ``projector/...``); ``gradient``: only the layers a
+    gradient reaches (not the ``unread_layers``), whose backward is twice this."""
+    vision = build_vision(cfg)
+    assert vision is not None
+    v, p = vision.config, vision.config.projector
+    img = image(v, size)
+    mm: dict[str, int] = {}
+    ew: dict[str, int] = {}
+    n, d = img.rows, v.d_model
+
+    def linear(m: Linear, rows: int, times: int = 1) -> None:
+        _add(mm, m.key, 2 * times * images * rows * m.d_in * m.d_out)
+        if m.bias:
+            _add(ew, m.key.split("/")[0] + "/bias", times * images * rows * m.d_out)
+
+    def norm(m: Norm, rows: int, times: int = 1) -> None:
+        _add(ew, m.key.split("/")[0] + "/norm", times * images * rows * m.size * norm_cost(
+            v.norm if m.key.startswith("vision/") else p.norm, m.weight, m.bias))
+
+    for part in vision.stem:
+        if isinstance(part, Linear):
+            linear(part, img.patches)
+        elif isinstance(part, Norm):
+            norm(part, n)
+    if v.position == "learned":
+        _add(ew, "vision/position", images * n * d)
+    L = v.n_layers - (p.unread_layers if gradient else 0)
+    pairs = sum(attended_pairs(v, img, i) for i in range(L))
+    _add(mm, "vision/attention/scores", 2 * images * pairs * d)  # every head: pairs x head size
+    _add(mm, "vision/attention/values", 2 * images * pairs * d)
+    _add(ew, "vision/attention/scale", images * v.n_heads * pairs * SCORE_SCALE_COST)
+    _add(ew, "vision/attention/softmax", images * v.n_heads * pairs * SOFTMAX_COST)
+    for part in vision.layer:
+        if isinstance(part, Linear):
+            linear(part, n, L)
+        else:
+            norm(part, n, L)
+    if v.position == "rope":  # 2-D RoPE rotates every dimension of q and k
+        _add(ew, "vision/rope", images * L * n * 2 * d * ROPE_COST)
+    _add(ew, "vision/mlp/act", images * L * n * v.d_ff * ACTIVATIONS[v.activation].cost)
+    _add(ew, "vision/residual", images * L * 2 * n * d)
+    for part in vision.final:  # CLIP's post-LayerNorm normalizes the pooled class token alone
+        norm(part, 1 if v.class_token else n)
+    if p.pool > 1:  # an average of pool^2 values: pool^2 - 1 adds and a divide per output element
+        _add(ew, "projector/pool", images * img.tokens * d * p.pool * p.pool)
+    merged = img.features // (p.merge * p.merge)
+    for part in vision.projector:
+        if isinstance(part, Norm):
+            norm(part, img.features // (p.pool * p.pool))  # Gemma 3 normalizes the pooled tokens
+        elif part.key == "projector/merge":
+            linear(part, merged)
+        else:
+            linear(part, img.tokens)
+    if p.hidden is not None:
+        _add(ew, "projector/act", images * img.tokens * p.hidden * ACTIVATIONS["gelu"].cost)
+    return mm, ew

@@ -134,6 +134,7 @@ def roofline(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Eff
     """One pass (train: forward, backward and the optimizer step), unchunked, on one device (a
     GPU's step under a layout: :func:`analysis.cluster.step.step`)."""
     run.one_device("roofline")
+    run.no_images("roofline")
     run = run.resolve(cfg).executed()
     flops = count_flops(cfg, run).total
     moved = pass_bytes(cfg, run)
@@ -164,6 +165,7 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Effi
     """A prefill of ``run.seq`` tokens, in chunks of ``run.chunk`` (each chunk a pass over its own
     queries against the cache and itself; only the last computes logits)."""
     run.one_device("prefill")
+    run.no_images("prefill")
     run = run.resolve(cfg)
     spans = chunks(run.seq, run.chunk)
     total = functools.reduce(operator.add, (
@@ -247,6 +249,7 @@ class Utilization(NamedTuple):
 
 def utilization(cfg: ModelConfig, run: RunSpec, hw: Hardware, tokens_per_s: float, gpus: int = 1) -> Utilization:
     """``run`` is one GPU's training step; ``tokens_per_s`` the throughput of all ``gpus``."""
+    run.no_images("utilization")
     run = run.resolve(cfg)
     tokens = run.tokens
     model = count_flops(cfg, run.replace(causal=False, recompute="none")).total.matmul_total

@@ -104,13 +104,15 @@ _LAYER_NAMES = {
     "post_norm1": "norm/attention_post", "post_norm2": "norm/mlp_post",
     # AFMoE's norm before the MLP (in its sandwich)
     "pre_mlp_layernorm": "norm/mlp",
-    "pre_ff_layernorm": "norm/mlp",  # Bamba
+    "pre_ff_layernorm": "norm/mlp",  # Bamba, Jamba
     "final_layer_norm": "norm/mlp",
     # CTRL: its MLP is an nn.Sequential (Linear, ReLU, Linear)
     "Wq": "attention/q", "Wk": "attention/k", "Wv": "attention/v",
     "layernorm1": "norm/attention", "layernorm2": "norm/mlp", "0": "mlp/up", "2": "mlp/down",
     # Apertus: its norms, and xIELU's learned scalars (alpha_p, alpha_n; the buffers beta, eps)
     "attention_layernorm": "norm/attention", "feedforward_layernorm": "norm/mlp", "act_fn": "mlp/act",
+    # BitNet's sub-norms, before o_proj and before down_proj
+    "attn_sub_norm": "attention/sub_norm", "ffn_sub_norm": "mlp/sub_norm",
 }
 # the Mamba mixer (transformers' MambaMixer, FalconMambaMixer): its parts; its own ops are the conv
 # (F.conv1d on conv1d's weight), dt_proj (its weight times dt) and the scan
@@ -122,6 +124,9 @@ _MAMBA_NAMES = {"in_proj": "mamba/in_proj", "conv1d": "mamba/conv1d", "x_proj": 
 _MAMBA2_NAMES = {"in_proj": "mamba2/in_proj", "conv1d": "mamba2/conv1d", "dt_bias": "mamba2/dt_bias",
                  "A_log": "mamba2/A_log", "D": "mamba2/D", "norm": "mamba2/norm", "out_proj": "mamba2/out_proj",
                  "mixer": "mamba2/conv1d+scan", "mamba": "mamba2/conv1d+scan"}
+# Jamba's mixer (JambaMambaMixer, a layer's ``mamba``): the same parts, and its weighted RMS norms on dt, B and C
+_MAMBA_NAMES.update({"mamba": "mamba/conv1d+dt_proj+scan", "dt_layernorm": "mamba/dt_norm",
+                     "b_layernorm": "mamba/b_norm", "c_layernorm": "mamba/c_norm"})
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
@@ -238,7 +243,7 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     last = parts[-1]
     if cfg.has_mamba2 and parts[0] in ("mixer", "mamba") and len(parts) <= 2 and last in _MAMBA2_NAMES:
         return _MAMBA2_NAMES[last]  # a mamba2 layer's mixer
-    if parts[0] == "mixer" and len(parts) <= 2 and last in _MAMBA_NAMES:  # a mamba layer's mixer
+    if parts[0] in ("mixer", "mamba") and len(parts) <= 2 and last in _MAMBA_NAMES:  # a mamba layer's mixer
         return _MAMBA_NAMES[last]
     if parts == ["norm"]:  # a mamba layer's one norm, before its mixer
         return "norm/attention"
@@ -344,23 +349,25 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
 
 
-def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, torch.Tensor]:
+# families whose model reads the attention mask's values, which meta tensors do not have: Mamba-2's recurrent
+# mask (``torch.all(mask == 1)``) runs without one (every token attended, as with a mask of ones); hybrids take
+# their masks per layer type (a mapping), given as none (Jamba's mask for its mamba layers asks whether every
+# entry is 1; the causal mask only adds, and matmul FLOPs and cache bytes do not depend on its values)
+NO_MASK = frozenset({"mamba2"})
+MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba"})
+
+
+def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
     device = next(model.parameters()).device  # meta, or the CPU for a model that cannot run on meta
+    ids = torch.zeros(batch, seq, dtype=torch.long, device=device)
     kind = getattr(model.config, "model_type", None)
     if kind in NO_MASK:  # all ones, which these check on the values
-        return {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device=device)}
+        return {"input_ids": ids}
     if kind in MASK_MAPPING:  # the masks per layer type, given: none (selection only, no FLOP, no cache)
-        return {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device=device),
-                "attention_mask": {"full_attention": None, "linear_attention": None}}
-    return {"input_ids": torch.zeros(batch, seq, dtype=torch.long, device=device),
-            "attention_mask": torch.ones(batch, seq, dtype=torch.long, device=device)}
+        return {"input_ids": ids, "attention_mask": {"full_attention": None, "linear_attention": None}}
+    return {"input_ids": ids, "attention_mask": torch.ones(batch, seq, dtype=torch.long, device=device)}
 
 
-# families whose model reads the attention mask's values (Mamba-2's recurrent mask: ``torch.all(mask == 1)``),
-# which meta tensors do not have: run without one (every token attended, as with a mask of ones)
-NO_MASK = frozenset({"mamba2"})
-# hybrids whose model takes its masks per layer type (a mapping), and would check a mask's values
-MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h"})
 
 
 def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int):
@@ -473,3 +480,42 @@ def _against(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int, source
     out.append(Check(f"transformers/kv_cache/prefill {prefill}{keeps}", analytic, measured, analytic == measured,
                      "analytic under transformers' cache convention" if keeps else ""))
     return out
+
+
+# --- images: the vision tower and projector of a multimodal checkpoint -------------------------
+
+def _image_inputs(model: torch.nn.Module, raw: dict[str, Any], size: int, images: int) -> dict[str, Any]:
+    """The keyword arguments of the family's ``get_image_features`` for ``images`` square images of
+    ``size`` pixels: pixel values as its processor gives them (Qwen-VL: flattened patches and their
+    ``grid_thw``; Mistral 3: ``image_sizes``; Idefics3/SmolVLM: images per sample)."""
+    device = next(model.parameters()).device
+    v, kind = raw["vision_config"], raw["model_type"]
+    if kind in ("qwen2_vl", "qwen2_5_vl"):
+        p, t = v["patch_size"], v["temporal_patch_size"]
+        side = size // p
+        channels = v.get("in_chans", v.get("in_channels", 3))
+        return {"pixel_values": torch.zeros(images * side * side, channels * t * p * p, device=device),
+                "image_grid_thw": torch.tensor([[1, side, side]] * images)}
+    # ones: Idefics3 drops an image of zeros as padding
+    pixels = torch.ones(images, v.get("num_channels", 3), size, size, device=device)
+    if kind == "mistral3":
+        return {"pixel_values": pixels, "image_sizes": torch.tensor([[size, size]] * images)}
+    if kind in ("idefics3", "smolvlm"):
+        return {"pixel_values": pixels[None]}
+    return {"pixel_values": pixels}
+
+
+def measure_image_flops(model: torch.nn.Module, cfg: ModelConfig, raw: dict[str, Any], size: int,
+                        images: int) -> tuple[dict[str, int], dict[str, int]]:
+    """(forward, backward) matmul FLOPs of transformers' ``get_image_features`` over ``images``
+    images of ``size`` pixels, as ``vision`` and ``projector`` (whole), the backward of the sum of
+    the image tokens (the pixels need no gradient)."""
+    inputs = _image_inputs(model, raw, size, images)
+    with ModuleScope(model, lambda path: component(path, cfg)) as scope:
+        with _Counter(scope) as fwd:
+            out = model.model.get_image_features(**inputs)
+        tokens = out.pooler_output
+        loss = sum(t.sum() for t in tokens) if isinstance(tokens, (list, tuple)) else tokens.sum()
+    with _Counter(scope) as bwd:
+        loss.backward()
+    return fwd.result(), bwd.result()

@@ -266,7 +266,8 @@ class Attention(_Attention):
     (``head``: over ``hd``) or over the whole projection (``full``: ``h*hd`` and ``g*hd``,
     OLMo 2), after the projection and before RoPE; with ``attention_gate`` a ``gate`` linear
     (d -> h*hd, no bias) of the input whose sigmoid multiplies the merged heads before ``o``, as
-    transformers' AfmoeAttention."""
+    transformers' AfmoeAttention; with ``sub_norms`` a norm ``sub_norm`` over the merged heads (after
+    the gate) before ``o``, as transformers' BitNetAttention."""
 
     def __init__(self, cfg: ModelConfig, index: int, spec: LayerSpec, kind: str = "eager"):
         super().__init__()
@@ -278,6 +279,8 @@ class Attention(_Attention):
         self.o = nn.Linear(cfg.q_width, d, bias=cfg.out_bias)
         if cfg.attention_gate:  # AFMoE: the merged heads times sigmoid(gate(x)), elementwise
             self.gate = nn.Linear(d, cfg.q_width, bias=False)
+        if cfg.sub_norms:  # BitNet: a norm over the merged heads, before o
+            self.sub_norm = make_norm(cfg, cfg.q_width)
         if cfg.qk_norm == "head":
             self.q_norm, self.k_norm = make_norm(cfg, self.hd), make_norm(cfg, self.hd)
         elif cfg.qk_norm == "full":
@@ -310,6 +313,8 @@ class Attention(_Attention):
         y = y.transpose(1, 2).reshape(B, S, self.h * self.hd)
         if hasattr(self, "gate"):
             y = y * torch.sigmoid(self.gate(x))  # (B, S, h*hd)
+        if hasattr(self, "sub_norm"):
+            y = self.sub_norm(y)
         return self.o(y)
 
 

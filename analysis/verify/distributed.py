@@ -58,6 +58,7 @@ def unsupported(cfg: ModelConfig, layout: Layout) -> str | None:
         reasons = [(cfg.attention != "mha", "multi-head latent attention"), (cfg.moe is not None, "experts"),
                    (cfg.position in ("alibi", "relative"), f"{cfg.position} position biases"),
                    (cfg.attention_sinks, "attention sinks"), (cfg.qk_norm == "full", "whole-projection qk-norm"),
+                   (cfg.sub_norms, "sub-norms over the whole attention output and MLP width"),
                    (cfg.kv_heads % layout.tp != 0, f"tp {layout.tp} not dividing the {cfg.kv_heads} KV heads")]
         found = [what for bad, what in reasons if bad]
         if found:

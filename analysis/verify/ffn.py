@@ -3,8 +3,9 @@
 Conventions:
 - gated activations (``swiglu``, ``geglu``, ``reglu``) compute ``act(gate(x)) * up(x)``;
   ``gelu`` and ``geglu`` use the tanh approximation (GPT-2's ``gelu_new``, Gemma);
-  ``sqrelu`` is ``relu(x)**2``;
-- a dense MLP has width ``d_ff`` and biases iff ``mlp_bias``;
+  ``sqrelu`` is ``relu(x)**2``, ``sqreglu`` ``relu(gate(x))**2 * up(x)`` (BitNet);
+- a dense MLP has width ``d_ff`` and biases iff ``mlp_bias``; with ``sub_norms`` (BitNet) a norm
+  ``sub_norm`` over its hidden product, before ``down``;
 - ``xielu`` (Apertus, transformers' ``XIELUActivation``) is the module ``act`` of the MLP, with
   four learned scalars of shape (1,): ``alpha_p``, ``alpha_n`` (before softplus, as stored) and
   ``beta``, ``eps`` (buffers in transformers, stored in its checkpoint; trained here). It computes
@@ -47,13 +48,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..model.config import ModelConfig
+from .norms import make_norm
 
 ACTIVATIONS = {
     "relu": F.relu, "reglu": F.relu,
     "gelu": functools.partial(F.gelu, approximate="tanh"),
     "geglu": functools.partial(F.gelu, approximate="tanh"),
     "silu": F.silu, "swiglu": F.silu,
-    "sqrelu": lambda x: F.relu(x).square(),
+    "sqrelu": lambda x: F.relu(x).square(), "sqreglu": lambda x: F.relu(x).square(),
 }
 
 
@@ -114,10 +116,14 @@ class MLP(nn.Module):
         if cfg.gated:
             self.gate = nn.Linear(d, f, bias=b)
         self.down = nn.Linear(f, d, bias=b)
+        if cfg.sub_norms:  # BitNet: a norm over the hidden product, before down
+            self.sub_norm = make_norm(cfg, f)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.up(x)  # (B, S, f)
         h = self.act(self.gate(x)) * h if hasattr(self, "gate") else self.act(h)
+        if hasattr(self, "sub_norm"):
+            h = self.sub_norm(h)
         return self.down(h)  # (B, S, d)
 
 

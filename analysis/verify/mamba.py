@@ -4,11 +4,12 @@ Built from ModelConfig alone (``mamba`` mapping). Submodules are the breakdown k
 (d -> 2E: u and the gate z), ``conv1d`` (depthwise causal, K taps), ``x_proj`` (E -> R + 2N: dt, B, C),
 ``dt_proj`` (R -> E, bias), ``out_proj`` (E -> d), ``scan`` (no parameters: the recurrence), and the
 parameters ``A_log`` (E, N) and ``D`` (E). Falcon-Mamba's weightless RMS norms on dt, B and C are
-``norms``. Forward, for ``x`` (B, S, d)::
+``norms``; Jamba's (``mixer_norms: weighted``) multiply each by a weight, the parameters ``dt_norm`` (R),
+``b_norm`` and ``c_norm`` (N). Forward, for ``x`` (B, S, d)::
 
     u, z = in_proj(x).chunk(2)
     u = silu(conv1d(u))                   # causal: padding K-1 from the start, or the K cached inputs
-    dt, B, C = x_proj(u).split(R, N, N)   # (normed, Falcon-Mamba)
+    dt, B, C = x_proj(u).split(R, N, N)   # (normed, Falcon-Mamba; normed and weighted, Jamba)
     dt = softplus(dt_proj(dt))
     h_t = exp(dt_t * A) * h_{t-1} + (dt_t * u_t) B_t,  y_t = h_t @ C_t     # A = -exp(A_log)
     out_proj((y + u * D) * silu(z))
@@ -85,6 +86,8 @@ class MambaMixer(nn.Module):
         self.D = nn.Parameter(torch.ones(E))
         self.out_proj = nn.Linear(E, cfg.d_model, bias=bias)
         self.scan = Scan()
+        if cfg.mamba.mixer_norms == "weighted":  # Jamba: RMS norms with a weight on dt, B and C
+            self.dt_norm, self.b_norm, self.c_norm = (nn.Parameter(torch.ones(n)) for n in (R, N, N))
 
     def forward(self, x: torch.Tensor, cache=None, start_pos: int = 0) -> torch.Tensor:
         E, N, R, K = self.sizes
@@ -100,6 +103,8 @@ class MambaMixer(nn.Module):
         dt, B, C = self.x_proj(u).split([R, N, N], dim=-1)
         if self.mixer_norms:
             dt, B, C = rms(dt), rms(B), rms(C)
+            if self.mixer_norms == "weighted":
+                dt, B, C = dt * self.dt_norm, B * self.b_norm, C * self.c_norm
         dt = F.softplus(self.dt_proj(dt))  # (B, S, E)
         A = -torch.exp(self.A_log)  # (E, N)
         dA = torch.exp(dt.unsqueeze(-1) * A)  # (B, S, E, N)

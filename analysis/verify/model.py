@@ -3,10 +3,10 @@
 Layer ``i`` is built from ``analysis.plan.layer_specs(cfg)[i]`` (attention kind, window,
 RoPE on/off, FFN kind); nothing is taken from the analytic inventory. Module paths are the
 breakdown keys (``layers.<i>.`` dropped, '.' read as '/'): ``embedding.token``,
-``embedding.position``, ``layers.<i>.attention.{q,k,v,o}`` with ``attention.{q_norm,k_norm,gate}``
+``embedding.position``, ``layers.<i>.attention.{q,k,v,o}`` with ``attention.{q_norm,k_norm,gate,sub_norm}``
 (MHA) or ``attention.{q,q_a,q_a_norm,q_b,kv_a,kv_a_norm,kv_b,o}`` (MLA), the parameter
 ``attention.sinks``, ``attention.{scores,values}`` (eager) or ``attention.sdpa`` (flash),
-``mlp.{up,gate,down}`` or ``moe.{router,experts,shared_experts,shared_expert_gate}``,
+``mlp.{up,gate,down,sub_norm}`` or ``moe.{router,experts,shared_experts,shared_expert_gate}``,
 ``layers.<i>.norm.{attention,mlp,attention_post,mlp_post}``, ``norm.embedding``, ``norm.final``, ``lm_head``,
 ``logit_softcap`` (no parameters); a multimodal checkpoint's ``vision`` and ``projector``
 (:mod:`.vision`).

@@ -5,12 +5,22 @@ convolution, whose stride is its kernel, as a linear over flattened patches), ``
 ``vision.layers.<i>.mlp.{up,gate,down}``, ``vision.layers.<i>.norm.{attention,mlp}``, and
 ``projector.{norm,merge,in,hidden,out}``.
 
-Parameters only: llmcalc counts no image through the tower yet, so the modules have no forward.
+The forward (:meth:`VisionTower.forward`, :meth:`Projector.forward`, :func:`image_features`) takes
+pixels ``(images, channels * temporal_patch, size, size)`` to the language model's image tokens,
+one image at a time as one sequence: patches (a reshape), the patch linear, the class token and
+positions, every layer (bidirectional eager attention over the image's patches, or over each
+window of ``window`` patches a side on a windowed layer; 2-D RoPE over rows and columns), the final
+norm (over the class token alone when there is one: CLIP's pooled output), then the projector: the
+features (the last ``features`` layers' outputs, concatenated; the class token dropped unless the
+projector keeps it), its pooling, norm, merge of ``merge x merge`` neighbouring patches, linears.
+The scores and values matmuls run in ``attention.scores`` and ``attention.values`` (modules without
+parameters), so FlopCounterMode attributes them to ``vision/attention/{scores,values}``.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..model.config import ModelConfig, VisionConfig
@@ -26,13 +36,65 @@ class VisionLayer(nn.Module):
     def __init__(self, v: VisionConfig):
         super().__init__()
         d = v.d_model
-        self.attention = nn.ModuleDict({p: nn.Linear(d, d, bias=v.out_bias if p == "o" else v.qkv_bias)
-                                        for p in "qkvo"})
+        self.attention = nn.Module()  # q, k, v, o, and the scores and values matmuls
+        for p in "qkvo":
+            self.attention.add_module(p, nn.Linear(d, d, bias=v.out_bias if p == "o" else v.qkv_bias))
+        self.attention.add_module("scores", _Matmul())
+        self.attention.add_module("values", _Matmul())
+        self.heads, self.activation = v.n_heads, v.activation
         mlp = {"up": nn.Linear(d, v.d_ff, bias=v.mlp_bias), "down": nn.Linear(v.d_ff, d, bias=v.mlp_bias)}
         if ACTIVATIONS[v.activation].gated:
             mlp["gate"] = nn.Linear(d, v.d_ff, bias=v.mlp_bias)
         self.mlp = nn.ModuleDict(mlp)
         self.norm = nn.ModuleDict({k: _norm(v.norm, d, v.norm_bias) for k in ("attention", "mlp")})
+
+    def forward(self, x: torch.Tensor, groups: list[torch.Tensor] | None,
+                rope: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+        """``x``: (images, rows, d); ``groups``: the row indices of each attention window (None: the
+        whole image); ``rope``: cos and sin per row and head dimension."""
+        a = self.attention.get_submodule
+        h = self.norm["attention"](x)
+        n, rows, d = h.shape
+        q, k, v = (a(p)(h).view(n, rows, self.heads, d // self.heads).transpose(1, 2) for p in "qkv")
+        if rope is not None:
+            q, k = (t * rope[0] + _rotate(t) * rope[1] for t in (q, k))
+        if groups is None:
+            out = a("values")(torch.softmax(a("scores")(q * (q.shape[-1] ** -0.5), k.transpose(-1, -2)), -1), v)
+        else:
+            out = torch.empty_like(q)
+            for idx in groups:
+                qw, kw, vw = q[:, :, idx], k[:, :, idx], v[:, :, idx]
+                probs = torch.softmax(a("scores")(qw * (qw.shape[-1] ** -0.5), kw.transpose(-1, -2)), -1)
+                out[:, :, idx] = a("values")(probs, vw)
+        x = x + a("o")(out.transpose(1, 2).reshape(n, rows, d))
+        h, m = self.norm["mlp"](x), self.mlp
+        act = ACTIVATIONS[self.activation]
+        base = {"geglu": "gelu", "swiglu": "silu", "reglu": "relu"}.get(act.name, act.name)
+        f = {"gelu": lambda t: F.gelu(t, approximate="tanh"), "silu": F.silu, "relu": F.relu,
+             "sqrelu": lambda t: F.relu(t).square()}[base]
+        hidden = f(m["gate"](h)) * m["up"](h) if act.gated else f(m["up"](h))
+        return x + m["down"](hidden)
+
+
+class _Matmul(nn.Module):
+    """``a @ b``, in a module of its own: its FLOPs are attributed to its path."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b
+
+
+def _rotate(t: torch.Tensor) -> torch.Tensor:
+    half = t.shape[-1] // 2
+    return torch.cat((-t[..., half:], t[..., :half]), -1)
+
+
+def _windows(side: int, window: int) -> list[torch.Tensor]:
+    """The patch indices of each ``window x window`` square of a ``side x side`` grid (row-major),
+    the squares at the right and bottom edges cut by the grid."""
+    rows = torch.arange(side).repeat_interleave(side) // window
+    cols = torch.arange(side).repeat(side) // window
+    cell = rows * (-(-side // window)) + cols
+    return [torch.nonzero(cell == c).flatten() for c in torch.unique(cell)]
 
 
 class VisionTower(nn.Module):
@@ -48,6 +110,47 @@ class VisionTower(nn.Module):
         self.norm = nn.ModuleDict({k: _norm(v.norm, d, v.norm_bias)
                                    for k, on in (("pre", v.pre_norm), ("final", v.final_norm)) if on})
         self.layers = nn.ModuleList(VisionLayer(v) for _ in range(v.n_layers))
+        self.v = v
+
+    def forward(self, pixels: torch.Tensor) -> list[torch.Tensor]:
+        """Pixels ``(images, channels * temporal_patch, size, size)`` -> the hidden states after the
+        each layer, the last through the final norm (with a class token, the final norm takes it alone:
+        CLIP's pooled output, which the projector does not read)."""
+        v, p = self.v, self.v.patch_size
+        n, c, size, _ = pixels.shape
+        side = size // p
+        patches = pixels[:, :, :side * p, :side * p].reshape(n, c, side, p, side, p)
+        x = self.patch(patches.permute(0, 2, 4, 1, 3, 5).reshape(n, side * side, c * p * p))
+        if v.class_token:
+            x = torch.cat([self.class_token.expand(n, 1, -1), x], 1)
+        if v.position == "learned":
+            x = x + self.position.weight
+        rope = _rope(side, v.d_model // v.n_heads, x.device) if v.position == "rope" else None
+        if "pre" in self.norm:
+            x = self.norm["pre"](x)
+        cells = None if v.window is None else _windows(side, v.window)
+        full = set(v.full_layers or ())
+        states = []
+        for i, layer in enumerate(self.layers):
+            x = layer(x, None if cells is None or i in full else cells, rope)
+            states.append(x)
+        if "final" in self.norm and v.class_token:  # CLIP's pooled output, which no projector reads
+            self.pooled = self.norm["final"](x[:, :1])
+        elif "final" in self.norm:
+            states[-1] = self.norm["final"](x)
+        return states
+
+
+def _rope(side: int, head: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """2-D RoPE: the first half of each head's dimensions rotated by the patch's row, the second by
+    its column."""
+    quarter = head // 4
+    freq = 1.0 / (10000 ** (torch.arange(quarter, device=device) / max(quarter, 1)))
+    rows = torch.arange(side, device=device).repeat_interleave(side)[:, None] * freq
+    cols = torch.arange(side, device=device).repeat(side)[:, None] * freq
+    angles = torch.cat([rows, cols], -1)
+    angles = torch.cat([angles, angles, angles[:, :head - 2 * angles.shape[-1]]], -1)[:, :head]
+    return angles.cos(), angles.sin()
 
 
 class Projector(nn.Module):
@@ -59,6 +162,7 @@ class Projector(nn.Module):
         p, d = v.projector, v.d_model
         if p.norm != "none":
             self.norm = _norm(p.norm, d)
+            self.norm_width = d  # each feature layer's slice normed alone
         width = d * p.features * p.merge * p.merge
         if p.merge_linear:
             self.merge = nn.Linear(width, d, bias=False)
@@ -69,6 +173,37 @@ class Projector(nn.Module):
         if p.hidden_linear and p.hidden is not None:  # Llama 4's vision adapter: hidden -> hidden
             self.hidden = nn.Linear(p.hidden, p.hidden, bias=p.bias)
         self.out = nn.Linear(width, d_model, bias=p.bias)
+        self.p, self.class_token = p, v.class_token
+
+    def forward(self, states: list[torch.Tensor]) -> torch.Tensor:
+        """The tower's hidden states -> the language model's image tokens, (images, tokens, d_model)."""
+        p = self.p
+        last = len(states) - p.unread_layers  # the layers after it run, but no gradient reaches them
+        x = torch.cat(states[last - p.features:last], -1)
+        if self.class_token and not p.class_token:
+            x = x[:, 1:]
+        n, rows, width = x.shape
+        side = int(round(rows ** 0.5))
+        if p.pool > 1:  # an average over pool x pool patches (no matmul)
+            grid = x.transpose(1, 2).reshape(n, width, side, side)
+            x = F.avg_pool2d(grid, p.pool).flatten(2).transpose(1, 2)
+            side //= p.pool
+        if hasattr(self, "norm"):
+            x = torch.cat([self.norm(x[..., i:i + self.norm_width]) for i in range(0, width, self.norm_width)], -1)
+        m = p.merge
+        if m > 1:  # merge x merge neighbouring patches side by side
+            x = x.reshape(n, side // m, m, side // m, m, width).permute(0, 1, 3, 2, 4, 5)
+            x = x.reshape(n, (side // m) ** 2, m * m * width)
+        if p.merge_linear:
+            x = self.merge(x)
+        if p.hidden is not None:
+            x = F.gelu(getattr(self, "in")(x), approximate="tanh")
+        return self.out(x)
+
+
+def image_features(model: nn.Module, pixels: torch.Tensor) -> torch.Tensor:
+    """A model's ``vision`` then ``projector`` over ``pixels``: the image tokens."""
+    return model.projector(model.vision(pixels))
 
 
 def add_vision(model: nn.Module, cfg: ModelConfig) -> None:
