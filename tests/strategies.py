@@ -258,9 +258,12 @@ def _mamba2_layers(draw, raw):
     raw["mamba2"] = mixer
     raw["parallel_block"] = False
     raw.pop("parallel_norms", None)
+    raw.pop("sub_norms", None)  # dense attention layers only
     attends = any(t != "mamba2" for t in raw["layer_types"][:raw["n_layers"]])
     if not attends and "attention" in (raw.get("quant_skip") or ()):
         raw["quant_skip"] = ["lm_head"]
+    if not attends and raw.get("qk_norm") == "l2":  # on RoPE layers: none here
+        raw.pop("qk_norm")
     if not attends and raw["position"] in ("rope", "alibi", "relative"):
         raw["position"] = "none"
         for key in ("rope_theta", "rope_layers", "rotary_fraction", "relative_buckets", "relative_max_distance"):

@@ -841,6 +841,9 @@ DEPTHS = {"gemma3_text": 6, "deepseek_v3": 4, "smollm3": 4, "cohere2": 4, "coher
 # Jamba: two mamba layers, dense and MoE, twice, then its first attention layer (transformers' Jamba cannot
 # run a cache of mamba layers only)
 DEPTHS["jamba"] = 5
+# Granite 4.0-H: the same (its first attention layer is the sixth); Bamba: its first attention layer
+# (the tenth), so that its attention keys are read by a layer that attends
+DEPTHS.update(granitemoehybrid=6, bamba=10)
 
 
 def _shallow(raw: dict) -> dict:

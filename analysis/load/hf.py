@@ -1801,10 +1801,10 @@ def _jamba(r: Raw) -> dict[str, Any]:
 def _mamba2_mixer(r: Raw, heads: str, head_dim: str, state: str, conv: str, groups: str, conv_bias: str,
                   proj_bias: str, chunk: str, expand: str | None = None) -> dict[str, Any]:
     """The ``mamba2`` mapping from a family's key names; with ``expand``, the family's head dim may be
-    "auto" (or absent: None): ``expand * hidden_size / heads``."""
+    "auto": ``expand * hidden_size / heads``."""
     H = r.size(heads)
     P = r.get(head_dim)
-    if expand is not None and P in ("auto", None):
+    if expand is not None and P == "auto":
         width = r.size(expand) * r.size("hidden_size")
         if width % H:
             r.fail(heads, f"must divide {expand} * hidden_size ({width}), got {H}")
@@ -1857,13 +1857,16 @@ def _hybrid_mamba2(r: Raw, out: dict[str, Any], types: list[str]) -> None:
 def _bamba(r: Raw) -> dict[str, Any]:
     """Bamba (ibm-ai-platform/Bamba-9B): Mamba-2 layers and attention layers (``attn_layer_indices``),
     a SwiGLU MLP in every layer, RoPE on half of each head (transformers hard-codes
-    ``partial_rotary_factor`` 0.5). ``z_loss_coefficient``, ``num_logits_to_keep`` and ``time_step_limit``
+    ``partial_rotary_factor`` 0.5). An index of ``attn_layer_indices`` past the depth names no layer,
+    as in transformers. ``z_loss_coefficient``, ``num_logits_to_keep`` and ``time_step_limit``
     change values only."""
     r.ignore("num_logits_to_keep", "z_loss_coefficient", "time_step_limit")
     out = _llama(r)
     n, attn = out["n_layers"], r.get("attn_layer_indices") or []
-    if not isinstance(attn, list) or any(type(i) is not int or not 0 <= i < n for i in attn):
-        r.fail("attn_layer_indices", f"must list layer indices below num_hidden_layers ({n}), got {brief(attn)}")
+    if not isinstance(attn, list) or any(type(i) is not int for i in attn):
+        r.fail("attn_layer_indices", f"must list layer indices, got {brief(attn)}")
+    # as transformers' layers_block_type: layer i attends when i is listed; an index outside
+    # 0..num_hidden_layers-1 names no layer (a checkpoint's list read at a smaller depth)
     _hybrid_mamba2(r, out, ["full" if i in attn else "mamba2" for i in range(n)])
     return out
 
@@ -1887,6 +1890,9 @@ def _granitemoehybrid(r: Raw) -> dict[str, Any]:
     if not isinstance(kinds, list) or len(kinds) != n or any(k not in names for k in kinds):
         r.fail("layer_types", f"must list 'mamba' or 'attention' (transformers 5: 'linear_attention' or "
                               f"'full_attention') for each of the {n} layers, got {brief(kinds)}")
+    if "attention" not in kinds and "full_attention" not in kinds:  # layer_types absent: every layer Mamba-2
+        r.fail("layer_types", "no attention layer: transformers' GraniteMoeHybrid model cannot run a cache "
+                              "without one (it reads the cached length from an attention layer)")
     if r.get("position_embedding_type") != "rope":
         for key in ("rope_theta", "rotary_fraction"):
             out.pop(key, None)

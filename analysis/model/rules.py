@@ -29,8 +29,8 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "qk_norm": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
     "mla": (lambda c: c.attention == "mla", "attention: mla"),
     "attention_gate": (lambda c: c.attention != "mla", "attention other than mla (mha)"),
-    "sub_norms": (lambda c: c.attention != "mla" and c.moe is None and not c.has_mamba,  # BitNet's: dense MHA
-                  "attention other than mla (mha), without moe or mamba layers"),
+    "sub_norms": (lambda c: c.attention != "mla" and c.moe is None and not c.has_recurrent,  # BitNet's: dense MHA
+                  "attention other than mla (mha), without moe, mamba or mamba2 layers"),
     "norm_bias": (lambda c: c.norm == "layernorm", "norm: layernorm"),
     "parallel_norms": (lambda c: c.parallel_block, "parallel_block: true"),
     "rope_theta": (lambda c: c.position == "rope", "position: rope"),
