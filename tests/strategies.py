@@ -82,6 +82,12 @@ VARIANTS = {  # together every config key and value
     "mamba": {"position": "none", "norm": "rmsnorm", "d_ff": 0, "layer_types": ["mamba"], "tie_embeddings": True,
               "mamba": {"d_state": 4, "d_conv": 3, "expand": 2, "dt_rank": 5, "conv_bias": True, "proj_bias": True,
                         "mixer_norms": True}},
+    # Mamba-2 beside attention (Bamba, Granite 4.0-H), an FFN in every layer; chunks of 4 so that 7 and 9
+    # tokens span several, padded
+    "mamba2": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 3,
+               "layer_types": ["mamba2", "full", "mamba2"],
+               "mamba2": {"d_state": 4, "d_conv": 3, "expand": 2, "n_heads": 4, "head_dim": 6, "n_groups": 2,
+                          "conv_bias": False, "proj_bias": True, "chunk_size": 4}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
@@ -229,6 +235,45 @@ def _mamba_layers(draw, raw):
             raw.pop(key, None)
 
 
+def _mamba2_layers(draw, raw):
+    """Mamba-2 layers (every one, or mixed into the layer types), their mapping, maybe no FFN (d_ff 0)."""
+    types = [t for t in raw.get("layer_types") or [] if t != "mamba"]
+    raw["layer_types"] = draw(st.sampled_from([["mamba2"], ["mamba2", *types]]))  # layer 0 is a mamba2 layer
+    raw.pop("mamba", None)
+    if "sliding" not in raw["layer_types"]:
+        raw.pop("sliding_window", None)
+    if "chunked" not in raw["layer_types"]:
+        raw.pop("attention_chunk", None)
+    heads, groups = draw(st.sampled_from([(1, 1), (2, 1), (2, 2), (4, 2)]))
+    mixer = {k: draw(v) for k, v in (("d_state", st.integers(1, 6)), ("d_conv", st.integers(1, 4)),
+                                      ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
+                                      ("chunk_size", st.integers(1, 8))) if draw(st.booleans())}
+    mixer.update(n_heads=heads, head_dim=draw(st.integers(1, 6)), n_groups=groups)
+    if draw(st.booleans()):  # the heads from expand * d_model / head_dim
+        mixer.pop("n_heads")
+        mixer.pop("n_groups")
+        mixer["head_dim"] = raw["d_model"]
+        if draw(st.booleans()):
+            mixer["expand"] = 1
+    raw["mamba2"] = mixer
+    raw["parallel_block"] = False
+    raw.pop("parallel_norms", None)
+    raw.pop("sub_norms", None)  # dense attention layers only
+    attends = any(t != "mamba2" for t in raw["layer_types"][:raw["n_layers"]])
+    if not attends and "attention" in (raw.get("quant_skip") or ()):
+        raw["quant_skip"] = ["lm_head"]
+    if not attends and raw.get("qk_norm") == "l2":  # on RoPE layers: none here
+        raw.pop("qk_norm")
+    if not attends and raw["position"] in ("rope", "alibi", "relative"):
+        raw["position"] = "none"
+        for key in ("rope_theta", "rope_layers", "rotary_fraction", "relative_buckets", "relative_max_distance"):
+            raw.pop(key, None)
+    if draw(st.booleans()):  # no FFN in any layer
+        raw["d_ff"] = 0
+        for key in ("moe", "activation", "mlp_bias"):
+            raw.pop(key, None)
+
+
 @st.composite
 def valid_configs(draw):
     """Raw config mappings over every ModelConfig key and value (test_config checks the
@@ -328,6 +373,8 @@ def valid_configs(draw):
         raw["position_offset"] = draw(st.integers(0, 3))
     if draw(st.integers(0, 3)) == 0:  # mamba layers, alone or beside attention ones, with or without FFN
         _mamba_layers(draw, raw)
+    elif draw(st.integers(0, 3)) == 0:  # Mamba-2 layers, likewise
+        _mamba2_layers(draw, raw)
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
     optional = [k for k in raw if k not in REQUIRED]
     for key in draw(st.lists(st.sampled_from(optional), unique=True)):

@@ -74,6 +74,10 @@ EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first
          "gpt_neo": {"attention_types": [[["global", "local"], 2]]},
          # DBRX's attention fails without attn_config.rope_theta; its model runs with real weights on the
          # CPU (against.NOT_ON_META): small
+         # the hybrids: an attention layer among the Mamba-2 ones (transformers' Granite 4.0-H cache fails
+         # without one)
+         "bamba": {"attn_layer_indices": [1]},
+         "granitemoehybrid": {"layer_types": ["mamba", "attention", "mamba", "mamba"]},
          "dbrx": {"d_model": 64, "n_heads": 4, "vocab_size": 1000, "max_seq_len": 64,
                   "attn_config": {"kv_n_heads": 2, "rope_theta": 1e4, "clip_qkv": 8},
                   "ffn_config": {"ffn_hidden_size": 96, "moe_num_experts": 4, "moe_top_k": 2}}}

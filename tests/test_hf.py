@@ -414,6 +414,20 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         vocab_size=65024, hidden_size=4096, num_hidden_layers=64, state_size=16, expand=2, conv_kernel=4,
         time_step_rank=256, use_bias=False, use_conv_bias=True, tie_word_embeddings=False, mixer_rms_eps=1e-6),
         None),
+    # the Mamba-2 mixer (published config.json values; totals: transformers' own count)
+    "mamba2": ("mistralai/Mamba-Codestral-7B-v0.1", dict(
+        vocab_size=32768, hidden_size=4096, num_hidden_layers=64, num_heads=128, head_dim=64, n_groups=8,
+        state_size=128, expand=2, conv_kernel=4, chunk_size=256, tie_word_embeddings=False), None),
+    "bamba": ("ibm-ai-platform/Bamba-9B", dict(
+        vocab_size=128256, hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+        intermediate_size=14336, attn_layer_indices=[9, 18, 27], mamba_n_heads=128, mamba_d_head=64,
+        mamba_n_groups=1, mamba_d_state=128, mamba_expand=2, tie_word_embeddings=False), None),
+    "granitemoehybrid": ("ibm-granite/granite-4.0-h-tiny", dict(
+        vocab_size=100352, hidden_size=1536, num_hidden_layers=40, num_attention_heads=12, num_key_value_heads=4,
+        intermediate_size=512, shared_intermediate_size=1024, num_local_experts=64, num_experts_per_tok=6,
+        layer_types=["attention" if i in (5, 15, 25, 35) else "mamba" for i in range(40)], mamba_n_heads=48,
+        mamba_d_head=64, mamba_n_groups=1, mamba_d_state=128, mamba_expand=2, position_embedding_type="nope",
+        tie_word_embeddings=True), None),
     # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
     # packed ternary weights, left out: llmcalc refuses it)
     "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
@@ -827,6 +841,9 @@ DEPTHS = {"gemma3_text": 6, "deepseek_v3": 4, "smollm3": 4, "cohere2": 4, "coher
 # Jamba: two mamba layers, dense and MoE, twice, then its first attention layer (transformers' Jamba cannot
 # run a cache of mamba layers only)
 DEPTHS["jamba"] = 5
+# Granite 4.0-H: the same (its first attention layer is the sixth); Bamba: its first attention layer
+# (the tenth), so that its attention keys are read by a layer that attends
+DEPTHS.update(granitemoehybrid=6, bamba=10)
 
 
 def _shallow(raw: dict) -> dict:

@@ -85,8 +85,8 @@ def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch
         raise SpecError("gpus", f"must be 1 to {MAX_GPUS:,}, got {gpus:,}")
     if cfg.vision is not None and gpus > 1:  # as sharding.check_layout refuses each layout
         raise SpecError("gpus", f"{gpus}: {cfg.name} has a vision tower, which is sized on one GPU only")
-    if cfg.has_mamba and gpus > 1:  # as sharding.check_layout refuses each layout
-        raise SpecError("gpus", f"{gpus}: {cfg.name} has mamba layers, which are sized on one GPU only")
+    if cfg.has_recurrent and gpus > 1:  # as sharding.check_layout refuses each layout
+        raise SpecError("gpus", f"{gpus}: {cfg.name} has {cfg.recurrent_kind} layers, which are sized on one GPU only")
     out = []
     for layout in layouts(cfg, gpus, hw.gpus_per_node, seq):
         b, fitted = 1, True

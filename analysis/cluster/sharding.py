@@ -84,9 +84,10 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
          "layout"),
         (run.chunk is None, "chunk", "(chunked prefill) runs on one GPU: not with a parallel layout"),
     ]
-    if cfg.has_mamba:  # named by the first split the layout makes
+    if cfg.has_recurrent:  # named by the first split the layout makes
         split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
-        rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has mamba layers, which are "
+        rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has {cfg.recurrent_kind} layers, "
+                                                "which are "
                                                 "sized on one GPU only: not with a parallel layout"))
     if cfg.vision is not None:  # named by the first split the layout makes
         split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)

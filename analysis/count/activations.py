@@ -160,8 +160,8 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     run.one_device("activation_bytes")
     run.no_images("activation_bytes")
     run = run.resolve(cfg)
-    if run.lora is not None and cfg.has_mamba:
-        raise SpecError("lora", "adapters on a model with mamba layers are not modeled")
+    if run.lora is not None and cfg.has_recurrent:
+        raise SpecError("lora", f"adapters on a model with {cfg.recurrent_kind} layers are not modeled")
     batch, seq, attention, full = run.batch, run.seq, run.attention, run.recompute == "full"
     selective = core_recomputed(cfg, run)
     b = bytes_per(run.dtype)

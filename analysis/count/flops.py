@@ -32,6 +32,7 @@ from ..model.attention import temperature_ops
 from ..model.config import ModelConfig
 from ..model.ffn import SIGMOID_COST
 from ..model.layers import LayerGroup, LayerSpec
+from ..model.mamba2 import Mamba2
 from ..model.parts import Linear
 from ..model.variants import (
     POSITION_BIAS_COST,
@@ -89,9 +90,9 @@ FAMILIES = ("attn proj", "attn scores+values", "mlp", "lm head")
 def family(key: str) -> str:
     """``attention/q`` -> ``attn proj``; ``moe/experts`` -> ``mlp``; ``lm_head`` -> ``lm head``. A mamba
     mixer stands where attention does: its linears are ``attn proj``, its conv and scan ``attn scores+values``."""
-    if key in ("mamba/conv1d", "mamba/scan"):
+    if key in ("mamba/conv1d", "mamba/scan", "mamba2/conv1d", "mamba2/scan"):
         return "attn scores+values"
-    if key.startswith("mamba/"):
+    if key.startswith(("mamba/", "mamba2/")):
         return "attn proj"
     if key in SCORES_VALUES:
         return "attn scores+values"
@@ -206,7 +207,8 @@ def _recurrent_ops(layer: Block, run: RunSpec, ops: list[Op]) -> list[Op]:
     """A recurrent layer's elementwise ops after its norms and biases: the mixer's, the FFN's (if any),
     LoRA's, and one residual add per branch."""
     cfg, T = layer.cfg, run.tokens
-    ops += layer.recurrent.ops(T)
+    mixer = layer.recurrent
+    ops += mixer.pass_ops(run) if isinstance(mixer, Mamba2) else mixer.ops(T)
     for ffn in layer.ffns:
         ops += ffn.ops(T)
     lora = adapted(cfg, run.lora)
@@ -293,8 +295,8 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     check_arguments(cfg, run)
     run.one_device("count_flops")
     run = run.resolve(cfg)
-    if run.lora is not None and cfg.has_mamba:
-        raise SpecError("lora", "adapters on a model with mamba layers are not modeled")
+    if run.lora is not None and cfg.has_recurrent:
+        raise SpecError("lora", f"adapters on a model with {cfg.recurrent_kind} layers are not modeled")
     model = build(cfg)
     layers_mm: dict[str, int] = {}
     layers_ew: dict[str, int] = {}

@@ -1796,6 +1796,111 @@ def _jamba(r: Raw) -> dict[str, Any]:
     return out
 
 
+# -- the Mamba-2 mixer ----------------------------------------------------------------------------
+
+def _mamba2_mixer(r: Raw, heads: str, head_dim: str, state: str, conv: str, groups: str, conv_bias: str,
+                  proj_bias: str, chunk: str, expand: str | None = None) -> dict[str, Any]:
+    """The ``mamba2`` mapping from a family's key names; with ``expand``, the family's head dim may be
+    "auto": ``expand * hidden_size / heads``."""
+    H = r.size(heads)
+    P = r.get(head_dim)
+    if expand is not None and P == "auto":
+        width = r.size(expand) * r.size("hidden_size")
+        if width % H:
+            r.fail(heads, f"must divide {expand} * hidden_size ({width}), got {H}")
+        P = width // H
+    else:
+        P = r.size(head_dim)
+    return {"d_state": r.size(state), "d_conv": r.size(conv), "n_heads": H, "head_dim": P,
+            "n_groups": r.size(groups), "conv_bias": r.flag(conv_bias), "proj_bias": r.flag(proj_bias),
+            "chunk_size": r.size(chunk)}
+
+
+def _mamba2(r: Raw) -> dict[str, Any]:
+    """Mamba-2 (Mamba2Config: state-spaces/mamba2-*, Mamba-Codestral): every layer ``x + mixer(rmsnorm(x))``,
+    no FFN, no positions, a final RMSNorm. The mixer's width is ``num_heads * head_dim`` (transformers
+    requires it to be ``expand * hidden_size``); ``time_step_rank`` names no weight in Mamba-2 (dt comes
+    from in_proj). No context length in its configs: 2048, the default ``--seq``. ``time_step_*``,
+    ``residual_in_fp32``, ``rescale_prenorm_residual`` and the norms' epsilon change values only."""
+    r.ignore("layer_norm_epsilon", "time_step_rank", "time_step_min", "time_step_max", "time_step_floor",
+             "time_step_limit", "rescale_prenorm_residual", "residual_in_fp32")
+    if r.get("hidden_act") not in ("silu", "swish"):
+        r.fail("hidden_act", f"the mamba2 mixer is counted with SiLU, got {brief(r.get('hidden_act'))}")
+    mixer = _mamba2_mixer(r, "num_heads", "head_dim", "state_size", "conv_kernel", "n_groups", "use_conv_bias",
+                          "use_bias", "chunk_size")
+    width = mixer["n_heads"] * mixer["head_dim"]
+    if width != r.size("expand") * r.size("hidden_size"):
+        r.fail("num_heads", f"num_heads * head_dim ({width}) must be expand * hidden_size "
+                            f"({r.size('expand') * r.size('hidden_size')})")
+    return {"name": _name(r.raw, r.source), "vocab_size": r.size("vocab_size"), "context_length": 2048,
+            "d_model": r.size("hidden_size"), "n_layers": r.size("num_hidden_layers", maximum=MAX_LAYERS),
+            "n_heads": 1, "d_ff": 0, "layer_types": ["mamba2"], "mamba2": mixer, "norm": "rmsnorm",
+            "position": "none", "tie_embeddings": r.flag("tie_word_embeddings"), "dtype": _dtype(r, "bf16")}
+
+
+def _hybrid_mamba2(r: Raw, out: dict[str, Any], types: list[str]) -> None:
+    """A hybrid's ``mamba2`` mapping (the ``mamba_*`` keys) and its layer types (``types``: each layer's,
+    ``full`` or ``mamba2``); with no attention layer, no positions."""
+    mixer = _mamba2_mixer(r, "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_d_conv", "mamba_n_groups",
+                          "mamba_conv_bias", "mamba_proj_bias", "mamba_chunk_size", expand="mamba_expand")
+    width = r.size("mamba_expand") * out["d_model"]
+    if mixer["n_heads"] * mixer["head_dim"] != width:
+        r.fail("mamba_d_head", f"mamba_n_heads * mamba_d_head ({mixer['n_heads'] * mixer['head_dim']}) must be "
+                               f"mamba_expand * hidden_size ({width})")
+    out["mamba2"], out["layer_types"] = mixer, _cycle(types)
+    if "full" not in types:  # no layer attends: its positions act nowhere
+        for key in ("rope_theta", "rotary_fraction", "n_kv_heads", "head_dim"):
+            out.pop(key, None)
+        out["position"] = "none"
+
+
+def _bamba(r: Raw) -> dict[str, Any]:
+    """Bamba (ibm-ai-platform/Bamba-9B): Mamba-2 layers and attention layers (``attn_layer_indices``),
+    a SwiGLU MLP in every layer, RoPE on half of each head (transformers hard-codes
+    ``partial_rotary_factor`` 0.5). An index of ``attn_layer_indices`` past the depth names no layer,
+    as in transformers. ``z_loss_coefficient``, ``num_logits_to_keep`` and ``time_step_limit``
+    change values only."""
+    r.ignore("num_logits_to_keep", "z_loss_coefficient", "time_step_limit")
+    out = _llama(r)
+    n, attn = out["n_layers"], r.get("attn_layer_indices") or []
+    if not isinstance(attn, list) or any(type(i) is not int for i in attn):
+        r.fail("attn_layer_indices", f"must list layer indices, got {brief(attn)}")
+    # as transformers' layers_block_type: layer i attends when i is listed; an index outside
+    # 0..num_hidden_layers-1 names no layer (a checkpoint's list read at a smaller depth)
+    _hybrid_mamba2(r, out, ["full" if i in attn else "mamba2" for i in range(n)])
+    return out
+
+
+def _granitemoehybrid(r: Raw) -> dict[str, Any]:
+    """Granite 4.0-H (ibm-granite/granite-4.0-h-*): Mamba-2 layers and attention layers (``layer_types``:
+    ``mamba`` or ``attention``), every layer MoE (``num_local_experts``) with a shared SwiGLU MLP
+    ``shared_intermediate_size`` wide; positions from ``position_embedding_type`` (``rope``, else none:
+    Granite 4.0-H is NoPE). Granite's multipliers scale values only."""
+    r.ignore("residual_multiplier", "attention_multiplier", "logits_scaling", "time_step_limit",
+             "output_router_logits", "router_aux_loss_coef")
+    out = _granite(r)
+    out.pop("mlp_bias")
+    if r.size("num_local_experts", minimum=0) == 0:
+        r.fail("num_local_experts", "0 (a dense Granite 4.0-H, its shared MLP alone) is not mapped yet")
+    out["moe"] = {"num_experts": r.size("num_local_experts"), "experts_per_token": r.size("num_experts_per_tok"),
+                  "shared_experts": 1, "shared_expert_d_ff": r.size("shared_intermediate_size")}
+    n, kinds = out["n_layers"], r.get("layer_types")
+    kinds = ["mamba"] * n if kinds is None else kinds
+    names = {"mamba": "mamba2", "linear_attention": "mamba2", "attention": "full", "full_attention": "full"}
+    if not isinstance(kinds, list) or len(kinds) != n or any(k not in names for k in kinds):
+        r.fail("layer_types", f"must list 'mamba' or 'attention' (transformers 5: 'linear_attention' or "
+                              f"'full_attention') for each of the {n} layers, got {brief(kinds)}")
+    if "attention" not in kinds and "full_attention" not in kinds:  # layer_types absent: every layer Mamba-2
+        r.fail("layer_types", "no attention layer: transformers' GraniteMoeHybrid model cannot run a cache "
+                              "without one (it reads the cached length from an attention layer)")
+    if r.get("position_embedding_type") != "rope":
+        for key in ("rope_theta", "rotary_fraction"):
+            out.pop(key, None)
+        out["position"] = "none"
+    _hybrid_mamba2(r, out, [names[k] for k in kinds])
+    return out
+
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,
@@ -1833,6 +1938,8 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "opt": _opt, "biogpt": _biogpt,
     # the Mamba-1 mixer
     "mamba": _mamba, "falcon_mamba": _mamba,
+    # the Mamba-2 mixer
+    "mamba2": _mamba2, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid,
     # sub_norms (BitNet)
     "bitnet": _bitnet,
     # attention, Mamba-1 and MoE layers
@@ -1840,6 +1947,8 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
 }
 # REJECTED keys a family's mapper reads (chunked attention: Llama 4)
 _READS_REJECTED: dict[str, tuple[str, ...]] = {"llama4_text": ("attention_chunk_size",)}
+_READS_REJECTED.update({"bamba": ("attn_layer_indices", "mamba_d_state"),
+                        "granitemoehybrid": ("layers_block_type", "mamba_d_state")})
 _READS_REJECTED["jamba"] = ("attn_layer_period", "mamba_d_state")
 
 

@@ -647,6 +647,32 @@ DEFAULTS: dict[str, dict[str, Default]] = {
         mamba_d_conv=4, mamba_expand=2, mamba_dt_rank="auto", mamba_conv_bias=True, mamba_proj_bias=False),
 }
 DEFAULTS["falcon_mamba"] = {**DEFAULTS["mamba"], "mixer_rms_eps": Default(1e-6, False)}
+# -- the Mamba-2 mixer. Mamba2Config (its defaults: Mamba-Codestral-7B's shapes)
+DEFAULTS["mamba2"] = _config(
+    f"{_COMMON} layer_norm_epsilon time_step_rank time_step_min time_step_max time_step_floor time_step_limit "
+    "rescale_prenorm_residual residual_in_fp32",
+    num_heads=128, head_dim=64, vocab_size=32768, hidden_size=4096, state_size=128, num_hidden_layers=64, expand=2,
+    conv_kernel=4, n_groups=8, use_bias=False, use_conv_bias=True, hidden_act="silu", chunk_size=256,
+    tie_word_embeddings=False)
+# mamba_d_head null: their validate_architecture multiplies it (fails); time_step_limit null: their
+# mixer indexes it (fails)
+_MAMBA2_KEYS = dict(mamba_n_heads=_null(128), mamba_d_head="auto", mamba_n_groups=_null(1),
+                    mamba_d_state=_null(256), mamba_d_conv=_null(4), mamba_expand=_null(2),
+                    mamba_chunk_size=_null(256), mamba_conv_bias=_null(True), mamba_proj_bias=_null(False))
+DEFAULTS["bamba"] = _config(  # BambaConfig (its __post_init__ sets partial_rotary_factor 0.5)
+    f"{_COMMON} rms_norm_eps time_step_limit",
+    vocab_size=128000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+    num_key_value_heads=_null(8), head_dim=None, hidden_act="silu", max_position_embeddings=262144,
+    tie_word_embeddings=False, attention_bias=False, mlp_bias=False, attn_layer_indices=_null(),
+    partial_rotary_factor=0.5, **_MAMBA2_KEYS)
+DEFAULTS["granitemoehybrid"] = _config(  # GraniteMoeHybridConfig (embedding_multiplier null: its model
+    # multiplies the embeddings by it, which fails)
+    f"{_COMMON} rms_norm_eps residual_multiplier attention_multiplier logits_scaling time_step_limit",
+    vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+    num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=2048,
+    tie_word_embeddings=False, attention_bias=False, embedding_multiplier=1.0, num_local_experts=_null(8),
+    num_experts_per_tok=_null(2), shared_intermediate_size=1024, position_embedding_type=_null(),
+    layer_types=_null(), rope_theta=10000.0, **_MAMBA2_KEYS)
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers
 DEFAULTS.update({

@@ -30,6 +30,7 @@ from .config import ModelConfig
 from .ffn import FFN, FFNKind
 from .layers import LayerGroup, LayerSpec, layer_plan
 from .mamba import Mamba
+from .mamba2 import Mamba2
 from .parts import Linear, Norm, Table, Vector, make_norm
 from .vision import Vision, build_vision
 
@@ -68,12 +69,12 @@ class Block:
         return ATTENTION[self.spec.attention](self.cfg)
 
     @property
-    def mixer(self) -> AttentionKind | Mamba:
+    def mixer(self) -> AttentionKind | Mamba | Mamba2:
         """The layer's mixer: its attention kind, or a recurrent kind (:mod:`.mamba`)."""
         return MIXERS[self.spec.attention](self.cfg) if self.spec.recurrent else self.attention
 
     @property
-    def recurrent(self) -> Mamba:
+    def recurrent(self) -> Mamba | Mamba2:
         """The layer's recurrent mixer (ValueError on an attention layer)."""
         if not self.spec.recurrent:
             raise ValueError(f"a {self.spec.attention} layer has no recurrent mixer")
@@ -103,7 +104,9 @@ class Block:
         return self.mixer.vectors() + [v for f in self.ffns for v in f.vectors()]
 
 
-MIXERS = {"mamba": Mamba}  # recurrent mixer kinds (layer_types), one descriptor each
+# recurrent mixer kinds (layer_types), one descriptor each
+MIXERS: dict[str, type[Mamba] | type[Mamba2]] = {"mamba": Mamba}
+MIXERS["mamba2"] = Mamba2
 
 
 class Head(NamedTuple):

@@ -29,7 +29,9 @@ from .sizes import DTYPE_BITS, MAX_INT
 from .variants import ACTIVATIONS, NORMS, POSITIONS
 
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
-LAYER_TYPES = ("full", "sliding", "chunked", "mamba")  # mamba: a Mamba-1 mixer in place of attention
+LAYER_TYPES: tuple[str, ...] = ("full", "sliding", "chunked", "mamba")  # mamba: a Mamba-1 mixer in place of attention
+LAYER_TYPES += ("mamba2",)  # a Mamba-2 (SSD) mixer in place of attention
+RECURRENT_TYPES = ("mamba", "mamba2")  # layer types with a recurrent mixer (a state, no attention)
 QK_NORMS = ("none", "head", "full", "l2")
 MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
 
@@ -219,6 +221,23 @@ class MambaConfig:
 
 
 @dataclass(frozen=True)
+class Mamba2Config:
+    """The Mamba-2 (SSD) mixer of ``mamba2`` layers (transformers' Mamba2Mixer): in_proj d -> 2E + 2GN + H
+    (z, x, B, C, dt), a depthwise causal conv1d of d_conv taps over x, B and C, dt_bias, A_log and D per
+    head, a gated RMSNorm (weight E, in n_groups groups) and out_proj E -> d; E = n_heads * head_dim."""
+
+    d_state: int = _key(_int(), 128)  # N: the SSM state per head and head dimension
+    d_conv: int = _key(_int(), 4)  # K: the depthwise convolution's taps
+    expand: int = _key(_int(), 2)  # E = expand * d_model when n_heads is not given
+    n_heads: int | None = _key(_optional(_int()), None)  # H; None: expand * d_model / head_dim
+    head_dim: int = _key(_int(), 64)  # P
+    n_groups: int = _key(_int(), 1)  # G: groups of B and C (and of the gated norm); divides n_heads
+    conv_bias: bool = _key(_bool, True)
+    proj_bias: bool = _key(_bool, False)  # biases of in_proj and out_proj
+    chunk_size: int = _key(_int(), 256)  # Q: the chunked scan's chunk (training and prefill)
+
+
+@dataclass(frozen=True)
 class ProjectorConfig:
     """The multimodal projector, vision features -> the language model's width: an optional norm over
     the tower's width, ``merge x merge`` neighbouring patches concatenated (and, with ``merge_linear``,
@@ -335,6 +354,7 @@ class ModelConfig:
     final_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 30
     moe: MoEConfig | None = _key(_mapping(MoEConfig), None)
     mamba: MambaConfig | None = _key(_mapping(MambaConfig), None)  # the mixer of `mamba` layers
+    mamba2: Mamba2Config | None = _key(_mapping(Mamba2Config), None)  # the mixer of `mamba2` layers
     vision: VisionConfig | None = _key(_mapping(VisionConfig), None)  # a multimodal checkpoint's tower
     dtype: str = _key(_enum((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = _key(_optional(_int()), None)  # a format's block or group (None: its default)
@@ -396,7 +416,30 @@ class ModelConfig:
     @property
     def has_attention(self) -> bool:
         """Whether some layer attends (the others are mamba layers)."""
-        return any(t != "mamba" for t in self._used_types)
+        return any(t not in RECURRENT_TYPES for t in self._used_types)
+
+    @property
+    def has_mamba2(self) -> bool:
+        """Whether some layer is a mamba2 layer."""
+        return "mamba2" in self._used_types
+
+    @property
+    def has_recurrent(self) -> bool:
+        """Whether some layer has a recurrent mixer (mamba, mamba2): a state per sequence."""
+        return any(t in RECURRENT_TYPES for t in self._used_types)
+
+    @property
+    def recurrent_kind(self) -> str:
+        """The first recurrent layer type a layer has (for messages), else ''."""
+        return next((t for t in self._used_types if t in RECURRENT_TYPES), "")
+
+    @property
+    def mamba2_sizes(self) -> tuple[int, int, int, int, int, int, int]:
+        """The Mamba-2 mixer's (E, H, P, N, G, K, Q): width, heads, head dim, state, groups, taps, chunk."""
+        m = self.mamba2
+        assert m is not None, "no mamba2 mapping"
+        H = m.n_heads if m.n_heads is not None else m.expand * self.d_model // m.head_dim
+        return H * m.head_dim, H, m.head_dim, m.d_state, m.n_groups, m.d_conv, m.chunk_size
 
     @property
     def has_mamba(self) -> bool:

@@ -22,7 +22,8 @@ from typing import NamedTuple
 
 from .config import ModelConfig
 
-RECURRENT = ("mamba",)  # mixer kinds that keep a state per sequence (layer_types names them)
+RECURRENT: tuple[str, ...] = ("mamba",)  # mixer kinds that keep a state per sequence (layer_types names them)
+RECURRENT += ("mamba2",)
 
 
 class LayerSpec(NamedTuple):

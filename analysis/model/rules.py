@@ -29,8 +29,8 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "qk_norm": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
     "mla": (lambda c: c.attention == "mla", "attention: mla"),
     "attention_gate": (lambda c: c.attention != "mla", "attention other than mla (mha)"),
-    "sub_norms": (lambda c: c.attention != "mla" and c.moe is None and not c.has_mamba,  # BitNet's: dense MHA
-                  "attention other than mla (mha), without moe or mamba layers"),
+    "sub_norms": (lambda c: c.attention != "mla" and c.moe is None and not c.has_recurrent,  # BitNet's: dense MHA
+                  "attention other than mla (mha), without moe, mamba or mamba2 layers"),
     "norm_bias": (lambda c: c.norm == "layernorm", "norm: layernorm"),
     "parallel_norms": (lambda c: c.parallel_block, "parallel_block: true"),
     "rope_theta": (lambda c: c.position == "rope", "position: rope"),
@@ -53,6 +53,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "vision.norm_bias": (lambda c: c.vision is not None and c.vision.norm == "layernorm", "vision.norm: layernorm"),
     # Mamba: its mapping where a layer is a mamba layer; FFN keys where some layer has an FFN
     "mamba": (lambda c: c.has_mamba, "mamba layers (layer_types lists 'mamba')"),
+    "mamba2": (lambda c: c.has_mamba2, "mamba2 layers (layer_types lists 'mamba2')"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
     "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
@@ -158,10 +159,30 @@ def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
     that act inside attention need attention layers."""
     if cfg.has_mamba and cfg.mamba is None:
         check.fail("layer_types", "has 'mamba' layers but no 'mamba' mapping (d_state, d_conv, expand, ...)")
-    if cfg.d_ff == 0 and not cfg.has_mamba:
+    if cfg.d_ff == 0 and not cfg.has_recurrent:
         check.fail("d_ff", "0 (no FFN) is for models with mamba layers (layer_types lists 'mamba')")
     if not cfg.has_attention and cfg.position in ("rope", "alibi", "relative"):
         check.fail("position", f"{cfg.position} acts inside attention, and no layer attends (every layer is "
                                "'mamba'): use none, learned or sinusoidal")
     if cfg.has_mamba and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with mamba layers")
+    _mamba2_checks(cfg, check)
+
+
+def _mamba2_checks(cfg: ModelConfig, check: Checker) -> None:
+    """Mamba-2 layers need their mapping, whole heads and groups that divide the heads."""
+    if not cfg.has_mamba2:
+        return
+    m = cfg.mamba2
+    if m is None:
+        check.fail("layer_types", "has 'mamba2' layers but no 'mamba2' mapping (d_state, n_heads, head_dim, ...)")
+        return
+    if m.n_heads is None and (m.expand * cfg.d_model) % m.head_dim:
+        check.fail("mamba2.head_dim", f"must divide expand * d_model ({m.expand * cfg.d_model}) when n_heads is "
+                                      f"not given, got {m.head_dim}")
+        return
+    H = cfg.mamba2_sizes[1]
+    if H % m.n_groups:
+        check.fail("mamba2.n_groups", f"must divide the heads ({H}), got {m.n_groups}")
+    if cfg.parallel_block:
+        check.fail("parallel_block", "is not supported with mamba2 layers")

@@ -104,6 +104,7 @@ _LAYER_NAMES = {
     "post_norm1": "norm/attention_post", "post_norm2": "norm/mlp_post",
     # AFMoE's norm before the MLP (in its sandwich)
     "pre_mlp_layernorm": "norm/mlp",
+    "pre_ff_layernorm": "norm/mlp",  # Bamba, Jamba
     "final_layer_norm": "norm/mlp",
     # CTRL: its MLP is an nn.Sequential (Linear, ReLU, Linear)
     "Wq": "attention/q", "Wk": "attention/k", "Wv": "attention/v",
@@ -112,14 +113,17 @@ _LAYER_NAMES = {
     "attention_layernorm": "norm/attention", "feedforward_layernorm": "norm/mlp", "act_fn": "mlp/act",
     # BitNet's sub-norms, before o_proj and before down_proj
     "attn_sub_norm": "attention/sub_norm", "ffn_sub_norm": "mlp/sub_norm",
-    # Jamba: its norm before the FFN
-    "pre_ff_layernorm": "norm/mlp",
 }
 # the Mamba mixer (transformers' MambaMixer, FalconMambaMixer): its parts; its own ops are the conv
 # (F.conv1d on conv1d's weight), dt_proj (its weight times dt) and the scan
 _MAMBA_NAMES = {"in_proj": "mamba/in_proj", "conv1d": "mamba/conv1d", "x_proj": "mamba/x_proj",
                 "dt_proj": "mamba/dt_proj", "out_proj": "mamba/out_proj", "A_log": "mamba/A_log", "D": "mamba/D",
                 "mixer": "mamba/conv1d+dt_proj+scan"}
+# the Mamba-2 mixer (transformers' Mamba2Mixer, Bamba's and Granite 4.0-H's ``mamba``, Nemotron-H's
+# ``mixer``): its parts; its own ops are the conv (F.conv1d on conv1d's weight) and the chunked scan
+_MAMBA2_NAMES = {"in_proj": "mamba2/in_proj", "conv1d": "mamba2/conv1d", "dt_bias": "mamba2/dt_bias",
+                 "A_log": "mamba2/A_log", "D": "mamba2/D", "norm": "mamba2/norm", "out_proj": "mamba2/out_proj",
+                 "mixer": "mamba2/conv1d+scan", "mamba": "mamba2/conv1d+scan"}
 # Jamba's mixer (JambaMambaMixer, a layer's ``mamba``): the same parts, and its weighted RMS norms on dt, B and C
 _MAMBA_NAMES.update({"mamba": "mamba/conv1d+dt_proj+scan", "dt_layernorm": "mamba/dt_norm",
                      "b_layernorm": "mamba/b_norm", "c_layernorm": "mamba/c_norm"})
@@ -237,6 +241,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     if not parts:
         return "layer"
     last = parts[-1]
+    if cfg.has_mamba2 and parts[0] in ("mixer", "mamba") and len(parts) <= 2 and last in _MAMBA2_NAMES:
+        return _MAMBA2_NAMES[last]  # a mamba2 layer's mixer
     if parts[0] in ("mixer", "mamba") and len(parts) <= 2 and last in _MAMBA_NAMES:  # a mamba layer's mixer
         return _MAMBA_NAMES[last]
     if parts == ["norm"]:  # a mamba layer's one norm, before its mixer
@@ -343,19 +349,25 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
 
 
-# families whose model reads the attention mask's values (Jamba's mask for its mamba layers asks whether every
-# entry is 1, and without a mask it reads the position ids' values), which the meta device does not hold:
-# they get their masks per layer type, none (the causal mask only adds, and matmul FLOPs and cache bytes do
-# not depend on its values; a mask of ones gives the mamba layers none)
-NO_MASK = frozenset({"jamba"})
+# families whose model reads the attention mask's values, which meta tensors do not have: Mamba-2's recurrent
+# mask (``torch.all(mask == 1)``) runs without one (every token attended, as with a mask of ones); hybrids take
+# their masks per layer type (a mapping), given as none (Jamba's mask for its mamba layers asks whether every
+# entry is 1; the causal mask only adds, and matmul FLOPs and cache bytes do not depend on its values)
+NO_MASK = frozenset({"mamba2"})
+MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba"})
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
     device = next(model.parameters()).device  # meta, or the CPU for a model that cannot run on meta
     ids = torch.zeros(batch, seq, dtype=torch.long, device=device)
-    if getattr(model.config, "model_type", None) in NO_MASK:
+    kind = getattr(model.config, "model_type", None)
+    if kind in NO_MASK:  # all ones, which these check on the values
+        return {"input_ids": ids}
+    if kind in MASK_MAPPING:  # the masks per layer type, given: none (selection only, no FLOP, no cache)
         return {"input_ids": ids, "attention_mask": {"full_attention": None, "linear_attention": None}}
     return {"input_ids": ids, "attention_mask": torch.ones(batch, seq, dtype=torch.long, device=device)}
+
+
 
 
 def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int):

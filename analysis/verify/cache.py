@@ -36,6 +36,7 @@ import torch
 from ..model.config import ModelConfig
 from ..model.layers import layer_specs
 from .mamba import mamba_sizes
+from .mamba2 import mamba2_sizes
 
 
 class KVCache:
@@ -46,7 +47,10 @@ class KVCache:
         self.sizes = [self.slots(w if c is None else c) for w, c in zip(self.windows, self.chunks)]  # M_i per layer
         self.tensors: list[list[torch.Tensor]] = []
         for spec, M in zip(layer_specs(cfg), self.sizes):
-            if spec.recurrent:  # a mamba layer's state: the last K conv inputs and the SSM state
+            if spec.attention == "mamba2":  # the last K conv inputs (x, B, C) and the SSM state per head
+                E, H, P, N, G, K, _ = mamba2_sizes(cfg)
+                shapes = [(batch, E + 2 * G * N, K), (batch, H, P, N)]
+            elif spec.recurrent:  # a mamba layer's state: the last K conv inputs and the SSM state
                 E, N, _, K = mamba_sizes(cfg)
                 shapes = [(batch, E, K), (batch, E, N)]
             elif spec.attention == "mla":

@@ -125,6 +125,8 @@ def check_rolling_buffer(cfg: ModelConfig, attention: str = "eager") -> tuple[bo
     types = cfg.layer_types if cfg.layer_types and len(set(cfg.layer_types)) == 2 else ("sliding", "full")
     if cfg.has_mamba and "mamba" not in types:  # mamba layers stay, beside sliding and full ones
         types = ("mamba", "sliding", "full")
+    if cfg.has_mamba2 and "mamba2" not in types:  # likewise mamba2 layers
+        types = ("mamba2", "sliding", "full")
     cfg = small_config(cfg, sliding_window=3, layer_types=types)
     model, tokens = _model(cfg, attention), _tokens(cfg)
     return _result(_chunked(model, tokens, [1] * 12), model(tokens))

@@ -65,6 +65,7 @@ from ..model.layers import LayerSpec, layer_specs
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
 from .mamba import MambaMixer
+from .mamba2 import Mamba2Mixer
 from .norms import make_norm
 from .vision import add_vision
 
@@ -138,7 +139,9 @@ class Block(nn.Module):
         super().__init__()
         self.spec = spec
         self.placement, self.parallel, self.recompute = cfg.norm_placement, cfg.parallel_block, recompute == "full"
-        if spec.recurrent:  # a mamba layer: the mixer in attention's place (analysis.verify.mamba)
+        if spec.attention == "mamba2":  # the Mamba-2 mixer (analysis.verify.mamba2)
+            self.mamba2 = Mamba2Mixer(cfg, index)
+        elif spec.recurrent:  # a mamba layer: the mixer in attention's place (analysis.verify.mamba)
             self.mamba = MambaMixer(cfg, index)
         else:
             self.attention = make_attention(cfg, index, spec, attention)
@@ -180,6 +183,8 @@ class Block(nn.Module):
         ffn = self.moe if hasattr(self, "moe") else self.mlp if hasattr(self, "mlp") else None
 
         def attn(h):
+            if self.spec.attention == "mamba2":
+                return self.mamba2(h, ctx.cache, ctx.start_pos)
             if self.spec.recurrent:
                 return self.mamba(h, ctx.cache, ctx.start_pos)
             return self.attention(h, ctx)
