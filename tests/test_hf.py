@@ -427,7 +427,7 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         intermediate_size=512, shared_intermediate_size=1024, num_local_experts=64, num_experts_per_tok=6,
         layer_types=["attention" if i in (5, 15, 25, 35) else "mamba" for i in range(40)], mamba_n_heads=48,
         mamba_d_head=64, mamba_n_groups=1, mamba_d_state=128, mamba_expand=2, position_embedding_type="nope",
-        tie_word_embeddings=True), None),
+        tie_word_embeddings=True), 6_939_037_248),  # its safetensors count
     # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
     # packed ternary weights, left out: llmcalc refuses it)
     "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(

@@ -59,6 +59,7 @@ GOLDEN = {
     # 17B active: the language model's active parameters, and Maverick's 400B its 400.7B text model
     "llama-4-scout": (108_641_793_536, 18_044_827_136),
     "llama-4-maverick": (401_583_781_376, 18_056_623_616),
+    "granite-4.0-h-tiny": (6_939_037_248, 1_465_470_528),  # the checkpoint's count
 }
 
 # The MoE model cards' rounded figures, each under its own convention: total and active in
