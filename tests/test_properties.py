@@ -7,7 +7,7 @@ import dataclasses
 from typing import NamedTuple, Optional
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from llmcalc.analysis.cluster.sharding import gpu_state, stage_tensors
@@ -96,7 +96,7 @@ def _replicated(name: str, cfg: ModelConfig) -> bool:
 
 
 @pytest.mark.reference
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])  # recurrent: ~half
 @given(cases(lora=False), st.sampled_from([2, 4]))
 def test_tp_ranks_sum_back_to_the_reference(case, tp):
     """tp ranks together hold every parameter of the reference model once, plus tp - 1 more copies
@@ -172,7 +172,7 @@ def test_parameters_and_flops_identities(case):
 
 
 @pytest.mark.unit
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(cases(), st.floats(1.0, 8.0), st.floats(1.0, 8.0), st.sampled_from(["train", "prefill", "decode"]),
        st.integers(1, 24))
 def test_time_identities(case, more_bw, more_flops, mode, chunk):
@@ -198,7 +198,7 @@ def test_time_identities(case, more_bw, more_flops, mode, chunk):
 
 
 @pytest.mark.unit
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(cases(lora=False))
 def test_pipeline_stages_sum_back_to_the_model(case):
     """Without TP: the stages hold every parameter once (a tied head adds its copy on the last stage
