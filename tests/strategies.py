@@ -88,6 +88,10 @@ VARIANTS = {  # together every config key and value
                "layer_types": ["mamba2", "full", "mamba2"],
                "mamba2": {"d_state": 4, "d_conv": 3, "expand": 2, "n_heads": 4, "head_dim": 6, "n_groups": 2,
                           "conv_bias": False, "proj_bias": True, "chunk_size": 4}},
+    # LFM2: gated short convolutions beside attention with q/k norms, a SwiGLU FFN in every layer; biases on
+    "short_conv": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 3,
+                   "layer_types": ["short_conv", "full", "short_conv"], "qk_norm": "head", "tie_embeddings": True,
+                   "short_conv": {"d_conv": 3, "bias": True}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
@@ -274,6 +278,37 @@ def _mamba2_layers(draw, raw):
             raw.pop(key, None)
 
 
+def _short_conv_layers(draw, raw):
+    """Gated short-convolution layers (every one, or mixed into the layer types), their mapping, maybe no
+    FFN (d_ff 0)."""
+    types = [t for t in raw.get("layer_types") or [] if t not in ("mamba", "mamba2")]
+    raw["layer_types"] = draw(st.sampled_from([["short_conv"], ["short_conv", *types]]))  # layer 0 is one
+    raw.pop("mamba", None)
+    raw.pop("mamba2", None)
+    if "sliding" not in raw["layer_types"]:
+        raw.pop("sliding_window", None)
+    if "chunked" not in raw["layer_types"]:
+        raw.pop("attention_chunk", None)
+    raw["short_conv"] = {k: draw(v) for k, v in (("d_conv", st.integers(1, 4)), ("bias", st.booleans()))
+                         if draw(st.booleans())}
+    raw["parallel_block"] = False
+    raw.pop("parallel_norms", None)
+    raw.pop("sub_norms", None)  # dense attention layers only
+    attends = any(t != "short_conv" for t in raw["layer_types"][:raw["n_layers"]])
+    if not attends and "attention" in (raw.get("quant_skip") or ()):
+        raw["quant_skip"] = ["lm_head"]
+    if not attends and raw.get("qk_norm") == "l2":  # on RoPE layers: none here
+        raw.pop("qk_norm")
+    if not attends and raw["position"] in ("rope", "alibi", "relative"):
+        raw["position"] = "none"
+        for key in ("rope_theta", "rope_layers", "rotary_fraction", "relative_buckets", "relative_max_distance"):
+            raw.pop(key, None)
+    if draw(st.booleans()):  # no FFN in any layer
+        raw["d_ff"] = 0
+        for key in ("moe", "activation", "mlp_bias"):
+            raw.pop(key, None)
+
+
 @st.composite
 def valid_configs(draw):
     """Raw config mappings over every ModelConfig key and value (test_config checks the
@@ -371,10 +406,15 @@ def valid_configs(draw):
         raw["mlp_bias"] = draw(st.booleans())
     if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
         raw["position_offset"] = draw(st.integers(0, 3))
-    if draw(st.integers(0, 3)) == 0:  # mamba layers, alone or beside attention ones, with or without FFN
+    # recurrent layers in 3 configs of 10 (layouts, LoRA and bytes moved refuse them: the properties over
+    # those need the rest), alone or beside attention ones, with or without FFN
+    recurrent = draw(st.integers(0, 9))
+    if recurrent == 0:
         _mamba_layers(draw, raw)
-    elif draw(st.integers(0, 3)) == 0:  # Mamba-2 layers, likewise
+    elif recurrent == 1:
         _mamba2_layers(draw, raw)
+    elif recurrent == 2:  # gated short convolutions
+        _short_conv_layers(draw, raw)
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
     optional = [k for k in raw if k not in REQUIRED]
     for key in draw(st.lists(st.sampled_from(optional), unique=True)):

@@ -77,6 +77,8 @@ EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first
          # the hybrids: an attention layer among the Mamba-2 ones (transformers' Granite 4.0-H cache fails
          # without one)
          "bamba": {"attn_layer_indices": [1]},
+         # LFM2: its class's default (full_attn_idxs null) makes every layer attend
+         "lfm2": {"full_attn_idxs": [1]},
          "granitemoehybrid": {"layer_types": ["mamba", "attention", "mamba", "mamba"]},
          "dbrx": {"d_model": 64, "n_heads": 4, "vocab_size": 1000, "max_seq_len": 64,
                   "attn_config": {"kv_n_heads": 2, "rope_theta": 1e4, "clip_qkv": 8},

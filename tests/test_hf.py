@@ -428,6 +428,14 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         layer_types=["attention" if i in (5, 15, 25, 35) else "mamba" for i in range(40)], mamba_n_heads=48,
         mamba_d_head=64, mamba_n_groups=1, mamba_d_state=128, mamba_expand=2, position_embedding_type="nope",
         tie_word_embeddings=True), 6_939_037_248),  # its safetensors count
+    # gated short convolutions and attention (published config.json values, its FFN 12288 -> 8192 by
+    # block_auto_adjust_ff_dim; 1,170,340,608: transformers' own count, the card's 1.2B)
+    "lfm2": ("LiquidAI/LFM2-1.2B", dict(
+        vocab_size=65536, hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
+        intermediate_size=12288, block_multiple_of=256, block_ffn_dim_multiplier=1.0, block_auto_adjust_ff_dim=True,
+        full_attn_idxs=[2, 5, 8, 10, 12, 14], conv_L_cache=3, conv_bias=False, max_position_embeddings=128000,
+        norm_eps=1e-5, rope_parameters=dict(rope_type="default", rope_theta=1000000.0), tie_word_embeddings=True),
+        1_170_340_608),
     # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
     # packed ternary weights, left out: llmcalc refuses it)
     "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
@@ -642,6 +650,11 @@ VARIANTS = [
     ("jamba", "JambaConfig with one expert (every FFN dense), every layer attending", dict(
         vocab_size=1000, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=4, num_experts=1, attn_layer_period=1, attn_layer_offset=0, tie_word_embeddings=True)),
+    ("lfm2", "LFM2 (legacy block_ff_dim and tie_embedding, a multiplier that rounds, biases, as a variant)", dict(
+        vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+        block_ff_dim=1000, block_multiple_of=48, block_ffn_dim_multiplier=1.3, block_auto_adjust_ff_dim=True,
+        layer_types=["conv", "full_attention", "conv", "conv"], conv_L_cache=4, conv_bias=True,
+        tie_embedding=False)),
 ]
 
 
@@ -844,6 +857,8 @@ DEPTHS["jamba"] = 5
 # Granite 4.0-H: the same (its first attention layer is the sixth); Bamba: its first attention layer
 # (the tenth), so that its attention keys are read by a layer that attends
 DEPTHS.update(granitemoehybrid=6, bamba=10)
+# LFM2: its first attention layer is the third (transformers' cache needs one to read the cached length)
+DEPTHS["lfm2"] = 3
 
 
 def _shallow(raw: dict) -> dict:

@@ -90,9 +90,9 @@ FAMILIES = ("attn proj", "attn scores+values", "mlp", "lm head")
 def family(key: str) -> str:
     """``attention/q`` -> ``attn proj``; ``moe/experts`` -> ``mlp``; ``lm_head`` -> ``lm head``. A mamba
     mixer stands where attention does: its linears are ``attn proj``, its conv and scan ``attn scores+values``."""
-    if key in ("mamba/conv1d", "mamba/scan", "mamba2/conv1d", "mamba2/scan"):
+    if key in ("mamba/conv1d", "mamba/scan", "mamba2/conv1d", "mamba2/scan", "short_conv/conv1d"):
         return "attn scores+values"
-    if key.startswith(("mamba/", "mamba2/")):
+    if key.startswith(("mamba/", "mamba2/", "short_conv/")):
         return "attn proj"
     if key in SCORES_VALUES:
         return "attn scores+values"

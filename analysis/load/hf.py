@@ -1730,6 +1730,69 @@ def _mamba(r: Raw) -> dict[str, Any]:
             "d_model": r.size("hidden_size"), "n_layers": r.size("num_hidden_layers", maximum=MAX_LAYERS),
             "n_heads": 1, "d_ff": 0, "layer_types": ["mamba"], "mamba": mamba, "norm": "rmsnorm",
             "position": "none", "tie_embeddings": r.flag("tie_word_embeddings"), "dtype": _dtype(r, "bf16")}
+# -- LFM2: gated short convolutions and attention ------------------------------------------------
+
+def _lfm2_width(r: Raw) -> int:
+    """The SwiGLU FFN's width as transformers' Lfm2MLP computes it: ``intermediate_size`` (a legacy
+    ``block_ff_dim`` overrides it), with ``block_auto_adjust_ff_dim`` two thirds of it (int), then with a
+    ``block_ffn_dim_multiplier`` that times it (int), rounded up to a multiple of ``block_multiple_of``."""
+    key = "block_ff_dim" if r.has("block_ff_dim") else "intermediate_size"
+    width = r.size(key)
+    if r.flag("block_auto_adjust_ff_dim"):
+        width = int(2 * width / 3)
+        multiplier = r.get("block_ffn_dim_multiplier")
+        if multiplier is not None:
+            if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or multiplier <= 0:
+                r.fail("block_ffn_dim_multiplier", f"must be a positive number, got {brief(multiplier)}")
+            step = r.size("block_multiple_of")
+            width = step * ((int(multiplier * width) + step - 1) // step)
+        if width < 1:
+            r.fail(key, f"leaves an FFN of width {width} after block_auto_adjust_ff_dim")
+    return width
+
+
+def _lfm2(r: Raw) -> dict[str, Any]:
+    """LFM2 (LiquidAI/LFM2-*): gated short-convolution layers (``short_conv``: in_proj d -> 3d, a depthwise
+    causal conv of ``conv_L_cache`` taps, out_proj; ``conv_bias`` puts biases on all three) and GQA
+    attention layers with per-head RMS norms on q and k (``layer_types``: ``conv`` or ``full_attention``;
+    absent, the attention layers are ``full_attn_idxs``, every layer when null), a SwiGLU FFN in every
+    layer (its width: :func:`_lfm2_width`), pre-norm RMSNorms, a final one (``embedding_norm``), the head
+    tied. The legacy ``tie_embedding`` and ``block_ff_dim`` override ``tie_word_embeddings`` and
+    ``intermediate_size``, as in transformers. The other ``block_*`` and ``conv_*`` keys of Liquid's
+    configs are not read by transformers."""
+    r.ignore("norm_eps", "full_attn_idxs")  # full_attn_idxs: read below where layer_types is absent
+    out = _base(r)
+    if r.has("tie_embedding"):
+        out["tie_embeddings"] = r.flag("tie_embedding")
+    kv, head_dim = r.size("num_key_value_heads"), r.maybe_size("head_dim")
+    if out["n_heads"] % kv:
+        r.fail("num_key_value_heads", f"must divide num_attention_heads ({out['n_heads']}), got {kv}")
+    out.update(n_kv_heads=kv, d_ff=_lfm2_width(r), activation="swiglu", norm="rmsnorm", qk_norm="head")
+    if head_dim is not None:
+        out["head_dim"] = head_dim
+    elif out["d_model"] % out["n_heads"]:
+        out["head_dim"] = out["d_model"] // out["n_heads"]
+    _rope(r, out)
+    n, kinds = out["n_layers"], r.get("layer_types")
+    if kinds is None:
+        idxs = r.get("full_attn_idxs")
+        if idxs is not None and (not isinstance(idxs, list) or any(type(i) is not int for i in idxs)):
+            r.fail("full_attn_idxs", f"must list layer indices, got {brief(idxs)}")
+        kinds = ["full_attention" if idxs is None or i in idxs else "conv" for i in range(n)]
+    names = {"conv": "short_conv", "full_attention": "full"}
+    if not isinstance(kinds, list) or len(kinds) < n or any(k not in names for k in kinds[:n]):
+        r.fail("layer_types", f"must list 'conv' or 'full_attention' for each of the {n} layers, got {brief(kinds)}")
+    types = [names[k] for k in kinds[:n]]
+    if "short_conv" in types:
+        out["short_conv"] = {"d_conv": r.size("conv_L_cache"), "bias": r.flag("conv_bias")}
+    out["layer_types"] = _cycle(types)
+    if "full" not in types:  # no layer attends: its positions act nowhere
+        for key in ("rope_theta", "rotary_fraction", "n_kv_heads", "head_dim", "qk_norm"):
+            out.pop(key, None)
+        out["position"] = "none"
+    return out
+
+
 # -- sub_norms (BitNet) -------------------------------------------------------------------------
 
 def _bitnet(r: Raw) -> dict[str, Any]:
@@ -1944,6 +2007,8 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "bitnet": _bitnet,
     # attention, Mamba-1 and MoE layers
     "jamba": _jamba,
+    # gated short convolutions (LFM2)
+    "lfm2": _lfm2,
 }
 # REJECTED keys a family's mapper reads (chunked attention: Llama 4)
 _READS_REJECTED: dict[str, tuple[str, ...]] = {"llama4_text": ("attention_chunk_size",)}

@@ -673,6 +673,14 @@ DEFAULTS["granitemoehybrid"] = _config(  # GraniteMoeHybridConfig (embedding_mul
     tie_word_embeddings=False, attention_bias=False, embedding_multiplier=1.0, num_local_experts=_null(8),
     num_experts_per_tok=_null(2), shared_intermediate_size=1024, position_embedding_type=_null(),
     layer_types=_null(), rope_theta=10000.0, **_MAMBA2_KEYS)
+# -- gated short convolutions. Lfm2Config (tie_embedding and block_ff_dim: legacy keys its __post_init__
+# pops; head_dim: not a field, read when given, as Lfm2Attention's getattr)
+DEFAULTS["lfm2"] = _config(
+    f"{_COMMON} norm_eps",
+    vocab_size=65536, hidden_size=2560, intermediate_size=12288, num_hidden_layers=32, num_attention_heads=32,
+    num_key_value_heads=8, max_position_embeddings=128000, tie_word_embeddings=True, conv_bias=False,
+    conv_L_cache=3, block_multiple_of=256, block_ffn_dim_multiplier=1.0, block_auto_adjust_ff_dim=True,
+    full_attn_idxs=_null(), layer_types=_null(), rope_theta=1e6, head_dim=_null())
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers
 DEFAULTS.update({

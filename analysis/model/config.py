@@ -31,7 +31,8 @@ from .variants import ACTIVATIONS, NORMS, POSITIONS
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 LAYER_TYPES: tuple[str, ...] = ("full", "sliding", "chunked", "mamba")  # mamba: a Mamba-1 mixer in place of attention
 LAYER_TYPES += ("mamba2",)  # a Mamba-2 (SSD) mixer in place of attention
-RECURRENT_TYPES = ("mamba", "mamba2")  # layer types with a recurrent mixer (a state, no attention)
+LAYER_TYPES += ("short_conv",)  # LFM2's gated short convolution in place of attention
+RECURRENT_TYPES = ("mamba", "mamba2", "short_conv")  # layer types with a recurrent mixer (a state, no attention)
 QK_NORMS = ("none", "head", "full", "l2")
 MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
 
@@ -238,6 +239,16 @@ class Mamba2Config:
 
 
 @dataclass(frozen=True)
+class ShortConvConfig:
+    """LFM2's gated short convolution of ``short_conv`` layers (transformers' Lfm2ShortConv): in_proj
+    d -> 3d (B, C, x), a depthwise causal conv1d of d_conv taps over B*x, y = C * conv(B*x), out_proj
+    d -> d; ``bias``: biases on in_proj, the conv and out_proj (transformers' ``conv_bias``)."""
+
+    d_conv: int = _key(_int(), 3)  # L: the conv's taps (transformers' conv_L_cache), the state's length
+    bias: bool = _key(_bool, False)
+
+
+@dataclass(frozen=True)
 class ProjectorConfig:
     """The multimodal projector, vision features -> the language model's width: an optional norm over
     the tower's width, ``merge x merge`` neighbouring patches concatenated (and, with ``merge_linear``,
@@ -355,6 +366,7 @@ class ModelConfig:
     moe: MoEConfig | None = _key(_mapping(MoEConfig), None)
     mamba: MambaConfig | None = _key(_mapping(MambaConfig), None)  # the mixer of `mamba` layers
     mamba2: Mamba2Config | None = _key(_mapping(Mamba2Config), None)  # the mixer of `mamba2` layers
+    short_conv: ShortConvConfig | None = _key(_mapping(ShortConvConfig), None)  # the mixer of `short_conv` layers
     vision: VisionConfig | None = _key(_mapping(VisionConfig), None)  # a multimodal checkpoint's tower
     dtype: str = _key(_enum((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = _key(_optional(_int()), None)  # a format's block or group (None: its default)
@@ -424,8 +436,13 @@ class ModelConfig:
         return "mamba2" in self._used_types
 
     @property
+    def has_short_conv(self) -> bool:
+        """Whether some layer is a short_conv layer."""
+        return "short_conv" in self._used_types
+
+    @property
     def has_recurrent(self) -> bool:
-        """Whether some layer has a recurrent mixer (mamba, mamba2): a state per sequence."""
+        """Whether some layer has a recurrent mixer (mamba, mamba2, short_conv): a state per sequence."""
         return any(t in RECURRENT_TYPES for t in self._used_types)
 
     @property

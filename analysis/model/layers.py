@@ -23,7 +23,7 @@ from typing import NamedTuple
 from .config import ModelConfig
 
 RECURRENT: tuple[str, ...] = ("mamba",)  # mixer kinds that keep a state per sequence (layer_types names them)
-RECURRENT += ("mamba2",)
+RECURRENT += ("mamba2", "short_conv")
 
 
 class LayerSpec(NamedTuple):

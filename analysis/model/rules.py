@@ -30,7 +30,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "mla": (lambda c: c.attention == "mla", "attention: mla"),
     "attention_gate": (lambda c: c.attention != "mla", "attention other than mla (mha)"),
     "sub_norms": (lambda c: c.attention != "mla" and c.moe is None and not c.has_recurrent,  # BitNet's: dense MHA
-                  "attention other than mla (mha), without moe, mamba or mamba2 layers"),
+                  "attention other than mla (mha), without moe or recurrent (mamba, mamba2, short_conv) layers"),
     "norm_bias": (lambda c: c.norm == "layernorm", "norm: layernorm"),
     "parallel_norms": (lambda c: c.parallel_block, "parallel_block: true"),
     "rope_theta": (lambda c: c.position == "rope", "position: rope"),
@@ -54,6 +54,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     # Mamba: its mapping where a layer is a mamba layer; FFN keys where some layer has an FFN
     "mamba": (lambda c: c.has_mamba, "mamba layers (layer_types lists 'mamba')"),
     "mamba2": (lambda c: c.has_mamba2, "mamba2 layers (layer_types lists 'mamba2')"),
+    "short_conv": (lambda c: c.has_short_conv, "short_conv layers (layer_types lists 'short_conv')"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
     "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
@@ -167,6 +168,10 @@ def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
     if cfg.has_mamba and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with mamba layers")
     _mamba2_checks(cfg, check)
+    if cfg.has_short_conv and cfg.short_conv is None:
+        check.fail("layer_types", "has 'short_conv' layers but no 'short_conv' mapping (d_conv, bias)")
+    if cfg.has_short_conv and cfg.parallel_block:
+        check.fail("parallel_block", "is not supported with short_conv layers")
 
 
 def _mamba2_checks(cfg: ModelConfig, check: Checker) -> None:

@@ -35,7 +35,8 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   the analytic side counts ``S`` tokens on every layer; OpenAI GPT: transformers keeps no cache,
   so both sides are 0 (tests/test_against.py checks llmcalc's own figures for both in closed form).
   Mamba: transformers' cache keeps per layer the last ``conv_kernel`` conv inputs and the SSM state,
-  llmcalc's state exactly; its bytes join the KV bytes.
+  llmcalc's state exactly; its bytes join the KV bytes. LFM2's short convolutions: its conv state,
+  the last ``conv_L_cache`` conv inputs, likewise.
 - A documented exception (:data:`DENSE_EXPERTS`, Llama 4): transformers' experts run every expert
   on every token, so their matmul FLOPs are ``num_experts / experts_per_token`` times the model's;
   ``moe/experts`` and the totals are compared under that convention and labelled so (parameters,
@@ -113,6 +114,8 @@ _LAYER_NAMES = {
     "attention_layernorm": "norm/attention", "feedforward_layernorm": "norm/mlp", "act_fn": "mlp/act",
     # BitNet's sub-norms, before o_proj and before down_proj
     "attn_sub_norm": "attention/sub_norm", "ffn_sub_norm": "mlp/sub_norm",
+    # LFM2: its norms before the mixer and the FFN, its FFN's linears (w1 the gate, w3 the up projection)
+    "operator_norm": "norm/attention", "ffn_norm": "norm/mlp", "w1": "mlp/gate", "w3": "mlp/up", "w2": "mlp/down",
 }
 # the Mamba mixer (transformers' MambaMixer, FalconMambaMixer): its parts; its own ops are the conv
 # (F.conv1d on conv1d's weight), dt_proj (its weight times dt) and the scan
@@ -127,6 +130,9 @@ _MAMBA2_NAMES = {"in_proj": "mamba2/in_proj", "conv1d": "mamba2/conv1d", "dt_bia
 # Jamba's mixer (JambaMambaMixer, a layer's ``mamba``): the same parts, and its weighted RMS norms on dt, B and C
 _MAMBA_NAMES.update({"mamba": "mamba/conv1d+dt_proj+scan", "dt_layernorm": "mamba/dt_norm",
                      "b_layernorm": "mamba/b_norm", "c_layernorm": "mamba/c_norm"})
+# LFM2's gated short convolution (Lfm2ShortConv, a layer's ``conv``): its parts; its own op is the conv
+# (F.conv1d on its ``conv``'s weight)
+_SHORT_CONV_NAMES = {"conv": "short_conv/conv1d", "in_proj": "short_conv/in_proj", "out_proj": "short_conv/out_proj"}
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
@@ -139,6 +145,7 @@ _TOP_NAMES = {
     "tokens_embed": "embedding/token", "positions_embed": "embedding/position",  # OpenAI GPT
     "embed_positions": "embedding/position", "output_projection": "lm_head",  # OPT, BioGPT
     "embeddings": "embedding/token",  # Mamba
+    "embedding_norm": "norm/final",  # LFM2: after the last layer, whatever its name
 }
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
 _VISUAL = re.compile(r"(?:^|\.)visual(?:\.|$)")  # Qwen-VL's vision tower
@@ -245,6 +252,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         return _MAMBA2_NAMES[last]  # a mamba2 layer's mixer
     if parts[0] in ("mixer", "mamba") and len(parts) <= 2 and last in _MAMBA_NAMES:  # a mamba layer's mixer
         return _MAMBA_NAMES[last]
+    if cfg.has_short_conv and parts[0] == "conv" and len(parts) <= 2 and last in _SHORT_CONV_NAMES:
+        return _SHORT_CONV_NAMES[last]  # a short_conv layer's mixer
     if parts == ["norm"]:  # a mamba layer's one norm, before its mixer
         return "norm/attention"
     if "shared_expert_gate" in last:
@@ -354,7 +363,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 # their masks per layer type (a mapping), given as none (Jamba's mask for its mamba layers asks whether every
 # entry is 1; the causal mask only adds, and matmul FLOPs and cache bytes do not depend on its values)
 NO_MASK = frozenset({"mamba2"})
-MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba"})
+MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2"})
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
@@ -364,7 +373,7 @@ def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
     if kind in NO_MASK:  # all ones, which these check on the values
         return {"input_ids": ids}
     if kind in MASK_MAPPING:  # the masks per layer type, given: none (selection only, no FLOP, no cache)
-        return {"input_ids": ids, "attention_mask": {"full_attention": None, "linear_attention": None}}
+        return {"input_ids": ids, "attention_mask": {"full_attention": None, "linear_attention": None, "conv": None}}
     return {"input_ids": ids, "attention_mask": torch.ones(batch, seq, dtype=torch.long, device=device)}
 
 

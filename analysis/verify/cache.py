@@ -37,6 +37,7 @@ from ..model.config import ModelConfig
 from ..model.layers import layer_specs
 from .mamba import mamba_sizes
 from .mamba2 import mamba2_sizes
+from .short_conv import short_conv_sizes
 
 
 class KVCache:
@@ -50,6 +51,9 @@ class KVCache:
             if spec.attention == "mamba2":  # the last K conv inputs (x, B, C) and the SSM state per head
                 E, H, P, N, G, K, _ = mamba2_sizes(cfg)
                 shapes = [(batch, E + 2 * G * N, K), (batch, H, P, N)]
+            elif spec.attention == "short_conv":  # the last L conv inputs (B * x)
+                d, L = short_conv_sizes(cfg)
+                shapes = [(batch, d, L)]
             elif spec.recurrent:  # a mamba layer's state: the last K conv inputs and the SSM state
                 E, N, _, K = mamba_sizes(cfg)
                 shapes = [(batch, E, K), (batch, E, N)]
