@@ -36,7 +36,7 @@ def _cell(cell: Cell) -> Text:
     return Text(cell) if isinstance(cell, str) else Text(cell.text, style=cell.style)
 
 
-TEXT_FLOOR = 16  # a text column folds to no fewer characters a line (model names fit)
+TEXT_FLOOR = 18  # a text column folds to no fewer characters a line (bundled names fit: granite-4.0-h-tiny)
 
 
 def _widths(table: Table, shown: list[int]) -> list[int]:
