@@ -79,6 +79,8 @@ EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first
          "bamba": {"attn_layer_indices": [1]},
          # LFM2: its class's default (full_attn_idxs null) makes every layer attend
          "lfm2": {"full_attn_idxs": [1]},
+         # LFM2-MoE: its class has no default layer_types (transformers fails without one)
+         "lfm2_moe": {"layer_types": ["conv", "full_attention", "conv", "conv"], "num_dense_layers": 1},
          "granitemoehybrid": {"layer_types": ["mamba", "attention", "mamba", "mamba"]},
          "dbrx": {"d_model": 64, "n_heads": 4, "vocab_size": 1000, "max_seq_len": 64,
                   "attn_config": {"kv_n_heads": 2, "rope_theta": 1e4, "clip_qkv": 8},

@@ -436,6 +436,13 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         full_attn_idxs=[2, 5, 8, 10, 12, 14], conv_L_cache=3, conv_bias=False, max_position_embeddings=128000,
         norm_eps=1e-5, rope_parameters=dict(rope_type="default", rope_theta=1000000.0), tie_word_embeddings=True),
         1_170_340_608),
+    # LFM2's layers with experts (published config.json values; the total: transformers' own count)
+    "lfm2_moe": ("LiquidAI/LFM2-8B-A1B", dict(
+        vocab_size=65536, hidden_size=2048, intermediate_size=7168, moe_intermediate_size=1792, num_hidden_layers=24,
+        num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=128000, conv_bias=False,
+        conv_L_cache=3, num_dense_layers=2, num_experts=32, num_experts_per_tok=4, use_expert_bias=True,
+        layer_types=["full_attention" if i in (2, 6, 10, 14, 18, 21) else "conv" for i in range(24)],
+        rope_parameters=dict(rope_type="default", rope_theta=1000000.0)), None),
     # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
     # packed ternary weights, left out: llmcalc refuses it)
     "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
@@ -859,6 +866,7 @@ DEPTHS["jamba"] = 5
 DEPTHS.update(granitemoehybrid=6, bamba=10)
 # LFM2: its first attention layer is the third (transformers' cache needs one to read the cached length)
 DEPTHS["lfm2"] = 3
+DEPTHS["lfm2_moe"] = 3  # its first attention layer, index 2, and an MoE one
 
 
 def _shallow(raw: dict) -> dict:

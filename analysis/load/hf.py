@@ -1751,7 +1751,7 @@ def _lfm2_width(r: Raw) -> int:
     return width
 
 
-def _lfm2(r: Raw) -> dict[str, Any]:
+def _lfm2(r: Raw, ffn: int | None = None) -> dict[str, Any]:
     """LFM2 (LiquidAI/LFM2-*): gated short-convolution layers (``short_conv``: in_proj d -> 3d, a depthwise
     causal conv of ``conv_L_cache`` taps, out_proj; ``conv_bias`` puts biases on all three) and GQA
     attention layers with per-head RMS norms on q and k (``layer_types``: ``conv`` or ``full_attention``;
@@ -1759,7 +1759,7 @@ def _lfm2(r: Raw) -> dict[str, Any]:
     layer (its width: :func:`_lfm2_width`), pre-norm RMSNorms, a final one (``embedding_norm``), the head
     tied. The legacy ``tie_embedding`` and ``block_ff_dim`` override ``tie_word_embeddings`` and
     ``intermediate_size``, as in transformers. The other ``block_*`` and ``conv_*`` keys of Liquid's
-    configs are not read by transformers."""
+    configs are not read by transformers. ``ffn``: the FFN width a family reads otherwise (LFM2-MoE)."""
     r.ignore("norm_eps", "full_attn_idxs")  # full_attn_idxs: read below where layer_types is absent
     out = _base(r)
     if r.has("tie_embedding"):
@@ -1767,7 +1767,8 @@ def _lfm2(r: Raw) -> dict[str, Any]:
     kv, head_dim = r.size("num_key_value_heads"), r.maybe_size("head_dim")
     if out["n_heads"] % kv:
         r.fail("num_key_value_heads", f"must divide num_attention_heads ({out['n_heads']}), got {kv}")
-    out.update(n_kv_heads=kv, d_ff=_lfm2_width(r), activation="swiglu", norm="rmsnorm", qk_norm="head")
+    out.update(n_kv_heads=kv, d_ff=_lfm2_width(r) if ffn is None else ffn, activation="swiglu", norm="rmsnorm",
+               qk_norm="head")
     if head_dim is not None:
         out["head_dim"] = head_dim
     elif out["d_model"] % out["n_heads"]:
@@ -1790,6 +1791,28 @@ def _lfm2(r: Raw) -> dict[str, Any]:
         for key in ("rope_theta", "rotary_fraction", "n_kv_heads", "head_dim", "qk_norm"):
             out.pop(key, None)
         out["position"] = "none"
+    return out
+
+
+def _lfm2_moe(r: Raw) -> dict[str, Any]:
+    """LFM2-MoE (LiquidAI/LFM2-8B-A1B): LFM2's layers, ``layer_types`` required (transformers reads it per
+    layer and fails without it), the first ``num_dense_layers`` with a SwiGLU FFN ``intermediate_size``
+    wide as given (no ``block_*`` adjustment), the others ``num_experts`` SwiGLU experts of
+    ``moe_intermediate_size``, the top ``num_experts_per_tok`` by a sigmoid router without bias whose
+    ``expert_bias`` (with ``use_expert_bias``: a buffer the checkpoint holds, one value per expert) steers
+    the choice: ``router_bias``. ``routed_scaling_factor`` and ``norm_topk_prob`` scale values only."""
+    if r.get("layer_types") is None:
+        r.fail("layer_types", "is needed: transformers' LFM2-MoE reads each layer's type from it")
+    r.ignore("routed_scaling_factor", "norm_topk_prob", "output_router_logits")
+    out = _lfm2(r, r.size("intermediate_size"))
+    n, dense = out["n_layers"], r.size("num_dense_layers", minimum=0)
+    if dense >= n:  # every layer dense: the MoE keys are read by no layer
+        r.ignore("num_experts", "num_experts_per_tok", "moe_intermediate_size", "use_expert_bias")
+        return out
+    out["moe"] = {"num_experts": r.size("num_experts"), "experts_per_token": r.size("num_experts_per_tok"),
+                  "expert_d_ff": r.size("moe_intermediate_size"), "router_bias": r.flag("use_expert_bias")}
+    if dense:
+        out["moe"]["first_dense_layers"] = dense
     return out
 
 
@@ -2008,7 +2031,7 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     # attention, Mamba-1 and MoE layers
     "jamba": _jamba,
     # gated short convolutions (LFM2)
-    "lfm2": _lfm2,
+    "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
 }
 # REJECTED keys a family's mapper reads (chunked attention: Llama 4)
 _READS_REJECTED: dict[str, tuple[str, ...]] = {"llama4_text": ("attention_chunk_size",)}

@@ -681,6 +681,12 @@ DEFAULTS["lfm2"] = _config(
     num_key_value_heads=8, max_position_embeddings=128000, tie_word_embeddings=True, conv_bias=False,
     conv_L_cache=3, block_multiple_of=256, block_ffn_dim_multiplier=1.0, block_auto_adjust_ff_dim=True,
     full_attn_idxs=_null(), layer_types=_null(), rope_theta=1e6, head_dim=_null())
+DEFAULTS["lfm2_moe"] = _config(  # Lfm2MoeConfig; tie_embedding: a legacy alias of tie_word_embeddings
+    f"{_COMMON} norm_eps output_router_logits routed_scaling_factor norm_topk_prob",
+    vocab_size=65536, hidden_size=2048, intermediate_size=7168, moe_intermediate_size=1792, num_hidden_layers=32,
+    num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=128000, tie_word_embeddings=True,
+    conv_bias=False, conv_L_cache=3, num_dense_layers=2, num_experts_per_tok=4, num_experts=32,
+    use_expert_bias=True, layer_types=_null(), rope_theta=1e6, head_dim=_null())
 # multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
 # hold, and the vision towers
 DEFAULTS.update({
