@@ -208,46 +208,15 @@ def _vision(draw):
     return v
 
 
-def _mamba_layers(draw, raw):
-    """Mamba layers (every one, or mixed into the layer types), their mapping, maybe no FFN (d_ff 0)."""
-    types = raw.get("layer_types") or []
-    raw["layer_types"] = draw(st.sampled_from([["mamba"], ["mamba", *types]]))  # layer 0 is a mamba layer
-    if "sliding" not in raw["layer_types"]:
-        raw.pop("sliding_window", None)
-    if "chunked" not in raw["layer_types"]:
-        raw.pop("attention_chunk", None)
-    raw["mamba"] = {k: draw(v) for k, v in (("d_state", st.integers(1, 8)), ("d_conv", st.integers(1, 4)),
-                                             ("expand", st.integers(1, 2)), ("dt_rank", st.integers(1, 6)),
-                                             ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
-                                             ("mixer_norms", st.sampled_from([False, True, "weighted"])))
-                    if draw(st.booleans())}
-    raw["parallel_block"] = False
-    raw.pop("parallel_norms", None)
-    raw.pop("sub_norms", None)  # dense attention layers only
-    attends = any(t != "mamba" for t in raw["layer_types"][:raw["n_layers"]])
-    if not attends and "attention" in (raw.get("quant_skip") or ()):  # no attention linear to skip
-        raw["quant_skip"] = ["lm_head"]
-    if not attends and raw.get("qk_norm") == "l2":  # on RoPE layers: none here
-        raw.pop("qk_norm")
-    if not attends and raw["position"] in ("rope", "alibi", "relative"):
-        raw["position"] = "none"
-        for key in ("rope_theta", "rope_layers", "rotary_fraction", "relative_buckets", "relative_max_distance"):
-            raw.pop(key, None)
-    if draw(st.booleans()):  # no FFN in any layer
-        raw["d_ff"] = 0
-        for key in ("moe", "activation", "mlp_bias"):
-            raw.pop(key, None)
+def _mamba(draw, raw) -> dict:
+    return {k: draw(v) for k, v in (("d_state", st.integers(1, 8)), ("d_conv", st.integers(1, 4)),
+                                    ("expand", st.integers(1, 2)), ("dt_rank", st.integers(1, 6)),
+                                    ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
+                                    ("mixer_norms", st.sampled_from([False, True, "weighted"])))
+            if draw(st.booleans())}
 
 
-def _mamba2_layers(draw, raw):
-    """Mamba-2 layers (every one, or mixed into the layer types), their mapping, maybe no FFN (d_ff 0)."""
-    types = [t for t in raw.get("layer_types") or [] if t != "mamba"]
-    raw["layer_types"] = draw(st.sampled_from([["mamba2"], ["mamba2", *types]]))  # layer 0 is a mamba2 layer
-    raw.pop("mamba", None)
-    if "sliding" not in raw["layer_types"]:
-        raw.pop("sliding_window", None)
-    if "chunked" not in raw["layer_types"]:
-        raw.pop("attention_chunk", None)
+def _mamba2(draw, raw) -> dict:
     heads, groups = draw(st.sampled_from([(1, 1), (2, 1), (2, 2), (4, 2)]))
     mixer = {k: draw(v) for k, v in (("d_state", st.integers(1, 6)), ("d_conv", st.integers(1, 4)),
                                       ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
@@ -259,43 +228,30 @@ def _mamba2_layers(draw, raw):
         mixer["head_dim"] = raw["d_model"]
         if draw(st.booleans()):
             mixer["expand"] = 1
-    raw["mamba2"] = mixer
-    raw["parallel_block"] = False
-    raw.pop("parallel_norms", None)
-    raw.pop("sub_norms", None)  # dense attention layers only
-    attends = any(t != "mamba2" for t in raw["layer_types"][:raw["n_layers"]])
-    if not attends and "attention" in (raw.get("quant_skip") or ()):
-        raw["quant_skip"] = ["lm_head"]
-    if not attends and raw.get("qk_norm") == "l2":  # on RoPE layers: none here
-        raw.pop("qk_norm")
-    if not attends and raw["position"] in ("rope", "alibi", "relative"):
-        raw["position"] = "none"
-        for key in ("rope_theta", "rope_layers", "rotary_fraction", "relative_buckets", "relative_max_distance"):
-            raw.pop(key, None)
-    if draw(st.booleans()):  # no FFN in any layer
-        raw["d_ff"] = 0
-        for key in ("moe", "activation", "mlp_bias"):
-            raw.pop(key, None)
+    return mixer
 
 
-def _short_conv_layers(draw, raw):
-    """Gated short-convolution layers (every one, or mixed into the layer types), their mapping, maybe no
+def _short_conv(draw, raw) -> dict:
+    return {k: draw(v) for k, v in (("d_conv", st.integers(1, 4)), ("bias", st.booleans())) if draw(st.booleans())}
+
+
+RECURRENT_MAPPINGS = {"mamba": _mamba, "mamba2": _mamba2, "short_conv": _short_conv}  # layer kind -> its keys
+
+
+def _recurrent_layers(draw, raw, kind: str):
+    """Layers of a recurrent ``kind`` (every one, or mixed into the layer types), its mapping, maybe no
     FFN (d_ff 0)."""
-    types = [t for t in raw.get("layer_types") or [] if t not in ("mamba", "mamba2")]
-    raw["layer_types"] = draw(st.sampled_from([["short_conv"], ["short_conv", *types]]))  # layer 0 is one
-    raw.pop("mamba", None)
-    raw.pop("mamba2", None)
+    raw["layer_types"] = draw(st.sampled_from([[kind], [kind, *(raw.get("layer_types") or [])]]))  # layer 0: one
     if "sliding" not in raw["layer_types"]:
         raw.pop("sliding_window", None)
     if "chunked" not in raw["layer_types"]:
         raw.pop("attention_chunk", None)
-    raw["short_conv"] = {k: draw(v) for k, v in (("d_conv", st.integers(1, 4)), ("bias", st.booleans()))
-                         if draw(st.booleans())}
+    raw[kind] = RECURRENT_MAPPINGS[kind](draw, raw)
     raw["parallel_block"] = False
     raw.pop("parallel_norms", None)
     raw.pop("sub_norms", None)  # dense attention layers only
-    attends = any(t != "short_conv" for t in raw["layer_types"][:raw["n_layers"]])
-    if not attends and "attention" in (raw.get("quant_skip") or ()):
+    attends = any(t != kind for t in raw["layer_types"][:raw["n_layers"]])
+    if not attends and "attention" in (raw.get("quant_skip") or ()):  # no attention linear to skip
         raw["quant_skip"] = ["lm_head"]
     if not attends and raw.get("qk_norm") == "l2":  # on RoPE layers: none here
         raw.pop("qk_norm")
@@ -409,12 +365,8 @@ def valid_configs(draw):
     # recurrent layers in 3 configs of 10 (layouts, LoRA and bytes moved refuse them: the properties over
     # those need the rest), alone or beside attention ones, with or without FFN
     recurrent = draw(st.integers(0, 9))
-    if recurrent == 0:
-        _mamba_layers(draw, raw)
-    elif recurrent == 1:
-        _mamba2_layers(draw, raw)
-    elif recurrent == 2:  # gated short convolutions
-        _short_conv_layers(draw, raw)
+    if recurrent < len(RECURRENT_MAPPINGS):
+        _recurrent_layers(draw, raw, list(RECURRENT_MAPPINGS)[recurrent])
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
     optional = [k for k in raw if k not in REQUIRED]
     for key in draw(st.lists(st.sampled_from(optional), unique=True)):

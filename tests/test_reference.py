@@ -27,7 +27,7 @@ from tests.strategies import CONFIGS
 pytestmark = pytest.mark.reference
 
 NEW_VARIANTS = ["gemma2", "deepseek", "deepseek-lite", "gpt-oss", "qwen2-moe", "olmo2", "olmo",
-                "neox-partial", "smollm3"]
+                "neox-partial", "smollm3", "opt"]
 
 
 def _expected(cfg):
@@ -403,17 +403,11 @@ def test_xielu_saves_its_input_only():
     assert measure_params(build(cfg))["mlp/act"] == cfg.n_layers * 4
 
 
-def test_position_offset_analytic_equals_measured():
-    """position_offset (OPT, BioGPT): params, forward/backward FLOPs (eager/flash, recompute), saved
-    bytes, KV bytes, on the table of context_length + offset rows."""
+def test_position_offset_table_has_the_offset_rows():
+    """position_offset (OPT, BioGPT): a table of context_length + offset rows (its figures against the
+    reference: test_new_variants_analytic_equals_measured[opt])."""
     cfg = CONFIGS["opt"]
     assert build(cfg).embedding["position"].weight.shape == (cfg.context_length + 2, cfg.d_model)
-    checks = report.param_checks(cfg) + report.kv_checks(cfg, "meta", 2)
-    for attention in ("eager", "flash"):
-        for recompute in report.recomputations(attention):
-            checks += report.training_checks(cfg, 7, 2, attention, recompute, "meta")
-    failed = [c for c in checks if not c.ok]
-    assert not failed, failed
 
 
 def test_position_offset_rows_are_read_by_no_position():

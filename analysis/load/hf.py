@@ -343,6 +343,13 @@ def _qwen3(r: Raw) -> dict[str, Any]:
     return out
 
 
+def _shared_mlp(moe: dict[str, Any], width: int) -> None:
+    """One always-on MLP ``width`` wide beside the experts (0: none), llmcalc's single shared expert
+    (several shared experts of one width are one MLP their sum wide)."""
+    if width:
+        moe.update(shared_experts=1, shared_expert_d_ff=width)
+
+
 def _moe_layers(r: Raw, moe: dict[str, Any], null: tuple[int, ...] = ()) -> None:
     """Qwen-MoE: ``decoder_sparse_step`` and ``mlp_only_layers`` (a leading run of dense layers;
     ``null``: what its class makes of None)."""
@@ -860,8 +867,7 @@ def _v3_moe(r: Raw, dense: int) -> dict[str, Any]:
                            "experts_per_token": r.size("num_experts_per_tok"), "expert_d_ff": expert,
                            "router_bias": True}
     shared = r.size("n_shared_experts", minimum=0)
-    if shared:
-        moe.update(shared_experts=1, shared_expert_d_ff=shared * expert)
+    _shared_mlp(moe, shared * expert)
     if dense:
         moe["first_dense_layers"] = dense
     return moe
@@ -893,8 +899,7 @@ def _granitemoe(r: Raw) -> dict[str, Any]:
                            "experts_per_token": r.size("num_experts_per_tok")}
     if r.raw["model_type"] in ("granitemoeshared", "granitemoe_swa"):
         shared = r.size("shared_intermediate_size", minimum=0)
-        if shared:
-            moe.update(shared_experts=1, shared_expert_d_ff=shared)
+        _shared_mlp(moe, shared)
     out["moe"] = moe
     return out
 
@@ -931,8 +936,7 @@ def _ernie4_5_moe(r: Raw) -> dict[str, Any]:
     moe: dict[str, Any] = {"num_experts": _first(r, "num_experts", "moe_num_experts"),
                            "experts_per_token": _first(r, "num_experts_per_tok", "moe_k"),
                            "expert_d_ff": expert, "router_bias": True}
-    if shared:
-        moe.update(shared_experts=1, shared_expert_d_ff=shared * expert)
+    _shared_mlp(moe, shared * expert)
     start, step = r.size("moe_layer_start_index", minimum=0), r.size("moe_layer_interval")
     end = r.get("moe_layer_end_index")
     if isinstance(end, bool) or not isinstance(end, int):
@@ -1178,8 +1182,7 @@ def _exaone_moe(r: Raw) -> dict[str, Any]:
     moe: dict[str, Any] = {"num_experts": r.size("num_experts"), "experts_per_token": r.size("num_experts_per_tok"),
                            "expert_d_ff": expert, "router_bias": True}
     shared = r.size("num_shared_experts", minimum=0)
-    if shared:
-        moe.update(shared_experts=1, shared_expert_d_ff=shared * expert)
+    _shared_mlp(moe, shared * expert)
     if dense:
         moe["first_dense_layers"] = dense
     _set_moe(out, moe)
@@ -1205,8 +1208,7 @@ def _flint(r: Raw) -> dict[str, Any]:
     moe: dict[str, Any] = {"num_experts": experts, "experts_per_token": r.size("num_experts_per_tok"),
                            "expert_d_ff": r.size("moe_intermediate_size")}
     shared = r.size("shared_expert_intermediate_size", minimum=0)
-    if shared:
-        moe.update(shared_experts=1, shared_expert_d_ff=shared)
+    _shared_mlp(moe, shared)
     _moe_layers(r, moe, null=(0, 1))
     _set_moe(out, moe)
     return out
@@ -1227,8 +1229,7 @@ def _kolibri1(r: Raw) -> dict[str, Any]:
     moe: dict[str, Any] = {"num_experts": _first(r, "num_local_experts", "num_experts"),
                            "experts_per_token": r.size("num_experts_per_tok"), "router_bias": True}
     shared = r.size("shared_expert_intermediate_size", minimum=0)
-    if shared:
-        moe.update(shared_experts=1, shared_expert_d_ff=shared)
+    _shared_mlp(moe, shared)
     out["moe"] = moe
     return out
 
@@ -1276,8 +1277,7 @@ def _aria_text(r: Raw) -> dict[str, Any]:
     r.false("mlp_bias", "biases on the shared experts but not the routed ones are not modeled")
     moe: dict[str, Any] = {"num_experts": r.size("moe_num_experts"), "experts_per_token": r.size("moe_topk")}
     shared = r.size("moe_num_shared_experts", minimum=0)
-    if shared:
-        moe.update(shared_experts=1, shared_expert_d_ff=shared * out["d_ff"])
+    _shared_mlp(moe, shared * out["d_ff"])
     out["moe"] = moe
     return out
 
@@ -1359,8 +1359,7 @@ def _cohere2_moe(r: Raw) -> dict[str, Any]:
     moe: dict[str, Any] = {"num_experts": r.size("num_experts"), "experts_per_token": r.size("num_experts_per_tok"),
                            "expert_d_ff": width}
     shared = r.size("num_shared_experts", minimum=0)
-    if shared:
-        moe.update(shared_experts=1, shared_expert_d_ff=shared * width)
+    _shared_mlp(moe, shared * width)
     if dense:
         moe["first_dense_layers"] = dense
         out["d_ff"] = prefix_width or width
@@ -1422,8 +1421,7 @@ def _afmoe(r: Raw) -> dict[str, Any]:
     moe: dict[str, Any] = {"num_experts": r.size("num_experts"), "experts_per_token": r.size("num_experts_per_tok"),
                            "expert_d_ff": expert, "router_bias": True}
     shared = r.size("num_shared_experts", minimum=0)
-    if shared:
-        moe.update(shared_experts=1, shared_expert_d_ff=shared * expert)
+    _shared_mlp(moe, shared * expert)
     if dense:
         moe["first_dense_layers"] = dense
     out["moe"] = moe

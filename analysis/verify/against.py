@@ -377,8 +377,6 @@ def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
     return {"input_ids": ids, "attention_mask": torch.ones(batch, seq, dtype=torch.long, device=device)}
 
 
-
-
 def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int):
     """(forward, backward) matmul FLOPs per component of a training step: cross-entropy on the
     logits of every position."""

@@ -40,7 +40,8 @@ def mamba_sizes(cfg: ModelConfig) -> tuple[int, int, int, int]:
 class CausalConv(nn.Module):
     """Depthwise causal conv over (B, E, C): ``padding=K-1`` (outputs trimmed to C) from the start of a
     sequence, else over the K cached inputs and the C new ones without padding (C + 1 outputs, the
-    last C kept)."""
+    last C kept). ``state``, a layer's cached conv inputs (B, E, K), is read when the call
+    ``continues`` a sequence, then holds the last K inputs (zeros before the sequence)."""
 
     def __init__(self, E: int, K: int, bias: bool):
         super().__init__()
@@ -48,11 +49,17 @@ class CausalConv(nn.Module):
         self.weight = nn.Parameter(torch.empty(E, 1, K).uniform_(-K ** -0.5, K ** -0.5))
         self.bias = nn.Parameter(torch.zeros(E)) if bias else None
 
-    def forward(self, u: torch.Tensor, past: torch.Tensor | None) -> torch.Tensor:
+    def forward(self, u: torch.Tensor, state: torch.Tensor | None = None, continues: bool = False) -> torch.Tensor:
         C, E = u.shape[-1], u.shape[1]
+        past = state.to(u.dtype) if state is not None and continues else None
         if past is None:
-            return F.conv1d(u, self.weight, self.bias, padding=self.K - 1, groups=E)[..., :C]
-        return F.conv1d(torch.cat([past, u], dim=-1), self.weight, self.bias, groups=E)[..., -C:]
+            out = F.conv1d(u, self.weight, self.bias, padding=self.K - 1, groups=E)[..., :C]
+        else:
+            out = F.conv1d(torch.cat([past, u], dim=-1), self.weight, self.bias, groups=E)[..., -C:]
+        if state is not None:
+            before = past if past is not None else torch.zeros_like(state, dtype=u.dtype)
+            state.copy_(torch.cat([before, u], dim=-1)[..., -self.K:])
+        return out
 
 
 class Scan(nn.Module):
@@ -90,15 +97,11 @@ class MambaMixer(nn.Module):
             self.dt_norm, self.b_norm, self.c_norm = (nn.Parameter(torch.ones(n)) for n in (R, N, N))
 
     def forward(self, x: torch.Tensor, cache=None, start_pos: int = 0) -> torch.Tensor:
-        E, N, R, K = self.sizes
+        E, N, R, _ = self.sizes
         u, z = self.in_proj(x).chunk(2, dim=-1)  # (B, S, E) each, views
         u = u.transpose(1, 2)  # (B, E, S)
         states = None if cache is None else cache.tensors[self.index]
-        past = states[0].to(u.dtype) if states is not None and start_pos > 0 else None
-        c = self.conv1d(u, past)
-        if states is not None:  # the last K conv inputs (zeros before the sequence)
-            before = past if past is not None else torch.zeros_like(states[0], dtype=u.dtype)
-            states[0].copy_(torch.cat([before, u], dim=-1)[..., -K:])
+        c = self.conv1d(u, None if states is None else states[0], start_pos > 0)
         u = F.silu(c.transpose(1, 2).clone(memory_format=torch.contiguous_format))  # (B, S, E), laid out by token
         dt, B, C = self.x_proj(u).split([R, N, N], dim=-1)
         if self.mixer_norms:

@@ -129,16 +129,12 @@ class Mamba2Mixer(nn.Module):
         self.scan = Scan(Q)
 
     def forward(self, x: torch.Tensor, cache=None, start_pos: int = 0) -> torch.Tensor:
-        E, H, P, N, G, K, _ = self.sizes
+        E, H, P, N, G, _, _ = self.sizes
         b, S, _ = x.shape
         z, xBC, dt = self.in_proj(x).split([E, E + 2 * G * N, H], dim=-1)  # views
         xBC = xBC.transpose(1, 2)  # (b, E + 2GN, S)
         states = None if cache is None else cache.tensors[self.index]
-        past = states[0].to(xBC.dtype) if states is not None and start_pos > 0 else None
-        c = self.conv1d(xBC, past)
-        if states is not None:  # the last K conv inputs (zeros before the sequence)
-            before = past if past is not None else torch.zeros_like(states[0], dtype=xBC.dtype)
-            states[0].copy_(torch.cat([before, xBC], dim=-1)[..., -K:])
+        c = self.conv1d(xBC, None if states is None else states[0], start_pos > 0)
         xBC = F.silu(c.transpose(1, 2).clone(memory_format=torch.contiguous_format))  # (b, S, E + 2GN)
         u, Bm, Cm = xBC.split([E, G * N, G * N], dim=-1)
         dt = F.softplus(dt + self.dt_bias)  # (b, S, H)

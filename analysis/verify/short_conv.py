@@ -32,7 +32,7 @@ class ShortConvMixer(nn.Module):
     def __init__(self, cfg: ModelConfig, index: int):
         super().__init__()
         d, L = short_conv_sizes(cfg)
-        self.index, self.L = index, L
+        self.index = index
         bias = cfg.short_conv.bias
         self.in_proj = nn.Linear(d, 3 * d, bias=bias)
         self.conv1d = CausalConv(d, L, bias)
@@ -42,10 +42,6 @@ class ShortConvMixer(nn.Module):
         B, C, x = self.in_proj(h).transpose(1, 2).chunk(3, dim=1)  # (B, d, S) each
         u = B * x
         states = None if cache is None else cache.tensors[self.index]
-        past = states[0].to(u.dtype) if states is not None and start_pos > 0 else None
-        c = self.conv1d(u, past)
-        if states is not None:  # the last L conv inputs (zeros before the sequence)
-            before = past if past is not None else torch.zeros_like(states[0], dtype=u.dtype)
-            states[0].copy_(torch.cat([before, u], dim=-1)[..., -self.L:])
+        c = self.conv1d(u, None if states is None else states[0], start_pos > 0)
         y = C * c
         return self.out_proj(y.transpose(1, 2).contiguous())
