@@ -1652,7 +1652,6 @@ def _nanochat(r: Raw) -> dict[str, Any]:
     return out
 
 
-
 # -- position_offset ----------------------------------------------------------------------------
 
 def _opt(r: Raw) -> dict[str, Any]:
