@@ -116,7 +116,7 @@ def test_every_model_type_has_its_row():
     """The Hugging Face page lists every model_type llmcalc reads (language models, then multimodal
     checkpoints), each with the checkpoint its test uses, and no other."""
     from llmcalc.analysis.load.hf import MAPPERS
-    from llmcalc.analysis.load.hf_vision import MULTIMODAL
+    from llmcalc.analysis.load.hf.vision import MULTIMODAL
 
     page = (ROOT / "docs" / "huggingface.md").read_text()
     rows = re.findall(r"^\| `([^`]+)` \|", page, re.M)

@@ -16,7 +16,7 @@ from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import ConfigError
 from llmcalc.analysis.load.catalog import load_model, load_path
 from llmcalc.analysis.load.hf import unclassified
-from llmcalc.analysis.load.hf_vision import MULTIMODAL
+from llmcalc.analysis.load.hf.vision import MULTIMODAL
 from llmcalc.analysis.spec import RunSpec
 
 pytestmark = pytest.mark.reference

@@ -1,5 +1,5 @@
 """Multimodal Hugging Face checkpoints: the vision tower and projector of each family, read from its
-``vision_config`` and top-level keys as transformers' config classes read them (:mod:`.hf` reads the
+``vision_config`` and top-level keys as transformers' config classes read them (:mod:`analysis.load.hf` reads the
 language model with its own mapper and puts the two together).
 
 Each family's tower and projector, as transformers builds them (``vision/...`` and ``projector/...``
@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
-from ..errors import brief
-from .hf_raw import ACTIVATIONS, Raw
+from ...errors import brief
+from .raw import ACTIVATIONS, Raw
 
 _TOWER_ACTIVATIONS = {**ACTIVATIONS, "quick_gelu": "gelu"}
 _GATED_TOWER = {"gelu": "geglu", "silu": "swiglu"}
@@ -195,7 +195,7 @@ def _llama4(v: Raw, top: Raw, width: int) -> dict[str, Any]:
 
 class Family(NamedTuple):
     text: str  # the language model's model_type when the file names none (the config class's default)
-    vision: str  # the tower's defaults' table in hf_defaults
+    vision: str  # the tower's defaults' table in .defaults
     # the model_type a vision_config may name where transformers picks the class by it (AutoConfig);
     # None: the family's class is fixed, and a model_type there is not read
     vision_type: str | None

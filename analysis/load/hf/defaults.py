@@ -687,7 +687,7 @@ DEFAULTS["lfm2_moe"] = _config(  # Lfm2MoeConfig; tie_embedding: a legacy alias 
     num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=128000, tie_word_embeddings=True,
     conv_bias=False, conv_L_cache=3, num_dense_layers=2, num_experts_per_tok=4, num_experts=32,
     use_expert_bias=True, layer_types=_null(), rope_theta=1e6, head_dim=_null())
-# multimodal checkpoints (analysis.load.hf_vision): the top level, the language model only they
+# multimodal checkpoints (analysis.load.hf.vision): the top level, the language model only they
 # hold, and the vision towers
 DEFAULTS.update({
     "gemma3": _config(  # Gemma3Config

@@ -1,13 +1,13 @@
 """Reading one Hugging Face config mapping as transformers' config class reads it (:class:`Raw`),
-shared by the language models' mappers (:mod:`.hf`) and the vision towers' (:mod:`.hf_vision`)."""
+shared by the language models' mappers (:mod:`.hf`) and the vision towers' (:mod:`.vision`)."""
 
 from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from ..errors import ConfigError, brief
-from ..model.sizes import MAX_INT
-from .hf_defaults import Default
+from ...errors import ConfigError, brief
+from ...model.sizes import MAX_INT
+from .defaults import Default
 
 # transformers' activation names -> llmcalc's, and the gated form of each that has one
 ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu", "gelu_fast": "gelu", "gelu_pytorch_tanh": "gelu",
@@ -19,7 +19,7 @@ GATED["sqrelu"] = "sqreglu"  # relu2 on the gate (BitNet)
 
 class Raw:
     """The config mapping of one file, read as transformers' config class for its ``model_type``
-    reads it: a key left out has the class's default (``defaults``, :mod:`.hf_defaults`), a null
+    reads it: a key left out has the class's default (``defaults``, :mod:`.defaults`), a null
     is None (a null transformers refuses is refused before, by :func:`_read`). Records which keys
     a mapper read."""
 
