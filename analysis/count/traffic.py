@@ -45,13 +45,25 @@ from .quant import linear_weight_bytes
 FLASH_TILE = 128  # query rows of a forward tile: FlashAttention-2's block for head sizes up to 128
 
 
+def floor_sum(n: int, m: int, a: int, b: int) -> int:
+    """sum_{i<n} (a i + b) // m for a, b >= 0, m > 0, in O(log) steps (the Euclid-like reduction of
+    the AtCoder Library's floor_sum)."""
+    total = 0
+    while True:
+        total += (n - 1) * n // 2 * (a // m) + n * (b // m)
+        a, b = a % m, b % m
+        top = a * n + b
+        if top < m:
+            return total
+        n, b, m, a = top // m, top % m, a, m
+
+
 def chunk_tile_keys(past: int, n: int, chunk: int, rows: int) -> int:
     """:func:`tile_keys` on a chunked layer: each tile reads from its first query's chunk start
-    to its last query (a loop over the tiles: one per ``rows`` queries)."""
-    total, end = 0, past + n
-    for a in range(past, end, rows):
-        total += min(a + rows, end) - chunk * (a // chunk)
-    return total
+    to its last query (the tiles start at ``past + i * rows``: a floor sum over them)."""
+    tiles = -(-n // rows)
+    ends = tiles * past + rows * tiles * (tiles + 1) // 2 - (tiles * rows - n)  # the last tile may be short
+    return ends - chunk * floor_sum(tiles, chunk, rows, past)
 
 
 def tile_keys(past: int, n: int, window: int | None, rows: int) -> int:
@@ -69,17 +81,29 @@ def tile_keys(past: int, n: int, window: int | None, rows: int) -> int:
     return total
 
 
+def flash_rows(layer: Block) -> int:
+    """Query positions of one flash tile: FLASH_TILE rows, the query heads of a K/V head packed in them."""
+    attn = layer.attention
+    return max(1, FLASH_TILE // (attn.heads // attn.kv_heads))
+
+
+def flash_kv_bytes(layer: Block, run: RunSpec, kv: int) -> tuple[int, int]:
+    """(K, V) bytes one layer's flash tiles read (module docstring), ``kv`` bytes an element."""
+    spec, attn, n = layer.spec, layer.attention, run.query_len
+    keys = (tile_keys(run.seq - n, n, spec.window, flash_rows(layer)) if spec.chunk is None
+            else chunk_tile_keys(run.seq - n, n, spec.chunk, flash_rows(layer)))
+    reads = run.batch * attn.kv_heads * keys
+    return reads * attn.score_dim * kv, reads * attn.value_dim * kv
+
+
 def _attention_bytes(layer: Block, run: RunSpec, b: int, kv: int) -> dict[str, int]:
     """Scores and values of one layer: flash (one kernel) or eager (module docstring)."""
     spec, attn = layer.spec, layer.attention
     B, n, h, heads = run.batch, run.query_len, attn.heads, attn.kv_heads
     q, o = B * n * h * attn.score_dim * b, B * n * h * attn.value_dim * b
     if run.attention == "flash":
-        rows = max(1, FLASH_TILE // (h // heads))
-        reads = B * heads * (tile_keys(run.seq - n, n, spec.window, rows) if spec.chunk is None
-                             else chunk_tile_keys(run.seq - n, n, spec.chunk, rows))
-        return {"attention/scores": q + reads * attn.score_dim * kv,
-                "attention/values": reads * attn.value_dim * kv + o}
+        k, v = flash_kv_bytes(layer, run, kv)
+        return {"attention/scores": q + k, "attention/values": v + o}
     seen = attended_keys(spec, run)
     keys = B * heads * seen
     scores = B * h * n * seen * b  # the dense matrix eager kernels hold

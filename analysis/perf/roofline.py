@@ -18,8 +18,7 @@ one decode step per further token; without a KV cache each step is a prefill of 
 """
 
 import dataclasses
-import functools
-import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -29,6 +28,7 @@ from ..errors import SpecError
 from ..model.config import ModelConfig
 from ..spec import RunSpec
 from .hardware import Hardware
+from .steps import Counts, count_sum, flash_reads, splits, thresholds, time_sum
 
 
 @dataclass(frozen=True)
@@ -147,31 +147,43 @@ def roofline(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Eff
     return Roofline(run, components)
 
 
-MAX_PASSES = 100_000  # chunks of a prefill, or steps of a generation, computed one by one
-
-
-def chunks(seq: int, chunk: int | None) -> list[tuple[int, int]]:
-    """(past, end) of each pass of a prefill of ``seq`` tokens in chunks of ``chunk``; SpecError past
-    MAX_PASSES of them, counted before the list is built."""
-    if chunk is None or chunk >= seq:
-        return [(0, seq)]
-    passes = -(-seq // chunk)
-    if passes > MAX_PASSES:
-        raise SpecError("chunk", f"{chunk:,} makes {passes:,} chunks: at most {MAX_PASSES:,} (a larger chunk)")
-    return [(start, min(start + chunk, seq)) for start in range(0, seq, chunk)]
-
-
 def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Efficiency()) -> Roofline:
     """A prefill of ``run.seq`` tokens, in chunks of ``run.chunk`` (each chunk a pass over its own
-    queries against the cache and itself; only the last computes logits)."""
+    queries against the cache and itself; only the last computes logits), the chunks before the last
+    summed in closed form (:mod:`.steps`)."""
     run.one_device("prefill")
     run.no_images("prefill")
     run = run.resolve(cfg)
-    spans = chunks(run.seq, run.chunk)
-    total = functools.reduce(operator.add, (
-        roofline(cfg, run.replace(mode="prefill", seq=end, past=past, logits=end == run.seq), hw, eff)
-        for past, end in spans))
+    last = run.replace(mode="prefill", chunk=None)
+    if run.chunk is None or run.chunk >= run.seq:
+        return dataclasses.replace(roofline(cfg, last, hw, eff), run=run.executed())
+    size, n = run.chunk, -(-run.seq // run.chunk)
+
+    def chunk(i: int) -> Counts:
+        return counts(roofline(cfg, last.replace(seq=(i + 1) * size, past=i * size, logits=False), hw, eff))
+
+    points, period = thresholds(cfg, run.batch, run.seq)
+    margin = 2 * period + 2  # a chunk whose span comes this near a threshold is a piece of its own
+    starts = {i + k for p in points for i in range((p - margin) // size - 1, (p + margin) // size + 1)
+              for k in (0, 1)}
+    summed = count_sum(chunk, 0, n - 2, starts)
+    final = roofline(cfg, last.replace(past=(n - 1) * size), hw, eff)
+    rates = _rates(run, hw, eff)
+    total = Roofline(run, {key: _component(*c, rates) for key, c in summed.items()}) + final
     return dataclasses.replace(total, run=run.executed())  # the whole prefill's, not its first chunk's
+
+
+def counts(r: Roofline) -> Counts:
+    return {k: (c.matmul_flops, c.elementwise_flops, c.bytes) for k, c in r.components.items()}
+
+
+def _rates(run: RunSpec, hw: Hardware, eff: Efficiency) -> tuple[float, float, float]:
+    """Matmul FLOP/s, elementwise FLOP/s and bytes/s (``run`` resolved)."""
+    return hw.peak(run.dtype) * eff.mfu, hw.peak("fp32") * eff.mfu, hw.memory_bandwidth * eff.bandwidth
+
+
+def _component(mm: int, ew: int, nbytes: int, rates: tuple[float, float, float]) -> Component:
+    return Component(mm, ew, nbytes, mm / rates[0] + ew / rates[1], nbytes / rates[2])
 
 
 class Generation(NamedTuple):
@@ -206,13 +218,21 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
     """``prompt`` tokens, then ``new`` tokens per sequence: the prefill gives the first, each
     decode step one more (its context is the prompt and the tokens so far)."""
     run.one_device("generate")
-    if new > MAX_PASSES:
-        raise SpecError("new", f"{new:,} new tokens: at most {MAX_PASSES:,}")
     first = prefill(cfg, run.replace(mode="prefill", seq=prompt), hw, eff)
-    decode = no_cache = 0.0
-    for k in range(1, new):
-        decode += roofline(cfg, run.replace(mode="decode", seq=prompt + k, chunk=None), hw, eff).time_s
-        no_cache += roofline(cfg, run.replace(mode="prefill", seq=prompt + k, chunk=None), hw, eff).time_s
+    if new == 1:
+        return Generation(new, first, 0.0, 0.0)
+    run = run.replace(mode="prefill", seq=prompt + 1, chunk=None).resolve(cfg)
+    rates, (lo, hi) = _rates(run, hw, eff), (prompt + 1, prompt + new - 1)
+    points, period = thresholds(cfg, run.batch, hi)
+    starts = splits(points, period)
+
+    def step(mode: str) -> Callable[[int], Counts]:
+        return lambda s: counts(roofline(cfg, run.replace(mode=mode, seq=s), hw, eff))
+
+    decode = time_sum(step("decode"), rates, lo, hi, starts)
+    # without a cache each step is a prefill of the prefix, whose flash tile reads are periodic in it
+    periodic = (lambda s: flash_reads(cfg, run.replace(seq=s))) if run.attention == "flash" else None
+    no_cache = time_sum(step("prefill"), rates, lo, hi, starts, periodic, period)
     return Generation(new, first, decode, no_cache)
 
 

@@ -1,0 +1,179 @@
+"""Sums over the passes of a generation or a chunked prefill, in closed form (DESIGN.md section 6:
+constant time in the new tokens and in the chunks).
+
+Each component's FLOPs and bytes in a pass are integer polynomials of degree at most 2 in the pass's
+position (the context of a decode step or of a no-cache recompute; the index of a chunk) between
+breakpoints the config fixes: a sliding window W, the boundaries of a chunked layer's chunks, the
+tokens at which a mixture of experts reads every expert (:func:`thresholds`). One term is not: flash
+attention's K/V reads over a prefix of length s (``traffic.tile_keys``) depend on s modulo the tile's
+rows, so they are polynomial on each residue class and summed class by class. Each piece's
+polynomials are interpolated from exact counts at three of its points and summed exactly
+(integers); a pass's time, the larger of compute and memory per component, is summed after
+splitting each piece where the two cross. The sums equal the pass-by-pass ones (tests/test_time.py
+keeps that loop as the reference).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+from ..count.traffic import flash_kv_bytes, flash_rows
+from ..model.architecture import build
+from ..model.config import ModelConfig
+from ..model.sizes import bytes_per
+from ..spec import RunSpec
+
+Counts = dict[str, tuple[int, int, int]]  # component -> (matmul FLOPs, elementwise FLOPs, bytes)
+ZERO = (0, 0, 0)
+
+
+def thresholds(cfg: ModelConfig, batch: int, top: int) -> tuple[set[int], int]:
+    """(positions up to ``top`` near which a pass's counts change form, the lcm of the flash tiles'
+    rows): splitting there and at the tile boundaries around them leaves polynomial pieces."""
+    points, period = set(), 1
+    for _, block in build(cfg).blocks:
+        spec = block.spec
+        if spec.window is not None:
+            points.add(spec.window)
+        if spec.chunk is not None:
+            points.update(range(0, top + spec.chunk, spec.chunk))
+        for m in block.linears():  # a mixture of experts reads all its experts from this many tokens on
+            if m.active != m.copies:
+                points.add(-(-m.copies // (batch * m.active)))
+        if not spec.recurrent:
+            period = math.lcm(period, flash_rows(block))
+    return points, period
+
+
+def flash_reads(cfg: ModelConfig, run: RunSpec) -> dict[str, int]:
+    """The bytes of a flash pass's K/V tile reads by component (``run`` resolved): the part of its
+    bytes periodic in the prefix length."""
+    kv, scores, values = bytes_per(run.kv_dtype), 0, 0
+    for group, block in build(cfg).blocks:
+        if not block.spec.recurrent:
+            k, v = flash_kv_bytes(block, run, kv)
+            scores, values = scores + group.count * k, values + group.count * v
+    return {"attention/scores": scores, "attention/values": values}
+
+
+def splits(points: Iterable[int], period: int) -> set[int]:
+    """Where pieces start: each point, its neighbours, and the tile boundaries around it."""
+    return {p + k for p in points for k in (-1, 0, 1)} | {
+        period * (p // period) + period * k for p in points for k in range(-2, 4)}
+
+
+def pieces(lo: int, hi: int, starts: set[int]) -> list[tuple[int, int]]:
+    bounds = [lo, *sorted(s for s in starts if lo < s <= hi), hi + 1]
+    return [(a, b - 1) for a, b in zip(bounds, bounds[1:])]
+
+
+class Newton:
+    """An integer polynomial of degree at most 2 on ``0..n-1`` from its values at 0, 1, 2 (fewer
+    points: a lower degree): ``p(k) = y + d1 k + d2 k (k - 1) / 2``, integer arithmetic throughout."""
+
+    def __init__(self, ys: list[int]) -> None:
+        self.y = ys[0]
+        self.d1 = ys[1] - ys[0] if len(ys) > 1 else 0
+        self.d2 = ys[2] - 2 * ys[1] + ys[0] if len(ys) > 2 else 0
+
+    def at(self, k: int) -> int:
+        return self.y + self.d1 * k + self.d2 * k * (k - 1) // 2
+
+    def prefix(self, n: int) -> int:
+        """sum_{k<n} p(k)."""
+        return n * self.y + self.d1 * (n * (n - 1) // 2) + self.d2 * (n * (n - 1) * (n - 2) // 6)
+
+    def power(self) -> tuple[float, float, float]:
+        """Float coefficients of 1, k, k^2 (to find where two polynomials cross)."""
+        return self.y, self.d1 - self.d2 / 2, self.d2 / 2
+
+
+def _roots(c: float, b: float, a: float) -> list[float]:
+    """Real roots of a + b x + c x^2 = 0 with the constant first (floats: only where to split,
+    each side then checked exactly)."""
+    if a == 0:
+        return [-c / b] if b else []
+    disc = b * b - 4 * a * c
+    if disc < 0:
+        return []
+    q = -(b + math.copysign(math.sqrt(disc), b)) / 2  # the stable form: no cancellation
+    return [q / a, c / q] if q else [-b / (2 * a)]
+
+
+def _samples(a: int, b: int) -> list[int]:
+    return list(range(a, min(a + 3, b + 1)))
+
+
+def count_sum(f: Callable[[int], Counts], lo: int, hi: int, starts: set[int]) -> Counts:
+    """sum_{x=lo..hi} f(x), component by component, f polynomial on each piece; the components in
+    the order they first appear."""
+    total: dict[str, list[int]] = {}
+    for a, b in pieces(lo, hi, starts):
+        counts = [f(x) for x in _samples(a, b)]
+        for key in dict.fromkeys(k for c in counts for k in c):
+            acc = total.setdefault(key, [0, 0, 0])
+            for i in range(3):
+                acc[i] += Newton([c.get(key, ZERO)[i] for c in counts]).prefix(b - a + 1)
+    return {k: (v[0], v[1], v[2]) for k, v in total.items()}
+
+
+class _Times:
+    """The integer sums behind a sum of pass times: a component's FLOPs where its compute time is
+    the larger, its bytes where its memory time is."""
+
+    def __init__(self, rates: tuple[float, float, float]) -> None:
+        self.rates, self.matmul, self.elementwise, self.bytes = rates, 0, 0, 0
+
+    def add(self, mm: Newton, ew: Newton, nbytes: Newton, n: int) -> None:
+        """The passes k = 0..n-1 of one component whose counts are these polynomials in k."""
+        P, V, B = self.rates
+        power = [m / P + e / V - b / B for m, e, b in zip(mm.power(), ew.power(), nbytes.power())]
+        cuts = {math.floor(r) + k for r in _roots(*power) if -2 < r < n + 2 for k in (-1, 0, 1, 2)}
+        for a, b in pieces(0, n - 1, cuts):
+            # no crossing strictly inside: the larger roof at an end or the middle is the piece's,
+            # compared as the pass's own Component compares them
+            diffs = [mm.at(k) / P + ew.at(k) / V - nbytes.at(k) / B for k in (a, b, (a + b) // 2)]
+            if next((d for d in diffs if d), 0) >= 0:
+                self.matmul += mm.prefix(b + 1) - mm.prefix(a)
+                self.elementwise += ew.prefix(b + 1) - ew.prefix(a)
+            else:
+                self.bytes += nbytes.prefix(b + 1) - nbytes.prefix(a)
+
+    @property
+    def seconds(self) -> float:
+        P, V, B = self.rates
+        return self.matmul / P + self.elementwise / V + self.bytes / B
+
+
+def time_sum(f: Callable[[int], Counts], rates: tuple[float, float, float], lo: int, hi: int, starts: set[int],
+             periodic: Callable[[int], dict[str, int]] | None = None, period: int = 1) -> float:
+    """sum_{x=lo..hi} of a pass's time, the sum over components of max(compute, memory), f polynomial
+    on each piece but for the bytes ``periodic`` gives, polynomial on each residue class modulo
+    ``period``. ``rates``: the matmul and elementwise FLOP/s and the bytes/s."""
+    times = _Times(rates)
+    for a, b in pieces(lo, hi, starts):
+        xs = _samples(a, b)
+        counts = [f(x) for x in xs]
+        keys = list(dict.fromkeys(k for c in counts for k in c))
+        poly = {key: [Newton([c.get(key, ZERO)[i] for c in counts]) for i in range(3)] for key in keys}
+        waves = [periodic(x) for x in xs] if periodic else []
+        smooth = {key: Newton([c.get(key, ZERO)[2] - w[key] for c, w in zip(counts, waves)])
+                  for key in keys if waves and key in waves[0]}
+        for key in keys:
+            if key not in smooth:
+                mm, ew, nbytes = poly[key]
+                times.add(mm, ew, nbytes, b - a + 1)
+        if not smooth:
+            continue
+        for r in range(period):  # the passes x = a + r + period * t
+            n = (b - a - r) // period + 1
+            if n <= 0:
+                continue
+            ks = [r + period * t for t in range(min(n, 3))]
+            wave = [periodic(a + k) for k in ks]
+            for key, rest in smooth.items():
+                mm, ew, _ = poly[key]
+                times.add(Newton([mm.at(k) for k in ks]), Newton([ew.at(k) for k in ks]),
+                          Newton([rest.at(k) + w[key] for k, w in zip(ks, wave)]), n)
+    return times.seconds

@@ -1,0 +1,65 @@
+"""`llmcalc time` on a long generation and a many-chunk prefill, summed in closed form.
+
+Issue 26: `--mode generate --new 100000` answers in under 0.2 s (DESIGN.md section 6: constant time in
+`--new` and in the chunks). Runs each command as its console script would (`python -c` importing the
+entry point), once to warm up and then ``--runs`` times, and prints the median wall time of each, the
+median of the analysis alone (in this process, the start-up excluded) and their ratios to the bar.
+`--check` exits 1 when a command's median is over the bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+BAR_S = 0.2
+COMMANDS = (["time", "mistral-7b", "--hardware", "h100", "--mode", "generate", "--prompt", "1024", "--new", "100000"],
+            ["time", "mistral-7b", "--hardware", "h100", "--mode", "prefill", "--seq", "1000000", "--chunk", "16"])
+
+
+def wall(args: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "from llmcalc.cli.app import main; main()", *args, "--json"], check=True,
+                   capture_output=True)
+    return time.perf_counter() - start
+
+
+def analysis(args: list[str]) -> float:
+    """The generate or prefill call alone, the model and hardware loaded."""
+    from llmcalc.analysis.load.catalog import load_bundled
+    from llmcalc.analysis.perf.hardware import load_hardware
+    from llmcalc.analysis.perf.roofline import generate, prefill
+    from llmcalc.analysis.spec import RunSpec
+    cfg, hw = load_bundled(args[1]), load_hardware("h100")
+    opts = dict(zip(args[4::2], args[5::2]))
+    start = time.perf_counter()
+    if opts["--mode"] == "generate":
+        prompt = int(opts["--prompt"])
+        generate(cfg, RunSpec("prefill", prompt), hw, prompt, int(opts["--new"]))
+    else:
+        prefill(cfg, RunSpec("prefill", int(opts["--seq"]), chunk=int(opts["--chunk"])), hw)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--check", action="store_true", help="exit 1 when a median is over the bar")
+    args = parser.parse_args()
+    over = False
+    for cmd in COMMANDS:
+        wall(cmd)
+        walls = statistics.median(wall(cmd) for _ in range(args.runs))
+        alone = statistics.median(analysis(cmd) for _ in range(args.runs))
+        print(f"llmcalc {' '.join(cmd)}")
+        print(f"  median of {args.runs}: {walls:.3f} s (ratio to the {BAR_S:g} s bar {walls / BAR_S:.2f}); "
+              f"the analysis alone {alone:.3f} s (ratio {alone / BAR_S:.2f})")
+        over |= walls > BAR_S
+    return 1 if args.check and over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
