@@ -65,7 +65,7 @@ class UnmappedModelType(ConfigError):
 class SpecError(ValueError):
     """A run spec that breaks a rule (``RunSpec``, ``Layout``, ``LoRA``, or what a function needs of
     them): ``field`` names it (``seq``, ``layout.tp``, ``lora.rank``) and ``message`` follows the
-    name, ``SpecError("layout.pp", "2 must divide the 61 layers of deepseek-v3")``. The CLI shows it
+    name, ``SpecError("layout.pp", "62 must be at most the 61 layers of deepseek-v3")``. The CLI shows it
     with the option's name in place of the field's (``--pp 2 must divide ...``)."""
 
     def __init__(self, field: str, message: str):

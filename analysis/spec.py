@@ -53,6 +53,7 @@ APPLIES = {
     "optimizer": ("train",),
     "lora": ("train",),
     "layout.zero": ("train",),
+    "layout.vpp": ("train",),  # interleaved 1F1B is a training schedule
     "global_batch": ("train",),
     "all_logits": ("prefill",),
     "chunk": ("prefill",),
@@ -105,9 +106,10 @@ class Layout:
     sp: bool = False
     micro_batches: int | None = None  # per step and pipeline; None: pp (1F1B's steady state)
     cp: int = 1  # context parallel: each sequence split over cp GPUs (ring attention)
+    vpp: int = 1  # virtual pipeline stages (model chunks) per GPU: interleaved 1F1B when > 1
 
     def __post_init__(self) -> None:
-        _check_whole(self, ("tp", "pp", "dp", "ep", "cp"), "layout.")
+        _check_whole(self, ("tp", "pp", "dp", "ep", "cp", "vpp"), "layout.")
         _check_whole(self, ("micro_batches",), "layout.", optional=True)
         _check_choice("layout.zero", self.zero, ZERO_STAGES)
         if self.sp and self.tp == 1:
@@ -115,11 +117,18 @@ class Layout:
         if self.dp % self.ep:
             raise SpecError("layout.ep", f"{self.ep} must divide dp ({self.dp}): experts are dealt over "
                                          "data-parallel GPUs")
+        if self.vpp > 1 and self.pp == 1:
+            raise SpecError("layout.vpp", f"{self.vpp} (interleaved 1F1B) splits each pipeline stage into model "
+                                          "chunks: it needs pp > 1")
+        if self.vpp > 1 and self.steps % self.pp:
+            raise SpecError("layout.vpp", f"{self.vpp} (interleaved 1F1B) needs the micro-batches per step "
+                                          f"({self.steps:,}) to be a multiple of pp ({self.pp}), as Megatron-LM's "
+                                          "schedule does")
 
     @classmethod
     def of(cls, tp: int = 1, pp: int = 1, dp: int = 1, ep: int = 1, zero: int = 0, sp: bool = False, cp: int = 1,
            global_batch: int | None = None, batch: int = 1, gpus: int | None = None,
-           mode: str = "train") -> "Layout":
+           mode: str = "train", vpp: int = 1) -> "Layout":
         """The layout of a run's options: ``global_batch`` sequences per training step over all GPUs
         sets the micro-batches per step (``global_batch / (batch x dp)``); ``gpus``, when given, must
         be its GPU count."""
@@ -133,7 +142,7 @@ class Layout:
                 raise SpecError("global_batch", f"{global_batch:,} must be a multiple of batch x dp "
                                                 f"({batch:,} x {dp:,})")
             micro = global_batch // (batch * dp)
-        layout = cls(tp, pp, dp, ep, zero, sp, micro, cp)
+        layout = cls(tp, pp, dp, ep, zero, sp, micro, cp, vpp)
         if gpus is not None and gpus != layout.gpus:
             raise SpecError("gpus", f"{gpus:,} must equal tp x cp x pp x dp = {layout.gpus:,}")
         return layout
@@ -165,6 +174,8 @@ class Layout:
         parts = [f"{name} {getattr(self, name)}" for name in ("tp", "cp", "pp", "dp", "ep") if getattr(self, name) > 1]
         if self.zero:
             parts.append(f"ZeRO-{self.zero}")
+        if self.vpp > 1:
+            parts.append(f"vpp {self.vpp}")
         if self.sp:
             parts.append("sp")
         return ", ".join(parts) or "one GPU"

@@ -7,7 +7,7 @@ characters, control characters escaped) and an exit code, never a traceback or c
 usage text: 0 ok, 1 a verification check failed, 2 bad usage or a bad config (a closed stdout
 included), and :data:`EXIT_PIPE` when the reader of stdout went away (``llmcalc params | head -1``).
 A :class:`~analysis.errors.SpecError` names a run-spec field; :data:`FLAGS` gives the option that
-sets it, so the line names what the user typed (``--pp 2 must divide the 61 layers of ...``).
+sets it, so the line names what the user typed (``--pp 62 must be at most the 61 layers of ...``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ FLAGS = {"mode": "--mode", "seq": "--seq", "batch": "--batch", "attention": "--a
          "weights_dtype": "--weights-dtype", "kv_dtype": "--kv-dtype", "chunk": "--chunk", "optimizer": "--optimizer",
          "state_dtype": "--state-dtype",
          "layout.tp": "--tp", "layout.pp": "--pp", "layout.dp": "--dp", "layout.ep": "--ep", "layout.cp": "--cp",
+         "layout.vpp": "--vpp",
          "layout.zero": "--zero", "layout.sp": "--sp", "global_batch": "--global-batch", "gpus": "--gpus",
          "lora": "--lora-rank", "lora.rank": "--lora-rank", "lora.alpha": "--lora-alpha",
          "lora.targets": "--lora-targets", "efficiency.mfu": "--mfu", "efficiency.bandwidth": "--bandwidth-efficiency",

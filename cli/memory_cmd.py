@@ -43,6 +43,7 @@ from .options import (
     Seqs,
     Sp,
     Tp,
+    Vpp,
     WeightsDtype,
     Zero,
     applicable,
@@ -114,7 +115,10 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
         if lay["pp"] > 1:
             blocks.append(f"the peak GPU is on pipeline stage {m['stage']} of 0-{lay['pp'] - 1}; one GPU's total "
                           "by stage: " + ", ".join(fmt(t) for t in m["stage_totals"]))
-        if m["mode"] == "train" and lay["pp"] > 1:
+        if m["mode"] == "train" and lay["pp"] > 1 and lay["vpp"] > 1:
+            blocks.append(f"interleaved 1F1B, {lay['vpp']} model chunks a stage: each stage keeps the activations "
+                          "of the chunks Megatron-LM's schedule has in flight (docs: Parallelism)")
+        elif m["mode"] == "train" and lay["pp"] > 1:
             blocks.append(f"1F1B: stage s keeps the activations of min({lay['pp']} - s, "
                           f"{lay['micro_batches']}) micro-batches of {count(m['batch'])}")
     elif m["mode"] == "train":
@@ -159,6 +163,7 @@ def memory(
     tp: Tp = 1,
     cp: Cp = 1,
     pp: Pp = 1,
+    vpp: Vpp = 1,
     dp: Dp = 1,
     ep: Ep = 1,
     zero: Zero = 0,
@@ -181,6 +186,7 @@ def memory(
       llmcalc memory --mode inference --seq 4096
       llmcalc memory llama-2-7b --seq 4096 --dp 8 --zero 3
       llmcalc memory llama-3.1-70b --tp 8 --pp 4 --sp
+      llmcalc memory llama-3.1-405b --tp 8 --pp 16 --vpp 2
       llmcalc memory llama-3-8b --lora-rank 16 \\
         --weights-dtype nf4-dq --hardware rtx-4090
     """
@@ -189,10 +195,11 @@ def memory(
     given = applicable((run_mode,), mode, chunk=chunk, kv_dtype=kv_dtype,
                        recompute=None if recompute == "none" else recompute,
                        optimizer=None if optimizer == "adam" else optimizer, **{"layout.zero": zero or None},
-                       global_batch=global_batch)
+                       **{"layout.vpp": vpp if vpp > 1 else None}, global_batch=global_batch)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     budget_bytes, hw_name = _budget(budget, hardware_spec)
-    layouts = {b: Layout.of(tp, pp, dp, ep, given["layout.zero"] or 0, sp, cp, given["global_batch"], b, gpus, run_mode)
+    layouts = {b: Layout.of(tp, pp, dp, ep, given["layout.zero"] or 0, sp, cp, given["global_batch"], b, gpus, run_mode,
+                            given["layout.vpp"] or 1)
                for b in batch}
     base = RunSpec(run_mode, None, 1, attention, recompute=given["recompute"] or "none", dtype=dtype,
                    weights_dtype=weights_dtype, kv_dtype=given["kv_dtype"], chunk=given["chunk"],

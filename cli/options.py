@@ -181,6 +181,8 @@ Cp = Annotated[int, _count_option("--cp", "Context-parallel GPUs: each sequence 
                                   "attention; flash, training and prefill).", LAYOUT)]
 Pp = Annotated[int, _count_option("--pp", "Pipeline stages (1F1B); figures are the peak stage's unless noted.",
                                   LAYOUT)]
+Vpp = Annotated[int, _count_option("--vpp", "train: model chunks per pipeline stage (interleaved 1F1B, Megatron's "
+                                   "virtual pipeline stages); the micro-batches must be a multiple of --pp.", LAYOUT)]
 Dp = Annotated[int, _count_option("--dp", "Data-parallel GPUs; --batch is each GPU's micro-batch.", LAYOUT)]
 Ep = Annotated[int, _count_option("--ep", "Expert-parallel GPUs, out of the data-parallel ones (MoE).", LAYOUT)]
 Zero = Annotated[int, typer.Option("--zero", min=0, max=3, metavar="0-3", rich_help_panel=LAYOUT,

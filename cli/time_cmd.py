@@ -40,6 +40,7 @@ from .options import (
     Recompute,
     Sp,
     Tp,
+    Vpp,
     WeightsDtype,
     Zero,
     amount,
@@ -201,7 +202,8 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
                     iec(c["sent"]), seconds(c["time_s"])) for c in rec["collectives"]]],
                  f"communication of stage {st.stage} (the slowest), per {what}",
                  footer=["total", "", "", "", "", "", iec(st.sent), ""])
-    pipeline = (f"pipeline: {count(st.micro_batches)} micro-batches through {run.layout.pp} stages, bubble "
+    chunks = f" of {run.layout.vpp} chunks (interleaved)" if run.layout.vpp > 1 else ""
+    pipeline = (f"pipeline: {count(st.micro_batches)} micro-batches through {run.layout.pp} stages{chunks}, bubble "
                 f"{100 * st.bubble:.1f}% of the pipelined time; " if run.layout.pp > 1 else "")
     lines = [f"{pipeline}{si(rec['tokens'])} tokens per {what}, {rec['tokens_per_s']:,.0f} tokens/s",
              f"links: {rate(hw.intra_node)} per GPU within a node of {hw.gpus_per_node or rec['gpus']}, "
@@ -269,6 +271,7 @@ def time_command(
     tp: Tp = 1,
     cp: Cp = 1,
     pp: Pp = 1,
+    vpp: Vpp = 1,
     dp: Dp = 1,
     ep: Ep = 1,
     zero: Zero = 0,
@@ -309,11 +312,12 @@ def time_command(
     run_modes = ("prefill", "decode") if generating else (mode,)
     given = applicable(run_modes, mode, chunk=chunk, kv_dtype=kv_dtype,
                        recompute=None if recompute == "none" else recompute, **{"layout.zero": zero or None},
-                       global_batch=global_batch)
+                       **{"layout.vpp": vpp if vpp > 1 else None}, global_batch=global_batch)
     train = mode == "train"
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     layouts = {b: Layout.of(tp, pp, dp, ep, given["layout.zero"] or 0, sp, cp, given["global_batch"], b,
-                            gpus if split else None, "prefill" if generating else mode) for b in batch}
+                            gpus if split else None, "prefill" if generating else mode, given["layout.vpp"] or 1)
+               for b in batch}
     parallel = not layouts[batch[0]].trivial
     measured = tokens_per_s if train else None
     run_tokens = tokens if train else None

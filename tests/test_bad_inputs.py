@@ -280,6 +280,22 @@ def test_click_usage_errors_are_one_line(run, args, line):
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("args, line", [
+    (("memory", "gpt2-small", "--pp", "13"), "Error: --pp 13 must be at most the 12 layers of gpt2-small\n"),
+    (("time", "gpt2-small", "--hardware", "h100", "--pp", "4", "--vpp", "4"),
+     "Error: --vpp 4: 4 x 4 virtual stages need a layer each, and gpt2-small has 12\n"),
+    (("memory", "gpt2-small", "--vpp", "2"),
+     "Error: --vpp 2 (interleaved 1F1B) splits each pipeline stage into model chunks: it needs pp > 1\n"),
+    (("time", "gpt2-small", "--hardware", "h100", "--pp", "3", "--vpp", "2", "--global-batch", "4"),
+     "Error: --vpp 2 (interleaved 1F1B) needs the micro-batches per step (4) to be a multiple of pp (3), as "
+     "Megatron-LM's schedule does\n"),
+    (("memory", "gpt2-small", "--pp", "2", "--vpp", "0"), "Error: Invalid value for '--vpp': must be >= 1, got 0\n"),
+])
+def test_refused_pipelines_are_one_line(run, args, line):
+    assert error_line(run(*args)) == line
+
+
+@pytest.mark.unit
 def test_a_number_too_large_to_compute_with(run):
     """A 401-digit --seq (its FLOPs would pass a float's 1e308): refused at parsing, past 2^53,
     exit 2, no traceback."""

@@ -251,7 +251,7 @@ def test_a_layout_and_lora_refuse_junk(field, value):
 
 WARNING_OPTIONS = [("--mode", "train", "--kv-dtype", "fp8"), ("--mode", "decode", "--recompute", "full"),
                    ("--seq", "2048")]  # gpt2-small: past its context of 1,024
-BAD_OPTIONS = [("--tp", "5"), ("--dtype", "fp7"), ("--seq", "0"), ("--batch", "1e3"), ("--pp", "5"),
+BAD_OPTIONS = [("--tp", "5"), ("--dtype", "fp7"), ("--seq", "0"), ("--batch", "1e3"), ("--pp", "13"),
                ("--lora-rank", "-1")]  # gpt2-small: 12 heads and 12 layers
 
 

@@ -5,11 +5,18 @@ the GPUs of a layout back to the unsharded figures."""
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from llmcalc.analysis.cluster.comm import collectives
 from llmcalc.analysis.cluster.memory import memory
+from llmcalc.analysis.cluster.pipeline import chunks, held, split
+from llmcalc.analysis.cluster.sharding import stage_tensors, stages
+from llmcalc.analysis.cluster.step import step
 from llmcalc.analysis.count.activations import activation_bytes
 from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.kvcache import kv_cache
+from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.perf.hardware import load_hardware
@@ -95,8 +102,15 @@ def test_pipeline_stages_hold_their_layers_and_1f1b_micro_batches():
 
 @pytest.mark.parametrize("args, message", [
     (["llama-2-7b", "--tp", "3"], "--tp 3 must divide the 32 attention heads of llama-2-7b"),
-    (["mistral-7b", "--tp", "16", "--pp", "3"],
-     "--pp 3 must divide the 32 layers of mistral-7b"),
+    (["mistral-7b", "--tp", "16", "--pp", "33"],
+     "--pp 33 must be at most the 32 layers of mistral-7b"),
+    (["mistral-7b", "--pp", "16", "--vpp", "3"],
+     "--vpp 3: 16 x 3 virtual stages need a layer each, and mistral-7b has 32"),
+    (["mistral-7b", "--vpp", "2"], "--vpp 2 (interleaved 1F1B) splits each pipeline stage into model chunks: it "
+                                   "needs pp > 1"),
+    (["mistral-7b", "--pp", "4", "--vpp", "2", "--global-batch", "6"],
+     "--vpp 2 (interleaved 1F1B) needs the micro-batches per step (6) to be a multiple of pp (4), as "
+     "Megatron-LM's schedule does"),
     (["llama-2-7b", "--ep", "2", "--dp", "2"],
      "--ep 2 needs a mixture-of-experts model, and llama-2-7b has no experts"),
     (["mixtral-8x7b", "--ep", "3", "--dp", "3"],
@@ -157,3 +171,94 @@ def test_stacked_experts_shard_over_more_gpus_than_experts(dp):
     layout = Layout.of(1, 1, dp, 1, 1, False, 1, 128, 1, None, "train")
     st = step(cfg, RunSpec("train", 4096, 1, "flash", layout=layout), load_hardware("h100"))
     assert [c.sent for c in st.collectives] == [2 * total * (dp - 1) // dp] * 2
+
+
+# -- uneven pipeline stages and interleaved 1F1B ------------------------------------------------------
+
+def test_llama3_405b_split_as_the_llama3_paper():
+    """126 layers over 16 stages: "one Transformer layer fewer on the first and the last stage"
+    (The Llama 3 Herd of Models, section 3.3.2), the embedding and the loss taking those slots."""
+    assert split(126, 16) == [7] + [8] * 14 + [7]
+    cfg = load_bundled("llama-3.1-405b")
+    assert [len(s) for s in stages(cfg, Layout(pp=16))] == [7] + [8] * 14 + [7]
+    # interleaved: 32 virtual stages of 128 slots, 4 each; stage s holds virtual stages s and 16 + s
+    assert [len(s) for s in stages(cfg, Layout(pp=16, vpp=2))] == [7] + [8] * 14 + [7]
+    assert chunks(126, Layout(pp=16, vpp=2))[0] == [range(0, 3), range(63, 67)]
+    # 64 virtual stages of 2 slots: stage 15 holds virtual stages 15, 31, 47 and 63 (the head's slot)
+    assert chunks(126, Layout(pp=16, vpp=4))[15] == [range(29, 31), range(61, 63), range(93, 95), range(125, 126)]
+
+
+@pytest.mark.parametrize("layers, pp, expected", [
+    (61, 16, [3, 3] + [4] * 13 + [3]),  # DeepSeek-V3: 63 slots, 3 each and 15 left over
+    (70, 12, [5] + [6] * 10 + [5]),  # BLOOM-176B: 72 slots, 6 each
+    (32, 4, [8] * 4),  # an even split stays even
+    (12, 5, [2, 2, 3, 3, 2]),  # 14 slots: 2 each, one more to the first, the last, stage 3 and stage 2
+    (13, 2, [7, 6]),  # 15 slots: the one left over to the first stage
+    (4, 4, [1, 1, 1, 1]),
+])
+def test_uneven_splits(layers, pp, expected):
+    assert split(layers, pp) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 200).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n))))
+def test_split_fills_the_slots_evenly(case):
+    """Every layer once, at least one a stage; the slots (layers, the embedding's and the head's)
+    differ by at most one between stages; a layer count pp divides splits evenly."""
+    n, pp = case
+    layers = split(n, pp)
+    slots = [k + (s == 0) + (s == pp - 1) for s, k in enumerate(layers)]
+    assert sum(layers) == n and min(layers) >= 1 and max(slots) - min(slots) <= 1
+    if n % pp == 0:
+        assert layers == [n // pp] * pp
+
+
+def test_uneven_stages_hold_every_parameter_once():
+    cfg = load_bundled("deepseek-v3")  # 61 layers, the first 3 dense
+    layout = Layout(pp=16)
+    held = [sum(t.numel for t in stage_tensors(cfg, layout, s)) for s in range(16)]
+    assert sum(held) == count_params(cfg).total  # untied: no copy of the embedding
+
+
+def test_interleaving_keeps_megatrons_in_flight_chunks():
+    """Megatron-Core's interleaved schedule, uniform chunks: with m > p stage 0 keeps v p + p - 1
+    chunk forwards (Korthikanti et al. 2022, 4.2.3: p (1 + (p - 1) / (p v)) stages' worth), the last
+    stage (v - 1) p + 1; with m = p every forward runs before the first backward."""
+    p, v = 4, 2
+    layout = Layout(pp=p, vpp=v, micro_batches=8)
+    assert held(layout, 0, [1] * v) == [4 + 3, 4]  # chunk 0: p micro-batches and p - 1 of the next group
+    assert sum(held(layout, 0, [1] * v)) == v * p + p - 1
+    assert sum(held(layout, p - 1, [1] * v)) == (v - 1) * p + 1
+    assert held(Layout(pp=p, vpp=v), 2, [1] * v) == [p, p]
+    assert held(Layout(pp=p, micro_batches=8), 1, [5]) == [p - 1]  # plain 1F1B: min(p - s, m)
+
+
+def test_interleaved_bubble_is_the_closed_form():
+    """The bubble is (p - 1) / v slots of the slowest stage, (p - 1) / (v m) of its compute and
+    per-micro-batch communication; each model chunk sends its activations on (v times 1F1B's)."""
+    cfg, hw = load_bundled("llama-2-7b"), load_hardware("h100")
+    p, m = 4, 8
+    run = RunSpec("train", 2048, 1)
+    plain = step(cfg, run.replace(layout=Layout(pp=p, micro_batches=m)), hw)
+    for v in (1, 2, 4):
+        st = step(cfg, run.replace(layout=Layout(pp=p, micro_batches=m, vpp=v)), hw)
+        slot = st.compute_s[st.stage] + st.comm_s[st.stage] / m
+        assert st.bubble_s == (p - 1) / v * slot
+        assert st.bubble_s / (m * slot) == pytest.approx((p - 1) / (v * m), rel=1e-15)
+        assert st.compute_s == plain.compute_s
+        sent = [sum(c.sent for c in collectives(cfg, st.run, s) if c.group == "pp") for s in range(p)]
+        assert sent == [v * sum(c.sent for c in collectives(cfg, plain.run, s) if c.group == "pp")
+                        for s in range(p)]
+
+
+def test_acceptance_405b_over_2048_gpus(run):
+    """Issue 26: 126 layers over PP16 run; interleaving shrinks the bubble to 1/v of it, plus the
+    extra point-to-point sends."""
+    args = ["llama-3.1-405b", "--hardware", "h100", "--tp", "8", "--pp", "16", "--dp", "64", "--seq", "8192",
+            "--global-batch", "2048", "--json"]
+    data = {v: json.loads(run("time", *args, "--vpp", str(v)).stdout) for v in (1, 2, 4)}
+    assert data[1]["layout"]["micro_batches"] == 32
+    assert [data[v]["layout"]["vpp"] for v in (1, 2, 4)] == [1, 2, 4]
+    for v in (2, 4):
+        assert data[v]["parts_s"]["compute"] == data[1]["parts_s"]["compute"]
+        assert data[1]["parts_s"]["bubble"] / v < data[v]["parts_s"]["bubble"] < data[1]["parts_s"]["bubble"]

@@ -44,8 +44,9 @@ def cases(draw, lora: bool = True) -> Case:
         adapters = LoRA(draw(st.integers(1, 4)), targets, draw(st.sampled_from([None, 2.0])))
     run = RunSpec("train", draw(st.integers(1, 24)), draw(st.integers(1, 3)), attention, recompute=recompute,
                   dtype=draw(st.sampled_from(["bf16", "fp16", "fp32"])), lora=adapters)
-    pp = draw(st.sampled_from([p for p in (1, 2, 3, 4) if cfg.n_layers % p == 0]))
-    layout = Layout(pp=pp, dp=draw(st.integers(1, 4)), zero=draw(st.sampled_from([0, 1, 2, 3])))
+    pp = draw(st.integers(1, min(4, cfg.n_layers)))  # uneven stages where pp does not divide the layers
+    vpp = draw(st.sampled_from([v for v in (1, 2) if v == 1 or (pp > 1 and pp * v <= cfg.n_layers)]))
+    layout = Layout(pp=pp, dp=draw(st.integers(1, 4)), zero=draw(st.sampled_from([0, 1, 2, 3])), vpp=vpp)
     return Case(cfg, run, layout)
 
 

@@ -27,7 +27,8 @@ Per micro-batch (``T`` tokens of the micro-batch, ``d`` the model width, compute
   chunks its window reaches), and in backward again with their gradients (twice the
   forward); every other figure is of the ``T/cp`` tokens a GPU holds;
 - pipeline parallel: a stage sends its output, ``T x d`` (``/ tp`` with ``sp``), to the next
-  stage, and in backward the gradient of its input to the previous one;
+  stage, and in backward the gradient of its input to the previous one (each of its ``vpp``
+  model chunks does, interleaved);
 - full recomputation repeats each layer's forward collectives in backward;
 - ZeRO-3 (FSDP2): each layer is a unit; per micro-batch every unit's weights are all-gathered
   for forward and, except the root unit's (the stage's embedding, final norm and LM head, which
@@ -80,7 +81,7 @@ def _tp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collect
     T, b = run.tokens, bytes_per(run.dtype)
     act = T * cfg.d_model * b
     specs = layer_specs(cfg)
-    layers = [specs[i] for i in stages(cfg, layout.pp)[stage]]
+    layers = [specs[i] for i in stages(cfg, layout)[stage]]
     out: list[Collective] = []
 
     def reduce(what: str, payload: int, calls: int) -> None:
@@ -119,7 +120,7 @@ def _tp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collect
 def _ep(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collective]:
     layout = run.layout
     specs = layer_specs(cfg)
-    moe = sum(1 for i in stages(cfg, layout.pp)[stage] if specs[i].ffn == "moe")
+    moe = sum(1 for i in stages(cfg, layout)[stage] if specs[i].ffn == "moe")
     if layout.ep == 1 or not moe:
         return []
     slots = ceil_div(run.tokens, layout.tp) if layout.sp else run.tokens
@@ -140,7 +141,7 @@ def _cp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collect
         w = specs[i].window if specs[i].chunk is None else specs[i].chunk  # a chunk reaches back less than C
         return layout.cp - 1 if w is None else min(layout.cp - 1, ceil_div(w, chunk))
 
-    layers = stages(cfg, layout.pp)[stage]
+    layers = stages(cfg, layout)[stage]
     rounds = (passes + 2 * (run.mode == "train")) * layout.steps  # forward(s); backward's K/V and gradients
     sends = sum(hops(i) for i in layers) * rounds
     kv = sum(hops(i) * Block(cfg, specs[i]).attention.kv_values_per_token for i in layers)
@@ -156,7 +157,7 @@ def _pp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
     sends = int(stage < layout.pp - 1) + int(run.mode == "train" and stage > 0)
     if not sends:  # an inference pass's last stage sends nothing on
         return []
-    calls = sends * layout.steps
+    calls = sends * layout.steps * layout.vpp  # interleaved: each model chunk sends on (Narayanan et al. 2021)
     out = [Collective("pp activations", "send", "pp", 2, calls, calls * act)]
     if run.mode == "train" and cfg.tie_embeddings and stage in (0, layout.pp - 1):
         out.append(Collective("tied embedding gradient", "all-reduce", "pp ends", 2, 1,

@@ -6,7 +6,9 @@ Enumerated (every combination the model allows, :func:`analysis.cluster.sharding
   dividing the heads;
 - ``cp``: divisors of N / tp that split each sequence into chunks of at least
   :data:`MIN_CP_CHUNK` tokens (context parallelism pays off on long sequences only);
-- ``pp``: divisors of N / (tp x cp) dividing the layers; ``dp`` the rest;
+- ``pp``: divisors of N / (tp x cp) up to the layer count (stages split the layers as
+  :func:`analysis.cluster.pipeline.split` does, unevenly where ``pp`` does not divide them), plain
+  1F1B (no interleaving: ``llmcalc time --vpp`` prices it for a chosen layout); ``dp`` the rest;
 - ``ep`` (MoE): divisors of dp dividing the experts;
 - ZeRO 0 to 3; with pipelining 0 and 1 only (as DeepSpeed: ZeRO-2 and -3 shard what every
   micro-batch of a pipeline needs again);
@@ -63,7 +65,7 @@ def layouts(cfg: ModelConfig, gpus: int, per_node: int | None, seq: int) -> list
             if cp > 1 and (seq % cp or seq // cp < MIN_CP_CHUNK):
                 continue
             for pp in divisors(gpus // (tp * cp)):
-                if cfg.n_layers % pp:
+                if pp > cfg.n_layers:  # uneven stages are fine (analysis.cluster.pipeline); empty ones are not
                     continue
                 dp = gpus // (tp * cp * pp)
                 moe = cfg.moe

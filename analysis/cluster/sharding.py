@@ -14,11 +14,13 @@ A :class:`Layout` splits a model over ``tp * pp * dp`` GPUs:
   router). With ``sp`` (Megatron sequence parallelism) those activations are split over ``tp``
   too. Widths that ``tp`` does not divide go as ``torch.chunk`` splits them: the first ranks
   get ``ceil(n/tp)``, and the figures are those of rank 0, the largest;
-- pipeline parallel, ``pp``: stage ``s`` holds layers ``s*L/pp .. (s+1)*L/pp - 1`` of the layer
-  plan; the embedding is on the first stage, the final norm and LM head on the last (a tied
-  head keeps its own copy of the embedding there when ``pp > 1``, as Megatron does). Under 1F1B
-  stage ``s`` keeps the activations of ``min(pp - s, m)`` micro-batches (``m`` micro-batches per
-  step, at least ``pp`` by default);
+- pipeline parallel, ``pp``: stage ``s`` holds consecutive layers of the layer plan, ``L/pp`` of
+  them when ``pp`` divides ``L`` (else :func:`analysis.cluster.pipeline.split`), or ``vpp`` model
+  chunks of them (interleaved 1F1B: :mod:`analysis.cluster.pipeline`); the embedding is on the
+  first stage, the final norm and LM head on the last (a tied head keeps its own copy of the
+  embedding there when ``pp > 1``, as Megatron does). Under 1F1B stage ``s`` keeps the
+  activations of ``min(pp - s, m)`` micro-batches (``m`` micro-batches per step, ``pp`` by
+  default), under interleaving as :func:`analysis.cluster.pipeline.held` counts them;
 - data parallel, ``dp``: every GPU runs ``batch`` sequences (the micro-batch). ZeRO stage 1
   shards the optimizer state (fp32 master weights and moments) over ``dp``, stage 2 also the
   gradients, stage 3 (FSDP full sharding) also the weights; a tensor is split on its first
@@ -53,6 +55,7 @@ from ..model.parts import Norm
 from ..model.sizes import ceil_div
 from ..model.variants import POSITIONS
 from ..spec import Layout, RunSpec
+from .pipeline import chunks, held
 
 
 def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
@@ -65,7 +68,10 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
         (cfg.n_heads % tp == 0, "layout.tp", f"{tp} must divide the {cfg.n_heads} attention heads of {name}"),
         (cfg.attention == "mla" or g % tp == 0 or tp % g == 0, "layout.tp",
          f"{tp} and the {g} KV heads of {name} must divide one another"),
-        (cfg.n_layers % layout.pp == 0, "layout.pp", f"{layout.pp} must divide the {cfg.n_layers} layers of {name}"),
+        (layout.pp <= cfg.n_layers, "layout.pp", f"{layout.pp} must be at most the {cfg.n_layers} layers of {name}"),
+        (layout.pp * layout.vpp <= cfg.n_layers, "layout.vpp",
+         f"{layout.vpp}: {layout.pp} x {layout.vpp} virtual stages need a layer each, and {name} has "
+         f"{cfg.n_layers}"),
         (layout.ep == 1 or cfg.moe is not None, "layout.ep", f"{layout.ep} needs a mixture-of-experts model, "
                                                              f"and {name} has no experts"),
         (experts == 0 or experts % layout.ep == 0, "layout.ep", f"{layout.ep} must divide the {experts} experts "
@@ -113,10 +119,9 @@ def tp_local(cfg: ModelConfig, tp: int) -> ModelConfig:
                                vocab_size=ceil_div(cfg.vocab_size, tp), moe=moe)
 
 
-def stages(cfg: ModelConfig, pp: int) -> list[range]:
-    """Layer indices of each pipeline stage."""
-    per = cfg.n_layers // pp
-    return [range(s * per, (s + 1) * per) for s in range(pp)]
+def stages(cfg: ModelConfig, layout: Layout) -> list[list[int]]:
+    """Layer indices of each pipeline stage (all its model chunks)."""
+    return [[i for chunk in stage for i in chunk] for stage in chunks(cfg.n_layers, layout)]
 
 
 # Activations saved outside the TP region (on the residual stream), by component: replicated over
@@ -180,11 +185,11 @@ def stage_units(cfg: ModelConfig, layout: Layout, stage: int) -> tuple[tuple[Ten
     groups), before ZeRO, by FSDP unit: first the stage's tensors outside its layers (embedding,
     positions, final norm, LM head: the root unit, possibly empty), then one unit per layer
     (layers of one spec share one tuple)."""
-    return _units(cfg, layout.tp, layout.pp, layout.ep, stage)
+    return _units(cfg, layout.tp, layout.pp, layout.ep, stage, layout.vpp)
 
 
 @functools.lru_cache(maxsize=256)
-def _units(cfg: ModelConfig, tp: int, pp: int, ep: int, stage: int) -> tuple[tuple[Tensor, ...], ...]:
+def _units(cfg: ModelConfig, tp: int, pp: int, ep: int, stage: int, vpp: int) -> tuple[tuple[Tensor, ...], ...]:
     model = build(tp_local(cfg, tp))
     specs = layer_specs(model.cfg)
     root = []
@@ -201,7 +206,7 @@ def _units(cfg: ModelConfig, tp: int, pp: int, ep: int, stage: int) -> tuple[tup
         if head.bias:
             root.append(Tensor(head.key, (head.d_out,)))
     per_spec = {group.spec: tuple(_layer_tensors(block, ep)) for group, block in model.blocks}
-    return (tuple(root), *(per_spec[specs[i]] for i in stages(cfg, pp)[stage]))
+    return (tuple(root), *(per_spec[specs[i]] for i in stages(cfg, Layout(pp=pp, vpp=vpp))[stage]))
 
 
 def stage_tensors(cfg: ModelConfig, layout: Layout, stage: int) -> list[Tensor]:
@@ -248,9 +253,14 @@ def gpu_state(cfg: ModelConfig, layout: Layout, stage: int) -> GpuState:
                     sharded if layout.zero >= 1 else full)
 
 
-def in_stage(cfg: ModelConfig, pp: int, stage: int) -> list[tuple[int, int]]:
+def in_stage(cfg: ModelConfig, layout: Layout, stage: int) -> list[tuple[int, int]]:
     """(group index in the layer plan, layers of that group in ``stage``)."""
-    layers = set(stages(cfg, pp)[stage])
+    return in_layers(cfg, stages(cfg, layout)[stage])
+
+
+def in_layers(cfg: ModelConfig, indices: Sequence[int]) -> list[tuple[int, int]]:
+    """(group index in the layer plan, layers of that group among ``indices``)."""
+    layers = set(indices)
     return [(i, sum(1 for j in g.layers if j in layers)) for i, g in enumerate(layer_plan(cfg))]
 
 
@@ -272,20 +282,24 @@ def stage_activations(cfg: ModelConfig, run: RunSpec) -> list[dict[str, int]]:
             n = ceil_div(n, layout.ep)
         return ceil_div(n, layout.tp) if layout.sp and on_residual_stream(key) else n
 
-    def on_stage(key: str, stage: int) -> bool:
+    def on_chunk(key: str, stage: int, chunk: int) -> bool:
         if key.startswith("embedding/"):
-            return stage == 0
-        if key in ("attention", "attention/sdpa", "layer"):
+            return stage == chunk == 0
+        if key in ("attention", "attention/sdpa", "layer"):  # each chunk's forward saves its own
             return True
-        return stage == layout.pp - 1  # final norm, LM head, soft-capping, loss
+        return stage == layout.pp - 1 and chunk == layout.vpp - 1  # final norm, LM head, soft-capping, loss
 
     out = []
-    for stage in range(layout.pp):
+    for stage, model_chunks in enumerate(chunks(cfg.n_layers, layout)):
+        per_chunk = []  # (key, bytes) one micro-batch saves in each model chunk
+        for j, chunk in enumerate(model_chunks):
+            layers = [(key, n * count) for i, count in in_layers(local, chunk) for key, n in acts.groups[i][1].items()]
+            per_chunk.append([(key, split(key, n)) for key, n in
+                              layers + [(k, n) for k, n in once.items() if on_chunk(k, stage, j)]])
         saved: dict[str, int] = {}
-        layers = [(key, n * count) for i, count in in_stage(local, layout.pp, stage)
-                  for key, n in acts.groups[i][1].items()]
-        for key, n in layers + [(k, n) for k, n in once.items() if on_stage(k, stage)]:
-            saved[key] = saved.get(key, 0) + split(key, n) * layout.in_flight(stage)
+        for kept, chunk_saves in zip(held(layout, stage, [sum(n for _, n in c) for c in per_chunk]), per_chunk):
+            for key, n in chunk_saves:
+                saved[key] = saved.get(key, 0) + n * kept
         out.append({k: v for k, v in saved.items() if v})
     return out
 
@@ -294,5 +308,5 @@ def stage_kv_bytes(cfg: ModelConfig, run: RunSpec) -> list[int]:
     """KV cache one GPU of each stage holds: its layers, its KV heads (or MLA's replicated latent)."""
     local = tp_local(cfg, run.layout.tp)
     cache = kv_cache(local, cp_local(run).replace(layout=Layout()))
-    return [sum(cache.groups[i].bytes * count for i, count in in_stage(local, run.layout.pp, stage))
+    return [sum(cache.groups[i].bytes * count for i, count in in_stage(local, run.layout, stage))
             for stage in range(run.layout.pp)]

@@ -9,7 +9,8 @@
   up: its ``1/dp`` shard);
 - pipeline (1F1B): ``m`` micro-batches through ``p`` stages take ``m + p - 1`` slots of the
   slowest stage (its compute plus its per-micro-batch communication); the bubble is the
-  ``p - 1`` idle slots, ``(p - 1) / (m + p - 1)`` of the pipelined time. An inference pass is
+  ``p - 1`` idle slots, ``(p - 1) / (m + p - 1)`` of the pipelined time; interleaved over ``v``
+  model chunks a stage, ``(p - 1) / v`` idle slots (Narayanan et al. 2021). An inference pass is
   one micro-batch unless ``micro_batches`` says otherwise;
 - context parallelism: a GPU runs the ``S/cp`` tokens it holds, and ``1/cp`` of the whole
   sequence's attention core (scores, softmax, values: causal load balancing, as Megatron's CP
@@ -58,14 +59,19 @@ class Step(NamedTuple):
         return self.compute_s[stage] + self.comm_s[stage] / self.micro_batches
 
     @property
+    def idle_slots(self) -> float:
+        """Slots of the slowest stage the pipeline idles: ``p - 1``, ``(p - 1) / v`` interleaved."""
+        return (self.run.layout.pp - 1) / self.run.layout.vpp
+
+    @property
     def bubble_s(self) -> float:
-        return (self.run.layout.pp - 1) * self.slot_s(self.stage)
+        return self.idle_slots * self.slot_s(self.stage)
 
     @property
     def bubble(self) -> float:
-        """The bubble's share of the pipelined time, (p - 1) / (m + p - 1)."""
-        p = self.run.layout.pp
-        return (p - 1) / (self.micro_batches + p - 1)
+        """The bubble's share of the pipelined time, (p - 1) / (m + p - 1); interleaved,
+        ((p - 1) / v) / (m + (p - 1) / v)."""
+        return self.idle_slots / (self.micro_batches + self.idle_slots)
 
     @property
     def communication_s(self) -> float:
@@ -141,7 +147,7 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
     total_params = count_params(local).total
     compute, comm, drain, opt, stage_collectives, stage_parts = [], [], [], [], [], []
     for s in range(layout.pp):
-        share = sum(work[i] * n for i, n in in_stage(local, layout.pp, s)) / whole
+        share = sum(work[i] * n for i, n in in_stage(local, layout, s)) / whole
         ends = (FIRST_STAGE if s == 0 else ()) + (LAST_STAGE if s == layout.pp - 1 else ())
         mine = {k: c if k in ends else _scaled(c, share) for k, c in parts.items()
                 if k in ends or k not in FIRST_STAGE + LAST_STAGE}
