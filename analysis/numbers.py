@@ -25,7 +25,7 @@ BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
 COUNT_SUFFIX = {"": 1, "k": 2**10, "K": 2**10, "M": 2**20}
 
 _NUMBER = r"\s*([0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?\s*"
-_QUANTITY = re.compile(_NUMBER + r"([A-Za-z]*)(/s)?\s*")
+_QUANTITY = _NUMBER + r"([A-Za-z]*)(/s)?\s*"  # compiled at the first number read (re caches it)
 _FLOP_UNITS = ("FLOP/s", "FLOPS", "OP/s", "OPS")
 
 
@@ -53,7 +53,7 @@ def _whole(numerator: int, denominator: int, what: str) -> int:
 
 
 def _split(text: str, example: str) -> tuple[int, int, str, bool]:
-    m = _QUANTITY.fullmatch(text) if len(text) <= 4 * MAX_MANTISSA else None
+    m = re.fullmatch(_QUANTITY, text) if len(text) <= 4 * MAX_MANTISSA else None
     if m is None:
         raise NumberError(f"expects a number with its unit, such as {example}")
     numerator, denominator = _exact(m.group(1), m.group(2))
