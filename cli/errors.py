@@ -38,7 +38,8 @@ FLAGS = {"mode": "--mode", "seq": "--seq", "batch": "--batch", "attention": "--a
          "layout.vpp": "--vpp",
          "layout.zero": "--zero", "layout.sp": "--sp", "global_batch": "--global-batch", "gpus": "--gpus",
          "lora": "--lora-rank", "lora.rank": "--lora-rank", "lora.alpha": "--lora-alpha",
-         "lora.targets": "--lora-targets", "efficiency.mfu": "--mfu", "efficiency.bandwidth": "--bandwidth-efficiency",
+         "lora.targets": "--lora-targets", "efficiency.compute": "--compute-efficiency",
+         "efficiency.bandwidth": "--bandwidth-efficiency",
          "new": "--new"}
 FLAGS.update({"images": "--images", "image_size": "--image-size"})
 

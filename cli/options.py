@@ -211,8 +211,13 @@ Exact = Annotated[bool, typer.Option("--exact", help="Exact integers instead of 
 Budget = Annotated[Optional[int], typer.Option(
     "--budget", parser=size, metavar="SIZE", help="One GPU's memory, with its unit: 80GiB (2^30 bytes), 80GB (10^9), "
     "512MiB. Reports the largest batch that fits.")]
-Mfu = Annotated[Optional[float], typer.Option("--mfu", parser=fraction, metavar="FRACTION", help="Fraction of peak "
-                                              "FLOP/s reached (default 1: the ideal roofline), e.g. 0.45.")]
+ComputeEfficiency = Annotated[Optional[float], typer.Option(
+    "--compute-efficiency", "--mfu", parser=fraction, metavar="FRACTION",
+    help="Override: every kernel at this fraction of peak FLOP/s instead of the calibrated ones (the ideal stays at "
+         "peak), e.g. 0.45. --mfu is its old name; MFU is a result.")]
+BandwidthEfficiency = Annotated[Optional[float], typer.Option(
+    "--bandwidth-efficiency", parser=fraction, metavar="FRACTION",
+    help="Override: every kernel at this fraction of the memory bandwidth instead of the calibrated ones, e.g. 0.8.")]
 
 
 def output_format(fmt: str, json_out: bool) -> str:

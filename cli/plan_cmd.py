@@ -1,4 +1,4 @@
-"""`llmcalc plan`: the layouts of a training run on N GPUs, ranked by estimated step time."""
+"""`llmcalc plan`: the layouts of a training run on N GPUs, ranked by expected step time."""
 
 import dataclasses
 from typing import Annotated, Optional
@@ -6,11 +6,22 @@ from typing import Annotated, Optional
 import typer
 
 from ..analysis.cluster.search import candidates
+from ..analysis.perf.calibration import Efficiency
 from ..analysis.perf.hardware import load_hardware
-from ..analysis.perf.roofline import Efficiency
 from .common import load_models
 from .format import count, iec, rate, seconds
-from .options import WORKLOAD, Dtype, Format, Json, Mfu, Model, hardware_option, output_format, whole
+from .options import (
+    WORKLOAD,
+    BandwidthEfficiency,
+    ComputeEfficiency,
+    Dtype,
+    Format,
+    Json,
+    Model,
+    hardware_option,
+    output_format,
+    whole,
+)
 from .report import Col, Report, Table, emit, pick, text_col
 
 
@@ -21,7 +32,9 @@ def _record(c) -> dict:
     if s is not None:
         rec.update(step_s=s.time_s, **{f"{k}_s": v for k, v in s.parts_s.items()}, bubble=s.bubble,
                    sent_bytes=s.sent, tokens_per_s=s.tokens_per_s, mfu=c.mfu,
-                   collectives=[{**k._asdict(), "sent": k.sent} for k in s.collectives])
+                   collectives=[{**k._asdict(), "sent": k.sent} for k in s.collectives],
+                   expected={"step_s": s.expected.time_s, "parts_s": s.expected.parts_s,
+                             "tokens_per_s": s.expected_tokens_per_s})
     return rec
 
 
@@ -36,18 +49,20 @@ def plan(
                                                help="Tokens per sequence. Default: the model's context "
                                                     "length.")] = None,
     dtype: Dtype = None,
-    mfu: Mfu = None,
+    compute_efficiency: ComputeEfficiency = None,
+    bandwidth_efficiency: BandwidthEfficiency = None,
     top: Annotated[int, typer.Option("--top", parser=whole, metavar="N", help="Layouts shown in the table (--json "
                                      "and csv list them all).")] = 10,
     fmt: Format = "table",
     json_out: Json = False,
 ) -> None:
-    """How to split a training run over --gpus GPUs, the layouts that fit ranked by step time.
+    """How to split a training run over --gpus GPUs, the layouts that fit ranked by expected step time.
 
     Every valid tensor-, pipeline-, data- and expert- and context-parallel layout with ZeRO stage,
     sequence parallelism, recomputation and micro-batch size; those that fit in the GPU's memory ranked
-    by estimated step time (compute roofline, pipeline bubble, communication over NVLink or InfiniBand,
-    no overlap), with per-GPU memory, bytes sent per GPU and MFU.
+    by expected step time (calibrated compute, pipeline bubble, communication over NVLink or InfiniBand
+    with its latency, data-parallel communication overlapped with compute), beside the ideal bound,
+    with per-GPU memory, bytes sent per GPU and the expected MFU.
 
     Examples:
       llmcalc plan llama-3.1-70b --gpus 64 --hardware h100
@@ -56,14 +71,17 @@ def plan(
         --seq 4096 --global-batch 256 --json
     """
     fmt = output_format(fmt, json_out)
-    eff = Efficiency(mfu or 1.0)
+    eff = Efficiency(compute_efficiency, bandwidth_efficiency)
     (cfg,) = load_models([model])
     hw = load_hardware(hardware_spec)
     seq_value = seq or cfg.context_length
     found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff)
     fitting = [c for c in found if c.fits]
     data = {"model": cfg.name, "hardware": hw.name, "gpus": gpus, "seq_len": seq_value, "global_batch": global_batch,
-            "efficiency": {"mfu": eff.mfu}, "layouts": [_record(c) for c in found]}
+            "efficiency": {"mfu": 1.0},  # the ideal's
+            "expected": {"efficiency": {"compute": eff.compute, "bandwidth": eff.bandwidth},
+                         "calibration": hw.calibration.source or None},
+            "layouts": [_record(c) for c in found]}
     rows = []
     for rank, c in enumerate(fitting[:top], 1):
         layout, s = c.run.layout, c.step
@@ -71,17 +89,19 @@ def plan(
                      str(layout.zero), "yes" if layout.sp else "-",
                      "-" if c.run.recompute == "none" else c.run.recompute,
                      f"{count(c.run.batch)} x {count(layout.steps)}", iec(c.memory.total), iec(s.sent),
-                     seconds(s.time_s), f"{100 * s.bubble:.1f}%", f"{s.tokens_per_s:,.0f}", f"{100 * c.mfu:.1f}%"))
+                     seconds(s.expected.time_s), seconds(s.time_s), f"{100 * s.bubble:.1f}%",
+                     f"{s.expected_tokens_per_s:,.0f}", f"{100 * c.mfu:.1f}%"))
     title = (f"{cfg.name} on {gpus:,} x {hw.name}: seq {count(seq_value)}, global batch {count(global_batch)}, "
              f"{len(fitting):,} of {len(found):,} layouts fit")
     table = Table([Col("#", key=True), *map(Col, ("tp", "cp", "pp", "dp", "ep", "zero")), text_col("sp"),
                    text_col("recompute"), Col("micro-batches"), Col("memory/GPU"), Col("sent/GPU"), Col("step"),
-                   Col("bubble"), Col("tokens/s"), Col("MFU")], [rows], title)
+                   Col("ideal"), Col("bubble"), Col("tokens/s"), Col("MFU")], [rows], title)
     notes = ["micro-batches: sequences per micro-batch x micro-batches per step; memory: the peak GPU's; "
              "sent/GPU: bytes one GPU sends per step (ring collectives, pipeline sends)",
-             f"step: roofline compute at {eff.mfu:g} of peak FLOP/s (--mfu), the 1F1B bubble, communication over "
-             f"{rate(hw.intra_node)} within a node of {hw.gpus_per_node or gpus} and "
-             f"{rate(hw.inter_node)} across nodes, not overlapped (README \"Parallelism\")"]
+             f"step: expected (calibrated compute, the 1F1B bubble, exposed communication over "
+             f"{rate(hw.intra_node)} within a node of {hw.gpus_per_node or gpus} and {rate(hw.inter_node)} across "
+             "nodes: docs \"Hardware\", Calibration), the ranking; ideal: at the peaks, no overlap, a bound; "
+             "tokens/s and MFU expected"]
     if not found:
         notes.insert(0, f"no valid layout of {gpus:,} GPUs for {cfg.name}: the heads, layers or global batch do "
                         "not divide (README \"llmcalc plan\")")
@@ -91,5 +111,6 @@ def plan(
     csv = [{**pick(data, "model", "hardware", "gpus", "seq_len", "global_batch"),
             **{f"layout.{k}": v for k, v in r["layout"].items()},
             **pick(r, "micro_batch", "recompute", "memory", "fits", "step_s", "bubble", "communication_s",
-                   "sent_bytes", "tokens_per_s", "mfu")} for r in data["layouts"]]
+                   "sent_bytes", "tokens_per_s", "mfu"), "expected_step_s": r.get("expected", {}).get("step_s")}
+           for r in data["layouts"]]
     emit(Report(data, csv, [table, *notes]), fmt)

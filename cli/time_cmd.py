@@ -1,5 +1,5 @@
-"""`llmcalc time`: how long a pass takes on an accelerator, component by component (roofline);
-`llmcalc hardware`: the bundled accelerators."""
+"""`llmcalc time`: how long a pass takes on an accelerator, component by component: expected
+(calibrated) and ideal (the roofline at peak, a bound); `llmcalc hardware`: the bundled accelerators."""
 
 import dataclasses
 from typing import TYPE_CHECKING, Annotated, Literal, Optional
@@ -7,18 +7,20 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional
 import typer
 
 from ..analysis.model.config import ModelConfig
+from ..analysis.perf.calibration import Efficiency
 from ..analysis.perf.hardware import PEAK_DTYPES, Hardware, bundled_hardware, load_hardware
-from ..analysis.perf.roofline import Efficiency, Roofline, generate, prefill, roofline, utilization
+from ..analysis.perf.roofline import Roofline, generate, prefill, roofline, utilization
 from ..analysis.spec import MODES, Layout, RunSpec
 from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, workloads
 from .errors import UsageError
 from .format import count, iec, rate, seconds, si
 from .options import (
-    LAYOUT,
     ONE,
     WORKLOAD,
     Attention,
+    BandwidthEfficiency,
     Chunk,
+    ComputeEfficiency,
     Counts,
     Cp,
     Dp,
@@ -26,6 +28,7 @@ from .options import (
     Ep,
     Format,
     GlobalBatch,
+    Gpus,
     Images,
     ImageSize,
     Json,
@@ -33,7 +36,6 @@ from .options import (
     LoraAlpha,
     LoraRank,
     LoraTargets,
-    Mfu,
     MicroBatches,
     Models,
     Pp,
@@ -45,7 +47,6 @@ from .options import (
     Zero,
     amount,
     applicable,
-    fraction,
     hardware_option,
     output_format,
     seqs_option,
@@ -89,35 +90,49 @@ def hardware_json(h: Hardware) -> dict:
 
 
 def _components(r: Roofline) -> dict:
+    """Each component: the ideal's keys, and the expected time beside them."""
     return {k: {"flops": c.flops, "matmul_flops": c.matmul_flops, "elementwise_flops": c.elementwise_flops,
                 "bytes": c.bytes, "intensity": c.intensity, "compute_s": c.compute_s,
-                "memory_s": c.memory_s, "time_s": c.time_s, "bound": c.bound} for k, c in r.components.items()}
+                "memory_s": c.memory_s, "time_s": c.time_s, "bound": c.bound, "expected_s": c.expected_s,
+                "expected_compute_s": c.expected_compute_s, "expected_memory_s": c.expected_memory_s,
+                "latency_s": c.latency_s, "expected_bound": c.expected_bound} for k, c in r.components.items()}
 
 
-def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff) -> dict:
+IDEAL_EFFICIENCY = {"mfu": 1.0, "bandwidth": 1.0}  # the ideal's, as the JSON has always said: the peaks
+
+
+def _expected_head(hw: Hardware, eff: Efficiency) -> dict:
+    """What the expected figures assume: the hardware's calibration or the overrides."""
+    return {"efficiency": {"compute": eff.compute, "bandwidth": eff.bandwidth},
+            "calibration": hw.calibration.source or None}
+
+
+def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff: Efficiency) -> dict:
     run = r.run
     return {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
             "attention": run.attention, "dtype": run.dtype, "weights_dtype": run.weights_dtype,
             "kv_dtype": run.kv_dtype, "chunk": run.chunk, "recompute": run.recompute,
-            "efficiency": {"mfu": eff.mfu, "bandwidth": eff.bandwidth},
+            "efficiency": IDEAL_EFFICIENCY,
             "time_s": r.time_s, "flops": r.flops, "bytes": r.bytes, "bound": r.bound, "components": _components(r),
+            "expected": {**_expected_head(hw, eff), "time_s": r.expected_s, "bound": r.expected_bound},
             **({"lora": lora_record(cfg, run.lora)} if run.lora else {})}
 
 
 def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report:
-    total = r.time_s
+    total = r.expected_s
     rows = [(key, si(c.flops, "FLOP"), iec(c.bytes), "-" if c.intensity is None else f"{c.intensity:,.1f}",
-             seconds(c.time_s), c.bound, f"{100 * c.time_s / total:.1f}%" if total else "-")
-            for key, c in sorted(r.components.items(), key=lambda kc: -kc[1].time_s)]
+             seconds(c.expected_s), c.expected_bound, f"{100 * c.expected_s / total:.1f}%" if total else "-",
+             seconds(c.time_s), c.bound)
+            for key, c in sorted(r.components.items(), key=lambda kc: -kc[1].expected_s)]
     run = r.run
     what = (f"prefill of {count(run.seq)} tokens (time to first token)" if rec["mode"] == "generate"
             else f"{rec['mode']}, seq {count(run.seq)}")
     title = (f"{cfg.name} on {hw.name}: {what}, batch {count(run.batch)}, {run.dtype}, {run.attention} attention"
              + (f", chunks of {count(run.chunk)}" if run.chunk else "") + lora_tag(rec.get("lora")))
-    table = Table([text_col("component", key=True), Col("FLOPs"), Col("bytes"), Col("FLOP/B"), Col("time"),
-                   text_col("bound"), Col("share")], [rows], title,
+    table = Table([text_col("component", key=True), Col("FLOPs"), Col("bytes"), Col("FLOP/B"), Col("expected"),
+                   text_col("bound"), Col("share"), Col("ideal"), text_col("ideal bound")], [rows], title,
                   footer=["total", si(r.flops, "FLOP"), iec(r.bytes), f"{r.intensity:,.1f}",
-                          seconds(total), r.bound, "100.0%"])
+                          seconds(total), r.expected_bound, "100.0%", seconds(r.time_s), r.bound])
     blocks: list = [table, *_notes(hw, rec)]
     csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch"), "component": k,
             **{f: v for f, v in c.items() if f != "intensity"}} for k, c in rec["components"].items()]
@@ -125,32 +140,50 @@ def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report
 
 
 def _notes(hw: Hardware, rec: dict) -> list[str]:
-    eff = rec["efficiency"]
-    lines = [f"roofline per component: max(FLOPs / peak, bytes / bandwidth) on {hw.description}: "
-             f"{si(hw.peak(rec['dtype']), 'FLOP/s')} {rec['dtype']} dense, {si(hw.memory_bandwidth, 'B/s')}; "
-             f"efficiency {eff['mfu']:g} of peak FLOP/s, {eff['bandwidth']:g} of bandwidth"]
+    eff, exp = rec["expected"]["efficiency"], rec["expected"]
+    overrides = [f"{v:g} of {what}" for v, what in ((eff["compute"], "peak FLOP/s"), (eff["bandwidth"], "bandwidth"))
+                 if v is not None]
+    how = (f"every kernel at {' and '.join(overrides)} (overrides), the rest calibrated" if overrides
+           else "calibrated efficiencies (docs: Hardware, Calibration)" if exp["calibration"]
+           else "no calibration in this hardware file: expected = ideal")
+    lines = [f"expected: {how}; ideal: the roofline per component, max(FLOPs / peak, bytes / bandwidth) on "
+             f"{hw.description}: {si(hw.peak(rec['dtype']), 'FLOP/s')} {rec['dtype']} dense, "
+             f"{si(hw.memory_bandwidth, 'B/s')}, a bound no run beats"]
     if rec["mode"] == "generate":
-        lines += [f"time to first token: {seconds(rec['ttft_s'])}; time per output token: {seconds(rec['tpot_s'])} "
-                  f"(mean of {count(rec['new'] - 1)} decode steps)",
-                  f"{count(rec['new'])} new tokens x batch {count(rec['batch'])}: {seconds(rec['total_s'])}, "
-                  f"{rec['tokens_per_s']:,.1f} tokens/s",
-                  f"without a KV cache (each step recomputes the prefix): {seconds(rec['no_cache_total_s'])}, "
-                  f"{rec['no_cache_total_s'] / rec['total_s']:,.1f}x longer"]
+        lines += [f"time to first token: {seconds(exp['ttft_s'])} (ideal {seconds(rec['ttft_s'])}); time per output "
+                  f"token: {seconds(exp['tpot_s'])} (ideal {seconds(rec['tpot_s'])}, mean of {count(rec['new'] - 1)} "
+                  "decode steps)",
+                  f"{count(rec['new'])} new tokens x batch {count(rec['batch'])}: {seconds(exp['total_s'])}, "
+                  f"{exp['tokens_per_s']:,.1f} tokens/s (ideal {seconds(rec['total_s'])}, {rec['tokens_per_s']:,.1f})",
+                  f"without a KV cache (each step recomputes the prefix): {seconds(exp['no_cache_total_s'])}, "
+                  f"{exp['no_cache_total_s'] / exp['total_s']:,.1f}x longer"]
     util = rec.get("utilization")
     if util:
-        how = "measured" if util["measured"] else "estimated by the roofline"
-        lines.append(f"{util['tokens_per_s']:,.0f} tokens/s ({how}) on {util['gpus']} GPU(s): MFU {util['mfu']:.1%} "
-                     f"(llmcalc's {si(round(util['model_flops_per_token']), 'FLOP')}/token), HFU {util['hfu']:.1%}; "
-                     f"6N gives {util['mfu_6n']:.1%}, PaLM's 6N + 12LHQT {util['mfu_palm']:.1%}")
+        if util["measured"]:
+            lines.append(f"{util['tokens_per_s']:,.0f} tokens/s (measured) on {util['gpus']} GPU(s): MFU "
+                         f"{util['mfu']:.1%} (llmcalc's {si(round(util['model_flops_per_token']), 'FLOP')}/token), "
+                         f"HFU {util['hfu']:.1%}; 6N gives {util['mfu_6n']:.1%}, PaLM's 6N + 12LHQT "
+                         f"{util['mfu_palm']:.1%}")
+        else:
+            lines.append(f"{exp['tokens_per_s']:,.0f} tokens/s expected on {util['gpus']} GPU(s): MFU {exp['mfu']:.1%} "
+                         f"(llmcalc's {si(round(util['model_flops_per_token']), 'FLOP')}/token); at the ideal's "
+                         f"{util['tokens_per_s']:,.0f} tokens/s: MFU {util['mfu']:.1%}, HFU {util['hfu']:.1%}")
     run = rec.get("training_run")
     if run:
-        lines.append(f"{si(run['tokens'])} tokens on {run['gpus']} GPU(s): {seconds(run['time_s'])}, "
-                     f"{run['gpu_hours']:,.0f} GPU-hours")
+        lines.append(f"{si(run['tokens'])} tokens on {run['gpus']} GPU(s): {seconds(exp['run_time_s'])} expected, "
+                     f"{exp['gpu_hours']:,.0f} GPU-hours (ideal {seconds(run['time_s'])}, "
+                     f"{run['gpu_hours']:,.0f})")
     return lines
 
 
-def _utilization(u, measured: bool, run_tokens: Optional[float]) -> dict:
-    """The JSON of a training run's MFU and HFU, and of a whole run of ``run_tokens``."""
+def _utilization(u, measured: bool, run_tokens: Optional[float], expected: dict,
+                 expected_tokens_per_s: float) -> dict:
+    """The JSON of a training run's MFU and HFU, and of a whole run of ``run_tokens``; the expected
+    throughput's (unless measured) into ``expected``."""
+    tokens_per_s = u.tokens_per_s if measured else expected_tokens_per_s
+    expected.update(tokens_per_s=tokens_per_s, mfu=u._replace(tokens_per_s=tokens_per_s).mfu)
+    if run_tokens is not None:
+        expected.update(run_time_s=run_tokens / tokens_per_s, gpu_hours=run_tokens / tokens_per_s * u.gpus / 3600)
     out = {"utilization": {"tokens_per_s": u.tokens_per_s, "measured": measured, "gpus": u.gpus, "mfu": u.mfu,
                            "hfu": u.hfu, "mfu_6n": u.of(u.six_n_per_token), "mfu_palm": u.of(u.palm_per_token),
                            "model_flops_per_token": u.model_flops_per_token,
@@ -164,14 +197,15 @@ def _utilization(u, measured: bool, run_tokens: Optional[float]) -> dict:
 STEP_PARTS = ("compute", "bubble", "communication", "optimizer")
 
 
-def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff, u, measured: bool,
+def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff: Efficiency, u, measured: bool,
               run_tokens: Optional[float]) -> dict:
     from ..analysis.cluster.step import link
 
-    run, parts, compute = st.run, st.parts_s, st.compute
+    run, parts, compute, exp = st.run, st.parts_s, st.compute, st.expected
+    expected_parts = exp.parts_s
     rec = {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
            "attention": run.attention, "dtype": run.dtype, "recompute": run.recompute,
-           "efficiency": {"mfu": eff.mfu, "bandwidth": eff.bandwidth}, "gpus": run.layout.gpus,
+           "efficiency": IDEAL_EFFICIENCY, "gpus": run.layout.gpus,
            "layout": {**dataclasses.asdict(run.layout), "micro_batches": st.micro_batches}, "stage": st.stage,
            "time_s": st.time_s,
            # the slowest stage's compute over the step, as one GPU's roofline (DESIGN.md section 8 keys)
@@ -180,52 +214,61 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff, u, mea
            "parts_s": parts, "largest": max(parts, key=lambda k: parts[k]), "bubble": st.bubble,
            "micro_batch_s": list(st.compute_s), "tokens": st.tokens, "tokens_per_s": st.tokens_per_s,
            "sent_bytes": st.sent,
-           "collectives": [{**c._asdict(), "sent": c.sent, "time_s": c.sent / link(hw, run.layout, c.group)}
-                           for c in st.collectives]}
+           "collectives": [{**c._asdict(), "sent": c.sent, "time_s": c.sent / link(hw, run.layout, c.group).rate,
+                            "expected_s": t} for c, t in zip(st.collectives, exp.collectives_s)],
+           "expected": {**_expected_head(hw, eff), "time_s": exp.time_s, "parts_s": expected_parts,
+                        "largest": max(expected_parts, key=lambda k: expected_parts[k]), "stage": exp.stage,
+                        "micro_batch_s": list(exp.compute_s), "tokens_per_s": st.expected_tokens_per_s}}
     if u is not None:
-        rec.update(_utilization(u, measured, run_tokens))
+        rec.update(_utilization(u, measured, run_tokens, rec["expected"], st.expected_tokens_per_s))
     return rec
 
 
 def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Report:
-    run, total = st.run, rec["time_s"]
+    run, exp = st.run, rec["expected"]
+    total = exp["time_s"]
     what = "step" if rec["mode"] == "train" else "pass"
     title = (f"{cfg.name} on {rec['gpus']:,} x {hw.name}: {rec['mode']} {what}, {run.layout.describe()}, seq "
              f"{count(run.seq)}, micro-batch {count(run.batch)} x {count(st.micro_batches)}, {run.dtype}")
-    parts = Table([text_col("part", key=True), Col("time"), Col("share")],
-                  [[(k, seconds(v), f"{100 * v / total:.1f}%") for k, v in rec["parts_s"].items()
-                    if v or k == "compute"]], title,
-                  footer=["total", seconds(total), "100.0%"])
+    names = {"communication": "communication (exposed)"}
+    parts = Table([text_col("part", key=True), Col("expected"), Col("share"), Col("ideal")],
+                  [[(names.get(k, k), seconds(v), f"{100 * v / total:.1f}%", seconds(rec["parts_s"][k]))
+                    for k, v in exp["parts_s"].items() if v or rec["parts_s"][k] or k == "compute"]], title,
+                  footer=["total", seconds(total), "100.0%", seconds(rec["time_s"])])
     comm = Table([text_col("collective", key=True), text_col("kind"), text_col("group"), Col("GPUs"), Col("calls"),
-                  Col("payload"), Col("sent/GPU"), Col("time")],
+                  Col("payload"), Col("sent/GPU"), Col("expected"), Col("ideal")],
                  [[(c["what"], c["kind"], c["group"], count(c["ranks"]), count(c["calls"]), iec(c["payload"]),
-                    iec(c["sent"]), seconds(c["time_s"])) for c in rec["collectives"]]],
-                 f"communication of stage {st.stage} (the slowest), per {what}",
-                 footer=["total", "", "", "", "", "", iec(st.sent), ""])
+                    iec(c["sent"]), seconds(c["expected_s"]), seconds(c["time_s"])) for c in rec["collectives"]]],
+                 f"communication of stage {st.stage} (the slowest), per {what}, before overlap",
+                 footer=["total", "", "", "", "", "", iec(st.sent), "", ""])
     chunks = f" of {run.layout.vpp} chunks (interleaved)" if run.layout.vpp > 1 else ""
     pipeline = (f"pipeline: {count(st.micro_batches)} micro-batches through {run.layout.pp} stages{chunks}, bubble "
                 f"{100 * st.bubble:.1f}% of the pipelined time; " if run.layout.pp > 1 else "")
-    lines = [f"{pipeline}{si(rec['tokens'])} tokens per {what}, {rec['tokens_per_s']:,.0f} tokens/s",
+    lines = [f"{pipeline}{si(rec['tokens'])} tokens per {what}, {exp['tokens_per_s']:,.0f} tokens/s expected "
+             f"(ideal {rec['tokens_per_s']:,.0f})",
              f"links: {rate(hw.intra_node)} per GPU within a node of {hw.gpus_per_node or rec['gpus']}, "
-             f"{rate(hw.inter_node)} across nodes; communication not overlapped with compute",
+             f"{rate(hw.inter_node)} across nodes; expected: latency per call, NCCL's bus bandwidth, data-parallel "
+             "communication overlapped with compute; ideal: peak links, no overlap",
              *_notes(hw, rec)]
     csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s"),
-            **{f"layout.{k}": v for k, v in rec["layout"].items()}, "part": k, "part_s": v}
-           for k, v in rec["parts_s"].items()]
+            **{f"layout.{k}": v for k, v in rec["layout"].items()}, "part": k, "part_s": v,
+            "expected_part_s": exp["parts_s"][k]} for k, v in rec["parts_s"].items()]
     return Report(rec, csv, [parts, comm, *lines])
 
 
 def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: tuple[int, ...]) -> Report:
     rows = [(m["model"], count(m["seq_len"]), count(m["batch"]), count(m["layout"]["micro_batches"]),
-             seconds(m["time_s"]), m["largest"], f"{100 * m['bubble']:.1f}%", iec(m["sent_bytes"]),
-             f"{m['tokens_per_s']:,.0f}") for m in records]
+             seconds(m["expected"]["time_s"]), seconds(m["time_s"]), m["expected"]["largest"],
+             f"{100 * m['bubble']:.1f}%", iec(m["sent_bytes"]), f"{m['expected']['tokens_per_s']:,.0f}")
+            for m in records]
     layout = Layout(**{**records[0]["layout"], "micro_batches": None})
     table = Table([text_col("model", key=True), Col("seq", key=True), Col("batch", key=True),
-                   Col("micro-batches", key=True), Col("time"), text_col("largest part"), Col("bubble"),
+                   Col("micro-batches", key=True), Col("expected"), Col("ideal"), text_col("largest part"),
+                   Col("bubble"),
                    Col("sent/GPU"), Col("tokens/s")], [rows],
                   f"{mode} on {records[0]['gpus']:,} x {hw.name}, {layout.describe()}")
-    csv = [pick(m, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s", "largest", "bubble",
-                "sent_bytes", "tokens_per_s") for m in records]
+    csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s", "largest", "bubble",
+                   "sent_bytes", "tokens_per_s"), "expected_s": m["expected"]["time_s"]} for m in records]
     return Report(data, csv, [table])
 
 
@@ -254,20 +297,15 @@ def time_command(
     lora_rank: LoraRank = None,
     lora_alpha: LoraAlpha = None,
     lora_targets: LoraTargets = None,
-    mfu: Mfu = None,
-    bandwidth_efficiency: Annotated[Optional[float], typer.Option(
-        "--bandwidth-efficiency", parser=fraction, metavar="FRACTION",
-        help="Fraction of the memory bandwidth reached (default 1), e.g. 0.8.")] = None,
+    compute_efficiency: ComputeEfficiency = None,
+    bandwidth_efficiency: BandwidthEfficiency = None,
     tokens_per_s: Annotated[Optional[float], typer.Option(
         "--tokens-per-s", parser=amount, metavar="RATE",
-        help="train: your measured throughput over all --gpus: gives MFU and HFU.")] = None,
+        help="train: your measured throughput over all the layout's GPUs: gives MFU and HFU.")] = None,
     tokens: Annotated[Optional[float], typer.Option(
         "--tokens", parser=amount, metavar="N", help="train: tokens of a whole run (e.g. 15e12): its time and "
                                                      "GPU-hours.")] = None,
-    gpus: Annotated[Optional[int], typer.Option(
-        "--gpus", parser=whole, metavar="N", rich_help_panel=LAYOUT,
-        help="train: GPUs, each running --batch (data parallel). With a layout: must equal tp x cp x pp x "
-             "dp.")] = None,
+    gpus: Gpus = None,
     tp: Tp = 1,
     cp: Cp = 1,
     pp: Pp = 1,
@@ -280,33 +318,32 @@ def time_command(
     fmt: Format = "table",
     json_out: Json = False,
 ) -> None:
-    """How long: the roofline time of each component, max(FLOPs / peak, bytes moved / bandwidth),
-    and whether it is compute- or memory-bound. generate: time to first token, time per output
-    token and tokens/s, with and without a KV cache. train: MFU and HFU at a throughput, and
-    the time of a whole run. With a parallel layout (--tp, --pp, --dp, ...): one GPU's step,
+    """How long: the expected time of each component (calibrated: the fraction of peak its kernels
+    reach, their latency) beside the ideal roofline, max(FLOPs / peak, bytes moved / bandwidth), a
+    bound no run beats; and whether it is compute-, memory- or latency-bound. generate: time to
+    first token, time per output token and tokens/s, with and without a KV cache. train: MFU and
+    HFU at a throughput, and the time of a whole run. With a parallel layout (--tp, --pp, --dp, ...): one GPU's step,
     compute, pipeline bubble and each collective over the interconnect. One model and one
     workload: a breakdown; several: a row for each.
 
     Examples:
       llmcalc time mistral-7b --hardware h100 --mode decode
       llmcalc time gpt2-xl --hardware h100 --mode prefill
-      llmcalc time gpt2-xl --hardware l4 --seq 1024 --mfu 0.4
+      llmcalc time gpt2-xl --hardware l4 --seq 1024 --compute-efficiency 0.4
       llmcalc time mistral-7b --hardware my-gpu.yaml --seq 512
       llmcalc time llama-3.1-70b --hardware h100 --seq 8192
         --tp 8 --pp 4 --dp 2 --sp --global-batch 64
       (generate: --mode generate --prompt 1000 --new 100)
     """
     fmt = output_format(fmt, json_out)
-    eff = Efficiency(mfu or 1.0, bandwidth_efficiency or 1.0)
+    eff = Efficiency(compute_efficiency, bandwidth_efficiency)
     generating = mode == "generate"
     if generating and (prompt is None or new is None):
         raise UsageError("--mode generate needs --prompt and --new")
-    split = not (tp == pp == dp == cp == 1)  # a parallel layout: --gpus is checked against it in any mode
     for option, value in (("--prompt", prompt), ("--new", new), ("--seq", seq)):
         if value is not None and generating == (option == "--seq"):
             warn(f"{option} does not apply to --mode {mode}; ignored")
-    for option, value in (("--tokens-per-s", tokens_per_s), ("--tokens", tokens),
-                          ("--gpus", gpus if not split and gpus != 1 else None)):
+    for option, value in (("--tokens-per-s", tokens_per_s), ("--tokens", tokens)):
         if value is not None and mode != "train":
             warn(f"{option} does not apply to --mode {mode}; ignored")
     run_modes = ("prefill", "decode") if generating else (mode,)
@@ -316,7 +353,7 @@ def time_command(
     train = mode == "train"
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     layouts = {b: Layout.of(tp, pp, dp, ep, given["layout.zero"] or 0, sp, cp, given["global_batch"], b,
-                            gpus if split else None, "prefill" if generating else mode, given["layout.vpp"] or 1)
+                            gpus, "prefill" if generating else mode, given["layout.vpp"] or 1)
                for b in batch}
     parallel = not layouts[batch[0]].trivial
     measured = tokens_per_s if train else None
@@ -333,7 +370,8 @@ def time_command(
             from ..analysis.cluster.step import step
 
             st = step(cfg, spec.replace(layout=layouts[b]), hw, eff)
-            u = utilization(cfg, st.run.replace(layout=Layout()), hw, measured or st.tokens_per_s, st.run.layout.gpus)
+            u = utilization(cfg, st.run.replace(layout=Layout()), hw, measured or st.tokens_per_s,
+                            st.run.layout.gpus)
             records.append(step_json(cfg, hw, mode, st, eff, u if train else None, measured is not None, run_tokens))
             shown_runs.append((cfg, st))
             continue
@@ -345,12 +383,14 @@ def time_command(
             r = prefill(cfg, spec, hw, eff) if mode == "prefill" else roofline(cfg, spec, hw, eff)
         rec = time_json(cfg, hw, mode, r, eff)
         if generating:
-            rec.update(prompt=s, new=new, ttft_s=gen.ttft_s, tpot_s=gen.tpot_s, tokens_per_s=gen.tokens_per_s(b),
-                       total_s=gen.total_s, no_cache_total_s=gen.no_cache_total_s, time_s=gen.total_s)
+            figures = {e: {"ttft_s": gen.ttft_s(e), "tpot_s": gen.tpot_s(e), "tokens_per_s": gen.tokens_per_s(b, e),
+                           "total_s": gen.total_s(e), "no_cache_total_s": gen.no_cache_total_s(e),
+                           "time_s": gen.total_s(e)} for e in (False, True)}
+            rec.update(prompt=s, new=new, **figures[False])
+            rec["expected"].update(figures[True])
         if train:
-            n = gpus or 1
-            rec.update(_utilization(utilization(cfg, r.run, hw, measured or n * r.tokens_per_s, n),
-                                    measured is not None, run_tokens))
+            rec.update(_utilization(utilization(cfg, r.run, hw, measured or r.tokens_per_s), measured is not None,
+                                    run_tokens, rec["expected"], r.run.tokens / r.expected_s))
         records.append(rec)
         shown_runs.append((cfg, r))
     if len(records) == 1 and models:
@@ -366,16 +406,17 @@ def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: t
     extra = ["TTFT", "TPOT", "tokens/s", "no cache"] if mode == "generate" else []
     rows = []
     for m in records:
-        gen = [seconds(m["ttft_s"]), seconds(m["tpot_s"]), f"{m['tokens_per_s']:,.1f}",
-               seconds(m["no_cache_total_s"])] if mode == "generate" else []
+        e = m["expected"]
+        gen = [seconds(e["ttft_s"]), seconds(e["tpot_s"]), f"{e['tokens_per_s']:,.1f}",
+               seconds(e["no_cache_total_s"])] if mode == "generate" else []
         rows.append((m["model"], count(m["prompt"] if mode == "generate" else m["seq_len"]),
-                     *([count(m["batch"])] if several else []), seconds(m["time_s"]), m["bound"],
-                     si(m["flops"], "FLOP"), iec(m["bytes"]), *gen))
+                     *([count(m["batch"])] if several else []), seconds(e["time_s"]), e["bound"],
+                     seconds(m["time_s"]), m["bound"], si(m["flops"], "FLOP"), iec(m["bytes"]), *gen))
     table = Table([text_col("model", key=True), Col("prompt" if mode == "generate" else "seq", key=True),
-                   *([Col("batch", key=True)] if several else []), Col("time"), text_col("bound"), Col("FLOPs"),
-                   Col("bytes"), *map(Col, extra)], [rows],
+                   *([Col("batch", key=True)] if several else []), Col("expected"), text_col("bound"), Col("ideal"),
+                   text_col("ideal bound"), Col("FLOPs"), Col("bytes"), *map(Col, extra)], [rows],
                   f"{mode} on {hw.name}" + ("" if several else f", batch {count(batches[0])}"))
-    csv = [pick(m, "model", "hardware", "mode", "seq_len", "batch", "time_s", "bound", "flops", "bytes",
-                *(["ttft_s", "tpot_s", "tokens_per_s", "total_s", "no_cache_total_s"] if mode == "generate" else []))
-           for m in records]
+    csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "time_s", "bound", "flops", "bytes",
+                   *(["ttft_s", "tpot_s", "tokens_per_s", "total_s", "no_cache_total_s"] if mode == "generate"
+                     else [])), "expected_s": m["expected"]["time_s"]} for m in records]
     return Report(data, csv, [table])

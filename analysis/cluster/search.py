@@ -1,4 +1,4 @@
-"""`llmcalc plan`: the ways to split a training run over N GPUs, ranked by step time.
+"""`llmcalc plan`: the ways to split a training run over N GPUs, ranked by expected step time.
 
 Enumerated (every combination the model allows, :func:`analysis.cluster.sharding.check_layout`):
 
@@ -20,7 +20,8 @@ Enumerated (every combination the model allows, :func:`analysis.cluster.sharding
   ``min(p - s, m)`` micro-batches, and ``b x m`` is fixed).
 
 A layout is kept when its peak GPU (:func:`analysis.memory.memory`) fits in the hardware's
-memory; kept layouts are ranked by step time (:mod:`analysis.step`), then by memory.
+memory; kept layouts are ranked by expected step time (:mod:`analysis.cluster.step`: calibrated
+compute, exposed communication), then by memory.
 """
 
 import dataclasses
@@ -29,8 +30,9 @@ from typing import NamedTuple
 from ..count.memory import MemoryReport
 from ..errors import SpecError
 from ..model.config import ModelConfig
+from ..perf.calibration import Efficiency
 from ..perf.hardware import Hardware
-from ..perf.roofline import Efficiency, utilization
+from ..perf.roofline import utilization
 from ..spec import Layout, RunSpec
 from .memory import memory
 from .step import Step, step
@@ -43,7 +45,7 @@ class Candidate(NamedTuple):
     run: RunSpec  # one GPU's micro-batch, with the layout
     memory: MemoryReport  # the peak GPU's
     step: Step | None  # None: it does not fit
-    mfu: float | None
+    mfu: float | None  # at the expected throughput
 
     @property
     def fits(self) -> bool:
@@ -82,7 +84,7 @@ def layouts(cfg: ModelConfig, gpus: int, per_node: int | None, seq: int) -> list
 def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: int,
                dtype: str | None = None, eff: Efficiency | None = None) -> list[Candidate]:
     """Every valid layout with its peak memory, and step time and MFU where it fits; fitting
-    layouts first, fastest first."""
+    layouts first, fastest (expected) first."""
     if not 0 < gpus <= MAX_GPUS:
         raise SpecError("gpus", f"must be 1 to {MAX_GPUS:,}, got {gpus:,}")
     if cfg.vision is not None and gpus > 1:  # as sharding.check_layout refuses each layout
@@ -103,8 +105,9 @@ def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch
                     break
                 fits = report.total <= hw.memory
                 s = step(cfg, run, hw, eff) if fits else None
-                mfu = utilization(cfg, s.run.replace(layout=Layout()), hw, s.tokens_per_s, gpus).mfu if s else None
+                mfu = (utilization(cfg, s.run.replace(layout=Layout()), hw, s.expected_tokens_per_s, gpus).mfu
+                       if s else None)
                 out.append(Candidate(report.run, report, s, mfu))
                 fitted |= fits
             b *= 2  # memory grows with the micro-batch: past one that fits neither way, none will
-    return sorted(out, key=lambda c: (not c.fits, c.step.time_s if c.step else 0.0, c.memory.total))
+    return sorted(out, key=lambda c: (not c.fits, c.step.expected.time_s if c.step else 0.0, c.memory.total))

@@ -19,8 +19,17 @@
   cp, then dp (ep inside it), then pp, so a group spans ``tp`` GPUs (tp), ``tp x cp`` (cp),
   ``tp x cp x dp`` (dp), ``tp x cp x ep`` (ep) or all of them (pp); it uses the hardware's
   ``intra_node`` bandwidth when that span fits in ``gpus_per_node`` (or no node size is given),
-  else ``inter_node``. Communication is not overlapped with compute: the step time is an upper
-  bound, the same for every layout compared.
+  else ``inter_node``. Ideal: communication at the link's peak, not overlapped with compute.
+
+Expected (DESIGN.md section 11): each stage's compute at its components' expected times; each
+collective by the alpha-beta model (:func:`analysis.perf.calibration.collective_s`); and
+data-parallel communication overlapped with compute as Megatron-LM (``overlap_grad_reduce``,
+``overlap_param_gather``), torchtitan (FSDP2's prefetching) and DeepSpeed schedule it, up to the
+calibration's ``overlap`` fraction of the compute it runs beside: ZeRO-2/3's per-micro-batch
+collectives beside that micro-batch's compute, the once-per-step gradient reduction beside the last
+micro-batch's backward (two thirds of its compute), the weights' all-gather beside the next step's
+first forward (one third). Tensor-, context-, expert- and pipeline-parallel communication is on the
+critical path: exposed. The step reports the exposed part.
 """
 
 import dataclasses
@@ -30,8 +39,9 @@ from ..count.flops import core_keys, count_flops
 from ..count.params import count_params
 from ..errors import ConfigError
 from ..model.config import ModelConfig
+from ..perf.calibration import Efficiency, Link, collective_s
 from ..perf.hardware import Hardware
-from ..perf.roofline import Component, Efficiency, Roofline, roofline
+from ..perf.roofline import Component, Roofline, roofline
 from ..spec import Layout, RunSpec
 from .comm import Collective, collectives
 from .sharding import check_layout, cp_local, gpu_state, in_stage, tp_local
@@ -49,6 +59,7 @@ class Step(NamedTuple):
     collectives: tuple[Collective, ...]  # the slowest stage's
     stage: int  # the slowest stage: the longest pipeline slot
     components: dict[str, Component]  # the slowest stage's micro-batch compute, by component
+    expected: "Expected"
 
     @property
     def micro_batches(self) -> int:
@@ -104,12 +115,47 @@ class Step(NamedTuple):
         return self.tokens / self.time_s
 
     @property
+    def expected_tokens_per_s(self) -> float:
+        return self.tokens / self.expected.time_s
+
+    @property
     def sent(self) -> int:
         return sum(c.sent for c in self.collectives)
 
 
-def link(hw: Hardware, layout: Layout, group: str) -> float:
-    """Bytes/s per direction of the link ``group``'s GPUs share (module docstring)."""
+class Expected(NamedTuple):
+    """The calibrated step (module docstring): the same parts, the communication its exposed part."""
+
+    compute_s: tuple[float, ...]  # one micro-batch on each stage
+    comm_s: tuple[float, ...]  # each stage's exposed per-micro-batch communication over the step
+    drain_comm_s: float  # exposed, once per step
+    optimizer_s: float
+    collectives_s: tuple[float, ...]  # each of the ideal's slowest stage's collectives, before overlap
+    micro_batches: int
+    idle_slots: float
+
+    @property
+    def stage(self) -> int:
+        """The stage with the longest expected slot: it sets the pipeline's pace."""
+        return max(range(len(self.compute_s)), key=self.slot_s)
+
+    def slot_s(self, stage: int) -> float:
+        return self.compute_s[stage] + self.comm_s[stage] / self.micro_batches
+
+    @property
+    def parts_s(self) -> dict[str, float]:
+        s = self.stage
+        return {"compute": self.micro_batches * self.compute_s[s], "bubble": self.idle_slots * self.slot_s(s),
+                "communication": self.comm_s[s] + self.drain_comm_s, "optimizer": self.optimizer_s}
+
+    @property
+    def time_s(self) -> float:
+        return sum(self.parts_s.values())
+
+
+def link(hw: Hardware, layout: Layout, group: str) -> Link:
+    """Bytes/s per direction of the link ``group``'s GPUs share, and whether it is within a node
+    (module docstring)."""
     tc = layout.tp * layout.cp
     span = {"tp": layout.tp, "cp": tc, "dp": tc * layout.dp, "dp/ep": tc * layout.dp,
             "ep": tc * layout.ep}.get(group, layout.gpus)  # pp, pp ends: across the stages
@@ -119,13 +165,13 @@ def link(hw: Hardware, layout: Layout, group: str) -> float:
         key = "interconnect.intra_node" if inside else "interconnect.inter_node"
         raise ConfigError(f"{hw.name} gives no {'intra' if inside else 'inter'}-node bandwidth, needed for "
                           f"{group} over {span} GPUs (per node: {hw.gpus_per_node})", hw.name, key)
-    return rate
+    return Link(rate, inside)
 
 
 def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = None) -> Step:
     """A training step (``run.layout.steps`` micro-batches of ``run.batch`` sequences per GPU)
     or an inference pass, on the layout's GPUs."""
-    eff = eff or Efficiency()
+    eff, cal = eff or Efficiency(), hw.calibration
     run.no_images("step")
     run = run.resolve(cfg)
     layout = run.layout
@@ -139,13 +185,15 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
     if layout.cp > 1:  # ring attention: each GPU computes 1/cp of the whole sequence's attention
         sequence = roofline(local, run.replace(layout=Layout()), hw, eff).components
         parts.update({k: _scaled(sequence[k], 1 / layout.cp) for k in core_keys(local, pass_.run) if k in sequence})
-    optimizer = parts.pop("optimizer").time_s if "optimizer" in parts else 0.0
+    optimizer = parts.pop("optimizer") if "optimizer" in parts else None
 
     groups = count_flops(local, pass_.run).groups
     work = [sum(mm.values()) for _, mm in groups]
     whole = sum(w * g.count for w, (g, _) in zip(work, groups))
     total_params = count_params(local).total
     compute, comm, drain, opt, stage_collectives, stage_parts = [], [], [], [], [], []
+    e_compute, e_comm, e_drain, e_collectives = [], [], [], []
+    m = layout.steps
     for s in range(layout.pp):
         share = sum(work[i] * n for i, n in in_stage(local, layout, s)) / whole
         ends = (FIRST_STAGE if s == 0 else ()) + (LAST_STAGE if s == layout.pp - 1 else ())
@@ -154,17 +202,41 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
         stage_parts.append(mine)
         compute.append(sum(c.time_s for c in mine.values()))
         cs = collectives(cfg, run, s)
-        comm.append(sum(c.sent / link(hw, layout, c.group) for c in cs if c.per_micro_batch))
-        drain.append(sum(c.sent / link(hw, layout, c.group) for c in cs if not c.per_micro_batch))
-        opt.append(optimizer * gpu_state(cfg, layout, s).optimizer / total_params)
+        links = [link(hw, layout, c.group) for c in cs]
+        comm.append(sum(c.sent / k.rate for c, k in zip(cs, links) if c.per_micro_batch))
+        drain.append(sum(c.sent / k.rate for c, k in zip(cs, links) if not c.per_micro_batch))
+        opt.append(0.0 if optimizer is None else optimizer.time_s * gpu_state(cfg, layout, s).optimizer / total_params)
         stage_collectives.append(tuple(cs))
-    m = layout.steps
+        # expected: alpha-beta, and data-parallel communication behind the compute beside it
+        micro = sum(c.expected_s for c in mine.values())
+        times = [collective_s(cal, c.calls, c.sent, k) for c, k in zip(cs, links)]
+        e_compute.append(micro)
+        e_collectives.append(tuple(times))
+        e_comm.append(sum(t for c, t in zip(cs, times) if c.per_micro_batch and not _data_parallel(c))
+                      + max(0.0, sum(t for c, t in zip(cs, times) if c.per_micro_batch and _data_parallel(c))
+                            - cal.overlap * m * micro))
+        grads = sum(t for c, t in zip(cs, times) if not c.per_micro_batch and _data_parallel(c)
+                    and c.kind != "all-gather")
+        weights = sum(t for c, t in zip(cs, times) if not c.per_micro_batch and _data_parallel(c)
+                      and c.kind == "all-gather")
+        e_drain.append(sum(t for c, t in zip(cs, times) if not c.per_micro_batch and not _data_parallel(c))
+                       + max(0.0, grads - cal.overlap * micro * 2 / 3) + max(0.0, weights - cal.overlap * micro / 3))
     slowest = max(range(layout.pp), key=lambda s: compute[s] + comm[s] / m)  # it sets the pipeline's pace
+    e_opt = 0.0 if optimizer is None else max(optimizer.expected_s * gpu_state(cfg, layout, s).optimizer / total_params
+                                              for s in range(layout.pp))
+    expected = Expected(tuple(e_compute), tuple(e_comm), max(e_drain), e_opt, e_collectives[slowest], m,
+                        (layout.pp - 1) / layout.vpp)
     return Step(run, tuple(compute), tuple(comm), max(drain), max(opt), stage_collectives[slowest], slowest,
-                stage_parts[slowest])
+                stage_parts[slowest], expected)
+
+
+def _data_parallel(c: Collective) -> bool:
+    """Overlapped with compute by the frameworks (module docstring)."""
+    return c.group in ("dp", "dp/ep")
 
 
 def _scaled(c: Component, f: float) -> Component:
     """A component's work times ``f`` (a stage's share of the layers, a GPU's of the attention)."""
     return Component(round(c.matmul_flops * f), round(c.elementwise_flops * f), round(c.bytes * f),
-                     c.compute_s * f, c.memory_s * f)
+                     c.compute_s * f, c.memory_s * f, c.expected_compute_s * f, c.expected_memory_s * f,
+                     c.latency_s * f)

@@ -11,11 +11,12 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
 - eager attention writes the score matrix, each op on it (scale, soft-cap, position bias,
   softmax) reads and writes it once, and the values matmul reads it: the traffic FlashAttention
   removes. Flash attention is one kernel that keeps the scores on chip: it reads Q once, writes O
-  once and reads K and V once per tile of :data:`FLASH_TILE` query rows, skipping the key blocks
-  a tile's causal mask (and window) hides, the loop order of FlashAttention-2 (Dao, 2023,
-  Algorithm 1; the IO analysis is Theorem 2 of FlashAttention, Dao et al., 2022). The query
-  heads that share a K/V head share its tiles (GQA packing, as FlashAttention-3 and
-  FlashDecoding do), so a decode step reads each cached K/V head once;
+  once and reads from HBM each K and V row its queries attend to once. Its thread blocks (one a
+  tile of query rows, FlashAttention-2's loop order, Dao 2023) run the tiles of a head together
+  and re-read the same K/V blocks, which L2 serves (FlashAttention-2/3 reach 50-75% of tensor
+  peak on long sequences, which re-reading K/V from HBM per tile would not allow): the compulsory
+  traffic, so the ideal stays a bound on speed. The query heads that share a K/V head share its
+  reads (GQA), so a decode step reads each cached K/V head once;
 - inference writes each new token's KV-cache entry (``kv_cache``); attention reads K and V in the
   KV-cache dtype (inference) or the compute dtype (training);
 - backward moves twice the forward's bytes per component (each matmul's input and weight
@@ -42,57 +43,19 @@ from .lora import adapted, frozen_keys
 from .memory import trained_state
 from .quant import linear_weight_bytes
 
-FLASH_TILE = 128  # query rows of a forward tile: FlashAttention-2's block for head sizes up to 128
 
-
-def floor_sum(n: int, m: int, a: int, b: int) -> int:
-    """sum_{i<n} (a i + b) // m for a, b >= 0, m > 0, in O(log) steps (the Euclid-like reduction of
-    the AtCoder Library's floor_sum)."""
-    total = 0
-    while True:
-        total += (n - 1) * n // 2 * (a // m) + n * (b // m)
-        a, b = a % m, b % m
-        top = a * n + b
-        if top < m:
-            return total
-        n, b, m, a = top // m, top % m, a, m
-
-
-def chunk_tile_keys(past: int, n: int, chunk: int, rows: int) -> int:
-    """:func:`tile_keys` on a chunked layer: each tile reads from its first query's chunk start
-    to its last query (the tiles start at ``past + i * rows``: a floor sum over them)."""
-    tiles = -(-n // rows)
-    ends = tiles * past + rows * tiles * (tiles + 1) // 2 - (tiles * rows - n)  # the last tile may be short
-    return ends - chunk * floor_sum(tiles, chunk, rows, past)
-
-
-def tile_keys(past: int, n: int, window: int | None, rows: int) -> int:
-    """Keys read by the tiles of ``rows`` query positions covering positions ``past..past+n-1``,
-    each tile reading the keys its last query sees back to its first query's window start:
-    ``min(e, L + W - 1)`` for a tile of L positions ending before position e (``e`` without a window)."""
-    span = (lambda length: 2**63) if window is None else (lambda length: length + window - 1)
-    full, rest = divmod(n, rows)
-    cap = span(rows)
-    # full tile t ends before past + (t + 1) * rows: the first j of them under the cap
-    j = max(0, min(full, (cap - past) // rows))
-    total = j * past + rows * j * (j + 1) // 2 + (full - j) * cap
-    if rest:
-        total += min(past + n, span(rest))
-    return total
-
-
-def flash_rows(layer: Block) -> int:
-    """Query positions of one flash tile: FLASH_TILE rows, the query heads of a K/V head packed in them."""
-    attn = layer.attention
-    return max(1, FLASH_TILE // (attn.heads // attn.kv_heads))
+def attended_span(past: int, n: int, window: int | None, chunk: int | None) -> int:
+    """Keys the queries at positions ``past..past+n-1`` attend to at all, each read once: from the
+    first query's window (or chunk) start to the last query."""
+    if chunk is not None:
+        return past + n - chunk * (past // chunk)
+    return past + n if window is None else min(past + n, n + window - 1)
 
 
 def flash_kv_bytes(layer: Block, run: RunSpec, kv: int) -> tuple[int, int]:
-    """(K, V) bytes one layer's flash tiles read (module docstring), ``kv`` bytes an element."""
+    """(K, V) bytes one layer's flash kernel reads from HBM (module docstring), ``kv`` bytes an element."""
     spec, attn, n = layer.spec, layer.attention, run.query_len
-    keys = (tile_keys(run.seq - n, n, spec.window, flash_rows(layer)) if spec.chunk is None
-            else chunk_tile_keys(run.seq - n, n, spec.chunk, flash_rows(layer)))
-    reads = run.batch * attn.kv_heads * keys
+    reads = run.batch * attn.kv_heads * attended_span(run.seq - n, n, spec.window, spec.chunk)
     return reads * attn.score_dim * kv, reads * attn.value_dim * kv
 
 

@@ -9,7 +9,9 @@ by :func:`load_hardware`):
 - ``peak_flops``: dense peak FLOP/s per dtype (``bf16: 989.4TFLOP/s``; ``fp32`` is the vector,
   non-tensor-core peak that elementwise work runs at; a dtype the chip lacks is left out);
 - ``interconnect`` (optional): ``intra_node`` and ``inter_node`` bytes/s per GPU and direction,
-  ``gpus_per_node``.
+  ``gpus_per_node``;
+- ``calibration`` (optional): the fractions of these peaks real kernels and collectives reach, for
+  the expected time (:mod:`analysis.perf.calibration`); without it, expected is ideal.
 
 Numbers are written as the datasheet prints them, with units, and read exactly (``3.35TB/s`` is
 3,350,000,000,000 bytes/s); a plain integer is taken in the base unit (bytes, bytes/s, FLOP/s).
@@ -23,6 +25,7 @@ from .. import numbers
 from ..errors import ConfigError, brief
 from ..load.catalog import HARDWARE_DIR, bundled_files, read, unknown
 from ..load.files import read_text, read_yaml
+from .calibration import IDEAL, Calibration, calibration_from_dict
 
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 MAX_QUANTITY = 10**21  # a zettabyte, a zettaFLOP/s: far past any accelerator
@@ -38,6 +41,7 @@ class Hardware(NamedTuple):
     intra_node: int | None = None  # bytes/s per GPU and direction
     inter_node: int | None = None
     gpus_per_node: int | None = None
+    calibration: Calibration = IDEAL
 
     def peak(self, dtype: str) -> int:
         """Dense FLOP/s in ``dtype`` (no other dtype stands in for a missing one)."""
@@ -78,7 +82,8 @@ def hardware_from_dict(raw: Any, source: str, lines: dict[str, int] | None = Non
     if not isinstance(raw, dict):
         raise ConfigError("a hardware spec is a mapping of keys (name, memory, memory_bandwidth, peak_flops, "
                           "source)", source)
-    known = {"name", "description", "memory", "memory_bandwidth", "peak_flops", "interconnect", "source"}
+    known = {"name", "description", "memory", "memory_bandwidth", "peak_flops", "interconnect", "calibration",
+             "source"}
     for key in raw:
         if key not in known:
             raise ConfigError(f"unknown key (known: {', '.join(sorted(known))})", source, str(key), lines.get(key))
@@ -119,7 +124,8 @@ def hardware_from_dict(raw: Any, source: str, lines: dict[str, int] | None = Non
                                                                   at("interconnect.intra_node")),
         inter_node=None if "inter_node" not in link else quantity(link["inter_node"], "rate",
                                                                   at("interconnect.inter_node")),
-        gpus_per_node=per_node)
+        gpus_per_node=per_node,
+        calibration=calibration_from_dict(raw["calibration"], at) if "calibration" in raw else IDEAL)
 
 
 # torch.cuda.get_device_name -> the bundled spec it is; first match wins. Only names whose

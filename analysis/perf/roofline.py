@@ -1,13 +1,15 @@
-"""Time on one accelerator: the roofline of each component (DESIGN.md section 8).
+"""Time on one accelerator: the roofline of each component (DESIGN.md sections 8 and 11).
 
-``time = max(compute, memory)`` per component, summed over components (no overlap between
+Ideal: ``time = max(compute, memory)`` per component, summed over components (no overlap between
 them), where
 
 - compute = matmul FLOPs / the dense peak of the compute dtype + elementwise FLOPs / the ``fp32``
-  peak (elementwise kernels run on the vector units and compute in fp32, as PyTorch's do),
-  divided by the ``mfu`` knob (the fraction of peak a real kernel reaches; 1 is the ideal roofline);
-- memory = bytes moved (:mod:`analysis.traffic`) / the memory bandwidth, divided by the
-  ``bandwidth`` knob.
+  peak (elementwise kernels run on the vector units and compute in fp32, as PyTorch's do);
+- memory = bytes moved (:mod:`analysis.count.traffic`) / the memory bandwidth.
+
+Expected: the same terms at the fractions of the peaks the calibration gives each component's
+kernels (or the :class:`Efficiency` overrides), plus each kernel's fixed latency
+(:mod:`.calibration`). Every fraction is at most 1, so the expected time is never below the ideal.
 
 FLOPs are those executed: flash attention skips the masked blocks (the causal convention),
 eager attention computes the dense score matrix. A component is compute- or memory-bound by the
@@ -24,37 +26,37 @@ from typing import NamedTuple
 
 from ..count.flops import approximations, count_flops
 from ..count.traffic import pass_bytes
-from ..errors import SpecError
 from ..model.config import ModelConfig
 from ..spec import RunSpec
+from .calibration import CALIBRATED, Efficiency, Rates, rates
 from .hardware import Hardware
-from .steps import Counts, count_sum, flash_reads, splits, thresholds, time_sum
-
-
-@dataclass(frozen=True)
-class Efficiency:
-    """Fractions of the datasheet peaks a run reaches (1, 1: the ideal roofline)."""
-
-    mfu: float = 1.0  # of peak FLOP/s
-    bandwidth: float = 1.0  # of memory bandwidth
-
-    def __post_init__(self) -> None:
-        for name in ("mfu", "bandwidth"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-                raise SpecError(f"efficiency.{name}", f"must be in (0, 1], got {value!r}")
+from .steps import Counts, count_sum, splits, thresholds, time_sum
 
 
 @dataclass(frozen=True)  # not a NamedTuple: + adds the work, it does not join tuples
 class Component:
     """One component's work on one accelerator and the time each roof gives it; its time is the
-    larger of the two."""
+    larger of the two (ideal), and with the calibrated rates and kernel latencies (expected)."""
 
     matmul_flops: int
     elementwise_flops: int
     bytes: int
     compute_s: float
     memory_s: float
+    expected_compute_s: float
+    expected_memory_s: float
+    latency_s: float  # its kernels' fixed cost
+
+    @property
+    def expected_s(self) -> float:
+        return max(self.expected_compute_s, self.expected_memory_s) + self.latency_s
+
+    @property
+    def expected_bound(self) -> str:
+        """compute, memory, or latency when the kernels' fixed cost is the larger part."""
+        if self.latency_s > max(self.expected_compute_s, self.expected_memory_s):
+            return "latency"
+        return "compute" if self.expected_compute_s >= self.expected_memory_s else "memory"
 
     @property
     def flops(self) -> int:
@@ -80,7 +82,12 @@ class Component:
 
     def __add__(self, other: "Component") -> "Component":
         return Component(self.matmul_flops + other.matmul_flops, self.elementwise_flops + other.elementwise_flops,
-                         self.bytes + other.bytes, self.compute_s + other.compute_s, self.memory_s + other.memory_s)
+                         self.bytes + other.bytes, self.compute_s + other.compute_s, self.memory_s + other.memory_s,
+                         self.expected_compute_s + other.expected_compute_s,
+                         self.expected_memory_s + other.expected_memory_s, self.latency_s + other.latency_s)
+
+
+ZERO = Component(0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)  # as Component
@@ -93,6 +100,18 @@ class Roofline:
     @property
     def time_s(self) -> float:
         return sum(c.time_s for c in self.components.values())
+
+    @property
+    def expected_s(self) -> float:
+        return sum(c.expected_s for c in self.components.values())
+
+    @property
+    def expected_bound(self) -> str:
+        """The kind of bound the expected time is mostly spent in."""
+        spent: dict[str, float] = {}
+        for c in self.components.values():
+            spent[c.expected_bound] = spent.get(c.expected_bound, 0.0) + c.expected_s
+        return max(spent, key=lambda k: spent[k]) if spent else "compute"
 
     @property
     def flops(self) -> int:
@@ -126,11 +145,10 @@ class Roofline:
 
     def __add__(self, other: "Roofline") -> "Roofline":
         keys = dict.fromkeys([*self.components, *other.components])
-        zero = Component(0, 0, 0, 0.0, 0.0)
-        return Roofline(self.run, {k: self.components.get(k, zero) + other.components.get(k, zero) for k in keys})
+        return Roofline(self.run, {k: self.components.get(k, ZERO) + other.components.get(k, ZERO) for k in keys})
 
 
-def roofline(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Efficiency()) -> Roofline:
+def roofline(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALIBRATED) -> Roofline:
     """One pass (train: forward, backward and the optimizer step), unchunked, on one device (a
     GPU's step under a layout: :func:`analysis.cluster.step.step`)."""
     run.one_device("roofline")
@@ -138,19 +156,39 @@ def roofline(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Eff
     run = run.resolve(cfg).executed()
     flops = count_flops(cfg, run).total
     moved = pass_bytes(cfg, run)
-    matmul_peak, vector_peak = hw.peak(run.dtype) * eff.mfu, hw.peak("fp32") * eff.mfu
-    bandwidth = hw.memory_bandwidth * eff.bandwidth
-    components = {}
-    for key in dict.fromkeys([*flops.matmul, *flops.elementwise, *moved]):
-        mm, ew, nbytes = flops.matmul.get(key, 0), flops.elementwise.get(key, 0), moved.get(key, 0)
-        components[key] = Component(mm, ew, nbytes, mm / matmul_peak + ew / vector_peak, nbytes / bandwidth)
-    return Roofline(run, components)
+    keys = list(dict.fromkeys([*flops.matmul, *flops.elementwise, *moved]))
+    expected = _expected(cfg, run, hw, eff, moved, keys)
+    peaks = _peaks(run, hw)
+    return Roofline(run, {key: _component(flops.matmul.get(key, 0), flops.elementwise.get(key, 0),
+                                          moved.get(key, 0), peaks, expected[key]) for key in keys})
 
 
-def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Efficiency()) -> Roofline:
+def _peaks(run: RunSpec, hw: Hardware) -> tuple[float, float, float]:
+    """Matmul FLOP/s, elementwise FLOP/s and bytes/s at the datasheet peaks (``run`` resolved)."""
+    return hw.peak(run.dtype), hw.peak("fp32"), hw.memory_bandwidth
+
+
+def _expected(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, moved: dict[str, int] | None = None,
+              keys: list[str] | None = None) -> dict[str, Rates]:
+    """Each component's calibrated rates in the pass ``run`` (resolved and executed)."""
+    if moved is None or keys is None:
+        flops = count_flops(cfg, run).total
+        moved = pass_bytes(cfg, run)
+        keys = list(dict.fromkeys([*flops.matmul, *flops.elementwise, *moved]))
+    return rates(hw.calibration, _peaks(run, hw), cfg, run, moved, keys, eff)
+
+
+def _component(mm: int, ew: int, nbytes: int, peaks: tuple[float, float, float], r: Rates,
+               passes: int = 1) -> Component:
+    """A component of ``passes`` passes of the same kernels."""
+    return Component(mm, ew, nbytes, mm / peaks[0] + ew / peaks[1], nbytes / peaks[2],
+                     mm / r.matmul + ew / r.elementwise, nbytes / r.bandwidth, passes * r.latency_s)
+
+
+def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALIBRATED) -> Roofline:
     """A prefill of ``run.seq`` tokens, in chunks of ``run.chunk`` (each chunk a pass over its own
     queries against the cache and itself; only the last computes logits), the chunks before the last
-    summed in closed form (:mod:`.steps`)."""
+    summed in closed form (:mod:`.steps`; their expected rates those of the middle chunk)."""
     run.one_device("prefill")
     run.no_images("prefill")
     run = run.resolve(cfg)
@@ -159,17 +197,20 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = Effi
         return dataclasses.replace(roofline(cfg, last, hw, eff), run=run.executed())
     size, n = run.chunk, -(-run.seq // run.chunk)
 
-    def chunk(i: int) -> Counts:
-        return counts(roofline(cfg, last.replace(seq=(i + 1) * size, past=i * size, logits=False), hw, eff))
+    def spec(i: int) -> RunSpec:
+        return last.replace(seq=(i + 1) * size, past=i * size, logits=False)
 
-    points, period = thresholds(cfg, run.batch, run.seq)
-    margin = 2 * period + 2  # a chunk whose span comes this near a threshold is a piece of its own
-    starts = {i + k for p in points for i in range((p - margin) // size - 1, (p + margin) // size + 1)
-              for k in (0, 1)}
+    def chunk(i: int) -> Counts:
+        return counts(roofline(cfg, spec(i), hw, eff))
+
+    margin = 4  # a chunk whose span comes this near a threshold is a piece of its own
+    starts = {i + k for p in thresholds(cfg, run.batch, run.seq)
+              for i in range((p - margin) // size - 1, (p + margin) // size + 1) for k in (0, 1)}
     summed = count_sum(chunk, 0, n - 2, starts)
     final = roofline(cfg, last.replace(past=(n - 1) * size), hw, eff)
-    rates = _rates(run, hw, eff)
-    total = Roofline(run, {key: _component(*c, rates) for key, c in summed.items()}) + final
+    expected = _expected(cfg, spec((n - 2) // 2).resolve(cfg).executed(), hw, eff)
+    peaks = _peaks(run, hw)
+    total = Roofline(run, {key: _component(*c, peaks, expected[key], n - 1) for key, c in summed.items()}) + final
     return dataclasses.replace(total, run=run.executed())  # the whole prefill's, not its first chunk's
 
 
@@ -177,63 +218,62 @@ def counts(r: Roofline) -> Counts:
     return {k: (c.matmul_flops, c.elementwise_flops, c.bytes) for k, c in r.components.items()}
 
 
-def _rates(run: RunSpec, hw: Hardware, eff: Efficiency) -> tuple[float, float, float]:
-    """Matmul FLOP/s, elementwise FLOP/s and bytes/s (``run`` resolved)."""
-    return hw.peak(run.dtype) * eff.mfu, hw.peak("fp32") * eff.mfu, hw.memory_bandwidth * eff.bandwidth
-
-
-def _component(mm: int, ew: int, nbytes: int, rates: tuple[float, float, float]) -> Component:
-    return Component(mm, ew, nbytes, mm / rates[0] + ew / rates[1], nbytes / rates[2])
-
-
 class Generation(NamedTuple):
     new: int
     first: Roofline  # the prefill of the prompt: time to first token
     decode_s: float  # the new - 1 decode steps after it
     no_cache_s: float  # the same steps, each recomputing the whole prefix (no KV cache)
+    expected_decode_s: float
+    expected_no_cache_s: float
 
-    @property
-    def ttft_s(self) -> float:
-        return self.first.time_s
+    def ttft_s(self, expected: bool) -> float:
+        return self.first.expected_s if expected else self.first.time_s
 
-    @property
-    def tpot_s(self) -> float:
+    def tpot_s(self, expected: bool) -> float:
         """Time per output token after the first (0 for one new token)."""
-        return self.decode_s / (self.new - 1) if self.new > 1 else 0.0
+        decode = self.expected_decode_s if expected else self.decode_s
+        return decode / (self.new - 1) if self.new > 1 else 0.0
 
-    @property
-    def total_s(self) -> float:
-        return self.ttft_s + self.decode_s
+    def total_s(self, expected: bool) -> float:
+        return self.ttft_s(expected) + (self.expected_decode_s if expected else self.decode_s)
 
-    @property
-    def no_cache_total_s(self) -> float:
-        return self.ttft_s + self.no_cache_s
+    def no_cache_total_s(self, expected: bool) -> float:
+        return self.ttft_s(expected) + (self.expected_no_cache_s if expected else self.no_cache_s)
 
-    def tokens_per_s(self, batch: int) -> float:
-        return batch * self.new / self.total_s
+    def tokens_per_s(self, batch: int, expected: bool) -> float:
+        return batch * self.new / self.total_s(expected)
 
 
 def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int,
-             eff: Efficiency = Efficiency()) -> Generation:
+             eff: Efficiency = CALIBRATED) -> Generation:
     """``prompt`` tokens, then ``new`` tokens per sequence: the prefill gives the first, each
     decode step one more (its context is the prompt and the tokens so far)."""
     run.one_device("generate")
     first = prefill(cfg, run.replace(mode="prefill", seq=prompt), hw, eff)
     if new == 1:
-        return Generation(new, first, 0.0, 0.0)
+        return Generation(new, first, 0.0, 0.0, 0.0, 0.0)
     run = run.replace(mode="prefill", seq=prompt + 1, chunk=None).resolve(cfg)
-    rates, (lo, hi) = _rates(run, hw, eff), (prompt + 1, prompt + new - 1)
-    points, period = thresholds(cfg, run.batch, hi)
-    starts = splits(points, period)
+    peaks, (lo, hi) = _peaks(run, hw), (prompt + 1, prompt + new - 1)
+    starts = splits(thresholds(cfg, run.batch, hi))
 
-    def step(mode: str) -> Callable[[int], Counts]:
-        return lambda s: counts(roofline(cfg, run.replace(mode=mode, seq=s), hw, eff))
+    def sums(mode: str) -> tuple[float, float]:
+        """(ideal, expected) sums of the passes' times."""
+        def spec(s: int) -> RunSpec:
+            return run.replace(mode=mode, seq=s).resolve(cfg).executed()
 
-    decode = time_sum(step("decode"), rates, lo, hi, starts)
-    # without a cache each step is a prefill of the prefix, whose flash tile reads are periodic in it
-    periodic = (lambda s: flash_reads(cfg, run.replace(seq=s))) if run.attention == "flash" else None
-    no_cache = time_sum(step("prefill"), rates, lo, hi, starts, periodic, period)
-    return Generation(new, first, decode, no_cache)
+        def expected(s: int) -> Callable[[str], tuple[float, float, float]]:
+            r = _expected(cfg, spec(s), hw, eff)
+            return lambda key: r[key][:3]
+
+        def f(s: int) -> Counts:
+            return counts(roofline(cfg, run.replace(mode=mode, seq=s), hw, eff))
+
+        ideal = time_sum(f, lambda s: lambda key: peaks, lo, hi, starts)
+        latency = sum(r.latency_s for r in _expected(cfg, spec(lo), hw, eff).values())  # the same kernels each pass
+        return ideal, time_sum(f, expected, lo, hi, starts) + (hi - lo + 1) * latency
+
+    (decode, expected_decode), (no_cache, expected_no_cache) = sums("decode"), sums("prefill")
+    return Generation(new, first, decode, no_cache, expected_decode, expected_no_cache)
 
 
 class Utilization(NamedTuple):

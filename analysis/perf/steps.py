@@ -4,13 +4,12 @@ constant time in the new tokens and in the chunks).
 Each component's FLOPs and bytes in a pass are integer polynomials of degree at most 2 in the pass's
 position (the context of a decode step or of a no-cache recompute; the index of a chunk) between
 breakpoints the config fixes: a sliding window W, the boundaries of a chunked layer's chunks, the
-tokens at which a mixture of experts reads every expert (:func:`thresholds`). One term is not: flash
-attention's K/V reads over a prefix of length s (``traffic.tile_keys``) depend on s modulo the tile's
-rows, so they are polynomial on each residue class and summed class by class. Each piece's
+tokens at which a mixture of experts reads every expert (:func:`thresholds`). Each piece's
 polynomials are interpolated from exact counts at three of its points and summed exactly
 (integers); a pass's time, the larger of compute and memory per component, is summed after
-splitting each piece where the two cross. The sums equal the pass-by-pass ones (tests/test_time.py
-keeps that loop as the reference).
+splitting each piece where the two cross. The ideal sums equal the pass-by-pass ones
+(tests/test_time.py keeps that loop as the reference); the expected ones take each piece's rates
+(the calibrated efficiencies, which vary slowly with the pass) at its middle pass.
 """
 
 from __future__ import annotations
@@ -18,20 +17,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
-from ..count.traffic import flash_kv_bytes, flash_rows
 from ..model.architecture import build
 from ..model.config import ModelConfig
-from ..model.sizes import bytes_per
-from ..spec import RunSpec
 
 Counts = dict[str, tuple[int, int, int]]  # component -> (matmul FLOPs, elementwise FLOPs, bytes)
+Rates = tuple[float, float, float]  # matmul FLOP/s, elementwise FLOP/s, bytes/s
 ZERO = (0, 0, 0)
 
 
-def thresholds(cfg: ModelConfig, batch: int, top: int) -> tuple[set[int], int]:
-    """(positions up to ``top`` near which a pass's counts change form, the lcm of the flash tiles'
-    rows): splitting there and at the tile boundaries around them leaves polynomial pieces."""
-    points, period = set(), 1
+def thresholds(cfg: ModelConfig, batch: int, top: int) -> set[int]:
+    """Positions up to ``top`` near which a pass's counts change form: splitting there leaves
+    polynomial pieces."""
+    points = set()
     for _, block in build(cfg).blocks:
         spec = block.spec
         if spec.window is not None:
@@ -41,26 +38,12 @@ def thresholds(cfg: ModelConfig, batch: int, top: int) -> tuple[set[int], int]:
         for m in block.linears():  # a mixture of experts reads all its experts from this many tokens on
             if m.active != m.copies:
                 points.add(-(-m.copies // (batch * m.active)))
-        if not spec.recurrent:
-            period = math.lcm(period, flash_rows(block))
-    return points, period
+    return points
 
 
-def flash_reads(cfg: ModelConfig, run: RunSpec) -> dict[str, int]:
-    """The bytes of a flash pass's K/V tile reads by component (``run`` resolved): the part of its
-    bytes periodic in the prefix length."""
-    kv, scores, values = bytes_per(run.kv_dtype), 0, 0
-    for group, block in build(cfg).blocks:
-        if not block.spec.recurrent:
-            k, v = flash_kv_bytes(block, run, kv)
-            scores, values = scores + group.count * k, values + group.count * v
-    return {"attention/scores": scores, "attention/values": values}
-
-
-def splits(points: Iterable[int], period: int) -> set[int]:
-    """Where pieces start: each point, its neighbours, and the tile boundaries around it."""
-    return {p + k for p in points for k in (-1, 0, 1)} | {
-        period * (p // period) + period * k for p in points for k in range(-2, 4)}
+def splits(points: Iterable[int]) -> set[int]:
+    """Where pieces start: each point and its neighbours."""
+    return {p + k for p in points for k in (-1, 0, 1)}
 
 
 def pieces(lo: int, hi: int, starts: set[int]) -> list[tuple[int, int]]:
@@ -119,15 +102,16 @@ def count_sum(f: Callable[[int], Counts], lo: int, hi: int, starts: set[int]) ->
 
 
 class _Times:
-    """The integer sums behind a sum of pass times: a component's FLOPs where its compute time is
-    the larger, its bytes where its memory time is."""
+    """The integer sums behind a sum of pass times, by rates: a component's FLOPs where its compute
+    time is the larger, its bytes where its memory time is."""
 
-    def __init__(self, rates: tuple[float, float, float]) -> None:
-        self.rates, self.matmul, self.elementwise, self.bytes = rates, 0, 0, 0
+    def __init__(self) -> None:
+        self.sums: dict[Rates, list[int]] = {}
 
-    def add(self, mm: Newton, ew: Newton, nbytes: Newton, n: int) -> None:
+    def add(self, rates: Rates, mm: Newton, ew: Newton, nbytes: Newton, n: int) -> None:
         """The passes k = 0..n-1 of one component whose counts are these polynomials in k."""
-        P, V, B = self.rates
+        P, V, B = rates
+        acc = self.sums.setdefault(rates, [0, 0, 0])
         power = [m / P + e / V - b / B for m, e, b in zip(mm.power(), ew.power(), nbytes.power())]
         cuts = {math.floor(r) + k for r in _roots(*power) if -2 < r < n + 2 for k in (-1, 0, 1, 2)}
         for a, b in pieces(0, n - 1, cuts):
@@ -135,45 +119,25 @@ class _Times:
             # compared as the pass's own Component compares them
             diffs = [mm.at(k) / P + ew.at(k) / V - nbytes.at(k) / B for k in (a, b, (a + b) // 2)]
             if next((d for d in diffs if d), 0) >= 0:
-                self.matmul += mm.prefix(b + 1) - mm.prefix(a)
-                self.elementwise += ew.prefix(b + 1) - ew.prefix(a)
+                acc[0] += mm.prefix(b + 1) - mm.prefix(a)
+                acc[1] += ew.prefix(b + 1) - ew.prefix(a)
             else:
-                self.bytes += nbytes.prefix(b + 1) - nbytes.prefix(a)
+                acc[2] += nbytes.prefix(b + 1) - nbytes.prefix(a)
 
     @property
     def seconds(self) -> float:
-        P, V, B = self.rates
-        return self.matmul / P + self.elementwise / V + self.bytes / B
+        return sum(m / P + e / V + b / B for (P, V, B), (m, e, b) in self.sums.items())
 
 
-def time_sum(f: Callable[[int], Counts], rates: tuple[float, float, float], lo: int, hi: int, starts: set[int],
-             periodic: Callable[[int], dict[str, int]] | None = None, period: int = 1) -> float:
+def time_sum(f: Callable[[int], Counts], rates: Callable[[int], Callable[[str], Rates]], lo: int, hi: int,
+             starts: set[int]) -> float:
     """sum_{x=lo..hi} of a pass's time, the sum over components of max(compute, memory), f polynomial
-    on each piece but for the bytes ``periodic`` gives, polynomial on each residue class modulo
-    ``period``. ``rates``: the matmul and elementwise FLOP/s and the bytes/s."""
-    times = _Times(rates)
+    on each piece; ``rates(x)(key)``: a component's rates on the piece whose middle pass is x."""
+    times = _Times()
     for a, b in pieces(lo, hi, starts):
-        xs = _samples(a, b)
-        counts = [f(x) for x in xs]
-        keys = list(dict.fromkeys(k for c in counts for k in c))
-        poly = {key: [Newton([c.get(key, ZERO)[i] for c in counts]) for i in range(3)] for key in keys}
-        waves = [periodic(x) for x in xs] if periodic else []
-        smooth = {key: Newton([c.get(key, ZERO)[2] - w[key] for c, w in zip(counts, waves)])
-                  for key in keys if waves and key in waves[0]}
-        for key in keys:
-            if key not in smooth:
-                mm, ew, nbytes = poly[key]
-                times.add(mm, ew, nbytes, b - a + 1)
-        if not smooth:
-            continue
-        for r in range(period):  # the passes x = a + r + period * t
-            n = (b - a - r) // period + 1
-            if n <= 0:
-                continue
-            ks = [r + period * t for t in range(min(n, 3))]
-            wave = [periodic(a + k) for k in ks]
-            for key, rest in smooth.items():
-                mm, ew, _ = poly[key]
-                times.add(Newton([mm.at(k) for k in ks]), Newton([ew.at(k) for k in ks]),
-                          Newton([rest.at(k) + w[key] for k, w in zip(ks, wave)]), n)
+        counts = [f(x) for x in _samples(a, b)]
+        rate = rates((a + b) // 2)
+        for key in dict.fromkeys(k for c in counts for k in c):
+            mm, ew, nbytes = (Newton([c.get(key, ZERO)[i] for c in counts]) for i in range(3))
+            times.add(rate(key), mm, ew, nbytes, b - a + 1)
     return times.seconds

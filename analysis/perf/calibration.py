@@ -1,0 +1,257 @@
+"""Expected time: the fractions of the datasheet peaks real kernels reach (DESIGN.md section 11).
+
+A hardware YAML's ``calibration:`` section (each figure's source in the bundled files' comments)
+gives a few parameters; the expected time of a component is
+
+    max(matmul FLOPs / (peak x e_mm) + elementwise FLOPs / (vector peak x e_ew),
+        bytes / (bandwidth x e_bw)) + kernels x kernel latency
+
+with, for each kernel the component launches (:func:`rates`):
+
+- a GEMM of ``m`` rows (tokens; a mixture of experts: the tokens of one expert), ``n`` outputs
+  and ``k`` inputs: ``e_mm = gemm x m/(m + m0) x n/(n + n0) x k/(k + n0)``: small and skinny
+  products fill few tiles of the chip and reach far less than large ones;
+- flash attention over ``q`` query rows a K/V head (positions x the query heads sharing it, packed
+  as FlashAttention-3 and FlashDecoding pack them) of head size ``d``:
+  ``flash x q/(q + q0) x d/(d + d0)``; eager attention's two products are GEMMs;
+- elementwise kernels (norms, activations, softmax, the optimizer step): ``elementwise`` of the
+  bandwidth and of the vector peak;
+- streaming weights and K/V: ``streaming[format] x b/(b + b0)`` of the bandwidth, ``b`` the bytes
+  a kernel reads (decode kernels of quantized formats dequantize as they go and reach less);
+- a fixed cost per kernel (launch, ramp-up, tail) that no work hides: it is what small-batch
+  decode is made of.
+
+Collectives (:func:`collective_s`): ``calls x latency + bytes sent / (link x bus)``, the alpha-beta
+model, ``bus`` the fraction of the link NCCL's ring reaches (its bus bandwidth), within a node or
+across nodes. ``overlap``: the fraction of a data-parallel collective the frameworks hide behind
+compute (:mod:`analysis.cluster.step`).
+
+No ``calibration:`` section: every fraction 1, no latency, no overlap (:data:`IDEAL`): expected is ideal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ..count.flops import layer_ops, linear_rows, model_ops
+from ..errors import ConfigError, SpecError, brief
+from ..model.architecture import build
+from ..model.config import ModelConfig
+from ..model.formats import FORMATS
+from ..spec import RunSpec
+
+STREAMING = ("float", "fp8", "int8", "int4", "nf4")  # weight formats by the kernels that read them
+
+
+@dataclass(frozen=True)
+class Calibration:
+    gemm: float = 1.0  # fraction of dense peak a large GEMM reaches
+    gemm_m0: float = 0.0  # rows at which a GEMM reaches half of it
+    gemm_n0: float = 0.0  # columns (and inputs) at which it does
+    flash: float = 1.0  # fraction of dense peak flash attention reaches on long sequences
+    flash_q0: float = 0.0  # query rows a K/V head at which it reaches half of it
+    flash_d0: float = 0.0  # head size at which it does
+    elementwise: float = 1.0  # fraction of bandwidth and vector peak of elementwise kernels
+    streaming: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STREAMING, 1.0))
+    streaming_b0: float = 0.0  # bytes a kernel reads at which streaming reaches half its fraction
+    kernel_s: float = 0.0  # fixed seconds per kernel
+    latency_intra_s: float = 0.0  # seconds per collective call within a node
+    latency_inter_s: float = 0.0  # across nodes
+    bus_intra: float = 1.0  # fraction of the link bandwidth a collective reaches within a node
+    bus_inter: float = 1.0
+    overlap: float = 0.0  # fraction of data-parallel communication hidden behind compute
+    source: str = ""
+
+    def gemm_eff(self, m: float, n: float, k: float) -> float:
+        return self.gemm * _sat(m, self.gemm_m0) * _sat(n, self.gemm_n0) * _sat(k, self.gemm_n0)
+
+    def flash_eff(self, rows: float, head_dim: float) -> float:
+        return self.flash * _sat(rows, self.flash_q0) * _sat(head_dim, self.flash_d0)
+
+    def streaming_eff(self, fmt: str, nbytes: float) -> float:
+        return self.streaming[streaming_kind(fmt)] * _sat(nbytes, self.streaming_b0)
+
+
+IDEAL = Calibration()
+
+
+def _sat(x: float, x0: float) -> float:
+    """x / (x + x0): half at x0, 1 when x0 is 0 (the saturating form of every size effect)."""
+    return x / (x + x0) if x0 else 1.0
+
+
+def streaming_kind(fmt: str) -> str:
+    """The streaming key of a weight or KV dtype or a quantized format."""
+    if fmt in ("fp32", "bf16", "fp16"):
+        return "float"
+    if fmt in FORMATS and FORMATS[fmt].dequantizes:  # bitsandbytes 4-bit: expands the matrix first
+        return "nf4"
+    return next((k for k in ("fp8", "int8") if k in fmt), "int4")  # the rest: 4-bit (GPTQ, AWQ, MXFP4, int4)
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Overrides: a fixed fraction of peak FLOP/s (``compute``) or of bandwidth in place of the
+    calibrated ones (None: calibrated). The ideal is always at the peaks."""
+
+    compute: float | None = None
+    bandwidth: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("compute", "bandwidth"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not 0 < value <= 1):
+                raise SpecError(f"efficiency.{name}", f"must be in (0, 1], got {value!r}")
+
+
+CALIBRATED = Efficiency()  # no override
+
+
+class Rates(NamedTuple):
+    """A component's expected matmul FLOP/s, elementwise FLOP/s and bytes/s, and its kernels'
+    fixed cost in a pass."""
+
+    matmul: float
+    elementwise: float
+    bandwidth: float
+    latency_s: float
+
+
+class _Mix:
+    """A component's kernels and the FLOP-weighted harmonic mean of their compute efficiencies."""
+
+    def __init__(self) -> None:
+        self.flops, self.cost, self.kernels, self.stream = 0.0, 0.0, 0, False
+
+    def add(self, kernels: int, flops: float = 0.0, eff: float = 1.0, stream: bool = False) -> None:
+        self.kernels += kernels
+        self.flops += flops
+        self.cost += flops / eff if flops else 0.0
+        self.stream |= stream
+
+    @property
+    def eff(self) -> float | None:
+        return self.flops / self.cost if self.cost else None
+
+
+def _mixes(cal: Calibration, cfg: ModelConfig, run: RunSpec) -> dict[str, _Mix]:
+    """Each component's kernels of one forward (``run`` resolved and executed)."""
+    out: dict[str, _Mix] = {}
+
+    def mix(key: str) -> _Mix:
+        return out.setdefault(key, _Mix())
+
+    flash = run.attention == "flash"
+    model = build(cfg)
+    for group, block in model.blocks:
+        n = group.count
+        for m in block.linears():
+            rows = linear_rows(m, block, run) * m.active
+            per_expert = rows / min(m.copies, rows) if m.copies > 1 else rows
+            mix(m.key).add(n, 2.0 * rows * m.d_in * m.d_out * n, cal.gemm_eff(per_expert, m.d_out, m.d_in), True)
+            if run.lora is not None:
+                r = run.lora.rank
+                mix(m.key + "/lora").add(2 * n, 2.0 * rows * r * (m.d_in + m.d_out) * n,
+                                         cal.gemm_eff(per_expert, r, m.d_in), True)
+        if not block.spec.recurrent:
+            attn = block.attention
+            packed = run.query_len * max(1, attn.heads // attn.kv_heads)
+            if flash:  # one kernel for both products
+                eff = cal.flash_eff(packed, attn.score_dim)
+                mix("attention/scores").add(n, 1.0, eff, True)
+                mix("attention/values").add(0, 1.0, eff, True)
+            else:
+                keys = run.seq if block.spec.window is None else min(run.seq, block.spec.window)
+                mix("attention/scores").add(n, 1.0, cal.gemm_eff(run.query_len, keys, attn.score_dim), True)
+                mix("attention/values").add(n, 1.0, cal.gemm_eff(run.query_len, attn.value_dim, keys), True)
+        for op in layer_ops(block, run):
+            if not (flash and op.scores):  # flash fuses the score ops into its kernel
+                mix(op.key).add(n)
+        if run.mode != "train":
+            mix("kv_cache").add(n)
+    mix("embedding").add(1)
+    if run.logit_tokens:
+        head = model.head.linear
+        mix(head.key).add(1, 1.0, cal.gemm_eff(run.logit_tokens, head.d_out, head.d_in), True)
+    for op in model_ops(cfg, run):
+        mix(op.key).add(1)
+    return out
+
+
+def rates(cal: Calibration, peaks: tuple[float, float, float], cfg: ModelConfig, run: RunSpec,
+          moved: dict[str, int], keys: list[str], eff: Efficiency = CALIBRATED) -> dict[str, Rates]:
+    """The expected rates of the components ``keys`` in a pass (``run`` resolved and executed),
+    ``peaks`` the matmul and vector FLOP/s and the bandwidth, ``moved`` the bytes by component."""
+    mixes = _mixes(cal, cfg, run)
+    passes = 1 if run.mode != "train" else 3 + (run.recompute == "full")  # forward, backward's two
+    matmul, vector, bandwidth = peaks
+    out = {}
+    for key in keys:
+        mx = mixes.get(key, _Mix())
+        kernels = mx.kernels * passes
+        per_kernel = moved.get(key, 0) / max(1, kernels)
+        fmt = (run.kv_dtype if run.mode != "train" else run.dtype) if key.startswith("attention/") \
+            else run.weights_dtype
+        stream = cal.streaming_eff(fmt, per_kernel) if mx.stream else cal.elementwise
+        out[key] = Rates(matmul * (eff.compute or mx.eff or cal.gemm), vector * (eff.compute or cal.elementwise),
+                         bandwidth * (eff.bandwidth or stream), kernels * cal.kernel_s)
+    if "optimizer" in out:  # a fused multi-tensor kernel per layer
+        out["optimizer"] = Rates(matmul, vector, bandwidth * (eff.bandwidth or cal.elementwise),
+                                 cfg.n_layers * cal.kernel_s)
+    return out
+
+
+class Link(NamedTuple):
+    rate: float  # bytes/s per direction
+    inside: bool  # within a node
+
+
+def collective_s(cal: Calibration, calls: int, sent: int, link: Link) -> float:
+    """Alpha-beta: each call's latency, then the bytes sent at the bus bandwidth NCCL reaches."""
+    alpha, bus = (cal.latency_intra_s, cal.bus_intra) if link.inside else (cal.latency_inter_s, cal.bus_inter)
+    return calls * alpha + sent / (link.rate * bus)
+
+
+_FRACTIONS = ("gemm", "flash", "elementwise", "bus_intra", "bus_inter", "overlap")
+_SIZES = {"gemm_m0": "gemm_m0", "gemm_n0": "gemm_n0", "flash_q0": "flash_q0", "flash_d0": "flash_d0",
+          "streaming_b0": "streaming_b0"}
+_MICROSECONDS = {"kernel_us": "kernel_s", "latency_intra_us": "latency_intra_s", "latency_inter_us": "latency_inter_s"}
+
+
+def calibration_from_dict(raw: Any, where: Any) -> Calibration:
+    """The ``calibration:`` section; ``where(key)`` gives (file, key, line) for an error."""
+    if not isinstance(raw, dict):
+        raise ConfigError("expected a mapping of efficiency parameters", *where("calibration"))
+    known = {*_FRACTIONS, *_SIZES, *_MICROSECONDS, "streaming", "source"}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = f"calibration.{key}"
+        if key not in known:
+            raise ConfigError(f"unknown key (known: {', '.join(sorted(known))})", *where(name))
+        if key == "source":
+            if not isinstance(value, str) or not value.isprintable():
+                raise ConfigError(f"expected one line of text, got {brief(value)}", *where(name))
+            values["source"] = value
+        elif key == "streaming":
+            if not isinstance(value, dict) or set(value) != set(STREAMING):
+                raise ConfigError(f"expected a fraction for each of {', '.join(STREAMING)}", *where(name))
+            values["streaming"] = {k: _number(v, f"{name}.{k}", where, 1.0) for k, v in value.items()}
+        elif key in _FRACTIONS:
+            values[key] = _number(value, name, where, 1.0)
+        elif key in _SIZES:
+            values[_SIZES[key]] = _number(value, name, where, None)
+        else:
+            values[_MICROSECONDS[key]] = _number(value, name, where, None) * 1e-6
+    return Calibration(**values)
+
+
+def _number(value: Any, key: str, where: Any, top: float | None) -> float:
+    """A positive number, at most ``top`` (a fraction) when given; sizes may be 0."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and (
+        0 < value <= top if top is not None else 0 <= value < 1e21)
+    if not ok:
+        want = "a fraction in (0, 1]" if top is not None else "a number >= 0"
+        raise ConfigError(f"expected {want}, got {brief(value)}", *where(key))
+    return float(value)
