@@ -92,6 +92,14 @@ VARIANTS = {  # together every config key and value
     "short_conv": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 3,
                    "layer_types": ["short_conv", "full", "short_conv"], "qk_norm": "head", "tie_embeddings": True,
                    "short_conv": {"d_conv": 3, "bias": True}},
+    # Nemotron-H: one sublayer per layer: a Mamba-2 mixer, attention, an MLP or a MoE alone (relu^2, non-gated)
+    "nemotron_h": {"position": "none", "norm": "rmsnorm", "activation": "sqrelu", "n_kv_heads": 2, "n_layers": 5,
+                   "layer_types": ["mamba2", "none", "full", "none", "mamba2"],
+                   "ffn_layers": [False, True, False, True, False],
+                   "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16, "shared_experts": 1,
+                           "shared_expert_d_ff": 24, "step": 4},
+                   "mamba2": {"d_state": 4, "d_conv": 3, "n_heads": 4, "head_dim": 6, "n_groups": 2,
+                              "chunk_size": 4}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
@@ -265,6 +273,18 @@ def _recurrent_layers(draw, raw, kind: str):
             raw.pop(key, None)
 
 
+def _single_sublayers(draw, raw):
+    """Nemotron-H's layers: FFN-only ones (``none``: no mixer) among the others, and ``ffn_layers`` taking
+    the FFN from some mixer layers; when that breaks a rule (MoE or dense layers left with no FFN), every
+    layer keeps its FFN."""
+    raw["layer_types"] = [*raw["layer_types"], "none"]
+    raw["ffn_layers"] = [t == "none" or draw(st.booleans()) for t in raw["layer_types"]]
+    try:
+        from_dict(raw)
+    except ConfigError:
+        raw["ffn_layers"] = [True]
+
+
 @st.composite
 def valid_configs(draw):
     """Raw config mappings over every ModelConfig key and value (test_config checks the
@@ -367,6 +387,8 @@ def valid_configs(draw):
     recurrent = draw(st.integers(0, 9))
     if recurrent < len(RECURRENT_MAPPINGS):
         _recurrent_layers(draw, raw, list(RECURRENT_MAPPINGS)[recurrent])
+        if raw["d_ff"] and draw(st.booleans()):  # layers of one sublayer each (Nemotron-H)
+            _single_sublayers(draw, raw)
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
     optional = [k for k in raw if k not in REQUIRED]
     for key in draw(st.lists(st.sampled_from(optional), unique=True)):

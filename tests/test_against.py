@@ -91,6 +91,9 @@ EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first
 # transformers' Jamba runs its experts as the model does (experts_per_token per token, batched_mm), its
 # mamba mixers on the slow path (the recurrent scan, on meta): no convention to translate
 EXTRA["jamba"] = {"attn_layer_period": 4, "attn_layer_offset": 3}
+# Nemotron-H: its class's default blocks (M, E, *, -) put an MLP layer where llmcalc's every-second-layer MoE
+# step would have a MoE one: a Mamba-2 layer, an MLP one, an attention one and a MoE one instead
+EXTRA["nemotron_h"] = {"layers_block_type": ["linear_attention", "mlp", "full_attention", "moe"]}
 
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))

@@ -60,6 +60,7 @@ GOLDEN = {
     "llama-4-scout": (108_641_793_536, 18_044_827_136),
     "llama-4-maverick": (401_583_781_376, 18_056_623_616),
     "granite-4.0-h-tiny": (6_939_037_248, 1_465_470_528),  # the checkpoint's count
+    "nemotron-nano-9b-v2": (8_888_227_328, 8_888_227_328),  # transformers' count (Hugging Face lists 8.89B)
 }
 
 # The MoE model cards' rounded figures, each under its own convention: total and active in

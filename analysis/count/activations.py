@@ -120,7 +120,15 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
         if post_norms:
             tape.norm("norm/mlp_post", None, T, d)
 
-    if placement == "post":
+    if spec.attention == "none":  # no mixer (nor its norm): the FFN branch alone
+        if placement == "post":
+            ffn("x")
+            tape.norm("norm/mlp", None, T, d)
+        elif placement == "post_branch":
+            ffn("x")
+        else:
+            ffn(tape.norm("norm/mlp", None, T, d))
+    elif placement == "post":
         attn("x")
         ffn(tape.norm("norm/attention", None, T, d))
         if spec.ffn is not None:

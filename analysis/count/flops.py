@@ -215,7 +215,8 @@ def _recurrent_ops(layer: Block, run: RunSpec, ops: list[Op]) -> list[Op]:
     if lora:
         ops += [Op("lora", linear_rows(m, layer, run) * m.d_out * m.active, 2, 3) for m in layer.linears()
                 if m.key in lora]
-    ops.append(Op("residual", (1 + len(layer.ffns)) * T * cfg.d_model, 1, 3))
+    mixers = int(layer.spec.attention != "none")  # a none layer: its FFN's add alone
+    ops.append(Op("residual", (mixers + len(layer.ffns)) * T * cfg.d_model, 1, 3))
     return ops
 
 

@@ -55,6 +55,34 @@ def sub_norms(cfg: ModelConfig) -> list[Norm]:
     return [make_norm(cfg, "attention/sub_norm", cfg.q_width), make_norm(cfg, "mlp/sub_norm", cfg.d_ff)]
 
 
+class NoMixer:
+    """A ``none`` layer's mixer: none (the layer is its FFN alone). Nothing to hold, run, save or cache."""
+
+    __slots__ = ("cfg",)
+    state_values = 0
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.cfg = cfg
+
+    def linears(self) -> list[Linear]:
+        return []
+
+    def norms(self) -> list[Norm]:
+        return []
+
+    def vectors(self) -> list[Vector]:
+        return []
+
+    def matmul(self, batch: int, query_len: int, past: int) -> dict[str, int]:
+        return {}
+
+    def ops(self, tokens: int) -> list:
+        return []
+
+    def saves(self, tape, B: int, S: int, x: str) -> None:
+        return None
+
+
 class Block:
     """One layer of a spec: its attention and FFN descriptors and what it holds."""
 
@@ -70,12 +98,12 @@ class Block:
         return ATTENTION[self.spec.attention](self.cfg)
 
     @property
-    def mixer(self) -> AttentionKind | Mamba | Mamba2 | ShortConv:
+    def mixer(self) -> AttentionKind | Mamba | Mamba2 | ShortConv | NoMixer:
         """The layer's mixer: its attention kind, or a recurrent kind (:mod:`.mamba`)."""
         return MIXERS[self.spec.attention](self.cfg) if self.spec.recurrent else self.attention
 
     @property
-    def recurrent(self) -> Mamba | Mamba2 | ShortConv:
+    def recurrent(self) -> Mamba | Mamba2 | ShortConv | NoMixer:
         """The layer's recurrent mixer (ValueError on an attention layer)."""
         if not self.spec.recurrent:
             raise ValueError(f"a {self.spec.attention} layer has no recurrent mixer")
@@ -99,6 +127,8 @@ class Block:
         norms = block_norms(self.cfg)
         if self.spec.ffn is None:  # no FFN: no norm around it
             norms = [n for n in norms if not n.key.startswith("norm/mlp")]
+        if self.spec.attention == "none":  # no mixer: no norm around it
+            norms = [n for n in norms if not n.key.startswith("norm/attention")]
         return norms + self.mixer.norms() + rope_norms(self.cfg, self.spec) + sub_norms(self.cfg)
 
     def vectors(self) -> list[Vector]:
@@ -106,9 +136,10 @@ class Block:
 
 
 # recurrent mixer kinds (layer_types), one descriptor each
-MIXERS: dict[str, type[Mamba] | type[Mamba2] | type[ShortConv]] = {"mamba": Mamba}
+MIXERS: dict[str, type[Mamba] | type[Mamba2] | type[ShortConv] | type[NoMixer]] = {"mamba": Mamba}
 MIXERS["mamba2"] = Mamba2
 MIXERS["short_conv"] = ShortConv
+MIXERS["none"] = NoMixer
 
 
 class Head(NamedTuple):

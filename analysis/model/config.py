@@ -32,7 +32,11 @@ NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 LAYER_TYPES: tuple[str, ...] = ("full", "sliding", "chunked", "mamba")  # mamba: a Mamba-1 mixer in place of attention
 LAYER_TYPES += ("mamba2",)  # a Mamba-2 (SSD) mixer in place of attention
 LAYER_TYPES += ("short_conv",)  # LFM2's gated short convolution in place of attention
-RECURRENT_TYPES = ("mamba", "mamba2", "short_conv")  # layer types with a recurrent mixer (a state, no attention)
+LAYER_TYPES += ("none",)  # no mixer: the layer is its FFN alone (Nemotron-H's MLP and MoE layers)
+# layer types with a recurrent mixer (a state, no attention)
+RECURRENT_TYPES: tuple[str, ...] = ("mamba", "mamba2", "short_conv")
+# "none" goes the recurrent layers' way (no attention, an empty mixer keeping no state; one GPU only)
+RECURRENT_TYPES += ("none",)
 QK_NORMS = ("none", "head", "full", "l2")
 MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
 
@@ -344,6 +348,7 @@ class ModelConfig:
     rope_theta: float = _key(_number(), 10000.0)
     rotary_fraction: float = _key(_number(1.0), 1.0)  # share of each head's dims RoPE rotates
     rope_layers: tuple[bool, ...] | None = _key(_optional(_pattern(_bool)), None)  # false: NoPE layer
+    ffn_layers: tuple[bool, ...] | None = _key(_optional(_pattern(_bool)), None)  # false: the layer has no FFN
     relative_buckets: int = _key(_int(2), 32)  # T5 relative-position buckets (shared by all layers)
     relative_max_distance: int = _key(_int(), 128)
     qkv_bias: bool = _key(_bool, False)
@@ -457,6 +462,10 @@ class ModelConfig:
         assert m is not None, "no mamba2 mapping"
         H = m.n_heads if m.n_heads is not None else m.expand * self.d_model // m.head_dim
         return H * m.head_dim, H, m.head_dim, m.d_state, m.n_groups, m.d_conv, m.chunk_size
+
+    def has_ffn(self, i: int) -> bool:
+        """Whether layer ``i`` has an FFN: ``d_ff`` > 0 and ``ffn_layers`` (cyclic) true there."""
+        return self.d_ff > 0 and (self.ffn_layers is None or self.ffn_layers[i % len(self.ffn_layers)])
 
     @property
     def has_mamba(self) -> bool:

@@ -13,7 +13,9 @@ Per-layer rules (DESIGN.md section 2):
   the query at position i sees key j iff j <= i and j // C == i // C (Llama 4);
 - ``rope_layers`` (true/false) repeats cyclically; absent, every layer applies RoPE when the
   model's positions are ``rope``;
-- layer ``i`` is MoE when ``i >= moe.first_dense_layers`` and ``(i + 1) % moe.step == 0``.
+- layer ``i`` is MoE when ``i >= moe.first_dense_layers`` and ``(i + 1) % moe.step == 0``;
+- ``ffn_layers`` (true/false) repeats cyclically; a false layer has no FFN (nor its norm), as every
+  layer with ``d_ff: 0``; a ``none`` layer (``layer_types``) has no mixer (nor its norm): its FFN alone.
 """
 
 import functools
@@ -24,6 +26,7 @@ from .config import ModelConfig
 
 RECURRENT: tuple[str, ...] = ("mamba",)  # mixer kinds that keep a state per sequence (layer_types names them)
 RECURRENT += ("mamba2", "short_conv")
+RECURRENT += ("none",)  # no mixer (an FFN-only layer): an empty mixer on the recurrent path, no state
 
 
 class LayerSpec(NamedTuple):
@@ -70,6 +73,8 @@ class LayerSpec(NamedTuple):
             window = f"chunked attention {self.chunk:,}"
         rope = "" if self.rope else ", no RoPE"
         ffn = "no FFN" if self.ffn is None else f"{self.ffn} FFN"
+        if self.attention == "none":
+            return f"no mixer, {ffn}"
         if self.recurrent:
             return f"{self.attention} mixer, {ffn}"
         return f"{self.attention} {window}{rope}, {ffn}"
@@ -99,7 +104,7 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     for i in range(cfg.n_layers):
         window = cfg.sliding_window if types[i % len(types)] == "sliding" else None
         moe = cfg.moe is not None and cfg.moe.is_moe_layer(i)
-        ffn = None if cfg.d_ff == 0 else "moe" if moe else "dense"
+        ffn = None if not cfg.has_ffn(i) else "moe" if moe else "dense"
         if types[i % len(types)] in RECURRENT:  # a recurrent mixer: no window, no RoPE
             specs.append(LayerSpec(types[i % len(types)], None, False, ffn))
             continue

@@ -17,6 +17,8 @@ def _has_dense_mlp(cfg: ModelConfig) -> bool:
     moe = cfg.moe
     if cfg.d_ff == 0:  # no FFN at all
         return False
+    if cfg.ffn_layers is not None:  # the layers with an FFN that are not MoE
+        return any(cfg.has_ffn(i) and (moe is None or not moe.is_moe_layer(i)) for i in range(cfg.n_layers))
     return moe is None or moe.first_dense_layers > 0 or moe.step > 1  # layer 0 is then dense
 
 
@@ -56,6 +58,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "mamba2": (lambda c: c.has_mamba2, "mamba2 layers (layer_types lists 'mamba2')"),
     "short_conv": (lambda c: c.has_short_conv, "short_conv layers (layer_types lists 'short_conv')"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
+    "ffn_layers": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
     "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
     "moe.shared_expert_gate": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
@@ -119,7 +122,7 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
         if moe.experts_per_token > moe.num_experts:
             check.fail("moe", f"experts_per_token ({moe.experts_per_token}) exceeds "
                               f"num_experts ({moe.num_experts})")
-        if not any(moe.is_moe_layer(i) for i in range(cfg.n_layers)):
+        if not any(moe.is_moe_layer(i) and cfg.has_ffn(i) for i in range(cfg.n_layers)):
             check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
                               f"step {moe.step}, {cfg.n_layers} layers)")
     if moe is not None and ACTIVATIONS[cfg.activation].scalars:  # xIELU: its scalars belong to a dense MLP
@@ -167,11 +170,24 @@ def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
                                "'mamba'): use none, learned or sinusoidal")
     if cfg.has_mamba and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with mamba layers")
+    _ffn_layer_checks(cfg, check)
     _mamba2_checks(cfg, check)
     if cfg.has_short_conv and cfg.short_conv is None:
         check.fail("layer_types", "has 'short_conv' layers but no 'short_conv' mapping (d_conv, bias)")
     if cfg.has_short_conv and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with short_conv layers")
+
+
+def _ffn_layer_checks(cfg: ModelConfig, check: Checker) -> None:
+    """``ffn_layers`` leaves some layer an FFN; a ``none`` layer (no mixer) has one, in a sequential block."""
+    if cfg.ffn_layers is not None and not any(cfg.has_ffn(i) for i in range(cfg.n_layers)):
+        check.fail("ffn_layers", "leaves no layer an FFN: use d_ff: 0")
+    types = cfg.layer_types or ()
+    none = [i for i in range(cfg.n_layers) if types and types[i % len(types)] == "none"]
+    if none and not all(cfg.has_ffn(i) for i in none):
+        check.fail("layer_types", "a 'none' layer (no mixer) needs an FFN: d_ff > 0 and ffn_layers true there")
+    if none and cfg.parallel_block:
+        check.fail("parallel_block", "is not supported with 'none' layers (no mixer)")
 
 
 def _mamba2_checks(cfg: ModelConfig, check: Checker) -> None:

@@ -65,7 +65,7 @@ from ..load.catalog import HF_DIR, bundled_names
 from ..load.files import config_file, read_json, read_text
 from ..model.architecture import build
 from ..model.config import ModelConfig
-from ..model.layers import layer_plan
+from ..model.layers import LayerSpec, layer_plan, layer_specs
 from ..model.sizes import bytes_per
 from ..spec import RunSpec
 from .check import Check
@@ -248,6 +248,17 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     if not parts:
         return "layer"
     last = parts[-1]
+    spec = _layer_spec(path, cfg)
+    if spec is not None and parts[0] == "mixer" and not spec.recurrent:  # Nemotron-H: attention as `mixer`
+        if parts == ["mixer"]:
+            return "attention/scores+values"
+    elif spec is not None and spec.attention == "none":  # Nemotron-H's MLP and MoE layers: the FFN as `mixer`
+        if parts == ["norm"]:
+            return "norm/mlp"
+        if parts == ["mixer"]:
+            return "moe" if spec.ffn == "moe" else "mlp"
+        if parts == ["mixer", "gate"]:
+            return "moe/router"
     if cfg.has_mamba2 and parts[0] in ("mixer", "mamba") and len(parts) <= 2 and last in _MAMBA2_NAMES:
         return _MAMBA2_NAMES[last]  # a mamba2 layer's mixer
     if parts[0] in ("mixer", "mamba") and len(parts) <= 2 and last in _MAMBA_NAMES:  # a mamba layer's mixer
@@ -280,6 +291,16 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     if last == "gate_proj" and parts[0] in _ATTENTION_MODULES:  # AFMoE's attention output gate
         return "attention/gate"
     return _LAYER_NAMES.get(last, f"?{local}")
+
+
+_LAYER_INDEX = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.(\d+)(?:\.|$)")
+
+
+def _layer_spec(path: str, cfg: ModelConfig) -> LayerSpec | None:
+    """The spec of the layer ``path`` lies in, by its index; None outside the layers (or past the plan)."""
+    m = _LAYER_INDEX.match(path)
+    specs = layer_specs(cfg)
+    return specs[int(m.group(1))] if m is not None and int(m.group(1)) < len(specs) else None
 
 
 def _glm4_norms(model: torch.nn.Module) -> bool:

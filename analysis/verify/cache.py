@@ -54,6 +54,8 @@ class KVCache:
             elif spec.attention == "short_conv":  # the last L conv inputs (B * x)
                 d, L = short_conv_sizes(cfg)
                 shapes = [(batch, d, L)]
+            elif spec.attention == "none":  # no mixer: nothing to cache
+                shapes = []
             elif spec.recurrent:  # a mamba layer's state: the last K conv inputs and the SSM state
                 E, N, _, K = mamba_sizes(cfg)
                 shapes = [(batch, E, K), (batch, E, N)]

@@ -140,7 +140,9 @@ class Block(nn.Module):
         super().__init__()
         self.spec = spec
         self.placement, self.parallel, self.recompute = cfg.norm_placement, cfg.parallel_block, recompute == "full"
-        if spec.attention == "mamba2":  # the Mamba-2 mixer (analysis.verify.mamba2)
+        if spec.attention == "none":  # no mixer: the layer is its FFN alone
+            pass
+        elif spec.attention == "mamba2":  # the Mamba-2 mixer (analysis.verify.mamba2)
             self.mamba2 = Mamba2Mixer(cfg, index)
         elif spec.attention == "short_conv":  # LFM2's gated short convolution (analysis.verify.short_conv)
             self.short_conv = ShortConvMixer(cfg, index)
@@ -154,6 +156,7 @@ class Block(nn.Module):
         elif spec.ffn == "dense":
             self.mlp = MLP(cfg)
         names = [n for n in block_norms(cfg) if spec.ffn is not None or not n.startswith("mlp")]
+        names = [n for n in names if spec.attention != "none" or not n.startswith("attention")]
         self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in names})
 
     def forward(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
@@ -196,6 +199,8 @@ class Block(nn.Module):
 
         if ffn is None:  # a mixer alone (a mamba layer with d_ff 0)
             return self.mixer_only(x, attn)
+        if self.spec.attention == "none":  # an FFN alone
+            return self.ffn_only(x, ffn)
 
         if self.placement == "post":
             x = n["attention"](x + attn(x))
@@ -215,6 +220,16 @@ class Block(nn.Module):
         x = x + branch(attn, "attention", n["attention"](x))
         return x + branch(ffn, "mlp", n["mlp"](x))
 
+
+    def ffn_only(self, x: torch.Tensor, ffn) -> torch.Tensor:
+        """A ``none`` layer, without a mixer: its FFN branch under the placement (parallel blocks are refused)."""
+        n = self.norm
+        if self.placement == "post":
+            return n["mlp"](x + ffn(x))
+        if self.placement == "post_branch":
+            return x + n["mlp_post"](ffn(x))
+        y = ffn(n["mlp"](x))
+        return x + (n["mlp_post"](y) if self.placement == "sandwich" else y)
 
     def mixer_only(self, x: torch.Tensor, attn) -> torch.Tensor:
         """The block without an FFN: its mixer branch under the placement (parallel blocks are refused)."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...errors import ConfigError, UnmappedModelType, brief
-from . import core, dense, moe, older, recent, recurrent, traits
+from . import core, dense, hybrid, moe, older, recent, recurrent, traits
 from .common import _dtype, _name, _refuse_null
 from .core import _qwen_vl_text
 from .defaults import DEFAULTS, SUBCONFIGS
@@ -79,6 +79,7 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     **recent.MAPPERS,
     **traits.MAPPERS,
     **recurrent.MAPPERS,
+    **hybrid.MAPPERS,
 }
 
 
@@ -91,6 +92,7 @@ _READS_REJECTED.update({"bamba": ("attn_layer_indices", "mamba_d_state"),
 
 
 _READS_REJECTED["jamba"] = ("attn_layer_period", "mamba_d_state")
+_READS_REJECTED["nemotron_h"] = ("layers_block_type", "hybrid_override_pattern", "ssm_state_size")
 
 
 # transformers' token embeddings without a padding_idx; torch's Embedding refuses the others' one

@@ -772,3 +772,17 @@ DEFAULTS["gpt-sw3"] = DEFAULTS["gpt2"]
 DEFAULTS["smolvlm"] = DEFAULTS["idefics3"]  # GPT-SW3 is built by GPT-2's classes (GPT2Config)
 
 __all__ = ["DEFAULTS", "SUBCONFIGS", "Default"]
+# -- layers of one sublayer each. NemotronHConfig (layers_block_type null: its __post_init__ reads
+# hybrid_override_pattern or sets its default; moe_latent_size null: no latent projections)
+DEFAULTS["nemotron_h"] = _config(
+    f"{_COMMON} layer_norm_epsilon time_step_min time_step_max time_step_limit time_step_floor "
+    "mamba_ssm_cache_dtype residual_in_fp32 rescale_prenorm_residual n_shared_experts moe_shared_expert_overlap "
+    "routed_scaling_factor n_group topk_group norm_topk_prob num_nextn_predict_layers expand use_mamba_kernels "
+    "num_logits_to_keep attention_bias attention_dropout hidden_dropout mamba_proj_bias output_router_logits",
+    vocab_size=131072, hidden_size=4096, layers_block_type=_null(), hybrid_override_pattern=_null(),
+    num_hidden_layers=_null(), tie_word_embeddings=False, num_attention_heads=32, num_key_value_heads=_null(8),
+    head_dim=128, max_position_embeddings=4096, intermediate_size=21504, mlp_hidden_act="relu2", mlp_bias=False,
+    ssm_state_size=128, mamba_num_heads=128, mamba_head_dim=64, mamba_hidden_act="silu", n_groups=8,
+    conv_kernel=4, use_conv_bias=True, chunk_size=128, use_bias=False, n_routed_experts=8, num_experts_per_tok=2,
+    moe_intermediate_size=7688, moe_shared_expert_intermediate_size=7688, moe_latent_size=_null(),
+    sliding_window=_null(), mtp_layers_block_type=_null())
