@@ -91,6 +91,8 @@ EXTRA = {"deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2, "first
 # transformers' Jamba runs its experts as the model does (experts_per_token per token, batched_mm), its
 # mamba mixers on the slow path (the recurrent scan, on meta): no convention to translate
 EXTRA["jamba"] = {"attn_layer_period": 4, "attn_layer_offset": 3}
+# MiniMax: blocks of 3, so that the 8 tokens span three lightning blocks, the last one partial
+EXTRA["minimax"] = {"block_size": 3}
 
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))
