@@ -100,6 +100,11 @@ VARIANTS = {  # together every config key and value
                            "shared_expert_d_ff": 24, "step": 4},
                    "mamba2": {"d_state": 4, "d_conv": 3, "n_heads": 4, "head_dim": 6, "n_groups": 2,
                               "chunk_size": 4}},
+    # MiniMax: lightning attention beside GQA attention, MoE in every layer; blocks of 4 so that 7 and 9 tokens
+    # span several, the last one partial; head_dim other than d_model / n_heads
+    "lightning": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 3,
+                  "head_dim": 6, "layer_types": ["lightning", "lightning", "full"],
+                  "moe": {"num_experts": 4, "experts_per_token": 2}, "lightning": {"block_size": 4}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
@@ -243,7 +248,17 @@ def _short_conv(draw, raw) -> dict:
     return {k: draw(v) for k, v in (("d_conv", st.integers(1, 4)), ("bias", st.booleans())) if draw(st.booleans())}
 
 
+def _lightning(draw, raw) -> dict:
+    """Lightning heads are the model's MHA heads: an MLA model turns MHA, with a head_dim of its own."""
+    if raw.get("attention") == "mla":
+        raw["attention"] = "mha"
+        raw.pop("mla", None)
+        raw["head_dim"] = draw(st.sampled_from([2, 4, 6]))
+    return {"block_size": draw(st.integers(1, 8))} if draw(st.booleans()) else {}
+
+
 RECURRENT_MAPPINGS = {"mamba": _mamba, "mamba2": _mamba2, "short_conv": _short_conv}  # layer kind -> its keys
+RECURRENT_MAPPINGS["lightning"] = _lightning
 
 
 def _recurrent_layers(draw, raw, kind: str):

@@ -94,6 +94,8 @@ EXTRA["jamba"] = {"attn_layer_period": 4, "attn_layer_offset": 3}
 # Nemotron-H: its class's default blocks (M, E, *, -) put an MLP layer where llmcalc's every-second-layer MoE
 # step would have a MoE one: a Mamba-2 layer, an MLP one, an attention one and a MoE one instead
 EXTRA["nemotron_h"] = {"layers_block_type": ["linear_attention", "mlp", "full_attention", "moe"]}
+# MiniMax: blocks of 3, so that the 8 tokens span three lightning blocks, the last one partial
+EXTRA["minimax"] = {"block_size": 3}
 
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))

@@ -428,6 +428,17 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         layer_types=["attention" if i in (5, 15, 25, 35) else "mamba" for i in range(40)], mamba_n_heads=48,
         mamba_d_head=64, mamba_n_groups=1, mamba_d_state=128, mamba_expand=2, position_embedding_type="nope",
         tie_word_embeddings=True), 6_939_037_248),  # its safetensors count
+    # lightning attention, softmax attention after every 7 lightning layers, MoE in every layer (the model
+    # card's hyperparameters: 80 layers, 64 heads of 128, 8 KV heads, 32 experts of 9216, top-2, hidden 6144,
+    # vocab 200,064, RoPE base 1e7; block_size 256, transformers' default). 456,089,655,296: transformers'
+    # own count without the decay tables it derives from the config (against.DERIVED_BUFFERS); the card's
+    # 456B (rounded: not pinned)
+    "minimax": ("MiniMaxAI/MiniMax-Text-01-hf", dict(
+        vocab_size=200064, hidden_size=6144, intermediate_size=9216, num_hidden_layers=80, num_attention_heads=64,
+        num_key_value_heads=8, head_dim=128, num_local_experts=32, num_experts_per_tok=2, hidden_act="silu",
+        max_position_embeddings=10240000, rope_parameters=dict(rope_type="default", rope_theta=10000000.0),
+        block_size=256, tie_word_embeddings=False,
+        layer_types=["full_attention" if (i + 1) % 8 == 0 else "linear_attention" for i in range(80)]), None),
     # gated short convolutions and attention (published config.json values, its FFN 12288 -> 8192 by
     # block_auto_adjust_ff_dim; 1,170,340,608: transformers' own count, the card's 1.2B)
     "lfm2": ("LiquidAI/LFM2-1.2B", dict(
@@ -702,7 +713,8 @@ def _write(tmp_path, data: dict, name: str = "config.json"):
 def _stored(module) -> int:
     """numel of what a checkpoint of ``module`` stores: its state dict (parameters and
     persistent buffers), each storage once (tied weights once)."""
-    tensors = {t.untyped_storage()._cdata: t for t in module.state_dict(keep_vars=True).values()}
+    tensors = {t.untyped_storage()._cdata: t for k, t in module.state_dict(keep_vars=True).items()
+               if k.rpartition(".")[2] not in against.DERIVED_BUFFERS}  # MiniMax's decay tables: not learned
     return sum(t.numel() for t in tensors.values())
 
 
@@ -882,6 +894,7 @@ DEPTHS.update(granitemoehybrid=6, bamba=10)
 # LFM2: its first attention layer is the third (transformers' cache needs one to read the cached length)
 DEPTHS["lfm2"] = 3
 DEPTHS["lfm2_moe"] = 3  # its first attention layer, index 2, and an MoE one
+DEPTHS["minimax"] = 8  # its first softmax-attention layer is the eighth
 
 
 def _shallow(raw: dict) -> dict:

@@ -29,6 +29,7 @@ from .attention import ATTENTION, AttentionKind, rope_norms
 from .config import ModelConfig
 from .ffn import FFN, FFNKind
 from .layers import LayerGroup, LayerSpec, layer_plan
+from .lightning import Lightning
 from .mamba import Mamba
 from .mamba2 import Mamba2
 from .parts import Linear, Norm, Table, Vector, make_norm
@@ -98,12 +99,12 @@ class Block:
         return ATTENTION[self.spec.attention](self.cfg)
 
     @property
-    def mixer(self) -> AttentionKind | Mamba | Mamba2 | ShortConv | NoMixer:
+    def mixer(self) -> AttentionKind | Mamba | Mamba2 | ShortConv | NoMixer | Lightning:
         """The layer's mixer: its attention kind, or a recurrent kind (:mod:`.mamba`)."""
         return MIXERS[self.spec.attention](self.cfg) if self.spec.recurrent else self.attention
 
     @property
-    def recurrent(self) -> Mamba | Mamba2 | ShortConv | NoMixer:
+    def recurrent(self) -> Mamba | Mamba2 | ShortConv | NoMixer | Lightning:
         """The layer's recurrent mixer (ValueError on an attention layer)."""
         if not self.spec.recurrent:
             raise ValueError(f"a {self.spec.attention} layer has no recurrent mixer")
@@ -136,10 +137,11 @@ class Block:
 
 
 # recurrent mixer kinds (layer_types), one descriptor each
-MIXERS: dict[str, type[Mamba] | type[Mamba2] | type[ShortConv] | type[NoMixer]] = {"mamba": Mamba}
+MIXERS: dict[str, type[Mamba] | type[Mamba2] | type[ShortConv] | type[NoMixer] | type[Lightning]] = {"mamba": Mamba}
 MIXERS["mamba2"] = Mamba2
 MIXERS["short_conv"] = ShortConv
 MIXERS["none"] = NoMixer
+MIXERS["lightning"] = Lightning
 
 
 class Head(NamedTuple):

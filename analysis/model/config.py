@@ -33,10 +33,12 @@ LAYER_TYPES: tuple[str, ...] = ("full", "sliding", "chunked", "mamba")  # mamba:
 LAYER_TYPES += ("mamba2",)  # a Mamba-2 (SSD) mixer in place of attention
 LAYER_TYPES += ("short_conv",)  # LFM2's gated short convolution in place of attention
 LAYER_TYPES += ("none",)  # no mixer: the layer is its FFN alone (Nemotron-H's MLP and MoE layers)
+LAYER_TYPES += ("lightning",)  # MiniMax's lightning attention (linear, decaying) in place of attention
 # layer types with a recurrent mixer (a state, no attention)
 RECURRENT_TYPES: tuple[str, ...] = ("mamba", "mamba2", "short_conv")
 # "none" goes the recurrent layers' way (no attention, an empty mixer keeping no state; one GPU only)
 RECURRENT_TYPES += ("none",)
+RECURRENT_TYPES += ("lightning",)
 QK_NORMS = ("none", "head", "full", "l2")
 MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
 
@@ -253,6 +255,16 @@ class ShortConvConfig:
 
 
 @dataclass(frozen=True)
+class LightningConfig:
+    """MiniMax's lightning attention of ``lightning`` layers (transformers' MiniMaxLightningAttention):
+    qkv_proj d -> 3*h*hd (SiLU), linear attention with a fixed exponential decay per head, computed
+    block by block for a pass over a prompt, an RMSNorm over h*hd, a sigmoid gate (output_gate d -> h*hd)
+    and out_proj h*hd -> d; h and hd are the model's ``n_heads`` and ``head_dim``."""
+
+    block_size: int = _key(_int(), 256)  # the blocked form's block (training and prefill)
+
+
+@dataclass(frozen=True)
 class ProjectorConfig:
     """The multimodal projector, vision features -> the language model's width: an optional norm over
     the tower's width, ``merge x merge`` neighbouring patches concatenated (and, with ``merge_linear``,
@@ -372,6 +384,7 @@ class ModelConfig:
     mamba: MambaConfig | None = _key(_mapping(MambaConfig), None)  # the mixer of `mamba` layers
     mamba2: Mamba2Config | None = _key(_mapping(Mamba2Config), None)  # the mixer of `mamba2` layers
     short_conv: ShortConvConfig | None = _key(_mapping(ShortConvConfig), None)  # the mixer of `short_conv` layers
+    lightning: LightningConfig | None = _key(_mapping(LightningConfig), None)  # the mixer of `lightning` layers
     vision: VisionConfig | None = _key(_mapping(VisionConfig), None)  # a multimodal checkpoint's tower
     dtype: str = _key(_enum((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = _key(_optional(_int()), None)  # a format's block or group (None: its default)
@@ -444,6 +457,11 @@ class ModelConfig:
     def has_short_conv(self) -> bool:
         """Whether some layer is a short_conv layer."""
         return "short_conv" in self._used_types
+
+    @property
+    def has_lightning(self) -> bool:
+        """Whether some layer is a lightning layer."""
+        return "lightning" in self._used_types
 
     @property
     def has_recurrent(self) -> bool:

@@ -27,6 +27,7 @@ from .config import ModelConfig
 RECURRENT: tuple[str, ...] = ("mamba",)  # mixer kinds that keep a state per sequence (layer_types names them)
 RECURRENT += ("mamba2", "short_conv")
 RECURRENT += ("none",)  # no mixer (an FFN-only layer): an empty mixer on the recurrent path, no state
+RECURRENT += ("lightning",)
 
 
 class LayerSpec(NamedTuple):

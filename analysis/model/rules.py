@@ -57,6 +57,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "mamba": (lambda c: c.has_mamba, "mamba layers (layer_types lists 'mamba')"),
     "mamba2": (lambda c: c.has_mamba2, "mamba2 layers (layer_types lists 'mamba2')"),
     "short_conv": (lambda c: c.has_short_conv, "short_conv layers (layer_types lists 'short_conv')"),
+    "lightning": (lambda c: c.has_lightning, "lightning layers (layer_types lists 'lightning')"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "ffn_layers": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
@@ -176,6 +177,12 @@ def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
         check.fail("layer_types", "has 'short_conv' layers but no 'short_conv' mapping (d_conv, bias)")
     if cfg.has_short_conv and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with short_conv layers")
+    if cfg.has_lightning and cfg.lightning is None:
+        check.fail("layer_types", "has 'lightning' layers but no 'lightning' mapping (block_size)")
+    if cfg.has_lightning and cfg.parallel_block:
+        check.fail("parallel_block", "is not supported with lightning layers")
+    if cfg.has_lightning and cfg.attention == "mla":  # lightning heads are the MHA sizes (n_heads, head_dim)
+        check.fail("attention", "mla is not supported with lightning layers (their heads are n_heads x head_dim)")
 
 
 def _ffn_layer_checks(cfg: ModelConfig, check: Checker) -> None:

@@ -36,7 +36,9 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   so both sides are 0 (tests/test_against.py checks llmcalc's own figures for both in closed form).
   Mamba: transformers' cache keeps per layer the last ``conv_kernel`` conv inputs and the SSM state,
   llmcalc's state exactly; its bytes join the KV bytes. LFM2's short convolutions: its conv state,
-  the last ``conv_L_cache`` conv inputs, likewise.
+  the last ``conv_L_cache`` conv inputs, likewise. MiniMax's lightning layers: its ``linear_cache``, the
+  decayed ``K^T V`` per head (hd x hd), llmcalc's state exactly; its decay tables, persistent buffers
+  transformers derives from the config (:data:`DERIVED_BUFFERS`), are left out of the parameters.
 - A documented exception (:data:`DENSE_EXPERTS`, Llama 4): transformers' experts run every expert
   on every token, so their matmul FLOPs are ``num_experts / experts_per_token`` times the model's;
   ``moe/experts`` and the totals are compared under that convention and labelled so (parameters,
@@ -133,6 +135,14 @@ _MAMBA_NAMES.update({"mamba": "mamba/conv1d+dt_proj+scan", "dt_layernorm": "mamb
 # LFM2's gated short convolution (Lfm2ShortConv, a layer's ``conv``): its parts; its own op is the conv
 # (F.conv1d on its ``conv``'s weight)
 _SHORT_CONV_NAMES = {"conv": "short_conv/conv1d", "in_proj": "short_conv/in_proj", "out_proj": "short_conv/out_proj"}
+# MiniMax's lightning attention (MiniMaxLightningAttention, a lightning layer's ``self_attn``): its parts; its own
+# ops are the blocked (or recurrent) linear attention
+_LIGHTNING_NAMES = {"qkv_proj": "lightning/qkv_proj", "output_gate": "lightning/output_gate",
+                    "out_proj": "lightning/out_proj", "norm": "lightning/norm", "self_attn": "lightning/attention"}
+# its decay tables: persistent buffers transformers derives from the config (and recomputes when it loads a
+# checkpoint), not learned: not parameters (DESIGN: buffers are not), left out of the state dict's count
+DERIVED_BUFFERS = frozenset({"slope_rate", "query_decay", "key_decay", "diagonal_decay"})
+_LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)(?:\.|$)")
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
@@ -265,6 +275,10 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         return _MAMBA_NAMES[last]
     if cfg.has_short_conv and parts[0] == "conv" and len(parts) <= 2 and last in _SHORT_CONV_NAMES:
         return _SHORT_CONV_NAMES[last]  # a short_conv layer's mixer
+    if cfg.has_lightning and parts[0] == "self_attn" and len(parts) <= 2 and last in _LIGHTNING_NAMES:
+        index = _LAYER_INDEX.search(path)
+        if index is not None and layer_specs(cfg)[int(index.group(1))].attention == "lightning":
+            return _LIGHTNING_NAMES[last]  # a lightning layer's mixer
     if parts == ["norm"]:  # a mamba layer's one norm, before its mixer
         return "norm/attention"
     if "shared_expert_gate" in last:
@@ -370,7 +384,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
     glm4 = _glm4_norms(model)
     for name, t in model.state_dict(keep_vars=True).items():
         storage = _storage_id(t)
-        if storage in seen:
+        if storage in seen or (cfg.has_lightning and name.rpartition(".")[2] in DERIVED_BUFFERS):
             continue
         seen.add(storage)
         owner = name.rpartition(".")[0]
@@ -384,7 +398,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 # their masks per layer type (a mapping), given as none (Jamba's mask for its mamba layers asks whether every
 # entry is 1; the causal mask only adds, and matmul FLOPs and cache bytes do not depend on its values)
 NO_MASK = frozenset({"mamba2"})
-MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2", "lfm2_moe"})
+MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2", "lfm2_moe", "minimax"})
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
@@ -426,6 +440,9 @@ def measure_kv_bytes(model: torch.nn.Module, batch: int, prefill: int) -> int:
             for t in (states or {}).values():  # a recurrent layer's state (Mamba: conv and SSM)
                 if isinstance(t, torch.Tensor):
                     total += t.numel() * t.element_size()
+    for t in getattr(cache, "linear_cache", None) or []:  # MiniMax: each lightning layer's state, apart
+        if isinstance(t, torch.Tensor):
+            total += t.numel() * t.element_size()
     return total
 
 

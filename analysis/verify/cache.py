@@ -35,6 +35,7 @@ import torch
 
 from ..model.config import ModelConfig
 from ..model.layers import layer_specs
+from .lightning import lightning_sizes
 from .mamba import mamba_sizes
 from .mamba2 import mamba2_sizes
 from .short_conv import short_conv_sizes
@@ -56,6 +57,9 @@ class KVCache:
                 shapes = [(batch, d, L)]
             elif spec.attention == "none":  # no mixer: nothing to cache
                 shapes = []
+            elif spec.attention == "lightning":  # the decayed K^T V per head
+                h, hd, _ = lightning_sizes(cfg)
+                shapes = [(batch, h, hd, hd)]
             elif spec.recurrent:  # a mamba layer's state: the last K conv inputs and the SSM state
                 E, N, _, K = mamba_sizes(cfg)
                 shapes = [(batch, E, K), (batch, E, N)]

@@ -61,6 +61,8 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
     if cfg.mamba is not None:  # E = 2 * 32, N 4, R 4 when given, K at most 4
         small["mamba"] = dataclasses.replace(cfg.mamba, d_state=4, d_conv=min(cfg.mamba.d_conv, 4), expand=2,
                                              dt_rank=None if cfg.mamba.dt_rank is None else 4)
+    if cfg.lightning is not None:  # blocks of at most 5: several blocks, the last one partial, in 12 tokens
+        small["lightning"] = dataclasses.replace(cfg.lightning, block_size=min(cfg.lightning.block_size, 5))
     for key in ("attn_logit_softcap", "final_logit_softcap"):
         if getattr(cfg, key) is not None:
             small[key] = min(getattr(cfg, key), 2.0)
@@ -129,6 +131,8 @@ def check_rolling_buffer(cfg: ModelConfig, attention: str = "eager") -> tuple[bo
         types = ("mamba2", "sliding", "full")
     if cfg.has_short_conv and "short_conv" not in types:  # likewise short_conv layers
         types = ("short_conv", "sliding", "full")
+    if cfg.has_lightning and "lightning" not in types:  # likewise lightning layers
+        types = ("lightning", "sliding", "full")
     cfg = small_config(cfg, sliding_window=3, layer_types=types)
     model, tokens = _model(cfg, attention), _tokens(cfg)
     return _result(_chunked(model, tokens, [1] * 12), model(tokens))

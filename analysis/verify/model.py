@@ -64,6 +64,7 @@ from ..model.config import ModelConfig
 from ..model.layers import LayerSpec, layer_specs
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
+from .lightning import LightningMixer
 from .mamba import MambaMixer
 from .mamba2 import Mamba2Mixer
 from .norms import make_norm
@@ -146,6 +147,8 @@ class Block(nn.Module):
             self.mamba2 = Mamba2Mixer(cfg, index)
         elif spec.attention == "short_conv":  # LFM2's gated short convolution (analysis.verify.short_conv)
             self.short_conv = ShortConvMixer(cfg, index)
+        elif spec.attention == "lightning":  # MiniMax's lightning attention (analysis.verify.lightning)
+            self.lightning = LightningMixer(cfg, index)
         elif spec.recurrent:  # a mamba layer: the mixer in attention's place (analysis.verify.mamba)
             self.mamba = MambaMixer(cfg, index)
         else:
@@ -193,6 +196,8 @@ class Block(nn.Module):
                 return self.mamba2(h, ctx.cache, ctx.start_pos)
             if self.spec.attention == "short_conv":
                 return self.short_conv(h, ctx.cache, ctx.start_pos)
+            if self.spec.attention == "lightning":
+                return self.lightning(h, ctx.cache, ctx.start_pos)
             if self.spec.recurrent:
                 return self.mamba(h, ctx.cache, ctx.start_pos)
             return self.attention(h, ctx)

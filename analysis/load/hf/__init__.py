@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...errors import ConfigError, UnmappedModelType, brief
-from . import core, dense, hybrid, moe, older, recent, recurrent, traits
+from . import core, dense, hybrid, minimax, moe, older, recent, recurrent, traits
 from .common import _dtype, _name, _refuse_null
 from .core import _qwen_vl_text
 from .defaults import DEFAULTS, SUBCONFIGS
@@ -80,6 +80,7 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     **traits.MAPPERS,
     **recurrent.MAPPERS,
     **hybrid.MAPPERS,
+    **minimax.MAPPERS,
 }
 
 

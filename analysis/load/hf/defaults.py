@@ -768,6 +768,15 @@ SUBCONFIGS: dict[str, dict[str, dict[str, Any]]] = {
         "vision_config": dict(intermediate_size=4096, hidden_size=1024, patch_size=14, image_size=1540,
                               num_hidden_layers=24, num_attention_heads=16, head_dim=64, hidden_act="gelu")},
 }
+# -- lightning attention. MiniMaxConfig (its *_alpha_factor and *_beta_factor scale values only)
+DEFAULTS["minimax"] = _config(
+    f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef router_jitter_noise "
+    "full_attn_alpha_factor full_attn_beta_factor linear_attn_alpha_factor linear_attn_beta_factor "
+    "mlp_alpha_factor mlp_beta_factor",
+    vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+    num_key_value_heads=8, head_dim=_null(), hidden_act="silu", max_position_embeddings=131072,
+    tie_word_embeddings=False, sliding_window=_null(), num_local_experts=8, num_experts_per_tok=2,
+    rope_theta=1e6, layer_types=_null(), block_size=256)
 DEFAULTS["gpt-sw3"] = DEFAULTS["gpt2"]
 DEFAULTS["smolvlm"] = DEFAULTS["idefics3"]  # GPT-SW3 is built by GPT-2's classes (GPT2Config)
 
