@@ -28,6 +28,7 @@ from typing import NamedTuple
 from .attention import ATTENTION, AttentionKind, rope_norms
 from .config import ModelConfig
 from .ffn import FFN, FFNKind
+from .gated_deltanet import GatedDeltaNet
 from .layers import LayerGroup, LayerSpec, layer_plan
 from .mamba import Mamba
 from .mamba2 import Mamba2
@@ -70,12 +71,12 @@ class Block:
         return ATTENTION[self.spec.attention](self.cfg)
 
     @property
-    def mixer(self) -> AttentionKind | Mamba | Mamba2 | ShortConv:
+    def mixer(self) -> AttentionKind | Mamba | Mamba2 | ShortConv | GatedDeltaNet:
         """The layer's mixer: its attention kind, or a recurrent kind (:mod:`.mamba`)."""
         return MIXERS[self.spec.attention](self.cfg) if self.spec.recurrent else self.attention
 
     @property
-    def recurrent(self) -> Mamba | Mamba2 | ShortConv:
+    def recurrent(self) -> Mamba | Mamba2 | ShortConv | GatedDeltaNet:
         """The layer's recurrent mixer (ValueError on an attention layer)."""
         if not self.spec.recurrent:
             raise ValueError(f"a {self.spec.attention} layer has no recurrent mixer")
@@ -106,9 +107,10 @@ class Block:
 
 
 # recurrent mixer kinds (layer_types), one descriptor each
-MIXERS: dict[str, type[Mamba] | type[Mamba2] | type[ShortConv]] = {"mamba": Mamba}
+MIXERS: dict[str, type[Mamba] | type[Mamba2] | type[ShortConv] | type[GatedDeltaNet]] = {"mamba": Mamba}
 MIXERS["mamba2"] = Mamba2
 MIXERS["short_conv"] = ShortConv
+MIXERS["gated_deltanet"] = GatedDeltaNet
 
 
 class Head(NamedTuple):

@@ -55,6 +55,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "mamba": (lambda c: c.has_mamba, "mamba layers (layer_types lists 'mamba')"),
     "mamba2": (lambda c: c.has_mamba2, "mamba2 layers (layer_types lists 'mamba2')"),
     "short_conv": (lambda c: c.has_short_conv, "short_conv layers (layer_types lists 'short_conv')"),
+    "gated_deltanet": (lambda c: c.has_gated_deltanet, "gated_deltanet layers (layer_types lists 'gated_deltanet')"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
     "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
@@ -172,6 +173,23 @@ def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
         check.fail("layer_types", "has 'short_conv' layers but no 'short_conv' mapping (d_conv, bias)")
     if cfg.has_short_conv and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with short_conv layers")
+    _gated_deltanet_checks(cfg, check)
+
+
+def _gated_deltanet_checks(cfg: ModelConfig, check: Checker) -> None:
+    """Gated DeltaNet layers need their mapping, and key heads that divide the value heads."""
+    if not cfg.has_gated_deltanet:
+        return
+    g = cfg.gated_deltanet
+    if g is None:
+        check.fail("layer_types", "has 'gated_deltanet' layers but no 'gated_deltanet' mapping (linear_num_key_heads, "
+                                  "linear_num_value_heads, ...)")
+        return
+    if g.linear_num_value_heads % g.linear_num_key_heads:
+        check.fail("gated_deltanet.linear_num_key_heads", f"must divide linear_num_value_heads "
+                                                          f"({g.linear_num_value_heads}), got {g.linear_num_key_heads}")
+    if cfg.parallel_block:
+        check.fail("parallel_block", "is not supported with gated_deltanet layers")
 
 
 def _mamba2_checks(cfg: ModelConfig, check: Checker) -> None:

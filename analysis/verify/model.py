@@ -64,6 +64,7 @@ from ..model.config import ModelConfig
 from ..model.layers import LayerSpec, layer_specs
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
+from .gated_deltanet import GatedDeltaNetMixer
 from .mamba import MambaMixer
 from .mamba2 import Mamba2Mixer
 from .norms import make_norm
@@ -144,6 +145,8 @@ class Block(nn.Module):
             self.mamba2 = Mamba2Mixer(cfg, index)
         elif spec.attention == "short_conv":  # LFM2's gated short convolution (analysis.verify.short_conv)
             self.short_conv = ShortConvMixer(cfg, index)
+        elif spec.attention == "gated_deltanet":  # the Gated DeltaNet mixer (analysis.verify.gated_deltanet)
+            self.gated_deltanet = GatedDeltaNetMixer(cfg, index)
         elif spec.recurrent:  # a mamba layer: the mixer in attention's place (analysis.verify.mamba)
             self.mamba = MambaMixer(cfg, index)
         else:
@@ -190,6 +193,8 @@ class Block(nn.Module):
                 return self.mamba2(h, ctx.cache, ctx.start_pos)
             if self.spec.attention == "short_conv":
                 return self.short_conv(h, ctx.cache, ctx.start_pos)
+            if self.spec.attention == "gated_deltanet":
+                return self.gated_deltanet(h, ctx.cache, ctx.start_pos)
             if self.spec.recurrent:
                 return self.mamba(h, ctx.cache, ctx.start_pos)
             return self.attention(h, ctx)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...errors import ConfigError, UnmappedModelType, brief
-from . import core, dense, moe, older, recent, recurrent, traits
+from . import core, dense, gated_deltanet, moe, older, recent, recurrent, traits
 from .common import _dtype, _name, _refuse_null
 from .core import _qwen_vl_text
 from .defaults import DEFAULTS, SUBCONFIGS
@@ -79,6 +79,7 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     **recent.MAPPERS,
     **traits.MAPPERS,
     **recurrent.MAPPERS,
+    **gated_deltanet.MAPPERS,
 }
 
 
@@ -91,6 +92,8 @@ _READS_REJECTED.update({"bamba": ("attn_layer_indices", "mamba_d_state"),
 
 
 _READS_REJECTED["jamba"] = ("attn_layer_period", "mamba_d_state")
+_READS_REJECTED.update({k: ("linear_num_value_heads", "full_attention_interval")
+                        for k in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")})
 
 
 # transformers' token embeddings without a padding_idx; torch's Embedding refuses the others' one
