@@ -105,6 +105,16 @@ VARIANTS = {  # together every config key and value
     "lightning": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 3,
                   "head_dim": 6, "layer_types": ["lightning", "lightning", "full"],
                   "moe": {"num_experts": 4, "experts_per_token": 2}, "lightning": {"block_size": 4}},
+    # Qwen3-Next: Gated DeltaNet beside gated attention with q/k norms and partial RoPE, MoE with a gated
+    # shared expert; value heads twice the key heads; chunks of 4 so that 7 and 9 tokens span several, padded
+    "gated_deltanet": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 3,
+                       "layer_types": ["gated_deltanet", "full", "gated_deltanet"], "qk_norm": "head",
+                       "attention_gate": True, "rotary_fraction": 0.5,
+                       "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16, "shared_experts": 1,
+                               "shared_expert_d_ff": 24, "shared_expert_gate": True},
+                       "gated_deltanet": {"linear_num_key_heads": 2, "linear_num_value_heads": 4,
+                                          "linear_key_head_dim": 6, "linear_value_head_dim": 5,
+                                          "linear_conv_kernel_dim": 3, "chunk_size": 4}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
@@ -259,6 +269,17 @@ def _lightning(draw, raw) -> dict:
 
 RECURRENT_MAPPINGS = {"mamba": _mamba, "mamba2": _mamba2, "short_conv": _short_conv}  # layer kind -> its keys
 RECURRENT_MAPPINGS["lightning"] = _lightning
+def _gated_deltanet(draw, raw) -> dict:
+    key_heads, value_heads = draw(st.sampled_from([(1, 1), (1, 2), (2, 2), (2, 4)]))
+    mixer = {k: draw(v) for k, v in (("linear_key_head_dim", st.integers(1, 6)),
+                                      ("linear_value_head_dim", st.integers(1, 6)),
+                                      ("linear_conv_kernel_dim", st.integers(1, 4)), ("chunk_size", st.integers(1, 8)))
+             if draw(st.booleans())}
+    return {**mixer, "linear_num_key_heads": key_heads, "linear_num_value_heads": value_heads}
+
+
+RECURRENT_MAPPINGS = {"mamba": _mamba, "mamba2": _mamba2, "short_conv": _short_conv}  # layer kind -> its keys
+RECURRENT_MAPPINGS["gated_deltanet"] = _gated_deltanet
 
 
 def _recurrent_layers(draw, raw, kind: str):
@@ -397,9 +418,9 @@ def valid_configs(draw):
         raw["mlp_bias"] = draw(st.booleans())
     if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
         raw["position_offset"] = draw(st.integers(0, 3))
-    # recurrent layers in 3 configs of 10 (layouts, LoRA and bytes moved refuse them: the properties over
+    # recurrent layers in 4 configs of 13 (layouts, LoRA and bytes moved refuse them: the properties over
     # those need the rest), alone or beside attention ones, with or without FFN
-    recurrent = draw(st.integers(0, 9))
+    recurrent = draw(st.integers(0, 12))
     if recurrent < len(RECURRENT_MAPPINGS):
         _recurrent_layers(draw, raw, list(RECURRENT_MAPPINGS)[recurrent])
         if raw["d_ff"] and draw(st.booleans()):  # layers of one sublayer each (Nemotron-H)

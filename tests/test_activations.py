@@ -42,6 +42,9 @@ def _check(cfg, batch, seq, attention, dtype, recompute="none"):
 def test_bundled(name, attention, dtype):
     cfg = load_bundled(name)
     layers = 2 if cfg.moe is None else max(2, cfg.moe.first_dense_layers + 1)  # a MoE layer kept
+    if cfg.position in ("rope", "alibi", "relative"):  # positions act in attention: an attention layer kept
+        types = cfg.layer_types or ("full",)
+        layers = max(layers, next(i + 1 for i, t in enumerate(types) if t in ("full", "sliding", "chunked")))
     _check(cfg.replace(n_layers=layers), 2, 16, attention, dtype)
 
 

@@ -454,6 +454,30 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         conv_L_cache=3, num_dense_layers=2, num_experts=32, num_experts_per_tok=4, use_expert_bias=True,
         layer_types=["full_attention" if i in (2, 6, 10, 14, 18, 21) else "conv" for i in range(24)],
         rope_parameters=dict(rope_type="default", rope_theta=1000000.0)), None),
+    # Gated DeltaNet and gated attention, MoE with a gated shared expert (published config.json values;
+    # the card's "80B total, 3B activated" is rounded: None; its MTP layer transformers does not build)
+    "qwen3_next": ("Qwen/Qwen3-Next-80B-A3B-Instruct", dict(
+        vocab_size=151936, hidden_size=2048, intermediate_size=5120, num_hidden_layers=48, num_attention_heads=16,
+        num_key_value_heads=2, head_dim=256, full_attention_interval=4, linear_conv_kernel_dim=4,
+        linear_key_head_dim=128, linear_num_key_heads=16, linear_num_value_heads=32, linear_value_head_dim=128,
+        max_position_embeddings=262144, mlp_only_layers=[], moe_intermediate_size=512, num_experts=512,
+        num_experts_per_tok=10, decoder_sparse_step=1, shared_expert_intermediate_size=512,
+        partial_rotary_factor=0.25, rope_theta=10000000, tie_word_embeddings=False), None),
+    # Qwen3.5-27B's language model (its text_config; the checkpoint is multimodal, qwen3_5)
+    "qwen3_5_text": ("Qwen/Qwen3.5-27B", dict(
+        vocab_size=248320, hidden_size=5120, intermediate_size=17408, num_hidden_layers=64, num_attention_heads=24,
+        num_key_value_heads=4, head_dim=256, full_attention_interval=4, linear_conv_kernel_dim=4,
+        linear_key_head_dim=128, linear_num_key_heads=16, linear_num_value_heads=48, linear_value_head_dim=128,
+        max_position_embeddings=262144, tie_word_embeddings=False,
+        rope_parameters=dict(rope_type="default", rope_theta=10000000, partial_rotary_factor=0.25)), None),
+    # Qwen3.5-35B-A3B's language model (its text_config; the checkpoint is multimodal, qwen3_5_moe)
+    "qwen3_5_moe_text": ("Qwen/Qwen3.5-35B-A3B", dict(
+        vocab_size=248320, hidden_size=2048, num_hidden_layers=40, num_attention_heads=16, num_key_value_heads=2,
+        head_dim=256, full_attention_interval=4, linear_conv_kernel_dim=4, linear_key_head_dim=128,
+        linear_num_key_heads=16, linear_num_value_heads=32, linear_value_head_dim=128, num_experts=256,
+        num_experts_per_tok=8, moe_intermediate_size=512, shared_expert_intermediate_size=512,
+        max_position_embeddings=262144, tie_word_embeddings=False,
+        rope_parameters=dict(rope_type="default", rope_theta=10000000, partial_rotary_factor=0.25)), None),
     # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
     # packed ternary weights, left out: llmcalc refuses it)
     "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
@@ -895,6 +919,8 @@ DEPTHS.update(granitemoehybrid=6, bamba=10)
 DEPTHS["lfm2"] = 3
 DEPTHS["lfm2_moe"] = 3  # its first attention layer, index 2, and an MoE one
 DEPTHS["minimax"] = 8  # its first softmax-attention layer is the eighth
+# Qwen3-Next and Qwen3.5: their first attention layer is the fourth (transformers reads the cached length there)
+DEPTHS.update(qwen3_next=4, qwen3_5_text=4, qwen3_5_moe_text=4)
 
 
 def _shallow(raw: dict) -> dict:

@@ -61,6 +61,8 @@ GOLDEN = {
     "llama-4-maverick": (401_583_781_376, 18_056_623_616),
     "granite-4.0-h-tiny": (6_939_037_248, 1_465_470_528),  # the checkpoint's count
     "nemotron-nano-9b-v2": (8_888_227_328, 8_888_227_328),  # transformers' count (Hugging Face lists 8.89B)
+    # transformers' own count from the published config.json (the card: 80B total, 3B active)
+    "qwen3-next-80b-a3b": (79_674_391_296, 3_874_929_408),
 }
 
 # The MoE model cards' rounded figures, each under its own convention: total and active in

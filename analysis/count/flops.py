@@ -31,6 +31,7 @@ from ..model.architecture import Block, build
 from ..model.attention import temperature_ops
 from ..model.config import ModelConfig
 from ..model.ffn import SIGMOID_COST
+from ..model.gated_deltanet import GatedDeltaNet
 from ..model.layers import LayerGroup, LayerSpec
 from ..model.lightning import Lightning
 from ..model.mamba2 import Mamba2
@@ -92,9 +93,9 @@ def family(key: str) -> str:
     """``attention/q`` -> ``attn proj``; ``moe/experts`` -> ``mlp``; ``lm_head`` -> ``lm head``. A mamba
     mixer stands where attention does: its linears are ``attn proj``, its conv and scan ``attn scores+values``."""
     if key in ("mamba/conv1d", "mamba/scan", "mamba2/conv1d", "mamba2/scan", "short_conv/conv1d",
-               "lightning/attention"):
+               "lightning/attention", "gated_deltanet/conv1d", "gated_deltanet/scan"):
         return "attn scores+values"
-    if key.startswith(("mamba/", "mamba2/", "short_conv/", "lightning/")):
+    if key.startswith(("mamba/", "mamba2/", "short_conv/", "lightning/", "gated_deltanet/")):
         return "attn proj"
     if key in SCORES_VALUES:
         return "attn scores+values"
@@ -210,7 +211,7 @@ def _recurrent_ops(layer: Block, run: RunSpec, ops: list[Op]) -> list[Op]:
     LoRA's, and one residual add per branch."""
     cfg, T = layer.cfg, run.tokens
     mixer = layer.recurrent
-    ops += mixer.pass_ops(run) if isinstance(mixer, (Mamba2, Lightning)) else mixer.ops(T)
+    ops += mixer.pass_ops(run) if isinstance(mixer, (Mamba2, Lightning, GatedDeltaNet)) else mixer.ops(T)
     for ffn in layer.ffns:
         ops += ffn.ops(T)
     lora = adapted(cfg, run.lora)
@@ -323,6 +324,9 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     for group, layer in model.blocks:  # lightning layers: products with no gradient (Lightning.no_gradient)
         if isinstance(layer.mixer, Lightning):
             bwd_mm["lightning/attention"] -= group.count * layer.mixer.no_gradient(run.batch, run.query_len)
+    for group, layer in model.blocks:  # a mixer whose backward is not twice its forward (gated_deltanet)
+        if group.spec.recurrent and isinstance(layer.recurrent, GatedDeltaNet):
+            _accumulate(bwd_mm, layer.recurrent.backward_matmul(run.batch, run.seq), group.count)
     if vision_mm:  # the layers no feature reads get no gradient
         grad_mm, grad_ew = tower_forward(cfg, run, gradient=True)
         bwd_mm.update(_scaled(grad_mm, 2))

@@ -28,6 +28,7 @@ from typing import NamedTuple
 from .attention import ATTENTION, AttentionKind, rope_norms
 from .config import ModelConfig
 from .ffn import FFN, FFNKind
+from .gated_deltanet import GatedDeltaNet
 from .layers import LayerGroup, LayerSpec, layer_plan
 from .lightning import Lightning
 from .mamba import Mamba
@@ -84,6 +85,9 @@ class NoMixer:
         return None
 
 
+Recurrent = Mamba | Mamba2 | ShortConv | NoMixer | Lightning | GatedDeltaNet  # the recurrent mixer kinds
+
+
 class Block:
     """One layer of a spec: its attention and FFN descriptors and what it holds."""
 
@@ -99,12 +103,12 @@ class Block:
         return ATTENTION[self.spec.attention](self.cfg)
 
     @property
-    def mixer(self) -> AttentionKind | Mamba | Mamba2 | ShortConv | NoMixer | Lightning:
+    def mixer(self) -> AttentionKind | Recurrent:
         """The layer's mixer: its attention kind, or a recurrent kind (:mod:`.mamba`)."""
         return MIXERS[self.spec.attention](self.cfg) if self.spec.recurrent else self.attention
 
     @property
-    def recurrent(self) -> Mamba | Mamba2 | ShortConv | NoMixer | Lightning:
+    def recurrent(self) -> Recurrent:
         """The layer's recurrent mixer (ValueError on an attention layer)."""
         if not self.spec.recurrent:
             raise ValueError(f"a {self.spec.attention} layer has no recurrent mixer")
@@ -137,11 +141,12 @@ class Block:
 
 
 # recurrent mixer kinds (layer_types), one descriptor each
-MIXERS: dict[str, type[Mamba] | type[Mamba2] | type[ShortConv] | type[NoMixer] | type[Lightning]] = {"mamba": Mamba}
+MIXERS: dict[str, type[Recurrent]] = {"mamba": Mamba}
 MIXERS["mamba2"] = Mamba2
 MIXERS["short_conv"] = ShortConv
 MIXERS["none"] = NoMixer
 MIXERS["lightning"] = Lightning
+MIXERS["gated_deltanet"] = GatedDeltaNet
 
 
 class Head(NamedTuple):

@@ -34,11 +34,13 @@ LAYER_TYPES += ("mamba2",)  # a Mamba-2 (SSD) mixer in place of attention
 LAYER_TYPES += ("short_conv",)  # LFM2's gated short convolution in place of attention
 LAYER_TYPES += ("none",)  # no mixer: the layer is its FFN alone (Nemotron-H's MLP and MoE layers)
 LAYER_TYPES += ("lightning",)  # MiniMax's lightning attention (linear, decaying) in place of attention
+LAYER_TYPES += ("gated_deltanet",)  # a Gated DeltaNet mixer in place of attention (Qwen3-Next)
 # layer types with a recurrent mixer (a state, no attention)
 RECURRENT_TYPES: tuple[str, ...] = ("mamba", "mamba2", "short_conv")
 # "none" goes the recurrent layers' way (no attention, an empty mixer keeping no state; one GPU only)
 RECURRENT_TYPES += ("none",)
 RECURRENT_TYPES += ("lightning",)
+RECURRENT_TYPES += ("gated_deltanet",)
 QK_NORMS = ("none", "head", "full", "l2")
 MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
 
@@ -265,6 +267,22 @@ class LightningConfig:
 
 
 @dataclass(frozen=True)
+class GatedDeltaNetConfig:
+    """The Gated DeltaNet mixer of ``gated_deltanet`` layers (transformers' Qwen3NextGatedDeltaNet): q, k
+    (linear_num_key_heads x linear_key_head_dim each), v and the gate z (linear_num_value_heads x
+    linear_value_head_dim each), b and a (one per value head) projected from d; a depthwise causal conv1d
+    of linear_conv_kernel_dim taps over q, k and v; dt_bias and A_log per value head; a gated RMSNorm
+    (weight linear_value_head_dim, per head) and out_proj; no biases. Names mirror transformers'."""
+
+    linear_num_key_heads: int = _key(_int(), 16)  # Hk: query and key heads; divides the value heads
+    linear_num_value_heads: int = _key(_int(), 32)  # Hv: value heads (each keeps a dk x dv state)
+    linear_key_head_dim: int = _key(_int(), 128)  # dk
+    linear_value_head_dim: int = _key(_int(), 128)  # dv
+    linear_conv_kernel_dim: int = _key(_int(), 4)  # K: the depthwise convolution's taps
+    chunk_size: int = _key(_int(), 64)  # Q: the chunked delta rule's chunk (training and prefill)
+
+
+@dataclass(frozen=True)
 class ProjectorConfig:
     """The multimodal projector, vision features -> the language model's width: an optional norm over
     the tower's width, ``merge x merge`` neighbouring patches concatenated (and, with ``merge_linear``,
@@ -385,6 +403,7 @@ class ModelConfig:
     mamba2: Mamba2Config | None = _key(_mapping(Mamba2Config), None)  # the mixer of `mamba2` layers
     short_conv: ShortConvConfig | None = _key(_mapping(ShortConvConfig), None)  # the mixer of `short_conv` layers
     lightning: LightningConfig | None = _key(_mapping(LightningConfig), None)  # the mixer of `lightning` layers
+    gated_deltanet: GatedDeltaNetConfig | None = _key(_mapping(GatedDeltaNetConfig), None)  # `gated_deltanet` layers
     vision: VisionConfig | None = _key(_mapping(VisionConfig), None)  # a multimodal checkpoint's tower
     dtype: str = _key(_enum((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = _key(_optional(_int()), None)  # a format's block or group (None: its default)
@@ -462,6 +481,11 @@ class ModelConfig:
     def has_lightning(self) -> bool:
         """Whether some layer is a lightning layer."""
         return "lightning" in self._used_types
+
+    @property
+    def has_gated_deltanet(self) -> bool:
+        """Whether some layer is a gated_deltanet layer."""
+        return "gated_deltanet" in self._used_types
 
     @property
     def has_recurrent(self) -> bool:

@@ -28,6 +28,7 @@ RECURRENT: tuple[str, ...] = ("mamba",)  # mixer kinds that keep a state per seq
 RECURRENT += ("mamba2", "short_conv")
 RECURRENT += ("none",)  # no mixer (an FFN-only layer): an empty mixer on the recurrent path, no state
 RECURRENT += ("lightning",)
+RECURRENT += ("gated_deltanet",)
 
 
 class LayerSpec(NamedTuple):

@@ -58,6 +58,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "mamba2": (lambda c: c.has_mamba2, "mamba2 layers (layer_types lists 'mamba2')"),
     "short_conv": (lambda c: c.has_short_conv, "short_conv layers (layer_types lists 'short_conv')"),
     "lightning": (lambda c: c.has_lightning, "lightning layers (layer_types lists 'lightning')"),
+    "gated_deltanet": (lambda c: c.has_gated_deltanet, "gated_deltanet layers (layer_types lists 'gated_deltanet')"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "ffn_layers": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
@@ -195,6 +196,23 @@ def _ffn_layer_checks(cfg: ModelConfig, check: Checker) -> None:
         check.fail("layer_types", "a 'none' layer (no mixer) needs an FFN: d_ff > 0 and ffn_layers true there")
     if none and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with 'none' layers (no mixer)")
+    _gated_deltanet_checks(cfg, check)
+
+
+def _gated_deltanet_checks(cfg: ModelConfig, check: Checker) -> None:
+    """Gated DeltaNet layers need their mapping, and key heads that divide the value heads."""
+    if not cfg.has_gated_deltanet:
+        return
+    g = cfg.gated_deltanet
+    if g is None:
+        check.fail("layer_types", "has 'gated_deltanet' layers but no 'gated_deltanet' mapping (linear_num_key_heads, "
+                                  "linear_num_value_heads, ...)")
+        return
+    if g.linear_num_value_heads % g.linear_num_key_heads:
+        check.fail("gated_deltanet.linear_num_key_heads", f"must divide linear_num_value_heads "
+                                                          f"({g.linear_num_value_heads}), got {g.linear_num_key_heads}")
+    if cfg.parallel_block:
+        check.fail("parallel_block", "is not supported with gated_deltanet layers")
 
 
 def _mamba2_checks(cfg: ModelConfig, check: Checker) -> None:

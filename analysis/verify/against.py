@@ -143,6 +143,14 @@ _LIGHTNING_NAMES = {"qkv_proj": "lightning/qkv_proj", "output_gate": "lightning/
 # checkpoint), not learned: not parameters (DESIGN: buffers are not), left out of the state dict's count
 DERIVED_BUFFERS = frozenset({"slope_rate", "query_decay", "key_decay", "diagonal_decay"})
 _LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)(?:\.|$)")
+# the Gated DeltaNet mixer (Qwen3NextGatedDeltaNet, Qwen3.5's; a layer's ``linear_attn``): its parts, Qwen3-Next's
+# fused projections as two each; its own ops are the conv (F.conv1d on conv1d's weight) and the delta rule
+_GATED_DELTANET_NAMES = {
+    "in_proj_qkvz": "gated_deltanet/in_proj_qkv+in_proj_z", "in_proj_ba": "gated_deltanet/in_proj_b+in_proj_a",
+    "in_proj_qkv": "gated_deltanet/in_proj_qkv", "in_proj_z": "gated_deltanet/in_proj_z",
+    "in_proj_b": "gated_deltanet/in_proj_b", "in_proj_a": "gated_deltanet/in_proj_a", "conv1d": "gated_deltanet/conv1d",
+    "dt_bias": "gated_deltanet/dt_bias", "A_log": "gated_deltanet/A_log", "norm": "gated_deltanet/norm",
+    "out_proj": "gated_deltanet/out_proj", "linear_attn": "gated_deltanet/conv1d+scan"}
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
@@ -279,6 +287,10 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         index = _LAYER_INDEX.search(path)
         if index is not None and layer_specs(cfg)[int(index.group(1))].attention == "lightning":
             return _LIGHTNING_NAMES[last]  # a lightning layer's mixer
+    if cfg.has_gated_deltanet and parts[0] == "linear_attn" and len(parts) <= 2 and last in _GATED_DELTANET_NAMES:
+        return _GATED_DELTANET_NAMES[last]  # a gated_deltanet layer's mixer
+    if cfg.has_gated_deltanet and cfg.attention_gate and parts[0] == "self_attn" and last == "q_proj":
+        return "attention/q+gate"  # Qwen3-Next's q_proj: q and the output gate, one linear
     if parts == ["norm"]:  # a mamba layer's one norm, before its mixer
         return "norm/attention"
     if "shared_expert_gate" in last:
@@ -399,6 +411,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 # entry is 1; the causal mask only adds, and matmul FLOPs and cache bytes do not depend on its values)
 NO_MASK = frozenset({"mamba2"})
 MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2", "lfm2_moe", "minimax"})
+MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:

@@ -35,6 +35,7 @@ import torch
 
 from ..model.config import ModelConfig
 from ..model.layers import layer_specs
+from .gated_deltanet import gated_deltanet_sizes
 from .lightning import lightning_sizes
 from .mamba import mamba_sizes
 from .mamba2 import mamba2_sizes
@@ -60,6 +61,9 @@ class KVCache:
             elif spec.attention == "lightning":  # the decayed K^T V per head
                 h, hd, _ = lightning_sizes(cfg)
                 shapes = [(batch, h, hd, hd)]
+            elif spec.attention == "gated_deltanet":  # the last K conv inputs (q, k, v), a dk x dv state per value head
+                Hk, Hv, dk, dv, K, _ = gated_deltanet_sizes(cfg)
+                shapes = [(batch, 2 * Hk * dk + Hv * dv, K), (batch, Hv, dk, dv)]
             elif spec.recurrent:  # a mamba layer's state: the last K conv inputs and the SSM state
                 E, N, _, K = mamba_sizes(cfg)
                 shapes = [(batch, E, K), (batch, E, N)]

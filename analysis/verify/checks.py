@@ -133,6 +133,8 @@ def check_rolling_buffer(cfg: ModelConfig, attention: str = "eager") -> tuple[bo
         types = ("short_conv", "sliding", "full")
     if cfg.has_lightning and "lightning" not in types:  # likewise lightning layers
         types = ("lightning", "sliding", "full")
+    if cfg.has_gated_deltanet and "gated_deltanet" not in types:  # likewise gated_deltanet layers
+        types = ("gated_deltanet", "sliding", "full")
     cfg = small_config(cfg, sliding_window=3, layer_types=types)
     model, tokens = _model(cfg, attention), _tokens(cfg)
     return _result(_chunked(model, tokens, [1] * 12), model(tokens))

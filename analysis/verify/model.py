@@ -64,6 +64,7 @@ from ..model.config import ModelConfig
 from ..model.layers import LayerSpec, layer_specs
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
+from .gated_deltanet import GatedDeltaNetMixer
 from .lightning import LightningMixer
 from .mamba import MambaMixer
 from .mamba2 import Mamba2Mixer
@@ -149,6 +150,8 @@ class Block(nn.Module):
             self.short_conv = ShortConvMixer(cfg, index)
         elif spec.attention == "lightning":  # MiniMax's lightning attention (analysis.verify.lightning)
             self.lightning = LightningMixer(cfg, index)
+        elif spec.attention == "gated_deltanet":  # the Gated DeltaNet mixer (analysis.verify.gated_deltanet)
+            self.gated_deltanet = GatedDeltaNetMixer(cfg, index)
         elif spec.recurrent:  # a mamba layer: the mixer in attention's place (analysis.verify.mamba)
             self.mamba = MambaMixer(cfg, index)
         else:
@@ -198,6 +201,8 @@ class Block(nn.Module):
                 return self.short_conv(h, ctx.cache, ctx.start_pos)
             if self.spec.attention == "lightning":
                 return self.lightning(h, ctx.cache, ctx.start_pos)
+            if self.spec.attention == "gated_deltanet":
+                return self.gated_deltanet(h, ctx.cache, ctx.start_pos)
             if self.spec.recurrent:
                 return self.mamba(h, ctx.cache, ctx.start_pos)
             return self.attention(h, ctx)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...errors import ConfigError, UnmappedModelType, brief
-from . import core, dense, hybrid, minimax, moe, older, recent, recurrent, traits
+from . import core, dense, gated_deltanet, hybrid, minimax, moe, older, recent, recurrent, traits
 from .common import _dtype, _name, _refuse_null
 from .core import _qwen_vl_text
 from .defaults import DEFAULTS, SUBCONFIGS
@@ -81,6 +81,7 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     **recurrent.MAPPERS,
     **hybrid.MAPPERS,
     **minimax.MAPPERS,
+    **gated_deltanet.MAPPERS,
 }
 
 
@@ -94,6 +95,8 @@ _READS_REJECTED.update({"bamba": ("attn_layer_indices", "mamba_d_state"),
 
 _READS_REJECTED["jamba"] = ("attn_layer_period", "mamba_d_state")
 _READS_REJECTED["nemotron_h"] = ("layers_block_type", "hybrid_override_pattern", "ssm_state_size")
+_READS_REJECTED.update({k: ("linear_num_value_heads", "full_attention_interval")
+                        for k in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")})
 
 
 # transformers' token embeddings without a padding_idx; torch's Embedding refuses the others' one

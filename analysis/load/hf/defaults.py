@@ -795,3 +795,21 @@ DEFAULTS["nemotron_h"] = _config(
     conv_kernel=4, use_conv_bias=True, chunk_size=128, use_bias=False, n_routed_experts=8, num_experts_per_tok=2,
     moe_intermediate_size=7688, moe_shared_expert_intermediate_size=7688, moe_latent_size=_null(),
     sliding_window=_null(), mtp_layers_block_type=_null())
+# -- Gated DeltaNet (analysis.load.hf.gated_deltanet): Qwen3NextConfig, Qwen3_5TextConfig, Qwen3_5MoeTextConfig
+_GDN = dict(linear_conv_kernel_dim=4, linear_key_head_dim=128, linear_value_head_dim=128, linear_num_key_heads=16,
+            linear_num_value_heads=32, layer_types=_null(), full_attention_interval=4, head_dim=256,
+            hidden_act="silu", attention_bias=False, tie_word_embeddings=False, max_position_embeddings=32768,
+            partial_rotary_factor=_null(0.25), rope_theta=10000.0)
+DEFAULTS["qwen3_next"] = _config(
+    f"{_COMMON} rms_norm_eps attention_dropout norm_topk_prob output_router_logits router_aux_loss_coef",
+    vocab_size=151936, hidden_size=2048, intermediate_size=5632, num_hidden_layers=48, num_attention_heads=16,
+    num_key_value_heads=2, decoder_sparse_step=1, moe_intermediate_size=512, shared_expert_intermediate_size=512,
+    num_experts_per_tok=10, num_experts=512, mlp_only_layers=_null(), **_GDN)
+DEFAULTS["qwen3_5_text"] = _config(
+    f"{_COMMON} rms_norm_eps attention_dropout",
+    vocab_size=248320, hidden_size=4096, intermediate_size=12288, num_hidden_layers=32, num_attention_heads=16,
+    num_key_value_heads=4, **_GDN)
+DEFAULTS["qwen3_5_moe_text"] = _config(
+    f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef",
+    vocab_size=248320, hidden_size=2048, num_hidden_layers=40, num_attention_heads=16, num_key_value_heads=2,
+    moe_intermediate_size=512, shared_expert_intermediate_size=512, num_experts_per_tok=8, num_experts=256, **_GDN)
