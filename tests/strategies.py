@@ -267,8 +267,6 @@ def _lightning(draw, raw) -> dict:
     return {"block_size": draw(st.integers(1, 8))} if draw(st.booleans()) else {}
 
 
-RECURRENT_MAPPINGS = {"mamba": _mamba, "mamba2": _mamba2, "short_conv": _short_conv}  # layer kind -> its keys
-RECURRENT_MAPPINGS["lightning"] = _lightning
 def _gated_deltanet(draw, raw) -> dict:
     key_heads, value_heads = draw(st.sampled_from([(1, 1), (1, 2), (2, 2), (2, 4)]))
     mixer = {k: draw(v) for k, v in (("linear_key_head_dim", st.integers(1, 6)),
@@ -279,6 +277,7 @@ def _gated_deltanet(draw, raw) -> dict:
 
 
 RECURRENT_MAPPINGS = {"mamba": _mamba, "mamba2": _mamba2, "short_conv": _short_conv}  # layer kind -> its keys
+RECURRENT_MAPPINGS["lightning"] = _lightning
 RECURRENT_MAPPINGS["gated_deltanet"] = _gated_deltanet
 
 
@@ -418,8 +417,8 @@ def valid_configs(draw):
         raw["mlp_bias"] = draw(st.booleans())
     if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
         raw["position_offset"] = draw(st.integers(0, 3))
-    # recurrent layers in 4 configs of 13 (layouts, LoRA and bytes moved refuse them: the properties over
-    # those need the rest), alone or beside attention ones, with or without FFN
+    # recurrent layers in one config of 13 for each recurrent kind (layouts, LoRA and bytes moved refuse
+    # them: the properties over those need the rest), alone or beside attention ones, with or without FFN
     recurrent = draw(st.integers(0, 12))
     if recurrent < len(RECURRENT_MAPPINGS):
         _recurrent_layers(draw, raw, list(RECURRENT_MAPPINGS)[recurrent])
