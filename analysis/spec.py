@@ -11,7 +11,10 @@ dtype policy lives:
 
 - compute dtype (activations, logits, attention scores): ``bf16`` for training; for
   inference the model's dtype when it is a float type, else ``bf16`` (a quantized model
-  computes in bf16);
+  computes in bf16). ``fp8`` is FP8 compute as torchao's float8 training and TransformerEngine
+  run it: the layers' matmuls in fp8 (``matmul_dtype``), every other value (activations, saved
+  tensors, gradients, optimizer state, KV cache) in ``bf16``, so it resolves to ``dtype`` bf16 and
+  ``matmul_dtype`` fp8; its weights are float or fp8 (:mod:`analysis.perf.float8`);
 - weights: the compute dtype for training (mixed precision keeps fp32 master weights in the
   optimizer state), but a quantized model's format under LoRA (QLoRA on the checkpoint as it
   is; other weights for training without LoRA are refused, whichever analysis asks); the model's
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 from .errors import SpecError, brief
 from .model.config import ModelConfig
 from .model.formats import WEIGHT_FORMATS
-from .model.sizes import DTYPE_BITS, FLOAT_DTYPES, MAX_INT
+from .model.sizes import COMPUTE_DTYPES, DTYPE_BITS, FLOAT_DTYPES, MAX_INT
 from .model.vision import image
 
 MODES = ("train", "prefill", "decode")
@@ -237,12 +240,14 @@ class RunSpec:
     images: int = 0  # images per sequence: the vision tower's tokens join the sequence (module docstring)
     image_size: int | None = None  # pixels a side (square); None: the tower's default resolution
     text: int | None = None  # set by resolve with images: the text tokens of seq, the rest are the images'
+    matmul_dtype: str | None = None  # the layers' matmuls (None: the compute dtype; dtype fp8 sets fp8)
 
     def __post_init__(self) -> None:
         for name, value, choices in (("mode", self.mode, MODES), ("attention", self.attention, ATTENTION_IMPLS),
                                      ("optimizer", self.optimizer, tuple(OPTIMIZER_STATES)),
                                      ("recompute", self.recompute, RECOMPUTE),
-                                     ("dtype", self.dtype, (None, *FLOAT_DTYPES)),
+                                     ("dtype", self.dtype, (None, *COMPUTE_DTYPES)),
+                                     ("matmul_dtype", self.matmul_dtype, (None, *COMPUTE_DTYPES)),
                                      ("weights_dtype", self.weights_dtype, (None, *DTYPE_BITS, *WEIGHT_FORMATS)),
                                      ("kv_dtype", self.kv_dtype, (None, *DTYPE_BITS)),
                                      ("state_dtype", self.state_dtype, (None, *DTYPE_BITS))):
@@ -276,7 +281,12 @@ class RunSpec:
     def resolve(self, cfg: ModelConfig) -> "RunSpec":
         """Every ``None`` replaced by its default for ``cfg`` (module docstring)."""
         train = self.mode == "train"
-        dtype = self.dtype or ("bf16" if train or cfg.dtype not in FLOAT_DTYPES else cfg.dtype)
+        fp8 = "fp8" in (self.dtype, self.matmul_dtype)  # matmul_dtype: a run resolved before
+        if fp8 and self.lora is not None:
+            raise SpecError("dtype", "fp8 with LoRA adapters is not modeled (float8 training converts the base's "
+                                     "linears, which LoRA freezes)")
+        dtype = "bf16" if self.dtype == "fp8" else self.dtype or (
+            "bf16" if train or cfg.dtype not in FLOAT_DTYPES else cfg.dtype)
         stored = not train or (self.lora is not None and cfg.dtype in WEIGHT_FORMATS)  # QLoRA on its checkpoint
         if train and self.lora is None and self.weights_dtype not in (None, dtype):
             raise SpecError("weights_dtype", f"{self.weights_dtype}: training stores the weights in the compute "
@@ -290,9 +300,13 @@ class RunSpec:
             img = image(cfg.vision, self.image_size)
             text, image_size = seq, img.size
             seq += self.images * img.tokens
+        weights = self.weights_dtype or (cfg.dtype if stored else dtype)
+        if fp8 and weights not in (*FLOAT_DTYPES, "fp8") and not weights.startswith("fp8-"):
+            raise SpecError("dtype", f"fp8 (matmuls in fp8) reads float or fp8 weights, got {weights}: give "
+                                     "--weights-dtype bf16 or an fp8 format")
         return dataclasses.replace(
             self, seq=seq, text=text, image_size=image_size, dtype=dtype,
-            weights_dtype=self.weights_dtype or (cfg.dtype if stored else dtype),
+            matmul_dtype="fp8" if fp8 else self.matmul_dtype or dtype, weights_dtype=weights,
             kv_dtype=self.kv_dtype or (None if train else dtype),
             state_dtype=self.state_dtype or (None if train else self.kv_dtype or dtype))
 

@@ -56,6 +56,7 @@ from .report import Col, Report, Table, emit, pick, text_col
 from .terminal import warn
 
 if TYPE_CHECKING:  # the cluster model is imported by the runs that use it: one GPU starts faster without it
+    from ..analysis.cluster.generation import ParallelGeneration
     from ..analysis.cluster.step import Step
 
 TIME_MODES = (*MODES, "generate")  # generate: a prefill of --prompt tokens, then --new decode steps
@@ -110,8 +111,9 @@ def _expected_head(hw: Hardware, eff: Efficiency) -> dict:
 def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff: Efficiency) -> dict:
     run = r.run
     return {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
-            "attention": run.attention, "dtype": run.dtype, "weights_dtype": run.weights_dtype,
-            "kv_dtype": run.kv_dtype, "chunk": run.chunk, "recompute": run.recompute,
+            "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype,
+            "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype, "chunk": run.chunk,
+            "recompute": run.recompute,
             "efficiency": IDEAL_EFFICIENCY,
             "time_s": r.time_s, "flops": r.flops, "bytes": r.bytes, "bound": r.bound, "components": _components(r),
             "expected": {**_expected_head(hw, eff), "time_s": r.expected_s, "bound": r.expected_bound},
@@ -127,7 +129,9 @@ def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report
     run = r.run
     what = (f"prefill of {count(run.seq)} tokens (time to first token)" if rec["mode"] == "generate"
             else f"{rec['mode']}, seq {count(run.seq)}")
-    title = (f"{cfg.name} on {hw.name}: {what}, batch {count(run.batch)}, {run.dtype}, {run.attention} attention"
+    gpus = f"{rec['gpus']:,} x " if "gpus" in rec else ""
+    title = (f"{cfg.name} on {gpus}{hw.name}: {what}, batch {count(run.batch)}, {_dtypes(run)}, {run.attention} "
+             "attention" + (f", {run.layout.describe()}" if gpus else "")
              + (f", chunks of {count(run.chunk)}" if run.chunk else "") + lora_tag(rec.get("lora")))
     table = Table([text_col("component", key=True), Col("FLOPs"), Col("bytes"), Col("FLOP/B"), Col("expected"),
                    text_col("bound"), Col("share"), Col("ideal"), text_col("ideal bound")], [rows], title,
@@ -139,6 +143,11 @@ def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report
     return Report(rec, csv, blocks)
 
 
+def _dtypes(run: RunSpec) -> str:
+    """The compute dtype, and the matmuls' where they differ (--dtype fp8)."""
+    return run.dtype if run.matmul_dtype == run.dtype else f"{run.matmul_dtype} matmuls, {run.dtype}"
+
+
 def _notes(hw: Hardware, rec: dict) -> list[str]:
     eff, exp = rec["expected"]["efficiency"], rec["expected"]
     overrides = [f"{v:g} of {what}" for v, what in ((eff["compute"], "peak FLOP/s"), (eff["bandwidth"], "bandwidth"))
@@ -148,6 +157,8 @@ def _notes(hw: Hardware, rec: dict) -> list[str]:
            else "no calibration in this hardware file: expected = ideal")
     lines = [f"expected: {how}; ideal: the roofline per component, max(FLOPs / peak, bytes / bandwidth) on "
              f"{hw.description}: {si(hw.peak(rec['dtype']), 'FLOP/s')} {rec['dtype']} dense, "
+             + (f"{si(hw.peak(rec['matmul_dtype']), 'FLOP/s')} {rec['matmul_dtype']} for the layers' matmuls, "
+                if rec["matmul_dtype"] != rec["dtype"] else "") +
              f"{si(hw.memory_bandwidth, 'B/s')}, a bound no run beats"]
     if rec["mode"] == "generate":
         lines += [f"time to first token: {seconds(exp['ttft_s'])} (ideal {seconds(rec['ttft_s'])}); time per output "
@@ -157,6 +168,13 @@ def _notes(hw: Hardware, rec: dict) -> list[str]:
                   f"{exp['tokens_per_s']:,.1f} tokens/s (ideal {seconds(rec['total_s'])}, {rec['tokens_per_s']:,.1f})",
                   f"without a KV cache (each step recomputes the prefix): {seconds(exp['no_cache_total_s'])}, "
                   f"{exp['no_cache_total_s'] / exp['total_s']:,.1f}x longer"]
+    comm = rec.get("communication")
+    if comm:
+        kinds = ", ".join(f"{count(c['calls'])} x {c['kind']} ({c['what']})" for c in comm["collectives"])
+        lines.append("tensor-parallel communication (included above): prefill "
+                     f"{seconds(comm['expected']['prefill_s'])} "
+                     f"(ideal {seconds(comm['prefill_s'])}), each decode step {seconds(comm['expected']['step_s'])} "
+                     f"(ideal {seconds(comm['step_s'])}): {kinds}, {iec(comm['step_sent'])} sent per GPU")
     util = rec.get("utilization")
     if util:
         if util["measured"]:
@@ -204,7 +222,7 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff: Effici
     run, parts, compute, exp = st.run, st.parts_s, st.compute, st.expected
     expected_parts = exp.parts_s
     rec = {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
-           "attention": run.attention, "dtype": run.dtype, "recompute": run.recompute,
+           "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype, "recompute": run.recompute,
            "efficiency": IDEAL_EFFICIENCY, "gpus": run.layout.gpus,
            "layout": {**dataclasses.asdict(run.layout), "micro_batches": st.micro_batches}, "stage": st.stage,
            "time_s": st.time_s,
@@ -229,7 +247,7 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
     total = exp["time_s"]
     what = "step" if rec["mode"] == "train" else "pass"
     title = (f"{cfg.name} on {rec['gpus']:,} x {hw.name}: {rec['mode']} {what}, {run.layout.describe()}, seq "
-             f"{count(run.seq)}, micro-batch {count(run.batch)} x {count(st.micro_batches)}, {run.dtype}")
+             f"{count(run.seq)}, micro-batch {count(run.batch)} x {count(st.micro_batches)}, {_dtypes(run)}")
     names = {"communication": "communication (exposed)"}
     parts = Table([text_col("part", key=True), Col("expected"), Col("share"), Col("ideal")],
                   [[(names.get(k, k), seconds(v), f"{100 * v / total:.1f}%", seconds(rec["parts_s"][k]))
@@ -375,8 +393,13 @@ def time_command(
             records.append(step_json(cfg, hw, mode, st, eff, u if train else None, measured is not None, run_tokens))
             shown_runs.append((cfg, st))
             continue
-        spec = spec.replace(layout=layouts[b])  # generate refuses a parallel layout
-        if generating:
+        spec = spec.replace(layout=layouts[b])
+        if generating and parallel:
+            from ..analysis.cluster.generation import generate as generate_parallel
+
+            pg = generate_parallel(cfg, spec, hw, s, new, eff)
+            gen, r = pg.generation, pg.generation.first
+        elif generating:
             gen = generate(cfg, spec, hw, s, new, eff)
             r = gen.first
         else:
@@ -388,17 +411,37 @@ def time_command(
                            "time_s": gen.total_s(e)} for e in (False, True)}
             rec.update(prompt=s, new=new, **figures[False])
             rec["expected"].update(figures[True])
+            if parallel:
+                rec.update(_communication(hw, pg))
         if train:
             rec.update(_utilization(utilization(cfg, r.run, hw, measured or r.tokens_per_s), measured is not None,
                                     run_tokens, rec["expected"], r.run.tokens / r.expected_s))
         records.append(rec)
         shown_runs.append((cfg, r))
+    steps = parallel and not generating
     if len(records) == 1 and models:
-        explain = _step_breakdown if parallel else _breakdown
+        explain = _step_breakdown if steps else _breakdown
         emit(explain(shown_runs[0][0], hw, records[0], shown_runs[0][1]), fmt)
         return
-    side_by_side = _steps_side_by_side if parallel else _side_by_side
+    side_by_side = _steps_side_by_side if steps else _side_by_side
     emit(side_by_side(records, one_or_list(records, models), hw, mode, batch), fmt)
+
+
+def _communication(hw: Hardware, pg: "ParallelGeneration") -> dict:
+    """generate on a layout: its GPUs, and the prefill's and each decode step's communication."""
+    from ..analysis.cluster.step import link
+
+    first, step = pg.prefill, pg.decode
+    layout = step.run.layout
+    return {"gpus": layout.gpus, "layout": dataclasses.asdict(layout),
+            "communication": {"prefill_s": first.communication_s, "step_s": step.communication_s,
+                              "step_sent": step.sent, "decode_sent": pg.decode_sent,
+                              "no_cache_sent": pg.no_cache_sent,
+                              "expected": {"prefill_s": first.expected.parts_s["communication"],
+                                           "step_s": step.expected.parts_s["communication"]},
+                              "collectives": [{**c._asdict(), "sent": c.sent,
+                                               "time_s": c.sent / link(hw, layout, c.group).rate, "expected_s": t}
+                                              for c, t in zip(step.collectives, step.expected.collectives_s)]}}
 
 
 def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: tuple[int, ...]) -> Report:

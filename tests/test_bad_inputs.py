@@ -296,6 +296,26 @@ def test_refused_pipelines_are_one_line(run, args, line):
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("args, line", [
+    (("time", "llama-3-8b", "--hardware", "a100-80gb", "--dtype", "fp8"),
+     "Error: --dtype fp8 (matmuls in fp8) needs an fp8 peak: a100-80gb lists none (it has fp32, tf32, bf16, fp16, "
+     "int8)\n"),
+    (("time", "llama-3-8b", "--hardware", "h100", "--dtype", "fp8", "--lora-rank", "8"),
+     "Error: --dtype fp8 with LoRA adapters is not modeled (float8 training converts the base's linears, which LoRA "
+     "freezes)\n"),
+    (("time", "llama-3-8b", "--hardware", "h100", "--mode", "decode", "--dtype", "fp8", "--weights-dtype", "int4"),
+     "Error: --dtype fp8 (matmuls in fp8) reads float or fp8 weights, got int4: give --weights-dtype bf16 or an fp8 "
+     "format\n"),
+    (("time", "llama-3-8b", "--hardware", "h100", "--mode", "generate", "--prompt", "5", "--new", "9", "--tp", "2",
+      "--pp", "2"), "Error: --pp 2: generate runs on one tensor-parallel group (--tp), as gpt-fast does\n"),
+    (("time", "llama-3-8b", "--hardware", "h100", "--mode", "generate", "--prompt", "5", "--new", "9", "--tp", "3"),
+     "Error: --tp 3 must divide the 32 attention heads of llama-3-8b\n"),
+])
+def test_fp8_and_generate_on_a_layout_refusals_are_one_line(run, args, line):
+    assert error_line(run(*args)) == line
+
+
+@pytest.mark.unit
 def test_a_number_too_large_to_compute_with(run):
     """A 401-digit --seq (its FLOPs would pass a float's 1e308): refused at parsing, past 2^53,
     exit 2, no traceback."""

@@ -258,7 +258,7 @@ def test_one_model_and_workload_stays_an_object(run):
     (["kvcache", "gpt2-small", "--kv-dtype", ""],
      "Error: Invalid value for '--kv-dtype': '' is not one of 'fp32', 'fp16', 'bf16', 'fp8', 'int8', 'int4'.\n"),
     (["memory", "gpt2-small", "--dtype", ""],
-     "Error: Invalid value for '--dtype': '' is not one of 'fp32', 'bf16', 'fp16'.\n"),
+     "Error: Invalid value for '--dtype': '' is not one of 'fp32', 'bf16', 'fp16', 'fp8'.\n"),
     (["kvcache", "gpt2-small", "--budget", "80"],
      "Error: Invalid value for '--budget': needs a unit: 80GiB (2^30 bytes) or 80GB (10^9 bytes), got '80'\n"),
     (["kvcache", "gpt2-small", "--budget", "1.5"],

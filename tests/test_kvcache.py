@@ -161,7 +161,7 @@ def test_budget_weights_dtype_and_compute_dtype(run):
     assert (data["kv_dtype"], data["bytes"]) == ("fp32", 4096 * 32 * 2 * 8 * 128 * 4)
     result = run("kvcache", "mistral-7b", "--dtype", "int4")
     assert (result.exit_code, result.stderr) == (
-        2, "Error: Invalid value for '--dtype': 'int4' is not one of 'fp32', 'bf16', 'fp16'.\n")
+        2, "Error: Invalid value for '--dtype': 'int4' is not one of 'fp32', 'bf16', 'fp16', 'fp8'.\n")
 
 
 @pytest.mark.parametrize("args", [("--seq", "4096"), ("--seq", "32768", "--kv-dtype", "fp8"),

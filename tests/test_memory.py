@@ -65,7 +65,7 @@ def test_inference_parts(run):
     (["--optimizer", "lion"],
      "Error: Invalid value for '--optimizer': 'lion' is not one of 'adam', 'adamw', 'sgd', 'sgd-momentum'.\n"),
     (["--mode", "serve"], "Error: Invalid value for '--mode': 'serve' is not one of 'train', 'inference'.\n"),
-    (["--dtype", "int4"], "Error: Invalid value for '--dtype': 'int4' is not one of 'fp32', 'bf16', 'fp16'.\n"),
+    (["--dtype", "int4"], "Error: Invalid value for '--dtype': 'int4' is not one of 'fp32', 'bf16', 'fp16', 'fp8'.\n"),
     (["--seq", "1,x"], "Error: Invalid value for '--seq': expects a whole number such as 4096 or 128k, got 'x'\n"),
 ])
 def test_bad_input_exit_2(run, args, message):

@@ -16,7 +16,7 @@ from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import generate, prefill, roofline, utilization
-from llmcalc.analysis.spec import RunSpec
+from llmcalc.analysis.spec import Layout, RunSpec
 from tests.strategies import valid_configs
 
 pytestmark = pytest.mark.unit
@@ -325,3 +325,52 @@ def test_a_bad_calibration_exits_2_naming_the_key(run, tmp_path, section, key):
     assert result.exit_code == 2
     errors = [line for line in result.stderr.splitlines() if line]
     assert len(errors) == 1 and key in errors[0] and "bad.yaml" in errors[0], result.stderr
+
+
+FP8, FP32 = 1_978_900_000_000_000, 66_900_000_000_000  # the H100 SXM datasheet: 1,978.9 TFLOP/s fp8, 66.9 fp32
+
+
+def test_fp8_runs_the_layers_matmuls_at_the_fp8_peak_and_adds_their_casts():
+    """--dtype fp8: the layers' linears at the fp8 peak, the LM head, attention and elementwise ops as in
+    bf16, and torchao's casts (analysis/perf/float8.py) as a component of their own, in closed form."""
+    cfg = load_bundled("llama-3-8b")  # 32 layers, d 4,096, 8 KV heads of 128, d_ff 14,336
+    bf16 = roofline(cfg, RunSpec("train", 4096, 1), H100)
+    fp8 = roofline(cfg, RunSpec("train", 4096, 1, dtype="fp8"), H100)
+    assert (fp8.run.dtype, fp8.run.matmul_dtype, fp8.run.weights_dtype) == ("bf16", "fp8", "bf16")
+    for key in ("attention/q", "attention/k", "attention/o", "mlp/gate", "mlp/down"):
+        c, b = fp8.components[key], bf16.components[key]
+        assert (c.matmul_flops, c.elementwise_flops, c.bytes) == (b.matmul_flops, b.elementwise_flops, b.bytes)
+        assert c.compute_s == c.matmul_flops / FP8 + c.elementwise_flops / FP32
+    for key in ("lm_head", "attention/scores", "attention/values", "norm", "optimizer"):
+        assert fp8.components[key] == bf16.components[key], key
+    T, L, d, kv, f = 4096, 32, 4096, 1024, 14336
+    linears = [(d, d), (d, kv), (d, kv), (d, d), (d, f), (d, f), (f, d)]  # q k v o gate up down
+    x, w, g = (T * sum(i for i, _ in linears), sum(i * o for i, o in linears), T * sum(o for _, o in linears))
+    # input and output gradient: read in bf16, written twice in fp8; weight: read twice, written twice
+    casts = fp8.components["float8/casts"]
+    assert (casts.matmul_flops, casts.elementwise_flops) == (0, 3 * L * (x + w + g))
+    assert casts.bytes == L * (4 * x + 6 * w + 4 * g)
+    assert casts.time_s == max(casts.elementwise_flops / FP32, casts.bytes / BW)
+    assert fp8.time_s < bf16.time_s
+
+
+def test_fp8_inference_casts_once_and_fp8_weights_are_not_cast():
+    cfg = load_bundled("llama-3-8b")
+    T, L, d, kv, f = 512, 32, 4096, 1024, 14336
+    linears = [(d, d), (d, kv), (d, kv), (d, d), (d, f), (d, f), (f, d)]
+    x, w = T * sum(i for i, _ in linears), sum(i * o for i, o in linears)
+    bf16_weights = roofline(cfg, RunSpec("prefill", T, 1, dtype="fp8"), H100).components["float8/casts"]
+    assert bf16_weights.bytes == L * (3 * x + 5 * w)  # one layout written
+    fp8_weights = roofline(cfg, RunSpec("prefill", T, 1, dtype="fp8", weights_dtype="fp8"), H100)
+    assert fp8_weights.components["float8/casts"].bytes == L * 3 * x
+
+
+def test_fp8_memory_is_the_bf16_runs():
+    """torchao saves the bf16 input and weight for backward; the fp8 copies live for one matmul."""
+    from llmcalc.analysis.cluster.memory import memory
+
+    cfg = load_bundled("llama-3-8b")
+    for run in (RunSpec("train", 4096, 2, recompute="selective"),
+                RunSpec("train", 4096, 2, layout=Layout(dp=8, zero=3))):
+        fp8, bf16 = memory(cfg, run.replace(dtype="fp8")), memory(cfg, run)
+        assert fp8._replace(run=bf16.run) == bf16 and fp8.run.matmul_dtype == "fp8"

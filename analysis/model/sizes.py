@@ -9,6 +9,7 @@ from __future__ import annotations
 MAX_INT = 2**53
 DTYPE_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 FLOAT_DTYPES = ("fp32", "bf16", "fp16")  # what activations, caches and compute can be in
+COMPUTE_DTYPES = (*FLOAT_DTYPES, "fp8")  # fp8: the layers' matmuls in fp8, everything else in bf16 (RunSpec.resolve)
 FP32, FP16, INT32 = 4, 2, 4  # bytes of the fixed-width values scales, statistics and indices use
 
 

@@ -3,8 +3,10 @@
 Ideal: ``time = max(compute, memory)`` per component, summed over components (no overlap between
 them), where
 
-- compute = matmul FLOPs / the dense peak of the compute dtype + elementwise FLOPs / the ``fp32``
-  peak (elementwise kernels run on the vector units and compute in fp32, as PyTorch's do);
+- compute = matmul FLOPs / the dense peak of the compute dtype (of ``fp8`` for the layers' matmuls
+  under ``--dtype fp8``, whose casts are a component of their own: :mod:`.float8`) + elementwise
+  FLOPs / the ``fp32`` peak (elementwise kernels run on the vector units and compute in fp32, as
+  PyTorch's do);
 - memory = bytes moved (:mod:`analysis.count.traffic`) / the memory bandwidth.
 
 Expected: the same terms at the fractions of the peaks the calibration gives each component's
@@ -26,9 +28,11 @@ from typing import NamedTuple
 
 from ..count.flops import approximations, count_flops
 from ..count.traffic import pass_bytes
+from ..errors import SpecError
 from ..model.config import ModelConfig
 from ..spec import RunSpec
 from .calibration import CALIBRATED, Efficiency, Rates, rates
+from .float8 import CASTS, casts, fp8_keys
 from .hardware import Hardware
 from .steps import Counts, count_sum, splits, thresholds, time_sum
 
@@ -154,28 +158,51 @@ def roofline(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CAL
     run.one_device("roofline")
     run.no_images("roofline")
     run = run.resolve(cfg).executed()
-    flops = count_flops(cfg, run).total
-    moved = pass_bytes(cfg, run)
-    keys = list(dict.fromkeys([*flops.matmul, *flops.elementwise, *moved]))
+    matmul, elementwise, moved = _work(cfg, run)
+    keys = list(dict.fromkeys([*matmul, *elementwise, *moved]))
     expected = _expected(cfg, run, hw, eff, moved, keys)
-    peaks = _peaks(run, hw)
-    return Roofline(run, {key: _component(flops.matmul.get(key, 0), flops.elementwise.get(key, 0),
-                                          moved.get(key, 0), peaks, expected[key]) for key in keys})
+    peaks = _peaks(cfg, run, hw)
+    return Roofline(run, {key: _component(matmul.get(key, 0), elementwise.get(key, 0), moved.get(key, 0),
+                                          peaks(key), expected[key]) for key in keys})
 
 
-def _peaks(run: RunSpec, hw: Hardware) -> tuple[float, float, float]:
-    """Matmul FLOP/s, elementwise FLOP/s and bytes/s at the datasheet peaks (``run`` resolved)."""
-    return hw.peak(run.dtype), hw.peak("fp32"), hw.memory_bandwidth
+def _work(cfg: ModelConfig, run: RunSpec) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """Matmul FLOPs, elementwise FLOPs and bytes by component of a pass (``run`` resolved and
+    executed): the counted ones, and fp8's casts."""
+    flops = count_flops(cfg, run).total
+    matmul, elementwise, moved = dict(flops.matmul), dict(flops.elementwise), pass_bytes(cfg, run)
+    if run.matmul_dtype == "fp8":
+        elementwise[CASTS], moved[CASTS] = casts(cfg, run)
+    return matmul, elementwise, moved
+
+
+Peaks = Callable[[str], tuple[float, float, float]]
+
+
+def _peaks(cfg: ModelConfig, run: RunSpec, hw: Hardware) -> Peaks:
+    """A component's matmul FLOP/s, elementwise FLOP/s and bytes/s at the datasheet peaks (``run``
+    resolved): the layers' matmuls at the fp8 peak under fp8, every other at the compute dtype's."""
+    base = hw.peak(run.dtype), hw.peak("fp32"), hw.memory_bandwidth
+    if run.matmul_dtype == run.dtype:
+        return lambda key: base
+    if run.matmul_dtype not in hw.peak_flops:
+        raise SpecError("dtype", f"{run.matmul_dtype} (matmuls in {run.matmul_dtype}) needs an {run.matmul_dtype} "
+                                 f"peak: {hw.name} lists none (it has {', '.join(hw.peak_flops)})")
+    fast, keys = (hw.peak(run.matmul_dtype), *base[1:]), fp8_keys(cfg)
+    return lambda key: fast if key in keys else base
 
 
 def _expected(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, moved: dict[str, int] | None = None,
               keys: list[str] | None = None) -> dict[str, Rates]:
-    """Each component's calibrated rates in the pass ``run`` (resolved and executed)."""
+    """Each component's calibrated rates in the pass ``run`` (resolved and executed): the
+    calibration's fraction of each component's own matmul peak."""
     if moved is None or keys is None:
-        flops = count_flops(cfg, run).total
-        moved = pass_bytes(cfg, run)
-        keys = list(dict.fromkeys([*flops.matmul, *flops.elementwise, *moved]))
-    return rates(hw.calibration, _peaks(run, hw), cfg, run, moved, keys, eff)
+        matmul, elementwise, moved = _work(cfg, run)
+        keys = list(dict.fromkeys([*matmul, *elementwise, *moved]))
+    peaks = _peaks(cfg, run, hw)
+    base = peaks("")[0]
+    return {key: r._replace(matmul=r.matmul * peaks(key)[0] / base)
+            for key, r in rates(hw.calibration, peaks(""), cfg, run, moved, keys, eff).items()}
 
 
 def _component(mm: int, ew: int, nbytes: int, peaks: tuple[float, float, float], r: Rates,
@@ -209,8 +236,8 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALI
     summed = count_sum(chunk, 0, n - 2, starts)
     final = roofline(cfg, last.replace(past=(n - 1) * size), hw, eff)
     expected = _expected(cfg, spec((n - 2) // 2).resolve(cfg).executed(), hw, eff)
-    peaks = _peaks(run, hw)
-    total = Roofline(run, {key: _component(*c, peaks, expected[key], n - 1) for key, c in summed.items()}) + final
+    peaks = _peaks(cfg, run, hw)
+    total = Roofline(run, {key: _component(*c, peaks(key), expected[key], n - 1) for key, c in summed.items()}) + final
     return dataclasses.replace(total, run=run.executed())  # the whole prefill's, not its first chunk's
 
 
@@ -225,9 +252,13 @@ class Generation(NamedTuple):
     no_cache_s: float  # the same steps, each recomputing the whole prefix (no KV cache)
     expected_decode_s: float
     expected_no_cache_s: float
+    first_comm_s: float = 0.0  # under a layout, the prefill's communication (:mod:`analysis.cluster.generation`)
+    expected_first_comm_s: float = 0.0
 
     def ttft_s(self, expected: bool) -> float:
-        return self.first.expected_s if expected else self.first.time_s
+        if expected:
+            return self.first.expected_s + self.expected_first_comm_s
+        return self.first.time_s + self.first_comm_s
 
     def tpot_s(self, expected: bool) -> float:
         """Time per output token after the first (0 for one new token)."""
@@ -250,10 +281,17 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
     decode step one more (its context is the prompt and the tokens so far)."""
     run.one_device("generate")
     first = prefill(cfg, run.replace(mode="prefill", seq=prompt), hw, eff)
+    return Generation(new, first, *decode_sums(cfg, run, hw, prompt, new, eff))
+
+
+def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int,
+                eff: Efficiency = CALIBRATED) -> tuple[float, float, float, float]:
+    """The ``new - 1`` decode steps after a prompt on one device, summed in closed form: ideal,
+    then without a KV cache (each step a prefill of the prefix), and the same two expected."""
     if new == 1:
-        return Generation(new, first, 0.0, 0.0, 0.0, 0.0)
+        return 0.0, 0.0, 0.0, 0.0
     run = run.replace(mode="prefill", seq=prompt + 1, chunk=None).resolve(cfg)
-    peaks, (lo, hi) = _peaks(run, hw), (prompt + 1, prompt + new - 1)
+    peaks, (lo, hi) = _peaks(cfg, run, hw), (prompt + 1, prompt + new - 1)
     starts = splits(thresholds(cfg, run.batch, hi))
 
     def sums(mode: str) -> tuple[float, float]:
@@ -268,12 +306,12 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
         def f(s: int) -> Counts:
             return counts(roofline(cfg, run.replace(mode=mode, seq=s), hw, eff))
 
-        ideal = time_sum(f, lambda s: lambda key: peaks, lo, hi, starts)
+        ideal = time_sum(f, lambda s: peaks, lo, hi, starts)
         latency = sum(r.latency_s for r in _expected(cfg, spec(lo), hw, eff).values())  # the same kernels each pass
         return ideal, time_sum(f, expected, lo, hi, starts) + (hi - lo + 1) * latency
 
     (decode, expected_decode), (no_cache, expected_no_cache) = sums("decode"), sums("prefill")
-    return Generation(new, first, decode, no_cache, expected_decode, expected_no_cache)
+    return decode, no_cache, expected_decode, expected_no_cache
 
 
 class Utilization(NamedTuple):
@@ -286,7 +324,7 @@ class Utilization(NamedTuple):
     hardware_flops_per_token: float  # as executed: flash skips masked blocks, recomputation counts
     six_n_per_token: float  # 6N, N the non-embedding (active) parameters
     palm_per_token: float  # 6N + 12 L H Q T
-    peak: float  # FLOP/s of one GPU
+    peak: float  # FLOP/s of one GPU in the matmuls' dtype (fp8 under --dtype fp8: MFU stays at most 1)
 
     def of(self, per_token: float) -> float:
         return self.tokens_per_s * per_token / (self.gpus * self.peak)
@@ -316,4 +354,4 @@ def utilization(cfg: ModelConfig, run: RunSpec, hw: Hardware, tokens_per_s: floa
     executed = count_flops(cfg, run.executed()).total.matmul_total
     approx = approximations(cfg, run)
     return Utilization(tokens_per_s, gpus, model / tokens, executed / tokens, approx.six_n / tokens,
-                       approx.palm / tokens, hw.peak(run.dtype))
+                       approx.palm / tokens, hw.peak(run.matmul_dtype))
