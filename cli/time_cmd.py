@@ -286,7 +286,7 @@ def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batc
                    Col("sent/GPU"), Col("tokens/s")], [rows],
                   f"{mode} on {records[0]['gpus']:,} x {hw.name}, {layout.describe()}")
     csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s", "largest", "bubble",
-                   "sent_bytes", "tokens_per_s"), "expected_s": m["expected"]["time_s"]} for m in records]
+                   "sent_bytes", "tokens_per_s"), "expected.time_s": m["expected"]["time_s"]} for m in records]
     return Report(data, csv, [table])
 
 
@@ -347,7 +347,7 @@ def time_command(
     Examples:
       llmcalc time mistral-7b --hardware h100 --mode decode
       llmcalc time gpt2-xl --hardware h100 --mode prefill
-      llmcalc time gpt2-xl --hardware l4 --seq 1024 --compute-efficiency 0.4
+      llmcalc time gpt2-xl --hardware l4 --seq 1024
       llmcalc time mistral-7b --hardware my-gpu.yaml --seq 512
       llmcalc time llama-3.1-70b --hardware h100 --seq 8192
         --tp 8 --pp 4 --dp 2 --sp --global-batch 64
@@ -461,5 +461,5 @@ def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: t
                   f"{mode} on {hw.name}" + ("" if several else f", batch {count(batches[0])}"))
     csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "time_s", "bound", "flops", "bytes",
                    *(["ttft_s", "tpot_s", "tokens_per_s", "total_s", "no_cache_total_s"] if mode == "generate"
-                     else [])), "expected_s": m["expected"]["time_s"]} for m in records]
+                     else [])), "expected.time_s": m["expected"]["time_s"]} for m in records]
     return Report(data, csv, [table])
