@@ -58,7 +58,7 @@ def test_completion_offers_commands_options_and_choices():
     assert "--attention" in _complete("flops", "--att")
     assert _complete("flops", "--mode", "") == ["train", "prefill", "decode"]
     assert _complete("params", "mis") == ["mistral-7b"]  # bundled names; a shell completes paths otherwise
-    assert _complete("time", "gpt2-small", "--hardware", "h1") == ["h100", "h100-pcie"]
+    assert _complete("time", "gpt2-small", "--hardware", "h1") == ["h100", "h100-96gb-500w", "h100-pcie"]
 
 
 def test_install_completion_writes_the_script(tmp_path):

@@ -198,7 +198,9 @@ def test_pipeline_bubble_is_p_minus_1_over_m_plus_p_minus_1():
 def test_communication_time_is_bytes_over_the_link():
     """tp within a node goes over NVLink (450 GB/s on the H100): Megatron's 4 all-reduces of
     s x h per layer, the embedding's and the LM head's, the cross-entropy's; dp across nodes over
-    InfiniBand (50 GB/s per GPU), ZeRO-1's gradients and weights once per step."""
+    InfiniBand (50 GB/s per GPU), ZeRO-1's gradients and weights once per step, the ideal hiding all
+    it can of them behind the last backward (the gradients) and the next forward (the weights): one
+    micro-batch's compute."""
     cfg, hw = load_model("llama-2-7b"), load_hardware("h100")
     run = RunSpec("train", 4096, 1)
     t, L, S, h, b = 8, 32, 4096, 4096, 2
@@ -207,7 +209,7 @@ def test_communication_time_is_bytes_over_the_link():
     assert tp.communication_s == pytest.approx(ring * ((4 * L + 2) * S * h * b + 3 * S * 4) / 450e9)
     dp = step(cfg, run.replace(layout=Layout(dp=16, zero=1)), hw)
     P = count_params(cfg).total
-    assert dp.drain_comm_s == pytest.approx(2 * 15 * 2 * P / 16 / 50e9)
+    assert dp.drain_comm_s == pytest.approx(2 * 15 * 2 * P / 16 / 50e9 - dp.compute_s[0])
 
 
 def test_a_link_the_hardware_lacks_exits_2(run, config_file):
@@ -226,7 +228,7 @@ def test_time_with_a_layout_matches_plan_and_memory(run):
     assert result.exit_code == 0, result.output
     layouts = json.loads(result.stdout)["layouts"]
     fitting = [r for r in layouts if r["fits"]]
-    assert fitting and [r["step_s"] for r in fitting] == sorted(r["step_s"] for r in fitting)
+    assert fitting and [r["expected"]["step_s"] for r in fitting] == sorted(r["expected"]["step_s"] for r in fitting)
     assert all(r["memory"] <= 80 * 10**9 for r in fitting)
     assert all("step_s" not in r and r["memory"] > 80 * 10**9 for r in layouts if not r["fits"])
     best = fitting[0]
@@ -236,7 +238,8 @@ def test_time_with_a_layout_matches_plan_and_memory(run):
             "--dp", str(lay["dp"]), "--zero", str(lay["zero"]), "--global-batch", "512",
             *(["--sp"] if lay["sp"] else []), "--recompute", best["recompute"]]
     timed = json.loads(run("time", "llama-3.1-70b", "--hardware", "h100", *opts, "--json").stdout)
-    assert timed["time_s"] == best["step_s"] and timed["utilization"]["mfu"] == best["mfu"]
+    assert timed["time_s"] == best["step_s"] and timed["expected"]["time_s"] == best["expected"]["step_s"]
+    assert timed["expected"]["mfu"] == best["mfu"]  # plan's MFU is at the expected throughput
     sized = json.loads(run("memory", "llama-3.1-70b", *opts, "--json").stdout)
     assert sized["total"] == best["memory"]
 

@@ -7,13 +7,15 @@ import dataclasses
 from typing import NamedTuple, Optional
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from llmcalc.analysis.cluster.sharding import gpu_state, stage_tensors
+from llmcalc.analysis.cluster.step import link, step
 from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.lora import linear_keys
 from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import ModelConfig
 from llmcalc.analysis.model.layers import layer_specs
@@ -199,6 +201,35 @@ def test_time_identities(case, more_bw, more_flops, mode, chunk):
     assert chunked.flops == whole.total
     assert sum(c.matmul_flops for c in chunked.components.values()) == whole.matmul_total
     assert (chunked.run.seq, chunked.run.past, chunked.run.tokens) == (seq, 0, 2 * seq)  # the whole prefill's
+
+
+@pytest.mark.unit
+@settings(max_examples=60, deadline=None)
+@given(cases(lora=False), st.integers(1, 3), st.sampled_from([1, 2, 8]), st.booleans())
+@example(Case(load_bundled("llama-3.1-70b"), RunSpec("train", 8192, 2, recompute="full"), Layout(tp=2, dp=32, zero=3)),
+         1, 8, False)  # plan's ZeRO-3 layout on 64 GPUs: the ideal step overlapped nothing, slower than expected
+def test_the_ideal_step_is_never_slower_than_the_expected(case, rounds, per_node, free):
+    """The ideal is an upper bound on speed, on a cluster too: every time figure of the expected step
+    (each stage's compute and pipeline slot, each collective, the optimizer, the step) is at least
+    the ideal's, with data-parallel communication overlapped in both (the ideal hides all it can),
+    within a node or across nodes; also without latencies and at the links' peaks (``free``), where
+    the expected step differs from the ideal only by its compute and overlap."""
+    cfg, layout = case.cfg, case.layout
+    assume(cfg.vision is None and not _recurrent(cfg))  # layouts refuse a vision tower and recurrent mixers
+    layout = dataclasses.replace(layout, micro_batches=rounds * layout.pp)
+    cal = H100.calibration
+    if free:
+        cal = dataclasses.replace(cal, kernel_s=0.0, latency_intra_s=0.0, latency_inter_s=0.0, bus_intra=1.0,
+                                  bus_inter=1.0)
+    hw = H100._replace(gpus_per_node=per_node, calibration=cal)
+    st_ = step(cfg, case.run.replace(layout=layout), hw)
+    exp = st_.expected
+    assert all(e >= i for e, i in zip(exp.compute_s, st_.compute_s))
+    assert all(exp.slot_s(s) >= st_.slot_s(s) for s in range(layout.pp))
+    assert all(e >= c.sent / link(hw, layout, c.group).rate for e, c in zip(exp.collectives_s, st_.collectives))
+    assert exp.optimizer_s >= st_.optimizer_s
+    assert exp.time_s >= st_.time_s
+    assert exp.parts_s["bubble"] >= st_.parts_s["bubble"]
 
 
 @pytest.mark.unit

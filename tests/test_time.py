@@ -259,7 +259,7 @@ def test_hardware_lists_the_bundled_accelerators_with_sources(run):
     data = json.loads(run("hardware", "--json").stdout)
     names = {d["name"] for d in data}
     assert {"h100", "h100-pcie", "h200", "a100-40gb", "a100-80gb", "l40s", "l4", "a10g", "rtx-4090", "mi300x",
-            "b200"} <= names
+            "b200", "h100-96gb-500w"} <= names
     assert all(d["source"] and d["peak_flops"]["bf16"] and d["memory_bandwidth"] for d in data)
 
 

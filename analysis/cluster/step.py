@@ -19,17 +19,20 @@
   cp, then dp (ep inside it), then pp, so a group spans ``tp`` GPUs (tp), ``tp x cp`` (cp),
   ``tp x cp x dp`` (dp), ``tp x cp x ep`` (ep) or all of them (pp); it uses the hardware's
   ``intra_node`` bandwidth when that span fits in ``gpus_per_node`` (or no node size is given),
-  else ``inter_node``. Ideal: communication at the link's peak, not overlapped with compute.
+  else ``inter_node``. Ideal: communication at the link's peak;
+- overlap (:func:`_exposed`): data-parallel communication runs beside the compute Megatron-LM
+  (``overlap_grad_reduce``, ``overlap_param_gather``), torchtitan (FSDP2's prefetching) and DeepSpeed
+  schedule it with, up to an ``overlap`` fraction of that compute: ZeRO-2/3's per-micro-batch
+  gradient reduce-scatters beside the backward (two thirds of the compute), their weights'
+  all-gathers with them beside forward and backward; the once-per-step gradient reduction beside the
+  last micro-batch's backward, the weights' all-gather beside the next step's first forward (one
+  third). Tensor-, context-, expert- and pipeline-parallel communication is on the critical path:
+  exposed. The step reports the exposed part. Ideal: all of it hidden behind the compute it can
+  overlap (``overlap`` 1, the most optimistic schedule), so that no expected step beats it.
 
 Expected (DESIGN.md section 11): each stage's compute at its components' expected times; each
-collective by the alpha-beta model (:func:`analysis.perf.calibration.collective_s`); and
-data-parallel communication overlapped with compute as Megatron-LM (``overlap_grad_reduce``,
-``overlap_param_gather``), torchtitan (FSDP2's prefetching) and DeepSpeed schedule it, up to the
-calibration's ``overlap`` fraction of the compute it runs beside: ZeRO-2/3's per-micro-batch
-collectives beside that micro-batch's compute, the once-per-step gradient reduction beside the last
-micro-batch's backward (two thirds of its compute), the weights' all-gather beside the next step's
-first forward (one third). Tensor-, context-, expert- and pipeline-parallel communication is on the
-critical path: exposed. The step reports the exposed part.
+collective by the alpha-beta model (:func:`analysis.perf.calibration.collective_s`); the calibration's
+``overlap``.
 """
 
 import dataclasses
@@ -53,8 +56,8 @@ LAST_STAGE = ("lm_head", "lm_head/softcap")
 class Step(NamedTuple):
     run: RunSpec  # resolved, one GPU's micro-batch, with the layout
     compute_s: tuple[float, ...]  # one micro-batch on each stage
-    comm_s: tuple[float, ...]  # each stage's per-micro-batch communication over the step
-    drain_comm_s: float  # once per step, after the pipeline drains (the longest of the stages')
+    comm_s: tuple[float, ...]  # each stage's exposed per-micro-batch communication over the step
+    drain_comm_s: float  # exposed, once per step, after the pipeline drains (the longest of the stages')
     optimizer_s: float  # the optimizer step (the longest of the stages')
     collectives: tuple[Collective, ...]  # the slowest stage's
     stage: int  # the slowest stage: the longest pipeline slot
@@ -203,24 +206,19 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
         compute.append(sum(c.time_s for c in mine.values()))
         cs = collectives(cfg, run, s)
         links = [link(hw, layout, c.group) for c in cs]
-        comm.append(sum(c.sent / k.rate for c, k in zip(cs, links) if c.per_micro_batch))
-        drain.append(sum(c.sent / k.rate for c, k in zip(cs, links) if not c.per_micro_batch))
+        per_micro, once = _exposed(cs, [c.sent / k.rate for c, k in zip(cs, links)], compute[-1], m, 1.0)
+        comm.append(per_micro)
+        drain.append(once)
         opt.append(0.0 if optimizer is None else optimizer.time_s * gpu_state(cfg, layout, s).optimizer / total_params)
         stage_collectives.append(tuple(cs))
-        # expected: alpha-beta, and data-parallel communication behind the compute beside it
+        # expected: alpha-beta, and the calibration's overlap
         micro = sum(c.expected_s for c in mine.values())
         times = [collective_s(cal, c.calls, c.sent, k) for c, k in zip(cs, links)]
         e_compute.append(micro)
         e_collectives.append(tuple(times))
-        e_comm.append(sum(t for c, t in zip(cs, times) if c.per_micro_batch and not _data_parallel(c))
-                      + max(0.0, sum(t for c, t in zip(cs, times) if c.per_micro_batch and _data_parallel(c))
-                            - cal.overlap * m * micro))
-        grads = sum(t for c, t in zip(cs, times) if not c.per_micro_batch and _data_parallel(c)
-                    and c.kind != "all-gather")
-        weights = sum(t for c, t in zip(cs, times) if not c.per_micro_batch and _data_parallel(c)
-                      and c.kind == "all-gather")
-        e_drain.append(sum(t for c, t in zip(cs, times) if not c.per_micro_batch and not _data_parallel(c))
-                       + max(0.0, grads - cal.overlap * micro * 2 / 3) + max(0.0, weights - cal.overlap * micro / 3))
+        per_micro, once = _exposed(cs, times, micro, m, cal.overlap)
+        e_comm.append(per_micro)
+        e_drain.append(once)
     slowest = max(range(layout.pp), key=lambda s: compute[s] + comm[s] / m)  # it sets the pipeline's pace
     e_opt = 0.0 if optimizer is None else max(optimizer.expected_s * gpu_state(cfg, layout, s).optimizer / total_params
                                               for s in range(layout.pp))
@@ -230,9 +228,21 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
                 stage_parts[slowest], expected)
 
 
-def _data_parallel(c: Collective) -> bool:
-    """Overlapped with compute by the frameworks (module docstring)."""
-    return c.group in ("dp", "dp/ep")
+def _exposed(cs: list[Collective], times: list[float], micro_s: float, m: int, overlap: float) -> tuple[float, float]:
+    """The exposed part of a stage's collectives ``cs`` taking ``times``, (per micro-batch, once per
+    step), beside ``m`` micro-batches of ``micro_s`` compute (module docstring). Per micro-batch,
+    the gradients must fit beside the backwards and, with the weights, beside the whole compute."""
+    per: dict[str, float] = {}
+    once: dict[str, float] = {}
+    for c, t in zip(cs, times):
+        kind = "exposed" if c.group not in ("dp", "dp/ep") else "weights" if c.kind == "all-gather" else "grads"
+        into = per if c.per_micro_batch else once
+        into[kind] = into.get(kind, 0.0) + t
+    hidden = overlap * micro_s
+    grads, weights = per.get("grads", 0.0), per.get("weights", 0.0)
+    return (per.get("exposed", 0.0) + max(0.0, grads - hidden * m * 2 / 3, grads + weights - hidden * m),
+            once.get("exposed", 0.0) + max(0.0, once.get("grads", 0.0) - hidden * 2 / 3)
+            + max(0.0, once.get("weights", 0.0) - hidden / 3))
 
 
 def _scaled(c: Component, f: float) -> Component:

@@ -23,10 +23,11 @@ with, for each kernel the component launches (:func:`rates`):
 
 Collectives (:func:`collective_s`): ``calls x latency + bytes sent / (link x bus)``, the alpha-beta
 model, ``bus`` the fraction of the link NCCL's ring reaches (its bus bandwidth), within a node or
-across nodes. ``overlap``: the fraction of a data-parallel collective the frameworks hide behind
-compute (:mod:`analysis.cluster.step`).
+across nodes. ``overlap``: the fraction of the compute a data-parallel collective runs beside that
+hides it, as the frameworks schedule it (:mod:`analysis.cluster.step`; the ideal step hides all).
 
-No ``calibration:`` section: every fraction 1, no latency, no overlap (:data:`IDEAL`): expected is ideal.
+No ``calibration:`` section: every fraction 1 (all data-parallel communication overlapped, as in the
+ideal step), no latency (:data:`IDEAL`): expected is ideal.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class Calibration:
     latency_inter_s: float = 0.0  # across nodes
     bus_intra: float = 1.0  # fraction of the link bandwidth a collective reaches within a node
     bus_inter: float = 1.0
-    overlap: float = 0.0  # fraction of data-parallel communication hidden behind compute
+    overlap: float = 1.0  # fraction of the compute beside it that hides data-parallel communication
     source: str = ""
 
     def gemm_eff(self, m: float, n: float, k: float) -> float:
