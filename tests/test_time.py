@@ -374,3 +374,11 @@ def test_fp8_memory_is_the_bf16_runs():
                 RunSpec("train", 4096, 2, layout=Layout(dp=8, zero=3))):
         fp8, bf16 = memory(cfg, run.replace(dtype="fp8")), memory(cfg, run)
         assert fp8._replace(run=bf16.run) == bf16 and fp8.run.matmul_dtype == "fp8"
+
+
+def test_int4_embedding_rows_alternate_with_the_token_count():
+    """int4 packs two values a byte: ceil(T d / 2) bytes of embedding rows, T d odd every other pass of
+    a no-cache recompute; the closed form sums each parity apart."""
+    cfg = from_dict({"name": "odd", "vocab_size": 130, "context_length": 256, "n_layers": 1, "d_model": 23,
+                     "n_heads": 1, "d_ff": 5, "dtype": "int4"}, "<test>")
+    same_generation(cfg, RunSpec("prefill", 85, 3), 85, 14)

@@ -34,7 +34,7 @@ from ..spec import RunSpec
 from .calibration import CALIBRATED, Efficiency, Rates, rates
 from .float8 import CASTS, casts, fp8_keys
 from .hardware import Hardware
-from .steps import Counts, count_sum, splits, thresholds, time_sum
+from .steps import Counts, count_sum, period, splits, thresholds, time_sum
 
 
 @dataclass(frozen=True)  # not a NamedTuple: + adds the work, it does not join tuples
@@ -306,9 +306,9 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
         def f(s: int) -> Counts:
             return counts(roofline(cfg, run.replace(mode=mode, seq=s), hw, eff))
 
-        ideal = time_sum(f, lambda s: peaks, lo, hi, starts)
+        ideal = time_sum(f, lambda s: peaks, lo, hi, starts, period(run))
         latency = sum(r.latency_s for r in _expected(cfg, spec(lo), hw, eff).values())  # the same kernels each pass
-        return ideal, time_sum(f, expected, lo, hi, starts) + (hi - lo + 1) * latency
+        return ideal, time_sum(f, expected, lo, hi, starts, period(run)) + (hi - lo + 1) * latency
 
     (decode, expected_decode), (no_cache, expected_no_cache) = sums("decode"), sums("prefill")
     return decode, no_cache, expected_decode, expected_no_cache

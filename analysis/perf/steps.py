@@ -4,10 +4,12 @@ constant time in the new tokens and in the chunks).
 Each component's FLOPs and bytes in a pass are integer polynomials of degree at most 2 in the pass's
 position (the context of a decode step or of a no-cache recompute; the index of a chunk) between
 breakpoints the config fixes: a sliding window W, the boundaries of a chunked layer's chunks, the
-tokens at which a mixture of experts reads every expert (:func:`thresholds`). Each piece's
-polynomials are interpolated from exact counts at three of its points and summed exactly
-(integers); a pass's time, the larger of compute and memory per component, is summed after
-splitting each piece where the two cross. The ideal sums equal the pass-by-pass ones
+tokens at which a mixture of experts reads every expert (:func:`thresholds`), and within a piece on
+each residue class modulo :func:`period` (int4 packs two values a byte: ``ceil(T d / 2)`` bytes of
+embedding rows alternate with the parity of ``T d``). Each piece's (class's) polynomials are
+interpolated from exact counts at three of its points and summed exactly (integers); a pass's time,
+the larger of compute and memory per component, is summed after splitting each piece where the two
+cross. The ideal sums equal the pass-by-pass ones
 (tests/test_time.py keeps that loop as the reference); the expected ones take each piece's rates
 (the calibrated efficiencies, which vary slowly with the pass) at its middle pass.
 """
@@ -19,6 +21,8 @@ from collections.abc import Callable, Iterable
 
 from ..model.architecture import build
 from ..model.config import ModelConfig
+from ..model.sizes import DTYPE_BITS
+from ..spec import RunSpec
 
 Counts = dict[str, tuple[int, int, int]]  # component -> (matmul FLOPs, elementwise FLOPs, bytes)
 Rates = tuple[float, float, float]  # matmul FLOP/s, elementwise FLOP/s, bytes/s
@@ -39,6 +43,13 @@ def thresholds(cfg: ModelConfig, batch: int, top: int) -> set[int]:
             if m.active != m.copies:
                 points.add(-(-m.copies // (batch * m.active)))
     return points
+
+
+def period(run: RunSpec) -> int:
+    """The passes' counts are polynomial on each residue class modulo this: a value of ``bits`` bits
+    packed ``ceil(n bits / 8)`` bytes a tensor repeats its rounding every ``8 / gcd(bits, 8)`` values."""
+    dtypes = {run.dtype, run.weights_dtype, run.kv_dtype} & DTYPE_BITS.keys()
+    return math.lcm(*(8 // math.gcd(DTYPE_BITS[d], 8) for d in dtypes)) if dtypes else 1
 
 
 def splits(points: Iterable[int]) -> set[int]:
@@ -84,20 +95,22 @@ def _roots(c: float, b: float, a: float) -> list[float]:
     return [q / a, c / q] if q else [-b / (2 * a)]
 
 
-def _samples(a: int, b: int) -> list[int]:
-    return list(range(a, min(a + 3, b + 1)))
+def _classes(a: int, b: int, step: int) -> list[tuple[int, int]]:
+    """The passes ``a..b`` by residue class modulo ``step``: (the first, how many) of each."""
+    return [(a + r, (b - a - r) // step + 1) for r in range(min(step, b - a + 1))]
 
 
-def count_sum(f: Callable[[int], Counts], lo: int, hi: int, starts: set[int]) -> Counts:
-    """sum_{x=lo..hi} f(x), component by component, f polynomial on each piece; the components in
-    the order they first appear."""
+def count_sum(f: Callable[[int], Counts], lo: int, hi: int, starts: set[int], step: int = 1) -> Counts:
+    """sum_{x=lo..hi} f(x), component by component, f polynomial on each residue class modulo ``step``
+    of each piece; the components in the order they first appear."""
     total: dict[str, list[int]] = {}
     for a, b in pieces(lo, hi, starts):
-        counts = [f(x) for x in _samples(a, b)]
-        for key in dict.fromkeys(k for c in counts for k in c):
-            acc = total.setdefault(key, [0, 0, 0])
-            for i in range(3):
-                acc[i] += Newton([c.get(key, ZERO)[i] for c in counts]).prefix(b - a + 1)
+        for first, n in _classes(a, b, step):
+            counts = [f(first + step * t) for t in range(min(n, 3))]
+            for key in dict.fromkeys(k for c in counts for k in c):
+                acc = total.setdefault(key, [0, 0, 0])
+                for i in range(3):
+                    acc[i] += Newton([c.get(key, ZERO)[i] for c in counts]).prefix(n)
     return {k: (v[0], v[1], v[2]) for k, v in total.items()}
 
 
@@ -130,14 +143,16 @@ class _Times:
 
 
 def time_sum(f: Callable[[int], Counts], rates: Callable[[int], Callable[[str], Rates]], lo: int, hi: int,
-             starts: set[int]) -> float:
+             starts: set[int], step: int = 1) -> float:
     """sum_{x=lo..hi} of a pass's time, the sum over components of max(compute, memory), f polynomial
-    on each piece; ``rates(x)(key)``: a component's rates on the piece whose middle pass is x."""
+    on each residue class modulo ``step`` of each piece; ``rates(x)(key)``: a component's rates on the
+    piece whose middle pass is x."""
     times = _Times()
     for a, b in pieces(lo, hi, starts):
-        counts = [f(x) for x in _samples(a, b)]
         rate = rates((a + b) // 2)
-        for key in dict.fromkeys(k for c in counts for k in c):
-            mm, ew, nbytes = (Newton([c.get(key, ZERO)[i] for c in counts]) for i in range(3))
-            times.add(rate(key), mm, ew, nbytes, b - a + 1)
+        for first, n in _classes(a, b, step):
+            counts = [f(first + step * t) for t in range(min(n, 3))]
+            for key in dict.fromkeys(k for c in counts for k in c):
+                mm, ew, nbytes = (Newton([c.get(key, ZERO)[i] for c in counts]) for i in range(3))
+                times.add(rate(key), mm, ew, nbytes, n)
     return times.seconds
