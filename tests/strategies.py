@@ -92,6 +92,12 @@ VARIANTS = {  # together every config key and value
     "short_conv": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 3,
                    "layer_types": ["short_conv", "full", "short_conv"], "qk_norm": "head", "tie_embeddings": True,
                    "short_conv": {"d_conv": 3, "bias": True}},
+    # RecurrentGemma: two rglru layers (4 gate blocks) around a sliding-window attention layer with partial
+    # rotary, biases on the MLP and the attention's output, a gated GELU MLP, logit soft-cap, scaled embeddings
+    "rglru": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 1, "n_layers": 3,
+              "layer_types": ["rglru", "rglru", "sliding"], "sliding_window": 4, "rotary_fraction": 0.5,
+              "out_bias": True, "mlp_bias": True, "tie_embeddings": True, "final_logit_softcap": 30.0,
+              "embedding_scale": 5.65, "rglru": {"width": 24, "d_conv": 3, "n_heads": 4}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
@@ -236,6 +242,21 @@ def _short_conv(draw, raw) -> dict:
 
 
 RECURRENT_MAPPINGS = {"mamba": _mamba, "mamba2": _mamba2, "short_conv": _short_conv}  # layer kind -> its keys
+
+
+def _rglru(draw, raw) -> dict:
+    heads = draw(st.integers(1, 3))
+    mixer = {"width": heads * draw(st.integers(1, 4)), "n_heads": heads}
+    if draw(st.booleans()):
+        mixer["d_conv"] = draw(st.integers(1, 4))
+    if raw["d_model"] % raw["n_heads"] == 0 and draw(st.booleans()):  # d_model wide, the model's heads
+        del mixer["width"], mixer["n_heads"]
+    elif raw["d_model"] % heads == 0 and draw(st.booleans()):  # d_model wide
+        del mixer["width"]
+    return mixer
+
+
+RECURRENT_MAPPINGS["rglru"] = _rglru
 
 
 def _recurrent_layers(draw, raw, kind: str):

@@ -443,6 +443,16 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         conv_L_cache=3, num_dense_layers=2, num_experts=32, num_experts_per_tok=4, use_expert_bias=True,
         layer_types=["full_attention" if i in (2, 6, 10, 14, 18, 21) else "conv" for i in range(24)],
         rope_parameters=dict(rope_type="default", rope_theta=1000000.0)), None),
+    # Griffin's RG-LRU recurrent blocks and local attention, two to one (google/recurrentgemma-2b's published
+    # config.json values: intermediate_size 15360, the MLP's two branches of 7680; head_dim 256 from
+    # hidden_size / heads; transformers 5 reads block_types, its default, not the file's _block_types).
+    # The model card gives 2.7B; transformers' own count 2,682,862,080 is checked here
+    "recurrent_gemma": ("google/recurrentgemma-2b", dict(
+        vocab_size=256000, hidden_size=2560, intermediate_size=15360, num_hidden_layers=26, num_attention_heads=10,
+        num_key_value_heads=1, lru_width=2560, attention_window_size=2048, conv1d_width=4, logits_soft_cap=30.0,
+        hidden_activation="gelu_pytorch_tanh", attention_bias=False,
+        block_types=["recurrent", "recurrent", "attention"],
+        rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5)), None),
     # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
     # packed ternary weights, left out: llmcalc refuses it)
     "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
@@ -662,6 +672,10 @@ VARIANTS = [
         block_ff_dim=1000, block_multiple_of=48, block_ffn_dim_multiplier=1.3, block_auto_adjust_ff_dim=True,
         layer_types=["conv", "full_attention", "conv", "conv"], conv_L_cache=4, conv_bias=True,
         tie_embedding=False)),
+    ("recurrent_gemma", "RecurrentGemma (a narrower RG-LRU, biased q/k/v, GQA, one recurrent block per attention one)",
+     dict(vocab_size=1000, hidden_size=256, intermediate_size=600, num_hidden_layers=4, num_attention_heads=8,
+          num_key_value_heads=2, lru_width=192, attention_window_size=16, conv1d_width=3, attention_bias=True,
+          block_types=["recurrent", "attention"])),
 ]
 
 
@@ -867,6 +881,7 @@ DEPTHS.update(granitemoehybrid=6, bamba=10)
 # LFM2: its first attention layer is the third (transformers' cache needs one to read the cached length)
 DEPTHS["lfm2"] = 3
 DEPTHS["lfm2_moe"] = 3  # its first attention layer, index 2, and an MoE one
+DEPTHS["recurrent_gemma"] = 3  # two recurrent blocks and its first attention layer
 
 
 def _shallow(raw: dict) -> dict:

@@ -32,6 +32,7 @@ from .layers import LayerGroup, LayerSpec, layer_plan
 from .mamba import Mamba
 from .mamba2 import Mamba2
 from .parts import Linear, Norm, Table, Vector, make_norm
+from .rglru import RGLRU
 from .short_conv import ShortConv
 from .vision import Vision, build_vision
 
@@ -70,12 +71,12 @@ class Block:
         return ATTENTION[self.spec.attention](self.cfg)
 
     @property
-    def mixer(self) -> AttentionKind | Mamba | Mamba2 | ShortConv:
+    def mixer(self) -> AttentionKind | Mamba | Mamba2 | ShortConv | RGLRU:
         """The layer's mixer: its attention kind, or a recurrent kind (:mod:`.mamba`)."""
         return MIXERS[self.spec.attention](self.cfg) if self.spec.recurrent else self.attention
 
     @property
-    def recurrent(self) -> Mamba | Mamba2 | ShortConv:
+    def recurrent(self) -> Mamba | Mamba2 | ShortConv | RGLRU:
         """The layer's recurrent mixer (ValueError on an attention layer)."""
         if not self.spec.recurrent:
             raise ValueError(f"a {self.spec.attention} layer has no recurrent mixer")
@@ -106,9 +107,10 @@ class Block:
 
 
 # recurrent mixer kinds (layer_types), one descriptor each
-MIXERS: dict[str, type[Mamba] | type[Mamba2] | type[ShortConv]] = {"mamba": Mamba}
+MIXERS: dict[str, type[Mamba] | type[Mamba2] | type[ShortConv] | type[RGLRU]] = {"mamba": Mamba}
 MIXERS["mamba2"] = Mamba2
 MIXERS["short_conv"] = ShortConv
+MIXERS["rglru"] = RGLRU
 
 
 class Head(NamedTuple):

@@ -32,7 +32,9 @@ NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 LAYER_TYPES: tuple[str, ...] = ("full", "sliding", "chunked", "mamba")  # mamba: a Mamba-1 mixer in place of attention
 LAYER_TYPES += ("mamba2",)  # a Mamba-2 (SSD) mixer in place of attention
 LAYER_TYPES += ("short_conv",)  # LFM2's gated short convolution in place of attention
-RECURRENT_TYPES = ("mamba", "mamba2", "short_conv")  # layer types with a recurrent mixer (a state, no attention)
+RECURRENT_TYPES: tuple[str, ...] = ("mamba", "mamba2", "short_conv")  # recurrent mixers (a state, no attention)
+LAYER_TYPES += ("rglru",)  # Griffin's (RecurrentGemma's) recurrent block with its RG-LRU in place of attention
+RECURRENT_TYPES += ("rglru",)
 QK_NORMS = ("none", "head", "full", "l2")
 MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
 
@@ -249,6 +251,18 @@ class ShortConvConfig:
 
 
 @dataclass(frozen=True)
+class RGLRUConfig:
+    """Griffin's recurrent block of ``rglru`` layers (transformers' RecurrentGemmaRecurrentBlock): linear_y and
+    linear_x d -> E, a depthwise causal conv1d of d_conv taps over x, the RG-LRU (input and recurrence gates,
+    block-diagonal with n_heads blocks of E / n_heads, and ``recurrent_param``), gelu(y) times its output,
+    linear_out E -> d; biases on every linear and the conv."""
+
+    width: int | None = _key(_optional(_int()), None)  # E (transformers' lru_width); None: d_model
+    d_conv: int = _key(_int(), 4)  # K: the conv's taps (transformers' conv1d_width)
+    n_heads: int | None = _key(_optional(_int()), None)  # the gates' blocks; None: the model's n_heads
+
+
+@dataclass(frozen=True)
 class ProjectorConfig:
     """The multimodal projector, vision features -> the language model's width: an optional norm over
     the tower's width, ``merge x merge`` neighbouring patches concatenated (and, with ``merge_linear``,
@@ -367,6 +381,7 @@ class ModelConfig:
     mamba: MambaConfig | None = _key(_mapping(MambaConfig), None)  # the mixer of `mamba` layers
     mamba2: Mamba2Config | None = _key(_mapping(Mamba2Config), None)  # the mixer of `mamba2` layers
     short_conv: ShortConvConfig | None = _key(_mapping(ShortConvConfig), None)  # the mixer of `short_conv` layers
+    rglru: RGLRUConfig | None = _key(_mapping(RGLRUConfig), None)  # the mixer of `rglru` layers
     vision: VisionConfig | None = _key(_mapping(VisionConfig), None)  # a multimodal checkpoint's tower
     dtype: str = _key(_enum((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = _key(_optional(_int()), None)  # a format's block or group (None: its default)
@@ -439,6 +454,19 @@ class ModelConfig:
     def has_short_conv(self) -> bool:
         """Whether some layer is a short_conv layer."""
         return "short_conv" in self._used_types
+
+    @property
+    def has_rglru(self) -> bool:
+        """Whether some layer is an rglru layer."""
+        return "rglru" in self._used_types
+
+    @property
+    def rglru_sizes(self) -> tuple[int, int, int]:
+        """The rglru block's (E, H, K): width, gate blocks, conv taps."""
+        m = self.rglru
+        assert m is not None, "no rglru mapping"
+        return (self.d_model if m.width is None else m.width, self.n_heads if m.n_heads is None else m.n_heads,
+                m.d_conv)
 
     @property
     def has_recurrent(self) -> bool:

@@ -24,6 +24,7 @@ from .config import ModelConfig
 
 RECURRENT: tuple[str, ...] = ("mamba",)  # mixer kinds that keep a state per sequence (layer_types names them)
 RECURRENT += ("mamba2", "short_conv")
+RECURRENT += ("rglru",)
 
 
 class LayerSpec(NamedTuple):

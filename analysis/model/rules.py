@@ -55,6 +55,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "mamba": (lambda c: c.has_mamba, "mamba layers (layer_types lists 'mamba')"),
     "mamba2": (lambda c: c.has_mamba2, "mamba2 layers (layer_types lists 'mamba2')"),
     "short_conv": (lambda c: c.has_short_conv, "short_conv layers (layer_types lists 'short_conv')"),
+    "rglru": (lambda c: c.has_rglru, "rglru layers (layer_types lists 'rglru')"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
     "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
@@ -172,6 +173,21 @@ def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
         check.fail("layer_types", "has 'short_conv' layers but no 'short_conv' mapping (d_conv, bias)")
     if cfg.has_short_conv and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with short_conv layers")
+    _rglru_checks(cfg, check)
+
+
+def _rglru_checks(cfg: ModelConfig, check: Checker) -> None:
+    """rglru layers need their mapping and gate blocks that divide the width."""
+    if not cfg.has_rglru:
+        return
+    if cfg.rglru is None:
+        check.fail("layer_types", "has 'rglru' layers but no 'rglru' mapping (width, d_conv, n_heads)")
+    E, H, _ = cfg.rglru_sizes
+    if E % H:
+        check.fail("rglru.n_heads" if cfg.rglru.n_heads is not None else "n_heads",
+                   f"must divide the rglru width ({E}) into the gates' blocks, got {H}")
+    if cfg.parallel_block:
+        check.fail("parallel_block", "is not supported with rglru layers")
 
 
 def _mamba2_checks(cfg: ModelConfig, check: Checker) -> None:

@@ -37,6 +37,7 @@ from ..model.config import ModelConfig
 from ..model.layers import layer_specs
 from .mamba import mamba_sizes
 from .mamba2 import mamba2_sizes
+from .rglru import rglru_sizes
 from .short_conv import short_conv_sizes
 
 
@@ -54,6 +55,9 @@ class KVCache:
             elif spec.attention == "short_conv":  # the last L conv inputs (B * x)
                 d, L = short_conv_sizes(cfg)
                 shapes = [(batch, d, L)]
+            elif spec.attention == "rglru":  # the last K-1 conv inputs and the recurrence's state
+                E, _, K = rglru_sizes(cfg)
+                shapes = [(batch, E, K - 1), (batch, E)]
             elif spec.recurrent:  # a mamba layer's state: the last K conv inputs and the SSM state
                 E, N, _, K = mamba_sizes(cfg)
                 shapes = [(batch, E, K), (batch, E, N)]

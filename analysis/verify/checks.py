@@ -129,6 +129,8 @@ def check_rolling_buffer(cfg: ModelConfig, attention: str = "eager") -> tuple[bo
         types = ("mamba2", "sliding", "full")
     if cfg.has_short_conv and "short_conv" not in types:  # likewise short_conv layers
         types = ("short_conv", "sliding", "full")
+    if cfg.has_rglru and "rglru" not in types:  # likewise rglru layers
+        types = ("rglru", "sliding", "full")
     cfg = small_config(cfg, sliding_window=3, layer_types=types)
     model, tokens = _model(cfg, attention), _tokens(cfg)
     return _result(_chunked(model, tokens, [1] * 12), model(tokens))

@@ -67,6 +67,7 @@ from .ffn import MLP, MoE
 from .mamba import MambaMixer
 from .mamba2 import Mamba2Mixer
 from .norms import make_norm
+from .rglru import RGLRUMixer
 from .short_conv import ShortConvMixer
 from .vision import add_vision
 
@@ -144,6 +145,8 @@ class Block(nn.Module):
             self.mamba2 = Mamba2Mixer(cfg, index)
         elif spec.attention == "short_conv":  # LFM2's gated short convolution (analysis.verify.short_conv)
             self.short_conv = ShortConvMixer(cfg, index)
+        elif spec.attention == "rglru":  # Griffin's recurrent block (analysis.verify.rglru)
+            self.rglru = RGLRUMixer(cfg, index)
         elif spec.recurrent:  # a mamba layer: the mixer in attention's place (analysis.verify.mamba)
             self.mamba = MambaMixer(cfg, index)
         else:
@@ -190,6 +193,8 @@ class Block(nn.Module):
                 return self.mamba2(h, ctx.cache, ctx.start_pos)
             if self.spec.attention == "short_conv":
                 return self.short_conv(h, ctx.cache, ctx.start_pos)
+            if self.spec.attention == "rglru":
+                return self.rglru(h, ctx.cache, ctx.start_pos)
             if self.spec.recurrent:
                 return self.mamba(h, ctx.cache, ctx.start_pos)
             return self.attention(h, ctx)
