@@ -115,6 +115,12 @@ VARIANTS = {  # together every config key and value
                        "gated_deltanet": {"linear_num_key_heads": 2, "linear_num_value_heads": 4,
                                           "linear_key_head_dim": 6, "linear_value_head_dim": 5,
                                           "linear_conv_kernel_dim": 3, "chunk_size": 4}},
+    # RecurrentGemma: two rglru layers (4 gate blocks) around a sliding-window attention layer with partial
+    # rotary, biases on the MLP and the attention's output, a gated GELU MLP, logit soft-cap, scaled embeddings
+    "rglru": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 1, "n_layers": 3,
+              "layer_types": ["rglru", "rglru", "sliding"], "sliding_window": 4, "rotary_fraction": 0.5,
+              "out_bias": True, "mlp_bias": True, "tie_embeddings": True, "final_logit_softcap": 30.0,
+              "embedding_scale": 5.65, "rglru": {"width": 24, "d_conv": 3, "n_heads": 4}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
@@ -279,6 +285,21 @@ def _gated_deltanet(draw, raw) -> dict:
 RECURRENT_MAPPINGS = {"mamba": _mamba, "mamba2": _mamba2, "short_conv": _short_conv}  # layer kind -> its keys
 RECURRENT_MAPPINGS["lightning"] = _lightning
 RECURRENT_MAPPINGS["gated_deltanet"] = _gated_deltanet
+
+
+def _rglru(draw, raw) -> dict:
+    heads = draw(st.integers(1, 3))
+    mixer = {"width": heads * draw(st.integers(1, 4)), "n_heads": heads}
+    if draw(st.booleans()):
+        mixer["d_conv"] = draw(st.integers(1, 4))
+    if raw["d_model"] % raw["n_heads"] == 0 and draw(st.booleans()):  # d_model wide, the model's heads
+        del mixer["width"], mixer["n_heads"]
+    elif raw["d_model"] % heads == 0 and draw(st.booleans()):  # d_model wide
+        del mixer["width"]
+    return mixer
+
+
+RECURRENT_MAPPINGS["rglru"] = _rglru
 
 
 def _recurrent_layers(draw, raw, kind: str):

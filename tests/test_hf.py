@@ -478,6 +478,16 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         num_experts_per_tok=8, moe_intermediate_size=512, shared_expert_intermediate_size=512,
         max_position_embeddings=262144, tie_word_embeddings=False,
         rope_parameters=dict(rope_type="default", rope_theta=10000000, partial_rotary_factor=0.25)), None),
+    # Griffin's RG-LRU recurrent blocks and local attention, two to one (google/recurrentgemma-2b's published
+    # config.json values: intermediate_size 15360, the MLP's two branches of 7680; head_dim 256 from
+    # hidden_size / heads; transformers 5 reads block_types, its default, not the file's _block_types).
+    # The model card gives 2.7B; transformers' own count 2,682,862,080 is checked here
+    "recurrent_gemma": ("google/recurrentgemma-2b", dict(
+        vocab_size=256000, hidden_size=2560, intermediate_size=15360, num_hidden_layers=26, num_attention_heads=10,
+        num_key_value_heads=1, lru_width=2560, attention_window_size=2048, conv1d_width=4, logits_soft_cap=30.0,
+        hidden_activation="gelu_pytorch_tanh", attention_bias=False,
+        block_types=["recurrent", "recurrent", "attention"],
+        rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5)), None),
     # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
     # packed ternary weights, left out: llmcalc refuses it)
     "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
@@ -712,6 +722,10 @@ VARIANTS = [
         ssm_state_size=128, conv_kernel=4, chunk_size=128, n_routed_experts=128, num_experts_per_tok=6,
         moe_intermediate_size=1856, moe_shared_expert_intermediate_size=3712, tie_word_embeddings=False,
         hybrid_override_pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME")),
+    ("recurrent_gemma", "RecurrentGemma (a narrower RG-LRU, biased q/k/v, GQA, one recurrent block per attention one)",
+     dict(vocab_size=1000, hidden_size=256, intermediate_size=600, num_hidden_layers=4, num_attention_heads=8,
+          num_key_value_heads=2, lru_width=192, attention_window_size=16, conv1d_width=3, attention_bias=True,
+          block_types=["recurrent", "attention"])),
 ]
 
 
@@ -921,6 +935,7 @@ DEPTHS["lfm2_moe"] = 3  # its first attention layer, index 2, and an MoE one
 DEPTHS["minimax"] = 8  # its first softmax-attention layer is the eighth
 # Qwen3-Next and Qwen3.5: their first attention layer is the fourth (transformers reads the cached length there)
 DEPTHS.update(qwen3_next=4, qwen3_5_text=4, qwen3_5_moe_text=4)
+DEPTHS["recurrent_gemma"] = 3  # two recurrent blocks and its first attention layer
 
 
 def _shallow(raw: dict) -> dict:

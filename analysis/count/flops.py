@@ -36,6 +36,7 @@ from ..model.layers import LayerGroup, LayerSpec
 from ..model.lightning import Lightning
 from ..model.mamba2 import Mamba2
 from ..model.parts import Linear
+from ..model.rglru import RGLRU
 from ..model.variants import (
     POSITION_BIAS_COST,
     POSITIONS,
@@ -92,6 +93,10 @@ FAMILIES = ("attn proj", "attn scores+values", "mlp", "lm head")
 def family(key: str) -> str:
     """``attention/q`` -> ``attn proj``; ``moe/experts`` -> ``mlp``; ``lm_head`` -> ``lm head``. A mamba
     mixer stands where attention does: its linears are ``attn proj``, its conv and scan ``attn scores+values``."""
+    if key == "rglru/conv1d":  # the rglru block's conv; its gates project as its linears do
+        return "attn scores+values"
+    if key.startswith("rglru/"):
+        return "attn proj"
     if key in ("mamba/conv1d", "mamba/scan", "mamba2/conv1d", "mamba2/scan", "short_conv/conv1d",
                "lightning/attention", "gated_deltanet/conv1d", "gated_deltanet/scan"):
         return "attn scores+values"
@@ -211,7 +216,7 @@ def _recurrent_ops(layer: Block, run: RunSpec, ops: list[Op]) -> list[Op]:
     LoRA's, and one residual add per branch."""
     cfg, T = layer.cfg, run.tokens
     mixer = layer.recurrent
-    ops += mixer.pass_ops(run) if isinstance(mixer, (Mamba2, Lightning, GatedDeltaNet)) else mixer.ops(T)
+    ops += mixer.pass_ops(run) if isinstance(mixer, (Mamba2, Lightning, GatedDeltaNet, RGLRU)) else mixer.ops(T)
     for ffn in layer.ffns:
         ops += ffn.ops(T)
     lora = adapted(cfg, run.lora)

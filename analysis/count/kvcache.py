@@ -7,7 +7,8 @@ for ``min(seq, W)`` tokens on a sliding layer (a rolling buffer of W slots, Mist
 GQA/MQA shrink it through ``g = n_kv_heads``.
 
 A recurrent layer (``mamba``) keeps a **state** per sequence instead, constant in the sequence
-length: ``B * E * (d_conv + d_state)`` values in ``run.state_dtype`` (default: the KV dtype).
+length: ``B * E * (d_conv + d_state)`` values in ``run.state_dtype`` (default: the KV dtype); the other
+recurrent kinds (``mamba2``, ``short_conv``, ``rglru``) theirs, each descriptor's ``state_values``.
 ``bytes`` is KV plus state; ``kv_bytes`` and ``state_bytes`` give each.
 """
 

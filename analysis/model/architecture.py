@@ -34,6 +34,7 @@ from .lightning import Lightning
 from .mamba import Mamba
 from .mamba2 import Mamba2
 from .parts import Linear, Norm, Table, Vector, make_norm
+from .rglru import RGLRU
 from .short_conv import ShortConv
 from .vision import Vision, build_vision
 
@@ -85,7 +86,7 @@ class NoMixer:
         return None
 
 
-Recurrent = Mamba | Mamba2 | ShortConv | NoMixer | Lightning | GatedDeltaNet  # the recurrent mixer kinds
+Recurrent = Mamba | Mamba2 | ShortConv | NoMixer | Lightning | GatedDeltaNet | RGLRU  # the recurrent mixer kinds
 
 
 class Block:
@@ -147,6 +148,7 @@ MIXERS["short_conv"] = ShortConv
 MIXERS["none"] = NoMixer
 MIXERS["lightning"] = Lightning
 MIXERS["gated_deltanet"] = GatedDeltaNet
+MIXERS["rglru"] = RGLRU
 
 
 class Head(NamedTuple):

@@ -35,12 +35,14 @@ LAYER_TYPES += ("short_conv",)  # LFM2's gated short convolution in place of att
 LAYER_TYPES += ("none",)  # no mixer: the layer is its FFN alone (Nemotron-H's MLP and MoE layers)
 LAYER_TYPES += ("lightning",)  # MiniMax's lightning attention (linear, decaying) in place of attention
 LAYER_TYPES += ("gated_deltanet",)  # a Gated DeltaNet mixer in place of attention (Qwen3-Next)
+LAYER_TYPES += ("rglru",)  # Griffin's (RecurrentGemma's) recurrent block with its RG-LRU in place of attention
 # layer types with a recurrent mixer (a state, no attention)
 RECURRENT_TYPES: tuple[str, ...] = ("mamba", "mamba2", "short_conv")
 # "none" goes the recurrent layers' way (no attention, an empty mixer keeping no state; one GPU only)
 RECURRENT_TYPES += ("none",)
 RECURRENT_TYPES += ("lightning",)
 RECURRENT_TYPES += ("gated_deltanet",)
+RECURRENT_TYPES += ("rglru",)
 QK_NORMS = ("none", "head", "full", "l2")
 MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
 
@@ -283,6 +285,18 @@ class GatedDeltaNetConfig:
 
 
 @dataclass(frozen=True)
+class RGLRUConfig:
+    """Griffin's recurrent block of ``rglru`` layers (transformers' RecurrentGemmaRecurrentBlock): linear_y and
+    linear_x d -> E, a depthwise causal conv1d of d_conv taps over x, the RG-LRU (input and recurrence gates,
+    block-diagonal with n_heads blocks of E / n_heads, and ``recurrent_param``), gelu(y) times its output,
+    linear_out E -> d; biases on every linear and the conv."""
+
+    width: int | None = _key(_optional(_int()), None)  # E (transformers' lru_width); None: d_model
+    d_conv: int = _key(_int(), 4)  # K: the conv's taps (transformers' conv1d_width)
+    n_heads: int | None = _key(_optional(_int()), None)  # the gates' blocks; None: the model's n_heads
+
+
+@dataclass(frozen=True)
 class ProjectorConfig:
     """The multimodal projector, vision features -> the language model's width: an optional norm over
     the tower's width, ``merge x merge`` neighbouring patches concatenated (and, with ``merge_linear``,
@@ -404,6 +418,7 @@ class ModelConfig:
     short_conv: ShortConvConfig | None = _key(_mapping(ShortConvConfig), None)  # the mixer of `short_conv` layers
     lightning: LightningConfig | None = _key(_mapping(LightningConfig), None)  # the mixer of `lightning` layers
     gated_deltanet: GatedDeltaNetConfig | None = _key(_mapping(GatedDeltaNetConfig), None)  # `gated_deltanet` layers
+    rglru: RGLRUConfig | None = _key(_mapping(RGLRUConfig), None)  # the mixer of `rglru` layers
     vision: VisionConfig | None = _key(_mapping(VisionConfig), None)  # a multimodal checkpoint's tower
     dtype: str = _key(_enum((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = _key(_optional(_int()), None)  # a format's block or group (None: its default)
@@ -486,6 +501,19 @@ class ModelConfig:
     def has_gated_deltanet(self) -> bool:
         """Whether some layer is a gated_deltanet layer."""
         return "gated_deltanet" in self._used_types
+
+    @property
+    def has_rglru(self) -> bool:
+        """Whether some layer is an rglru layer."""
+        return "rglru" in self._used_types
+
+    @property
+    def rglru_sizes(self) -> tuple[int, int, int]:
+        """The rglru block's (E, H, K): width, gate blocks, conv taps."""
+        m = self.rglru
+        assert m is not None, "no rglru mapping"
+        return (self.d_model if m.width is None else m.width, self.n_heads if m.n_heads is None else m.n_heads,
+                m.d_conv)
 
     @property
     def has_recurrent(self) -> bool:

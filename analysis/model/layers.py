@@ -29,6 +29,7 @@ RECURRENT += ("mamba2", "short_conv")
 RECURRENT += ("none",)  # no mixer (an FFN-only layer): an empty mixer on the recurrent path, no state
 RECURRENT += ("lightning",)
 RECURRENT += ("gated_deltanet",)
+RECURRENT += ("rglru",)
 
 
 class LayerSpec(NamedTuple):

@@ -59,6 +59,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "short_conv": (lambda c: c.has_short_conv, "short_conv layers (layer_types lists 'short_conv')"),
     "lightning": (lambda c: c.has_lightning, "lightning layers (layer_types lists 'lightning')"),
     "gated_deltanet": (lambda c: c.has_gated_deltanet, "gated_deltanet layers (layer_types lists 'gated_deltanet')"),
+    "rglru": (lambda c: c.has_rglru, "rglru layers (layer_types lists 'rglru')"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "ffn_layers": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
@@ -213,6 +214,21 @@ def _gated_deltanet_checks(cfg: ModelConfig, check: Checker) -> None:
                                                           f"({g.linear_num_value_heads}), got {g.linear_num_key_heads}")
     if cfg.parallel_block:
         check.fail("parallel_block", "is not supported with gated_deltanet layers")
+    _rglru_checks(cfg, check)
+
+
+def _rglru_checks(cfg: ModelConfig, check: Checker) -> None:
+    """rglru layers need their mapping and gate blocks that divide the width."""
+    if not cfg.has_rglru:
+        return
+    if cfg.rglru is None:
+        check.fail("layer_types", "has 'rglru' layers but no 'rglru' mapping (width, d_conv, n_heads)")
+    E, H, _ = cfg.rglru_sizes
+    if E % H:
+        check.fail("rglru.n_heads" if cfg.rglru.n_heads is not None else "n_heads",
+                   f"must divide the rglru width ({E}) into the gates' blocks, got {H}")
+    if cfg.parallel_block:
+        check.fail("parallel_block", "is not supported with rglru layers")
 
 
 def _mamba2_checks(cfg: ModelConfig, check: Checker) -> None:

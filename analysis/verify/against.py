@@ -39,6 +39,8 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   the last ``conv_L_cache`` conv inputs, likewise. MiniMax's lightning layers: its ``linear_cache``, the
   decayed ``K^T V`` per head (hd x hd), llmcalc's state exactly; its decay tables, persistent buffers
   transformers derives from the config (:data:`DERIVED_BUFFERS`), are left out of the parameters.
+  the last ``conv_L_cache`` conv inputs, likewise. RecurrentGemma's recurrent blocks: the last
+  ``conv1d_width - 1`` conv inputs and the RG-LRU's state, which its modules hold (:data:`MODULE_STATES`).
 - A documented exception (:data:`DENSE_EXPERTS`, Llama 4): transformers' experts run every expert
   on every token, so their matmul FLOPs are ``num_experts / experts_per_token`` times the model's;
   ``moe/experts`` and the totals are compared under that convention and labelled so (parameters,
@@ -151,6 +153,13 @@ _GATED_DELTANET_NAMES = {
     "in_proj_b": "gated_deltanet/in_proj_b", "in_proj_a": "gated_deltanet/in_proj_a", "conv1d": "gated_deltanet/conv1d",
     "dt_bias": "gated_deltanet/dt_bias", "A_log": "gated_deltanet/A_log", "norm": "gated_deltanet/norm",
     "out_proj": "gated_deltanet/out_proj", "linear_attn": "gated_deltanet/conv1d+scan"}
+# RecurrentGemma: its norms and MLP, its recurrent block's parts (RecurrentGemmaRglru, ``rg_lru``, holds both
+# gates and recurrent_param, and runs the gates' batched matmuls), and the attention module it shares the name
+# ``temporal_block`` with (the eager attention's own matmuls; the recurrent block runs none of its own)
+_LAYER_NAMES.update({"temporal_pre_norm": "norm/attention", "channel_pre_norm": "norm/mlp", "mlp_block": "mlp",
+                     "linear_y": "rglru/linear_y", "linear_x": "rglru/linear_x", "linear_out": "rglru/linear_out",
+                     "conv_1d": "rglru/conv1d", "rg_lru": "rglru/input_gate+recurrent_gate+recurrent_param",
+                     "temporal_block": "attention/scores+values"})
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
@@ -165,6 +174,7 @@ _TOP_NAMES = {
     "embeddings": "embedding/token",  # Mamba
     "embedding_norm": "norm/final",  # LFM2: after the last layer, whatever its name
 }
+_TOP_NAMES["final_norm"] = "norm/final"  # RecurrentGemma
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
 _VISUAL = re.compile(r"(?:^|\.)visual(?:\.|$)")  # Qwen-VL's vision tower
 
@@ -442,9 +452,11 @@ def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int
 def measure_kv_bytes(model: torch.nn.Module, batch: int, prefill: int) -> int:
     """Bytes of the key and value tensors of the cache transformers fills during a prefill (0 for a
     model that keeps none: OpenAI GPT), and Mamba's conv and SSM states."""
-    out = model(**_inputs(model, batch, prefill), use_cache=True, logits_to_keep=1)
+    given = _given_cache(model)
+    out = model(**_inputs(model, batch, prefill), use_cache=True, logits_to_keep=1, **given)
     cache = out.cache_params if hasattr(out, "cache_params") else getattr(out, "past_key_values", None)
-    total = 0
+    cache = given.get("past_key_values", cache)
+    total = _module_states(model)
     for layer in cache.layers if cache is not None else []:
         for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
             if isinstance(t, torch.Tensor):
@@ -457,6 +469,28 @@ def measure_kv_bytes(model: torch.nn.Module, batch: int, prefill: int) -> int:
         if isinstance(t, torch.Tensor):
             total += t.numel() * t.element_size()
     return total
+
+
+# families whose model returns no cache and keeps its recurrent states on its modules (RecurrentGemma: the
+# recurrent blocks' conv1d_state and their RG-LRU's recurrent_states, fp32): given a DynamicCache, whose
+# layers hold the attention's K and V, and read with those states
+MODULE_STATES = frozenset({"recurrent_gemma"})
+
+
+def _given_cache(model: torch.nn.Module) -> dict[str, Any]:
+    if getattr(model.config, "model_type", None) not in MODULE_STATES:
+        return {}
+    from transformers import DynamicCache
+
+    return {"past_key_values": DynamicCache(config=model.config)}
+
+
+def _module_states(model: torch.nn.Module) -> int:
+    """Bytes of the states :data:`MODULE_STATES` families keep on their modules."""
+    if getattr(model.config, "model_type", None) not in MODULE_STATES:
+        return 0
+    tensors = [getattr(m, name, None) for m in model.modules() for name in ("conv1d_state", "recurrent_states")]
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
 
 # families whose transformers cache differs from llmcalc's by more than the W - 1 convention (module

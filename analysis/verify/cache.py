@@ -39,6 +39,7 @@ from .gated_deltanet import gated_deltanet_sizes
 from .lightning import lightning_sizes
 from .mamba import mamba_sizes
 from .mamba2 import mamba2_sizes
+from .rglru import rglru_sizes
 from .short_conv import short_conv_sizes
 
 
@@ -64,6 +65,9 @@ class KVCache:
             elif spec.attention == "gated_deltanet":  # the last K conv inputs (q, k, v), a dk x dv state per value head
                 Hk, Hv, dk, dv, K, _ = gated_deltanet_sizes(cfg)
                 shapes = [(batch, 2 * Hk * dk + Hv * dv, K), (batch, Hv, dk, dv)]
+            elif spec.attention == "rglru":  # the last K-1 conv inputs and the recurrence's state
+                E, _, K = rglru_sizes(cfg)
+                shapes = [(batch, E, K - 1), (batch, E)]
             elif spec.recurrent:  # a mamba layer's state: the last K conv inputs and the SSM state
                 E, N, _, K = mamba_sizes(cfg)
                 shapes = [(batch, E, K), (batch, E, N)]

@@ -135,6 +135,8 @@ def check_rolling_buffer(cfg: ModelConfig, attention: str = "eager") -> tuple[bo
         types = ("lightning", "sliding", "full")
     if cfg.has_gated_deltanet and "gated_deltanet" not in types:  # likewise gated_deltanet layers
         types = ("gated_deltanet", "sliding", "full")
+    if cfg.has_rglru and "rglru" not in types:  # likewise rglru layers
+        types = ("rglru", "sliding", "full")
     cfg = small_config(cfg, sliding_window=3, layer_types=types)
     model, tokens = _model(cfg, attention), _tokens(cfg)
     return _result(_chunked(model, tokens, [1] * 12), model(tokens))

@@ -69,6 +69,7 @@ from .lightning import LightningMixer
 from .mamba import MambaMixer
 from .mamba2 import Mamba2Mixer
 from .norms import make_norm
+from .rglru import RGLRUMixer
 from .short_conv import ShortConvMixer
 from .vision import add_vision
 
@@ -152,6 +153,8 @@ class Block(nn.Module):
             self.lightning = LightningMixer(cfg, index)
         elif spec.attention == "gated_deltanet":  # the Gated DeltaNet mixer (analysis.verify.gated_deltanet)
             self.gated_deltanet = GatedDeltaNetMixer(cfg, index)
+        elif spec.attention == "rglru":  # Griffin's recurrent block (analysis.verify.rglru)
+            self.rglru = RGLRUMixer(cfg, index)
         elif spec.recurrent:  # a mamba layer: the mixer in attention's place (analysis.verify.mamba)
             self.mamba = MambaMixer(cfg, index)
         else:
@@ -203,6 +206,8 @@ class Block(nn.Module):
                 return self.lightning(h, ctx.cache, ctx.start_pos)
             if self.spec.attention == "gated_deltanet":
                 return self.gated_deltanet(h, ctx.cache, ctx.start_pos)
+            if self.spec.attention == "rglru":
+                return self.rglru(h, ctx.cache, ctx.start_pos)
             if self.spec.recurrent:
                 return self.mamba(h, ctx.cache, ctx.start_pos)
             return self.attention(h, ctx)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...errors import ConfigError, UnmappedModelType, brief
-from . import core, dense, gated_deltanet, hybrid, minimax, moe, older, recent, recurrent, traits
+from . import core, dense, gated_deltanet, hybrid, minimax, moe, older, recent, recurrent, rglru, traits
 from .common import _dtype, _name, _refuse_null
 from .core import _qwen_vl_text
 from .defaults import DEFAULTS, SUBCONFIGS
@@ -82,6 +82,7 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     **hybrid.MAPPERS,
     **minimax.MAPPERS,
     **gated_deltanet.MAPPERS,
+    **rglru.MAPPERS,
 }
 
 

@@ -777,6 +777,15 @@ DEFAULTS["minimax"] = _config(
     num_key_value_heads=8, head_dim=_null(), hidden_act="silu", max_position_embeddings=131072,
     tie_word_embeddings=False, sliding_window=_null(), num_local_experts=8, num_experts_per_tok=2,
     rope_theta=1e6, layer_types=_null(), block_size=256)
+# RecurrentGemmaConfig: block_types null fails its __post_init__ (list(None)); partial_rotary_factor: its
+# __post_init__'s default; head_dim and final_w_init_variance_scale: its __post_init__ overwrites them
+DEFAULTS["recurrent_gemma"] = _config(
+    "use_cache rms_norm_eps attention_dropout w_init_variance_scale",
+    vocab_size=256000, hidden_size=2560, intermediate_size=7680, num_hidden_layers=26, num_attention_heads=10,
+    lru_width=_null(), attention_window_size=2048, conv1d_width=4, logits_soft_cap=30.0,
+    hidden_activation="gelu_pytorch_tanh", block_types=("recurrent", "recurrent", "attention"),
+    num_key_value_heads=_null(), attention_bias=False, tie_word_embeddings=True, rope_theta=10000.0,
+    partial_rotary_factor=0.5, rope_parameters=_null(), head_dim=_null(), final_w_init_variance_scale=_null())
 DEFAULTS["gpt-sw3"] = DEFAULTS["gpt2"]
 DEFAULTS["smolvlm"] = DEFAULTS["idefics3"]  # GPT-SW3 is built by GPT-2's classes (GPT2Config)
 
