@@ -39,7 +39,7 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   the last ``conv_L_cache`` conv inputs, likewise. MiniMax's lightning layers: its ``linear_cache``, the
   decayed ``K^T V`` per head (hd x hd), llmcalc's state exactly; its decay tables, persistent buffers
   transformers derives from the config (:data:`DERIVED_BUFFERS`), are left out of the parameters.
-  the last ``conv_L_cache`` conv inputs, likewise. RecurrentGemma's recurrent blocks: the last
+  RecurrentGemma's recurrent blocks: the last
   ``conv1d_width - 1`` conv inputs and the RG-LRU's state, which its modules hold (:data:`MODULE_STATES`).
 - A documented exception (:data:`DENSE_EXPERTS`, Llama 4): transformers' experts run every expert
   on every token, so their matmul FLOPs are ``num_experts / experts_per_token`` times the model's;
