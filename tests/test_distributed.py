@@ -83,7 +83,7 @@ def test_dense_layouts_match_torch(cfg, layout):
 @pytest.mark.slow
 @given(variant=st.sampled_from(sorted(k for k, v in VARIANTS.items()
                                      if not {"vision", "mamba", "mamba2", "short_conv", "lightning",
-                                             "gated_deltanet"} & v.keys())),
+                                             "gated_deltanet", "rglru", "ffn_layers"} & v.keys())),
        tp=st.sampled_from([1, 2]), dp=st.integers(1, 3))
 @settings(max_examples=25, deadline=None)
 def test_random_variants_match_torch(variant, tp, dp):
@@ -273,10 +273,10 @@ def test_chunked_prefill_takes_no_layout(run):
     assert result.exit_code == 2 and "--chunk (chunked prefill) runs on one GPU" in result.output
 
 
-def test_generate_takes_no_layout(run):
+def test_generate_runs_on_one_tensor_parallel_group(run):
     result = run("time", "llama-2-7b", "--hardware", "h100", "--mode", "generate", "--prompt", "10", "--new", "2",
-                 "--tp", "2")
-    assert result.exit_code == 2 and "generate runs one model replica on one GPU" in result.output
+                 "--pp", "2")
+    assert result.exit_code == 2 and "generate runs on one tensor-parallel group (--tp)" in result.output
 
 
 # --- context parallelism -------------------------------------------------------------------------

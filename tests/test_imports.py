@@ -16,9 +16,11 @@ PACKAGES = {"llmcalc": ROOT / "llmcalc", "llmcalc.analysis": ROOT / "analysis", 
 HEAVY = ("torch", "transformers", "matplotlib", "numpy")
 # and the modules loaded only when asked for: the Hugging Face mappers (one per model_type) and
 # json, only for a config.json (or --json), not for a bundled model's YAML; csv, only for --csv;
-# the cluster model, only for a parallel `time`; the transformers fallback, only for a config.json of a
-# model_type without a mapper (it imports torch and transformers inside its functions: the hf extra may be missing)
-LAZY = {"llmcalc.analysis.load.hf", "json", "csv", "llmcalc.analysis.cluster.step", "llmcalc.analysis.verify.fallback"}
+# the cluster model (a step, a generation), only for a parallel `time`; the transformers fallback, only
+# for a config.json of a model_type without a mapper (it imports torch and transformers inside its
+# functions: the hf extra may be missing)
+LAZY = {"llmcalc.analysis.load.hf", "json", "csv", "llmcalc.analysis.cluster.step",
+        "llmcalc.analysis.cluster.generation", "llmcalc.analysis.verify.fallback"}
 # what each sub-package of analysis may import besides itself (the package docstring's order)
 LAYERS = {
     "errors": set(),

@@ -149,8 +149,9 @@ def _head_sizes(cfg: ModelConfig) -> tuple[int, int]:
 @given(cases())
 def test_parameters_and_flops_identities(case):
     """Parameters sum to the total, active ones within it; dense and causal attention pairs in closed
-    form; FLOPs linear in the batch; an eager backward twice its forward, flash's once more the
-    scores (not with a T5 bias); a decode step never sees past a window."""
+    form; FLOPs linear in the batch; an eager backward twice its forward (but lightning's and Gated
+    DeltaNet's scans), flash's once more the scores (not with a T5 bias); a decode step never sees past
+    a window."""
     cfg, w = case.cfg, case.run.replace(lora=None, recompute="none")
     p = count_params(cfg)
     assert sum(p.components.values()) == p.total and 0 < p.active <= p.total
@@ -167,7 +168,10 @@ def test_parameters_and_flops_identities(case):
     single = count_flops(cfg, w.replace(attention="flash", batch=1))
     assert dense.total.matmul_total == batch * single.total.matmul_total
     eager = count_flops(cfg, w.replace(attention="eager"))
-    assert eager.backward.matmul == {k: 2 * v for k, v in eager.forward.matmul.items()}
+    # but for the scans whose backward skips products (the reference measures them: tests/test_reference.py)
+    skips = ("lightning/attention", "gated_deltanet/scan")
+    assert {k: v for k, v in eager.backward.matmul.items() if k not in skips} == {
+        k: 2 * v for k, v in eager.forward.matmul.items() if k not in skips}
     recomputed = 0 if cfg.position == "relative" else dense.forward.matmul.get("attention/scores", 0)
     assert dense.backward.matmul_total - eager.backward.matmul_total == recomputed
     dec = count_flops(cfg, RunSpec("decode", seq, batch)).forward.matmul

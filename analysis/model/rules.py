@@ -173,8 +173,8 @@ def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
                                "'mamba'): use none, learned or sinusoidal")
     if cfg.has_mamba and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with mamba layers")
-    _ffn_layer_checks(cfg, check)
-    _mamba2_checks(cfg, check)
+    for mixer_checks in (_ffn_layer_checks, _mamba2_checks, _gated_deltanet_checks, _rglru_checks):
+        mixer_checks(cfg, check)
     if cfg.has_short_conv and cfg.short_conv is None:
         check.fail("layer_types", "has 'short_conv' layers but no 'short_conv' mapping (d_conv, bias)")
     if cfg.has_short_conv and cfg.parallel_block:
@@ -197,7 +197,6 @@ def _ffn_layer_checks(cfg: ModelConfig, check: Checker) -> None:
         check.fail("layer_types", "a 'none' layer (no mixer) needs an FFN: d_ff > 0 and ffn_layers true there")
     if none and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with 'none' layers (no mixer)")
-    _gated_deltanet_checks(cfg, check)
 
 
 def _gated_deltanet_checks(cfg: ModelConfig, check: Checker) -> None:
@@ -214,7 +213,6 @@ def _gated_deltanet_checks(cfg: ModelConfig, check: Checker) -> None:
                                                           f"({g.linear_num_value_heads}), got {g.linear_num_key_heads}")
     if cfg.parallel_block:
         check.fail("parallel_block", "is not supported with gated_deltanet layers")
-    _rglru_checks(cfg, check)
 
 
 def _rglru_checks(cfg: ModelConfig, check: Checker) -> None:
