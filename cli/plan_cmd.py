@@ -8,7 +8,7 @@ import typer
 from ..analysis.cluster.search import candidates
 from ..analysis.perf.calibration import Efficiency
 from ..analysis.perf.hardware import load_hardware
-from .common import load_models
+from .common import lora_models, lora_record, lora_spec, lora_tag
 from .format import count, iec, rate, seconds
 from .options import (
     WORKLOAD,
@@ -17,7 +17,11 @@ from .options import (
     Dtype,
     Format,
     Json,
+    LoraAlpha,
+    LoraRank,
+    LoraTargets,
     Model,
+    WeightsDtype,
     hardware_option,
     output_format,
     whole,
@@ -49,6 +53,10 @@ def plan(
                                                help="Tokens per sequence. Default: the model's context "
                                                     "length.")] = None,
     dtype: Dtype = None,
+    weights_dtype: WeightsDtype = None,
+    lora_rank: LoraRank = None,
+    lora_alpha: LoraAlpha = None,
+    lora_targets: LoraTargets = None,
     compute_efficiency: ComputeEfficiency = None,
     bandwidth_efficiency: BandwidthEfficiency = None,
     top: Annotated[int, typer.Option("--top", parser=whole, metavar="N", help="Layouts shown in the table (--json "
@@ -69,19 +77,24 @@ def plan(
         --seq 8192 --global-batch 512
       llmcalc plan mixtral-8x7b --gpus 16 --hardware h100
         --seq 4096 --global-batch 256 --json
+      llmcalc plan qwen3-30b-a3b --gpus 8 --hardware h100
+        --seq 4096 --global-batch 64 --lora-rank 16
     """
     fmt = output_format(fmt, json_out)
     eff = Efficiency(compute_efficiency, bandwidth_efficiency)
-    (cfg,) = load_models([model])
+    lora = lora_spec(lora_rank, lora_alpha, lora_targets)
+    (cfg,) = lora_models([model], lora)
     hw = load_hardware(hardware_spec)
     seq_value = seq or cfg.context_length
-    found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff)
+    found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff, lora, weights_dtype)
     fitting = [c for c in found if c.fits]
+    records = fmt in ("json", "csv")  # a table shows the first few: the rest are not rendered
     data = {"model": cfg.name, "hardware": hw.name, "gpus": gpus, "seq_len": seq_value, "global_batch": global_batch,
+            **({"lora": lora_record(cfg, lora)} if lora else {}),
             "efficiency": {"mfu": 1.0},  # the ideal's
             "expected": {"efficiency": {"compute": eff.compute, "bandwidth": eff.bandwidth},
                          "calibration": hw.calibration.source or None},
-            "layouts": [_record(c) for c in found]}
+            "layouts": [_record(c) for c in found] if records else []}
     rows = []
     for rank, c in enumerate(fitting[:top], 1):
         layout, s = c.run.layout, c.step
@@ -91,8 +104,8 @@ def plan(
                      f"{count(c.run.batch)} x {count(layout.steps)}", iec(c.memory.total), iec(s.sent),
                      seconds(s.expected.time_s), seconds(s.time_s), f"{100 * s.bubble:.1f}%",
                      f"{s.expected_tokens_per_s:,.0f}", f"{100 * c.mfu:.1f}%"))
-    title = (f"{cfg.name} on {gpus:,} x {hw.name}: seq {count(seq_value)}, global batch {count(global_batch)}, "
-             f"{len(fitting):,} of {len(found):,} layouts fit")
+    title = (f"{cfg.name} on {gpus:,} x {hw.name}: seq {count(seq_value)}, global batch {count(global_batch)}"
+             f"{lora_tag(data.get('lora'))}, {len(fitting):,} of {len(found):,} layouts fit")
     table = Table([Col("#", key=True), *map(Col, ("tp", "cp", "pp", "dp", "ep", "zero")), text_col("sp"),
                    text_col("recompute"), Col("micro-batches"), Col("memory/GPU"), Col("sent/GPU"), Col("step"),
                    Col("ideal"), Col("bubble"), Col("tokens/s"), Col("MFU")], [rows], title)

@@ -316,6 +316,25 @@ def test_fp8_and_generate_on_a_layout_refusals_are_one_line(run, args, line):
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("args, line", [
+    (("memory", "llama-2-7b", "--lora-rank", "8", "--weights-dtype", "nf4", "--dp", "2"),
+     "Error: --weights-dtype nf4 is sized on one GPU only (its scale blocks are not split here): not with a "
+     "parallel layout\n"),
+    (("plan", "llama-2-7b", "--gpus", "2", "--hardware", "h100", "--global-batch", "8", "--lora-rank", "8",
+      "--weights-dtype", "nf4"),
+     "Error: --weights-dtype nf4 is sized on one GPU only (its scale blocks are not split here): not with a "
+     "parallel layout\n"),
+    (("plan", "llama-2-7b", "--gpus", "2", "--hardware", "h100", "--global-batch", "8", "--lora-alpha", "8"),
+     "Error: --lora-alpha and --lora-targets need --lora-rank\n"),
+    (("plan", "gpt2-small", "--gpus", "2", "--hardware", "h100", "--global-batch", "8", "--lora-rank", "8",
+      "--lora-targets", "moe/experts"), "Error: --lora-targets moe/experts: gpt2-small has no such linear"),
+])
+def test_refused_lora_layouts_are_one_line(run, args, line):
+    """What stays refused once adapters run under layouts: a quantized base (QLoRA) on several GPUs."""
+    assert error_line(run(*args)).startswith(line)
+
+
+@pytest.mark.unit
 def test_a_number_too_large_to_compute_with(run):
     """A 401-digit --seq (its FLOPs would pass a float's 1e308): refused at parsing, past 2^53,
     exit 2, no traceback."""

@@ -15,9 +15,9 @@ from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.lora import adapter_params, linear_keys
 from llmcalc.analysis.count.traffic import pass_bytes
 from llmcalc.analysis.errors import SpecError
-from llmcalc.analysis.load.catalog import load_model
+from llmcalc.analysis.load.catalog import load_bundled, load_model
 from llmcalc.analysis.model.layers import layer_specs
-from llmcalc.analysis.spec import LoRA, RunSpec
+from llmcalc.analysis.spec import Layout, LoRA, RunSpec
 from tests.strategies import CONFIGS
 
 pytestmark = pytest.mark.reference
@@ -206,7 +206,10 @@ def test_memory_budget_cli(run):
     (("time", "llama-2-7b", "--hardware", "h100", "--mode", "decode", "--lora-rank", "8"),
      "--lora-rank applies to mode train, not decode"),
     (("time", "llama-2-7b", "--hardware", "h100", "--weights-dtype", "nf4"), "--weights-dtype nf4: training stores"),
-    (("memory", "llama-2-7b", "--lora-rank", "8", "--tp", "2"), "--lora-rank adapters are sized on one GPU only"),
+    (("memory", "llama-2-7b", "--lora-rank", "8", "--weights-dtype", "nf4", "--tp", "2"),
+     "--weights-dtype nf4 is sized on one GPU only"),
+    (("plan", "llama-2-7b", "--gpus", "2", "--hardware", "h100", "--global-batch", "8", "--lora-rank", "8",
+      "--weights-dtype", "nf4"), "--weights-dtype nf4 is sized on one GPU only"),
     (("memory", "llama-2-7b", "--budget", "24GiB", "--hardware", "h100"), "--budget and --hardware"),
     (("verify", "gpt2-small", "--lora-rank", "8", "--against", "transformers"), "not with --against"),
     (("flops", "gpt2-small", "--lora-rank", "8", "--lora-targets", "moe/experts"), "gpt2-small has no such linear"),
@@ -235,3 +238,72 @@ def test_full_training_on_stored_weights_is_refused_by_every_analysis():
         with pytest.raises(SpecError, match=r"^weights_dtype nf4: training stores the weights in the compute dtype"):
             analysis(cfg, full)
     assert memory(cfg, qlora).parts["weights"] > 0 and sum(pass_bytes(cfg, qlora).values()) > 0
+
+
+# -- adapters under a parallel layout (analysis.cluster.sharding: PEFT's LoraParallelLinear) ----------
+
+QWEN_D, QWEN_KV, QWEN_FF, QWEN_L = 896, 128, 4864, 24  # qwen2.5-0.5b: d, KV width (2 x 64), d_ff, layers
+
+
+def _adapters_per_gpu(r: int, tp: int, keys: tuple[str, ...]) -> int:
+    """Written out: column-parallel q, k, v, gate, up keep A (r x d_in) whole and split B (d_out x r);
+    row-parallel o, down split A and keep B whole."""
+    d, kv, ff = QWEN_D, QWEN_KV, QWEN_FF
+    per = {"attention/q": r * d + r * d // tp, "attention/k": r * d + r * kv // tp, "attention/v": r * d + r * kv // tp,
+           "attention/o": r * d // tp + r * d, "mlp/gate": r * d + r * ff // tp, "mlp/up": r * d + r * ff // tp,
+           "mlp/down": r * ff // tp + r * d}
+    return QWEN_L * sum(per[k] for k in keys)
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+@pytest.mark.parametrize("targets", [("attention/q", "attention/v"), ("all-linear",)])
+def test_adapters_per_gpu_under_tp(tp, targets):
+    from llmcalc.analysis.cluster.sharding import gpu_state
+
+    cfg = load_bundled("qwen2.5-0.5b")
+    keys = ("attention/q", "attention/k", "attention/v", "attention/o", "mlp/gate", "mlp/up", "mlp/down") \
+        if targets == ("all-linear",) else targets
+    state = gpu_state(cfg, Layout(tp=tp), 0, LoRA(16, targets))
+    assert state.weights == state.gradients == state.optimizer == _adapters_per_gpu(16, tp, keys)
+    assert state.frozen == gpu_state(cfg, Layout(tp=tp), 0).weights  # the base, as without LoRA
+    if tp == 1:
+        assert state.weights == sum(adapter_params(cfg, LoRA(16, targets)).values())
+
+
+def test_memory_under_tp2_divides_the_single_gpu_state():
+    """bf16 + Adam: 2 bytes of weights and gradients and 12 of optimizer state per adapter
+    parameter, the frozen base's 2 bytes per parameter of the TP rank; ZeRO-1 over dp 4 shards the 12."""
+    from llmcalc.analysis.cluster.sharding import gpu_state
+
+    cfg, lora = load_bundled("qwen2.5-0.5b"), LoRA(16)
+    one = memory(cfg, RunSpec("train", 1024, 1, lora=lora))
+    two = memory(cfg, RunSpec("train", 1024, 1, lora=lora, layout=Layout(tp=2)))
+    a1, a2 = _adapters_per_gpu(16, 1, lora.targets), _adapters_per_gpu(16, 2, lora.targets)
+    base2 = gpu_state(cfg, Layout(tp=2), 0).weights
+    assert (one.parts["gradients"], one.parts["optimizer"]) == (2 * a1, 12 * a1)
+    assert (two.parts["gradients"], two.parts["optimizer"], two.parts["weights"]) == (2 * a2, 12 * a2,
+                                                                                       2 * base2 + 2 * a2)
+    zero1 = memory(cfg, RunSpec("train", 1024, 1, lora=lora, layout=Layout(tp=2, dp=4, zero=1)))
+    shards = gpu_state(cfg, Layout(tp=2, dp=4, zero=1), 0, lora).optimizer
+    assert zero1.parts["optimizer"] == 12 * shards and a2 <= 4 * shards < a2 + 4 * 2 * QWEN_L * 16 * 2
+
+
+def test_data_parallel_sends_only_the_adapters_gradients():
+    from llmcalc.analysis.cluster.step import step
+    from llmcalc.analysis.perf.hardware import load_hardware
+
+    cfg, lora = load_bundled("qwen2.5-0.5b"), LoRA(16)
+    s = step(cfg, RunSpec("train", 1024, 1, lora=lora, layout=Layout(tp=2, dp=2)), load_hardware("h100"))
+    (dp,) = [c for c in s.collectives if c.group == "dp"]
+    assert (dp.kind, dp.payload) == ("all-reduce", 2 * _adapters_per_gpu(16, 2, lora.targets))
+    assert "attention/q/lora" in s.components  # the TP rank's LoRA pass: the frozen base and the adapters
+
+
+def test_plan_takes_lora(run):
+    data = json.loads(run("plan", "qwen3-30b-a3b", "--gpus", "8", "--hardware", "h100", "--seq", "4096",
+                          "--global-batch", "64", "--lora-rank", "16", "--json").stdout)
+    assert data["lora"]["rank"] == 16 and data["lora"]["targets"] == ["attention/q", "attention/v"]
+    best = data["layouts"][0]
+    assert best["fits"] and best["memory"] <= 80 * 10**9
+    grads = [c for c in best["collectives"] if "gradients" in c["what"]]
+    assert all(c["payload"] < 10**9 for c in grads)  # adapters' (a few MB), not the 30B base's

@@ -315,3 +315,53 @@ def test_time_generate_on_tp_reports_the_communication(run):
     assert {c["kind"] for c in comm["collectives"]} == {"all-reduce", "all-gather"}
     assert "tensor-parallel communication" in run("time", "llama-2-7b", "--hardware", "a100-80gb", "--mode",
                                                   "generate", "--prompt", "5", "--new", "200", "--tp", "8").stdout
+
+
+def _exhaustive(cfg, hw, gpus, seq, global_batch):
+    """`plan`'s candidates evaluated one by one from first principles: every stage's report from its
+    full breakdown (no stage figured once for several), a fresh step per layout (nothing shared)."""
+    from llmcalc.analysis.cluster.search import layouts
+    from llmcalc.analysis.cluster.sharding import check_layout, gpu_state, saved, stage_saves, tp_local
+    from llmcalc.analysis.count.memory import attention_bytes, state_bytes
+
+    out = []
+    for layout in layouts(cfg, gpus, hw.gpus_per_node, seq):
+        b, fitted = 1, True
+        while fitted and global_batch % (b * layout.dp) == 0:
+            micro = Layout(layout.tp, layout.pp, layout.dp, layout.ep, layout.zero, layout.sp,
+                           global_batch // (b * layout.dp), layout.cp)
+            fitted = False
+            for recompute in ("none", "full"):
+                run = RunSpec("train", seq, b, recompute=recompute, layout=micro).resolve(cfg)
+                try:
+                    check_layout(cfg, run)
+                except SpecError:
+                    break
+                totals = []
+                for s, acts in enumerate(saved(stage) for stage in stage_saves(cfg, run)):
+                    state = gpu_state(cfg, micro, s)
+                    train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
+                    totals.append(sum(train) + sum(acts.values())
+                                  + attention_bytes(tp_local(cfg, micro.tp), b, seq, seq, run.attention, run.dtype,
+                                                    training=True))
+                total = max(totals)
+                fits = total <= hw.memory
+                s = step(cfg, run, hw) if fits else None
+                out.append((micro, b, recompute, total, totals.index(total), fits,
+                            s and (s.time_s, s.expected.time_s, s.parts_s, s.expected.parts_s, s.sent, s.collectives)))
+                fitted |= fits
+            b *= 2
+    return sorted(out, key=lambda c: (not c[5], c[6][1] if c[6] else 0.0, c[3]))
+
+
+@pytest.mark.parametrize("model, gpus", [("gpt2-small", 8), ("gemma-2-9b", 16), ("mixtral-8x7b", 16)])
+def test_plan_equals_the_exhaustive_evaluation(model, gpus):
+    """The shared, once-per-stage work of `plan` changes no figure and no rank."""
+    from llmcalc.analysis.cluster.search import candidates
+
+    cfg, hw = load_bundled(model), load_hardware("h100")
+    fast = [(c.run.layout, c.run.batch, c.run.recompute, c.memory.total, c.memory.stage, c.fits,
+             c.step and (c.step.time_s, c.step.expected.time_s, c.step.parts_s, c.step.expected.parts_s, c.step.sent,
+                         c.step.collectives))
+            for c in candidates(cfg, hw, gpus, 4096, 64)]
+    assert fast == _exhaustive(cfg, hw, gpus, 4096, 64)

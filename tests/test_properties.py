@@ -255,3 +255,35 @@ def test_pipeline_stages_sum_back_to_the_model(case):
             sharded = {1: state.optimizer, 2: state.gradients, 3: state.weights}[zero]
             rows = sum(t.numel // t.shape[0] for t in tensors)
             assert held[s] <= dp * sharded < held[s] + dp * rows
+
+
+@pytest.mark.unit
+@settings(max_examples=60, deadline=None)
+@given(cases(lora=False), st.data())
+def test_lora_under_a_layout_trains_the_adapters_alone(case, data):
+    """With adapters, a layout's stages hold every adapter parameter once as trained state (ZeRO
+    shards it) and the base as frozen weights, and a GPU's gradients are its adapters'."""
+    from llmcalc.analysis.cluster.memory import memory
+    from llmcalc.analysis.cluster.sharding import unit_sizes
+    from llmcalc.analysis.count.lora import adapter_params
+    from llmcalc.analysis.model.formats import WEIGHT_FORMATS
+    from llmcalc.analysis.model.sizes import weight_bytes
+
+    cfg, layout = case.cfg, case.layout
+    assume(cfg.vision is None and not _recurrent(cfg))  # as in test_tp_ranks_sum_back_to_the_reference
+    if cfg.dtype in WEIGHT_FORMATS:  # a quantized base (QLoRA) is sized on one GPU only: the same model in bf16
+        cfg = cfg.replace(dtype="bf16", quant_group_size=None, quant_skip=None)
+    targets = data.draw(st.one_of(st.just((ALL_LINEAR,)), st.lists(st.sampled_from(linear_keys(cfg)), min_size=1,
+                                                                    unique=True).map(tuple)))
+    lora = LoRA(data.draw(st.integers(1, 4)), targets)
+    run = case.run.replace(lora=lora)
+    trained = [sum(n for n, _ in unit_sizes(cfg, layout, s, lora)) for s in range(layout.pp)]
+    assert sum(trained) == sum(adapter_params(cfg, lora).values())
+    for s in range(layout.pp):
+        state = gpu_state(cfg, layout, s, lora)
+        base = gpu_state(cfg, layout, s)
+        assert state.frozen == base.weights and state.gradients <= trained[s]
+        assert (state.optimizer == trained[s]) == (layout.zero == 0 or layout.replicas == 1 or trained[s] == 0)
+    report = memory(cfg, run.replace(layout=layout))
+    peak = gpu_state(cfg, layout, report.stage, lora)
+    assert report.parts["gradients"] == weight_bytes(peak.gradients, report.run.dtype)

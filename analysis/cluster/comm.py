@@ -39,8 +39,9 @@ Per step: data parallel all-reduces the gradients (ZeRO-0), or reduce-scatters t
 all-gathers the updated weights (ZeRO-1; ZeRO-2 keeps only its gradient shard, so it
 reduce-scatters every micro-batch's), over the ``dp x cp`` GPUs that hold the same
 parameters (group ``dp``); routed experts over the ``dp x cp / ep`` that hold the same
-experts. A tied embedding split over pipeline stages all-reduces its gradient between the first
-and last stage.
+experts. Under LoRA only the adapters are reduced and their updates gathered (the base is
+frozen); ZeRO-3 gathers the base's shards with theirs, its weights in their stored dtype. A tied
+embedding split over pipeline stages all-reduces its gradient between the first and last stage.
 """
 
 from collections.abc import Sequence
@@ -51,7 +52,7 @@ from ..model.config import ModelConfig
 from ..model.layers import layer_specs
 from ..model.sizes import FP32, bytes_per, ceil_div, weight_bytes
 from ..spec import RunSpec
-from .sharding import Tensor, cp_local, per_unit, stage_units, stages, tp_local, zero_shard
+from .sharding import cp_local, stage_keys, stages, tp_local, unit_sizes, workload
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send")
 
@@ -165,24 +166,35 @@ def _pp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
     return out
 
 
-def _dp_group(run: RunSpec, units: Sequence[Sequence[Tensor]], group: str, ranks: int) -> list[Collective]:
-    """Data-parallel collectives over ``ranks`` GPUs of the tensors in ``units`` (FSDP units)."""
+def _dp_group(run: RunSpec, trained: Sequence[tuple[int, int]], frozen: Sequence[tuple[int, int]], group: str,
+              ranks: int) -> list[Collective]:
+    """Data-parallel collectives over ``ranks`` GPUs of the FSDP units whose (elements, ZeRO shard)
+    are ``trained`` (what the optimizer steps) and ``frozen`` (LoRA's base: all-gathered by ZeRO-3
+    as any weight, never reduced)."""
     layout, train = run.layout, run.mode == "train"
     tag = "expert " if group == "dp/ep" else ""
-    padded = [n * ranks for n in per_unit(units, lambda unit: sum(zero_shard(t, layout) for t in unit))]
+    padded = [s * ranks for _, s in trained]
     if layout.zero == 3:
         m = layout.steps
-        gathered = [n for n in padded if n]
-        regathered = [n for n in padded[1:] if n] if train else []  # the root unit stays gathered
+        base = [s * ranks for _, s in frozen] or [0] * len(padded)
+        units = [n + b for n, b in zip(padded, base)]
+        gathered = [u for u in units if u]
+        regathered = [u for u in units[1:] if u] if train else []  # the root unit stays gathered
+        weights = [(n, b) for n, b in zip(padded, base) if n + b]
+        weights += [(n, b) for n, b in zip(padded[1:], base[1:]) if n + b] if train else []
+        reduced = [n for n in padded if n]
         out = []
-        for what, kind, calls, dtype in ((f"zero-3 {tag}weights", "all-gather", gathered + regathered,
-                                          run.weights_dtype),
-                                         (f"zero-3 {tag}gradients", "reduce-scatter", gathered if train else [],
-                                          run.dtype)):
-            if calls:  # one call per unit and micro-batch, of that unit's size
-                out.append(Collective(what, kind, group, ranks, len(calls) * m, weight_bytes(sum(calls), dtype) * m))
+        if gathered:  # one call per unit and micro-batch, of that unit's size
+            trained_dtype = run.dtype if run.lora is not None else run.weights_dtype
+            nbytes = (weight_bytes(sum(n for n, _ in weights), trained_dtype)
+                      + weight_bytes(sum(b for _, b in weights), run.weights_dtype))
+            out.append(Collective(f"zero-3 {tag}weights", "all-gather", group, ranks, len(gathered + regathered) * m,
+                                  nbytes * m))
+        if train and reduced:
+            out.append(Collective(f"zero-3 {tag}gradients", "reduce-scatter", group, ranks, len(reduced) * m,
+                                  weight_bytes(sum(reduced), run.dtype) * m))
         return out
-    total = sum(padded) if layout.zero else sum(per_unit(units, lambda unit: sum(t.numel for t in unit)))
+    total = sum(padded) if layout.zero else sum(n for n, _ in trained)
     if not train or not total:
         return []
     grads = weight_bytes(total, run.dtype)
@@ -193,19 +205,22 @@ def _dp_group(run: RunSpec, units: Sequence[Sequence[Tensor]], group: str, ranks
     return [Collective(f"zero-{layout.zero} {tag}gradients", "reduce-scatter", group, ranks, m, m * grads,
                        layout.zero == 2),
             Collective(f"zero-{layout.zero} {tag}weights", "all-gather", group, ranks, 1,
-                       weight_bytes(total, run.weights_dtype), False)]
+                       weight_bytes(total, run.dtype if run.lora is not None else run.weights_dtype), False)]
 
 
 def _dp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
-    layout = run.layout
-    units = stage_units(cfg, layout, stage)
+    """LoRA: the adapters' gradients and updated weights alone (the base is frozen), and under
+    ZeRO-3 the base's weights too."""
+    layout, lora = run.layout, run.lora
     replicas = layout.replicas
     if layout.ep == 1:  # routed experts are ZeRO-sharded with the rest
-        return _dp_group(run, units, "dp", replicas) if replicas > 1 else []
+        return (_dp_group(run, unit_sizes(cfg, layout, stage, lora), unit_sizes(cfg, layout, stage, lora, True),
+                          "dp", replicas) if replicas > 1 else [])
     out = []
     for expert, group, ranks in ((False, "dp", replicas), (True, "dp/ep", replicas // layout.ep)):
         if ranks > 1:
-            out += _dp_group(run, [[t for t in unit if t.expert == expert] for unit in units], group, ranks)
+            out += _dp_group(run, unit_sizes(cfg, layout, stage, lora, False, expert),
+                             unit_sizes(cfg, layout, stage, lora, True, expert), group, ranks)
     return out
 
 
@@ -213,9 +228,37 @@ def collectives(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
     """The collectives one GPU of pipeline stage ``stage`` takes part in over one training step
     (``run.layout.steps`` micro-batches of ``run.batch`` sequences) or one inference pass."""
     run.no_images("collectives")
-    run = run.resolve(cfg)
-    local, mine = tp_local(cfg, run.layout.tp), cp_local(run)
-    passes = 2 if run.mode == "train" and run.recompute == "full" else 1  # forward collectives per micro-batch
-    tp = _tp(local, mine, stage, passes) if run.layout.tp > 1 else []
-    return (tp + _cp(local, mine, stage, passes) + _ep(local, mine, stage, passes) + _pp(local, mine, stage)
-            + _dp(cfg, run, stage))
+    return stage_collectives(cfg, run.resolve(cfg), stage)
+
+
+def stage_collectives(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
+    """:func:`collectives` of a resolved run."""
+    return [c for _, group in collective_groups(cfg, run, stage) for c in group]
+
+
+def collective_groups(cfg: ModelConfig, run: RunSpec, stage: int,
+                      shared: dict | None = None) -> list[tuple[tuple, tuple[Collective, ...]]]:
+    """:func:`collectives` of a resolved run by parallel dimension (tp, cp, ep, pp, dp), each with
+    the key of what it depends on; ``shared`` keeps each dimension's between calls on one ``cfg``
+    (`plan`: a layout's tensor-parallel collectives are those of its ZeRO and expert variants)."""
+    layout = run.layout
+    shared = {} if shared is None else shared
+    sig = stage_keys(cfg, layout.pp, layout.vpp)[stage]  # stages of one key hold the same layers and ends
+    base = (layout.tp, layout.cp, layout.steps, sig)
+    work = workload(run)
+    keys = (("tp", work, *base, layout.sp), ("cp", work, *base), ("ep", work, *base, layout.sp, layout.ep),
+            ("pp", work, *base, layout.sp, layout.pp, layout.vpp),  # the state's, not the tokens':
+            ("dp", run.mode, run.dtype, run.weights_dtype, run.lora, *base, layout.pp, layout.vpp, layout.ep,
+             layout.zero, layout.dp))
+    missing = [key for key in keys if key not in shared]
+    if missing:
+        local, mine = tp_local(cfg, layout.tp), cp_local(run)
+        passes = 2 if run.mode == "train" and run.recompute == "full" else 1  # forward collectives per micro-batch
+        for key in missing:
+            dim = key[0]
+            group = ((_tp(local, mine, stage, passes) if layout.tp > 1 else []) if dim == "tp"
+                     else _cp(local, mine, stage, passes) if dim == "cp"
+                     else _ep(local, mine, stage, passes) if dim == "ep"
+                     else _pp(local, mine, stage) if dim == "pp" else _dp(cfg, run, stage))
+            shared[key] = tuple(group)
+    return [(key, shared[key]) for key in keys]

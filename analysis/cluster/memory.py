@@ -22,7 +22,30 @@ from ..count.memory import (
 from ..model.config import ModelConfig
 from ..model.sizes import weight_bytes
 from ..spec import RunSpec, check_arguments
-from .sharding import check_layout, cp_local, gpu_state, stage_activations, stage_kv_bytes, tp_local
+from .sharding import (
+    check_layout,
+    cp_local,
+    gpu_state,
+    saved,
+    stage_keys,
+    stage_kv_bytes,
+    stage_saves,
+    tp_local,
+    workload,
+)
+
+
+def _train_state(cfg: ModelConfig, run: RunSpec, stage: int) -> dict[str, int]:
+    """The parts of a training GPU of ``stage`` that do not depend on its saved activations:
+    weights (LoRA: the frozen base in its stored dtype and the adapters), gradients, optimizer
+    state and the attention transient."""
+    layout = run.layout
+    state = gpu_state(cfg, layout, stage, run.lora)
+    train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
+    return {"weights": weight_bytes(state.frozen, run.weights_dtype) + train.weights, "gradients": train.gradients,
+            "optimizer": train.optimizer,
+            "attention": attention_bytes(tp_local(cfg, layout.tp), run.batch, run.seq, run.seq, run.attention,
+                                         run.dtype, training=True)}
 
 
 def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, int], kv: int) -> MemoryReport:
@@ -33,11 +56,8 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
     parts = dict.fromkeys(PARTS, 0)
     state = gpu_state(cfg, layout, stage)
     if run.mode == "train":
-        train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
-        parts.update(weights=train.weights, gradients=train.gradients, optimizer=train.optimizer,
-                     activations=sum(v for k, v in acts.items() if k != "loss"), logits=acts.get("loss", 0),
-                     attention=attention_bytes(local, run.batch, run.seq, run.seq, run.attention, run.dtype,
-                                               training=True))
+        parts.update(_train_state(cfg, run, stage), activations=sum(v for k, v in acts.items() if k != "loss"),
+                     logits=acts.get("loss", 0))
         return MemoryReport(run, parts, acts, {}, 0, run.seq, run.seq, stage)
     peak, queries, keys = attention_peak(local, cp_local(run))
     last = stage == layout.pp - 1
@@ -46,9 +66,11 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
     return MemoryReport(run, parts, {}, {}, 0, queries, keys, stage)
 
 
-def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
+def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = None) -> MemoryReport:
     """Bytes by part (PARTS) for a training step or an inference run; with a parallel layout, of
-    the GPU that needs the most (the peak pipeline stage's), ``stage_totals`` giving every stage's."""
+    the GPU that needs the most (the peak pipeline stage's), ``stage_totals`` giving every stage's.
+    ``shared``: work kept between calls on the same ``cfg`` (`plan`'s candidates): the saves of a
+    layout's stages are those of its ZeRO variants, a stage's state that of its sp variant."""
     check_arguments(cfg, run)
     run.no_images("memory")
     run = run.resolve(cfg)
@@ -56,12 +78,27 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
         return device_memory(cfg, run)
     check_layout(cfg, run)
     pp = run.layout.pp
-    train = run.mode == "train"
-    acts = stage_activations(cfg, run) if train else [{}] * pp
-    kv = [0] * pp if train else stage_kv_bytes(cfg, run)
-    reports = [_stage_memory(cfg, run, s, acts[s], kv[s]) for s in range(pp)]
-    peak = max(reports, key=lambda m: m.total)
-    return peak._replace(stage_totals=tuple(m.total for m in reports))
+    if run.mode == "train":  # every stage's total, then the breakdown of the peak's alone (`plan` asks often)
+        layout, shared = run.layout, {} if shared is None else shared
+        work = workload(run)
+        saves_key = ("saves", work, layout.tp, layout.cp, layout.ep, layout.sp, pp, layout.vpp, layout.steps)
+        if saves_key not in shared:
+            shared[saves_key] = stage_saves(cfg, run)
+        saves = shared[saves_key]
+        keys = stage_keys(cfg, pp, layout.vpp)
+        state = {}
+        for s, key in enumerate(keys):  # stages holding the same layers (and ends) hold the same state
+            state_key = ("state", work, layout.tp, pp, layout.vpp, layout.ep, layout.zero, layout.replicas, key)
+            if state_key not in shared:
+                shared[state_key] = sum(_train_state(cfg, run, s).values())
+            state[key] = shared[state_key]
+        totals = [state[key] + sum(c.kept * c.total for c in saves[s]) for s, key in enumerate(keys)]
+        peak = max(range(pp), key=totals.__getitem__)
+        return _stage_memory(cfg, run, peak, saved(saves[peak]), 0)._replace(stage_totals=tuple(totals))
+    kv = stage_kv_bytes(cfg, run)
+    reports = [_stage_memory(cfg, run, s, {}, kv[s]) for s in range(pp)]
+    peak_report = max(reports, key=lambda m: m.total)
+    return peak_report._replace(stage_totals=tuple(m.total for m in reports))
 
 
 class Fit(NamedTuple):

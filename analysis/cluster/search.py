@@ -21,7 +21,10 @@ Enumerated (every combination the model allows, :func:`analysis.cluster.sharding
 
 A layout is kept when its peak GPU (:func:`analysis.memory.memory`) fits in the hardware's
 memory; kept layouts are ranked by expected step time (:mod:`analysis.cluster.step`: calibrated
-compute, exposed communication), then by memory.
+compute, exposed communication), then by memory. With LoRA adapters every layout trains them on
+the frozen base (:mod:`analysis.cluster.sharding`). The candidates share one store of the work
+they have in common (``shared`` of :func:`memory` and :func:`step`: a TP rank's pass, a stage's
+layers, a dimension's collectives), so each is figured once.
 """
 
 import dataclasses
@@ -32,8 +35,8 @@ from ..errors import SpecError
 from ..model.config import ModelConfig
 from ..perf.calibration import Efficiency
 from ..perf.hardware import Hardware
-from ..perf.roofline import utilization
-from ..spec import Layout, RunSpec
+from ..perf.roofline import Utilization, utilization
+from ..spec import Layout, LoRA, RunSpec
 from .memory import memory
 from .step import Step, step
 
@@ -82,9 +85,11 @@ def layouts(cfg: ModelConfig, gpus: int, per_node: int | None, seq: int) -> list
 
 
 def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: int,
-               dtype: str | None = None, eff: Efficiency | None = None) -> list[Candidate]:
+               dtype: str | None = None, eff: Efficiency | None = None, lora: LoRA | None = None,
+               weights_dtype: str | None = None) -> list[Candidate]:
     """Every valid layout with its peak memory, and step time and MFU where it fits; fitting
-    layouts first, fastest (expected) first."""
+    layouts first, fastest (expected) first. ``lora``: adapters on a frozen base stored as
+    ``weights_dtype`` (QLoRA), as :func:`analysis.memory.memory` and :func:`step` size them."""
     if not 0 < gpus <= MAX_GPUS:
         raise SpecError("gpus", f"must be 1 to {MAX_GPUS:,}, got {gpus:,}")
     if cfg.vision is not None and gpus > 1:  # as sharding.check_layout refuses each layout
@@ -92,21 +97,27 @@ def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch
     if cfg.has_recurrent and gpus > 1:  # as sharding.check_layout refuses each layout
         raise SpecError("gpus", f"{gpus}: {cfg.name} has {cfg.recurrent_kind} layers, which are sized on one GPU only")
     out = []
+    shared: dict = {}  # work the candidates share (memory, step)
+    per_gpu: dict[tuple[int, str], Utilization] = {}  # MFU's FLOPs per token, by micro-batch and recomputation
     for layout in layouts(cfg, gpus, hw.gpus_per_node, seq):
         b, fitted = 1, True
         while fitted and global_batch % (b * layout.dp) == 0:
             micro = dataclasses.replace(layout, micro_batches=global_batch // (b * layout.dp))
             fitted = False
             for recompute in ("none", "full"):  # selective changes nothing under flash attention
-                run = RunSpec("train", seq, b, recompute=recompute, dtype=dtype, layout=micro)
+                run = RunSpec("train", seq, b, recompute=recompute, dtype=dtype, weights_dtype=weights_dtype,
+                              layout=micro, lora=lora)
                 try:
-                    report = memory(cfg, run)
-                except SpecError:  # a rule of this model (sp needing tp to divide seq, KV heads)
+                    report = memory(cfg, run, shared)
+                except SpecError as e:  # a rule of this model (sp needing tp to divide seq, KV heads)
+                    if not e.field.startswith("layout."):  # one of the run's (QLoRA's format): every layout breaks it
+                        raise
                     break
                 fits = report.total <= hw.memory
-                s = step(cfg, run, hw, eff) if fits else None
-                mfu = (utilization(cfg, s.run.replace(layout=Layout()), hw, s.expected_tokens_per_s, gpus).mfu
-                       if s else None)
+                s = step(cfg, report.run, hw, eff, shared) if fits else None
+                if s is not None and (b, recompute) not in per_gpu:
+                    per_gpu[b, recompute] = utilization(cfg, s.run.replace(layout=Layout()), hw, 1.0)
+                mfu = per_gpu[b, recompute]._replace(tokens_per_s=s.expected_tokens_per_s, gpus=gpus).mfu if s else None
                 out.append(Candidate(report.run, report, s, mfu))
                 fitted |= fits
             b *= 2  # memory grows with the micro-batch: past one that fits neither way, none will

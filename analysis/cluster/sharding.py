@@ -35,17 +35,25 @@ A :class:`Layout` splits a model over ``tp * pp * dp`` GPUs:
 - expert parallel, ``ep``: the routed experts of each MoE layer are dealt over ``ep`` GPUs of the
   data-parallel group (``ep`` divides ``dp``), each expert then split over ``tp``; a GPU processes
   ``1/ep`` of the token-slots (routing balanced). Expert weights are ZeRO-sharded over the
-  ``dp/ep`` GPUs that hold the same experts.
+  ``dp/ep`` GPUs that hold the same experts;
+- LoRA (``run.lora``): each adapted linear of a GPU's layers gains its adapters as PEFT's
+  ``LoraParallelLinear`` splits them (``peft/tuners/lora/tp_layer.py``): on a column-parallel
+  linear ``A`` is whole and ``B`` split over ``tp``, on a row-parallel one ``A`` split and ``B``
+  whole, on a replicated one both whole; that is ``r (d_in + d_out)`` of the TP rank's linear
+  (:func:`adapter_units`), a routed expert's over ``ep`` as the expert. The frozen base is held
+  as without LoRA (split over tp and pp, over dp by ZeRO-3 as FSDP shards it); gradients and
+  optimizer state are the adapters' alone, ZeRO-sharded as any trained tensor.
 """
 
 import dataclasses
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..count.activations import activation_bytes
 from ..count.kvcache import kv_cache
+from ..count.lora import adapted
 from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
@@ -54,7 +62,7 @@ from ..model.layers import layer_plan, layer_specs
 from ..model.parts import Norm
 from ..model.sizes import ceil_div
 from ..model.variants import POSITIONS
-from ..spec import Layout, RunSpec
+from ..spec import Layout, LoRA, RunSpec
 from .pipeline import chunks, held
 
 
@@ -84,7 +92,6 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
                             "learned T5 bias"),
         (cp == 1 or run.mode != "decode", "layout.cp", f"{cp}: context parallelism splits a sequence's new "
                                                        "tokens, and a decode step has one"),
-        (run.lora is None, "lora", "adapters are sized on one GPU only: not with a parallel layout"),
         (run.weights_dtype not in WEIGHT_FORMATS, "weights_dtype",
          f"{run.weights_dtype} is sized on one GPU only (its scale blocks are not split here): not with a parallel "
          "layout"),
@@ -119,9 +126,14 @@ def tp_local(cfg: ModelConfig, tp: int) -> ModelConfig:
                                vocab_size=ceil_div(cfg.vocab_size, tp), moe=moe)
 
 
-def stages(cfg: ModelConfig, layout: Layout) -> list[list[int]]:
+def stages(cfg: ModelConfig, layout: Layout) -> tuple[tuple[int, ...], ...]:
     """Layer indices of each pipeline stage (all its model chunks)."""
-    return [[i for chunk in stage for i in chunk] for stage in chunks(cfg.n_layers, layout)]
+    return _stages(cfg.n_layers, layout.pp, layout.vpp)
+
+
+@functools.lru_cache(maxsize=256)  # `plan` asks for every stage of every candidate
+def _stages(n_layers: int, pp: int, vpp: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(i for chunk in stage for i in chunk) for stage in chunks(n_layers, Layout(pp=pp, vpp=vpp)))
 
 
 # Activations saved outside the TP region (on the residual stream), by component: replicated over
@@ -132,6 +144,7 @@ RESIDUAL_STREAM = ("norm/", "attention/q", "attention/q_a", "attention/kv_a", "a
                    "layer", "lm_head")
 
 
+@functools.lru_cache(maxsize=1024)
 def on_residual_stream(key: str) -> bool:
     return any(key == k or (k.endswith("/") and key.startswith(k)) for k in RESIDUAL_STREAM)
 
@@ -209,24 +222,65 @@ def _units(cfg: ModelConfig, tp: int, pp: int, ep: int, stage: int, vpp: int) ->
     return (tuple(root), *(per_spec[specs[i]] for i in stages(cfg, Layout(pp=pp, vpp=vpp))[stage]))
 
 
+def adapter_units(cfg: ModelConfig, layout: Layout, stage: int, lora: LoRA) -> tuple[tuple[Tensor, ...], ...]:
+    """LoRA's adapter tensors one GPU of pipeline stage ``stage`` holds, by FSDP unit as
+    :func:`stage_units` gives the base's (the root unit empty: embeddings and the head are never
+    adapted): ``A`` (``r x d_in``) and ``B`` (``d_out x r``) of each adapted linear of the TP rank's
+    layer (module docstring), stacked for stacked experts."""
+    return _adapter_units(cfg, lora, layout.tp, layout.pp, layout.ep, stage, layout.vpp)
+
+
+@functools.lru_cache(maxsize=256)
+def _adapter_units(cfg: ModelConfig, lora: LoRA, tp: int, pp: int, ep: int, stage: int,
+                   vpp: int) -> tuple[tuple[Tensor, ...], ...]:
+    model = build(tp_local(cfg, tp))
+    specs = layer_specs(model.cfg)
+    keys, r = adapted(model.cfg, lora), lora.rank
+    per_spec = {}
+    for group, block in model.blocks:
+        out = []
+        for m in block.linears():
+            if m.key not in keys:
+                continue
+            expert = m.key == "moe/experts"
+            if m.key.startswith("moe/") and m.key != "moe/router" and m.key != "moe/shared_expert_gate":
+                n = m.copies // ep if expert else m.copies
+                out += [Tensor(m.key + "/lora_A", (n, r, m.d_in), expert),
+                        Tensor(m.key + "/lora_B", (n, m.d_out, r), expert)]
+            else:
+                out += [Tensor(m.key + "/lora_A", (r, m.d_in)), Tensor(m.key + "/lora_B", (m.d_out, r))]
+        per_spec[group.spec] = tuple(out)
+    return ((), *(per_spec[specs[i]] for i in stages(cfg, Layout(pp=pp, vpp=vpp))[stage]))
+
+
 def stage_tensors(cfg: ModelConfig, layout: Layout, stage: int) -> list[Tensor]:
     """The parameter tensors one GPU of pipeline stage ``stage`` holds, before ZeRO."""
     return [t for unit in stage_units(cfg, layout, stage) for t in unit]
 
 
-def zero_shard(t: Tensor, layout: Layout) -> int:
-    """Elements of ``t`` on one GPU once ZeRO shards it over the GPUs that hold it (the ``dp x cp``
-    replicas; a routed expert's over those holding the same experts)."""
-    return t.shard(layout.replicas // layout.ep if t.expert else layout.replicas)
+def unit_sizes(cfg: ModelConfig, layout: Layout, stage: int, lora: LoRA | None = None, frozen: bool = False,
+               expert: bool | None = None) -> tuple[tuple[int, int], ...]:
+    """(elements, elements of its ZeRO shard) of each FSDP unit of one GPU of ``stage``: of what
+    the optimizer trains (every parameter, or LoRA's adapters), or with ``frozen`` of LoRA's frozen
+    base (none without LoRA); routed experts' tensors alone, or the others, when ``expert`` says."""
+    return _unit_sizes(cfg, lora, layout.tp, layout.pp, layout.ep, layout.vpp, stage, layout.replicas, frozen,
+                       expert)
 
 
-def per_unit(units: Sequence[Sequence[Tensor]], f: Callable[[Sequence[Tensor]], int]) -> list[int]:
-    """``f`` of each unit, computed once per distinct unit (the layers of one spec share one)."""
-    seen: dict[int, int] = {}
+@functools.lru_cache(maxsize=4096)  # `plan` asks for the same stage under many layouts
+def _unit_sizes(cfg: ModelConfig, lora: LoRA | None, tp: int, pp: int, ep: int, vpp: int, stage: int, replicas: int,
+                frozen: bool, expert: bool | None) -> tuple[tuple[int, int], ...]:
+    if lora is None and frozen:
+        return ()
+    units = (_units(cfg, tp, pp, ep, stage, vpp) if lora is None or frozen
+             else _adapter_units(cfg, lora, tp, pp, ep, stage, vpp))
+    seen: dict[int, tuple[int, int]] = {}  # the layers of one spec share one unit
     for u in units:
         if id(u) not in seen:
-            seen[id(u)] = f(u)
-    return [seen[id(u)] for u in units]
+            mine = [t for t in u if expert is None or t.expert == expert]
+            seen[id(u)] = (sum(t.numel for t in mine),
+                           sum(t.shard(replicas // ep if t.expert else replicas) for t in mine))
+    return tuple(seen[id(u)] for u in units)
 
 
 def cp_local(run: RunSpec) -> RunSpec:
@@ -235,73 +289,133 @@ def cp_local(run: RunSpec) -> RunSpec:
     return run if cp == 1 else run.replace(seq=run.seq // cp)
 
 
+def workload(run: RunSpec) -> tuple:
+    """Every field of ``run`` but its layout: what a GPU's share of the work depends on besides the
+    layout (a key for the work `plan`'s candidates share)."""
+    return tuple(v for k, v in vars(run).items() if k != "layout")
+
+
 class GpuState(NamedTuple):
     """Training state of one GPU, in elements (weights and gradients are stored in the compute
     dtype, the optimizer state in fp32)."""
 
-    weights: int
+    weights: int  # of what the optimizer trains
     gradients: int
     optimizer: int  # elements the fp32 master weights and moments are kept for
+    frozen: int = 0  # LoRA's frozen base, stored in the weights dtype
 
 
-def gpu_state(cfg: ModelConfig, layout: Layout, stage: int) -> GpuState:
+def gpu_state(cfg: ModelConfig, layout: Layout, stage: int, lora: LoRA | None = None) -> GpuState:
     """Elements of weights, gradients and optimizer state on one GPU of ``stage`` under ZeRO."""
-    units = stage_units(cfg, layout, stage)
-    full = sum(per_unit(units, lambda unit: sum(t.numel for t in unit)))
-    sharded = sum(per_unit(units, lambda unit: sum(zero_shard(t, layout) for t in unit)))
+    trained = unit_sizes(cfg, layout, stage, lora)
+    full, sharded = sum(n for n, _ in trained), sum(s for _, s in trained)
+    base = unit_sizes(cfg, layout, stage, lora, frozen=True)
+    frozen = sum(s if layout.zero >= 3 else n for n, s in base)
     return GpuState(sharded if layout.zero >= 3 else full, sharded if layout.zero >= 2 else full,
-                    sharded if layout.zero >= 1 else full)
+                    sharded if layout.zero >= 1 else full, frozen)
 
 
-def in_stage(cfg: ModelConfig, layout: Layout, stage: int) -> list[tuple[int, int]]:
+def in_stage(cfg: ModelConfig, layout: Layout, stage: int) -> tuple[tuple[int, int], ...]:
     """(group index in the layer plan, layers of that group in ``stage``)."""
     return in_layers(cfg, stages(cfg, layout)[stage])
 
 
-def in_layers(cfg: ModelConfig, indices: Sequence[int]) -> list[tuple[int, int]]:
+@functools.lru_cache(maxsize=1024)
+def in_layers(cfg: ModelConfig, indices: Sequence[int]) -> tuple[tuple[int, int], ...]:
     """(group index in the layer plan, layers of that group among ``indices``)."""
     layers = set(indices)
-    return [(i, sum(1 for j in g.layers if j in layers)) for i, g in enumerate(layer_plan(cfg))]
+    return tuple((i, sum(1 for j in g.layers if j in layers)) for i, g in enumerate(layer_plan(cfg)))
 
 
-def stage_activations(cfg: ModelConfig, run: RunSpec) -> list[dict[str, int]]:
-    """Bytes one GPU of each stage keeps for backward: its layers' saves for each micro-batch in
-    flight, on the TP rank's model; routed experts' saves over ``ep``, residual-stream saves over
-    ``tp`` with sequence parallelism. Once-per-forward saves (RoPE tables, masks) on every stage,
-    embeddings on the first, final norm, LM head and loss on the last."""
+@functools.lru_cache(maxsize=256)
+def stage_keys(cfg: ModelConfig, pp: int, vpp: int) -> tuple[tuple[bool, bool, tuple[tuple[int, int], ...]], ...]:
+    """Each stage's (first, last, :func:`in_stage`): stages with equal keys hold the same layers
+    and ends, so the same state, work and collectives (`plan` figures each such stage once)."""
+    layout = Layout(pp=pp, vpp=vpp)
+    return tuple((s == 0, s == pp - 1, in_stage(cfg, layout, s)) for s in range(pp))
+
+
+class ChunkSaves(NamedTuple):
+    """What one micro-batch saves in one model chunk of a stage, and how many micro-batches' a stage keeps."""
+
+    kept: int
+    saves: tuple[tuple[str, int], ...]  # (component, bytes)
+    total: int
+
+
+def stage_saves(cfg: ModelConfig, run: RunSpec) -> list[list[ChunkSaves]]:
+    """What one GPU of each stage keeps for backward, by model chunk (:func:`saved` sums a stage's
+    by component): its layers' saves for each micro-batch in flight, on the TP rank's model; routed
+    experts' saves over ``ep``, residual-stream saves over ``tp`` with sequence parallelism.
+    Once-per-forward saves (RoPE tables, masks) on every chunk, embeddings on the first stage's
+    first, final norm, LM head and loss on the last stage's last."""
     layout = run.layout
-    local = tp_local(cfg, layout.tp)
-    acts = activation_bytes(local, cp_local(run).replace(layout=Layout()))
+    mine = cp_local(run).replace(layout=Layout())
+    out = []
+    seen: dict[tuple, tuple[tuple[tuple[str, int], ...], int]] = {}  # chunks of the same layers and ends
+    for stage, model_chunks in enumerate(_chunk_layers(cfg, layout.pp, layout.vpp)):
+        per_chunk = []
+        for j, layers in enumerate(model_chunks):
+            key = (layers, stage == j == 0, stage == layout.pp - 1 and j == layout.vpp - 1)
+            if key not in seen:
+                seen[key] = _chunk_saves(cfg, mine, layout.tp, layout.ep, layout.sp, *key)
+            per_chunk.append(seen[key])
+        out.append([ChunkSaves(kept, saves, total) for kept, (saves, total)
+                    in zip(held(layout, stage, [total for _, total in per_chunk]), per_chunk)])
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _chunk_layers(cfg: ModelConfig, pp: int, vpp: int) -> tuple[tuple[tuple[tuple[int, int], ...], ...], ...]:
+    """:func:`in_layers` of each model chunk of each stage."""
+    return tuple(tuple(in_layers(cfg, chunk) for chunk in stage)
+                 for stage in chunks(cfg.n_layers, Layout(pp=pp, vpp=vpp)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _activations(cfg: ModelConfig, run: RunSpec) -> tuple[tuple, dict[str, int]]:
+    """The TP rank's per-layer saves by group, and its once-per-forward saves (``run``: one GPU's share)."""
+    acts = activation_bytes(cfg, run)
     once = dict(acts.components)
     for group, per_layer in acts.groups:
         for key, n in per_layer.items():
             once[key] -= n * group.count
+    return tuple(acts.groups), once
+
+
+@functools.lru_cache(maxsize=16384)  # `plan`: chunks of the same layers under many layouts
+def _chunk_saves(cfg: ModelConfig, run: RunSpec, tp: int, ep: int, sp: bool, layers: tuple[tuple[int, int], ...],
+                 first: bool, last: bool) -> tuple[tuple[tuple[str, int], ...], int]:
+    """(component, bytes) one micro-batch saves in a model chunk of ``layers`` (layer-plan group,
+    count), the first model chunk of the first stage or the last of the last, and their sum."""
+    local = tp_local(cfg, tp)
+    groups, once = _activations(local, run)
 
     def split(key: str, n: int) -> int:
         if key == "moe/experts":
-            n = ceil_div(n, layout.ep)
-        return ceil_div(n, layout.tp) if layout.sp and on_residual_stream(key) else n
+            n = ceil_div(n, ep)
+        return ceil_div(n, tp) if sp and on_residual_stream(key) else n
 
-    def on_chunk(key: str, stage: int, chunk: int) -> bool:
+    def on_chunk(key: str) -> bool:
         if key.startswith("embedding/"):
-            return stage == chunk == 0
+            return first
         if key in ("attention", "attention/sdpa", "layer"):  # each chunk's forward saves its own
             return True
-        return stage == layout.pp - 1 and chunk == layout.vpp - 1  # final norm, LM head, soft-capping, loss
+        return last  # final norm, LM head, soft-capping, loss
 
-    out = []
-    for stage, model_chunks in enumerate(chunks(cfg.n_layers, layout)):
-        per_chunk = []  # (key, bytes) one micro-batch saves in each model chunk
-        for j, chunk in enumerate(model_chunks):
-            layers = [(key, n * count) for i, count in in_layers(local, chunk) for key, n in acts.groups[i][1].items()]
-            per_chunk.append([(key, split(key, n)) for key, n in
-                              layers + [(k, n) for k, n in once.items() if on_chunk(k, stage, j)]])
-        saved: dict[str, int] = {}
-        for kept, chunk_saves in zip(held(layout, stage, [sum(n for _, n in c) for c in per_chunk]), per_chunk):
-            for key, n in chunk_saves:
-                saved[key] = saved.get(key, 0) + n * kept
-        out.append({k: v for k, v in saved.items() if v})
-    return out
+    saves = tuple((key, split(key, n)) for key, n in [(key, n * count) for i, count in layers
+                                                      for key, n in groups[i][1].items()]
+                  + [(k, n) for k, n in once.items() if on_chunk(k)])
+    return saves, sum(n for _, n in saves)
+
+
+def saved(stage: Sequence[ChunkSaves]) -> dict[str, int]:
+    """One stage's saves by component, over the micro-batches it keeps."""
+    out: dict[str, int] = {}
+    for c in stage:
+        for key, n in c.saves:
+            out[key] = out.get(key, 0) + n * c.kept
+    return {k: v for k, v in out.items() if v}
 
 
 def stage_kv_bytes(cfg: ModelConfig, run: RunSpec) -> list[int]:

@@ -39,6 +39,7 @@ import dataclasses
 from typing import NamedTuple
 
 from ..count.flops import core_keys, count_flops
+from ..count.lora import adapter_params
 from ..count.params import count_params
 from ..errors import ConfigError
 from ..model.config import ModelConfig
@@ -46,8 +47,8 @@ from ..perf.calibration import Efficiency, Link, collective_s
 from ..perf.hardware import Hardware
 from ..perf.roofline import Component, Roofline, roofline
 from ..spec import Layout, RunSpec
-from .comm import Collective, collectives
-from .sharding import check_layout, cp_local, gpu_state, in_stage, tp_local
+from .comm import Collective, collective_groups
+from .sharding import check_layout, cp_local, gpu_state, stage_keys, tp_local, workload
 
 FIRST_STAGE = ("embedding", "embedding/scale", "position", "norm/embedding")
 LAST_STAGE = ("lm_head", "lm_head/softcap")
@@ -171,9 +172,12 @@ def link(hw: Hardware, layout: Layout, group: str) -> Link:
     return Link(rate, inside)
 
 
-def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = None) -> Step:
+def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = None,
+         shared: dict | None = None) -> Step:
     """A training step (``run.layout.steps`` micro-batches of ``run.batch`` sequences per GPU)
-    or an inference pass, on the layout's GPUs."""
+    or an inference pass, on the layout's GPUs. ``shared``: work kept between calls with the same
+    ``cfg``, ``hw`` and ``eff`` (`plan`'s candidates): a pass of the TP rank's model depends on
+    (tp, cp) and the workload only, a stage's share of it on the layers the stage holds."""
     eff, cal = eff or Efficiency(), hw.calibration
     run.no_images("step")
     run = run.resolve(cfg)
@@ -182,6 +186,56 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
         layout = dataclasses.replace(layout, micro_batches=1)
         run = run.replace(layout=layout)
     check_layout(cfg, run)
+    shared = {} if shared is None else shared
+    work_key = ("pass", layout.tp, layout.cp, workload(run))
+    if work_key not in shared:
+        shared[work_key] = _pass(cfg, run, hw, eff)
+    local, parts, optimizer, work, whole, trained = shared[work_key]
+    m = layout.steps
+    per_stage: dict[tuple, tuple] = {}  # stages holding the same layers (and ends) give the same figures
+    stage_figures = []
+    for s, key in enumerate(stage_keys(cfg, layout.pp, layout.vpp)):
+        first, last, held = key
+        if key not in per_stage:
+            ck = (work_key, key)
+            if ck not in shared:
+                shared[ck] = _stage_compute(parts, work, whole, held, first, last)
+            mine, compute, micro = shared[ck]
+            cs: list[Collective] = []  # each collective, its time at the link's peak, and expected
+            ideal: list[float] = []
+            times: list[float] = []
+            for group_key, group in collective_groups(cfg, run, s, shared):
+                timed = ("timed", layout.gpus, group_key)  # a group's links span the layout's GPUs
+                if timed not in shared:
+                    links = [link(hw, layout, c.group) for c in group]
+                    shared[timed] = ([c.sent / k.rate for c, k in zip(group, links)],
+                                     [collective_s(cal, c.calls, c.sent, k) for c, k in zip(group, links)])
+                cs += group
+                ideal += shared[timed][0]
+                times += shared[timed][1]
+            comm, drain = _exposed(cs, ideal, compute, m, 1.0)
+            optimized = gpu_state(cfg, layout, s, run.lora).optimizer
+            opt = 0.0 if optimizer is None else optimizer.time_s * optimized / trained
+            # expected: alpha-beta, and the calibration's overlap
+            e_comm, e_drain = _exposed(cs, times, micro, m, cal.overlap)
+            e_opt = 0.0 if optimizer is None else optimizer.expected_s * optimized / trained
+            per_stage[key] = (mine, compute, comm, drain, opt, tuple(cs), micro, tuple(times), e_comm, e_drain, e_opt)
+        stage_figures.append(per_stage[key])
+    (stage_parts, computes, comms, drains, opts, stage_cs, e_computes, e_collectives, e_comms, e_drains,
+     e_opts) = map(tuple, zip(*stage_figures))
+    slowest = max(range(layout.pp), key=lambda s: computes[s] + comms[s] / m)  # it sets the pipeline's pace
+    expected = Expected(e_computes, e_comms, max(e_drains), max(e_opts), e_collectives[slowest], m,
+                        (layout.pp - 1) / layout.vpp)
+    return Step(run, computes, comms, max(drains), max(opts), stage_cs[slowest], slowest,
+                stage_parts[slowest], expected)
+
+
+def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency) -> tuple:
+    """One micro-batch on the TP rank's model (``run`` resolved, with its layout): the model, its
+    components (context parallel: the attention core 1/cp of the whole sequence's), the optimizer
+    step, each layer group's forward matmul FLOPs, their sum over the layers, and the parameters
+    the optimizer steps."""
+    layout = run.layout
     local = tp_local(cfg, layout.tp)
     pass_ = roofline(local, cp_local(run).replace(layout=Layout()), hw, eff)
     parts = dict(pass_.components)
@@ -189,43 +243,22 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
         sequence = roofline(local, run.replace(layout=Layout()), hw, eff).components
         parts.update({k: _scaled(sequence[k], 1 / layout.cp) for k in core_keys(local, pass_.run) if k in sequence})
     optimizer = parts.pop("optimizer") if "optimizer" in parts else None
-
     groups = count_flops(local, pass_.run).groups
     work = [sum(mm.values()) for _, mm in groups]
     whole = sum(w * g.count for w, (g, _) in zip(work, groups))
-    total_params = count_params(local).total
-    compute, comm, drain, opt, stage_collectives, stage_parts = [], [], [], [], [], []
-    e_compute, e_comm, e_drain, e_collectives = [], [], [], []
-    m = layout.steps
-    for s in range(layout.pp):
-        share = sum(work[i] * n for i, n in in_stage(local, layout, s)) / whole
-        ends = (FIRST_STAGE if s == 0 else ()) + (LAST_STAGE if s == layout.pp - 1 else ())
-        mine = {k: c if k in ends else _scaled(c, share) for k, c in parts.items()
-                if k in ends or k not in FIRST_STAGE + LAST_STAGE}
-        stage_parts.append(mine)
-        compute.append(sum(c.time_s for c in mine.values()))
-        cs = collectives(cfg, run, s)
-        links = [link(hw, layout, c.group) for c in cs]
-        per_micro, once = _exposed(cs, [c.sent / k.rate for c, k in zip(cs, links)], compute[-1], m, 1.0)
-        comm.append(per_micro)
-        drain.append(once)
-        opt.append(0.0 if optimizer is None else optimizer.time_s * gpu_state(cfg, layout, s).optimizer / total_params)
-        stage_collectives.append(tuple(cs))
-        # expected: alpha-beta, and the calibration's overlap
-        micro = sum(c.expected_s for c in mine.values())
-        times = [collective_s(cal, c.calls, c.sent, k) for c, k in zip(cs, links)]
-        e_compute.append(micro)
-        e_collectives.append(tuple(times))
-        per_micro, once = _exposed(cs, times, micro, m, cal.overlap)
-        e_comm.append(per_micro)
-        e_drain.append(once)
-    slowest = max(range(layout.pp), key=lambda s: compute[s] + comm[s] / m)  # it sets the pipeline's pace
-    e_opt = 0.0 if optimizer is None else max(optimizer.expected_s * gpu_state(cfg, layout, s).optimizer / total_params
-                                              for s in range(layout.pp))
-    expected = Expected(tuple(e_compute), tuple(e_comm), max(e_drain), e_opt, e_collectives[slowest], m,
-                        (layout.pp - 1) / layout.vpp)
-    return Step(run, tuple(compute), tuple(comm), max(drain), max(opt), stage_collectives[slowest], slowest,
-                stage_parts[slowest], expected)
+    trained = count_params(local).total if run.lora is None else sum(adapter_params(local, run.lora).values())
+    return local, parts, optimizer, work, whole, trained
+
+
+def _stage_compute(parts: dict[str, Component], work: list[int], whole: int, held: tuple[tuple[int, int], ...],
+                   first: bool, last: bool) -> tuple[dict[str, Component], float, float]:
+    """A stage's micro-batch: its share of the layers' components (by their forward matmul FLOPs),
+    the embedding on the first stage, the head on the last; its ideal and expected time."""
+    share = sum(work[i] * n for i, n in held) / whole
+    ends = (FIRST_STAGE if first else ()) + (LAST_STAGE if last else ())
+    mine = {k: c if k in ends else _scaled(c, share) for k, c in parts.items()
+            if k in ends or k not in FIRST_STAGE + LAST_STAGE}
+    return mine, sum(c.time_s for c in mine.values()), sum(c.expected_s for c in mine.values())
 
 
 def _exposed(cs: list[Collective], times: list[float], micro_s: float, m: int, overlap: float) -> tuple[float, float]:
