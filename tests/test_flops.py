@@ -119,7 +119,7 @@ def test_families_partition_the_matmul_flops(name):
     r = count_flops(CONFIGS[name], RunSpec("train", 64, 2)).total
     assert sum(r.family_matmul(f) for f in FAMILIES) == r.matmul_total
     mixer = ("mamba/conv1d", "mamba/scan", "mamba2/conv1d", "mamba2/scan", "short_conv/conv1d", "attention/scores",
-             "attention/values")
+             "attention/values", "attention/indexer")  # DSA's indexer scores its keys
     assert r.family_matmul("attn scores+values") == sum(r.matmul.get(k, 0) for k in mixer)  # a hybrid has both kinds
 
 
