@@ -50,6 +50,9 @@ VARIANTS = {  # together every config key and value
                                                    "qk_rope_head_dim": 4, "v_head_dim": 8},
                       "moe": {"num_experts": 3, "experts_per_token": 1, "shared_experts": 2,
                               "first_dense_layers": 1}},
+    "dsa": {"attention": "mla", "position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_layers": 2,
+            "mla": {"q_lora_rank": 16, "kv_lora_rank": 12, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4,
+                    "v_head_dim": 6}, "dsa": {"n_heads": 3, "head_dim": 6, "topk": 3}},
     "gpt-oss": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2,
                 "attention_sinks": True, "qkv_bias": True, "out_bias": True, "sliding_window": 4,
                 "layer_types": ["sliding", "full"],
@@ -360,6 +363,9 @@ def valid_configs(draw):
         raw["n_heads"] = draw(st.integers(1, 4))
         raw["d_model"] = draw(st.integers(1, 48))
         raw["mla"] = draw(_mla(rope))
+        if rope and raw["mla"].get("q_lora_rank") and draw(st.booleans()):  # DSA's indexer
+            raw["dsa"] = {"n_heads": draw(st.integers(1, 4)), "topk": draw(st.integers(1, 8)),
+                          "head_dim": raw["mla"]["qk_rope_head_dim"] + draw(st.integers(0, 4))}
     else:
         if draw(st.booleans()):
             raw["attention"] = "mha"
@@ -445,6 +451,14 @@ def valid_configs(draw):
         _recurrent_layers(draw, raw, list(RECURRENT_MAPPINGS)[recurrent])
         if raw["d_ff"] and draw(st.booleans()):  # layers of one sublayer each (Nemotron-H)
             _single_sublayers(draw, raw)
+    if "dsa" in raw and (raw["position"] != "rope" or recurrent < len(RECURRENT_MAPPINGS)):  # RoPE, attention
+        raw.pop("dsa")
+    if "dsa" in raw:  # DSA: full causal layers only, without sinks or soft-capping
+        for key in ("sliding_window", "attention_chunk", "attn_logit_softcap"):
+            raw.pop(key, None)
+        if raw.get("layer_types"):
+            raw["layer_types"] = [t for t in raw["layer_types"] if t not in ("sliding", "chunked")] or ["full"]
+        raw["attention_sinks"] = False
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
     optional = [k for k in raw if k not in REQUIRED]
     for key in draw(st.lists(st.sampled_from(optional), unique=True)):

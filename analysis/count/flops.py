@@ -53,9 +53,14 @@ from .lora import adapted, frozen_keys
 from .params import count_params
 
 
-def _triangle(n: int, window: int | None, chunk: int | None = None) -> int:
+def _triangle(n: int, window: int | None, chunk: int | None = None, topk: int | None = None) -> int:
     """sum_{m=1..n} min(m, W): keys seen by the first n positions under causal masking; with a
-    chunk C, sum_{m=1..n} ((m - 1) % C + 1): each position sees its chunk up to itself."""
+    chunk C, sum_{m=1..n} ((m - 1) % C + 1): each position sees its chunk up to itself; with a
+    DSA ``topk`` K, each position reads min(seen, K) of them."""
+    if topk is not None:
+        if chunk is not None:
+            return sum(min((m - 1) % chunk + 1, topk) for m in range(1, n + 1))
+        window = topk if window is None else min(window, topk)
     if chunk is not None:
         full, rest = divmod(n, chunk)
         return full * chunk * (chunk + 1) // 2 + rest * (rest + 1) // 2
@@ -72,9 +77,20 @@ def attended_pairs(spec: LayerSpec, run: RunSpec) -> int:
     sees ``min(p + 1, W)`` keys. A chunk (``run.past``) runs the queries ``past..seq-1``.
     """
     n = run.query_len
+    if spec.topk is not None:  # DSA: each query reads at most topk of the keys it sees (its indexer all)
+        if run.mode == "decode" or run.causal:  # min(seen, topk) per query: topk bounds like a window
+            return (_triangle(run.seq, spec.window, spec.chunk, spec.topk)
+                    - _triangle(run.seq - n, spec.window, spec.chunk, spec.topk))
+        return n * min(attended_keys(spec, run), spec.topk)
     if run.mode == "decode" or run.causal:
         return _triangle(run.seq, spec.window, spec.chunk) - _triangle(run.seq - n, spec.window, spec.chunk)
     return n * attended_keys(spec, run)
+
+
+def indexed_pairs(spec: LayerSpec, run: RunSpec) -> int:
+    """Query-key pairs a DSA indexer scores in one sequence: every key each query sees, as dense or
+    causal attention would (:func:`attended_pairs` without the top-k)."""
+    return attended_pairs(spec._replace(topk=None), run)
 
 
 def attended_keys(spec: LayerSpec, run: RunSpec) -> int:
@@ -102,7 +118,7 @@ def family(key: str) -> str:
         return "attn scores+values"
     if key.startswith(("mamba/", "mamba2/", "short_conv/", "lightning/", "gated_deltanet/")):
         return "attn proj"
-    if key in SCORES_VALUES:
+    if key in SCORES_VALUES or key == "attention/indexer":
         return "attn scores+values"
     return {"attention": "attn proj", "mlp": "mlp", "moe": "mlp"}.get(key.split("/")[0], key.replace("_", " "))
 
@@ -174,6 +190,9 @@ def layer_matmul(layer: Block, run: RunSpec) -> dict[str, int]:
     pairs = run.batch * attn.heads * attended_pairs(layer.spec, run)
     out["attention/scores"] = 2 * pairs * attn.score_dim
     out["attention/values"] = 2 * pairs * attn.value_dim
+    if layer.cfg.dsa is not None and layer.spec.topk is not None:  # the indexer: q.k, then its heads' weighted sum
+        dsa = layer.cfg.dsa
+        out["attention/indexer"] = 2 * run.batch * dsa.n_heads * indexed_pairs(layer.spec, run) * (dsa.head_dim + 1)
     return out
 
 
@@ -197,6 +216,8 @@ def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
         ops += [Op("attention/gate", n, SIGMOID_COST, 2), Op("attention/gate", n, 1, 3)]
     if POSITIONS[cfg.position].score_bias:  # reads the bias and the scores, writes the scores
         ops.append(Op("attention/position_bias", scores, POSITION_BIAS_COST, 3, True))
+    if cfg.dsa is not None and layer.spec.topk is not None:  # the indexer's scale and relu per head and pair
+        ops.append(Op("attention/indexer", run.batch * cfg.dsa.n_heads * indexed_pairs(layer.spec, run), 2, 2))
     if layer.spec.rope:
         ops.append(Op("attention/rope", T * attn.rope_elements_per_token, ROPE_COST, 2))
     ops += temperature_ops(cfg, layer.spec, T)
@@ -346,11 +367,14 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     if run.lora is not None:  # frozen: the base linears and the head compute input gradients only
         for key in frozen_keys(cfg):
             bwd_mm[key] = fwd_mm[key]
+    for key in [k for k in bwd_mm if k.startswith("attention/indexer")]:  # DSA's indexer: no gradient
+        del bwd_mm[key]
     if run.attention == "flash" and not POSITIONS[cfg.position].learned_bias and "attention/scores" in fwd_mm:
         # scores recomputed from the saved log-sum-exp. A learned T5 bias needs its
         # gradient, which fused kernels do not give: such models run eager attention.
         bwd_mm["attention/scores"] += fwd_mm["attention/scores"]
     bwd_ew = _scaled(fwd_ew, 2)
+    bwd_ew.pop("attention/indexer", None)  # DSA's indexer: no gradient
     if run.lora is not None:
         for key in vision_ew:
             del bwd_ew[key]

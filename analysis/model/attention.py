@@ -15,6 +15,14 @@ low-rank ``q_a -> norm -> q_b``; K and V compressed into one latent of ``kv_lora
 token plus one RoPE key of ``qk_rope_head_dim`` shared by all heads (``kv_a``), decompressed
 per head by ``kv_b``. The cache holds the normed latent and the rotated shared key, so every
 forward decompresses all the keys it attends to (``kv_b`` runs over keys, not new tokens).
+With ``dsa`` (DeepSeek Sparse Attention: DeepSeek-V3.2, GLM-5) a lightning indexer joins MLA:
+``attention/indexer/wq_b`` (q_lora_rank -> n*D) of the normed low-rank query,
+``attention/indexer/wk`` (d -> D, one key per token, LayerNorm ``attention/indexer/k_norm`` with
+weight and bias, cached beside the latent), ``attention/indexer/weights_proj`` (d -> n); RoPE on the
+first ``qk_rope_head_dim`` of its query heads and key. It scores every key (``attention/indexer``:
+``2*n*D`` for q.k plus ``2*n`` for the weighted sum over its heads, per query-key pair) and each
+query attends to its ``topk`` best keys. It runs without gradient (transformers' ``torch.no_grad``):
+no backward FLOPs, nothing saved for backward.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from .parts import Linear, Norm, Vector, make_norm
-from .tape import STAT, Tape, eager_core, merge_copies
+from .tape import INDEX, STAT, Tape, eager_core, merge_copies
 from .variants import TEMPERATURE_COST, Op
 
 if TYPE_CHECKING:  # the config's schema names the kinds (this registry's keys)
@@ -218,11 +226,13 @@ class MLA(_Attention):
 
     @property
     def kv_values_per_token(self) -> int:
-        return self.cfg.mla.kv_lora_rank + self.cfg.mla.qk_rope_head_dim  # latent + shared rope key
+        dsa = 0 if self.cfg.dsa is None else self.cfg.dsa.head_dim  # the indexer's key
+        return self.cfg.mla.kv_lora_rank + self.cfg.mla.qk_rope_head_dim + dsa  # latent + shared rope key
 
     @property
     def rope_elements_per_token(self) -> int:
-        return (self.cfg.n_heads + 1) * self.cfg.mla.qk_rope_head_dim  # every query head, one key
+        dsa = 0 if self.cfg.dsa is None else self.cfg.dsa.n_heads + 1  # the indexer's heads and key
+        return (self.cfg.n_heads + 1 + dsa) * self.cfg.mla.qk_rope_head_dim  # every query head, one key
 
     def linears(self) -> list[Linear]:
         c, m, d, h = self.cfg, self.cfg.mla, self.cfg.d_model, self.cfg.n_heads
@@ -237,12 +247,13 @@ class MLA(_Attention):
             Linear("attention/kv_b", m.kv_lora_rank, h * (m.qk_nope_head_dim + m.v_head_dim), False,
                    over_keys=True),
             Linear("attention/o", h * m.v_head_dim, d, c.out_bias),
-        ]
+        ] + indexer_linears(c)
 
     def norms(self) -> list[Norm]:
         c, m = self.cfg, self.cfg.mla
         q = [] if m.q_lora_rank is None else [make_norm(c, "attention/q_a_norm", m.q_lora_rank)]
-        return q + [make_norm(c, "attention/kv_a_norm", m.kv_lora_rank)]
+        dsa = [] if c.dsa is None else [Norm("attention/indexer/k_norm", c.dsa.head_dim, True, True)]
+        return q + [make_norm(c, "attention/kv_a_norm", m.kv_lora_rank)] + dsa
 
     @property
     def rope_dims(self) -> int:
@@ -265,6 +276,9 @@ class MLA(_Attention):
         tape.norm("attention/kv_a_norm", None, T, m.kv_lora_rank, T * (m.kv_lora_rank + m.qk_rope_head_dim))
         tape.linear("attention/kv_b", T * m.kv_lora_rank * b, T, "attention/kv_a_norm output")
         kv_b_out = T * h * (nope + d_v)  # v is a view of it
+        if cfg.dsa is not None:  # the sparse core (the indexer keeps nothing: no gradient)
+            _sparse_core(tape, cfg, spec, B, S, kind, 2 * T * h * d_qk + kv_b_out)
+            return
         if kind == "flash":
             # q and k concatenated from their nope and rope parts, v (kv_b's output); the output
             tape.save("attention/sdpa", (T * h * 2 * d_qk + kv_b_out) * b)
@@ -282,6 +296,38 @@ class MLA(_Attention):
         v = kv_b_out if B == 1 or S == 1 or h == 1 else T * h * d_v
         eager_core(tape, cfg, B, S, d_qk, T * h * d_qk, v)
         tape.linear("attention/o", T * h * d_v * b, T)  # heads merged back: a copy
+
+
+def indexer_linears(cfg: ModelConfig) -> list[Linear]:
+    """DSA's lightning indexer: its query from the normed low-rank query, one key, per-head weights."""
+    if cfg.dsa is None or cfg.mla is None or cfg.mla.q_lora_rank is None:
+        return []
+    n, D = cfg.dsa.n_heads, cfg.dsa.head_dim
+    return [Linear("attention/indexer/wq_b", cfg.mla.q_lora_rank, n * D, False),
+            Linear("attention/indexer/wk", cfg.d_model, D, False),
+            Linear("attention/indexer/weights_proj", cfg.d_model, n, False)]
+
+
+def _sparse_core(tape: Tape, cfg: ModelConfig, spec: LayerSpec, B: int, S: int, kind: str, qkv: int) -> None:
+    """DSA's core over each query's ``K = min(S, topk)`` selected keys: it keeps q, k (both
+    concatenated) and v (a view of kv_b's output), ``qkv`` values, and the int64 indices; eager the
+    ``B*h*S*K`` probabilities, flash its output and fp32 log-sum-exp (it recomputes the scores);
+    selective recomputation keeps the core's inputs only. The o projection reads a copy of the
+    merged heads (or a view of flash's output)."""
+    T, h, b, d_v = B * S, cfg.n_heads, tape.b, cfg.mla.v_head_dim
+    K = min(S, spec.topk or S)
+    key = "attention" if kind == "selective" else "attention/sdpa"
+    tape.save(key, qkv * b)
+    tape.save(key, T * K * INDEX)
+    if kind == "selective":  # the checkpoint also keeps the bool mask of the selected keys a query may see
+        tape.save(key, T * K)
+    if kind == "eager":
+        tape.save(key, B * h * S * K * b)  # probabilities
+    if kind == "flash":
+        tape.save(key, T * h * d_v * b, "attention output")
+        tape.save(key, B * h * S * STAT)
+    copy = merge_copies(B, S, h, d_v)
+    tape.linear("attention/o", T * h * d_v * b, T, None if copy or kind != "flash" else "attention output")
 
 
 ATTENTION: dict[str, Callable[[ModelConfig], AttentionKind]] = {"mha": MHA, "mla": MLA}

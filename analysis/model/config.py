@@ -208,6 +208,16 @@ class MLAConfig:
     q_lora_rank: int | None = _key(_optional(_int()), None)  # None: a full-rank query projection
 
 
+@dataclass(frozen=True)
+class DSAConfig:
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): MLA's lightning indexer, which scores every
+    cached key and lets each query attend to its ``topk`` best keys only."""
+
+    n_heads: int = _key(_int())  # the indexer's query heads (index_n_heads)
+    head_dim: int = _key(_int())  # its query/key head size; one key per token, cached (index_head_dim)
+    topk: int = _key(_int())  # keys each query attends to (index_topk)
+
+
 def _mixer_norms(c: Checker, key: str, value: Any) -> bool | str:
     """``mamba.mixer_norms``: true or false, or ``weighted``."""
     if value != "weighted" and not isinstance(value, bool):
@@ -405,6 +415,7 @@ class ModelConfig:
     layer_types: tuple[str, ...] | None = _key(_optional(_pattern(_enum(LAYER_TYPES))), None)
     attention: str = _key(_enum(ATTENTION), "mha")
     mla: MLAConfig | None = _key(_mapping(MLAConfig), None)
+    dsa: DSAConfig | None = _key(_mapping(DSAConfig), None)  # MLA's lightning indexer and top-k keys
     attention_sinks: bool = _key(_bool, False)  # one learned logit per head joins the softmax
     attention_gate: bool = _key(_bool, False)  # output * sigmoid(x @ w_gate), w_gate: d -> h*hd (AFMoE)
     sub_norms: bool = _key(_bool, False)  # norms before o (over h*hd) and before down (over d_ff) (BitNet)

@@ -40,6 +40,7 @@ class LayerSpec(NamedTuple):
     rope: bool  # rotates q and k (False: NoPE layer, or no rotary positions)
     ffn: str | None  # "dense" | "moe"; None: the layer has no FFN (d_ff 0)
     chunk: int | None = None  # chunked attention C: keys of the query's own chunk only; None: no chunk
+    topk: int | None = None  # DSA (``dsa``): its indexer scores every key seen, attention reads the best topk
 
     @property
     def mixer(self) -> str:
@@ -75,6 +76,8 @@ class LayerSpec(NamedTuple):
         if self.chunk is not None:
             window = f"chunked attention {self.chunk:,}"
         rope = "" if self.rope else ", no RoPE"
+        if self.topk is not None:
+            rope += f", top-{self.topk:,} keys"
         ffn = "no FFN" if self.ffn is None else f"{self.ffn} FFN"
         if self.attention == "none":
             return f"no mixer, {ffn}"
@@ -84,6 +87,7 @@ class LayerSpec(NamedTuple):
 
     def as_dict(self) -> dict:
         out = {"attention": self.attention, "window": self.window, "rope": self.rope, "ffn": self.ffn}
+        out = out if self.topk is None else {**out, "topk": self.topk}
         return out if self.chunk is None else {**out, "chunk": self.chunk}
 
 
@@ -112,7 +116,8 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
             specs.append(LayerSpec(types[i % len(types)], None, False, ffn))
             continue
         chunk = cfg.attention_chunk if types[i % len(types)] == "chunked" else None
-        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk))
+        topk = cfg.dsa.topk if cfg.dsa is not None and cfg.attention == "mla" else None
+        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk, topk))
     return tuple(specs)
 
 

@@ -346,11 +346,17 @@ class LatentAttention(_Attention):
         self.kv_b = nn.Linear(self.rank, h * (self.nope + self.vd), bias=False)
         self.o = nn.Linear(h * self.vd, d, bias=cfg.out_bias)
         self._init_core(cfg, index, kind, d_qk)
+        if cfg.dsa is not None:  # the sparse core stands where flash's kernel does, eager or flash
+            self.indexer, self.sdpa = Indexer(cfg), SparseSDPA()
 
     def forward(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         B, S, _ = x.shape
         h = self.h
-        q = self.q_b(self.q_a_norm(self.q_a(x))) if hasattr(self, "q_a") else self.q(x)
+        if hasattr(self, "q_a"):
+            self._q_r = self.q_a_norm(self.q_a(x))
+            q = self.q_b(self._q_r)
+        else:
+            q = self.q(x)
         q = q.view(B, S, h, self.nope + self.rope_dims).transpose(1, 2)  # (B, h, S, d_qk)
         q_nope, q_pe = q.split([self.nope, self.rope_dims], dim=-1)
         c, k_pe = self.kv_a(x).split([self.rank, self.rope_dims], dim=-1)  # (B, S, r), (B, S, rope)
@@ -358,15 +364,144 @@ class LatentAttention(_Attention):
         k_pe = k_pe.view(B, S, 1, self.rope_dims).transpose(1, 2)  # (B, 1, S, rope)
         if ctx.rope is not None:
             q_pe, k_pe = apply_rope(q_pe, *ctx.rope), apply_rope(k_pe, *ctx.rope)
-        if ctx.cache is not None:
+        if hasattr(self, "indexer"):  # DSA: the indexer's key joins the cache, it picks each query's keys
+            q_r = self._q_r
+            with torch.no_grad():
+                k_idx = self.indexer.key(x, ctx)
+            if ctx.cache is not None:
+                c, k_pe, k_idx = ctx.cache.update(self.index, (c, k_pe, k_idx), ctx.start_pos)
+            with torch.no_grad():
+                idx, valid = self.indexer(x, q_r, k_idx, ctx)
+        elif ctx.cache is not None:
             c, k_pe = ctx.cache.update(self.index, (c, k_pe), ctx.start_pos)  # (B, S_kv, r), (B, 1, S_kv, rope)
         S_kv = c.shape[1]
         kv = self.kv_b(c).view(B, S_kv, h, self.nope + self.vd).transpose(1, 2)  # (B, h, S_kv, nope+v)
         k_nope, v = kv.split([self.nope, self.vd], dim=-1)
         k = torch.cat([k_nope, k_pe.expand(B, h, S_kv, self.rope_dims)], dim=-1)  # (B, h, S_kv, d_qk)
         q = torch.cat([q_nope, q_pe], dim=-1)
-        y = self.attend(q, k, v, ctx.bias)  # (B, h, S, v)
+        if hasattr(self, "indexer"):
+            y = self.sparse(q, k, v, idx, valid, ctx.bias)
+        else:
+            y = self.attend(q, k, v, ctx.bias)  # (B, h, S, v)
         return self.o(y.transpose(1, 2).reshape(B, S, h * self.vd))
+
+    def sparse(self, q, k, v, idx, valid, bias):
+        """DSA's core over the selected keys; selective recomputation checkpoints it (with the bias the
+        layer is given, as the dense core)."""
+        flash = self.kind == "flash"
+        if self.selective and not flash:
+            with set_checkpoint_early_stop(False):
+                return checkpoint(lambda q, k, v, idx, valid, bias: self.sdpa(q, k, v, idx, valid, False),
+                                  q, k, v, idx, valid, bias, use_reentrant=False, preserve_rng_state=False)
+        return self.sdpa(q, k, v, idx, valid, flash)
+
+
+class SparseSDPA(nn.Module):
+    """DSA's sparse attention kernel (:class:`SparseCore`): the component ``attention/sdpa``."""
+
+    def forward(self, q, k, v, idx, valid, flash: bool):
+        return SparseCore.apply(q, k, v, idx, valid, flash)
+
+
+class Indexer(nn.Module):
+    """DSA's lightning indexer, as transformers' DeepseekV32Indexer (without gradient): ``wq_b``
+    (q_lora_rank -> n*D) of the normed low-rank query, ``wk`` (d -> D) and its LayerNorm ``k_norm``,
+    ``weights_proj`` (d -> n); rotate-half RoPE on the first rope dims of its heads and key. Scores
+    ``sum_j w_j * relu(q_j . k) / sqrt(D)`` over every key; each query keeps its ``topk`` best keys
+    that it may see (``valid``: False where fewer are visible)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        dsa, d = cfg.dsa, cfg.d_model
+        self.n, self.D, self.topk = dsa.n_heads, dsa.head_dim, dsa.topk
+        self.wq_b = nn.Linear(cfg.mla.q_lora_rank, self.n * self.D, bias=False)
+        self.wk = nn.Linear(d, self.D, bias=False)
+        self.k_norm = nn.LayerNorm(self.D)
+        self.weights_proj = nn.Linear(d, self.n, bias=False)
+
+    def key(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
+        k = self.k_norm(self.wk(x))  # (B, S, D)
+        if ctx.rope is not None:
+            k = apply_rope(k[:, None], *ctx.rope)[:, 0]
+        return k
+
+    def forward(self, x, q_r, k, ctx: LayerContext):
+        B, S, _ = x.shape
+        S_kv = k.shape[1]
+        q = self.wq_b(q_r).view(B, S, self.n, self.D).transpose(1, 2)  # (B, n, S, D)
+        if ctx.rope is not None:
+            q = apply_rope(q, *ctx.rope)
+        scores = (q @ k[:, None].transpose(-2, -1)).relu() * self.D ** -0.5  # (B, n, S, S_kv)
+        w = self.weights_proj(x) * self.n ** -0.5  # (B, S, n)
+        index = (w[:, :, None, :] @ scores.transpose(1, 2)).squeeze(-2)  # (B, S, S_kv)
+        allowed = torch.ones(S, S_kv, dtype=torch.bool, device=x.device).tril(S_kv - S)
+        if ctx.bias is not None:
+            allowed = ctx.bias[0, 0] == 0
+        index = index.masked_fill(~allowed, float("-inf"))
+        # the top k, ties (relu's zeros) to the earliest key, so that a cached decode picks as the full forward
+        order = index.sort(dim=-1, descending=True, stable=True).indices
+        idx = order[..., :min(self.topk, S_kv)].contiguous()  # (B, S, K)
+        return idx, allowed.expand(B, S, S_kv).gather(-1, idx)
+
+
+class SparseCore(torch.autograd.Function):
+    """Attention of each query to its selected keys only, as a sparse kernel computes it: q (B, h, S,
+    d_qk), k (B, h, S_kv, d_qk), v (B, h, S_kv, d_v), idx and valid (B, S, K). Its two matmuls are
+    ``scores`` (2*B*h*S*K*d_qk) and ``values``. Eager keeps q, k, v, idx and the probabilities;
+    flash (``flash``) q, k, v, idx, its output and the fp32 log-sum-exp, and recomputes the scores
+    in backward (2.5x the forward, as dense flash)."""
+
+    @staticmethod
+    def _gather(t, idx):  # (B, h, S_kv, e) -> (B, h, S, K, e)
+        B, h, _, e = t.shape
+        S, K = idx.shape[1:]
+        return t.gather(2, idx.view(B, 1, S * K, 1).expand(B, h, S * K, e)).view(B, h, S, K, e)
+
+    @staticmethod
+    def _logits(q, ks, valid, scale):
+        with matmul_family("scores"):
+            s = (q[..., None, :] @ ks.transpose(-2, -1)).squeeze(-2)  # (B, h, S, K)
+        s = s.to(torch.promote_types(s.dtype, torch.float32)) * scale
+        return s.masked_fill(~valid[:, None], float("-inf"))
+
+    @staticmethod
+    def forward(ctx, q, k, v, idx, valid, flash: bool):
+        scale = q.shape[-1] ** -0.5
+        ks, vs = SparseCore._gather(k, idx), SparseCore._gather(v, idx)
+        logits = SparseCore._logits(q, ks, valid, scale)
+        lse = logits.logsumexp(dim=-1)  # (B, h, S)
+        probs = (logits - lse[..., None]).exp().to(v.dtype)
+        with matmul_family("values"):
+            out = (probs[..., None, :] @ vs).squeeze(-2)  # (B, h, S, d_v)
+        if flash:
+            ctx.save_for_backward(q, k, v, idx, out, lse)
+        else:
+            ctx.save_for_backward(q, k, v, idx, probs)
+        ctx.flash, ctx.scale, ctx.valid = flash, scale, valid
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        if ctx.flash:
+            q, k, v, idx, out, lse = ctx.saved_tensors
+            ks = SparseCore._gather(k, idx)
+            probs = (SparseCore._logits(q, ks, ctx.valid, ctx.scale) - lse[..., None]).exp().to(v.dtype)
+        else:
+            q, k, v, idx, probs = ctx.saved_tensors
+            ks = SparseCore._gather(k, idx)
+        vs = SparseCore._gather(v, idx)
+        with matmul_family("values"):
+            dvs = probs[..., :, None] @ dout[..., None, :]  # (B, h, S, K, d_v)
+            dp = (dout[..., None, :] @ vs.transpose(-2, -1)).squeeze(-2)  # (B, h, S, K)
+        ds = probs * (dp - (dp * probs).sum(-1, keepdim=True)) * ctx.scale
+        with matmul_family("scores"):
+            dq = (ds[..., None, :] @ ks).squeeze(-2)  # (B, h, S, d_qk)
+            dks = ds[..., :, None] @ q[..., None, :]  # (B, h, S, K, d_qk)
+        B, h, S, K = ds.shape
+        where = idx.view(B, 1, S * K, 1)
+        dk = torch.zeros_like(k).scatter_add(2, where.expand(B, h, S * K, k.shape[-1]), dks.flatten(2, 3))
+        dv = torch.zeros_like(v).scatter_add(2, where.expand(B, h, S * K, v.shape[-1]), dvs.flatten(2, 3))
+        return dq, dk, dv, None, None, None
 
 
 def make_attention(cfg: ModelConfig, index: int, spec: LayerSpec, kind: str) -> nn.Module:

@@ -73,6 +73,8 @@ class KVCache:
                 shapes = [(batch, E, K), (batch, E, N)]
             elif spec.attention == "mla":
                 shapes = [(batch, M, cfg.mla.kv_lora_rank), (batch, 1, M, cfg.mla.qk_rope_head_dim)]
+                if cfg.dsa is not None:  # DSA: the indexer's key
+                    shapes.append((batch, M, cfg.dsa.head_dim))
             else:
                 shapes = [(batch, cfg.kv_heads, M, cfg.head_size)] * 2
             self.tensors.append([torch.zeros(s, dtype=dtype, device=device) for s in shapes])
