@@ -34,7 +34,7 @@ from __future__ import annotations
 import torch
 
 from ..model.config import ModelConfig
-from ..model.layers import layer_specs
+from ..model.layers import layer_config, layer_specs
 from .mamba import mamba_sizes
 from .mamba2 import mamba2_sizes
 from .short_conv import short_conv_sizes
@@ -60,7 +60,8 @@ class KVCache:
             elif spec.attention == "mla":
                 shapes = [(batch, M, cfg.mla.kv_lora_rank), (batch, 1, M, cfg.mla.qk_rope_head_dim)]
             else:
-                shapes = [(batch, cfg.kv_heads, M, cfg.head_size)] * 2
+                layer = layer_config(cfg, spec)  # full_head_dim, full_kv_heads: a full layer's own shape
+                shapes = [(batch, layer.kv_heads, M, layer.head_size)] * 2
             self.tensors.append([torch.zeros(s, dtype=dtype, device=device) for s in shapes])
 
     def slots(self, window: int | None) -> int:
