@@ -80,6 +80,14 @@ VARIANTS = {  # together every config key and value
                "attention_chunk": 3, "layer_types": ["chunked", "chunked", "chunked", "full"],
                "moe": {"num_experts": 4, "experts_per_token": 1, "expert_d_ff": 16, "shared_experts": 1,
                        "step": 2}},
+    # Gemma 4: full layers of their own head size and K/V heads whose values are the keys' projection
+    "gemma4": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 2, "n_layers": 3,
+               "head_dim": 8, "qk_norm": "head", "v_norm": True, "norm_placement": "sandwich", "sliding_window": 4,
+               "layer_types": ["sliding", "sliding", "full"], "full_head_dim": 16, "full_kv_heads": 1,
+               "full_k_eq_v": True, "embedding_scale": 5.65, "final_logit_softcap": 30, "tie_embeddings": True,
+               "layer_scalar": True},
+    "k-eq-v": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "k_eq_v": True,
+               "v_norm": True},  # every layer's values are its keys' projection, normed per head
     "opt": {"position": "learned", "position_offset": 2, "activation": "relu", "qkv_bias": True, "out_bias": True,
             "mlp_bias": True, "tie_embeddings": True},
     "mamba": {"position": "none", "norm": "rmsnorm", "d_ff": 0, "layer_types": ["mamba"], "tie_embeddings": True,
@@ -322,6 +330,12 @@ def _recurrent_layers(draw, raw, kind: str):
         raw["quant_skip"] = ["lm_head"]
     if not attends and raw.get("qk_norm") == "l2":  # on RoPE layers: none here
         raw.pop("qk_norm")
+    if not attends:  # keys as values and the value norm act in attention
+        raw.pop("k_eq_v", None)
+        raw.pop("v_norm", None)
+    if "full" not in raw["layer_types"][:raw["n_layers"]]:  # a full layer's own shape needs one
+        for key in ("full_head_dim", "full_kv_heads", "full_k_eq_v"):
+            raw.pop(key, None)
     if not attends and raw["position"] in ("rope", "alibi", "relative"):
         raw["position"] = "none"
         for key in ("rope_theta", "rope_layers", "rotary_fraction", "relative_buckets", "relative_max_distance"):
@@ -415,6 +429,18 @@ def valid_configs(draw):
             raw["rope_layers"].append(True)
     if raw.get("attention") != "mla" and (not rope or False in raw.get("rope_layers", [True])):
         raw["attn_temperature_tuning"] = draw(st.booleans())  # applies to layers without RoPE
+    if raw.get("attention") != "mla":  # Gemma 4: keys as values, a norm over values, full layers' own shape
+        raw["k_eq_v"], raw["v_norm"] = draw(st.booleans()), draw(st.booleans())
+        raw["layer_scalar"] = draw(st.booleans())
+        types = raw.get("layer_types") or (["sliding"] if "sliding_window" in raw else ["full"])
+        if "full" in types[:n_layers] and draw(st.booleans()):
+            h, hd = raw["n_heads"], raw.get("head_dim") or raw["d_model"] // raw["n_heads"]
+            raw["full_k_eq_v"] = draw(st.booleans())
+            raw["full_kv_heads"] = draw(st.sampled_from([k for k in range(1, h + 1) if h % k == 0]))
+            full_hd = draw(st.sampled_from([hd, 2 * hd, 4 * hd]))
+            rotated = int(full_hd * raw.get("rotary_fraction", 1.0))
+            if not rope or (rotated and rotated % 2 == 0):
+                raw["full_head_dim"] = full_hd
     if rope:
         raw["rope_theta"] = draw(st.sampled_from([10000, 500000.0, 1e6]))
     if raw["position"] == "relative":

@@ -76,6 +76,8 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
         (cfg.n_heads % tp == 0, "layout.tp", f"{tp} must divide the {cfg.n_heads} attention heads of {name}"),
         (cfg.attention == "mla" or g % tp == 0 or tp % g == 0, "layout.tp",
          f"{tp} and the {g} KV heads of {name} must divide one another"),
+        (cfg.full_kv_heads is None or cfg.full_kv_heads % tp == 0 or tp % cfg.full_kv_heads == 0, "layout.tp",
+         f"{tp} and the {cfg.full_kv_heads} KV heads of the full layers of {name} must divide one another"),
         (layout.pp <= cfg.n_layers, "layout.pp", f"{layout.pp} must be at most the {cfg.n_layers} layers of {name}"),
         (layout.pp * layout.vpp <= cfg.n_layers, "layout.vpp",
          f"{layout.vpp}: {layout.pp} x {layout.vpp} virtual stages need a layer each, and {name} has "
@@ -123,7 +125,8 @@ def tp_local(cfg: ModelConfig, tp: int) -> ModelConfig:
     # a rank's slice, not a config anyone wrote (not checked as one: under MLA its head_dim means nothing)
     return dataclasses.replace(cfg, n_heads=cfg.n_heads // tp, n_kv_heads=max(cfg.kv_heads // tp, 1),
                                head_dim=cfg.head_size, d_ff=ceil_div(cfg.d_ff, tp),
-                               vocab_size=ceil_div(cfg.vocab_size, tp), moe=moe)
+                               vocab_size=ceil_div(cfg.vocab_size, tp), moe=moe,
+                               full_kv_heads=cfg.full_kv_heads and max(cfg.full_kv_heads // tp, 1))
 
 
 def stages(cfg: ModelConfig, layout: Layout) -> tuple[tuple[int, ...], ...]:

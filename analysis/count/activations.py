@@ -145,6 +145,8 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
         attn(tape.norm("norm/attention", None, T, d))
         if spec.ffn is not None:
             ffn(tape.norm("norm/mlp", None, T, d))
+    if cfg.layer_scalar:  # the layer's output, which the scalar's gradient reads
+        tape.save("layer", T * d * b)
     return {k: v for k, v in tape.bytes.items() if v}
 
 
@@ -176,8 +178,8 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     T, d = batch * seq, cfg.d_model
     model = build(cfg)
     # every attention layer has the model's attention kind (recurrent layers have no RoPE)
-    rope_dims = next((b.attention.rope_dims for g, b in model.blocks if not g.spec.recurrent), 0)
-    rope = 2 * seq * rope_dims * b if any(g.spec.rope for g, _ in model.blocks) else 0
+    # a cos and a sin table per distinct rotated width (full_head_dim: the full layers' own)
+    rope = sum(2 * seq * dims * b for dims in {k.attention.rope_dims for g, k in model.blocks if g.spec.rope})
     masks = _masks(cfg, seq, attention, b)
     comps: dict[str, int] = {}
     if run.lora is None:  # frozen embeddings keep no ids (their lookups need no gradient)

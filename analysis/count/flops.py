@@ -229,6 +229,8 @@ def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
                 if m.key in lora]
     # two adds (one without an FFN), each reads two and writes one
     ops.append(Op("residual", (1 + len(layer.ffns)) * T * cfg.d_model, 1, 3))
+    if cfg.layer_scalar:  # the layer's output times its scalar
+        ops.append(Op("layer_scalar", T * cfg.d_model, 1, 2))
     return ops
 
 

@@ -29,7 +29,7 @@ from .attention import ATTENTION, AttentionKind, rope_norms
 from .config import ModelConfig
 from .ffn import FFN, FFNKind
 from .gated_deltanet import GatedDeltaNet
-from .layers import LayerGroup, LayerSpec, layer_plan
+from .layers import LayerGroup, LayerSpec, layer_config, layer_plan
 from .lightning import Lightning
 from .mamba import Mamba
 from .mamba2 import Mamba2
@@ -138,7 +138,8 @@ class Block:
         return norms + self.mixer.norms() + rope_norms(self.cfg, self.spec) + sub_norms(self.cfg)
 
     def vectors(self) -> list[Vector]:
-        return self.mixer.vectors() + [v for f in self.ffns for v in f.vectors()]
+        scalar = [Vector("layer_scalar", 1)] if self.cfg.layer_scalar else []  # Gemma 4: the output's scale
+        return self.mixer.vectors() + [v for f in self.ffns for v in f.vectors()] + scalar
 
 
 # recurrent mixer kinds (layer_types), one descriptor each
@@ -201,7 +202,7 @@ def build(cfg: ModelConfig) -> Model:
     """The model ``cfg`` describes, part by part (module docstring)."""
     final = make_norm(cfg, "norm/final", cfg.d_model) if cfg.final_norm else None
     return Model(cfg, Table("embedding/token", cfg.vocab_size, cfg.d_model), position_table(cfg),
-                 tuple((group, Block(cfg, group.spec)) for group in layer_plan(cfg)), final,
+                 tuple((group, Block(layer_config(cfg, group.spec), group.spec)) for group in layer_plan(cfg)), final,
                  Head(Linear("lm_head", cfg.d_model, cfg.vocab_size, cfg.lm_head_bias), cfg.tie_embeddings),
                  build_vision(cfg),
                  make_norm(cfg, "norm/embedding", cfg.d_model) if cfg.embedding_norm else None)

@@ -115,17 +115,20 @@ class MHA(_Attention):
     def linears(self) -> list[Linear]:
         c, d, qb = self.cfg, self.cfg.d_model, self.cfg.qkv_bias
         gate = [Linear("attention/gate", d, c.q_width, False)] if c.attention_gate else []
+        v = [] if c.k_eq_v else [Linear("attention/v", d, c.kv_width, qb)]  # k_eq_v: the values are k's output
         return [Linear("attention/q", d, c.q_width, qb), Linear("attention/k", d, c.kv_width, qb),
-                Linear("attention/v", d, c.kv_width, qb), *gate, Linear("attention/o", c.q_width, d, c.out_bias)]
+                *v, *gate, Linear("attention/o", c.q_width, d, c.out_bias)]
 
     def norms(self) -> list[Norm]:
         c = self.cfg
+        # v_norm (Gemma 4): a weightless norm over each value head
+        v = [Norm("attention/v_norm", c.head_size, False, False, c.kv_heads)] if c.v_norm else []
         if c.qk_norm == "head":  # one norm of head_size applied to every head
             return [make_norm(c, "attention/q_norm", c.head_size, c.n_heads),
-                    make_norm(c, "attention/k_norm", c.head_size, c.kv_heads)]
+                    make_norm(c, "attention/k_norm", c.head_size, c.kv_heads), *v]
         if c.qk_norm == "full":  # over the whole projection output
-            return [make_norm(c, "attention/q_norm", c.q_width), make_norm(c, "attention/k_norm", c.kv_width)]
-        return []
+            return [make_norm(c, "attention/q_norm", c.q_width), make_norm(c, "attention/k_norm", c.kv_width), *v]
+        return v
 
     @property
     def rope_dims(self) -> int:
@@ -139,16 +142,19 @@ class MHA(_Attention):
         cfg = self.cfg
         T, h, g, b, hd = B * S, cfg.n_heads, cfg.kv_heads, tape.b, cfg.head_size
         qw, kw = cfg.q_width, cfg.kv_width
-        for p in "qkv":
+        for p in "qk" if cfg.k_eq_v else "qkv":
             tape.linear(f"attention/{p}", T * cfg.d_model * b, T, x)
         if cfg.attention_gate:
             tape.linear("attention/gate", T * cfg.d_model * b, T, x)
+        k_out = "attention/k output" if cfg.k_eq_v else None  # k_eq_v: v_norm reads the same storage
         if cfg.qk_norm == "full":
             tape.norm("attention/q_norm", None, T, qw)
-            tape.norm("attention/k_norm", None, T, kw)
+            tape.norm("attention/k_norm", k_out, T, kw)
         elif cfg.qk_norm == "head" or rope_norms(cfg, spec):
             tape.norm("attention/q_norm", None, T * h, hd)
-            tape.norm("attention/k_norm", None, T * g, hd)
+            tape.norm("attention/k_norm", k_out, T * g, hd)
+        if cfg.v_norm:
+            tape.norm("attention/v_norm", k_out, T * g, hd)
         if temperature(cfg, spec):  # q times a scale per position: the multiply keeps the scale
             tape.save("attention", S * b)
         if kind == "flash":

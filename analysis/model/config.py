@@ -420,6 +420,13 @@ class ModelConfig:
     attention_gate: bool = _key(_bool, False)  # output * sigmoid(x @ w_gate), w_gate: d -> h*hd (AFMoE)
     sub_norms: bool = _key(_bool, False)  # norms before o (over h*hd) and before down (over d_ff) (BitNet)
     attention_chunk: int | None = _key(_optional(_int()), None)  # chunked layers: keys of the query's chunk C
+    k_eq_v: bool = _key(_bool, False)  # no v projection: the values are the k projection's output (Gemma 4)
+    v_norm: bool = _key(_bool, False)  # a weightless norm over each value head (Gemma 4)
+    # `full` layers' own attention shape (Gemma 4's global layers); None/false: the model's
+    full_head_dim: int | None = _key(_optional(_int()), None)
+    full_kv_heads: int | None = _key(_optional(_int()), None)
+    full_k_eq_v: bool = _key(_bool, False)
+    layer_scalar: bool = _key(_bool, False)  # each layer's output times one scalar its checkpoint stores (Gemma 4)
     attn_temperature_tuning: bool = _key(_bool, False)  # NoPE layers scale q by position (Llama 4)
     attn_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 50
     final_logit_softcap: float | None = _key(_optional(_number()), None)  # Gemma 2: 30

@@ -18,6 +18,7 @@ Per-layer rules (DESIGN.md section 2):
   layer with ``d_ff: 0``; a ``none`` layer (``layer_types``) has no mixer (nor its norm): its FFN alone.
 """
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -119,6 +120,18 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
         topk = cfg.dsa.topk if cfg.dsa is not None and cfg.attention == "mla" else None
         specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk, topk))
     return tuple(specs)
+
+
+@functools.lru_cache(maxsize=1024)
+def layer_config(cfg: ModelConfig, spec: LayerSpec) -> ModelConfig:
+    """The config a layer's attention is built from: on a full-attention layer (no window, no chunk)
+    ``full_head_dim``, ``full_kv_heads`` and ``full_k_eq_v`` replace ``head_dim``, ``n_kv_heads`` and
+    ``k_eq_v`` (Gemma 4's global layers); every other layer, and a model without them, keeps ``cfg``."""
+    full = not spec.recurrent and spec.window is None and spec.chunk is None
+    if not full or (cfg.full_head_dim is None and cfg.full_kv_heads is None and not cfg.full_k_eq_v):
+        return cfg
+    return dataclasses.replace(cfg, head_dim=cfg.full_head_dim or cfg.head_size,
+                               n_kv_heads=cfg.full_kv_heads or cfg.kv_heads, k_eq_v=cfg.k_eq_v or cfg.full_k_eq_v)
 
 
 @functools.lru_cache(maxsize=256)

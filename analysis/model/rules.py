@@ -22,6 +22,15 @@ def _has_dense_mlp(cfg: ModelConfig) -> bool:
     return moe is None or moe.first_dense_layers > 0 or moe.step > 1  # layer 0 is then dense
 
 
+def _has_full(cfg: ModelConfig) -> bool:
+    """Whether some layer attends without a window or chunk (a ``full`` layer)."""
+    types = cfg.layer_types or (("sliding",) if cfg.sliding_window is not None else ("full",))
+    return "full" in types[:cfg.n_layers]
+
+
+_FULL = "full-attention layers (layer_types lists full), with attention other than mla (mha)"
+
+
 # A key given where it changes nothing is refused, whatever its value: key -> (whether it applies to
 # a config, what it applies to). Every other key applies to every model (tests/test_config.py
 # checks that each key is one or the other).
@@ -50,6 +59,11 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
                         "chunked layers (layer_types lists chunked)"),
     "attn_temperature_tuning": (lambda c: c.attention != "mla" and (c.position != "rope" or (
         c.rope_layers is not None and False in c.rope_layers)), "layers without RoPE, with attention other than mla"),
+    "k_eq_v": (lambda c: c.attention != "mla" and c.has_attention, "attention other than mla (mha)"),
+    "v_norm": (lambda c: c.attention != "mla" and c.has_attention, "attention other than mla (mha)"),
+    "full_head_dim": (lambda c: c.attention != "mla" and _has_full(c), _FULL),
+    "full_kv_heads": (lambda c: c.attention != "mla" and _has_full(c), _FULL),
+    "full_k_eq_v": (lambda c: c.attention != "mla" and _has_full(c), _FULL),
     "quant_skip": (lambda c: c.dtype in WEIGHT_FORMATS, f"a quantized dtype ({', '.join(WEIGHT_FORMATS)})"),
     "quant_group_size": (lambda c: c.dtype in WEIGHT_FORMATS and FORMATS[c.dtype].group != 1,
                          "a quantized dtype with blocks or groups"),
@@ -116,6 +130,13 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
             key = "head_dim" if cfg.rotary_fraction == 1 else "rotary_fraction"
             check.fail(key, f"RoPE needs an even, non-zero number of rotated dimensions, got "
                             f"int({cfg.head_size} * {cfg.rotary_fraction:g}) = {cfg.rotary_dims}")
+    if cfg.attention != "mla" and cfg.full_kv_heads is not None and cfg.n_heads % cfg.full_kv_heads:
+        check.fail("full_kv_heads", f"must divide n_heads ({cfg.n_heads}), got {cfg.full_kv_heads}")
+    if cfg.attention != "mla" and cfg.full_head_dim is not None and cfg.position == "rope":
+        dims = int(cfg.full_head_dim * cfg.rotary_fraction)
+        if dims % 2 or dims == 0:
+            check.fail("full_head_dim", f"RoPE needs an even, non-zero number of rotated dimensions, got "
+                                        f"int({cfg.full_head_dim} * {cfg.rotary_fraction:g}) = {dims}")
     if cfg.relative_max_distance <= cfg.relative_buckets // 2:
         check.fail("relative_max_distance", f"must exceed relative_buckets // 2 "
                                             f"({cfg.relative_buckets // 2}), got {cfg.relative_max_distance}")

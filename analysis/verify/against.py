@@ -119,6 +119,8 @@ _LAYER_NAMES = {
     # BitNet's sub-norms, before o_proj and before down_proj
     "attn_sub_norm": "attention/sub_norm", "ffn_sub_norm": "mlp/sub_norm",
     # LFM2: its norms before the mixer and the FFN, its FFN's linears (w1 the gate, w3 the up projection)
+    # Gemma 4: the scalar each layer's output is multiplied by (a buffer its checkpoint stores)
+    "layer_scalar": "layer_scalar",
     "operator_norm": "norm/attention", "ffn_norm": "norm/mlp", "w1": "mlp/gate", "w3": "mlp/up", "w2": "mlp/down",
 }
 # the Mamba mixer (transformers' MambaMixer, FalconMambaMixer): its parts; its own ops are the conv

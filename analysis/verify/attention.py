@@ -40,7 +40,7 @@ from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ..model.config import ModelConfig
 from ..model.layers import LayerSpec
-from .norms import L2Norm, make_norm
+from .norms import L2Norm, LayerNorm, RMSNorm, make_norm
 
 
 @dataclass
@@ -275,8 +275,11 @@ class Attention(_Attention):
         self.g, self.hd, self.qk_norm = cfg.kv_heads, cfg.head_size, cfg.qk_norm
         self.q = nn.Linear(d, cfg.q_width, bias=cfg.qkv_bias)
         self.k = nn.Linear(d, cfg.kv_width, bias=cfg.qkv_bias)
-        self.v = nn.Linear(d, cfg.kv_width, bias=cfg.qkv_bias)
+        if not cfg.k_eq_v:  # k_eq_v (Gemma 4): the values are k's projection output
+            self.v = nn.Linear(d, cfg.kv_width, bias=cfg.qkv_bias)
         self.o = nn.Linear(cfg.q_width, d, bias=cfg.out_bias)
+        if cfg.v_norm:  # Gemma 4: a weightless norm over each value head
+            self.v_norm = RMSNorm(self.hd, weight=False) if cfg.norm == "rmsnorm" else LayerNorm(self.hd, False, False)
         if cfg.attention_gate:  # AFMoE: the merged heads times sigmoid(gate(x)), elementwise
             self.gate = nn.Linear(d, cfg.q_width, bias=False)
         if cfg.sub_norms:  # BitNet: a norm over the merged heads, before o
@@ -293,7 +296,8 @@ class Attention(_Attention):
 
     def forward(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         B, S, _ = x.shape
-        q, k, v = self.q(x), self.k(x), self.v(x)  # (B, S, h*hd), (B, S, g*hd) x2
+        q, k = self.q(x), self.k(x)  # (B, S, h*hd), (B, S, g*hd)
+        v = self.v(x) if hasattr(self, "v") else k  # (B, S, g*hd); k_eq_v: k's output, before its norm
         if self.qk_norm == "full":
             q, k = self.q_norm(q), self.k_norm(k)
         q = q.view(B, S, self.h, self.hd)
@@ -301,6 +305,8 @@ class Attention(_Attention):
         v = v.view(B, S, self.g, self.hd)
         if self.qk_norm == "head":
             q, k = self.q_norm(q), self.k_norm(k)
+        if hasattr(self, "v_norm"):
+            v = self.v_norm(v)
         if self.temperature:  # one scale per position, as transformers' Llama4TextAttention
             pos = torch.arange(ctx.start_pos, ctx.start_pos + S, device=x.device, dtype=torch.float32)
             q = q * (torch.log1p(torch.floor((pos + 1.0) / 8192.0)) * 0.1 + 1.0).to(q.dtype).view(S, 1, 1)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import torch
 
 from ..model.config import ModelConfig
-from ..model.layers import layer_specs
+from ..model.layers import layer_config, layer_specs
 from .gated_deltanet import gated_deltanet_sizes
 from .lightning import lightning_sizes
 from .mamba import mamba_sizes
@@ -76,7 +76,8 @@ class KVCache:
                 if cfg.dsa is not None:  # DSA: the indexer's key
                     shapes.append((batch, M, cfg.dsa.head_dim))
             else:
-                shapes = [(batch, cfg.kv_heads, M, cfg.head_size)] * 2
+                layer = layer_config(cfg, spec)  # full_head_dim, full_kv_heads: a full layer's own shape
+                shapes = [(batch, layer.kv_heads, M, layer.head_size)] * 2
             self.tensors.append([torch.zeros(s, dtype=dtype, device=device) for s in shapes])
 
     def slots(self, window: int | None) -> int:

@@ -52,6 +52,10 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
     else:
         groups = min(cfg.n_heads // cfg.kv_heads, 4)
         small.update(n_kv_heads=4 // groups, head_dim=_small_head(cfg))
+        if cfg.full_head_dim is not None:  # full layers keep a head size of their own: twice the others'
+            small["full_head_dim"] = 2 * small["head_dim"]
+        if cfg.full_kv_heads is not None:  # as many K/V heads as the other layers (check_gqa varies both)
+            small["full_kv_heads"] = changes.get("n_kv_heads", small["n_kv_heads"])
     if cfg.sliding_window is not None:
         small["sliding_window"] = min(cfg.sliding_window, 5)
     if cfg.attention_chunk is not None:
@@ -155,7 +159,8 @@ def check_gqa(cfg: ModelConfig, attention: str = "eager") -> tuple[bool, float]:
     """GQA (2 K/V heads for 4 query heads) == MHA whose K/V heads repeat the GQA heads."""
     gqa_cfg = small_config(cfg, n_kv_heads=2)
     gqa = _model(gqa_cfg, attention)
-    mha = build(gqa_cfg.replace(n_kv_heads=4), attention, device="cpu", dtype=torch.float64)
+    full = {} if cfg.full_kv_heads is None else {"full_kv_heads": 4}
+    mha = build(gqa_cfg.replace(n_kv_heads=4, **full), attention, device="cpu", dtype=torch.float64)
     state = gqa.state_dict()
     for name, t in state.items():
         if not name.startswith("layers."):  # a vision tower's attention is not the language model's

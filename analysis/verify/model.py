@@ -61,7 +61,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ..model.config import ModelConfig
-from ..model.layers import LayerSpec, layer_specs
+from ..model.layers import LayerSpec, layer_config, layer_specs
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
 from .gated_deltanet import GatedDeltaNetMixer
@@ -79,7 +79,7 @@ class Context:
     """What every layer needs from the model for one forward call."""
 
     biases: dict  # layer span (window, chunk) -> (1, h or 1, S, S_kv) additive bias, or None
-    rope: tuple[torch.Tensor, torch.Tensor] | None  # cos, sin (S, rotated dims)
+    rope: dict[int, tuple[torch.Tensor, torch.Tensor]] | None  # rotated dims -> cos, sin (S, rotated dims)
     cache: object | None  # a KVCache
     start_pos: int
 
@@ -157,13 +157,16 @@ class Block(nn.Module):
             self.rglru = RGLRUMixer(cfg, index)
         elif spec.recurrent:  # a mamba layer: the mixer in attention's place (analysis.verify.mamba)
             self.mamba = MambaMixer(cfg, index)
-        else:
-            self.attention = make_attention(cfg, index, spec, attention)
+        else:  # full_head_dim, full_kv_heads, full_k_eq_v: a full layer's own shape
+            self.attention = make_attention(layer_config(cfg, spec), index, spec, attention)
             self.attention.selective = recompute == "selective"
+            self.rope_dims = rope_dims(layer_config(cfg, spec))
         if spec.ffn == "moe":
             self.moe = MoE(cfg, routing)
         elif spec.ffn == "dense":
             self.mlp = MLP(cfg)
+        if cfg.layer_scalar:  # Gemma 4: the block's output times one stored scalar
+            self.layer_scalar = nn.Parameter(torch.ones(1))
         names = [n for n in block_norms(cfg) if spec.ffn is not None or not n.startswith("mlp")]
         names = [n for n in names if spec.attention != "none" or not n.startswith("attention")]
         self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in names})
@@ -176,7 +179,7 @@ class Block(nn.Module):
                 return checkpoint(lambda x: self.run(x, LayerContext(None, None, ctx.cache, ctx.start_pos)), x,
                                   use_reentrant=False, preserve_rng_state=False)
         bias = ctx.biases[self.spec.span]
-        rope = ctx.rope if self.spec.rope else None
+        rope = ctx.rope[self.rope_dims] if self.spec.rope and ctx.rope is not None else None
         if not self.recompute:
             return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos))
 
@@ -194,6 +197,11 @@ class Block(nn.Module):
                               preserve_rng_state=False)
 
     def run(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
+        if hasattr(self, "layer_scalar"):
+            return self.unscaled(x, ctx) * self.layer_scalar
+        return self.unscaled(x, ctx)
+
+    def unscaled(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         n = self.norm
         ffn = self.moe if hasattr(self, "moe") else self.mlp if hasattr(self, "mlp") else None
 
@@ -284,9 +292,13 @@ class Transformer(nn.Module):
         if cfg.position == "sinusoidal":
             self.register_buffer("sinusoid", sinusoid_table(ctx_len, d), persistent=False)
         elif cfg.position == "rope":
-            cos, sin = rope_tables(ctx_len, rope_dims(cfg), cfg.rope_theta)
-            self.register_buffer("rope_cos", cos, persistent=False)
-            self.register_buffer("rope_sin", sin, persistent=False)
+            self.rope_widths = sorted({rope_dims(layer_config(cfg, s)) for s in self.specs if s.rope}
+                                      or {rope_dims(cfg)})  # a table per rotated width (full_head_dim)
+            for dims in self.rope_widths:
+                cos, sin = rope_tables(ctx_len, dims, cfg.rope_theta)
+                suffix = "" if dims == rope_dims(cfg) else f"_{dims}"
+                self.register_buffer("rope_cos" + suffix, cos, persistent=False)
+                self.register_buffer("rope_sin" + suffix, sin, persistent=False)
         elif cfg.position == "alibi":
             self.register_buffer("alibi", alibi_slopes(cfg.n_heads), persistent=False)
         self.layers = nn.ModuleList(Block(cfg, i, spec, attention, routing, recompute)
@@ -371,7 +383,11 @@ class Transformer(nn.Module):
             x = self.norm["embedding"](x)
         rope = None
         if cfg.position == "rope" and any(spec.rope for spec in self.specs):
-            rope = self.rope_cos[qpos].to(x.dtype), self.rope_sin[qpos].to(x.dtype)  # (S, r)
+            rope = {}
+            for dims in self.rope_widths:
+                suffix = "" if dims == rope_dims(cfg) else f"_{dims}"
+                rope[dims] = (getattr(self, "rope_cos" + suffix)[qpos].to(x.dtype),
+                              getattr(self, "rope_sin" + suffix)[qpos].to(x.dtype))  # (S, r)
         ctx = Context(self.attention_biases(qpos, cache, start_pos, x.dtype), rope, cache, start_pos)
         for layer in self.layers:
             x = layer(x, ctx)
