@@ -87,7 +87,7 @@ VARIANTS = {  # together every config key and value
                "full_k_eq_v": True, "embedding_scale": 5.65, "final_logit_softcap": 30, "tie_embeddings": True,
                "layer_scalar": True},
     "k-eq-v": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "k_eq_v": True,
-               "v_norm": True},  # every layer's values are its keys' projection, normed per head
+               "v_norm": True, "qk_norm": "head"},  # every layer's values are its keys' projection, normed per head
     "opt": {"position": "learned", "position_offset": 2, "activation": "relu", "qkv_bias": True, "out_bias": True,
             "mlp_bias": True, "tie_embeddings": True},
     "mamba": {"position": "none", "norm": "rmsnorm", "d_ff": 0, "layer_types": ["mamba"], "tie_embeddings": True,
@@ -430,12 +430,15 @@ def valid_configs(draw):
     if raw.get("attention") != "mla" and (not rope or False in raw.get("rope_layers", [True])):
         raw["attn_temperature_tuning"] = draw(st.booleans())  # applies to layers without RoPE
     if raw.get("attention") != "mla":  # Gemma 4: keys as values, a norm over values, full layers' own shape
-        raw["k_eq_v"], raw["v_norm"] = draw(st.booleans()), draw(st.booleans())
+        keys_as_values = raw.get("qk_norm") == "head"  # with v_norm: the form llmcalc models (rules.py)
+        raw["k_eq_v"] = keys_as_values and draw(st.booleans())
+        raw["v_norm"] = raw["k_eq_v"] or draw(st.booleans())
         raw["layer_scalar"] = draw(st.booleans())
         types = raw.get("layer_types") or (["sliding"] if "sliding_window" in raw else ["full"])
         if "full" in types[:n_layers] and draw(st.booleans()):
             h, hd = raw["n_heads"], raw.get("head_dim") or raw["d_model"] // raw["n_heads"]
-            raw["full_k_eq_v"] = draw(st.booleans())
+            raw["full_k_eq_v"] = keys_as_values and draw(st.booleans())
+            raw["v_norm"] = raw["v_norm"] or raw["full_k_eq_v"]
             raw["full_kv_heads"] = draw(st.sampled_from([k for k in range(1, h + 1) if h % k == 0]))
             full_hd = draw(st.sampled_from([hd, 2 * hd, 4 * hd]))
             rotated = int(full_hd * raw.get("rotary_fraction", 1.0))

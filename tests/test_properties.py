@@ -18,7 +18,7 @@ from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import ModelConfig
-from llmcalc.analysis.model.layers import layer_specs
+from llmcalc.analysis.model.layers import layer_config, layer_specs
 from llmcalc.analysis.perf.calibration import Efficiency
 from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import prefill, roofline
@@ -51,6 +51,11 @@ def cases(draw, lora: bool = True) -> Case:
     vpp = draw(st.sampled_from([v for v in (1, 2) if v == 1 or (pp > 1 and pp * v <= cfg.n_layers)]))
     layout = Layout(pp=pp, dp=draw(st.integers(1, 4)), zero=draw(st.sampled_from([0, 1, 2, 3])), vpp=vpp)
     return Case(cfg, run, layout)
+
+
+def _layouts_allow(cfg: ModelConfig) -> bool:
+    """Parallel layouts refuse a vision tower, DSA's indexer and recurrent mixers."""
+    return cfg.vision is None and cfg.dsa is None and not _recurrent(cfg)
 
 
 def _recurrent(cfg: ModelConfig) -> bool:
@@ -86,14 +91,14 @@ def _replicated(name: str, cfg: ModelConfig) -> bool:
     """Whether TP keeps the reference model's parameter ``name`` whole on every rank (DESIGN.md
     section 9): norms (a per-head qk-norm too; one over the whole projection splits with it),
     routers and the shared-expert gate, learned position tables (a T5 bias table splits with its
-    heads), row-parallel biases, MLA's latent projections, xIELU's scalars."""
+    heads), row-parallel biases, MLA's latent projections, xIELU's scalars, Gemma 4's layer scalars."""
     parts = name.split(".")
     module, leaf = parts[-2], parts[-1]
     if name.startswith("embedding.position"):
         return cfg.position != "relative"
     if module in ("q_norm", "k_norm"):
         return cfg.qk_norm == "head"
-    if module == "act":  # xIELU's learned scalars
+    if module == "act" or leaf == "layer_scalar":  # xIELU's learned scalars, Gemma 4's per-layer one
         return True
     return ("norm" in parts or module in ("router", "shared_expert_gate", "q_a", "kv_a", "q_a_norm", "kv_a_norm")
             or (leaf == "bias" and module in ("o", "down")) or leaf == "down_bias")
@@ -110,11 +115,12 @@ def test_tp_ranks_sum_back_to_the_reference(case, tp):
     from llmcalc.analysis.verify.model import Transformer
 
     cfg = case.cfg
-    assume(cfg.vision is None and not _recurrent(cfg))  # layouts refuse a vision tower and recurrent mixers
+    assume(_layouts_allow(cfg))
     # every split width made a multiple of tp (heads keep their size)
     moe = cfg.moe and dataclasses.replace(cfg.moe, expert_d_ff=cfg.expert_width * tp,
                                           shared_expert_d_ff=cfg.shared_expert_width * tp)
-    heads = {} if cfg.attention == "mla" else {"n_kv_heads": cfg.kv_heads * tp, "head_dim": cfg.head_size}
+    heads = {} if cfg.attention == "mla" else {"n_kv_heads": cfg.kv_heads * tp, "head_dim": cfg.head_size,
+                                                "full_kv_heads": cfg.full_kv_heads and cfg.full_kv_heads * tp}
     cfg = cfg.replace(n_heads=cfg.n_heads * tp, d_ff=cfg.d_ff * tp, vocab_size=cfg.vocab_size * tp, moe=moe,
                       **heads)
     with torch.device("meta"):
@@ -133,9 +139,10 @@ def _seen(i: int, window: Optional[int], chunk: Optional[int]) -> int:
     return i % chunk + 1 if chunk is not None else min(i + 1, window or i + 1)
 
 
-def _spans(cfg: ModelConfig) -> list[tuple[Optional[int], Optional[int]]]:
-    """(window, chunk) of every attention layer (a recurrent mixer attends nowhere)."""
-    return [(s.window, s.chunk) for s in layer_specs(cfg) if not s.recurrent]
+def _spans(cfg: ModelConfig) -> list[tuple[Optional[int], Optional[int], int, int]]:
+    """(window, chunk, score and value head sizes) of every attention layer (a recurrent mixer attends
+    nowhere; a full layer may have heads of its own size: full_head_dim)."""
+    return [(s.window, s.chunk, *_head_sizes(layer_config(cfg, s))) for s in layer_specs(cfg) if not s.recurrent]
 
 
 def _head_sizes(cfg: ModelConfig) -> tuple[int, int]:
@@ -153,18 +160,18 @@ def test_parameters_and_flops_identities(case):
     DeltaNet's scans), flash's once more the scores (not with a T5 bias); a decode step never sees past
     a window."""
     cfg, w = case.cfg, case.run.replace(lora=None, recompute="none")
+    assume(cfg.dsa is None)  # DSA attends to its top-k keys: its closed form is tests/test_against.py's
     p = count_params(cfg)
     assert sum(p.components.values()) == p.total and 0 < p.active <= p.total
     seq, batch = w.seq, w.batch
     dense, causal = count_flops(cfg, w.replace(attention="flash")), count_flops(cfg, w.replace(causal=True))
     assert causal.forward.matmul_total <= dense.forward.matmul_total
-    score, value = _head_sizes(cfg)
     h, spans = cfg.n_heads, _spans(cfg)
-    pairs = [sum(_seen(i, W, C) for i in range(seq)) for W, C in spans]
-    assert causal.forward.matmul.get("attention/scores", 0) == sum(2 * batch * h * n * score for n in pairs)
-    assert causal.forward.matmul.get("attention/values", 0) == sum(2 * batch * h * n * value for n in pairs)
-    assert dense.forward.matmul.get("attention/scores", 0) == 2 * batch * h * seq * seq * score * len(spans)
-    assert dense.forward.matmul.get("attention/values", 0) == 2 * batch * h * seq * seq * value * len(spans)
+    pairs = [(sum(_seen(i, W, C) for i in range(seq)), score, value) for W, C, score, value in spans]
+    assert causal.forward.matmul.get("attention/scores", 0) == sum(2 * batch * h * n * sc for n, sc, _ in pairs)
+    assert causal.forward.matmul.get("attention/values", 0) == sum(2 * batch * h * n * v for n, _, v in pairs)
+    assert dense.forward.matmul.get("attention/scores", 0) == sum(2 * batch * h * seq * seq * sc for _, sc, _ in pairs)
+    assert dense.forward.matmul.get("attention/values", 0) == sum(2 * batch * h * seq * seq * v for _, _, v in pairs)
     single = count_flops(cfg, w.replace(attention="flash", batch=1))
     assert dense.total.matmul_total == batch * single.total.matmul_total
     eager = count_flops(cfg, w.replace(attention="eager"))
@@ -175,8 +182,8 @@ def test_parameters_and_flops_identities(case):
     recomputed = 0 if cfg.position == "relative" else dense.forward.matmul.get("attention/scores", 0)
     assert dense.backward.matmul_total - eager.backward.matmul_total == recomputed
     dec = count_flops(cfg, RunSpec("decode", seq, batch)).forward.matmul
-    assert dec.get("attention/scores", 0) == sum(2 * batch * h * _seen(seq - 1, W, C) * score for W, C in spans)
-    assert dec.get("attention/values", 0) == sum(2 * batch * h * _seen(seq - 1, W, C) * value for W, C in spans)
+    assert dec.get("attention/scores", 0) == sum(2 * batch * h * _seen(seq - 1, W, C) * sc for W, C, sc, _ in spans)
+    assert dec.get("attention/values", 0) == sum(2 * batch * h * _seen(seq - 1, W, C) * v for W, C, _, v in spans)
 
 
 @pytest.mark.unit
@@ -219,7 +226,7 @@ def test_the_ideal_step_is_never_slower_than_the_expected(case, rounds, per_node
     within a node or across nodes; also without latencies and at the links' peaks (``free``), where
     the expected step differs from the ideal only by its compute and overlap."""
     cfg, layout = case.cfg, case.layout
-    assume(cfg.vision is None and not _recurrent(cfg))  # layouts refuse a vision tower and recurrent mixers
+    assume(_layouts_allow(cfg))
     layout = dataclasses.replace(layout, micro_batches=rounds * layout.pp)
     cal = H100.calibration
     if free:
@@ -244,7 +251,7 @@ def test_pipeline_stages_sum_back_to_the_model(case):
     when pp > 1), and ZeRO gives rank 0 at least 1/dp of its stage and less than 1/dp plus one row
     of each tensor."""
     cfg, layout = case.cfg, case.layout
-    assume(cfg.vision is None and not _recurrent(cfg))  # as in test_tp_ranks_sum_back_to_the_reference
+    assume(_layouts_allow(cfg))
     pp, dp, zero = layout.pp, layout.dp, layout.zero
     held = [sum(t.numel for t in stage_tensors(cfg, layout, s)) for s in range(pp)]
     copy = cfg.vocab_size * cfg.d_model if cfg.tie_embeddings and pp > 1 else 0
@@ -270,7 +277,7 @@ def test_lora_under_a_layout_trains_the_adapters_alone(case, data):
     from llmcalc.analysis.model.sizes import weight_bytes
 
     cfg, layout = case.cfg, case.layout
-    assume(cfg.vision is None and not _recurrent(cfg))  # as in test_tp_ranks_sum_back_to_the_reference
+    assume(_layouts_allow(cfg))
     if cfg.dtype in WEIGHT_FORMATS:  # a quantized base (QLoRA) is sized on one GPU only: the same model in bf16
         cfg = cfg.replace(dtype="bf16", quant_group_size=None, quant_skip=None)
     targets = data.draw(st.one_of(st.just((ALL_LINEAR,)), st.lists(st.sampled_from(linear_keys(cfg)), min_size=1,

@@ -104,6 +104,10 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
         rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has {cfg.recurrent_kind} layers, "
                                                 "which are "
                                                 "sized on one GPU only: not with a parallel layout"))
+    if cfg.dsa is not None:  # its indexer's tensors are not split here
+        split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
+        rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has DSA's indexer (dsa), which is "
+                                                "sized on one GPU only: not with a parallel layout"))
     if cfg.vision is not None:  # named by the first split the layout makes
         split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
         rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has a vision tower, which is "

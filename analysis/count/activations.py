@@ -75,7 +75,7 @@ from ..model.tape import INDEX, Tape, norm_stat_bytes
 from ..model.variants import POSITIONS
 from ..spec import LoRA, RunSpec, check_arguments
 from .flops import core_recomputed
-from .lora import adapted
+from .lora import layer_adapted
 
 
 class Activations(NamedTuple):
@@ -99,7 +99,8 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
     recomputed); ``lora``: adapters on a frozen base."""
     cfg, spec = layer.cfg, layer.spec
     T, d = batch * seq, cfg.d_model
-    tape = Tape(cfg, b) if lora is None else Tape(cfg, b, adapted(cfg, lora), lora.rank)
+    tape = Tape(cfg, b) if lora is None else Tape(cfg, b, layer_adapted([m.key for m in layer.linears()], lora),
+                                                  lora.rank)
     # a learned T5 bias has no fused kernel: eager (core recomputed under selective)
     kind = "eager" if POSITIONS[cfg.position].learned_bias and attention == "flash" else attention
     placement = cfg.norm_placement
@@ -145,7 +146,7 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
         attn(tape.norm("norm/attention", None, T, d))
         if spec.ffn is not None:
             ffn(tape.norm("norm/mlp", None, T, d))
-    if cfg.layer_scalar:  # the layer's output, which the scalar's gradient reads
+    if cfg.layer_scalar and lora is None:  # the layer's output, which the scalar's gradient reads (frozen: none)
         tape.save("layer", T * d * b)
     return {k: v for k, v in tape.bytes.items() if v}
 

@@ -49,7 +49,7 @@ from ..model.variants import (
 )
 from ..model.vision import vision_forward
 from ..spec import RunSpec, check_arguments
-from .lora import adapted, frozen_keys
+from .lora import frozen_keys, layer_adapted
 from .params import count_params
 
 
@@ -177,7 +177,7 @@ def layer_matmul(layer: Block, run: RunSpec) -> dict[str, int]:
     """Forward matmul FLOPs of one layer, by component; a LoRA adapter's two matmuls
     (``A``: d_in -> r, ``B``: r -> d_out) under ``key/lora``."""
     out: dict[str, int] = {}
-    lora = adapted(layer.cfg, run.lora)
+    lora = layer_adapted([m.key for m in layer.linears()], run.lora)
     for m in layer.linears():
         rows = linear_rows(m, layer, run) * m.active
         _add(out, m.key, 2 * rows * m.d_in * m.d_out)
@@ -223,7 +223,7 @@ def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
     ops += temperature_ops(cfg, layer.spec, T)
     for ffn in layer.ffns:
         ops += ffn.ops(T)
-    lora = adapted(cfg, run.lora)
+    lora = layer_adapted([m.key for m in layer.linears()], run.lora)
     if lora:  # an adapter's output scaled by alpha / r and added to the base's
         ops += [Op("lora", linear_rows(m, layer, run) * m.d_out * m.active, 2, 3) for m in layer.linears()
                 if m.key in lora]
@@ -242,7 +242,7 @@ def _recurrent_ops(layer: Block, run: RunSpec, ops: list[Op]) -> list[Op]:
     ops += mixer.pass_ops(run) if isinstance(mixer, (Mamba2, Lightning, GatedDeltaNet, RGLRU)) else mixer.ops(T)
     for ffn in layer.ffns:
         ops += ffn.ops(T)
-    lora = adapted(cfg, run.lora)
+    lora = layer_adapted([m.key for m in layer.linears()], run.lora)
     if lora:
         ops += [Op("lora", linear_rows(m, layer, run) * m.d_out * m.active, 2, 3) for m in layer.linears()
                 if m.key in lora]

@@ -39,6 +39,15 @@ def targeted(cfg: ModelConfig, lora: LoRA) -> list[str]:
     return available if ALL_LINEAR in lora.targets else list(dict.fromkeys(lora.targets))
 
 
+def layer_adapted(linears: list[str], lora: LoRA | None) -> frozenset[str]:
+    """The keys of one layer's ``linears`` that ``lora`` adapts: not checked against the layer (a
+    full layer of Gemma 4 has no ``attention/v`` its sliding layers have); :func:`adapted` checks the
+    targets against the model."""
+    if lora is None:
+        return frozenset()
+    return frozenset(linears) if ALL_LINEAR in lora.targets else frozenset(lora.targets) & set(linears)
+
+
 @functools.lru_cache(maxsize=64)  # asked per layer group by flops, activations and traffic
 def adapted(cfg: ModelConfig, lora: LoRA | None) -> frozenset[str]:
     """The keys ``lora`` adapts in ``cfg`` as a set (empty without LoRA)."""

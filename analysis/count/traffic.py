@@ -39,7 +39,7 @@ from ..model.formats import FORMATS
 from ..model.sizes import bytes_per, weight_bytes
 from ..spec import RunSpec
 from .flops import _add, attended_keys, core_keys, core_recomputed, layer_ops, linear_rows, model_ops
-from .lora import adapted, frozen_keys
+from .lora import frozen_keys, layer_adapted
 from .memory import trained_state
 from .quant import linear_weight_bytes
 
@@ -82,7 +82,7 @@ def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
     b, T = bytes_per(run.dtype), run.tokens
     kv = b if run.mode == "train" else bytes_per(run.kv_dtype)
     out: dict[str, int] = {}
-    lora = adapted(layer.cfg, run.lora)
+    lora = layer_adapted([m.key for m in layer.linears()], run.lora)
     for m in layer.linears():
         rows = linear_rows(m, layer, run)
         read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)

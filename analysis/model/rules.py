@@ -130,6 +130,9 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
             key = "head_dim" if cfg.rotary_fraction == 1 else "rotary_fraction"
             check.fail(key, f"RoPE needs an even, non-zero number of rotated dimensions, got "
                             f"int({cfg.head_size} * {cfg.rotary_fraction:g}) = {cfg.rotary_dims}")
+    for key in ("k_eq_v", "full_k_eq_v"):  # the form measured: v its own tensor (normed), k normed per head
+        if getattr(cfg, key) and not (cfg.v_norm and cfg.qk_norm == "head"):
+            check.fail(key, "keys reused as values are modeled as Gemma 4 has them: with v_norm and qk_norm: head")
     if cfg.attention != "mla" and cfg.full_kv_heads is not None and cfg.n_heads % cfg.full_kv_heads:
         check.fail("full_kv_heads", f"must divide n_heads ({cfg.n_heads}), got {cfg.full_kv_heads}")
     if cfg.attention != "mla" and cfg.full_head_dim is not None and cfg.position == "rope":
