@@ -289,3 +289,32 @@ def test_device_does_not_apply_to_against(run):
     result = run("verify", "gpt2-small", *ARGS, "--device", "cpu", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["device"] == "meta"
     assert result.stderr == "Warning: --device cpu does not apply to --against transformers (built on meta); ignored\n"
+
+
+@pytest.mark.parametrize("model_type", ["deepseek_v32", "glm_moe_dsa"])
+def test_dsa_attention_flops_closed_form(tmp_path, model_type):
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5) with a top-k below the sequence: transformers'
+    attention scores all S keys and masks all but the indexer's top k (against.py compares it with
+    llmcalc's figure x S / min(S, k), labelled EVERY_KEY); the model attends to min(seen, k) keys per
+    query. Parameters and the cache (latent, shared RoPE key and the indexer's key per token) are
+    transformers' exactly; the indexer (q.k of its n heads of D, then their weighted sum) scores all
+    S x S pairs, forward only."""
+    from transformers import AutoConfig
+
+    raw = AutoConfig.for_model(model_type, num_hidden_layers=4, index_topk=3).to_dict()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    cfg = load_model(str(path))
+    S, k, L, h, n, D = 8, 3, 4, raw["num_attention_heads"], raw["index_n_heads"], raw["index_head_dim"]
+    d_qk, d_v = raw["qk_nope_head_dim"] + raw["qk_rope_head_dim"], raw["v_head_dim"]
+    report = count_flops(cfg, RunSpec("train", S, 1, "eager"))
+    fwd = report.forward.matmul
+    assert fwd["attention/scores"] == L * 2 * h * S * k * d_qk and fwd["attention/values"] == L * 2 * h * S * k * d_v
+    assert fwd["attention/indexer"] == L * 2 * n * S * S * (D + 1)
+    assert "attention/indexer" not in report.backward.matmul
+    checks = {c.name: c for c in against.against_transformers(cfg, raw, S, 1, str(path))}
+    assert [c for c in checks.values() if not c.ok or "unmatched" in c.name] == []
+    core = checks["transformers/flops/eager/forward/attention/scores+values"]
+    assert core.measured == L * 2 * h * S * S * (d_qk + d_v) and core.note == against.EVERY_KEY
+    assert checks["transformers/flops/eager/forward/attention/indexer"].measured == L * 2 * n * S * S * (D + 1)
+    assert checks["transformers/flops/eager/forward/attention/indexer/wq_b"].note == ""

@@ -509,6 +509,25 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         head_dim=128, max_position_embeddings=131072, mamba_num_heads=128, mamba_head_dim=80, n_groups=8,
         ssm_state_size=128, conv_kernel=4, chunk_size=128, mlp_hidden_act="relu2", tie_word_embeddings=False,
         hybrid_override_pattern="M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-"), None),
+    # DeepSeek Sparse Attention: MLA with a lightning indexer (published config.json values). DeepSeek-V3.2's
+    # checkpoint adds its multi-token-prediction layer (not built by transformers): not pinned
+    "deepseek_v32": ("deepseek-ai/DeepSeek-V3.2", dict(
+        vocab_size=129280, hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
+        num_hidden_layers=61, num_attention_heads=128, num_key_value_heads=128, n_routed_experts=256,
+        n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=3, n_group=8, topk_group=4,
+        q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+        index_n_heads=64, index_head_dim=128, index_topk=2048, max_position_embeddings=163840,
+        tie_word_embeddings=False, bos_token_id=0, eos_token_id=1), None),
+    # GLM-5: every layer runs its indexer (no indexer_types, index_topk_freq); its checkpoint adds the
+    # multi-token-prediction layer: not pinned
+    "glm_moe_dsa": ("zai-org/GLM-5", dict(
+        vocab_size=154880, hidden_size=6144, intermediate_size=12288, moe_intermediate_size=2048,
+        num_hidden_layers=78, num_attention_heads=64, num_key_value_heads=64, n_routed_experts=256,
+        n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=3, n_group=1, topk_group=1,
+        q_lora_rank=2048, kv_lora_rank=512, qk_nope_head_dim=192, qk_rope_head_dim=64, v_head_dim=256,
+        index_n_heads=32, index_head_dim=128, index_topk=2048, max_position_embeddings=202752,
+        rope_parameters=dict(rope_type="default", rope_theta=1000000), tie_word_embeddings=False,
+        pad_token_id=154820, eos_token_id=[154820, 154827, 154829]), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -935,6 +954,7 @@ DEPTHS["lfm2_moe"] = 3  # its first attention layer, index 2, and an MoE one
 DEPTHS["minimax"] = 8  # its first softmax-attention layer is the eighth
 # Qwen3-Next and Qwen3.5: their first attention layer is the fourth (transformers reads the cached length there)
 DEPTHS.update(qwen3_next=4, qwen3_5_text=4, qwen3_5_moe_text=4)
+DEPTHS.update(deepseek_v32=4, glm_moe_dsa=4)  # three dense layers and a MoE one, as DeepSeek-V3
 DEPTHS["recurrent_gemma"] = 3  # two recurrent blocks and its first attention layer
 
 
@@ -1054,3 +1074,21 @@ def test_jamba_layer_pattern_is_transformers(attn, experts):
     specs = layer_specs(from_dict(cfg))
     assert ["mamba" if s.recurrent else "attention" for s in specs] == config.layers_block_type
     assert ["moe" if n > 1 else "dense" for n in config.layers_num_experts] == [s.ffn for s in specs]
+
+
+@pytest.mark.parametrize("changes, key", [
+    ({"indexer_types": ["full", "shared", "full", "full"]}, "indexer_types"),
+    ({"index_topk_pattern": "FFSF"}, "index_topk_pattern"),
+    ({"index_topk_freq": 2, "index_skip_topk_offset": 1}, "index_topk_freq"),  # GLM-5.2's IndexShare schedule
+])
+def test_glm5_shared_indexer_layers_exit_2(tmp_path, run, changes, key):
+    """GLM-MoE-DSA layers that reuse the previous layer's top-k ("shared": no indexer of their own, no
+    indexer key cached) are not modeled: refused in one line naming the key that makes them; GLM-5's
+    published config has none (every layer "full", transformers' default)."""
+    data = {**_config("glm_moe_dsa", {**CHECKPOINTS["glm_moe_dsa"][1], "num_hidden_layers": 4}).to_dict(),
+            "indexer_types": None, **changes}
+    result = run("params", _write(tmp_path, data))
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"key '{key}'" in result.stderr and "'shared'" in result.stderr
+    kept = {k: v for k, v in data.items() if k not in changes}  # without them: every layer its own indexer
+    assert from_hf_config(kept, "config.json")["dsa"] == {"n_heads": 32, "head_dim": 128, "topk": 2048}

@@ -53,6 +53,9 @@ GOLDEN = {
     # GLM-4.5-Air without its multi-token-prediction layer: the checkpoint's 110,468,824,832 less
     # that layer's 3,616,573,568 (one MoE layer, eh_proj, norms, its copies of embedding and head)
     "glm-4.5-air": (106_852_251_264, 13_424_129_664),
+    # GLM-5 without its multi-token-prediction layer: transformers' GlmMoeDsaForCausalLM on the published
+    # config.json (hf/glm-5.json) counts the same 743,911,218,432 (the card: 744B total, 40B active)
+    "glm-5": (743_911_218_432, 41_784_728_832),
     # Llama 4, the multimodal checkpoints (vision tower, adapter and projector included: active
     # counts them too, the language model's 17,172,894,720 and 17,184,691,200 plus 871,932,416);
     # the checkpoints' safetensors totals, equal to transformers' Llama4ForConditionalGeneration on

@@ -62,7 +62,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..count.flops import count_flops
+from ..count.flops import SCORES_VALUES, count_flops
 from ..count.params import count_params
 from ..errors import ConfigError
 from ..load.catalog import HF_DIR, bundled_names
@@ -326,6 +326,10 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         return "attention/o" if parts[0] in _ATTENTION_MODULES else "mlp/down"
     if last == "sinks":
         return "attention/sinks"
+    if len(parts) >= 2 and parts[-2] == "indexer":  # DSA's lightning indexer: its projections and key norm
+        return f"attention/indexer/{last}"
+    if last == "indexer":  # its own matmuls (q.k and the heads' weighted sum)
+        return "attention/indexer"
     if last == "gate_proj" and parts[0] in _ATTENTION_MODULES:  # AFMoE's attention output gate
         return "attention/gate"
     return _LAYER_NAMES.get(last, f"?{local}")
@@ -395,6 +399,13 @@ EVERY_EXPERT = ("analytic under transformers' convention: every expert on every 
                 "(x num_experts / experts_per_token)")
 
 
+# model types whose transformers attention (eager and SDPA) scores every key a query sees and masks all but the
+# indexer's top-k: their attention FLOPs are dense attention's, not the model's, which reads min(keys, topk)
+DENSE_TOPK = frozenset({"deepseek_v32", "glm_moe_dsa"})
+EVERY_KEY = ("analytic under transformers' convention: dense attention masked to the top-k "
+             "(x keys / min(keys, topk))")
+
+
 # --- measurements ----------------------------------------------------------------------------
 
 def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
@@ -460,7 +471,8 @@ def measure_kv_bytes(model: torch.nn.Module, batch: int, prefill: int) -> int:
     cache = given.get("past_key_values", cache)
     total = _module_states(model)
     for layer in cache.layers if cache is not None else []:
-        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+        for t in (getattr(layer, "keys", None), getattr(layer, "values", None),
+                  getattr(layer, "indexer_keys", None)):  # DSA: the indexer's key per token
             if isinstance(t, torch.Tensor):
                 total += t.numel() * t.element_size()
         for states in (getattr(layer, "conv_states", None), getattr(layer, "recurrent_states", None)):
@@ -555,14 +567,21 @@ def _against(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int, source
     fwd, bwd = measure_flops(model, cfg, batch, seq)
     report = count_flops(cfg, RunSpec("train", seq, batch, "eager"))
     dense = raw.get("model_type") in DENSE_EXPERTS and cfg.moe is not None
+    kind = raw.get("model_type")
     passes = (("forward", report.forward.matmul, fwd), ("backward", report.backward.matmul, bwd))
     for name, analytic, measured in passes:
         if dense:  # transformers' experts: every expert on every token (module docstring)
             analytic = {**analytic, "moe/experts": analytic["moe/experts"] * cfg.moe.num_experts
                         // cfg.moe.experts_per_token}
+        sparse = kind in DENSE_TOPK and cfg.dsa is not None and cfg.dsa.topk < seq
+        if sparse:  # transformers' attention: every key, the rest masked (DENSE_TOPK)
+            analytic = {**analytic, **{k: analytic[k] * seq // min(seq, cfg.dsa.topk) for k in SCORES_VALUES}}
         checks = _compare(f"transformers/flops/eager/{name}", analytic, measured)
         out += [Check(c.name, c.analytic, c.measured, c.ok, EVERY_EXPERT) if dense and c.name.endswith(
             ("/moe/experts", "/total")) else c for c in checks]
+        if sparse:  # labelled, as the experts are
+            out[-len(checks):] = [Check(c.name, c.analytic, c.measured, c.ok, EVERY_KEY) if c.name.endswith(
+                ("/attention/scores+values", "/total")) else c for c in checks]
 
     prefill, kind = kv_prefill(cfg, seq), raw.get("model_type")
     windows = sorted({w for g in layer_plan(cfg) for w in g.spec.span if w is not None})

@@ -822,3 +822,22 @@ DEFAULTS["qwen3_5_moe_text"] = _config(
     f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef",
     vocab_size=248320, hidden_size=2048, num_hidden_layers=40, num_attention_heads=16, num_key_value_heads=2,
     moe_intermediate_size=512, shared_expert_intermediate_size=512, num_experts_per_tok=8, num_experts=256, **_GDN)
+# -- DeepSeek Sparse Attention (analysis.load.hf.dsa): DeepseekV32Config, GlmMoeDsaConfig (its subclass:
+# indexer_types null, and without index_topk_pattern, index_topk_freq and index_skip_topk_offset, which
+# its __post_init__ reads only where given, every layer runs its indexer); q_lora_rank and the
+# index_* sizes are typed int (the indexer reads the low-rank query); head_dim: pointed at
+# qk_rope_head_dim by its __post_init__ (ignored)
+_DSA_IGNORED = (f"{_COMMON} rms_norm_eps attention_dropout output_router_logits routed_scaling_factor n_group "
+                "topk_group norm_topk_prob mlp_bias head_dim")
+_DSA = dict(num_key_value_heads=128, hidden_act="silu", tie_word_embeddings=False, attention_bias=False,
+            kv_lora_rank=512, qk_rope_head_dim=64, n_shared_experts=1, n_routed_experts=256, num_local_experts=None,
+            num_experts_per_tok=8, moe_intermediate_size=2048, first_k_dense_replace=3, mlp_layer_types=_null(),
+            layer_types=_null(), index_head_dim=128, index_topk=2048, rope_theta=10000.0)
+DEFAULTS["deepseek_v32"] = _config(
+    _DSA_IGNORED, **_DSA, vocab_size=129280, hidden_size=7168, intermediate_size=18432, num_hidden_layers=61,
+    num_attention_heads=128, q_lora_rank=1536, qk_nope_head_dim=128, v_head_dim=128, index_n_heads=64,
+    max_position_embeddings=163840)
+DEFAULTS["glm_moe_dsa"] = _config(
+    _DSA_IGNORED, **{**_DSA, "num_key_value_heads": 64}, vocab_size=154880, hidden_size=6144,
+    intermediate_size=12288, num_hidden_layers=78, num_attention_heads=64, q_lora_rank=2048, qk_nope_head_dim=192,
+    v_head_dim=256, index_n_heads=32, max_position_embeddings=202752, indexer_types=_null())
