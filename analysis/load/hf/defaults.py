@@ -822,3 +822,16 @@ DEFAULTS["qwen3_5_moe_text"] = _config(
     f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef",
     vocab_size=248320, hidden_size=2048, num_hidden_layers=40, num_attention_heads=16, num_key_value_heads=2,
     moe_intermediate_size=512, shared_expert_intermediate_size=512, num_experts_per_tok=8, num_experts=256, **_GDN)
+# Gemma4TextConfig; global_head_dim and num_global_key_value_heads: its __post_init__ (kwargs it turns into
+# per_layer_config; a null global_head_dim fails it); hidden_size_per_layer_input 256: per-layer embeddings on
+# (refused by the mapper)
+DEFAULTS["gemma4_text"] = _config(
+    f"{_COMMON} rms_norm_eps",
+    vocab_size=262144, hidden_size=2304, intermediate_size=9216, num_hidden_layers=30, num_attention_heads=8,
+    num_key_value_heads=4, head_dim=256, hidden_activation="gelu_pytorch_tanh", max_position_embeddings=131072,
+    tie_word_embeddings=True, attention_bias=False, sliding_window=512, layer_types=_null(),
+    final_logit_softcapping=_null(), use_bidirectional_attention=_null(), pad_token_id=_null(0),
+    rope_parameters=_null(), vocab_size_per_layer_input=262144, hidden_size_per_layer_input=256,
+    attention_k_eq_v=False, num_kv_shared_layers=0, enable_moe_block=False, use_double_wide_mlp=False,
+    num_experts=_null(), top_k_experts=_null(), moe_intermediate_size=_null(), global_head_dim=512,
+    num_global_key_value_heads=_null(), per_layer_config=_null())
