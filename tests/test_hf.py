@@ -528,6 +528,13 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         index_n_heads=32, index_head_dim=128, index_topk=2048, max_position_embeddings=202752,
         rope_parameters=dict(rope_type="default", rope_theta=1000000), tie_word_embeddings=False,
         pad_token_id=154820, eos_token_id=[154820, 154827, 154829]), None),
+    # the language model of the multimodal checkpoint (its text_config; a vision tower beside it): 30,697,345,340 as
+    # transformers counts it, the preset gemma-4-31b; the checkpoint's own total includes the tower: not pinned
+    "gemma4_text": ("google/gemma-4-31B-it (text_config)", dict(
+        vocab_size=262144, hidden_size=5376, intermediate_size=21504, num_hidden_layers=60, num_attention_heads=32,
+        num_key_value_heads=16, head_dim=256, global_head_dim=512, num_global_key_value_heads=4,
+        attention_k_eq_v=True, sliding_window=1024, max_position_embeddings=262144, final_logit_softcapping=30.0,
+        hidden_size_per_layer_input=0, num_kv_shared_layers=0, enable_moe_block=False), None),
 }
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
@@ -1048,6 +1055,9 @@ SMALL = {"dbrx": dict(vocab_size=1000, d_model=64, n_heads=4, n_layers=2, max_se
 # the one difference llmcalc keeps: Nemotron-H's class default blocks (Mamba-2, MoE, attention, MLP) put an MLP
 # layer where llmcalc's MoE step (every second layer, from the first MoE one) has a MoE one: refused, named
 REFUSED_DEFAULTS = {"nemotron_h": {"hybrid_override_pattern dropped": ("refused", (2_137_412_872, 5_529_600))}}
+# Gemma 4: its class default hidden_size_per_layer_input (256) turns on the per-layer embeddings of E2B/E4B,
+# refused, named
+REFUSED_DEFAULTS["gemma4_text"] = {"hidden_size_per_layer_input dropped": ("refused", (2_564_746_754, 50_348_032))}
 
 
 @pytest.mark.parametrize("model_type", OTHERS)
@@ -1092,3 +1102,35 @@ def test_glm5_shared_indexer_layers_exit_2(tmp_path, run, changes, key):
     assert f"key '{key}'" in result.stderr and "'shared'" in result.stderr
     kept = {k: v for k, v in data.items() if k not in changes}  # without them: every layer its own indexer
     assert from_hf_config(kept, "config.json")["dsa"] == {"n_heads": 32, "head_dim": 128, "topk": 2048}
+
+
+GEMMA4 = dict(model_type="gemma4_text", vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=6,
+              num_attention_heads=4, num_key_value_heads=2, head_dim=16, hidden_size_per_layer_input=0)
+
+
+@pytest.mark.parametrize("changes, key", [
+    ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input"),  # the class default: E2B/E4B's
+    ({"num_kv_shared_layers": 2}, "num_kv_shared_layers"),
+    ({"enable_moe_block": True}, "enable_moe_block"),
+    ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention"),
+    ({"per_layer_config": {"0": {"head_dim": 32}}}, "per_layer_config"),  # a sliding layer
+    ({"per_layer_config": {"5": {"intermediate_size": 256}}}, "per_layer_config"),
+    ({"per_layer_config": {"5": {"num_key_value_heads": 3}}}, "per_layer_config"),  # 3 does not divide 4
+])
+def test_gemma4_refusals_name_the_key(tmp_path, run, changes, key):
+    result = run("params", _write(tmp_path, {**GEMMA4, **changes}))
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"key '{key}'" in result.stderr
+
+
+def test_gemma4_per_layer_config_is_the_source():
+    """transformers' to_dict writes per_layer_config in place of global_head_dim and
+    num_global_key_value_heads; given, it wins over them (transformers ignores them then)."""
+    keys = from_hf_config({**GEMMA4, "global_head_dim": 32, "num_global_key_value_heads": 1,
+                           "attention_k_eq_v": True}, "config.json")
+    assert (keys["full_head_dim"], keys["full_kv_heads"], keys["full_k_eq_v"]) == (32, 1, True)
+    written = {**GEMMA4, "attention_k_eq_v": True, "global_head_dim": 8,
+               "per_layer_config": {"5": {"head_dim": 32, "num_key_value_heads": 1}}}
+    assert from_hf_config(written, "config.json") == keys
+    plain = from_hf_config({**GEMMA4, "global_head_dim": 32, "per_layer_config": None}, "config.json")
+    assert "full_head_dim" not in plain and "full_kv_heads" not in plain  # no overrides: the global shape

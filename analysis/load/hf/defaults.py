@@ -841,3 +841,16 @@ DEFAULTS["glm_moe_dsa"] = _config(
     _DSA_IGNORED, **{**_DSA, "num_key_value_heads": 64}, vocab_size=154880, hidden_size=6144,
     intermediate_size=12288, num_hidden_layers=78, num_attention_heads=64, q_lora_rank=2048, qk_nope_head_dim=192,
     v_head_dim=256, index_n_heads=32, max_position_embeddings=202752, indexer_types=_null())
+# Gemma4TextConfig; global_head_dim and num_global_key_value_heads: its __post_init__ (kwargs it turns into
+# per_layer_config; a null global_head_dim fails it); hidden_size_per_layer_input 256: per-layer embeddings on
+# (refused by the mapper)
+DEFAULTS["gemma4_text"] = _config(
+    f"{_COMMON} rms_norm_eps",
+    vocab_size=262144, hidden_size=2304, intermediate_size=9216, num_hidden_layers=30, num_attention_heads=8,
+    num_key_value_heads=4, head_dim=256, hidden_activation="gelu_pytorch_tanh", max_position_embeddings=131072,
+    tie_word_embeddings=True, attention_bias=False, sliding_window=512, layer_types=_null(),
+    final_logit_softcapping=_null(), use_bidirectional_attention=_null(), pad_token_id=_null(0),
+    rope_parameters=_null(), vocab_size_per_layer_input=262144, hidden_size_per_layer_input=256,
+    attention_k_eq_v=False, num_kv_shared_layers=0, enable_moe_block=False, use_double_wide_mlp=False,
+    num_experts=_null(), top_k_experts=_null(), moe_intermediate_size=_null(), global_head_dim=512,
+    num_global_key_value_heads=_null(), per_layer_config=_null())

@@ -1,16 +1,15 @@
-"""NOT REGISTERED in MAPPERS yet (work in progress): it refuses per-layer embeddings, whose default
-(``hidden_size_per_layer_input`` 256) tests/test_hf.py requires read as transformers reads it, and it
-does not yet read ``per_layer_config`` as the source of the full layers' shape (transformers' to_dict
-writes it instead of ``global_head_dim``/``num_global_key_value_heads``).
-
-Gemma 4's language model (``gemma4_text``), as transformers 5's Gemma4TextModel builds it.
+"""Gemma 4's language model (``gemma4_text``), as transformers 5's Gemma4TextModel builds it.
 
 Gemma 3's layout (sandwich RMSNorms, per-head q/k norms, GeGLU, embeddings scaled by sqrt(d), layer i
 slides unless i + 1 is a multiple of 6, the last layer always full) with:
 
 - full-attention layers of their own shape: ``global_head_dim`` (``full_head_dim``) and, with
   ``attention_k_eq_v``, ``num_global_key_value_heads`` K/V heads (``full_kv_heads``) whose values are
-  the k projection's output (no v projection: ``full_k_eq_v``);
+  the k projection's output (no v projection: ``full_k_eq_v``). transformers turns those two keys into
+  ``per_layer_config`` (per-layer overrides of ``head_dim`` and ``num_key_value_heads``), which its
+  ``to_dict`` writes in their place; given, it is the source and the two keys are ignored, as
+  transformers ignores them. Overrides the same on every full layer and none elsewhere are read,
+  others refused;
 - a weightless RMSNorm over each value head (``v_norm``), no parameters;
 - proportional RoPE on the full layers: its tables cover the whole head (the dimensions beyond
   ``partial_rotary_factor`` turn at frequency 0), so the rotation is counted over the whole head;
@@ -59,29 +58,53 @@ def _gemma4_text(r: Raw) -> dict[str, Any]:
     if isinstance(types, list) and types and types[-1] != "full_attention":  # transformers forces it
         types = [*types[:-1], "full_attention"]
     _windows(r, out, types, _window(r))
-    full_head_dim = r.size("global_head_dim")
-    if full_head_dim != out.get("head_dim", out["d_model"] // out["n_heads"]):
+    written = r.get("per_layer_config")
+    if written is None and "per_layer_config" not in r.raw:  # transformers derives it from the two keys
+        over: dict[str, Any] = {"head_dim": r.size("global_head_dim")}
+        if r.flag("attention_k_eq_v"):  # transformers reads the global K/V heads only then
+            global_kv = r.maybe_size("num_global_key_value_heads")
+            if global_kv is not None:
+                over["num_key_value_heads"] = global_kv
+        r.ignore("num_global_key_value_heads")
+    else:  # what transformers' to_dict writes (null: no overrides); the two keys are then ignored
+        r.ignore("global_head_dim", "num_global_key_value_heads")
+        over = _full_overrides(r, written or {}, types)
+    head_dim = out.get("head_dim", out["d_model"] // out["n_heads"])
+    full_head_dim = over.get("head_dim", head_dim)
+    if not isinstance(full_head_dim, int) or isinstance(full_head_dim, bool) or full_head_dim < 1:
+        r.fail("per_layer_config", f"head_dim must be a positive integer, got {brief(full_head_dim)}")
+    if full_head_dim != head_dim:
         out["full_head_dim"] = full_head_dim
-    global_kv = r.maybe_size("num_global_key_value_heads")
-    if r.flag("attention_k_eq_v"):  # transformers reads the global K/V heads only then
+    full_kv = over.get("num_key_value_heads", out["n_kv_heads"])
+    if not isinstance(full_kv, int) or isinstance(full_kv, bool) or full_kv < 1 or out["n_heads"] % full_kv:
+        key = "per_layer_config" if written is not None else "num_global_key_value_heads"
+        r.fail(key, f"the full layers' K/V heads must divide num_attention_heads ({out['n_heads']}), "
+                    f"got {brief(full_kv)}")
+    if full_kv != out["n_kv_heads"]:
+        out["full_kv_heads"] = full_kv
+    if r.flag("attention_k_eq_v"):  # the full layers' values are their keys (no v projection)
         out["full_k_eq_v"] = True
-        if global_kv is not None:
-            if out["n_heads"] % global_kv:
-                r.fail("num_global_key_value_heads", f"must divide num_attention_heads ({out['n_heads']}), "
-                                                     f"got {brief(global_kv)}")
-            out["full_kv_heads"] = global_kv
-    written = r.get("per_layer_config")  # what transformers' to_dict writes: it must be what the keys above imply
-    if written is not None:
-        over: dict[str, Any] = {"head_dim": full_head_dim}
-        if r.flag("attention_k_eq_v") and global_kv is not None:
-            over["num_key_value_heads"] = global_kv
-        implied = {i: over for i, t in enumerate(types) if t == "full_attention"}
-        # transformers writes the layer indices as text, zero-padded ("05")
-        if not isinstance(written, dict) or {int(k) if str(k).isdigit() else k: v
-                                             for k, v in written.items()} != implied:
-            r.fail("per_layer_config", "per-layer overrides other than global_head_dim and "
-                                       "num_global_key_value_heads imply are not modeled")
     return out
+
+
+def _full_overrides(r: Raw, written: Any, types: list[str]) -> dict[str, Any]:
+    """The overrides ``per_layer_config`` gives every full layer (the same for each, none elsewhere; the
+    layer indices as text, zero-padded, as transformers writes them, or integers)."""
+    if not isinstance(written, dict):
+        r.fail("per_layer_config", f"must be a mapping, got {brief(written)}")
+    layers: dict[int, Any] = {}
+    for key, value in written.items():
+        index = int(key) if isinstance(key, int) or (isinstance(key, str) and key.isdigit()) else -1
+        if not 0 <= index < len(types) or not isinstance(value, dict):
+            r.fail("per_layer_config", f"must map layer indices to overrides, got {brief(key)}: {brief(value)}")
+        layers[index] = value
+    full = [i for i, t in enumerate(types) if t == "full_attention"]
+    over = layers.get(full[0], {}) if full else {}
+    if set(over) - {"head_dim", "num_key_value_heads"} or any(layers.get(i, {}) != over for i in full) \
+            or any(i not in full and v for i, v in layers.items()):
+        r.fail("per_layer_config", "only head_dim and num_key_value_heads, the same on every full_attention "
+                                   "layer and on no other, are modeled")
+    return dict(over)
 
 
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {"gemma4_text": _gemma4_text}
