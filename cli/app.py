@@ -35,6 +35,10 @@ COMMANDS = {
     "plot": ("plot_cmd", "plot"),
 }
 
+# commands with sub-commands: command -> {sub-command: (module, function)}; the command's own
+# function runs when no sub-command is named (`llmcalc hardware` lists, `hardware calibrate` measures)
+SUBCOMMANDS = {"hardware": {"calibrate": ("calibrate_cmd", "calibrate")}}
+
 
 def command(name: str):
     """The function of the command ``name``."""
@@ -55,6 +59,33 @@ def summary(function) -> str:
     return head + "." if dot else head
 
 
+def _own(function):
+    """``function`` as the callback of its group: run when the command line names no sub-command."""
+    def own(ctx: typer.Context, **kwargs) -> None:
+        if ctx.invoked_subcommand is None:
+            function(**kwargs)
+
+    signature = inspect.signature(function)
+    context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+    own.__signature__ = signature.replace(parameters=[context, *signature.parameters.values()])  # type: ignore
+    own.__annotations__ = {**function.__annotations__, "ctx": typer.Context}
+    own.__doc__ = function.__doc__
+    return own
+
+
+def group(name: str):
+    """The command ``name`` with its :data:`SUBCOMMANDS`, each built by Typer."""
+    function = command(name)
+    one = typer.Typer(add_completion=False)
+    one.callback(invoke_without_command=True, help=help_text(function), short_help=summary(function))(_own(function))
+    for sub, (module, attribute) in SUBCOMMANDS[name].items():
+        subcommand = getattr(import_module(f".{module}", __package__), attribute)
+        one.command(sub, help=help_text(subcommand), short_help=summary(subcommand))(subcommand)
+    built = typer.main.get_command(one)
+    built.name = name  # Typer names a group after its callback
+    return built
+
+
 class Commands(TyperGroup):
     """The commands of :data:`COMMANDS`, each built by Typer when asked for; click's own errors said
     in one line like every other error (errors.usage_error), where Typer would print a box."""
@@ -65,6 +96,8 @@ class Commands(TyperGroup):
     def get_command(self, ctx, name: str):
         if name not in COMMANDS:
             return None
+        if name in SUBCOMMANDS:
+            return group(name)
         one = typer.Typer(add_completion=False)
         function = command(name)
         one.command(name, help=help_text(function), short_help=summary(function))(function)

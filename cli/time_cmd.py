@@ -64,11 +64,13 @@ TIME_MODES = (*MODES, "generate")  # generate: a prefill of --prompt tokens, the
 
 def hardware(fmt: Format = "table", json_out: Json = False) -> None:
     """The bundled accelerators: memory, bandwidth and dense peak FLOP/s, each from its datasheet.
-    Your own: a YAML file with the same keys (docs: Hardware), passed to --hardware.
+    Your own: a YAML file with the same keys (docs: Hardware), passed to --hardware; `llmcalc hardware calibrate`
+    measures yours and writes one.
 
     Examples:
       llmcalc hardware
       llmcalc hardware --json
+      llmcalc hardware calibrate --device cuda --out my-gpu.yaml
     """
     fmt = output_format(fmt, json_out)
     specs = [load_hardware(name) for name in bundled_hardware()]

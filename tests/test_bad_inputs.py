@@ -396,6 +396,38 @@ def test_checks_run_on_the_calling_thread_when_no_big_stack_can_start(monkeypatc
     assert on_deep_stack(threading.get_ident) == threading.get_ident()
 
 
+# -- hardware calibrate: refused before anything is measured -------------------------------------
+
+@pytest.mark.unit
+@pytest.mark.parametrize("out, line", [
+    ("no-such-dir/my-gpu.yaml", "Error: --out: no such directory 'no-such-dir'\n"),
+    ("my-gpu.txt", "Error: --out must end in .yaml or .yml (what --hardware reads), got 'my-gpu.txt'\n"),
+    ("{tmp}", "Error: --out '{tmp}' names a directory; name the YAML file, such as my-gpu.yaml\n"),
+])
+def test_calibrate_bad_out_is_one_line(run, tmp_path, monkeypatch, out, line):
+    monkeypatch.chdir(tmp_path)
+    out, line = out.format(tmp=tmp_path), line.format(tmp=tmp_path)
+    assert error_line(run("hardware", "calibrate", "--device", "cpu", "--out", out)) == line
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("args, line", [
+    (("--device", "tpu"), "Error: Invalid value for '--device': 'tpu' is not one of 'cuda', 'cpu'.\n"),
+    (("--device", "cpu", "--hardware", "nope"), "Error: unknown hardware 'nope' (`llmcalc hardware` lists them)\n"),
+])
+def test_calibrate_bad_options_are_one_line(run, args, line):
+    assert error_line(run("hardware", "calibrate", *args)) == line
+
+
+@pytest.mark.reference
+def test_calibrate_without_cuda_is_one_line(run):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    assert error_line(run("hardware", "calibrate", "--device", "cuda")).startswith("Error: no CUDA device: ")
+
+
 # -- the process: pipes, closed streams, encodings -----------------------------------------------
 
 @pytest.mark.unit
