@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..analysis.cluster.search import candidates
+from ..analysis.cluster.search import candidates, ranked
 from ..analysis.perf.calibration import Efficiency
 from ..analysis.perf.hardware import load_hardware
 from .common import lora_models, lora_record, lora_spec, lora_tag
@@ -86,9 +86,14 @@ def plan(
     (cfg,) = lora_models([model], lora)
     hw = load_hardware(hardware_spec)
     seq_value = seq or cfg.context_length
-    found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff, lora, weights_dtype)
-    fitting = [c for c in found if c.fits]
-    records = fmt in ("json", "csv")  # a table shows the first few: the rest are not rendered
+    records = fmt in ("json", "csv")  # every layout; a table shows the first few, the others figured no further
+    if records:
+        found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff, lora, weights_dtype)
+        fitting = [c for c in found if c.fits]
+        n_fit, n_found = len(fitting), len(found)
+    else:
+        best = ranked(cfg, hw, gpus, seq_value, global_batch, top, dtype, eff, lora, weights_dtype)
+        found, fitting, n_fit, n_found = [], best.best, best.fitting, best.weighed
     data = {"model": cfg.name, "hardware": hw.name, "gpus": gpus, "seq_len": seq_value, "global_batch": global_batch,
             **({"lora": lora_record(cfg, lora)} if lora else {}),
             "efficiency": {"mfu": 1.0},  # the ideal's
@@ -105,7 +110,7 @@ def plan(
                      seconds(s.expected.time_s), seconds(s.time_s), f"{100 * s.bubble:.1f}%",
                      f"{s.expected_tokens_per_s:,.0f}", f"{100 * c.mfu:.1f}%"))
     title = (f"{cfg.name} on {gpus:,} x {hw.name}: seq {count(seq_value)}, global batch {count(global_batch)}"
-             f"{lora_tag(data.get('lora'))}, {len(fitting):,} of {len(found):,} layouts fit")
+             f"{lora_tag(data.get('lora'))}, {n_fit:,} of {n_found:,} layouts fit")
     table = Table([Col("#", key=True), *map(Col, ("tp", "cp", "pp", "dp", "ep", "zero")), text_col("sp"),
                    text_col("recompute"), Col("micro-batches"), Col("memory/GPU"), Col("sent/GPU"), Col("step"),
                    Col("ideal"), Col("bubble"), Col("tokens/s"), Col("MFU")], [rows], title)
@@ -116,10 +121,10 @@ def plan(
              "nodes: docs \"Hardware\", Calibration), the ranking; ideal: at the peaks, all data-parallel "
              "communication overlapped, a bound; "
              "tokens/s and MFU expected"]
-    if not found:
+    if not n_found:
         notes.insert(0, f"no valid layout of {gpus:,} GPUs for {cfg.name}: the heads, layers or global batch do "
                         "not divide (README \"llmcalc plan\")")
-    elif not fitting:
+    elif not n_fit:
         notes.insert(0, f"no layout fits in {iec(hw.memory)}: more GPUs, a shorter --seq or a smaller "
                         "--global-batch")
     csv = [{**pick(data, "model", "hardware", "gpus", "seq_len", "global_batch"),

@@ -365,3 +365,48 @@ def test_plan_equals_the_exhaustive_evaluation(model, gpus):
                          c.step.collectives))
             for c in candidates(cfg, hw, gpus, 4096, 64)]
     assert fast == _exhaustive(cfg, hw, gpus, 4096, 64)
+
+
+@pytest.mark.parametrize("model, gpus, top", [("gpt2-small", 8, 3), ("gemma-2-9b", 16, 10), ("mixtral-8x7b", 16, 5),
+                                              ("qwen3-30b-a3b", 64, 10), ("llama-3.1-70b", 512, 10)])
+def test_plan_ranking_prunes_and_equals_every_candidate(model, gpus, top):
+    """`plan`'s table (search.ranked): the first `top` fitting candidates of the full evaluation, the same
+    figures in the same order, and the same counts, with steps figured for fewer candidates than fit
+    (the lower bounds prune the others)."""
+    from llmcalc.analysis.cluster.search import candidates, ranked
+
+    cfg, hw = load_bundled(model), load_hardware("h100")
+    found = candidates(cfg, hw, gpus, 4096, 256)
+    fitting = [c for c in found if c.fits]
+    best = ranked(cfg, hw, gpus, 4096, 256, top)
+    assert (best.fitting, best.weighed) == (len(fitting), len(found))
+    assert best.best == fitting[:top]
+    assert top <= best.evaluated < best.fitting
+
+
+def test_plan_ranking_keeps_ties_in_enumeration_order():
+    """Equal expected steps and memory (sp on and off can tie): the ranking keeps candidates()' order."""
+    from llmcalc.analysis.cluster.search import candidates, ranked
+
+    cfg, hw = load_bundled("gpt2-small"), load_hardware("h100")
+    fitting = [c for c in candidates(cfg, hw, 8, 1024, 64) if c.fits]
+    for top in (1, 2, 7, len(fitting) + 3):
+        assert ranked(cfg, hw, 8, 1024, 64, top).best == fitting[:top]
+
+
+def test_plan_table_ranks_as_the_json_lists(run):
+    """The table (pruned: search.ranked) shows the first --top fitting layouts of --json (every layout
+    evaluated), and the same counts in its title."""
+    args = ("plan", "mixtral-8x7b", "--gpus", "16", "--hardware", "h100", "--seq", "4096", "--global-batch", "256",
+            "--top", "3")
+    data = json.loads(run(*args, "--json").stdout)
+    table = run(*args, "--format", "table").stdout
+    fitting = [r for r in data["layouts"] if r["fits"]]
+    assert f"{len(fitting):,} of {len(data['layouts']):,} layouts fit" in table
+    rows = [line.split("│")[1:-1] for line in table.splitlines() if line.startswith("│")]
+    assert len(rows) == 3
+    for row, rec in zip(rows, fitting):
+        cells = [c.strip() for c in row]
+        assert cells[1:7] == [str(rec["layout"][k]) for k in ("tp", "cp", "pp", "dp", "ep", "zero")]
+        assert cells[14] == f"{100 * rec['bubble']:.1f}%" and cells[16] == f"{100 * rec['mfu']:.1f}%"
+        assert cells[15] == f"{rec['expected']['tokens_per_s']:,.0f}"

@@ -236,11 +236,12 @@ def stage_collectives(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collec
     return [c for _, group in collective_groups(cfg, run, stage) for c in group]
 
 
-def collective_groups(cfg: ModelConfig, run: RunSpec, stage: int,
-                      shared: dict | None = None) -> list[tuple[tuple, tuple[Collective, ...]]]:
+def collective_groups(cfg: ModelConfig, run: RunSpec, stage: int, shared: dict | None = None,
+                      data_parallel: bool = True) -> list[tuple[tuple, tuple[Collective, ...]]]:
     """:func:`collectives` of a resolved run by parallel dimension (tp, cp, ep, pp, dp), each with
     the key of what it depends on; ``shared`` keeps each dimension's between calls on one ``cfg``
-    (`plan`: a layout's tensor-parallel collectives are those of its ZeRO and expert variants)."""
+    (`plan`: a layout's tensor-parallel collectives are those of its ZeRO and expert variants).
+    Without ``data_parallel``, the dp dimension's are left out."""
     layout = run.layout
     shared = {} if shared is None else shared
     sig = stage_keys(cfg, layout.pp, layout.vpp)[stage]  # stages of one key hold the same layers and ends
@@ -249,7 +250,7 @@ def collective_groups(cfg: ModelConfig, run: RunSpec, stage: int,
     keys = (("tp", work, *base, layout.sp), ("cp", work, *base), ("ep", work, *base, layout.sp, layout.ep),
             ("pp", work, *base, layout.sp, layout.pp, layout.vpp),  # the state's, not the tokens':
             ("dp", run.mode, run.dtype, run.weights_dtype, run.lora, *base, layout.pp, layout.vpp, layout.ep,
-             layout.zero, layout.dp))
+             layout.zero, layout.dp))[:None if data_parallel else -1]
     missing = [key for key in keys if key not in shared]
     if missing:
         local, mine = tp_local(cfg, layout.tp), cp_local(run)

@@ -44,8 +44,7 @@ def _train_state(cfg: ModelConfig, run: RunSpec, stage: int) -> dict[str, int]:
     train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
     return {"weights": weight_bytes(state.frozen, run.weights_dtype) + train.weights, "gradients": train.gradients,
             "optimizer": train.optimizer,
-            "attention": attention_bytes(tp_local(cfg, layout.tp), run.batch, run.seq, run.seq, run.attention,
-                                         run.dtype, training=True)}
+            "attention": transient(cfg, run)}
 
 
 def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, int], kv: int) -> MemoryReport:
@@ -64,6 +63,26 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
     parts.update(weights=weight_bytes(state.weights, run.weights_dtype), kv_cache=kv, attention=peak,
                  logits=logits_bytes(local, run.batch, 1, run.dtype) if last else 0)
     return MemoryReport(run, parts, {}, {}, 0, queries, keys, stage)
+
+
+def stage_states(cfg: ModelConfig, run: RunSpec, shared: dict) -> list[int]:
+    """Bytes of each stage's training state, :func:`_train_state`'s but the attention transient
+    (:func:`transient`), ``run`` resolved with its layout: stages holding the same layers (and ends)
+    hold the same, figured once in ``shared``; none hangs on the micro-batch or recomputation."""
+    layout, work = run.layout, (run.dtype, run.optimizer, run.weights_dtype, run.lora)
+    out = []
+    for s, key in enumerate(stage_keys(cfg, layout.pp, layout.vpp)):
+        state_key = ("state", work, layout.tp, layout.pp, layout.vpp, layout.ep, layout.zero, layout.replicas, key)
+        if state_key not in shared:
+            shared[state_key] = sum(v for k, v in _train_state(cfg, run, s).items() if k != "attention")
+        out.append(shared[state_key])
+    return out
+
+
+def transient(cfg: ModelConfig, run: RunSpec) -> int:
+    """The attention transient of a training GPU (``run`` resolved), the same on every stage."""
+    return attention_bytes(tp_local(cfg, run.layout.tp), run.batch, run.seq, run.seq, run.attention, run.dtype,
+                           training=True)
 
 
 def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = None) -> MemoryReport:
@@ -85,14 +104,8 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = Non
         if saves_key not in shared:
             shared[saves_key] = stage_saves(cfg, run)
         saves = shared[saves_key]
-        keys = stage_keys(cfg, pp, layout.vpp)
-        state = {}
-        for s, key in enumerate(keys):  # stages holding the same layers (and ends) hold the same state
-            state_key = ("state", work, layout.tp, pp, layout.vpp, layout.ep, layout.zero, layout.replicas, key)
-            if state_key not in shared:
-                shared[state_key] = sum(_train_state(cfg, run, s).values())
-            state[key] = shared[state_key]
-        totals = [state[key] + sum(c.kept * c.total for c in saves[s]) for s, key in enumerate(keys)]
+        state, attention = stage_states(cfg, run, shared), transient(cfg, run)
+        totals = [state[s] + attention + sum(c.kept * c.total for c in saves[s]) for s in range(pp)]
         peak = max(range(pp), key=totals.__getitem__)
         return _stage_memory(cfg, run, peak, saved(saves[peak]), 0)._replace(stage_totals=tuple(totals))
     kv = stage_kv_bytes(cfg, run)

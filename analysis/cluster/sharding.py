@@ -373,6 +373,53 @@ def stage_saves(cfg: ModelConfig, run: RunSpec) -> list[list[ChunkSaves]]:
 
 
 @functools.lru_cache(maxsize=256)
+def distinct_stages(cfg: ModelConfig, pp: int) -> tuple[int, ...]:
+    """The first of each run of ``pp`` stages (no interleaving) holding the same layers and ends,
+    by :func:`stage_keys` and their model chunks: the others hold and save what it does."""
+    seen: dict[tuple, int] = {}
+    for s, key in enumerate(zip(stage_keys(cfg, pp, 1), _chunk_layers(cfg, pp, 1))):
+        seen.setdefault(key, s)
+    return tuple(seen.values())
+
+
+def stage_save_totals(cfg: ModelConfig, mine: RunSpec, tp: int, ep: int, sp: bool, pp: int,
+                      stages: Sequence[int]) -> list[int]:
+    """What one micro-batch saves on one GPU of each of ``stages`` of ``pp`` (no interleaving),
+    ``mine`` one GPU's share of the run (:func:`cp_local`, resolved, no layout): :func:`stage_saves`'
+    totals before the micro-batches a stage keeps, summed as :func:`_chunk_saves` sums them (`plan`
+    weighs every layout by them)."""
+    groups, once = _save_terms(cfg, mine, tp, ep, sp)
+    chunk_layers = _chunk_layers(cfg, pp, 1)
+    out = []
+    for stage in stages:
+        (layers,) = chunk_layers[stage]
+        total = once[True] + (once["first"] if stage == 0 else 0) + (once["last"] if stage == pp - 1 else 0)
+        for i, count in layers:
+            linear, split = groups[i]
+            total += count * linear + sum(_split(key, n * count, tp, ep, sp) for key, n in split)
+        out.append(total)
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _save_terms(cfg: ModelConfig, run: RunSpec, tp: int, ep: int,
+                sp: bool) -> tuple[list[tuple[int, tuple[tuple[str, int], ...]]], dict[bool | str, int]]:
+    """:func:`_chunk_saves`' terms: each layer group's per-layer saves (the sum of those ``ep`` and
+    ``tp`` leave whole, the others), and the once-per-forward saves on every chunk (``True``), on
+    the first (``"first"``) and on the last (``"last"``), split."""
+    local = tp_local(cfg, tp)
+    groups, once_saves = _activations(local, run)
+    terms = []
+    for _, per_layer in groups:
+        whole = [(k, n) for k, n in per_layer.items() if _split(k, 1 << 40, tp, ep, sp) == 1 << 40]
+        terms.append((sum(n for _, n in whole), tuple((k, n) for k, n in per_layer.items() if (k, n) not in whole)))
+    once: dict[bool | str, int] = {True: 0, "first": 0, "last": 0}
+    for k, n in once_saves.items():
+        where = ("first" if k.startswith("embedding/") else True if k in ("attention", "attention/sdpa", "layer")
+                 else "last")
+        once[where] += _split(k, n, tp, ep, sp)
+    return terms, once
+@functools.lru_cache(maxsize=256)
 def _chunk_layers(cfg: ModelConfig, pp: int, vpp: int) -> tuple[tuple[tuple[tuple[int, int], ...], ...], ...]:
     """:func:`in_layers` of each model chunk of each stage."""
     return tuple(tuple(in_layers(cfg, chunk) for chunk in stage)
@@ -399,9 +446,7 @@ def _chunk_saves(cfg: ModelConfig, run: RunSpec, tp: int, ep: int, sp: bool, lay
     groups, once = _activations(local, run)
 
     def split(key: str, n: int) -> int:
-        if key == "moe/experts":
-            n = ceil_div(n, ep)
-        return ceil_div(n, tp) if sp and on_residual_stream(key) else n
+        return _split(key, n, tp, ep, sp)
 
     def on_chunk(key: str) -> bool:
         if key.startswith("embedding/"):
@@ -414,6 +459,14 @@ def _chunk_saves(cfg: ModelConfig, run: RunSpec, tp: int, ep: int, sp: bool, lay
                                                       for key, n in groups[i][1].items()]
                   + [(k, n) for k, n in once.items() if on_chunk(k)])
     return saves, sum(n for _, n in saves)
+
+
+def _split(key: str, n: int, tp: int, ep: int, sp: bool) -> int:
+    """Bytes ``n`` a save ``key`` takes on one GPU: routed experts' over ``ep``, the residual
+    stream's over ``tp`` with sequence parallelism."""
+    if key == "moe/experts":
+        n = ceil_div(n, ep)
+    return ceil_div(n, tp) if sp and on_residual_stream(key) else n
 
 
 def saved(stage: Sequence[ChunkSaves]) -> dict[str, int]:

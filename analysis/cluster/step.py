@@ -52,6 +52,7 @@ from .sharding import check_layout, cp_local, gpu_state, stage_keys, tp_local, w
 
 FIRST_STAGE = ("embedding", "embedding/scale", "position", "norm/embedding")
 LAST_STAGE = ("lm_head", "lm_head/softcap")
+MARGIN = 1e-9  # :func:`floors`' below the figures they bound, for sums rounded in another order
 
 
 class Step(NamedTuple):
@@ -228,6 +229,66 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
                         (layout.pp - 1) / layout.vpp)
     return Step(run, computes, comms, max(drains), max(opts), stage_cs[slowest], slowest,
                 stage_parts[slowest], expected)
+
+
+def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = None, shared: dict | None = None,
+           comm: bool = True) -> tuple[float, float]:
+    """Two lower bounds of :func:`step`'s expected time of a training step (``run`` resolved, its
+    layout checked; ``shared`` as :func:`step` keeps it, so that a step after them finds their
+    work done), `plan`'s pruning: (compute) the stage of the longest expected compute over all
+    ``m + (p - 1) / v`` slots of the pipeline, the bubble's included; (with communication, 0 unless
+    ``comm``) each stage's slot also holding its per-micro-batch tensor-, context-, expert- and
+    pipeline-parallel communication, which is never overlapped, plus the longest such once per
+    step. Each leaves out what is at least 0 (data-parallel communication, the optimizer step), so
+    that a step never beats them: the slowest slot sets the pace (:class:`Expected`)."""
+    cal, layout = hw.calibration, run.layout
+    shared = {} if shared is None else shared
+    micros = stage_floors(cfg, run, hw, eff, shared, layout.pp, layout.vpp)
+    m, slots = layout.steps, layout.steps + (layout.pp - 1) / layout.vpp
+    compute = slots * max(micros.values()) * (1 - MARGIN)
+    if not comm:
+        return compute, 0.0
+    slot = once = 0.0
+    for s, key in enumerate(stage_keys(cfg, layout.pp, layout.vpp)):
+        if key not in micros:
+            continue
+        micro = micros.pop(key)  # stages alike: the first's
+        per = at_once = 0.0
+        for group_key, group in collective_groups(cfg, run, s, shared, data_parallel=False):
+            timed = ("timed", layout.gpus, group_key)
+            if timed not in shared:
+                links = [link(hw, layout, c.group) for c in group]
+                shared[timed] = ([c.sent / k.rate for c, k in zip(group, links)],
+                                 [collective_s(cal, c.calls, c.sent, k) for c, k in zip(group, links)])
+            for c, t in zip(group, shared[timed][1]):
+                if c.group not in ("dp", "dp/ep"):  # as _exposed: the rest is always exposed
+                    if c.per_micro_batch:
+                        per += t
+                    else:
+                        at_once += t
+        slot, once = max(slot, micro + per / m), max(once, at_once)
+    return compute, (slots * slot + once) * (1 - MARGIN)
+
+
+def stage_floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None, shared: dict, pp: int,
+                 vpp: int = 1) -> dict[tuple, float]:
+    """Each stage's expected micro-batch compute (by :func:`stage_keys`, those alike once) under
+    ``pp`` stages of ``vpp`` chunks, of ``run``'s pass (resolved, its layout's tp and cp), as
+    :func:`_stage_compute` figures it but summed in another order: less a margin for the rounding."""
+    layout = run.layout
+    work_key = ("pass", layout.tp, layout.cp, workload(run))
+    if work_key not in shared:
+        shared[work_key] = _pass(cfg, run, hw, eff or Efficiency())
+    sums_key = ("floor", work_key)
+    if sums_key not in shared:  # the expected times of the layers' components, the first stage's, the last's
+        _, parts, _, work, whole, _ = shared[work_key]
+        shared[sums_key] = (work, whole,
+                            sum(c.expected_s for k, c in parts.items() if k not in FIRST_STAGE + LAST_STAGE),
+                            sum(c.expected_s for k, c in parts.items() if k in FIRST_STAGE),
+                            sum(c.expected_s for k, c in parts.items() if k in LAST_STAGE))
+    work, whole, layers, first, last = shared[sums_key]
+    return {key: (sum(work[i] * n for i, n in key[2]) / whole * layers + (first if key[0] else 0.0)
+                  + (last if key[1] else 0.0)) * (1 - MARGIN) for key in stage_keys(cfg, pp, vpp)}
 
 
 def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency) -> tuple:
