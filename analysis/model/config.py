@@ -29,20 +29,12 @@ from .sizes import DTYPE_BITS, MAX_INT
 from .variants import ACTIVATIONS, NORMS, POSITIONS
 
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
-LAYER_TYPES: tuple[str, ...] = ("full", "sliding", "chunked", "mamba")  # mamba: a Mamba-1 mixer in place of attention
-LAYER_TYPES += ("mamba2",)  # a Mamba-2 (SSD) mixer in place of attention
-LAYER_TYPES += ("short_conv",)  # LFM2's gated short convolution in place of attention
-LAYER_TYPES += ("none",)  # no mixer: the layer is its FFN alone (Nemotron-H's MLP and MoE layers)
-LAYER_TYPES += ("lightning",)  # MiniMax's lightning attention (linear, decaying) in place of attention
-LAYER_TYPES += ("gated_deltanet",)  # a Gated DeltaNet mixer in place of attention (Qwen3-Next)
-LAYER_TYPES += ("rglru",)  # Griffin's (RecurrentGemma's) recurrent block with its RG-LRU in place of attention
-# layer types with a recurrent mixer (a state, no attention)
-RECURRENT_TYPES: tuple[str, ...] = ("mamba", "mamba2", "short_conv")
-# "none" goes the recurrent layers' way (no attention, an empty mixer keeping no state; one GPU only)
-RECURRENT_TYPES += ("none",)
-RECURRENT_TYPES += ("lightning",)
-RECURRENT_TYPES += ("gated_deltanet",)
-RECURRENT_TYPES += ("rglru",)
+# layer types with a recurrent mixer in place of attention (a state per sequence, no attention): Mamba-1, Mamba-2
+# (SSD), LFM2's gated short convolution, MiniMax's lightning attention, Qwen3-Next's Gated DeltaNet and
+# RecurrentGemma's RG-LRU block; and "none", no mixer (the layer is its FFN alone: Nemotron-H's MLP and MoE layers),
+# which goes the recurrent layers' way (no attention, an empty mixer keeping no state; one GPU only)
+RECURRENT_TYPES = ("mamba", "mamba2", "short_conv", "none", "lightning", "gated_deltanet", "rglru")
+LAYER_TYPES = ("full", "sliding", "chunked", *RECURRENT_TYPES)
 QK_NORMS = ("none", "head", "full", "l2")
 MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
 

@@ -23,20 +23,13 @@ import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .config import ModelConfig
-
-RECURRENT: tuple[str, ...] = ("mamba",)  # mixer kinds that keep a state per sequence (layer_types names them)
-RECURRENT += ("mamba2", "short_conv")
-RECURRENT += ("none",)  # no mixer (an FFN-only layer): an empty mixer on the recurrent path, no state
-RECURRENT += ("lightning",)
-RECURRENT += ("gated_deltanet",)
-RECURRENT += ("rglru",)
+from .config import RECURRENT_TYPES, ModelConfig
 
 
 class LayerSpec(NamedTuple):
     """What makes one layer differ from another: attention kind, window, RoPE, FFN kind."""
 
-    attention: str  # the mixer kind: "mha" | "mla" (attention) or "mamba" (recurrent, RECURRENT)
+    attention: str  # the mixer kind: "mha" | "mla" (attention) or "mamba" (recurrent, RECURRENT_TYPES)
     window: int | None  # sliding window W; None: full causal attention (and every recurrent layer)
     rope: bool  # rotates q and k (False: NoPE layer, or no rotary positions)
     ffn: str | None  # "dense" | "moe"; None: the layer has no FFN (d_ff 0)
@@ -51,7 +44,7 @@ class LayerSpec(NamedTuple):
     @property
     def recurrent(self) -> bool:
         """A recurrent mixer: a state per sequence instead of KV per token."""
-        return self.attention in RECURRENT
+        return self.attention in RECURRENT_TYPES
 
     def keys_seen(self, kv_len: int) -> int:
         """Keys one query can see out of ``kv_len`` (the query is the last of them): bounded by
@@ -113,7 +106,7 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
         window = cfg.sliding_window if types[i % len(types)] == "sliding" else None
         moe = cfg.moe is not None and cfg.moe.is_moe_layer(i)
         ffn = None if not cfg.has_ffn(i) else "moe" if moe else "dense"
-        if types[i % len(types)] in RECURRENT:  # a recurrent mixer: no window, no RoPE
+        if types[i % len(types)] in RECURRENT_TYPES:  # a recurrent mixer: no window, no RoPE
             specs.append(LayerSpec(types[i % len(types)], None, False, ffn))
             continue
         chunk = cfg.attention_chunk if types[i % len(types)] == "chunked" else None

@@ -18,21 +18,7 @@ from ...errors import brief
 from .core import _mla
 from .moe import _set_moe, _v3_moe
 from .raw import Raw
-
-
-def _dense_layers(r: Raw, n: int) -> int:
-    """The leading dense layers: ``mlp_layer_types`` ("dense"/"sparse" per layer), else transformers'
-    default, the first ``min(first_k_dense_replace, n)``."""
-    dense = min(r.size("first_k_dense_replace", minimum=0), n)
-    types = r.get("mlp_layer_types")
-    if types is None:
-        return dense
-    if not isinstance(types, list) or len(types) != n or any(t not in ("dense", "sparse") for t in types):
-        r.fail("mlp_layer_types", f"must list one of dense and sparse per layer ({n}), got {brief(types)}")
-    k = types.count("dense")
-    if types[:k] != ["dense"] * k:
-        r.fail("mlp_layer_types", f"only a leading run of dense layers is modeled, got {brief(types)}")
-    return k
+from .recent import _dense_layers
 
 
 def _indexed(r: Raw, n: int) -> None:
@@ -47,8 +33,9 @@ def _dsa(r: Raw, out: dict[str, Any]) -> dict[str, Any]:
     r.ignore("moe_layer_freq", "indexer_rope_interleave", "index_share_for_mtp_iteration", "mlp_bias")  # unread
     out["dsa"] = {"n_heads": r.size("index_n_heads"), "head_dim": r.size("index_head_dim"),
                   "topk": r.size("index_topk")}
-    _indexed(r, out["n_layers"])
-    _set_moe(out, _v3_moe(r, _dense_layers(r, out["n_layers"])))
+    n = out["n_layers"]
+    _indexed(r, n)
+    _set_moe(out, _v3_moe(r, _dense_layers(r, n, min(r.size("first_k_dense_replace", minimum=0), n))))
     return out
 
 
