@@ -1134,3 +1134,15 @@ def test_gemma4_per_layer_config_is_the_source():
     assert from_hf_config(written, "config.json") == keys
     plain = from_hf_config({**GEMMA4, "global_head_dim": 32, "per_layer_config": None}, "config.json")
     assert "full_head_dim" not in plain and "full_kv_heads" not in plain  # no overrides: the global shape
+
+
+@pytest.mark.parametrize("raw, key", [
+    ({"partial_rotary_factor": ""}, "partial_rotary_factor"),
+    ({"rope_parameters": {"partial_rotary_factor": {}}}, "rope_parameters.partial_rotary_factor"),
+])
+def test_a_rotary_fraction_that_is_not_a_number_is_refused_by_its_key(raw, key):
+    """Read before a mapper computes with it (GLM-4.5 rounds its rotated dims up to even): found by
+    tests/test_fuzz.py."""
+    with pytest.raises(ConfigError) as e:
+        from_hf_config({"model_type": "glm4_moe", **raw}, "config.json")
+    assert e.value.key == key and "must be a number" in e.value.message

@@ -67,6 +67,10 @@ def _rope(r: Raw, out: dict[str, Any], fraction: float | None = None,
     r.get("rope_scaling")
     if fraction is None:
         fraction = params.get("partial_rotary_factor", r.get(fraction_key))
+        # a number before any mapper computes with it (GLM-4.5 rounds its rotated dims up to even)
+        if fraction is not None and (isinstance(fraction, bool) or not isinstance(fraction, (int, float))):
+            key = "rope_parameters.partial_rotary_factor" if "partial_rotary_factor" in params else fraction_key
+            r.fail(key, f"must be a number, got {brief(fraction)}")
     out["position"] = "rope"
     if theta is not None:
         out["rope_theta"] = theta
