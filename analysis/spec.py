@@ -39,7 +39,6 @@ from .errors import SpecError, brief
 from .model.config import ModelConfig
 from .model.formats import WEIGHT_FORMATS
 from .model.sizes import COMPUTE_DTYPES, DTYPE_BITS, FLOAT_DTYPES, MAX_INT
-from .model.vision import image
 
 MODES = ("train", "prefill", "decode")
 ZERO_STAGES = (0, 1, 2, 3)
@@ -297,6 +296,7 @@ class RunSpec:
         if self.images and self.text is None:  # the images' tokens join the text's (resolved once)
             if cfg.vision is None:
                 raise SpecError("images", f"{cfg.name} has no vision tower")
+            from .model.vision import image
             img = image(cfg.vision, self.image_size)
             text, image_size = seq, img.size
             seq += self.images * img.tokens

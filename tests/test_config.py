@@ -25,13 +25,12 @@ from llmcalc.analysis.model.config import (
     MLAConfig,
     ModelConfig,
     MoEConfig,
-    ProjectorConfig,
-    VisionConfig,
 )
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
 from llmcalc.analysis.model.rules import APPLIES
 from llmcalc.analysis.model.sizes import DTYPE_BITS
 from llmcalc.analysis.model.variants import ACTIVATIONS, NORMS, POSITIONS
+from llmcalc.analysis.model.vision import ProjectorConfig, VisionConfig
 from llmcalc.analysis.spec import RunSpec
 from tests.strategies import BASE as BASE_DICT
 from tests.strategies import QUANT_SKIPS, VARIANTS, VISION_ACTIVATIONS, valid_configs

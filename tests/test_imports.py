@@ -18,9 +18,10 @@ HEAVY = ("torch", "transformers", "matplotlib", "numpy")
 # json, only for a config.json (or --json), not for a bundled model's YAML; csv, only for --csv;
 # the cluster model (a step, a generation), only for a parallel `time`; the transformers fallback, only
 # for a config.json of a model_type without a mapper (it imports torch and transformers inside its
-# functions: the hf extra may be missing)
+# functions: the hf extra may be missing); the vision tower, only for a multimodal checkpoint (the recurrent
+# mixers, only for a model with such layers, come by name: architecture.mixer_kind, keys.nested)
 LAZY = {"llmcalc.analysis.load.hf", "json", "csv", "llmcalc.analysis.cluster.step",
-        "llmcalc.analysis.cluster.generation", "llmcalc.analysis.verify.fallback"}
+        "llmcalc.analysis.cluster.generation", "llmcalc.analysis.verify.fallback", "llmcalc.analysis.model.vision"}
 # what each sub-package of analysis may import besides itself (the package docstring's order)
 LAYERS = {
     "errors": set(),

@@ -31,12 +31,8 @@ from ..model.architecture import Block, build
 from ..model.attention import temperature_ops
 from ..model.config import ModelConfig
 from ..model.ffn import SIGMOID_COST
-from ..model.gated_deltanet import GatedDeltaNet
 from ..model.layers import LayerGroup, LayerSpec
-from ..model.lightning import Lightning
-from ..model.mamba2 import Mamba2
 from ..model.parts import Linear
-from ..model.rglru import RGLRU
 from ..model.variants import (
     POSITION_BIAS_COST,
     POSITIONS,
@@ -47,7 +43,6 @@ from ..model.variants import (
     Op,
     norm_cost,
 )
-from ..model.vision import vision_forward
 from ..spec import RunSpec, check_arguments
 from .lora import frozen_keys, layer_adapted
 from .params import count_params
@@ -239,7 +234,7 @@ def _recurrent_ops(layer: Block, run: RunSpec, ops: list[Op]) -> list[Op]:
     LoRA's, and one residual add per branch."""
     cfg, T = layer.cfg, run.tokens
     mixer = layer.recurrent
-    ops += mixer.pass_ops(run) if isinstance(mixer, (Mamba2, Lightning, GatedDeltaNet, RGLRU)) else mixer.ops(T)
+    ops += mixer.pass_ops(run)
     for ffn in layer.ffns:
         ops += ffn.ops(T)
     lora = layer_adapted([m.key for m in layer.linears()], run.lora)
@@ -319,6 +314,7 @@ def tower_forward(cfg: ModelConfig, run: RunSpec, gradient: bool = False) -> tup
     projector (none in a decode: its images are in the cache already); ``run`` resolved."""
     if not run.images or run.mode == "decode":
         return {}, {}
+    from ..model.vision import vision_forward
     return vision_forward(cfg, run.image_size, run.batch * run.images, gradient)
 
 
@@ -349,11 +345,8 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     if run.mode != "train":
         return FlopReport(run, forward, FlopBreakdown({}, {}), tuple(groups))
     bwd_mm = _scaled(fwd_mm, 2)
-    for group, layer in model.blocks:  # lightning layers: products with no gradient (Lightning.no_gradient)
-        if isinstance(layer.mixer, Lightning):
-            bwd_mm["lightning/attention"] -= group.count * layer.mixer.no_gradient(run.batch, run.query_len)
-    for group, layer in model.blocks:  # a mixer whose backward is not twice its forward (gated_deltanet)
-        if group.spec.recurrent and isinstance(layer.recurrent, GatedDeltaNet):
+    for group, layer in model.blocks:  # a mixer whose backward is not twice its forward (lightning, gated_deltanet)
+        if group.spec.recurrent:
             _accumulate(bwd_mm, layer.recurrent.backward_matmul(run.batch, run.seq), group.count)
     if vision_mm:  # the layers no feature reads get no gradient
         grad_mm, grad_ew = tower_forward(cfg, run, gradient=True)

@@ -22,21 +22,27 @@ Block structure (``x`` is the residual stream; ``n_a``/``n_m`` the attention/MLP
 - parallel, ``sandwich``:      as parallel ``pre`` with a post norm on each branch output
 """
 
+from __future__ import annotations
+
 import functools
-from typing import NamedTuple
+from importlib import import_module
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
 from .attention import ATTENTION, AttentionKind, rope_norms
 from .config import ModelConfig
 from .ffn import FFN, FFNKind
-from .gated_deltanet import GatedDeltaNet
 from .layers import LayerGroup, LayerSpec, layer_config, layer_plan
-from .lightning import Lightning
-from .mamba import Mamba
-from .mamba2 import Mamba2
+from .mixer import Mixer
 from .parts import Linear, Norm, Table, Vector, make_norm
-from .rglru import RGLRU
-from .short_conv import ShortConv
-from .vision import Vision, build_vision
+
+if TYPE_CHECKING:  # imported when a model has them (:data:`MIXERS`, :func:`build`)
+    from .gated_deltanet import GatedDeltaNet
+    from .lightning import Lightning
+    from .mamba import Mamba
+    from .mamba2 import Mamba2
+    from .rglru import RGLRU
+    from .short_conv import ShortConv
+    from .vision import Vision
 
 
 def block_norms(cfg: ModelConfig) -> list[Norm]:
@@ -58,14 +64,10 @@ def sub_norms(cfg: ModelConfig) -> list[Norm]:
     return [make_norm(cfg, "attention/sub_norm", cfg.q_width), make_norm(cfg, "mlp/sub_norm", cfg.d_ff)]
 
 
-class NoMixer:
+class NoMixer(Mixer):
     """A ``none`` layer's mixer: none (the layer is its FFN alone). Nothing to hold, run, save or cache."""
 
-    __slots__ = ("cfg",)
     state_values = 0
-
-    def __init__(self, cfg: ModelConfig) -> None:
-        self.cfg = cfg
 
     def linears(self) -> list[Linear]:
         return []
@@ -79,14 +81,14 @@ class NoMixer:
     def matmul(self, batch: int, query_len: int, past: int) -> dict[str, int]:
         return {}
 
-    def ops(self, tokens: int) -> list:
+    def pass_ops(self, run) -> list:
         return []
 
     def saves(self, tape, B: int, S: int, x: str) -> None:
         return None
 
 
-Recurrent = Mamba | Mamba2 | ShortConv | NoMixer | Lightning | GatedDeltaNet | RGLRU  # the recurrent mixer kinds
+Recurrent: TypeAlias = "Mamba | Mamba2 | ShortConv | NoMixer | Lightning | GatedDeltaNet | RGLRU"  # the mixer kinds
 
 
 class Block:
@@ -106,14 +108,14 @@ class Block:
     @property
     def mixer(self) -> AttentionKind | Recurrent:
         """The layer's mixer: its attention kind, or a recurrent kind (:mod:`.mamba`)."""
-        return MIXERS[self.spec.attention](self.cfg) if self.spec.recurrent else self.attention
+        return mixer_kind(self.spec.attention)(self.cfg) if self.spec.recurrent else self.attention
 
     @property
     def recurrent(self) -> Recurrent:
         """The layer's recurrent mixer (ValueError on an attention layer)."""
         if not self.spec.recurrent:
             raise ValueError(f"a {self.spec.attention} layer has no recurrent mixer")
-        return MIXERS[self.spec.attention](self.cfg)
+        return mixer_kind(self.spec.attention)(self.cfg)
 
     @property
     def ffn(self) -> FFNKind:
@@ -142,14 +144,19 @@ class Block:
         return self.mixer.vectors() + [v for f in self.ffns for v in f.vectors()] + scalar
 
 
-# recurrent mixer kinds (layer_types), one descriptor each
-MIXERS: dict[str, type[Recurrent]] = {"mamba": Mamba}
-MIXERS["mamba2"] = Mamba2
-MIXERS["short_conv"] = ShortConv
-MIXERS["none"] = NoMixer
-MIXERS["lightning"] = Lightning
-MIXERS["gated_deltanet"] = GatedDeltaNet
-MIXERS["rglru"] = RGLRU
+# the recurrent mixer kinds (layer_types) but none: each layer type's descriptor, in the module of that name
+# beside its config's schema
+MIXERS = {"mamba": "Mamba", "mamba2": "Mamba2", "short_conv": "ShortConv", "lightning": "Lightning",
+          "gated_deltanet": "GatedDeltaNet", "rglru": "RGLRU"}
+
+
+@functools.cache
+def mixer_kind(layer_type: str) -> type[Recurrent]:
+    """The descriptor of a recurrent layer type, its module imported when a model has such a layer (most
+    have none: start-up, DESIGN.md section 6)."""
+    if layer_type == "none":
+        return NoMixer
+    return getattr(import_module(f".{layer_type}", __package__), MIXERS[layer_type])
 
 
 class Head(NamedTuple):
@@ -197,6 +204,14 @@ def position_table(cfg: ModelConfig) -> Table | None:
     return None
 
 
+def _vision(cfg: ModelConfig) -> Vision | None:
+    """A multimodal checkpoint's tower and projector (their module imported for one only)."""
+    if cfg.vision is None:
+        return None
+    from .vision import build_vision
+    return build_vision(cfg)
+
+
 @functools.lru_cache(maxsize=256)  # configs are frozen; `plan` asks for the same few many times
 def build(cfg: ModelConfig) -> Model:
     """The model ``cfg`` describes, part by part (module docstring)."""
@@ -204,5 +219,5 @@ def build(cfg: ModelConfig) -> Model:
     return Model(cfg, Table("embedding/token", cfg.vocab_size, cfg.d_model), position_table(cfg),
                  tuple((group, Block(layer_config(cfg, group.spec), group.spec)) for group in layer_plan(cfg)), final,
                  Head(Linear("lm_head", cfg.d_model, cfg.vocab_size, cfg.lm_head_bias), cfg.tie_embeddings),
-                 build_vision(cfg),
+                 _vision(cfg),
                  make_norm(cfg, "norm/embedding", cfg.d_model) if cfg.embedding_norm else None)

@@ -30,16 +30,17 @@ the conv and the delta-rule state, ``C*K + Hv*dk*dv`` values.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .mamba import Mamba
+from .keys import checked, integer
+from .mixer import Mixer
 from .parts import Linear, Norm, Vector
 from .tape import Tape
 from .variants import Op
 
 if TYPE_CHECKING:
     from ..spec import RunSpec
-    from .config import ModelConfig
 
 SILU_COST = 4  # x * sigmoid(x): exp, add, divide, multiply
 SIGMOID_COST = 3  # exp, add, divide
@@ -48,13 +49,24 @@ L2NORM_COST = 4  # square, sum, rsqrt (per row: counted per element), multiply
 GATED_NORM_COST = 9  # square-mean, rsqrt, scale (3), the weight (1), silu(z) (4), the product (1)
 
 
-class GatedDeltaNet:
+@dataclass(frozen=True)
+class GatedDeltaNetConfig:
+    """The Gated DeltaNet mixer of ``gated_deltanet`` layers (transformers' Qwen3NextGatedDeltaNet): q, k
+    (linear_num_key_heads x linear_key_head_dim each), v and the gate z (linear_num_value_heads x
+    linear_value_head_dim each), b and a (one per value head) projected from d; a depthwise causal conv1d
+    of linear_conv_kernel_dim taps over q, k and v; dt_bias and A_log per value head; a gated RMSNorm
+    (weight linear_value_head_dim, per head) and out_proj; no biases. Names mirror transformers'."""
+
+    linear_num_key_heads: int = checked(integer(), 16)  # Hk: query and key heads; divides the value heads
+    linear_num_value_heads: int = checked(integer(), 32)  # Hv: value heads (each keeps a dk x dv state)
+    linear_key_head_dim: int = checked(integer(), 128)  # dk
+    linear_value_head_dim: int = checked(integer(), 128)  # dv
+    linear_conv_kernel_dim: int = checked(integer(), 4)  # K: the depthwise convolution's taps
+    chunk_size: int = checked(integer(), 64)  # Q: the chunked delta rule's chunk (training and prefill)
+
+
+class GatedDeltaNet(Mixer):
     """The Gated DeltaNet mixer of a layer (module docstring)."""
-
-    __slots__ = ("cfg",)
-
-    def __init__(self, cfg: ModelConfig) -> None:
-        self.cfg = cfg
 
     @property
     def sizes(self) -> tuple[int, int, int, int, int, int]:
@@ -99,7 +111,7 @@ class GatedDeltaNet:
     def matmul(self, batch: int, query_len: int, past: int) -> dict[str, int]:
         """The conv and the rule, forward (the linears are generic)."""
         _, Hv, dk, dv, K, Q = self.sizes
-        conv = 2 * batch * Mamba.conv_outputs(query_len, past, K) * K * self.channels
+        conv = 2 * batch * self.conv_outputs(query_len, past, K) * K * self.channels
         if self.step(query_len, past):
             return {"gated_deltanet/conv1d": conv, "gated_deltanet/scan": 6 * batch * Hv * dk * dv}
         c = -(-query_len // Q)

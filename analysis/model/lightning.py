@@ -22,19 +22,31 @@ The cache (the layer's **state**, per sequence, constant in sequence length): ``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .keys import checked, integer
+from .mixer import Mixer
 from .parts import Linear, Norm, Vector
 from .tape import Tape
 from .variants import Op
 
 if TYPE_CHECKING:
     from ..spec import RunSpec
-    from .config import ModelConfig
 
 SILU_COST = 4  # x * sigmoid(x): exp, add, divide, multiply
 SIGMOID_COST = 3  # exp, add, divide
 RMS_COST = 4  # square-mean, rsqrt, scale (3), the weight (1)
+
+
+@dataclass(frozen=True)
+class LightningConfig:
+    """MiniMax's lightning attention of ``lightning`` layers (transformers' MiniMaxLightningAttention):
+    qkv_proj d -> 3*h*hd (SiLU), linear attention with a fixed exponential decay per head, computed
+    block by block for a pass over a prompt, an RMSNorm over h*hd, a sigmoid gate (output_gate d -> h*hd)
+    and out_proj h*hd -> d; h and hd are the model's ``n_heads`` and ``head_dim``."""
+
+    block_size: int = checked(integer(), 256)  # the blocked form's block (training and prefill)
 
 
 def blocks(S: int, Q: int) -> list[int]:
@@ -42,13 +54,8 @@ def blocks(S: int, Q: int) -> list[int]:
     return [min(Q, S - i) for i in range(0, S, Q)]
 
 
-class Lightning:
+class Lightning(Mixer):
     """The lightning attention of a layer (module docstring)."""
-
-    __slots__ = ("cfg",)
-
-    def __init__(self, cfg: ModelConfig) -> None:
-        self.cfg = cfg
 
     @property
     def sizes(self) -> tuple[int, int, int]:
@@ -89,14 +96,14 @@ class Lightning:
         squares = sum(q * q for q in blocks(query_len, Q))
         return {"lightning/attention": 4 * batch * h * hd * (squares + query_len * hd)}
 
-    def no_gradient(self, batch: int, query_len: int) -> int:
-        """Backward matmul FLOPs that a training pass (the blocked form from the start) does not spend
-        below twice its forward: the first block's queries meet a state of zeros, which needs no gradient
-        (its product: the queries' gradient alone), and the last block's state update reaches no output
-        (no gradient at all): ``2*B*h*hd*hd*(q_first + 2*q_last)``."""
+    def backward_matmul(self, batch: int, seq: int) -> dict[str, int]:
+        """A training pass (the blocked form from the start) spends less than twice its forward: the first
+        block's queries meet a state of zeros, which needs no gradient (its product: the queries' gradient
+        alone), and the last block's state update reaches no output (no gradient at all):
+        ``-2*B*h*hd*hd*(q_first + 2*q_last)``."""
         h, hd, Q = self.sizes
-        sizes = blocks(query_len, Q)
-        return 2 * batch * h * hd * hd * (sizes[0] + 2 * sizes[-1])
+        sizes = blocks(seq, Q)
+        return {"lightning/attention": -2 * batch * h * hd * hd * (sizes[0] + 2 * sizes[-1])}
 
     def pass_ops(self, run: RunSpec) -> list[Op]:
         """Forward elementwise ops of a pass (costs: docs/conventions.md)."""

@@ -24,27 +24,49 @@ inputs of the conv and the SSM state, ``E*(K + N)`` values.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from ..errors import brief
+from .keys import Checker, boolean, checked, integer, optional
+from .mixer import Mixer
 from .parts import Linear, Norm, Vector
 from .tape import Tape
 from .variants import Op
 
 if TYPE_CHECKING:
-    from .config import ModelConfig
+    from ..spec import RunSpec
 
 SILU_COST = 4  # x * sigmoid(x): exp, add, divide, multiply
 SOFTPLUS_COST = 3  # log(1 + exp(x))
 RMS_COST = 3  # weightless RMS norm: square-mean, rsqrt, scale
 
 
-class Mamba:
+def _mixer_norms(c: Checker, key: str, value: Any) -> bool | str:
+    """``mamba.mixer_norms``: true or false, or ``weighted``."""
+    if value != "weighted" and not isinstance(value, bool):
+        c.fail(key, f"must be true, false or weighted, got {brief(value)}")
+    return value
+
+
+@dataclass(frozen=True)
+class MambaConfig:
+    """The Mamba-1 selective-state-space mixer of ``mamba`` layers (transformers' MambaMixer): in_proj
+    d -> 2E (E = expand * d_model), a depthwise causal conv1d of d_conv taps, x_proj E -> dt_rank + 2
+    d_state, dt_proj dt_rank -> E (with bias), A_log (E x d_state), D (E), out_proj E -> d; SiLU."""
+
+    d_state: int = checked(integer(), 16)  # N: the SSM state per channel
+    d_conv: int = checked(integer(), 4)  # K: the depthwise convolution's taps
+    expand: int = checked(integer(), 2)  # E = expand * d_model
+    dt_rank: int | None = checked(optional(integer()), None)  # None: ceil(d_model / 16)
+    conv_bias: bool = checked(boolean, True)
+    proj_bias: bool = checked(boolean, False)  # biases of in_proj and out_proj
+    # RMS norms on dt, B and C: true, weightless (Falcon-Mamba); "weighted", a weight each (Jamba)
+    mixer_norms: bool | str = checked(_mixer_norms, False)
+
+
+class Mamba(Mixer):
     """The Mamba-1 mixer of a layer (module docstring)."""
-
-    __slots__ = ("cfg",)
-
-    def __init__(self, cfg: ModelConfig) -> None:
-        self.cfg = cfg
 
     @property
     def sizes(self) -> tuple[int, int, int, int]:
@@ -79,11 +101,6 @@ class Mamba:
         E, N, _, K = self.sizes
         return E * (K + N)
 
-    @staticmethod
-    def conv_outputs(query_len: int, past: int, K: int) -> int:
-        """Conv positions computed per sequence: ``S + K - 1`` from the start, ``C + 1`` continuing."""
-        return query_len + K - 1 if past == 0 else query_len + 1
-
     def matmul(self, batch: int, query_len: int, past: int) -> dict[str, int]:
         """The conv and the scan's ``h @ C``, forward (the linears are generic)."""
         E, N, _, K = self.sizes
@@ -91,9 +108,10 @@ class Mamba:
         return {"mamba/conv1d": 2 * batch * self.conv_outputs(query_len, past, K) * K * E,
                 "mamba/scan": 2 * T * E * N}
 
-    def ops(self, T: int) -> list[Op]:
-        """Forward elementwise ops over ``T`` tokens (costs: docs/conventions.md)."""
+    def pass_ops(self, run: RunSpec) -> list[Op]:
+        """Forward elementwise ops of a pass (costs: docs/conventions.md)."""
         E, N, R, _ = self.sizes
+        T = run.tokens
         m = self.cfg.mamba
         out = [Op("mamba/conv1d", T * E, SILU_COST + int(m.conv_bias), 2),  # (bias and) SiLU
                Op("mamba/dt", T * E, SOFTPLUS_COST, 2),

@@ -23,28 +23,42 @@ the conv and the SSM state, ``(E + 2GN)*K + E*N`` values.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .keys import boolean, checked, integer, optional
+from .mixer import Mixer
 from .parts import Linear, Norm, Vector
 from .tape import Tape
 from .variants import Op
 
 if TYPE_CHECKING:
     from ..spec import RunSpec
-    from .config import ModelConfig
 
 SILU_COST = 4  # x * sigmoid(x): exp, add, divide, multiply
 SOFTPLUS_COST = 3  # log(1 + exp(x))
 GATED_NORM_COST = 9  # silu(z) (4), the product (1), square-mean, rsqrt, scale (3), the weight (1)
 
 
-class Mamba2:
+@dataclass(frozen=True)
+class Mamba2Config:
+    """The Mamba-2 (SSD) mixer of ``mamba2`` layers (transformers' Mamba2Mixer): in_proj d -> 2E + 2GN + H
+    (z, x, B, C, dt), a depthwise causal conv1d of d_conv taps over x, B and C, dt_bias, A_log and D per
+    head, a gated RMSNorm (weight E, in n_groups groups) and out_proj E -> d; E = n_heads * head_dim."""
+
+    d_state: int = checked(integer(), 128)  # N: the SSM state per head and head dimension
+    d_conv: int = checked(integer(), 4)  # K: the depthwise convolution's taps
+    expand: int = checked(integer(), 2)  # E = expand * d_model when n_heads is not given
+    n_heads: int | None = checked(optional(integer()), None)  # H; None: expand * d_model / head_dim
+    head_dim: int = checked(integer(), 64)  # P
+    n_groups: int = checked(integer(), 1)  # G: groups of B and C (and of the gated norm); divides n_heads
+    conv_bias: bool = checked(boolean, True)
+    proj_bias: bool = checked(boolean, False)  # biases of in_proj and out_proj
+    chunk_size: int = checked(integer(), 256)  # Q: the chunked scan's chunk (training and prefill)
+
+
+class Mamba2(Mixer):
     """The Mamba-2 mixer of a layer (module docstring)."""
-
-    __slots__ = ("cfg",)
-
-    def __init__(self, cfg: ModelConfig) -> None:
-        self.cfg = cfg
 
     @property
     def sizes(self) -> tuple[int, int, int, int, int, int, int]:

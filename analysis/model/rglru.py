@@ -30,27 +30,36 @@ tensors: ``conv1d_state`` and ``recurrent_states``, the latter always in fp32).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .ffn import SIGMOID_COST
+from .keys import checked, integer, optional
+from .mixer import Mixer
 from .parts import Linear, Norm, Vector
 from .tape import Tape
 from .variants import ACTIVATIONS, Op
 
 if TYPE_CHECKING:
     from ..spec import RunSpec
-    from .config import ModelConfig
 
 SOFTPLUS_COST = 3  # log(1 + exp(x))
 
 
-class RGLRU:
+@dataclass(frozen=True)
+class RGLRUConfig:
+    """Griffin's recurrent block of ``rglru`` layers (transformers' RecurrentGemmaRecurrentBlock): linear_y and
+    linear_x d -> E, a depthwise causal conv1d of d_conv taps over x, the RG-LRU (input and recurrence gates,
+    block-diagonal with n_heads blocks of E / n_heads, and ``recurrent_param``), gelu(y) times its output,
+    linear_out E -> d; biases on every linear and the conv."""
+
+    width: int | None = checked(optional(integer()), None)  # E (transformers' lru_width); None: d_model
+    d_conv: int = checked(integer(), 4)  # K: the conv's taps (transformers' conv1d_width)
+    n_heads: int | None = checked(optional(integer()), None)  # the gates' blocks; None: the model's n_heads
+
+
+class RGLRU(Mixer):
     """The recurrent block of an rglru layer (module docstring)."""
-
-    __slots__ = ("cfg",)
-
-    def __init__(self, cfg: ModelConfig) -> None:
-        self.cfg = cfg
 
     @property
     def sizes(self) -> tuple[int, int, int]:

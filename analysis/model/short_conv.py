@@ -19,24 +19,31 @@ of the conv, ``d*L`` values.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .mamba import Mamba
+from .keys import boolean, checked, integer
+from .mixer import Mixer
 from .parts import Linear, Norm, Vector
 from .tape import Tape
 from .variants import Op
 
 if TYPE_CHECKING:
-    from .config import ModelConfig
+    from ..spec import RunSpec
 
 
-class ShortConv:
+@dataclass(frozen=True)
+class ShortConvConfig:
+    """LFM2's gated short convolution of ``short_conv`` layers (transformers' Lfm2ShortConv): in_proj
+    d -> 3d (B, C, x), a depthwise causal conv1d of d_conv taps over B*x, y = C * conv(B*x), out_proj
+    d -> d; ``bias``: biases on in_proj, the conv and out_proj (transformers' ``conv_bias``)."""
+
+    d_conv: int = checked(integer(), 3)  # L: the conv's taps (transformers' conv_L_cache), the state's length
+    bias: bool = checked(boolean, False)
+
+
+class ShortConv(Mixer):
     """The gated short convolution of a layer (module docstring)."""
-
-    __slots__ = ("cfg",)
-
-    def __init__(self, cfg: ModelConfig) -> None:
-        self.cfg = cfg
 
     @property
     def sizes(self) -> tuple[int, int]:
@@ -69,11 +76,12 @@ class ShortConv:
     def matmul(self, batch: int, query_len: int, past: int) -> dict[str, int]:
         """The conv, forward (the linears are generic)."""
         d, L = self.sizes
-        return {"short_conv/conv1d": 2 * batch * Mamba.conv_outputs(query_len, past, L) * L * d}
+        return {"short_conv/conv1d": 2 * batch * self.conv_outputs(query_len, past, L) * L * d}
 
-    def ops(self, T: int) -> list[Op]:
-        """Forward elementwise ops over ``T`` tokens (costs: docs/conventions.md)."""
+    def pass_ops(self, run: RunSpec) -> list[Op]:
+        """Forward elementwise ops of a pass (costs: docs/conventions.md)."""
         d, _ = self.sizes
+        T = run.tokens
         out = [Op("short_conv/gate", T * d, 1, 3)]  # B * x
         if self.bias:  # the conv's bias, inside the conv
             out.append(Op("short_conv/conv1d", T * d, 1, 0))

@@ -7,6 +7,7 @@ is at most :data:`MAX_INT` = 2^53, so each one is also exactly a float.
 from __future__ import annotations
 
 MAX_INT = 2**53
+MAX_LAYERS = 100_000  # the layer plan is built layer by layer (the deepest real models have ~130)
 DTYPE_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 FLOAT_DTYPES = ("fp32", "bf16", "fp16")  # what activations, caches and compute can be in
 COMPUTE_DTYPES = (*FLOAT_DTYPES, "fp8")  # fp8: the layers' matmuls in fp8, everything else in bf16 (RunSpec.resolve)

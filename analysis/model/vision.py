@@ -1,5 +1,5 @@
 """A multimodal checkpoint's vision tower and projector, part by part (keys ``vision/...`` and
-``projector/...``; the config is :class:`~analysis.model.config.VisionConfig`).
+``projector/...``), and their config's schema (:class:`VisionConfig`, the ``vision:`` key).
 
 Tower: the patch embedding (the patch convolution, whose stride is its kernel, is one linear
 ``channels * temporal_patch * patch_size^2 -> d`` over each patch), a learned class token (CLIP) and
@@ -16,14 +16,85 @@ config says.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import SpecError
+from .keys import boolean, checked, choice, integer, mapping, optional, pattern
 from .parts import Linear, Norm, Table, Vector
-from .variants import ACTIVATIONS, ROPE_COST, SCORE_SCALE_COST, SOFTMAX_COST, norm_cost
+from .sizes import MAX_LAYERS
+from .variants import ACTIVATIONS, NORMS, ROPE_COST, SCORE_SCALE_COST, SOFTMAX_COST, norm_cost
 
 if TYPE_CHECKING:
-    from .config import ModelConfig, VisionConfig
+    from .config import ModelConfig
+
+
+@dataclass(frozen=True)
+class ProjectorConfig:
+    """The multimodal projector, vision features -> the language model's width: an optional norm over
+    the tower's width, ``merge x merge`` neighbouring patches concatenated (and, with ``merge_linear``,
+    taken back to the tower's width by a linear: Mistral 3's patch merger), then one linear, or two
+    around an activation when ``hidden`` gives the width between them. Its input is ``features`` layers'
+    outputs concatenated (LLaVA and Mistral 3 may take several)."""
+
+    norm: str = checked(choice(("none", *NORMS)), "none")  # rmsnorm: Gemma 3, Qwen-VL, Mistral 3
+    features: int = checked(integer(), 1)  # the outputs of this many tower layers, concatenated (LLaVA's list)
+    merge: int = checked(integer(), 1)  # Qwen-VL and Mistral 3: 2; Idefics3's pixel shuffle: its scale factor
+    merge_linear: bool = checked(boolean, False)
+    hidden: int | None = checked(optional(integer()), None)  # None: one linear
+    bias: bool = checked(boolean, False)
+    # a linear hidden -> hidden after the first's activation, followed by the activation again
+    # (Llama 4's vision adapter, fc1 and fc2, before its projector); needs hidden
+    hidden_linear: bool = checked(boolean, False)
+    # Gemma 3: pool x pool patches averaged into one token, before the norm; 0: the checkpoint's pooling
+    # cannot take the tower's patches (no image runs)
+    pool: int = checked(integer(minimum=0), 1)
+    class_token: bool = checked(boolean, False)  # the class token's features join the patches' (LLaVA's "full")
+    # the tower's last layers whose output no feature reads (LLaVA's vision_feature_layer -2: 1): they
+    # run forward (transformers runs them) but get no gradient
+    unread_layers: int = checked(integer(minimum=0), 0)
+
+
+@dataclass(frozen=True)
+class VisionConfig:
+    """A vision tower (ViT: SigLIP, CLIP, Pixtral, the Qwen-VL towers) and its projector. Patches of
+    ``patch_size`` (x ``temporal_patch`` frames) are embedded by one linear (the patch convolution,
+    stride = kernel), then ``n_layers`` pre-norm encoder layers of full attention."""
+
+    n_layers: int = checked(integer(maximum=MAX_LAYERS))
+    d_model: int = checked(integer())
+    n_heads: int = checked(integer())
+    d_ff: int = checked(integer())
+    patch_size: int = checked(integer())
+    projector: ProjectorConfig = checked(mapping(ProjectorConfig))
+    # the default resolution (square); learned positions have a row per patch of it. None: the
+    # tower takes any resolution (Qwen-VL, Pixtral), with 2-D RoPE
+    image_size: int | None = checked(optional(integer()), None)
+    channels: int = checked(integer(), 3)
+    temporal_patch: int = checked(integer(), 1)  # frames per patch (Qwen-VL's Conv3d: 2)
+    # not xIELU, whose learned scalars belong to the language model's dense MLPs
+    activation: str = checked(choice(tuple(a for a, r in ACTIVATIONS.items() if not r.scalars)), "gelu")
+    norm: str = checked(choice(NORMS), "layernorm")
+    norm_bias: bool = checked(boolean, True)  # layernorm only
+    position: str = checked(choice(("learned", "rope")), "learned")  # rope (2-D: Qwen-VL, Pixtral) holds no parameters
+    class_token: bool = checked(boolean, False)  # CLIP: a learned token before the patches (and its position)
+    patch_bias: bool = checked(boolean, True)
+    qkv_bias: bool = checked(boolean, True)
+    out_bias: bool = checked(boolean, True)
+    mlp_bias: bool = checked(boolean, True)
+    pre_norm: bool = checked(boolean, False)  # a norm before the first layer (CLIP, Pixtral)
+    final_norm: bool = checked(boolean, True)  # a norm after the last (SigLIP, CLIP)
+    # Qwen2.5-VL: layers attend within square windows of `window` patches a side (a multiple of the
+    # merge), but the `full_layers` (indices; None: none), which attend over the whole image
+    window: int | None = checked(optional(integer()), None)
+    full_layers: tuple[int, ...] | None = checked(optional(pattern(integer(minimum=0, maximum=MAX_LAYERS))), None)
+
+    @property
+    def patches(self) -> int:
+        """Patches of one image at the default resolution (whole patches: the convolution drops a
+        remainder)."""
+        assert self.image_size is not None, "a tower without a default resolution"
+        return (self.image_size // self.patch_size) ** 2
 
 
 class Vision(NamedTuple):
@@ -48,10 +119,9 @@ def _norm(v: VisionConfig, key: str) -> Norm:
     return Norm(key, v.d_model, True, v.norm == "layernorm" and v.norm_bias)
 
 
-def build_vision(cfg: ModelConfig) -> Vision | None:
+def build_vision(cfg: ModelConfig) -> Vision:
     v = cfg.vision
-    if v is None:
-        return None
+    assert v is not None, "a model without a vision tower"
     d = v.d_model
     stem: list[Linear | Norm | Table | Vector] = [
         Linear("vision/patch", v.channels * v.temporal_patch * v.patch_size ** 2, d, v.patch_bias)]
@@ -163,7 +233,6 @@ def vision_forward(cfg: ModelConfig, size: int | None, images: int,
     and the projector, by key (``vision/...``, ``projector/...``); ``gradient``: only the layers a
     gradient reaches (not the ``unread_layers``), whose backward is twice this."""
     vision = build_vision(cfg)
-    assert vision is not None
     v, p = vision.config, vision.config.projector
     img = image(v, size)
     mm: dict[str, int] = {}

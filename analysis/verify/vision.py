@@ -23,8 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..model.config import ModelConfig, VisionConfig
+from ..model.config import ModelConfig
 from ..model.variants import ACTIVATIONS
+from ..model.vision import VisionConfig
 from .norms import LayerNorm, RMSNorm
 
 

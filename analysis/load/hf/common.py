@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import ConfigError, brief
-from ...model.config import MAX_LAYERS
+from ...model.sizes import MAX_LAYERS
 from .defaults import Default
 from .raw import Raw
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...errors import brief
-from ...model.config import MAX_LAYERS
+from ...model.sizes import MAX_LAYERS
 from .common import _cycle, _dtype, _name
 from .raw import Raw
 from .recurrent import _mamba2_mixer

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from ...errors import brief
-from ...model.config import MAX_LAYERS
+from ...model.sizes import MAX_LAYERS
 from .common import _cycle, _dtype, _name, _rope
 from .raw import Raw
 

@@ -7,7 +7,7 @@ import math
 from typing import Any, Callable
 
 from ...errors import brief
-from ...model.config import MAX_LAYERS
+from ...model.sizes import MAX_LAYERS
 from .common import _attention_bias, _cycle, _decoder, _divides, _dtype, _layer_types, _name, _nope_full_layers
 from .core import _shared_mlp
 from .raw import Raw
