@@ -39,15 +39,18 @@ def _cell(cell: Cell) -> Text:
 TEXT_FLOOR = 19  # a text column folds to no fewer characters a line (bundled names fit: nemotron-nano-9b-v2)
 
 
-def _widths(table: Table, shown: list[int]) -> list[int]:
+def _widths(table: Table, shown: list[int], whole: bool = False) -> list[int]:
     """The least width of each column: a number's whole width (and its header's longest word), a text
-    column's floor."""
+    column's floor; ``whole``: each column's widest cell, header and footer included (a pipe's lines,
+    which nothing wraps: given to rich, which then measures no cell again)."""
     rows = [row for section in table.sections for row in section] + ([table.footer] if table.footer else [])
     out = []
     for i in shown:
         header = table.columns[i].header
         widest = max((cell_len(_cell(r[i]).plain) for r in rows), default=0)
-        if table.columns[i].numeric:
+        if whole:
+            out.append(max(widest, cell_len(header)))
+        elif table.columns[i].numeric:
             out.append(max([widest, *map(cell_len, header.split())]))
         else:
             out.append(min(max(widest, cell_len(header)), TEXT_FLOOR))
@@ -57,12 +60,14 @@ def _widths(table: Table, shown: list[int]) -> list[int]:
 def _rich(table: Table, shown: list[int], whole: bool) -> RichTable:
     """``whole``: the lines are never wrapped (a pipe), so no cell is laid out for wrapping."""
     out = RichTable(box=box.HEAVY_HEAD, show_footer=table.footer is not None)
-    for i, least in zip(shown, _widths(table, shown)):
+    widths: list[int | None] = list(_widths(table, shown, whole=True)) if whole else [None] * len(shown)
+    for i, least, width in zip(shown, _widths(table, shown), widths):
         col = table.columns[i]
         # a column is never narrower than its least width (a number's whole width): a number's header
         # may wrap between words, the number never
         out.add_column(Text(col.header), justify="right" if col.numeric else "left", overflow="fold", min_width=least,
-                       no_wrap=whole, footer=_cell(table.footer[i]) if table.footer is not None else "")
+                       width=width, no_wrap=whole,
+                       footer=_cell(table.footer[i]) if table.footer is not None else "")
     for n, section in enumerate(table.sections):
         if n and section:
             out.add_section()
