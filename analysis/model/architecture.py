@@ -22,8 +22,6 @@ Block structure (``x`` is the residual stream; ``n_a``/``n_m`` the attention/MLP
 - parallel, ``sandwich``:      as parallel ``pre`` with a post norm on each branch output
 """
 
-from __future__ import annotations
-
 import functools
 from importlib import import_module
 from typing import TYPE_CHECKING, NamedTuple, TypeAlias
@@ -106,7 +104,7 @@ class Block:
         return ATTENTION[self.spec.attention](self.cfg)
 
     @property
-    def mixer(self) -> AttentionKind | Recurrent:
+    def mixer(self) -> "AttentionKind | Recurrent":
         """The layer's mixer: its attention kind, or a recurrent kind (:mod:`.mamba`)."""
         return mixer_kind(self.spec.attention)(self.cfg) if self.spec.recurrent else self.attention
 
@@ -151,7 +149,7 @@ MIXERS = {"mamba": "Mamba", "mamba2": "Mamba2", "short_conv": "ShortConv", "ligh
 
 
 @functools.cache
-def mixer_kind(layer_type: str) -> type[Recurrent]:
+def mixer_kind(layer_type: str) -> "type[Recurrent]":
     """The descriptor of a recurrent layer type, its module imported when a model has such a layer (most
     have none: start-up, DESIGN.md section 6)."""
     if layer_type == "none":
@@ -180,7 +178,7 @@ class Model(NamedTuple):
     blocks: tuple[tuple[LayerGroup, Block], ...]  # a block per group of identical layers, in plan order
     final_norm: Norm | None
     head: Head
-    vision: Vision | None  # a multimodal checkpoint's vision tower and projector
+    vision: "Vision | None"  # a multimodal checkpoint's vision tower and projector
     embedding_norm: Norm | None = None  # norm/embedding: over the embeddings, before layer 0 (BLOOM)
 
     def layer_linears(self) -> list[tuple[Linear, int]]:
@@ -204,7 +202,7 @@ def position_table(cfg: ModelConfig) -> Table | None:
     return None
 
 
-def _vision(cfg: ModelConfig) -> Vision | None:
+def _vision(cfg: ModelConfig) -> "Vision | None":
     """A multimodal checkpoint's tower and projector (their module imported for one only)."""
     if cfg.vision is None:
         return None
