@@ -51,7 +51,7 @@ from ..model.architecture import Block
 from ..model.config import ModelConfig
 from ..model.layers import layer_specs
 from ..model.sizes import FP32, bytes_per, ceil_div, weight_bytes
-from ..spec import RunSpec
+from ..spec import Layout, RunSpec
 from .sharding import cp_local, stage_keys, stages, tp_local, unit_sizes, workload
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send")
@@ -75,9 +75,9 @@ class Collective(NamedTuple):
         return (2 * share if self.kind == "all-reduce" else share) // self.ranks
 
 
-def _tp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collective]:
-    """Tensor-parallel collectives of one GPU of ``stage`` over the step."""
-    layout = run.layout
+def _tp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int) -> list[Collective]:
+    """Tensor-parallel collectives of one GPU of ``stage`` over the step (``run``: the GPU's share
+    of the run, without its layout; so for each dimension)."""
     tp, m, train = layout.tp, layout.steps, run.mode == "train"
     T, b = run.tokens, bytes_per(run.dtype)
     act = T * cfg.d_model * b
@@ -118,8 +118,7 @@ def _tp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collect
     return out
 
 
-def _ep(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collective]:
-    layout = run.layout
+def _ep(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int) -> list[Collective]:
     specs = layer_specs(cfg)
     moe = sum(1 for i in stages(cfg, layout)[stage] if specs[i].ffn == "moe")
     if layout.ep == 1 or not moe:
@@ -130,9 +129,8 @@ def _ep(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collect
     return [Collective("ep dispatch and combine", "all-to-all", "ep", layout.ep, calls, calls * payload)]
 
 
-def _cp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collective]:
+def _cp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int) -> list[Collective]:
     """Ring attention's K/V sends (``run``: one GPU's ``S/cp`` tokens)."""
-    layout = run.layout
     if layout.cp == 1:
         return []
     specs = layer_specs(cfg)
@@ -149,8 +147,7 @@ def _cp(cfg: ModelConfig, run: RunSpec, stage: int, passes: int) -> list[Collect
     return [Collective("cp ring K/V", "send", "cp", layout.cp, sends, rounds * run.tokens * kv * bytes_per(run.dtype))]
 
 
-def _pp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
-    layout = run.layout
+def _pp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int) -> list[Collective]:
     if layout.pp == 1:
         return []
     act = run.tokens * cfg.d_model * bytes_per(run.dtype)
@@ -253,13 +250,16 @@ def collective_groups(cfg: ModelConfig, run: RunSpec, stage: int, shared: dict |
              layout.zero, layout.dp))[:None if data_parallel else -1]
     missing = [key for key in keys if key not in shared]
     if missing:
-        local, mine = tp_local(cfg, layout.tp), cp_local(run)
+        share_key = ("share", work, layout.cp)  # one GPU's share of the run, the same under every layout of its cp
+        if share_key not in shared:
+            shared[share_key] = cp_local(run).replace(layout=Layout())
+        local, mine = tp_local(cfg, layout.tp), shared[share_key]
         passes = 2 if run.mode == "train" and run.recompute == "full" else 1  # forward collectives per micro-batch
         for key in missing:
             dim = key[0]
-            group = ((_tp(local, mine, stage, passes) if layout.tp > 1 else []) if dim == "tp"
-                     else _cp(local, mine, stage, passes) if dim == "cp"
-                     else _ep(local, mine, stage, passes) if dim == "ep"
-                     else _pp(local, mine, stage) if dim == "pp" else _dp(cfg, run, stage))
+            group = ((_tp(local, mine, layout, stage, passes) if layout.tp > 1 else []) if dim == "tp"
+                     else _cp(local, mine, layout, stage, passes) if dim == "cp"
+                     else _ep(local, mine, layout, stage, passes) if dim == "ep"
+                     else _pp(local, mine, layout, stage) if dim == "pp" else _dp(cfg, run, stage))
             shared[key] = tuple(group)
     return [(key, shared[key]) for key in keys]

@@ -8,6 +8,7 @@ and the largest batch that fits in a GPU's memory.
 ``llmcalc kvcache --budget`` alike.
 """
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..count.memory import (
@@ -36,15 +37,12 @@ from .sharding import (
 
 
 def _train_state(cfg: ModelConfig, run: RunSpec, stage: int) -> dict[str, int]:
-    """The parts of a training GPU of ``stage`` that do not depend on its saved activations:
-    weights (LoRA: the frozen base in its stored dtype and the adapters), gradients, optimizer
-    state and the attention transient."""
-    layout = run.layout
-    state = gpu_state(cfg, layout, stage, run.lora)
+    """The training state of a GPU of ``stage``: weights (LoRA: the frozen base in its stored
+    dtype and the adapters), gradients and optimizer state."""
+    state = gpu_state(cfg, run.layout, stage, run.lora)
     train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
     return {"weights": weight_bytes(state.frozen, run.weights_dtype) + train.weights, "gradients": train.gradients,
-            "optimizer": train.optimizer,
-            "attention": transient(cfg, run)}
+            "optimizer": train.optimizer}
 
 
 def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, int], kv: int) -> MemoryReport:
@@ -55,8 +53,8 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
     parts = dict.fromkeys(PARTS, 0)
     state = gpu_state(cfg, layout, stage)
     if run.mode == "train":
-        parts.update(_train_state(cfg, run, stage), activations=sum(v for k, v in acts.items() if k != "loss"),
-                     logits=acts.get("loss", 0))
+        parts.update(_train_state(cfg, run, stage), attention=transient(cfg, run),
+                     activations=sum(v for k, v in acts.items() if k != "loss"), logits=acts.get("loss", 0))
         return MemoryReport(run, parts, acts, {}, 0, run.seq, run.seq, stage)
     peak, queries, keys = attention_peak(local, cp_local(run))
     last = stage == layout.pp - 1
@@ -65,16 +63,17 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
     return MemoryReport(run, parts, {}, {}, 0, queries, keys, stage)
 
 
-def stage_states(cfg: ModelConfig, run: RunSpec, shared: dict) -> list[int]:
-    """Bytes of each stage's training state, :func:`_train_state`'s but the attention transient
-    (:func:`transient`), ``run`` resolved with its layout: stages holding the same layers (and ends)
-    hold the same, figured once in ``shared``; none hangs on the micro-batch or recomputation."""
+def stage_states(cfg: ModelConfig, run: RunSpec, shared: dict, stages: Sequence[int] | None = None) -> list[int]:
+    """Bytes of the training state (:func:`_train_state`) of each stage, or of each of ``stages``,
+    ``run`` resolved with its layout: stages holding the same layers (and ends) hold the same,
+    figured once in ``shared``; none hangs on the micro-batch or recomputation."""
     layout, work = run.layout, (run.dtype, run.optimizer, run.weights_dtype, run.lora)
+    keys = stage_keys(cfg, layout.pp, layout.vpp)
     out = []
-    for s, key in enumerate(stage_keys(cfg, layout.pp, layout.vpp)):
-        state_key = ("state", work, layout.tp, layout.pp, layout.vpp, layout.ep, layout.zero, layout.replicas, key)
+    for s in range(layout.pp) if stages is None else stages:
+        state_key = ("state", work, layout.tp, layout.pp, layout.vpp, layout.ep, layout.zero, layout.replicas, keys[s])
         if state_key not in shared:
-            shared[state_key] = sum(v for k, v in _train_state(cfg, run, s).items() if k != "attention")
+            shared[state_key] = sum(_train_state(cfg, run, s).values())
         out.append(shared[state_key])
     return out
 

@@ -27,12 +27,16 @@ they have in common (``shared`` of :func:`memory` and :func:`step`: a TP rank's 
 layers, a dimension's collectives), so each is figured once.
 
 :func:`ranked` (`plan`'s table) gives the first ``top`` of them without figuring every step: each
-candidate's memory from each distinct stage's state and saves (:func:`_weigh`), then steps only for
-those whose lower bound (:func:`analysis.cluster.step.floors`) can still reach the ``top``.
+candidate's memory from each distinct stage's state and saves (:func:`_weigh`), then steps, best
+bound first, only for those whose lower bound (:func:`analysis.cluster.step.floors`) can still
+reach the ``top``, and the memory breakdown of the ``top`` alone.
 """
 
 import dataclasses
+import functools
 import heapq
+import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ..count.memory import MemoryReport
@@ -43,7 +47,7 @@ from ..perf.hardware import Hardware
 from ..perf.roofline import Utilization, utilization
 from ..spec import Layout, LoRA, RunSpec
 from .memory import memory, stage_states, transient
-from .sharding import check_layout, cp_local, distinct_stages, stage_save_totals
+from .sharding import ChunkTerms, check_layout, cp_local, distinct_stages, save_terms
 from .step import MARGIN, Step, floors, stage_floors, step
 
 MAX_GPUS = 1 << 20
@@ -62,7 +66,9 @@ class Candidate(NamedTuple):
 
 
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """Ascending: those up to the square root, then their cofactors."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 class Split(NamedTuple):
@@ -173,17 +179,17 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
            weights_dtype: str | None = None) -> Ranking:
     """The first ``top`` of :func:`candidates` that fit, the same candidates in the same order,
     and how many fit of how many, without figuring every step: every candidate's peak memory (its
-    totals alone), then the fitting ones in the order of a lower bound of their expected step time
+    totals alone), then the fitting ones best first by a lower bound of their expected step time
     (:func:`analysis.cluster.step.floors`: the compute, then with the communication no schedule
-    overlaps), each step figured only while its bound can still rank it among the best ``top``."""
+    overlaps, figured when the compute's comes first), each step figured when its bound comes first,
+    until the next bound is past the ``top``-th step so far."""
     _check(cfg, gpus)
     shared: dict = {}
-    weighed = _weigh(cfg, gpus, seq, global_batch, hw.gpus_per_node, hw.memory, dtype, lora, weights_dtype, shared)
-    fitting = [(i, w) for i, w in enumerate(weighed) if w.total <= hw.memory]
+    runs = _workloads(cfg, seq, dtype, weights_dtype, lora)
+    weighed = _weigh(cfg, gpus, seq, global_batch, hw.gpus_per_node, hw.memory, runs, shared)
 
     def spec(w: _Weighed) -> RunSpec:
-        m = global_batch // (w.batch * w.layout.dp)
-        return _spec(w.layout, w.batch, w.recompute, m, seq, dtype, weights_dtype, lora)
+        return runs(w.batch, w.recompute).replace(layout=w.layout.layout(global_batch // (w.batch * w.layout.dp)))
 
     passes: dict[tuple, RunSpec] = {}  # by (tp, cp, b, recompute): a run of that pass
     computes: dict[tuple, float] = {}  # by (tp, cp, pp, b, recompute): the longest stage's compute
@@ -195,7 +201,7 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
         if key not in computes:
             run_key = (lay.tp, lay.cp, w.batch, w.recompute)
             if run_key not in passes:
-                passes[run_key] = spec(w).resolve(cfg)
+                passes[run_key] = spec(w)
             computes[key] = max(stage_floors(cfg, passes[run_key], hw, eff, shared, lay.pp).values())
         return (global_batch // (w.batch * lay.dp) + lay.pp - 1) * computes[key] * (1 - MARGIN)
 
@@ -203,87 +209,109 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
         lay = w.layout
         key = (lay.tp, lay.cp, lay.pp, w.batch, w.recompute, lay.ep, lay.sp)
         if key not in bounds:
-            bounds[key] = floors(cfg, spec(w).resolve(cfg), hw, eff, shared)[1]
+            bounds[key] = floors(cfg, spec(w), hw, eff, shared)[1]
         return bounds[key]
 
-    order = sorted((compute_bound(w), i, w) for i, w in fitting)
+    # best first: a candidate comes out with its compute's bound, goes back with the communication's,
+    # then has its step figured; past the ``top``-th step so far, no bound left can rank
+    queue = [(compute_bound(w), i, False) for i, w in enumerate(weighed) if w.total <= hw.memory]
+    fitting = len(queue)
+    heapq.heapify(queue)
     kept: list[tuple[float, int, int]] = []  # the best so far, negated: kept[0] is the worst of them
-    found: dict[int, Candidate] = {}
-    per_gpu: dict[tuple[int, str], Utilization] = {}
-    for floor, i, w in order:
-        if len(kept) >= top and floor > -kept[0][0]:  # nor any after it
-            break
-        if len(kept) >= top and bound(w) > -kept[0][0]:
+    steps: dict[int, Step] = {}
+    while queue and (len(kept) < top or queue[0][0] <= -kept[0][0]):
+        _, i, communication = heapq.heappop(queue)
+        w = weighed[i]
+        if not communication:
+            heapq.heappush(queue, (bound(w), i, True))
             continue
-        report = memory(cfg, spec(w), shared)
-        s = step(cfg, report.run, hw, eff, shared)
-        if (w.batch, w.recompute) not in per_gpu:
-            per_gpu[w.batch, w.recompute] = utilization(cfg, s.run.replace(layout=Layout()), hw, 1.0)
-        mfu = per_gpu[w.batch, w.recompute]._replace(tokens_per_s=s.expected_tokens_per_s, gpus=gpus).mfu
-        found[i] = Candidate(report.run, report, s, mfu)
-        key = (-s.expected.time_s, -report.total, -i)
+        s = steps[i] = step(cfg, spec(w), hw, eff, shared)
+        key = (-s.expected.time_s, -w.total, -i)  # candidates()' order: step, memory, enumeration
         if len(kept) < top:
             heapq.heappush(kept, key)
         elif key > kept[0]:
             heapq.heapreplace(kept, key)
-    best = [found[-i] for _, _, i in sorted(kept, reverse=True)]
-    return Ranking(best, len(fitting), len(weighed), len(found))
+    best = []
+    per_gpu: dict[tuple[int, str], Utilization] = {}
+    for _, _, i in sorted(kept, reverse=True):
+        w, s = weighed[-i], steps[-i]
+        report = memory(cfg, spec(w), shared)
+        if (w.batch, w.recompute) not in per_gpu:
+            per_gpu[w.batch, w.recompute] = utilization(cfg, s.run.replace(layout=Layout()), hw, 1.0)
+        mfu = per_gpu[w.batch, w.recompute]._replace(tokens_per_s=s.expected_tokens_per_s, gpus=gpus).mfu
+        best.append(Candidate(report.run, report, s, mfu))
+    return Ranking(best, fitting, len(weighed), len(steps))
 
 
-def _spec(split: Split, b: int, recompute: str, m: int, seq: int, dtype: str | None, weights_dtype: str | None,
-          lora: LoRA | None) -> RunSpec:
-    return RunSpec("train", seq, b, recompute=recompute, dtype=dtype, weights_dtype=weights_dtype,
-                   layout=split.layout(m), lora=lora)
+def _workloads(cfg: ModelConfig, seq: int, dtype: str | None, weights_dtype: str | None,
+               lora: LoRA | None) -> Callable[[int, str], RunSpec]:
+    """One GPU's micro-batch of ``b`` sequences under ``recompute``, resolved, before its layout
+    (which ``replace`` gives it: resolving does not read the layout), each made once."""
+    @functools.cache
+    def run(b: int, recompute: str) -> RunSpec:
+        return RunSpec("train", seq, b, recompute=recompute, dtype=dtype, weights_dtype=weights_dtype,
+                       lora=lora).resolve(cfg)
+    return run
 
 
 def _weigh(cfg: ModelConfig, gpus: int, seq: int, global_batch: int, per_node: int | None, budget: int,
-           dtype: str | None, lora: LoRA | None, weights_dtype: str | None, shared: dict) -> list[_Weighed]:
+           runs: Callable[[int, str], RunSpec], shared: dict) -> list[_Weighed]:
     """The candidates of :func:`candidates` in its order, each with its peak GPU's total bytes,
     :func:`memory`'s, from each stage's state and what one micro-batch saves on it, of which 1F1B
-    keeps ``min(p - s, m)`` (:func:`analysis.cluster.pipeline.held`), plus the attention transient.
-    The model's rules a layout breaks (:func:`check_layout`, whose refusal ends a layout in
-    :func:`candidates`) hang on its (tp, cp, pp, ep, sp) alone: checked once for each."""
+    keeps ``min(p - s, m)`` (:func:`analysis.cluster.pipeline.held`), plus the attention transient
+    (``runs``: :func:`_workloads`). The model's rules a layout breaks (:func:`check_layout`, whose
+    refusal ends a layout in :func:`candidates`) hang on its (tp, cp, pp, ep, sp) alone: checked
+    once for each."""
     out: list[_Weighed] = []
     broken: dict[tuple, bool] = {}  # (tp, cp, pp, ep, sp): breaks one of the model's rules
-    states: dict[tuple, list[int]] = {}
-    saves: dict[tuple, list[int]] = {}
+    states: dict[tuple, list[int]] = {}  # by (tp, pp, ep, zero): each distinct stage's state
     mine: dict[tuple, tuple[RunSpec, int]] = {}  # by (b, recompute, tp, cp): a GPU's share of the run, its transient
+    chunks: dict[tuple, list[ChunkTerms]] = {}  # by (b, recompute, tp, cp, sp, pp): each distinct stage's saves
+    saves: dict[tuple, list[int]] = {}  # by the same and ep: what each distinct stage saves per micro-batch
     for layout in splits(cfg, gpus, per_node, seq):
         tp, cp, pp, ep, sp = rules = layout.tp, layout.cp, layout.pp, layout.ep, layout.sp
         if broken.get(rules):
             continue
+        firsts = distinct_stages(cfg, pp)  # the first stage of those alike keeps the most
+        # cp changes no state: the GPUs holding the same parameters, dp x cp, are gpus / (tp x pp)
+        state_key = (tp, pp, ep, layout.zero)
         b, fitted = 1, True
         while fitted and global_batch % (b * layout.dp) == 0:
             m = global_batch // (b * layout.dp)
             fitted = False
             for recompute in ("none", "full"):  # selective changes nothing under flash attention
-                state_key, saves_key = (tp, cp, pp, ep, layout.zero), (b, recompute, tp, cp, ep, sp, pp)
                 if gpus == 1:
-                    total = memory(cfg, _spec(layout, b, recompute, m, seq, dtype, weights_dtype, lora)).total
+                    total = memory(cfg, runs(b, recompute).replace(layout=layout.layout(m))).total
                 else:
+                    run = None  # made when a figure below needs it
                     if rules not in broken:  # the first run of these rules: does memory() refuse it?
-                        run = _spec(layout, b, recompute, m, seq, dtype, weights_dtype, lora)
+                        run = runs(b, recompute).replace(layout=layout.layout(m))
                         try:
-                            check_layout(cfg, run.resolve(cfg))
+                            check_layout(cfg, run)
                         except SpecError as e:  # as candidates(): a rule of this model, or one of the run's
                             if not e.field.startswith("layout."):
                                 raise
                             broken[rules] = True
                             break
                         broken[rules] = False
-                    firsts = distinct_stages(cfg, pp)  # the first stage of those alike keeps the most
-                    if state_key not in states or (b, recompute, tp, cp) not in mine:
-                        run = _spec(layout, b, recompute, m, seq, dtype, weights_dtype, lora).resolve(cfg)
+                    mine_key = (b, recompute, tp, cp)
+                    if state_key not in states or mine_key not in mine:
+                        if run is None:
+                            run = runs(b, recompute).replace(layout=layout.layout(m))
                         if state_key not in states:
-                            state = stage_states(cfg, run, shared)
-                            states[state_key] = [state[s] for s in firsts]
-                        if (b, recompute, tp, cp) not in mine:
-                            mine[b, recompute, tp, cp] = (cp_local(run).replace(layout=Layout()), transient(cfg, run))
-                    one, attention = mine[b, recompute, tp, cp]
+                            states[state_key] = stage_states(cfg, run, shared, [s for s, _ in firsts])
+                        if mine_key not in mine:
+                            mine[mine_key] = (cp_local(run).replace(layout=Layout()), transient(cfg, run))
+                    one, attention = mine[mine_key]
+                    chunks_key = (b, recompute, tp, cp, sp, pp)
+                    if chunks_key not in chunks:
+                        terms = save_terms(cfg, one, tp, sp)
+                        chunks[chunks_key] = [terms.chunk(layers, s == 0, s == pp - 1) for s, layers in firsts]
+                    saves_key = chunks_key + (ep,)
                     if saves_key not in saves:
-                        saves[saves_key] = stage_save_totals(cfg, one, tp, ep, sp, pp, firsts)
+                        saves[saves_key] = [c.total(ep) for c in chunks[chunks_key]]
                     state, saved = states[state_key], saves[saves_key]
-                    total = attention + max(state[j] + min(pp - s, m) * saved[j] for j, s in enumerate(firsts))
+                    total = attention + max(state[j] + min(pp - s, m) * saved[j] for j, (s, _) in enumerate(firsts))
                 out.append(_Weighed(layout, b, recompute, total))
                 fitted |= total <= budget
             b *= 2

@@ -49,7 +49,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from ..count.activations import activation_bytes
 from ..count.kvcache import kv_cache
@@ -58,12 +58,14 @@ from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
 from ..model.formats import WEIGHT_FORMATS
-from ..model.layers import layer_plan, layer_specs
+from ..model.layers import LayerSpec, layer_plan, layer_specs
 from ..model.parts import Norm
 from ..model.sizes import ceil_div
 from ..model.variants import POSITIONS
 from ..spec import Layout, LoRA, RunSpec
 from .pipeline import chunks, held
+
+T = TypeVar("T")
 
 
 def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
@@ -210,8 +212,12 @@ def stage_units(cfg: ModelConfig, layout: Layout, stage: int) -> tuple[tuple[Ten
 
 @functools.lru_cache(maxsize=256)
 def _units(cfg: ModelConfig, tp: int, pp: int, ep: int, stage: int, vpp: int) -> tuple[tuple[Tensor, ...], ...]:
+    return _root_tensors(cfg, tp, pp, stage), *_layer_units(cfg, _spec_tensors(cfg, tp, ep), tp, pp, stage, vpp)
+
+
+def _root_tensors(cfg: ModelConfig, tp: int, pp: int, stage: int) -> tuple[Tensor, ...]:
+    """The tensors of ``stage`` outside its layers (:func:`stage_units`)."""
     model = build(tp_local(cfg, tp))
-    specs = layer_specs(model.cfg)
     root = []
     if stage == 0:
         root += [Tensor(t.key, (t.rows, t.width)) for t in (model.token, model.position) if t is not None]
@@ -225,8 +231,19 @@ def _units(cfg: ModelConfig, tp: int, pp: int, ep: int, stage: int, vpp: int) ->
             root.append(Tensor(head.key, (head.d_out, head.d_in)))
         if head.bias:
             root.append(Tensor(head.key, (head.d_out,)))
-    per_spec = {group.spec: tuple(_layer_tensors(block, ep)) for group, block in model.blocks}
-    return (tuple(root), *(per_spec[specs[i]] for i in stages(cfg, Layout(pp=pp, vpp=vpp))[stage]))
+    return tuple(root)
+
+
+def _layer_units(cfg: ModelConfig, per_spec: dict[LayerSpec, T], tp: int, pp: int, stage: int, vpp: int) -> list[T]:
+    """What ``per_spec`` gives each layer of ``stage`` (the TP rank's layer specs), in order."""
+    specs = layer_specs(tp_local(cfg, tp))
+    return [per_spec[specs[i]] for i in stages(cfg, Layout(pp=pp, vpp=vpp))[stage]]
+
+
+@functools.lru_cache(maxsize=256)  # every stage of every pp holds these
+def _spec_tensors(cfg: ModelConfig, tp: int, ep: int) -> dict[LayerSpec, tuple[Tensor, ...]]:
+    """The tensors of one layer of each spec, on rank 0 of its TP and EP groups."""
+    return {group.spec: tuple(_layer_tensors(block, ep)) for group, block in build(tp_local(cfg, tp)).blocks}
 
 
 def adapter_units(cfg: ModelConfig, layout: Layout, stage: int, lora: LoRA) -> tuple[tuple[Tensor, ...], ...]:
@@ -234,14 +251,14 @@ def adapter_units(cfg: ModelConfig, layout: Layout, stage: int, lora: LoRA) -> t
     :func:`stage_units` gives the base's (the root unit empty: embeddings and the head are never
     adapted): ``A`` (``r x d_in``) and ``B`` (``d_out x r``) of each adapted linear of the TP rank's
     layer (module docstring), stacked for stacked experts."""
-    return _adapter_units(cfg, lora, layout.tp, layout.pp, layout.ep, stage, layout.vpp)
+    return (), *_layer_units(cfg, _adapter_tensors(cfg, lora, layout.tp, layout.ep), layout.tp, layout.pp, stage,
+                             layout.vpp)
 
 
 @functools.lru_cache(maxsize=256)
-def _adapter_units(cfg: ModelConfig, lora: LoRA, tp: int, pp: int, ep: int, stage: int,
-                   vpp: int) -> tuple[tuple[Tensor, ...], ...]:
+def _adapter_tensors(cfg: ModelConfig, lora: LoRA, tp: int, ep: int) -> dict[LayerSpec, tuple[Tensor, ...]]:
+    """The adapter tensors of one layer of each spec (:func:`adapter_units`)."""
     model = build(tp_local(cfg, tp))
-    specs = layer_specs(model.cfg)
     keys, r = adapted(model.cfg, lora), lora.rank
     per_spec = {}
     for group, block in model.blocks:
@@ -257,7 +274,7 @@ def _adapter_units(cfg: ModelConfig, lora: LoRA, tp: int, pp: int, ep: int, stag
             else:
                 out += [Tensor(m.key + "/lora_A", (r, m.d_in)), Tensor(m.key + "/lora_B", (m.d_out, r))]
         per_spec[group.spec] = tuple(out)
-    return ((), *(per_spec[specs[i]] for i in stages(cfg, Layout(pp=pp, vpp=vpp))[stage]))
+    return per_spec
 
 
 def stage_tensors(cfg: ModelConfig, layout: Layout, stage: int) -> list[Tensor]:
@@ -279,15 +296,24 @@ def _unit_sizes(cfg: ModelConfig, lora: LoRA | None, tp: int, pp: int, ep: int, 
                 frozen: bool, expert: bool | None) -> tuple[tuple[int, int], ...]:
     if lora is None and frozen:
         return ()
-    units = (_units(cfg, tp, pp, ep, stage, vpp) if lora is None or frozen
-             else _adapter_units(cfg, lora, tp, pp, ep, stage, vpp))
-    seen: dict[int, tuple[int, int]] = {}  # the layers of one spec share one unit
-    for u in units:
-        if id(u) not in seen:
-            mine = [t for t in u if expert is None or t.expert == expert]
-            seen[id(u)] = (sum(t.numel for t in mine),
-                           sum(t.shard(replicas // ep if t.expert else replicas) for t in mine))
-    return tuple(seen[id(u)] for u in units)
+    adapters = None if frozen else lora  # the units of LoRA's adapters; None: of the base
+    root = _sizes(() if adapters else _root_tensors(cfg, tp, pp, stage), replicas, ep, expert)
+    return root, *_layer_units(cfg, _spec_sizes(cfg, adapters, tp, ep, replicas, expert), tp, pp, stage, vpp)
+
+
+@functools.lru_cache(maxsize=1024)  # every stage of a pp holds these
+def _spec_sizes(cfg: ModelConfig, adapters: LoRA | None, tp: int, ep: int, replicas: int,
+                expert: bool | None) -> dict[LayerSpec, tuple[int, int]]:
+    """:func:`_sizes` of one layer of each spec: of its tensors, or of LoRA ``adapters``' on it."""
+    per_spec = _spec_tensors(cfg, tp, ep) if adapters is None else _adapter_tensors(cfg, adapters, tp, ep)
+    return {spec: _sizes(unit, replicas, ep, expert) for spec, unit in per_spec.items()}
+
+
+def _sizes(unit: tuple[Tensor, ...], replicas: int, ep: int, expert: bool | None) -> tuple[int, int]:
+    """(elements, elements of its ZeRO shard over ``replicas``) of an FSDP unit's tensors: routed
+    experts' alone, or the others, when ``expert`` says."""
+    mine = [t for t in unit if expert is None or t.expert == expert]
+    return sum(t.numel for t in mine), sum(t.shard(replicas // ep if t.expert else replicas) for t in mine)
 
 
 def cp_local(run: RunSpec) -> RunSpec:
@@ -373,52 +399,95 @@ def stage_saves(cfg: ModelConfig, run: RunSpec) -> list[list[ChunkSaves]]:
 
 
 @functools.lru_cache(maxsize=256)
-def distinct_stages(cfg: ModelConfig, pp: int) -> tuple[int, ...]:
+def distinct_stages(cfg: ModelConfig, pp: int) -> tuple[tuple[int, tuple[tuple[int, int], ...]], ...]:
     """The first of each run of ``pp`` stages (no interleaving) holding the same layers and ends,
-    by :func:`stage_keys` and their model chunks: the others hold and save what it does."""
-    seen: dict[tuple, int] = {}
+    by :func:`stage_keys` and their model chunks, with its layers (:func:`in_layers`): the others
+    hold and save what it does."""
+    seen: dict[tuple, tuple[int, tuple[tuple[int, int], ...]]] = {}
     for s, key in enumerate(zip(stage_keys(cfg, pp, 1), _chunk_layers(cfg, pp, 1))):
-        seen.setdefault(key, s)
+        seen.setdefault(key, (s, key[1][0]))
     return tuple(seen.values())
 
 
-def stage_save_totals(cfg: ModelConfig, mine: RunSpec, tp: int, ep: int, sp: bool, pp: int,
-                      stages: Sequence[int]) -> list[int]:
-    """What one micro-batch saves on one GPU of each of ``stages`` of ``pp`` (no interleaving),
-    ``mine`` one GPU's share of the run (:func:`cp_local`, resolved, no layout): :func:`stage_saves`'
-    totals before the micro-batches a stage keeps, summed as :func:`_chunk_saves` sums them (`plan`
-    weighs every layout by them)."""
-    groups, once = _save_terms(cfg, mine, tp, ep, sp)
-    chunk_layers = _chunk_layers(cfg, pp, 1)
-    out = []
-    for stage in stages:
-        (layers,) = chunk_layers[stage]
-        total = once[True] + (once["first"] if stage == 0 else 0) + (once["last"] if stage == pp - 1 else 0)
-        for i, count in layers:
-            linear, split = groups[i]
-            total += count * linear + sum(_split(key, n * count, tp, ep, sp) for key, n in split)
-        out.append(total)
-    return out
+class ChunkTerms(NamedTuple):
+    """What one micro-batch saves in a model chunk on one GPU, as :func:`_chunk_saves` sums it,
+    before expert parallelism: the bytes it leaves whole, and each routed experts' save as (bytes,
+    what else splits it), which ``ep`` splits."""
+
+    rest: int
+    experts: tuple[tuple[int, int], ...]
+
+    def total(self, ep: int) -> int:
+        return self.rest + sum(ceil_div(n, ep * d) for n, d in self.experts)
+
+
+# (bytes no layout splits, (bytes, tp) of each save sequence parallelism splits, (bytes, tp or 1) of each
+# routed experts' save, which ep splits too)
+Terms = tuple[int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
+Kinds = tuple[tuple[tuple[bool, bool], tuple[int, ...]], ...]  # ((routed expert, on the residual stream), sizes)
+
+
+class SaveTerms(NamedTuple):
+    """What one micro-batch saves on one GPU of a TP rank, with or without sequence parallelism,
+    in :func:`_chunk_saves`' terms (`plan` weighs every layout by them): of each layer group per
+    layer, and once per forward on every chunk, on the first stage's first and on the last's last
+    (:func:`_once_on`)."""
+
+    groups: tuple[Terms, ...]
+    every: Terms
+    first: Terms
+    last: Terms
+
+    def chunk(self, layers: tuple[tuple[int, int], ...], first: bool, last: bool) -> ChunkTerms:
+        """A model chunk of ``layers`` (layer-plan group, count), the first stage's first or the last's last."""
+        parts = [(self.every, 1), *([(self.first, 1)] if first else []), *([(self.last, 1)] if last else []),
+                 *((self.groups[i], count) for i, count in layers)]
+        rest, experts = 0, []
+        for (whole, split, routed), count in parts:
+            rest += count * whole + sum(ceil_div(n * count, d) for n, d in split)
+            experts += [(n * count, d) for n, d in routed]
+        return ChunkTerms(rest, tuple(experts))
 
 
 @functools.lru_cache(maxsize=1024)
-def _save_terms(cfg: ModelConfig, run: RunSpec, tp: int, ep: int,
-                sp: bool) -> tuple[list[tuple[int, tuple[tuple[str, int], ...]]], dict[bool | str, int]]:
-    """:func:`_chunk_saves`' terms: each layer group's per-layer saves (the sum of those ``ep`` and
-    ``tp`` leave whole, the others), and the once-per-forward saves on every chunk (``True``), on
-    the first (``"first"``) and on the last (``"last"``), split."""
-    local = tp_local(cfg, tp)
-    groups, once_saves = _activations(local, run)
-    terms = []
-    for _, per_layer in groups:
-        whole = [(k, n) for k, n in per_layer.items() if _split(k, 1 << 40, tp, ep, sp) == 1 << 40]
-        terms.append((sum(n for _, n in whole), tuple((k, n) for k, n in per_layer.items() if (k, n) not in whole)))
-    once: dict[bool | str, int] = {True: 0, "first": 0, "last": 0}
-    for k, n in once_saves.items():
-        where = ("first" if k.startswith("embedding/") else True if k in ("attention", "attention/sdpa", "layer")
-                 else "last")
-        once[where] += _split(k, n, tp, ep, sp)
-    return terms, once
+def save_terms(cfg: ModelConfig, mine: RunSpec, tp: int, sp: bool) -> SaveTerms:
+    """:class:`SaveTerms` of the TP rank's model, ``mine`` one GPU's share of the run
+    (:func:`cp_local`, resolved, no layout)."""
+    groups, once = _save_kinds(cfg, mine, tp)
+
+    def terms(kinds: Kinds) -> Terms:
+        whole, split, routed = 0, [], []
+        for (expert, residual), sizes in kinds:
+            d = _divisor(False, residual, tp, 1, sp)  # a routed expert's ep comes with the layout (ChunkTerms.total)
+            if expert:
+                routed += [(n, d) for n in sizes]
+            elif d > 1:
+                split += [(n, d) for n in sizes]
+            else:
+                whole += sum(sizes)
+        return whole, tuple(split), tuple(routed)
+
+    return SaveTerms(tuple(map(terms, groups)), *(terms(once[where]) for where in ("every", "first", "last")))
+
+
+@functools.lru_cache(maxsize=256)
+def _save_kinds(cfg: ModelConfig, mine: RunSpec, tp: int) -> tuple[tuple[Kinds, ...], dict[str, Kinds]]:
+    """The TP rank's saves (``mine``: one GPU's share of the run) by how a layout splits them: of
+    each layer group per layer, and once per forward by where (:func:`_once_on`), each as
+    ((routed expert, on the residual stream), bytes of each such save)."""
+    groups, once = _activations(tp_local(cfg, tp), mine)
+
+    def kinds(saves: list[tuple[str, int]]) -> Kinds:
+        out: dict[tuple[bool, bool], list[int]] = {}
+        for key, n in saves:
+            out.setdefault((key == "moe/experts", on_residual_stream(key)), []).append(n)
+        return tuple((kind, tuple(sizes)) for kind, sizes in out.items())
+
+    return (tuple(kinds(list(per_layer.items())) for _, per_layer in groups),
+            {where: kinds([(k, n) for k, n in once.items() if _once_on(k) == where])
+             for where in ("every", "first", "last")})
+
+
 @functools.lru_cache(maxsize=256)
 def _chunk_layers(cfg: ModelConfig, pp: int, vpp: int) -> tuple[tuple[tuple[tuple[int, int], ...], ...], ...]:
     """:func:`in_layers` of each model chunk of each stage."""
@@ -449,11 +518,8 @@ def _chunk_saves(cfg: ModelConfig, run: RunSpec, tp: int, ep: int, sp: bool, lay
         return _split(key, n, tp, ep, sp)
 
     def on_chunk(key: str) -> bool:
-        if key.startswith("embedding/"):
-            return first
-        if key in ("attention", "attention/sdpa", "layer"):  # each chunk's forward saves its own
-            return True
-        return last  # final norm, LM head, soft-capping, loss
+        where = _once_on(key)
+        return first if where == "first" else last if where == "last" else True
 
     saves = tuple((key, split(key, n)) for key, n in [(key, n * count) for i, count in layers
                                                       for key, n in groups[i][1].items()]
@@ -461,12 +527,24 @@ def _chunk_saves(cfg: ModelConfig, run: RunSpec, tp: int, ep: int, sp: bool, lay
     return saves, sum(n for _, n in saves)
 
 
+def _once_on(key: str) -> str:
+    """The model chunks a once-per-forward save ``key`` is on: the embeddings' on the first stage's
+    first ("first"), the final norm's, LM head's, soft-capping's and loss's on the last stage's last
+    ("last"), RoPE tables' and masks' on each ("every": each chunk's forward saves its own)."""
+    if key.startswith("embedding/"):
+        return "first"
+    return "every" if key in ("attention", "attention/sdpa", "layer") else "last"
+
+
+def _divisor(expert: bool, residual: bool, tp: int, ep: int, sp: bool) -> int:
+    """GPUs a save is split over: a routed expert's over ``ep``, one on the residual stream over
+    ``tp`` with sequence parallelism (splitting by one then the other splits by their product)."""
+    return (ep if expert else 1) * (tp if sp and residual else 1)
+
+
 def _split(key: str, n: int, tp: int, ep: int, sp: bool) -> int:
-    """Bytes ``n`` a save ``key`` takes on one GPU: routed experts' over ``ep``, the residual
-    stream's over ``tp`` with sequence parallelism."""
-    if key == "moe/experts":
-        n = ceil_div(n, ep)
-    return ceil_div(n, tp) if sp and on_residual_stream(key) else n
+    """Bytes ``n`` a save ``key`` takes on one GPU."""
+    return ceil_div(n, _divisor(key == "moe/experts", on_residual_stream(key), tp, ep, sp))
 
 
 def saved(stage: Sequence[ChunkSaves]) -> dict[str, int]:

@@ -38,10 +38,11 @@ collective by the alpha-beta model (:func:`analysis.perf.calibration.collective_
 import dataclasses
 from typing import NamedTuple
 
-from ..count.flops import core_keys, count_flops
+from ..count.flops import core_keys, layer_matmul
 from ..count.lora import adapter_params
 from ..count.params import count_params
 from ..errors import ConfigError
+from ..model.architecture import build
 from ..model.config import ModelConfig
 from ..perf.calibration import Efficiency, Link, collective_s
 from ..perf.hardware import Hardware
@@ -188,10 +189,7 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
         run = run.replace(layout=layout)
     check_layout(cfg, run)
     shared = {} if shared is None else shared
-    work_key = ("pass", layout.tp, layout.cp, workload(run))
-    if work_key not in shared:
-        shared[work_key] = _pass(cfg, run, hw, eff)
-    local, parts, optimizer, work, whole, trained = shared[work_key]
+    work_key, (local, parts, optimizer, work, whole, trained) = _pass(cfg, run, hw, eff, shared)
     m = layout.steps
     per_stage: dict[tuple, tuple] = {}  # stages holding the same layers (and ends) give the same figures
     stage_figures = []
@@ -206,14 +204,10 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
             ideal: list[float] = []
             times: list[float] = []
             for group_key, group in collective_groups(cfg, run, s, shared):
-                timed = ("timed", layout.gpus, group_key)  # a group's links span the layout's GPUs
-                if timed not in shared:
-                    links = [link(hw, layout, c.group) for c in group]
-                    shared[timed] = ([c.sent / k.rate for c, k in zip(group, links)],
-                                     [collective_s(cal, c.calls, c.sent, k) for c, k in zip(group, links)])
+                group_ideal, group_times = _timed(hw, layout, group_key, group, shared)
                 cs += group
-                ideal += shared[timed][0]
-                times += shared[timed][1]
+                ideal += group_ideal
+                times += group_times
             comm, drain = _exposed(cs, ideal, compute, m, 1.0)
             optimized = gpu_state(cfg, layout, s, run.lora).optimizer
             opt = 0.0 if optimizer is None else optimizer.time_s * optimized / trained
@@ -237,78 +231,94 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
     layout checked; ``shared`` as :func:`step` keeps it, so that a step after them finds their
     work done), `plan`'s pruning: (compute) the stage of the longest expected compute over all
     ``m + (p - 1) / v`` slots of the pipeline, the bubble's included; (with communication, 0 unless
-    ``comm``) each stage's slot also holding its per-micro-batch tensor-, context-, expert- and
-    pipeline-parallel communication, which is never overlapped, plus the longest such once per
-    step. Each leaves out what is at least 0 (data-parallel communication, the optimizer step), so
-    that a step never beats them: the slowest slot sets the pace (:class:`Expected`)."""
-    cal, layout = hw.calibration, run.layout
+    ``comm``) that stage's slot also holding its per-micro-batch tensor-, context-, expert- and
+    pipeline-parallel communication, which is never overlapped, plus that stage's such communication
+    once per step. Each leaves out what is at least 0 (data-parallel communication, the optimizer step, the other
+    stages), so that a step never beats them: the slowest slot sets the pace and the longest
+    once-per-step communication and optimizer step add to it (:class:`Expected`)."""
+    layout = run.layout
     shared = {} if shared is None else shared
     micros = stage_floors(cfg, run, hw, eff, shared, layout.pp, layout.vpp)
     m, slots = layout.steps, layout.steps + (layout.pp - 1) / layout.vpp
     compute = slots * max(micros.values()) * (1 - MARGIN)
     if not comm:
         return compute, 0.0
-    slot = once = 0.0
-    for s, key in enumerate(stage_keys(cfg, layout.pp, layout.vpp)):
-        if key not in micros:
-            continue
-        micro = micros.pop(key)  # stages alike: the first's
-        per = at_once = 0.0
-        for group_key, group in collective_groups(cfg, run, s, shared, data_parallel=False):
-            timed = ("timed", layout.gpus, group_key)
-            if timed not in shared:
-                links = [link(hw, layout, c.group) for c in group]
-                shared[timed] = ([c.sent / k.rate for c, k in zip(group, links)],
-                                 [collective_s(cal, c.calls, c.sent, k) for c, k in zip(group, links)])
-            for c, t in zip(group, shared[timed][1]):
-                if c.group not in ("dp", "dp/ep"):  # as _exposed: the rest is always exposed
-                    if c.per_micro_batch:
-                        per += t
-                    else:
-                        at_once += t
-        slot, once = max(slot, micro + per / m), max(once, at_once)
-    return compute, (slots * slot + once) * (1 - MARGIN)
+    key = max(micros, key=micros.__getitem__)
+    s = stage_keys(cfg, layout.pp, layout.vpp).index(key)
+    per = at_once = 0.0
+    for group_key, group in collective_groups(cfg, run, s, shared, data_parallel=False):
+        for c, t in zip(group, _timed(hw, layout, group_key, group, shared)[1]):
+            if c.group not in ("dp", "dp/ep"):  # as _exposed: the rest is always exposed
+                if c.per_micro_batch:
+                    per += t
+                else:
+                    at_once += t
+    return compute, (slots * (micros[key] + per / m) + at_once) * (1 - MARGIN)
+
+
+def _timed(hw: Hardware, layout: Layout, group_key: tuple, group: tuple[Collective, ...],
+           shared: dict) -> tuple[list[float], list[float]]:
+    """Each collective of the group ``group_key`` of :func:`collective_groups` at its link's peak,
+    and expected (alpha-beta), kept in ``shared``: the links span the layout's GPUs."""
+    timed = ("timed", layout.gpus, group_key)
+    if timed not in shared:
+        links = [link(hw, layout, c.group) for c in group]
+        shared[timed] = ([c.sent / k.rate for c, k in zip(group, links)],
+                         [collective_s(hw.calibration, c.calls, c.sent, k) for c, k in zip(group, links)])
+    return shared[timed]
 
 
 def stage_floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None, shared: dict, pp: int,
                  vpp: int = 1) -> dict[tuple, float]:
     """Each stage's expected micro-batch compute (by :func:`stage_keys`, those alike once) under
     ``pp`` stages of ``vpp`` chunks, of ``run``'s pass (resolved, its layout's tp and cp), as
-    :func:`_stage_compute` figures it but summed in another order: less a margin for the rounding."""
-    layout = run.layout
-    work_key = ("pass", layout.tp, layout.cp, workload(run))
-    if work_key not in shared:
-        shared[work_key] = _pass(cfg, run, hw, eff or Efficiency())
+    :func:`_stage_compute` figures it but summed in another order: less a margin for the rounding.
+    Kept in ``shared`` (each pp of a pass is asked for again): not to be changed."""
+    work_key, (_, parts, _, work, whole, _) = _pass(cfg, run, hw, eff or Efficiency(), shared)
     sums_key = ("floor", work_key)
     if sums_key not in shared:  # the expected times of the layers' components, the first stage's, the last's
-        _, parts, _, work, whole, _ = shared[work_key]
         shared[sums_key] = (work, whole,
                             sum(c.expected_s for k, c in parts.items() if k not in FIRST_STAGE + LAST_STAGE),
                             sum(c.expected_s for k, c in parts.items() if k in FIRST_STAGE),
                             sum(c.expected_s for k, c in parts.items() if k in LAST_STAGE))
-    work, whole, layers, first, last = shared[sums_key]
-    return {key: (sum(work[i] * n for i, n in key[2]) / whole * layers + (first if key[0] else 0.0)
-                  + (last if key[1] else 0.0)) * (1 - MARGIN) for key in stage_keys(cfg, pp, vpp)}
+    stages_key = ("floors", work_key, pp, vpp)
+    if stages_key not in shared:
+        work, whole, layers, first, last = shared[sums_key]
+        shared[stages_key] = {key: (sum(work[i] * n for i, n in key[2]) / whole * layers + (first if key[0] else 0.0)
+                                    + (last if key[1] else 0.0)) * (1 - MARGIN) for key in stage_keys(cfg, pp, vpp)}
+    return shared[stages_key]
 
 
-def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency) -> tuple:
+def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared: dict) -> tuple[tuple, tuple]:
     """One micro-batch on the TP rank's model (``run`` resolved, with its layout): the model, its
     components (context parallel: the attention core 1/cp of the whole sequence's), the optimizer
     step, each layer group's forward matmul FLOPs, their sum over the layers, and the parameters
-    the optimizer steps."""
+    the optimizer steps; kept in ``shared`` under the key returned with it (it depends on tp, cp
+    and the workload alone)."""
     layout = run.layout
+    key = ("pass", layout.tp, layout.cp, workload(run))
+    if key in shared:
+        return key, shared[key]
     local = tp_local(cfg, layout.tp)
-    pass_ = roofline(local, cp_local(run).replace(layout=Layout()), hw, eff)
+
+    def pass_of(one: RunSpec) -> Roofline:  # whole sequences: also the pass of the layouts without cp
+        roofline_key = ("roofline", layout.tp, workload(one))
+        if roofline_key not in shared:
+            shared[roofline_key] = roofline(local, one, hw, eff)
+        return shared[roofline_key]
+
+    pass_ = pass_of(cp_local(run).replace(layout=Layout()))
     parts = dict(pass_.components)
     if layout.cp > 1:  # ring attention: each GPU computes 1/cp of the whole sequence's attention
-        sequence = roofline(local, run.replace(layout=Layout()), hw, eff).components
+        sequence = pass_of(run.replace(layout=Layout())).components
         parts.update({k: _scaled(sequence[k], 1 / layout.cp) for k in core_keys(local, pass_.run) if k in sequence})
     optimizer = parts.pop("optimizer") if "optimizer" in parts else None
-    groups = count_flops(local, pass_.run).groups
-    work = [sum(mm.values()) for _, mm in groups]
-    whole = sum(w * g.count for w, (g, _) in zip(work, groups))
+    blocks = build(local).blocks  # count_flops' layer groups
+    work = [sum(layer_matmul(layer, pass_.run).values()) for _, layer in blocks]
+    whole = sum(w * g.count for w, (g, _) in zip(work, blocks))
     trained = count_params(local).total if run.lora is None else sum(adapter_params(local, run.lora).values())
-    return local, parts, optimizer, work, whole, trained
+    shared[key] = local, parts, optimizer, work, whole, trained
+    return key, shared[key]
 
 
 def _stage_compute(parts: dict[str, Component], work: list[int], whole: int, held: tuple[tuple[int, int], ...],
