@@ -59,7 +59,10 @@ def unsupported(cfg: ModelConfig, layout: Layout) -> str | None:
                    (cfg.position in ("alibi", "relative"), f"{cfg.position} position biases"),
                    (cfg.attention_sinks, "attention sinks"), (cfg.qk_norm == "full", "whole-projection qk-norm"),
                    (cfg.sub_norms, "sub-norms over the whole attention output and MLP width"),
-                   (cfg.kv_heads % layout.tp != 0, f"tp {layout.tp} not dividing the {cfg.kv_heads} KV heads")]
+                   (cfg.kv_heads % layout.tp != 0, f"tp {layout.tp} not dividing the {cfg.kv_heads} KV heads"),
+                   # the full layers' own KV heads (Gemma 4), which DTensor's plans split as the others
+                   (cfg.full_kv_heads is not None and cfg.full_kv_heads % layout.tp != 0,
+                    f"tp {layout.tp} not dividing the {cfg.full_kv_heads} KV heads of the full layers")]
         found = [what for bad, what in reasons if bad]
         if found:
             return f"tensor parallelism is sharded here for dense MHA/GQA models only, not with {', '.join(found)}"
