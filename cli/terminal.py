@@ -9,7 +9,7 @@ FORCE_COLOR, TTY_COMPATIBLE, TERM=dumb)."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Sequence, Union
+from typing import TYPE_CHECKING, NamedTuple, Sequence, Union
 
 from rich import box
 from rich.cells import cell_len
@@ -36,37 +36,42 @@ def _cell(cell: Cell) -> Text:
     return Text(cell) if isinstance(cell, str) else Text(cell.text, style=cell.style)
 
 
+def _text(cell: Cell) -> str:
+    return cell if isinstance(cell, str) else cell.text
+
+
 TEXT_FLOOR = 19  # a text column folds to no fewer characters a line (bundled names fit: nemotron-nano-9b-v2)
 
 
-def _widths(table: Table, shown: list[int], whole: bool = False) -> list[int]:
-    """The least width of each column: a number's whole width (and its header's longest word), a text
-    column's floor; ``whole``: each column's widest cell, header and footer included (a pipe's lines,
-    which nothing wraps: given to rich, which then measures no cell again)."""
+class _Widths(NamedTuple):
+    """Each column's widest cell (header and footer included) and its least width: a number's whole
+    width (and its header's longest word), a text column's floor."""
+
+    widest: list[int]
+    least: list[int]
+
+
+def _widths(table: Table) -> _Widths:
     rows = [row for section in table.sections for row in section] + ([table.footer] if table.footer else [])
-    out = []
-    for i in shown:
-        header = table.columns[i].header
-        widest = max((cell_len(_cell(r[i]).plain) for r in rows), default=0)
-        if whole:
-            out.append(max(widest, cell_len(header)))
-        elif table.columns[i].numeric:
-            out.append(max([widest, *map(cell_len, header.split())]))
-        else:
-            out.append(min(max(widest, cell_len(header)), TEXT_FLOOR))
-    return out
+    widest, least = [], []
+    for i, col in enumerate(table.columns):
+        cells = max((cell_len(_text(r[i])) for r in rows), default=0)
+        widest.append(max(cells, cell_len(col.header)))
+        least.append(max([cells, *map(cell_len, col.header.split())]) if col.numeric else min(widest[-1], TEXT_FLOOR))
+    return _Widths(widest, least)
 
 
-def _rich(table: Table, shown: list[int], whole: bool) -> RichTable:
-    """``whole``: the lines are never wrapped (a pipe), so no cell is laid out for wrapping."""
+def _rich(table: Table, shown: list[int], widths: _Widths, whole: bool) -> RichTable:
+    """``whole``: the lines are never wrapped (a pipe): each column is given its widest cell's width,
+    so rich measures no cell again."""
     out = RichTable(box=box.HEAVY_HEAD, show_footer=table.footer is not None)
-    widths: list[int | None] = list(_widths(table, shown, whole=True)) if whole else [None] * len(shown)
-    for i, least, width in zip(shown, _widths(table, shown), widths):
+    for i in shown:
         col = table.columns[i]
         # a column is never narrower than its least width (a number's whole width): a number's header
         # may wrap between words, the number never
-        out.add_column(Text(col.header), justify="right" if col.numeric else "left", overflow="fold", min_width=least,
-                       width=width, no_wrap=whole,
+        out.add_column(Text(col.header), justify="right" if col.numeric else "left",
+                       overflow="fold", min_width=widths.least[i],
+                       width=widths.widest[i] if whole else None, no_wrap=whole,
                        footer=_cell(table.footer[i]) if table.footer is not None else "")
     for n, section in enumerate(table.sections):
         if n and section:
@@ -79,17 +84,19 @@ def _rich(table: Table, shown: list[int], whole: bool) -> RichTable:
 def _print_table(out: Console, table: Table) -> None:
     if table.title:
         _print_text(out, table.title)
+    widths = _widths(table)
     shown = list(range(len(table.columns)))
-    if _least(table, shown) > out.width:  # too narrow even with every text column folded: descriptions go
+    if _least(widths, shown) > out.width:  # too narrow even with every text column folded: descriptions go
         shown = [i for i in shown if not table.columns[i].optional]
     # still too wide: drawn at its least width, for the terminal to wrap the longer lines
-    out.print(_rich(table, shown, out.width == PIPE_WIDTH), width=max(out.width, _least(table, shown)), crop=False)
+    out.print(_rich(table, shown, widths, out.width == PIPE_WIDTH), width=max(out.width, _least(widths, shown)),
+              crop=False)
 
 
-def _least(table: Table, shown: list[int]) -> int:
+def _least(widths: _Widths, shown: list[int]) -> int:
     """The table's least width: its columns' and, between and around them, a border and a space
     each side."""
-    return sum(_widths(table, shown)) + 3 * len(shown) + 1
+    return sum(widths.least[i] for i in shown) + 3 * len(shown) + 1
 
 
 def _print_text(out: Console, text: str) -> None:

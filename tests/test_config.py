@@ -18,15 +18,10 @@ from llmcalc.analysis.errors import ConfigError, SpecError
 from llmcalc.analysis.load.catalog import load_bundled, load_model
 from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
-from llmcalc.analysis.model.config import (
-    LAYER_TYPES,
-    NORM_PLACEMENTS,
-    QK_NORMS,
-    MLAConfig,
-    ModelConfig,
-    MoEConfig,
-)
+from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, QK_NORMS, ModelConfig
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
+from llmcalc.analysis.model.mla import MLAConfig
+from llmcalc.analysis.model.moe import MoEConfig
 from llmcalc.analysis.model.rules import APPLIES
 from llmcalc.analysis.model.sizes import DTYPE_BITS
 from llmcalc.analysis.model.variants import ACTIVATIONS, NORMS, POSITIONS

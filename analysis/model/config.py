@@ -27,7 +27,6 @@ from .keys import (
     checked,
     choice,
     integer,
-    mapping,
     names,
     nested,
     number,
@@ -43,11 +42,13 @@ from .rules import check_rules
 from .sizes import DTYPE_BITS, MAX_LAYERS
 from .variants import ACTIVATIONS, NORMS, POSITIONS
 
-if TYPE_CHECKING:  # the nested schemas that live with their variants (:func:`.keys.nested`)
+if TYPE_CHECKING:  # the nested schemas, each in its own module (:func:`.keys.nested`)
     from .gated_deltanet import GatedDeltaNetConfig
     from .lightning import LightningConfig
     from .mamba import MambaConfig
     from .mamba2 import Mamba2Config
+    from .mla import DSAConfig, MLAConfig
+    from .moe import MoEConfig
     from .rglru import RGLRUConfig
     from .short_conv import ShortConvConfig
     from .vision import VisionConfig
@@ -69,47 +70,6 @@ def _qk_norm(c: Checker, key: str, value: Any) -> str:
     if isinstance(value, bool):
         return "head" if value else "none"
     return choice(QK_NORMS)(c, key, value)
-
-
-@dataclass(frozen=True)
-class MoEConfig:
-    """Mixture of experts in place of the MLP of layer ``i`` when ``i >= first_dense_layers``
-    and ``(i + 1) % step == 0``; the other layers keep a dense MLP of width ``d_ff``."""
-
-    num_experts: int = checked(integer())
-    experts_per_token: int = checked(integer())
-    expert_d_ff: int | None = checked(optional(integer()), None)  # None: the model's d_ff
-    shared_experts: int = checked(integer(0), 0)  # always-active experts
-    shared_expert_d_ff: int | None = checked(optional(integer()), None)  # None: the expert width
-    shared_expert_gate: bool = checked(boolean, False)  # sigmoid(x @ w), w: d -> 1 (Qwen2-MoE)
-    first_dense_layers: int = checked(integer(0), 0)  # DeepSeek: the first 1 or 3 layers are dense
-    step: int = checked(integer(), 1)  # every step-th layer is MoE (Qwen-MoE's decoder_sparse_step)
-    router_bias: bool = checked(boolean, False)  # GPT-OSS
-    expert_bias: bool = checked(boolean, False)  # biases on every expert matrix (GPT-OSS)
-
-    def is_moe_layer(self, i: int) -> bool:
-        return i >= self.first_dense_layers and (i + 1) % self.step == 0
-
-
-@dataclass(frozen=True)
-class MLAConfig:
-    """Multi-head latent attention (DeepSeek-V2/V3, Kimi K2)."""
-
-    kv_lora_rank: int = checked(integer())  # the compressed KV latent per token
-    qk_nope_head_dim: int = checked(integer())  # per-head query/key size without positions
-    qk_rope_head_dim: int = checked(integer())  # per-head query size with RoPE; one shared rope key
-    v_head_dim: int = checked(integer())
-    q_lora_rank: int | None = checked(optional(integer()), None)  # None: a full-rank query projection
-
-
-@dataclass(frozen=True)
-class DSAConfig:
-    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): MLA's lightning indexer, which scores every
-    cached key and lets each query attend to its ``topk`` best keys only."""
-
-    n_heads: int = checked(integer())  # the indexer's query heads (index_n_heads)
-    head_dim: int = checked(integer())  # its query/key head size; one key per token, cached (index_head_dim)
-    topk: int = checked(integer())  # keys each query attends to (index_topk)
 
 
 @dataclass(frozen=True)
@@ -152,8 +112,8 @@ class ModelConfig:
     sliding_window: int | None = checked(optional(integer()), None)
     layer_types: tuple[str, ...] | None = checked(optional(pattern(choice(LAYER_TYPES))), None)
     attention: str = checked(choice(ATTENTION), "mha")
-    mla: MLAConfig | None = checked(mapping(MLAConfig), None)
-    dsa: DSAConfig | None = checked(mapping(DSAConfig), None)  # MLA's lightning indexer and top-k keys
+    mla: MLAConfig | None = checked(nested("mla", "MLAConfig"), None)
+    dsa: DSAConfig | None = checked(nested("mla", "DSAConfig"), None)  # MLA's lightning indexer and top-k keys
     attention_sinks: bool = checked(boolean, False)  # one learned logit per head joins the softmax
     attention_gate: bool = checked(boolean, False)  # output * sigmoid(x @ w_gate), w_gate: d -> h*hd (AFMoE)
     sub_norms: bool = checked(boolean, False)  # norms before o (over h*hd) and before down (over d_ff) (BitNet)
@@ -168,7 +128,7 @@ class ModelConfig:
     attn_temperature_tuning: bool = checked(boolean, False)  # NoPE layers scale q by position (Llama 4)
     attn_logit_softcap: float | None = checked(optional(number()), None)  # Gemma 2: 50
     final_logit_softcap: float | None = checked(optional(number()), None)  # Gemma 2: 30
-    moe: MoEConfig | None = checked(mapping(MoEConfig), None)
+    moe: MoEConfig | None = checked(nested("moe", "MoEConfig"), None)
     # the mixers of `mamba`, `mamba2`, `short_conv`, `lightning`, `gated_deltanet` and `rglru` layers, and a
     # multimodal checkpoint's tower: each schema in its variant's module
     mamba: MambaConfig | None = checked(nested("mamba", "MambaConfig"), None)

@@ -1,0 +1,29 @@
+"""The ``moe`` mapping's schema: imported when a config has one (:func:`.keys.nested`), so that a dense
+model never creates its dataclass (start-up, DESIGN.md section 6). The MoE FFN's descriptor is
+:class:`.ffn.MoE`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .keys import boolean, checked, integer, optional
+
+
+@dataclass(frozen=True)
+class MoEConfig:
+    """Mixture of experts in place of the MLP of layer ``i`` when ``i >= first_dense_layers``
+    and ``(i + 1) % step == 0``; the other layers keep a dense MLP of width ``d_ff``."""
+
+    num_experts: int = checked(integer())
+    experts_per_token: int = checked(integer())
+    expert_d_ff: int | None = checked(optional(integer()), None)  # None: the model's d_ff
+    shared_experts: int = checked(integer(0), 0)  # always-active experts
+    shared_expert_d_ff: int | None = checked(optional(integer()), None)  # None: the expert width
+    shared_expert_gate: bool = checked(boolean, False)  # sigmoid(x @ w), w: d -> 1 (Qwen2-MoE)
+    first_dense_layers: int = checked(integer(0), 0)  # DeepSeek: the first 1 or 3 layers are dense
+    step: int = checked(integer(), 1)  # every step-th layer is MoE (Qwen-MoE's decoder_sparse_step)
+    router_bias: bool = checked(boolean, False)  # GPT-OSS
+    expert_bias: bool = checked(boolean, False)  # biases on every expert matrix (GPT-OSS)
+
+    def is_moe_layer(self, i: int) -> bool:
+        return i >= self.first_dense_layers and (i + 1) % self.step == 0
