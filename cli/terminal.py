@@ -9,7 +9,7 @@ FORCE_COLOR, TTY_COMPATIBLE, TERM=dumb)."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, NamedTuple, Sequence, Union
+from typing import TYPE_CHECKING, Sequence, Union
 
 from rich import box
 from rich.cells import cell_len
@@ -43,25 +43,19 @@ def _text(cell: Cell) -> str:
 TEXT_FLOOR = 19  # a text column folds to no fewer characters a line (bundled names fit: nemotron-nano-9b-v2)
 
 
-class _Widths(NamedTuple):
-    """Each column's widest cell (header and footer included) and its least width: a number's whole
+def _widths(table: Table) -> tuple[list[int], list[int]]:
+    """Each column's widest cell (header and footer included), and its least width: a number's whole
     width (and its header's longest word), a text column's floor."""
-
-    widest: list[int]
-    least: list[int]
-
-
-def _widths(table: Table) -> _Widths:
     rows = [row for section in table.sections for row in section] + ([table.footer] if table.footer else [])
     widest, least = [], []
     for i, col in enumerate(table.columns):
         cells = max((cell_len(_text(r[i])) for r in rows), default=0)
         widest.append(max(cells, cell_len(col.header)))
         least.append(max([cells, *map(cell_len, col.header.split())]) if col.numeric else min(widest[-1], TEXT_FLOOR))
-    return _Widths(widest, least)
+    return widest, least
 
 
-def _rich(table: Table, shown: list[int], widths: _Widths, whole: bool) -> RichTable:
+def _rich(table: Table, shown: list[int], widest: list[int], least: list[int], whole: bool) -> RichTable:
     """``whole``: the lines are never wrapped (a pipe): each column is given its widest cell's width,
     so rich measures no cell again."""
     out = RichTable(box=box.HEAVY_HEAD, show_footer=table.footer is not None)
@@ -70,8 +64,8 @@ def _rich(table: Table, shown: list[int], widths: _Widths, whole: bool) -> RichT
         # a column is never narrower than its least width (a number's whole width): a number's header
         # may wrap between words, the number never
         out.add_column(Text(col.header), justify="right" if col.numeric else "left",
-                       overflow="fold", min_width=widths.least[i],
-                       width=widths.widest[i] if whole else None, no_wrap=whole,
+                       overflow="fold", min_width=least[i],
+                       width=widest[i] if whole else None, no_wrap=whole,
                        footer=_cell(table.footer[i]) if table.footer is not None else "")
     for n, section in enumerate(table.sections):
         if n and section:
@@ -84,19 +78,19 @@ def _rich(table: Table, shown: list[int], widths: _Widths, whole: bool) -> RichT
 def _print_table(out: Console, table: Table) -> None:
     if table.title:
         _print_text(out, table.title)
-    widths = _widths(table)
+    widest, least = _widths(table)
     shown = list(range(len(table.columns)))
-    if _least(widths, shown) > out.width:  # too narrow even with every text column folded: descriptions go
+    if _least(least, shown) > out.width:  # too narrow even with every text column folded: descriptions go
         shown = [i for i in shown if not table.columns[i].optional]
     # still too wide: drawn at its least width, for the terminal to wrap the longer lines
-    out.print(_rich(table, shown, widths, out.width == PIPE_WIDTH), width=max(out.width, _least(widths, shown)),
+    out.print(_rich(table, shown, widest, least, out.width == PIPE_WIDTH), width=max(out.width, _least(least, shown)),
               crop=False)
 
 
-def _least(widths: _Widths, shown: list[int]) -> int:
+def _least(least: list[int], shown: list[int]) -> int:
     """The table's least width: its columns' and, between and around them, a border and a space
     each side."""
-    return sum(widths.least[i] for i in shown) + 3 * len(shown) + 1
+    return sum(least[i] for i in shown) + 3 * len(shown) + 1
 
 
 def _print_text(out: Console, text: str) -> None:

@@ -20,7 +20,6 @@ Per-layer rules (DESIGN.md section 2):
 
 import dataclasses
 import functools
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from .config import RECURRENT_TYPES, ModelConfig
@@ -85,15 +84,14 @@ class LayerSpec(NamedTuple):
         return out if self.chunk is None else {**out, "chunk": self.chunk}
 
 
-@dataclass(frozen=True)  # not a NamedTuple: its count is not tuple.count
-class LayerGroup:
+class LayerGroup(NamedTuple):
     """The layers that share one spec: counted once, multiplied by their number."""
 
     spec: LayerSpec
     layers: tuple[int, ...]  # layer indices, ascending
 
     @property
-    def count(self) -> int:
+    def count(self) -> int:  # the layers', in place of tuple.count: a group is a record, not a sequence
         return len(self.layers)
 
 
