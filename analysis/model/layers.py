@@ -20,6 +20,7 @@ Per-layer rules (DESIGN.md section 2):
 
 import dataclasses
 import functools
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from .config import RECURRENT_TYPES, ModelConfig
@@ -84,14 +85,15 @@ class LayerSpec(NamedTuple):
         return out if self.chunk is None else {**out, "chunk": self.chunk}
 
 
-class LayerGroup(NamedTuple):
+@dataclass(frozen=True)  # not a NamedTuple: its count is not tuple.count
+class LayerGroup:
     """The layers that share one spec: counted once, multiplied by their number."""
 
     spec: LayerSpec
     layers: tuple[int, ...]  # layer indices, ascending
 
     @property
-    def count(self) -> int:  # the layers', in place of tuple.count: a group is a record, not a sequence
+    def count(self) -> int:
         return len(self.layers)
 
 
