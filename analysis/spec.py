@@ -109,6 +109,7 @@ class Layout:
     micro_batches: int | None = None  # per step and pipeline; None: pp (1F1B's steady state)
     cp: int = 1  # context parallel: each sequence split over cp GPUs (ring attention)
     vpp: int = 1  # virtual pipeline stages (model chunks) per GPU: interleaved 1F1B when > 1
+    async_tp: bool = False  # tensor-parallel collectives overlapped with their matmuls (torchtitan's async TP)
 
     def __post_init__(self) -> None:
         _check_whole(self, ("tp", "pp", "dp", "ep", "cp", "vpp"), "layout.")
@@ -116,6 +117,9 @@ class Layout:
         _check_choice("layout.zero", self.zero, ZERO_STAGES)
         if self.sp and self.tp == 1:
             raise SpecError("layout.sp", "(sequence parallelism) splits activations over tp: it needs tp > 1")
+        if self.async_tp and not self.sp:
+            raise SpecError("layout.async_tp", "(asynchronous tensor parallelism) overlaps sequence parallelism's "
+                                               "all-gathers and reduce-scatters with their matmuls: it needs --sp")
         if self.dp % self.ep:
             raise SpecError("layout.ep", f"{self.ep} must divide dp ({self.dp}): experts are dealt over "
                                          "data-parallel GPUs")
@@ -130,7 +134,7 @@ class Layout:
     @classmethod
     def of(cls, tp: int = 1, pp: int = 1, dp: int = 1, ep: int = 1, zero: int = 0, sp: bool = False, cp: int = 1,
            global_batch: int | None = None, batch: int = 1, gpus: int | None = None,
-           mode: str = "train", vpp: int = 1) -> "Layout":
+           mode: str = "train", vpp: int = 1, async_tp: bool = False) -> "Layout":
         """The layout of a run's options: ``global_batch`` sequences per training step over all GPUs
         sets the micro-batches per step (``global_batch / (batch x dp)``); ``gpus``, when given, must
         be its GPU count."""
@@ -144,7 +148,7 @@ class Layout:
                 raise SpecError("global_batch", f"{global_batch:,} must be a multiple of batch x dp "
                                                 f"({batch:,} x {dp:,})")
             micro = global_batch // (batch * dp)
-        layout = cls(tp, pp, dp, ep, zero, sp, micro, cp, vpp)
+        layout = cls(tp, pp, dp, ep, zero, sp, micro, cp, vpp, async_tp)
         if gpus is not None and gpus != layout.gpus:
             raise SpecError("gpus", f"{gpus:,} must equal tp x cp x pp x dp = {layout.gpus:,}")
         return layout
@@ -180,6 +184,8 @@ class Layout:
             parts.append(f"vpp {self.vpp}")
         if self.sp:
             parts.append("sp")
+        if self.async_tp:
+            parts.append("async TP")
         return ", ".join(parts) or "one GPU"
 
 

@@ -36,7 +36,7 @@ FLAGS = {"mode": "--mode", "seq": "--seq", "batch": "--batch", "attention": "--a
          "state_dtype": "--state-dtype",
          "layout.tp": "--tp", "layout.pp": "--pp", "layout.dp": "--dp", "layout.ep": "--ep", "layout.cp": "--cp",
          "layout.vpp": "--vpp",
-         "layout.zero": "--zero", "layout.sp": "--sp", "global_batch": "--global-batch", "gpus": "--gpus",
+         "layout.zero": "--zero", "layout.sp": "--sp", "layout.async_tp": "--async-tp", "global_batch": "--global-batch", "gpus": "--gpus",
          "lora": "--lora-rank", "lora.rank": "--lora-rank", "lora.alpha": "--lora-alpha",
          "lora.targets": "--lora-targets", "efficiency.compute": "--compute-efficiency",
          "efficiency.bandwidth": "--bandwidth-efficiency",

@@ -190,6 +190,9 @@ Zero = Annotated[int, typer.Option("--zero", min=0, max=3, metavar="0-3", rich_h
                                         "also weights.")]
 Sp = Annotated[bool, typer.Option("--sp", rich_help_panel=LAYOUT, help="Megatron sequence parallelism: "
                                   "residual-stream activations split over --tp.")]
+AsyncTp = Annotated[bool, typer.Option("--async-tp", rich_help_panel=LAYOUT, help="torchtitan's asynchronous tensor "
+                                       "parallelism: --sp's all-gathers and reduce-scatters overlapped with their "
+                                       "matmuls.")]
 GlobalBatch = Annotated[Optional[int], _count_option(
     "--global-batch", "train: sequences per step over all GPUs: sets the micro-batches per step, global / "
     "(batch x dp). Default: --pp of them.", LAYOUT)]

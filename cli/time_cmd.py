@@ -17,6 +17,7 @@ from .format import count, iec, rate, seconds, si
 from .options import (
     ONE,
     WORKLOAD,
+    AsyncTp,
     Attention,
     BandwidthEfficiency,
     Chunk,
@@ -334,6 +335,7 @@ def time_command(
     ep: Ep = 1,
     zero: Zero = 0,
     sp: Sp = False,
+    async_tp: AsyncTp = False,
     global_batch: GlobalBatch = None,
     fmt: Format = "table",
     json_out: Json = False,
@@ -373,7 +375,7 @@ def time_command(
     train = mode == "train"
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     layouts = {b: Layout.of(tp, pp, dp, ep, given["layout.zero"] or 0, sp, cp, given["global_batch"], b,
-                            gpus, "prefill" if generating else mode, given["layout.vpp"] or 1)
+                            gpus, "prefill" if generating else mode, given["layout.vpp"] or 1, async_tp)
                for b in batch}
     parallel = not layouts[batch[0]].trivial
     measured = tokens_per_s if train else None

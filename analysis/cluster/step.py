@@ -179,7 +179,7 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
     """A training step (``run.layout.steps`` micro-batches of ``run.batch`` sequences per GPU)
     or an inference pass, on the layout's GPUs. ``shared``: work kept between calls with the same
     ``cfg``, ``hw`` and ``eff`` (`plan`'s candidates): a pass of the TP rank's model depends on
-    (tp, cp) and the workload only, a stage's share of it on the layers the stage holds."""
+    (tp, cp, sp) and the workload only, a stage's share of it on the layers the stage holds."""
     eff, cal = eff or Efficiency(), hw.calibration
     run.no_images("step")
     run = run.resolve(cfg)
@@ -208,11 +208,14 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
                 cs += group
                 ideal += group_ideal
                 times += group_times
-            comm, drain = _exposed(cs, ideal, compute, m, 1.0)
+            hides = layout.async_tp and layout.tp > 1
+            comm, drain = _exposed(cs, ideal, compute, m, 1.0, _async_tp(local, run, cs, ideal, mine, False)
+                                   if hides else 0.0)
             optimized = gpu_state(cfg, layout, s, run.lora).optimizer
             opt = 0.0 if optimizer is None else optimizer.time_s * optimized / trained
             # expected: alpha-beta, and the calibration's overlap
-            e_comm, e_drain = _exposed(cs, times, micro, m, cal.overlap)
+            e_comm, e_drain = _exposed(cs, times, micro, m, cal.overlap, _async_tp(local, run, cs, times, mine, True)
+                                       if hides else 0.0)
             e_opt = 0.0 if optimizer is None else optimizer.expected_s * optimized / trained
             per_stage[key] = (mine, compute, comm, drain, opt, tuple(cs), micro, tuple(times), e_comm, e_drain, e_opt)
         stage_figures.append(per_stage[key])
@@ -248,7 +251,8 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
     per = at_once = 0.0
     for group_key, group in collective_groups(cfg, run, s, shared, data_parallel=False):
         for c, t in zip(group, _timed(hw, layout, group_key, group, shared)[1]):
-            if c.group not in ("dp", "dp/ep"):  # as _exposed: the rest is always exposed
+            if c.group not in ("dp", "dp/ep") and not (layout.async_tp and c.what in TP_REGIONS):
+                # as _exposed: the rest is always exposed (async TP may hide the regions' all of it)
                 if c.per_micro_batch:
                     per += t
                 else:
@@ -291,12 +295,13 @@ def stage_floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency |
 
 def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared: dict) -> tuple[tuple, tuple]:
     """One micro-batch on the TP rank's model (``run`` resolved, with its layout): the model, its
-    components (context parallel: the attention core 1/cp of the whole sequence's), the optimizer
-    step, each layer group's forward matmul FLOPs, their sum over the layers, and the parameters
-    the optimizer steps; kept in ``shared`` under the key returned with it (it depends on tp, cp
-    and the workload alone)."""
+    components (context parallel: the attention core 1/cp of the whole sequence's; sequence
+    parallel: the residual stream's elementwise ops on 1/tp of the tokens), the optimizer step, each
+    layer group's forward matmul FLOPs, their sum over the layers, and the parameters the optimizer
+    steps; kept in ``shared`` under the key returned with it (it depends on tp, cp, sp and the
+    workload alone)."""
     layout = run.layout
-    key = ("pass", layout.tp, layout.cp, workload(run))
+    key = ("pass", layout.tp, layout.cp, layout.sp, workload(run))
     if key in shared:
         return key, shared[key]
     local = tp_local(cfg, layout.tp)
@@ -307,11 +312,18 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
             shared[roofline_key] = roofline(local, one, hw, eff)
         return shared[roofline_key]
 
-    pass_ = pass_of(cp_local(run).replace(layout=Layout()))
+    mine = cp_local(run).replace(layout=Layout())
+    pass_ = pass_of(mine)
     parts = dict(pass_.components)
     if layout.cp > 1:  # ring attention: each GPU computes 1/cp of the whole sequence's attention
         sequence = pass_of(run.replace(layout=Layout())).components
         parts.update({k: _scaled(sequence[k], 1 / layout.cp) for k in core_keys(local, pass_.run) if k in sequence})
+    if layout.sp:  # the residual stream's elementwise ops run on the 1/tp of the tokens a GPU holds
+        shard = pass_of(mine.replace(seq=mine.seq // layout.tp)).components
+        parts.update({k: shard[k] for k in SEQUENCE_SHARDED if k in parts})
+        if "norm" in parts:
+            f = residual_norms(local)
+            parts["norm"] = _scaled(parts["norm"], 1 - f) + _scaled(shard["norm"], f)
     optimizer = parts.pop("optimizer") if "optimizer" in parts else None
     blocks = build(local).blocks  # count_flops' layer groups
     work = [sum(layer_matmul(layer, pass_.run).values()) for _, layer in blocks]
@@ -319,6 +331,25 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
     trained = count_params(local).total if run.lora is None else sum(adapter_params(local, run.lora).values())
     shared[key] = local, parts, optimizer, work, whole, trained
     return key, shared[key]
+
+
+SEQUENCE_SHARDED = ("residual", "layer_scalar")  # elementwise ops on the residual stream alone
+
+
+def residual_norms(cfg: ModelConfig) -> float:
+    """The share of a token's norm elements that are on the residual stream (the layers' norms
+    around their branches and the final norm; not per-head q/k norms or other norms inside a
+    tensor-parallel region), the part of the ``norm`` component sequence parallelism splits."""
+    model = build(cfg)
+    final = model.final_norm.size if model.final_norm is not None else 0
+    outside = inside = 0
+    for group, block in model.blocks:
+        for n in block.norms():
+            if n.key.startswith("norm/"):
+                outside += group.count * n.size * n.rows
+            else:
+                inside += group.count * n.size * n.rows
+    return (outside + final) / (outside + inside + final) if outside + inside + final else 0.0
 
 
 def _stage_compute(parts: dict[str, Component], work: list[int], whole: int, held: tuple[tuple[int, int], ...],
@@ -332,21 +363,52 @@ def _stage_compute(parts: dict[str, Component], work: list[int], whole: int, hel
     return mine, sum(c.time_s for c in mine.values()), sum(c.expected_s for c in mine.values())
 
 
-def _exposed(cs: list[Collective], times: list[float], micro_s: float, m: int, overlap: float) -> tuple[float, float]:
+TP_REGIONS = ("tp region outputs", "tp region input gradients")  # sp: an all-gather before, a reduce-scatter after
+
+
+def _async_tp(local: ModelConfig, run: RunSpec, cs: list[Collective], times: list[float],
+              mine: dict[str, Component], expected: bool) -> float:
+    """Seconds of a stage's tensor-parallel region collectives (``cs`` taking ``times``, over the step)
+    that asynchronous tensor parallelism hides (module docstring): in each region kind (attention,
+    FFN; the collectives split evenly between them, as :func:`.comm._tp` counts two regions a layer),
+    ``min(comm, (tp - 1) / tp x matmuls)``, the matmuls being the region's linears in the forward
+    passes and backward's input gradients."""
+    tp, m = run.layout.tp, run.layout.steps
+    comm = sum(t for c, t in zip(cs, times) if c.group == "tp" and c.what in TP_REGIONS) / 2
+    full = run.recompute == "full"
+    overlapped = (2 + full) / (3 + full) if run.mode == "train" else 1.0  # forward(s) and dX of fwd + dX + dW
+    attention, ffn = _region_linears(local)
+    hidden = 0.0
+    for keys in (attention, ffn):
+        mm = sum(mine[k].expected_s if expected else mine[k].time_s for k in keys if k in mine)
+        hidden += min(comm, (tp - 1) / tp * overlapped * mm * m)
+    return hidden
+
+
+def _region_linears(local: ModelConfig) -> tuple[set[str], set[str]]:
+    """The linears of the attention and of the FFN tensor-parallel regions, by component."""
+    keys = {m.key for _, block in build(local).blocks for m in block.linears()}
+    return ({k for k in keys if k.startswith("attention/")},
+            {k for k in keys if k.startswith(("mlp/", "moe/")) and k != "moe/router"})
+
+
+def _exposed(cs: list[Collective], times: list[float], micro_s: float, m: int, overlap: float,
+             hidden: float = 0.0) -> tuple[float, float]:
     """The exposed part of a stage's collectives ``cs`` taking ``times``, (per micro-batch, once per
-    step), beside ``m`` micro-batches of ``micro_s`` compute (module docstring). Per micro-batch,
-    the gradients must fit beside the backwards and, with the weights, beside the whole compute."""
+    step), beside ``m`` micro-batches of ``micro_s`` compute (module docstring), less ``hidden`` of
+    the tensor-parallel ones (:func:`_async_tp`). Per micro-batch, the gradients must fit beside the
+    backwards and, with the weights, beside the whole compute."""
     per: dict[str, float] = {}
     once: dict[str, float] = {}
     for c, t in zip(cs, times):
         kind = "exposed" if c.group not in ("dp", "dp/ep") else "weights" if c.kind == "all-gather" else "grads"
         into = per if c.per_micro_batch else once
         into[kind] = into.get(kind, 0.0) + t
-    hidden = overlap * micro_s
+    beside = overlap * micro_s
     grads, weights = per.get("grads", 0.0), per.get("weights", 0.0)
-    return (per.get("exposed", 0.0) + max(0.0, grads - hidden * m * 2 / 3, grads + weights - hidden * m),
-            once.get("exposed", 0.0) + max(0.0, once.get("grads", 0.0) - hidden * 2 / 3)
-            + max(0.0, once.get("weights", 0.0) - hidden / 3))
+    return (per.get("exposed", 0.0) - hidden + max(0.0, grads - beside * m * 2 / 3, grads + weights - beside * m),
+            once.get("exposed", 0.0) + max(0.0, once.get("grads", 0.0) - beside * 2 / 3)
+            + max(0.0, once.get("weights", 0.0) - beside / 3))
 
 
 def _scaled(c: Component, f: float) -> Component:
