@@ -43,6 +43,7 @@ from .model.sizes import COMPUTE_DTYPES, DTYPE_BITS, FLOAT_DTYPES, MAX_INT
 MODES = ("train", "prefill", "decode")
 ZERO_STAGES = (0, 1, 2, 3)
 ATTENTION_IMPLS = ("eager", "flash")
+FP8_SCALINGS = ("tensorwise", "rowwise")  # torchao's float8 recipes (analysis/perf/float8.py)
 RECOMPUTE = ("none", "selective", "full")  # activation recomputation (the docs' "Memory")
 OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1}  # fp32 values per parameter
 
@@ -246,6 +247,7 @@ class RunSpec:
     image_size: int | None = None  # pixels a side (square); None: the tower's default resolution
     text: int | None = None  # set by resolve with images: the text tokens of seq, the rest are the images'
     matmul_dtype: str | None = None  # the layers' matmuls (None: the compute dtype; dtype fp8 sets fp8)
+    fp8_scaling: str | None = None  # fp8 matmuls: tensorwise | rowwise scales (torchao's recipes; None: tensorwise)
 
     def __post_init__(self) -> None:
         for name, value, choices in (("mode", self.mode, MODES), ("attention", self.attention, ATTENTION_IMPLS),
@@ -253,6 +255,7 @@ class RunSpec:
                                      ("recompute", self.recompute, RECOMPUTE),
                                      ("dtype", self.dtype, (None, *COMPUTE_DTYPES)),
                                      ("matmul_dtype", self.matmul_dtype, (None, *COMPUTE_DTYPES)),
+                                     ("fp8_scaling", self.fp8_scaling, (None, *FP8_SCALINGS)),
                                      ("weights_dtype", self.weights_dtype, (None, *DTYPE_BITS, *WEIGHT_FORMATS)),
                                      ("kv_dtype", self.kv_dtype, (None, *DTYPE_BITS)),
                                      ("state_dtype", self.state_dtype, (None, *DTYPE_BITS))):
@@ -290,6 +293,8 @@ class RunSpec:
         if fp8 and self.lora is not None:
             raise SpecError("dtype", "fp8 with LoRA adapters is not modeled (float8 training converts the base's "
                                      "linears, which LoRA freezes)")
+        if self.fp8_scaling is not None and not fp8:
+            raise SpecError("fp8_scaling", f"{self.fp8_scaling} scales fp8 matmuls: it needs --dtype fp8")
         dtype = "bf16" if self.dtype == "fp8" else self.dtype or (
             "bf16" if train or cfg.dtype not in FLOAT_DTYPES else cfg.dtype)
         stored = not train or (self.lora is not None and cfg.dtype in WEIGHT_FORMATS)  # QLoRA on its checkpoint
@@ -313,6 +318,7 @@ class RunSpec:
         return dataclasses.replace(
             self, seq=seq, text=text, image_size=image_size, dtype=dtype,
             matmul_dtype="fp8" if fp8 else self.matmul_dtype or dtype, weights_dtype=weights,
+            fp8_scaling=self.fp8_scaling or ("tensorwise" if fp8 else None),
             kv_dtype=self.kv_dtype or (None if train else dtype),
             state_dtype=self.state_dtype or (None if train else self.kv_dtype or dtype))
 

@@ -28,6 +28,7 @@ from .options import (
     Dtype,
     Ep,
     Format,
+    Fp8Scaling,
     GlobalBatch,
     Gpus,
     Images,
@@ -311,6 +312,7 @@ def time_command(
     attention: Attention = "flash",
     recompute: Recompute = "none",
     dtype: Dtype = None,
+    fp8_scaling: Fp8Scaling = None,
     weights_dtype: WeightsDtype = None,
     kv_dtype: KvDtype = None,
     images: Images = 0,
@@ -382,7 +384,7 @@ def time_command(
     run_tokens = tokens if train else None
     hw = load_hardware(hardware_spec)
     base = RunSpec("prefill" if generating else mode, None, 1, attention, recompute=given["recompute"] or "none",
-                   dtype=dtype, weights_dtype=weights_dtype, kv_dtype=given["kv_dtype"],
+                   dtype=dtype, fp8_scaling=fp8_scaling, weights_dtype=weights_dtype, kv_dtype=given["kv_dtype"],
                    chunk=given["chunk"] if mode in ("prefill", "generate") else None, lora=lora,
                    images=images, image_size=image_size)
     records, shown_runs = [], []
@@ -416,7 +418,7 @@ def time_command(
             rec.update(prompt=s, new=new, **figures[False])
             rec["expected"].update(figures[True])
             if parallel:
-                rec.update(_communication(hw, pg))
+                rec.update(_communication(pg))
         if train:
             rec.update(_utilization(utilization(cfg, r.run, hw, measured or r.tokens_per_s), measured is not None,
                                     run_tokens, rec["expected"], r.run.tokens / r.expected_s))
@@ -431,21 +433,18 @@ def time_command(
     emit(side_by_side(records, one_or_list(records, models), hw, mode, batch), fmt)
 
 
-def _communication(hw: Hardware, pg: "ParallelGeneration") -> dict:
+def _communication(pg: "ParallelGeneration") -> dict:
     """generate on a layout: its GPUs, and the prefill's and each decode step's communication."""
-    from ..analysis.cluster.step import link
-
     first, step = pg.prefill, pg.decode
     layout = step.run.layout
     return {"gpus": layout.gpus, "layout": dataclasses.asdict(layout),
             "communication": {"prefill_s": first.communication_s, "step_s": step.communication_s,
                               "step_sent": step.sent, "decode_sent": pg.decode_sent,
                               "no_cache_sent": pg.no_cache_sent,
-                              "expected": {"prefill_s": first.expected.parts_s["communication"],
-                                           "step_s": step.expected.parts_s["communication"]},
-                              "collectives": [{**c._asdict(), "sent": c.sent,
-                                               "time_s": c.sent / link(hw, layout, c.group).rate, "expected_s": t}
-                                              for c, t in zip(step.collectives, step.expected.collectives_s)]}}
+                              "expected": {"prefill_s": first.expected_communication_s,
+                                           "step_s": step.expected_communication_s},
+                              "collectives": [{**c._asdict(), "sent": c.sent, "time_s": i, "expected_s": e}
+                                              for c, i, e in zip(step.collectives, step.ideal_s, step.expected_s)]}}
 
 
 def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: tuple[int, ...]) -> Report:

@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from llmcalc.analysis.cluster.comm import collectives
 from llmcalc.analysis.cluster.generation import generate as generate_parallel
+from llmcalc.analysis.cluster.generation import one_pass, shard
 from llmcalc.analysis.cluster.memory import memory
 from llmcalc.analysis.cluster.pipeline import chunks, held, split
-from llmcalc.analysis.cluster.sharding import stage_tensors, stages, tp_local
+from llmcalc.analysis.cluster.sharding import stage_tensors, stages
 from llmcalc.analysis.cluster.step import step
 from llmcalc.analysis.count.activations import activation_bytes
 from llmcalc.analysis.count.flops import count_flops
@@ -268,12 +269,19 @@ def test_acceptance_405b_over_2048_gpus(run):
 # -- generate on a tensor-parallel layout (gpt-fast's TP decode) ---------------------------------------
 
 def test_generate_on_tp_at_one_new_token_is_the_parallel_prefill():
+    """gpt-fast's tp.py shards the layers' linears alone: every GPU holds the whole embedding and LM
+    head, computes every logit, and all-reduces only its layers' outputs."""
     cfg, hw = load_bundled("llama-3.1-8b"), load_hardware("a100-80gb")
     run = RunSpec("prefill", 5, 1, layout=Layout(tp=4))
     pg = generate_parallel(cfg, run, hw, 5, 1)
-    g, st = pg.generation, step(cfg, run, hw)
-    assert g.ttft_s(False) == g.total_s(False) == st.time_s
-    assert g.ttft_s(True) == g.total_s(True) == st.expected.time_s
+    g, p = pg.generation, one_pass(cfg, run, hw)
+    vocab, d, L = 128256, 4096, 32
+    assert p.compute.components["lm_head"].matmul_flops == 2 * d * vocab  # the last token's logits, whole
+    assert [(c.what, c.kind, c.calls, c.payload) for c in p.collectives] == [
+        ("tp region outputs", "all-reduce", 2 * L, 2 * L * 5 * d * 2)]
+    assert p.collectives[0].sent == 2 * L * 5 * d * 2 * 2 * 3 // 4  # a ring all-reduce sends 2 (n - 1) / n
+    assert g.ttft_s(False) == g.total_s(False) == p.compute.time_s + p.communication_s
+    assert g.ttft_s(True) == g.total_s(True) == p.compute.expected_s + p.expected_communication_s
     assert (g.decode_s, g.no_cache_s, pg.decode_sent, pg.no_cache_sent) == (0.0, 0.0, 0, 0)
 
 
@@ -283,24 +291,24 @@ def test_generate_on_tp_at_one_new_token_is_the_parallel_prefill():
     ("mistral-7b", 8, 4090, 12),  # the 4,096 window crossed
 ])
 def test_generate_on_tp_sums_the_parallel_steps_in_closed_form(name, tp, prompt, new):
-    """Each decode step (and each no-cache step) is a parallel pass, step(): the closed form equals
-    their loop, the bytes sent exactly, the ideal seconds to rounding (rel 1e-9, as tests/test_time.py)."""
+    """Each decode step (and each no-cache step) is a parallel pass: the closed form equals their
+    loop, the bytes sent exactly, the ideal seconds to rounding (rel 1e-9, as tests/test_time.py)."""
     cfg, hw = load_bundled(name), load_hardware("a100-80gb")
     pg = generate_parallel(cfg, RunSpec("prefill", prompt, 2, layout=Layout(tp=tp)), hw, prompt, new)
     g = pg.generation
     loops = {}
     for mode in ("decode", "prefill"):
-        passes = [step(cfg, RunSpec(mode, prompt + k, 2, layout=Layout(tp=tp)), hw) for k in range(1, new)]
-        loops[mode] = (sum(p.sent for p in passes), sum(p.time_s for p in passes),
-                       sum(p.expected.time_s for p in passes),
-                       sum(p.expected.parts_s["communication"] for p in passes))
+        passes = [one_pass(cfg, RunSpec(mode, prompt + k, 2, layout=Layout(tp=tp)), hw) for k in range(1, new)]
+        loops[mode] = (sum(p.sent for p in passes), sum(p.compute.time_s + p.communication_s for p in passes),
+                       sum(p.compute.expected_s + p.expected_communication_s for p in passes),
+                       sum(p.expected_communication_s for p in passes))
     assert (pg.decode_sent, pg.no_cache_sent) == (loops["decode"][0], loops["prefill"][0])
     assert pg.decode_sent == (new - 1) * pg.decode.sent
     assert g.decode_s == pytest.approx(loops["decode"][1], rel=1e-9, abs=0)
     assert g.no_cache_s == pytest.approx(loops["prefill"][1], rel=1e-9, abs=0)
     # expected: the shard's compute as on one GPU (each piece of passes at its middle pass's calibrated
     # rates, analysis/perf/steps.py), the collectives' alpha-beta time to rounding
-    local = decode_sums(tp_local(cfg, tp), RunSpec("prefill", prompt, 2), hw, prompt, new)
+    local = decode_sums(shard(cfg, tp), RunSpec("prefill", prompt, 2), hw, prompt, new)
     assert g.expected_decode_s - local[2] == pytest.approx(loops["decode"][3], rel=1e-9, abs=0)
     assert g.expected_no_cache_s - local[3] == pytest.approx(loops["prefill"][3], rel=1e-9, abs=0)
     assert g.expected_decode_s == pytest.approx(loops["decode"][2], rel=1e-4, abs=0)
@@ -312,7 +320,7 @@ def test_time_generate_on_tp_reports_the_communication(run):
     comm = data["communication"]
     assert data["gpus"] == 8 and data["layout"]["tp"] == 8 and data["time_s"] == data["total_s"]
     assert comm["decode_sent"] == 199 * comm["step_sent"] > 0
-    assert {c["kind"] for c in comm["collectives"]} == {"all-reduce", "all-gather"}
+    assert {(c["what"], c["kind"]) for c in comm["collectives"]} == {("tp region outputs", "all-reduce")}
     assert "tensor-parallel communication" in run("time", "llama-2-7b", "--hardware", "a100-80gb", "--mode",
                                                   "generate", "--prompt", "5", "--new", "200", "--tp", "8").stdout
 

@@ -85,18 +85,26 @@ def _tp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int)
     layers = [specs[i] for i in stages(cfg, layout)[stage]]
     out: list[Collective] = []
 
-    def reduce(what: str, payload: int, calls: int) -> None:
-        """``calls`` all-reduces, or reduce-scatter plus all-gather pairs under sp."""
+    # torchao's float8 TP plans (tensorwise) cast a region's input, and backward's gradient of its
+    # output, to fp8 on the sequence shard before all-gathering it (analysis/perf/float8.py)
+    gathered = T * cfg.d_model if run.fp8_scaling == "tensorwise" else act
+
+    def reduce(what: str, payload: int, calls: int, fp8: int | None = None) -> None:
+        """``calls`` all-reduces, or reduce-scatter plus all-gather pairs under sp (the all-gather of
+        ``fp8`` bytes when given)."""
         if calls:
-            kinds = ("reduce-scatter", "all-gather") if layout.sp else ("all-reduce",)
-            out.extend(Collective(what, kind, "tp", tp, calls * m, calls * m * payload) for kind in kinds)
+            if layout.sp:
+                out.extend((Collective(what, "reduce-scatter", "tp", tp, calls * m, calls * m * payload),
+                            Collective(what, "all-gather", "tp", tp, calls * m, calls * m * (fp8 or payload))))
+            else:
+                out.append(Collective(what, "all-reduce", "tp", tp, calls * m, calls * m * payload))
 
     n = len(layers)
-    reduce("tp region outputs", act, 2 * n * passes)
+    reduce("tp region outputs", act, 2 * n * passes, gathered)
     if train:
         mla = [s for s in layers if s.attention == "mla"]
         mha = n - len(mla)
-        reduce("tp region input gradients", act, n + mha)
+        reduce("tp region input gradients", act, n + mha, gathered)
         if mla:
             q_in = cfg.mla.q_lora_rank or cfg.d_model  # and the shared RoPE key, summed over local heads
             reduce("tp latent gradients", T * (q_in + cfg.mla.kv_lora_rank + cfg.mla.qk_rope_head_dim) * b,

@@ -45,6 +45,7 @@ from ..errors import ConfigError
 from ..model.architecture import build
 from ..model.config import ModelConfig
 from ..perf.calibration import Efficiency, Link, collective_s
+from ..perf.float8 import CASTS, casts
 from ..perf.hardware import Hardware
 from ..perf.roofline import Component, Roofline, roofline
 from ..spec import Layout, RunSpec
@@ -324,6 +325,8 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
         if "norm" in parts:
             f = residual_norms(local)
             parts["norm"] = _scaled(parts["norm"], 1 - f) + _scaled(shard["norm"], f)
+        if CASTS in parts and pass_.run.fp8_scaling == "tensorwise":  # torchao's float8 TP plans
+            parts[CASTS] = _recounted(parts[CASTS], *casts(local, pass_.run, layout.tp))
     optimizer = parts.pop("optimizer") if "optimizer" in parts else None
     blocks = build(local).blocks  # count_flops' layer groups
     work = [sum(layer_matmul(layer, pass_.run).values()) for _, layer in blocks]
@@ -409,6 +412,13 @@ def _exposed(cs: list[Collective], times: list[float], micro_s: float, m: int, o
     return (per.get("exposed", 0.0) - hidden + max(0.0, grads - beside * m * 2 / 3, grads + weights - beside * m),
             once.get("exposed", 0.0) + max(0.0, once.get("grads", 0.0) - beside * 2 / 3)
             + max(0.0, once.get("weights", 0.0) - beside / 3))
+
+
+def _recounted(c: Component, elementwise: int, nbytes: int) -> Component:
+    """An elementwise component with other counts, at its own rates."""
+    ew, mem = elementwise / c.elementwise_flops if c.elementwise_flops else 0.0, nbytes / c.bytes if c.bytes else 0.0
+    return Component(0, elementwise, nbytes, c.compute_s * ew, c.memory_s * mem, c.expected_compute_s * ew,
+                     c.expected_memory_s * mem, c.latency_s)
 
 
 def _scaled(c: Component, f: float) -> Component:

@@ -201,7 +201,9 @@ def _expected(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, mov
         keys = list(dict.fromkeys([*matmul, *elementwise, *moved]))
     peaks = _peaks(cfg, run, hw)
     base = peaks("")[0]
-    return {key: r._replace(matmul=r.matmul * peaks(key)[0] / base)
+    # fp8 matmuls with rowwise scales: the calibration's fraction of the tensorwise rate (no override)
+    rowwise = hw.calibration.fp8_rowwise if run.fp8_scaling == "rowwise" and eff.compute is None else 1.0
+    return {key: r._replace(matmul=r.matmul * peaks(key)[0] / base * (rowwise if peaks(key)[0] != base else 1.0))
             for key, r in rates(hw.calibration, peaks(""), cfg, run, moved, keys, eff).items()}
 
 
