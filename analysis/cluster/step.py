@@ -313,18 +313,18 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
             shared[roofline_key] = roofline(local, one, hw, eff)
         return shared[roofline_key]
 
-    mine = cp_local(run).replace(layout=Layout())
-    pass_ = pass_of(mine)
+    pass_ = pass_of(cp_local(run).replace(layout=Layout()))
     parts = dict(pass_.components)
     if layout.cp > 1:  # ring attention: each GPU computes 1/cp of the whole sequence's attention
         sequence = pass_of(run.replace(layout=Layout())).components
         parts.update({k: _scaled(sequence[k], 1 / layout.cp) for k in core_keys(local, pass_.run) if k in sequence})
     if layout.sp:  # the residual stream's elementwise ops run on the 1/tp of the tokens a GPU holds
-        shard = pass_of(mine.replace(seq=mine.seq // layout.tp)).components
-        parts.update({k: shard[k] for k in SEQUENCE_SHARDED if k in parts})
+        for k in SEQUENCE_SHARDED:
+            if k in parts:
+                parts[k] = _scaled(parts[k], 1 / layout.tp, kernels=1.0)
         if "norm" in parts:
             f = residual_norms(local)
-            parts["norm"] = _scaled(parts["norm"], 1 - f) + _scaled(shard["norm"], f)
+            parts["norm"] = _scaled(parts["norm"], 1 - f + f / layout.tp, kernels=1.0)
         if CASTS in parts and pass_.run.fp8_scaling == "tensorwise":  # torchao's float8 TP plans
             parts[CASTS] = _recounted(parts[CASTS], *casts(local, pass_.run, layout.tp))
     optimizer = parts.pop("optimizer") if "optimizer" in parts else None
@@ -421,8 +421,10 @@ def _recounted(c: Component, elementwise: int, nbytes: int) -> Component:
                      c.expected_memory_s * mem, c.latency_s)
 
 
-def _scaled(c: Component, f: float) -> Component:
-    """A component's work times ``f`` (a stage's share of the layers, a GPU's of the attention)."""
+def _scaled(c: Component, f: float, kernels: float | None = None) -> Component:
+    """A component's work times ``f`` (a stage's share of the layers, a GPU's of the attention, of
+    the tokens), its kernels times ``kernels`` (``f`` unless given: a share of the layers runs a
+    share of their kernels, a share of the tokens all of them)."""
     return Component(round(c.matmul_flops * f), round(c.elementwise_flops * f), round(c.bytes * f),
                      c.compute_s * f, c.memory_s * f, c.expected_compute_s * f, c.expected_memory_s * f,
-                     c.latency_s * f)
+                     c.latency_s * (f if kernels is None else kernels))
