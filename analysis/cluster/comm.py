@@ -17,7 +17,9 @@ Per micro-batch (``T`` tokens of the micro-batch, ``d`` the model width, compute
   vocab-parallel cross-entropy three fp32 values per token (max logit, sum of exponentials,
   target logit). With ``sp`` each all-reduce is a reduce-scatter and an all-gather of the same
   payload (the embedding's a reduce-scatter; the LM head all-gathers its input and
-  reduce-scatters its gradient). A parallel block's two branches are two regions. Inference ends
+  reduce-scatters its gradient); with fp8 matmuls scaled tensorwise the regions' all-gathers move
+  fp8, one byte a value (torchao's float8 TP plans cast before gathering:
+  :mod:`analysis.perf.float8`). A parallel block's two branches are two regions. Inference ends
   with an all-gather of the logits;
 - expert parallel: each MoE layer dispatches and combines its ``T x k`` token slots with an
   all-to-all in forward and again in backward, ``T x k x d``;

@@ -15,6 +15,10 @@
 - context parallelism: a GPU runs the ``S/cp`` tokens it holds, and ``1/cp`` of the whole
   sequence's attention core (scores, softmax, values: causal load balancing, as Megatron's CP
   splits each sequence into ``2 cp`` chunks);
+- sequence parallelism: the residual stream's elementwise work (:data:`SEQUENCE_SHARDED`, and the
+  share of the norms :func:`residual_norms` gives) runs on the ``1/tp`` of the tokens a GPU holds,
+  in as many kernels; under fp8 (tensorwise) the casts follow torchao's float8 TP plans
+  (:func:`analysis.perf.float8.casts` with ``shard``);
 - communication: bytes each GPU sends over its group's link. Ranks are numbered tp fastest, then
   cp, then dp (ep inside it), then pp, so a group spans ``tp`` GPUs (tp), ``tp x cp`` (cp),
   ``tp x cp x dp`` (dp), ``tp x cp x ep`` (ep) or all of them (pp); it uses the hardware's
@@ -27,7 +31,11 @@
   all-gathers with them beside forward and backward; the once-per-step gradient reduction beside the
   last micro-batch's backward, the weights' all-gather beside the next step's first forward (one
   third). Tensor-, context-, expert- and pipeline-parallel communication is on the critical path:
-  exposed. The step reports the exposed part. Ideal: all of it hidden behind the compute it can
+  exposed; but with ``async_tp`` (torchtitan's asynchronous TP: each all-gather before a region's
+  column-parallel matmuls and each reduce-scatter after its row-parallel one split into ``tp``
+  chunks beside the matmul's chunks, PyTorch's SymmetricMemory collective matmuls) a region's
+  collectives hide behind ``(tp - 1) / tp`` of its linears' forward and input-gradient time
+  (:func:`_async_tp`). The step reports the exposed part. Ideal: all of it hidden behind the compute it can
   overlap (``overlap`` 1, the most optimistic schedule), so that no expected step beats it.
 
 Expected (DESIGN.md section 11): each stage's compute at its components' expected times; each
