@@ -116,8 +116,8 @@ def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff: Effic
     run = r.run
     return {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
             "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype,
-            "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype, "chunk": run.chunk,
-            "recompute": run.recompute,
+            "fp8_scaling": run.fp8_scaling, "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype,
+            "chunk": run.chunk, "recompute": run.recompute,
             "efficiency": IDEAL_EFFICIENCY,
             "time_s": r.time_s, "flops": r.flops, "bytes": r.bytes, "bound": r.bound, "components": _components(r),
             "expected": {**_expected_head(hw, eff), "time_s": r.expected_s, "bound": r.expected_bound},
@@ -149,7 +149,10 @@ def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report
 
 def _dtypes(run: RunSpec) -> str:
     """The compute dtype, and the matmuls' where they differ (--dtype fp8)."""
-    return run.dtype if run.matmul_dtype == run.dtype else f"{run.matmul_dtype} matmuls, {run.dtype}"
+    if run.matmul_dtype == run.dtype:
+        return run.dtype
+    return f"{run.matmul_dtype} matmuls ({run.fp8_scaling}), {run.dtype}" if run.fp8_scaling else \
+        f"{run.matmul_dtype} matmuls, {run.dtype}"
 
 
 def _notes(hw: Hardware, rec: dict) -> list[str]:
@@ -226,7 +229,8 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff: Effici
     run, parts, compute, exp = st.run, st.parts_s, st.compute, st.expected
     expected_parts = exp.parts_s
     rec = {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
-           "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype, "recompute": run.recompute,
+           "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype,
+           "fp8_scaling": run.fp8_scaling, "recompute": run.recompute,
            "efficiency": IDEAL_EFFICIENCY, "gpus": run.layout.gpus,
            "layout": {**dataclasses.asdict(run.layout), "micro_batches": st.micro_batches}, "stage": st.stage,
            "time_s": st.time_s,
