@@ -10,7 +10,8 @@ with, for each kernel the component launches (:func:`rates`):
 
 - a GEMM of ``m`` rows (tokens; a mixture of experts: the tokens of one expert), ``n`` outputs
   and ``k`` inputs: ``e_mm = gemm x m/(m + m0) x n/(n + n0) x k/(k + n0)``: small and skinny
-  products fill few tiles of the chip and reach far less than large ones;
+  products fill few tiles of the chip and reach far less than large ones; fp8 GEMMs with rowwise
+  scales (:mod:`.float8`) ``fp8_rowwise`` of that;
 - flash attention over ``q`` query rows a K/V head (positions x the query heads sharing it, packed
   as FlashAttention-3 and FlashDecoding pack them) of head size ``d``:
   ``flash x q/(q + q0) x d/(d + d0)``; eager attention's two products are GEMMs;
@@ -50,6 +51,7 @@ class Calibration:
     gemm: float = 1.0  # fraction of dense peak a large GEMM reaches
     gemm_m0: float = 0.0  # rows at which a GEMM reaches half of it
     gemm_n0: float = 0.0  # columns (and inputs) at which it does
+    fp8_rowwise: float = 1.0  # fraction of the fp8 GEMM rate rowwise-scaled GEMMs reach (torchao's rowwise recipe)
     flash: float = 1.0  # fraction of dense peak flash attention reaches on long sequences
     flash_q0: float = 0.0  # query rows a K/V head at which it reaches half of it
     flash_d0: float = 0.0  # head size at which it does
@@ -215,7 +217,7 @@ def collective_s(cal: Calibration, calls: int, sent: int, link: Link) -> float:
     return calls * alpha + sent / (link.rate * bus)
 
 
-_FRACTIONS = ("gemm", "flash", "elementwise", "bus_intra", "bus_inter", "overlap")
+_FRACTIONS = ("gemm", "fp8_rowwise", "flash", "elementwise", "bus_intra", "bus_inter", "overlap")
 _SIZES = {"gemm_m0": "gemm_m0", "gemm_n0": "gemm_n0", "flash_q0": "flash_q0", "flash_d0": "flash_d0",
           "streaming_b0": "streaming_b0"}
 _MICROSECONDS = {"kernel_us": "kernel_s", "latency_intra_us": "latency_intra_s", "latency_inter_us": "latency_inter_s"}
