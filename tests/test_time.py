@@ -193,6 +193,7 @@ def same_generation(cfg, run, prompt, new, hw=H100):
     ("llama-4-scout", 8150, 100, 17000, 1000),  # chunked layers: 8,192-token chunks crossed
     ("mixtral-8x7b", 1, 60, 3000, 7),  # MoE: every expert read from the fourth token on
     ("deepseek-v3", 3, 40, 2000, 129),  # MLA and MoE
+    ("glm-5", 2000, 60, 4100, 999),  # DSA: each query's keys capped at its top-k (2,048) in both ranges
     ("gpt2-small", 1, 300, 1000, 100),  # learned positions
 ])
 def test_generate_and_chunked_prefill_equal_the_pass_by_pass_loop(name, prompt, new, seq, chunk):
