@@ -230,7 +230,7 @@ def test_the_ideal_step_is_never_slower_than_the_expected(case, rounds, per_node
     layout = dataclasses.replace(layout, micro_batches=rounds * layout.pp)
     cal = H100.calibration
     if free:
-        cal = dataclasses.replace(cal, kernel_s=0.0, latency_intra_s=0.0, latency_inter_s=0.0, bus_intra=1.0,
+        cal = cal._replace(kernel_s=0.0, latency_intra_s=0.0, latency_inter_s=0.0, bus_intra=1.0,
                                   bus_inter=1.0)
     hw = H100._replace(gpus_per_node=per_node, calibration=cal)
     st_ = step(cfg, case.run.replace(layout=layout), hw)

@@ -31,10 +31,9 @@ No ``calibration:`` section: every fraction 1 (all data-parallel communication o
 ideal step), no latency (:data:`IDEAL`): expected is ideal.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple
 
 from ..count.flops import layer_ops, linear_rows, model_ops
 from ..errors import ConfigError, SpecError, brief
@@ -46,8 +45,7 @@ from ..spec import RunSpec
 STREAMING = ("float", "fp8", "int8", "int4", "nf4")  # weight formats by the kernels that read them
 
 
-@dataclass(frozen=True)
-class Calibration:
+class Calibration(NamedTuple):
     gemm: float = 1.0  # fraction of dense peak a large GEMM reaches
     gemm_m0: float = 0.0  # rows at which a GEMM reaches half of it
     gemm_n0: float = 0.0  # columns (and inputs) at which it does
@@ -56,7 +54,7 @@ class Calibration:
     flash_q0: float = 0.0  # query rows a K/V head at which it reaches half of it
     flash_d0: float = 0.0  # head size at which it does
     elementwise: float = 1.0  # fraction of bandwidth and vector peak of elementwise kernels
-    streaming: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STREAMING, 1.0))
+    streaming: Mapping[str, float] = MappingProxyType(dict.fromkeys(STREAMING, 1.0))  # by kind (streaming_kind)
     streaming_b0: float = 0.0  # bytes a kernel reads at which streaming reaches half its fraction
     kernel_s: float = 0.0  # fixed seconds per kernel
     latency_intra_s: float = 0.0  # seconds per collective call within a node
