@@ -143,6 +143,11 @@ class ModelConfig:
     quant_skip: tuple[str, ...] | None = checked(optional(names), None)  # linears kept unquantized
     description: str = checked(text(False), "")
 
+    def __repr__(self) -> str:
+        """The keys a file would give (:func:`.keys.as_raw`), not every one of the fields at its default
+        (dataclass then generates none: a shorter start-up too)."""
+        return f"ModelConfig({', '.join(f'{k}={v!r}' for k, v in as_raw(self).items())})"
+
     # -- derived values ------------------------------------------------------------
     @property
     def kv_heads(self) -> int:
