@@ -80,6 +80,13 @@ VARIANTS = {  # together every config key and value
                "attention_chunk": 3, "layer_types": ["chunked", "chunked", "chunked", "full"],
                "moe": {"num_experts": 4, "experts_per_token": 1, "expert_d_ff": 16, "shared_experts": 1,
                        "step": 2}},
+    # Gemma 4 26B-A4B: a dense MLP beside the experts in every layer
+    "gemma4-moe": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 2, "n_layers": 2,
+                   "head_dim": 8, "qk_norm": "head", "v_norm": True, "norm_placement": "sandwich",
+                   "sliding_window": 4, "layer_types": ["sliding", "full"], "full_head_dim": 16, "full_kv_heads": 1,
+                   "full_k_eq_v": True, "embedding_scale": 5.65, "final_logit_softcap": 30, "tie_embeddings": True,
+                   "layer_scalar": True, "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16,
+                                                 "beside_mlp": True}},
     # Gemma 4: full layers of their own head size and K/V heads whose values are the keys' projection
     "gemma4": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 2, "n_layers": 3,
                "head_dim": 8, "qk_norm": "head", "v_norm": True, "norm_placement": "sandwich", "sliding_window": 4,
@@ -377,7 +384,8 @@ def valid_configs(draw):
         raw["n_heads"] = draw(st.integers(1, 4))
         raw["d_model"] = draw(st.integers(1, 48))
         raw["mla"] = draw(_mla(rope))
-        if rope and raw["mla"].get("q_lora_rank") and draw(st.booleans()):  # DSA's indexer
+        if rope and draw(st.booleans()):  # DSA's indexer, which reads the low-rank query
+            raw["mla"]["q_lora_rank"] = raw["mla"].get("q_lora_rank") or draw(st.integers(1, 16))
             raw["dsa"] = {"n_heads": draw(st.integers(1, 4)), "topk": draw(st.integers(1, 8)),
                           "head_dim": raw["mla"]["qk_rope_head_dim"] + draw(st.integers(0, 4))}
     else:
@@ -466,10 +474,13 @@ def valid_configs(draw):
         raw["moe"] = None
     if raw.get("moe") is not None:  # sub_norms applies to dense models only, whatever its value
         raw.pop("sub_norms", None)
+        if raw["norm_placement"] in ("pre", "sandwich") and not raw["parallel_block"]:  # Gemma 4's dense+moe
+            raw["moe"]["beside_mlp"] = draw(st.booleans())
     if draw(st.booleans()):
         raw["vision"] = draw(_vision())
     moe = raw.get("moe")
-    if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1:  # a dense MLP layer
+    if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1 or moe.get("beside_mlp"):
+        # a dense MLP layer
         raw["mlp_bias"] = draw(st.booleans())
     if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
         raw["position_offset"] = draw(st.integers(0, 3))

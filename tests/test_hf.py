@@ -19,7 +19,7 @@ import pytest
 
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import ConfigError
-from llmcalc.analysis.load.catalog import HF_DIR, from_json, load_path
+from llmcalc.analysis.load.catalog import HF_DIR, from_json, load_bundled, load_path
 from llmcalc.analysis.load.hf import MAPPERS, from_hf_config, unclassified
 from llmcalc.analysis.model.layers import layer_plan
 
@@ -537,6 +537,13 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         hidden_size_per_layer_input=0, num_kv_shared_layers=0, enable_moe_block=False), None),
 }
 
+# Gemma 4 26B-A4B's language model, the text_config of google/gemma-4-26B-A4B-it
+GEMMA4_26B = dict(
+    vocab_size=262144, hidden_size=2816, intermediate_size=2112, num_hidden_layers=30, num_attention_heads=16,
+    num_key_value_heads=8, head_dim=256, global_head_dim=512, num_global_key_value_heads=2, attention_k_eq_v=True,
+    sliding_window=1024, max_position_embeddings=262144, final_logit_softcapping=30.0, hidden_size_per_layer_input=0,
+    num_kv_shared_layers=0, enable_moe_block=True, num_experts=128, top_k_experts=8, moe_intermediate_size=704)
+
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
 VARIANTS = [
     ("falcon", "tiiuae/falcon-40b", dict(
@@ -752,6 +759,9 @@ VARIANTS = [
      dict(vocab_size=1000, hidden_size=256, intermediate_size=600, num_hidden_layers=4, num_attention_heads=8,
           num_key_value_heads=2, lru_width=192, attention_window_size=16, conv1d_width=3, attention_bias=True,
           block_types=["recurrent", "attention"])),
+    # the experts beside every layer's MLP (moe.beside_mlp): 25,233,141,790 as transformers counts it, the preset
+    # gemma-4-26b-a4b (the card: 25.2B total, 3.8B active)
+    ("gemma4_text", "google/gemma-4-26B-A4B-it (text_config)", GEMMA4_26B),
 ]
 
 
@@ -1111,7 +1121,7 @@ GEMMA4 = dict(model_type="gemma4_text", vocab_size=1000, hidden_size=64, interme
 @pytest.mark.parametrize("changes, key", [
     ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input"),  # the class default: E2B/E4B's
     ({"num_kv_shared_layers": 2}, "num_kv_shared_layers"),
-    ({"enable_moe_block": True}, "enable_moe_block"),
+    ({"enable_moe_block": True}, "num_experts"),  # the class has no default for it
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention"),
     ({"per_layer_config": {"0": {"head_dim": 32}}}, "per_layer_config"),  # a sliding layer
     ({"per_layer_config": {"5": {"intermediate_size": 256}}}, "per_layer_config"),
@@ -1121,6 +1131,26 @@ def test_gemma4_refusals_name_the_key(tmp_path, run, changes, key):
     result = run("params", _write(tmp_path, {**GEMMA4, **changes}))
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert f"key '{key}'" in result.stderr
+
+
+def test_gemma4_moe_reads_absent_and_null_keys_as_transformers():
+    """26B-A4B's text_config (two layers): each key left out or null, as transformers reads it (its class has no
+    default for num_experts, top_k_experts and moe_intermediate_size: both refuse them left out). Left out,
+    hidden_size_per_layer_input turns on per-layer embeddings, which llmcalc refuses (REFUSED_DEFAULTS)."""
+    differ = _differ(_shallow({"model_type": "gemma4_text", **GEMMA4_26B}))
+    assert list(differ) == ["hidden_size_per_layer_input dropped"]
+    assert differ["hidden_size_per_layer_input dropped"][0] == "refused"
+
+
+def test_gemma4_26b_preset_is_its_text_config():
+    """The bundled gemma-4-26b-a4b is what the mapper reads from 26B-A4B's text_config (transformers' count:
+    test_variants_equal_transformers)."""
+    from llmcalc.analysis.model.checks import from_dict
+
+    mapped = from_dict(from_hf_config(_config("gemma4_text", GEMMA4_26B).to_dict(), "config.json"))
+    preset = load_bundled("gemma-4-26b-a4b")
+    assert dataclasses.replace(mapped, name=preset.name, description=preset.description) == preset
+    assert (count_params(preset).total, count_params(preset).active) == (25_233_141_790, 3_822_530_590)
 
 
 def test_gemma4_per_layer_config_is_the_source():

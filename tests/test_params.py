@@ -43,6 +43,8 @@ GOLDEN = {
     "gemma-3-27b": (27_009_346_304, 27_009_346_304),
     "gemma-3-27b-it": (27_432_406_640, 27_432_406_640),
     "gemma-4-31b": (30_697_345_340, 30_697_345_340),
+    # transformers' Gemma4ForCausalLM on 26B-A4B's text_config (the card: 25.2B total, 3.8B active)
+    "gemma-4-26b-a4b": (25_233_141_790, 3_822_530_590),
     # MoE: the checkpoints' totals (the safetensors tensors; DeepSeek-V3 without its
     # multi-token-prediction layer); the model cards round them, see test_published_rounded_figures
     "qwen3-30b-a3b": (30_532_122_624, 3_353_032_704),

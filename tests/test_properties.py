@@ -54,8 +54,9 @@ def cases(draw, lora: bool = True) -> Case:
 
 
 def _layouts_allow(cfg: ModelConfig) -> bool:
-    """Parallel layouts refuse a vision tower, DSA's indexer and recurrent mixers."""
-    return cfg.vision is None and cfg.dsa is None and not _recurrent(cfg)
+    """Parallel layouts refuse a vision tower, DSA's indexer, recurrent mixers and a dense MLP beside the experts."""
+    return (cfg.vision is None and cfg.dsa is None and not _recurrent(cfg)
+            and not (cfg.moe is not None and cfg.moe.beside_mlp))
 
 
 def _recurrent(cfg: ModelConfig) -> bool:

@@ -17,6 +17,8 @@ def _has_dense_mlp(cfg: ModelConfig) -> bool:
     moe = cfg.moe
     if cfg.d_ff == 0:  # no FFN at all
         return False
+    if moe is not None and moe.beside_mlp:  # every layer with an FFN has a dense MLP
+        return True
     if cfg.ffn_layers is not None:  # the layers with an FFN that are not MoE
         return any(cfg.has_ffn(i) and (moe is None or not moe.is_moe_layer(i)) for i in range(cfg.n_layers))
     return moe is None or moe.first_dense_layers > 0 or moe.step > 1  # layer 0 is then dense
@@ -52,7 +54,8 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "position_offset": (lambda c: c.position == "learned", "position: learned"),
     "relative_buckets": (lambda c: c.position == "relative", "position: relative"),
     "relative_max_distance": (lambda c: c.position == "relative", "position: relative"),
-    "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers or step > 1)"),
+    "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers, step > 1 or "
+                                 "beside_mlp)"),
     "sliding_window": (lambda c: c.layer_types is None or "sliding" in c.layer_types,
                        "sliding layers (layer_types lists none)"),
     "attention_chunk": (lambda c: c.layer_types is not None and "chunked" in c.layer_types,
@@ -163,6 +166,9 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
         if not any(moe.is_moe_layer(i) and cfg.has_ffn(i) for i in range(cfg.n_layers)):
             check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
                               f"step {moe.step}, {cfg.n_layers} layers)")
+        if moe.beside_mlp and (cfg.parallel_block or cfg.norm_placement not in ("pre", "sandwich")):
+            check.fail("moe.beside_mlp", "is modeled in a sequential block with norm_placement pre or sandwich "
+                                         "(Gemma 4's), not with parallel_block or post norms")
     if moe is not None and ACTIVATIONS[cfg.activation].scalars:  # xIELU: its scalars belong to a dense MLP
         check.fail("activation", f"{cfg.activation} learns scalars per dense MLP: not with moe")
     _mamba_checks(cfg, check)

@@ -119,8 +119,10 @@ _LAYER_NAMES = {
     # BitNet's sub-norms, before o_proj and before down_proj
     "attn_sub_norm": "attention/sub_norm", "ffn_sub_norm": "mlp/sub_norm",
     # LFM2: its norms before the mixer and the FFN, its FFN's linears (w1 the gate, w3 the up projection)
-    # Gemma 4: the scalar each layer's output is multiplied by (a buffer its checkpoint stores)
-    "layer_scalar": "layer_scalar",
+    # Gemma 4: the scalar each layer's output is multiplied by (a buffer its checkpoint stores); 26B-A4B's norms
+    # before the experts and after each of its two FFNs
+    "layer_scalar": "layer_scalar", "pre_feedforward_layernorm_2": "norm/moe",
+    "post_feedforward_layernorm_1": "norm/dense_post", "post_feedforward_layernorm_2": "norm/moe_post",
     "operator_norm": "norm/attention", "ffn_norm": "norm/mlp", "w1": "mlp/gate", "w3": "mlp/up", "w2": "mlp/down",
 }
 # the Mamba mixer (transformers' MambaMixer, FalconMambaMixer): its parts; its own ops are the conv
@@ -305,6 +307,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         return "attention/q+gate"  # Qwen3-Next's q_proj: q and the output gate, one linear
     if parts == ["norm"]:  # a mamba layer's one norm, before its mixer
         return "norm/attention"
+    if parts[0] == "router" and len(parts) <= 2:  # Gemma 4's router: its scale is the weight of llmcalc's norm
+        return {"scale": "moe/router_norm", "per_expert_scale": "moe/expert_scale"}.get(last, "moe/router")
     if "shared_expert_gate" in last:
         return "moe/shared_expert_gate"
     if any(p.startswith("shared_expert") or p == "shared_mlp" for p in parts):  # shared_mlp: GraniteMoeShared
