@@ -356,7 +356,8 @@ ENUM_CHOICES = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "norm_pl
                 "position": tuple(POSITIONS), "attention": ATTENTION_KINDS,
                 "dtype": (*DTYPE_BITS, *WEIGHT_FORMATS), "quant_skip": tuple(QUANT_SKIPS),
                 "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES}
-VISION_ENUMS = {"activation": VISION_ACTIVATIONS, "norm": tuple(NORMS), "position": ("learned", "rope")}
+VISION_ENUMS = {"activation": VISION_ACTIVATIONS, "norm": tuple(NORMS), "position": ("learned", "rope"),
+                "norm_placement": ("pre", "sandwich")}
 
 
 def _drawn_configs(n=1000):

@@ -83,6 +83,51 @@ LLAMA4_SCOUT = {**_LLAMA4_TOP, "vision_config": LLAMA4_VISION, "text_config": {
 LLAMA4_MAVERICK = {**_LLAMA4_TOP, "vision_config": LLAMA4_VISION, "text_config": {
     **_LLAMA4_TEXT, "interleave_moe_layer_step": 2, "max_position_embeddings": 1048576, "num_local_experts": 128,
     "rope_scaling": None, "use_qk_norm": False}}
+# google/gemma-4-26B-A4B-it's and gemma-4-31B-it's config.json as published, the keys that count: the same vision
+# tower (27 layers 1152 wide, 16 heads of 72, pooled 3 x 3, standardized), no audio tower
+GEMMA4_VISION = {"model_type": "gemma4_vision", "hidden_size": 1152, "intermediate_size": 4304,
+                 "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 72,
+                 "patch_size": 16, "pooling_kernel_size": 3, "position_embedding_size": 10240,
+                 "default_output_length": 280, "standardize": True, "use_clipped_linears": False,
+                 "rms_norm_eps": 1e-06, "hidden_activation": "gelu_pytorch_tanh",
+                 "rope_parameters": {"rope_theta": 100.0, "rope_type": "default"}}
+_GEMMA4_TEXT = {"model_type": "gemma4_text", "vocab_size": 262144, "head_dim": 256, "global_head_dim": 512,
+                "attention_k_eq_v": True, "sliding_window": 1024, "max_position_embeddings": 262144,
+                "final_logit_softcapping": 30.0, "hidden_size_per_layer_input": 0, "num_kv_shared_layers": 0,
+                "hidden_activation": "gelu_pytorch_tanh", "rms_norm_eps": 1e-06, "tie_word_embeddings": True,
+                "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0,
+                                                       "rope_type": "proportional"},
+                                    "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}}
+_GEMMA4_TOP = {"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4", "audio_config": None,
+               "boi_token_id": 255999, "eoi_token_id": 258882, "image_token_id": 258880, "video_token_id": 258884,
+               "tie_word_embeddings": True, "dtype": "bfloat16", "vision_config": GEMMA4_VISION}
+GEMMA4_26B_A4B_IT = {**_GEMMA4_TOP, "text_config": {
+    **_GEMMA4_TEXT, "hidden_size": 2816, "intermediate_size": 2112, "num_hidden_layers": 30,
+    "num_attention_heads": 16, "num_key_value_heads": 8, "num_global_key_value_heads": 2, "enable_moe_block": True,
+    "num_experts": 128, "top_k_experts": 8, "moe_intermediate_size": 704,
+    "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 5}}
+GEMMA4_31B_IT = {**_GEMMA4_TOP, "text_config": {
+    **_GEMMA4_TEXT, "hidden_size": 5376, "intermediate_size": 21504, "num_hidden_layers": 60,
+    "num_attention_heads": 32, "num_key_value_heads": 16, "num_global_key_value_heads": 4, "enable_moe_block": False,
+    "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 10}}
+# transformers' Gemma4ForConditionalGeneration on them (no safetensors total pinned here): the language models'
+# 25,233,141,790 and 30,697,345,340 (the presets gemma-4-26b-a4b, gemma-4-31b), the tower's 569,550,384 and
+# embed_vision's 1152 x d_model
+GEMMA4_TOTALS = [("gemma-4-26B-A4B-it", GEMMA4_26B_A4B_IT, 25_805_936_206, 3_244_032),
+                 ("gemma-4-31B-it", GEMMA4_31B_IT, 31_273_088_876, 6_193_152)]
+
+
+@pytest.mark.parametrize("name, raw, total, projector", GEMMA4_TOTALS, ids=[g[0] for g in GEMMA4_TOTALS])
+def test_gemma4_published_config_equals_transformers(tmp_path, name, raw, total, projector):
+    path = tmp_path / name / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(raw))
+    p = count_params(load_path(path))
+    assert (p.total, p.vision_tower, p.projector) == (total, 569_550_384, projector)
+    config = transformers.AutoConfig.for_model("gemma4", **{k: v for k, v in raw.items() if k != "model_type"})
+    assert _check(tmp_path, config) == total
+
+
 # The checkpoints' totals: the safetensors parameter counts Hugging Face reports for
 # meta-llama/Llama-4-Scout-17B-16E-Instruct (BF16 108,641,793,536) and Llama-4-Maverick-17B-128E-Instruct
 PUBLISHED = [("gemma-3-27b-it", GEMMA3_27B_IT, 27_432_406_640),
@@ -143,10 +188,15 @@ CHECKPOINTS = {
                            image_size=336, patch_size=14, pixel_shuffle_ratio=0.5, projector_input_dim=4096,
                            projector_output_dim=4096, vision_output_dim=4096))),
 }
+CHECKPOINTS["gemma4"] = ("google/gemma-4-26B-A4B-it", dict(
+    text_config={k: v for k, v in GEMMA4_26B_A4B_IT["text_config"].items() if k not in ("model_type", "layer_types")},
+    vision_config={k: v for k, v in GEMMA4_VISION.items() if k != "model_type"}))
 VARIANTS = [  # branches the checkpoints do not take
     ("llava", "two feature layers, a projector without bias, a tied head",
      dict(vision_feature_layer=[-2, -5], multimodal_projector_bias=False, tie_word_embeddings=True)),
     ("mistral3", "the class's defaults: a tied head, a projector with bias", dict(multimodal_projector_bias=True)),
+    ("gemma4", "31B's language model without a vision_config: no tower", dict(
+        text_config={k: v for k, v in GEMMA4_31B_IT["text_config"].items() if k != "model_type"})),
     ("gemma3", "the class's defaults, an untied head", dict(tie_word_embeddings=False,
                                                             vision_config=dict(vision_use_head=False))),
     ("llama4", "four by four patches shuffled into one, a head tied by text_config, every second layer MoE", dict(
@@ -161,17 +211,29 @@ VARIANTS = [  # branches the checkpoints do not take
 ]
 
 
-def _stored(params) -> int:
-    return sum(p.numel() for p in params)
+def _state(model) -> dict:
+    """What a checkpoint of ``model`` stores: its state dict (parameters and persistent buffers: Gemma 4's
+    layer scalars and its tower's standardization), each storage once, under its first name."""
+    out, seen = {}, set()
+    for name, t in model.state_dict(keep_vars=True).items():
+        if t.untyped_storage()._cdata not in seen:
+            seen.add(t.untyped_storage()._cdata)
+            out[name] = t
+    return out
+
+
+def _stored(model) -> int:
+    return sum(t.numel() for t in _state(model).values())
 
 
 def _parts(model) -> dict[str, int]:
     """transformers' model by llmcalc's parts: tied weights once, the projector wherever the family
-    keeps it (Qwen-VL: the tower's merger; Llama 4: the tower's adapter too)."""
+    keeps it (Qwen-VL: the tower's merger; Llama 4: the tower's adapter too; Gemma 4: embed_vision)."""
     out = {"vision": 0, "projector": 0, "language model": 0}
-    for name, p in model.named_parameters():  # each shared tensor once, under its first name
+    for name, p in _state(model).items():
         if ("multi_modal_projector" in name or ".merger." in name or ".connector." in name
-                or ".vision_adapter." in name):  # Llama 4: the tower's pixel-shuffle adapter
+                or ".vision_adapter." in name  # Llama 4: the tower's pixel-shuffle adapter
+                or ".embed_vision." in name):
             out["projector"] += p.numel()
         elif "vision_tower" in name or ".visual." in name or ".vision_model." in name \
                 or name.startswith("vision_model."):  # Llama 4: the tower at the top level
@@ -192,7 +254,7 @@ def _check(tmp_path, config) -> int:
     theirs = _parts(model)
     assert (counted.vision_tower, counted.projector, counted.language_model) == \
         (theirs["vision"], theirs["projector"], theirs["language model"])
-    assert counted.total == _stored(model.parameters())
+    assert counted.total == _stored(model)
     return counted.total
 
 
@@ -297,7 +359,7 @@ def _totals(raw: dict, tmp_path) -> tuple:
     try:
         model = against.build_hf(json.loads(json.dumps(raw)))
         against.measure_kv_bytes(model, 1, 4)
-        theirs = _stored(model.parameters())
+        theirs = _stored(model)
     except Exception:  # transformers refuses to build or run it
         theirs = "refused"
     return ours, theirs
@@ -312,7 +374,12 @@ REFUSED = {"gemma3": {"vision_config dropped", "vision_config.vision_use_head dr
            # Llama4VisionConfig's defaults: a tower 768 wide whose adapter takes 5632 (4 x 1408) and a
            # projector from 7680; the adapter's output is 4096
            "llama4": {"vision_config dropped", "vision_config.hidden_size dropped",
-                      "vision_config.vision_output_dim dropped"}}
+                      "vision_config.vision_output_dim dropped"},
+           # Gemma 4: Gemma4TextConfig's default hidden_size_per_layer_input (256) turns on per-layer embeddings;
+           # Gemma4VisionConfig's heads (12 of 64, 12 K/V heads) do not span a 1152-wide tower, nor 16 of 64
+           "gemma4": {"text_config dropped", "text_config.hidden_size_per_layer_input dropped",
+                      "vision_config.hidden_size dropped", "vision_config.num_attention_heads dropped",
+                      "vision_config.head_dim dropped", "vision_config.num_key_value_heads dropped"}}
 
 
 @pytest.mark.slow
@@ -345,13 +412,18 @@ def _small_tower(model_type: str) -> dict:
     hp["text_config"]["num_hidden_layers"] = 1
     v = hp["vision_config"]
     v["depth" if model_type.startswith("qwen") else "num_hidden_layers"] = 2
+    if model_type == "gemma4":  # 4 heads of 16 (below), 2 x 2 pooling, 4 experts: the CPU runs them with weights
+        v.update(head_dim=16, num_key_value_heads=4, pooling_kernel_size=2, position_embedding_size=16)
+        hp["text_config"].update(num_experts=4, top_k_experts=2, moe_intermediate_size=24, head_dim=16,
+                                 global_head_dim=32, num_key_value_heads=2, num_global_key_value_heads=1)
     if model_type not in ON_META:
         v["embed_dim" if model_type == "qwen2_vl" else "hidden_size"] = 64
         v["intermediate_size"] = 96
         v["num_heads" if model_type.startswith("qwen") else "num_attention_heads"] = 4
         hp["text_config"].update(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2,
                                  vocab_size=512)
-        hp["text_config"].pop("head_dim", None)
+        if model_type != "gemma4":
+            hp["text_config"].pop("head_dim", None)
         if model_type == "qwen2_5_vl":
             v.update(out_hidden_size=64, fullatt_block_indexes=[1])  # one windowed layer, one full
         if model_type == "qwen2_vl":
@@ -365,7 +437,7 @@ def _small_tower(model_type: str) -> dict:
 ON_META = {"gemma3", "llava"}  # the others index or copy image data transformers cannot do on meta
 # a size of each family's: its default, or (Qwen-VL, Pixtral: any multiple of patch x merge) one with
 # windows cut by the edge (Qwen2.5-VL: 8 patches a side, windows of 8: 16 windows of 64 patches)
-IMAGE_SIZES = {"qwen2_vl": 112, "qwen2_5_vl": 224, "mistral3": 56}
+IMAGE_SIZES = {"qwen2_vl": 112, "qwen2_5_vl": 224, "mistral3": 56, "gemma4": 128}  # Gemma 4: 8 x 8 patches, 16 tokens
 IMAGES = sorted(set(CHECKPOINTS) - {"llama4"})  # Llama 4's adapter refuses images (test below)
 
 
@@ -406,6 +478,27 @@ def test_image_flops_in_closed_form_gemma3_27b(tmp_path):
                                                          if k != "model_type"}).to_dict()
     fwd, _ = against.measure_image_flops(against.build_hf(raw), cfg, raw, 896, 1)
     assert fwd == {"vision": tower, "projector": projector}
+
+
+def test_image_flops_in_closed_form_gemma4_26b(tmp_path, run):
+    """Gemma 4 26B-A4B -it, one 768-pixel image (its tower takes any multiple of 48 pixels: no default, so
+    --image-size is needed): 2,304 patches of 768 values, 27 layers over them, pooled 3 x 3 into 256 tokens by
+    transformers' averaging matmul (256 x 2,304 times the patches), one 1152 -> 2816 linear (transformers' equality:
+    test_image_flops_equal_transformers, at a small size)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GEMMA4_26B_A4B_IT))
+    cfg = load_path(path)
+    n, d, ff, L = 2304, 1152, 4304, 27
+    tower = 2 * n * 768 * d + L * (4 * 2 * n * d * d + 3 * 2 * n * d * ff + 2 * 2 * n * n * d) + 2 * 256 * n * d
+    projector = 2 * 256 * d * 2816
+    report = count_flops(cfg, RunSpec("prefill", 100, 1, images=1, image_size=768))
+    assert report.run.seq == 100 + 256
+    assert _vision_sums(report.forward.matmul) == {"vision": tower, "projector": projector}
+    assert tower + projector == 3_178_641_752_064
+    result = run("flops", path, "--images", "1")
+    assert result.exit_code == 2 and "--image-size is needed" in result.stderr
+    result = run("flops", path, "--images", "1", "--image-size", "800")
+    assert result.exit_code == 2 and "patch_size x pool (16 x 3)" in result.stderr
 
 
 @pytest.mark.parametrize("model_type", IMAGES)

@@ -200,6 +200,16 @@ def _vision_checks(v, check: Checker) -> None:
                                               f"got {p.unread_layers}")
     if p.class_token and not v.class_token:
         check.fail("projector.class_token", "the tower has none")
+    if p.class_token and (p.pool > 1 or p.merge > 1):
+        check.fail("projector.class_token", "joins the patches' features as they are (LLaVA's): not with pool or "
+                                            "merge")
+    if v.pool is not None and (v.class_token or p.features > 1 or p.unread_layers or p.pool > 1 or p.merge > 1):
+        check.fail("pool", "the tower's pooler (Gemma 4's) is modeled over its last layer's patches alone: no "
+                           "class_token, and a projector of one feature layer, none unread, without pool or merge")
+    if v.standardize and v.pool is None:
+        check.fail("standardize", "standardizes the pooler's output: needs pool")
+    if v.position_table is not None and v.position == "learned":
+        check.fail("position_table", "is Gemma 4's 2-D table beside 2-D RoPE: needs position: rope")
 
 
 def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:

@@ -266,6 +266,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     the model names its norm after attention ``post_self_attn_layernorm`` (:func:`_glm4_norms`)."""
     if "multi_modal_projector" in path or ".merger" in path or ".connector" in path:  # Qwen-VL: the tower's merger
         return "projector"
+    if "embed_vision" in path:  # Gemma 4's norm and linear into the language model's width
+        return "projector"
     if ".vision_adapter" in path:  # Llama 4: the pixel-shuffle adapter, in the tower, is llmcalc's projector
         return "projector"
     if "vision_tower" in path or "vision_model" in path or _VISUAL.search(path):
@@ -619,6 +621,11 @@ def _image_inputs(model: torch.nn.Module, raw: dict[str, Any], size: int, images
         return {"pixel_values": pixels, "image_sizes": torch.tensor([[size, size]] * images)}
     if kind in ("idefics3", "smolvlm"):
         return {"pixel_values": pixels[None]}
+    if kind == "gemma4":  # its processor's flattened patches (ones: none of them padding) and their (x, y)
+        p, side = v.get("patch_size", 16), size // v.get("patch_size", 16)
+        grid = torch.stack(torch.meshgrid(torch.arange(side), torch.arange(side), indexing="xy"), -1).reshape(-1, 2)
+        return {"pixel_values": torch.ones(images, side * side, 3 * p * p, device=device),
+                "image_position_ids": grid.expand(images, -1, -1).to(device)}
     return {"pixel_values": pixels}
 
 

@@ -750,6 +750,15 @@ DEFAULTS.update({
     "llama4": _config(
         "boi_token_index eoi_token_index image_token_index", text_config=_null(), vision_config=_null(),
         tie_word_embeddings=False),
+    # -- Gemma 4 (Gemma4Config: vision_config and audio_config optional sub-configs; the tower: Gemma4VisionConfig)
+    "gemma4": _config(
+        "initializer_range", text_config=_null(), vision_config=_null(), audio_config=_null(),
+        tie_word_embeddings=True),
+    "gemma4_vision": _config(
+        "initializer_range rms_norm_eps", hidden_size=768, intermediate_size=3072, num_hidden_layers=16,
+        num_attention_heads=12, num_key_value_heads=12, head_dim=64, hidden_activation="gelu_pytorch_tanh",
+        max_position_embeddings=131072, attention_bias=_null(False), rope_parameters=_null(), pooling_kernel_size=3,
+        patch_size=16, position_embedding_size=10240, use_clipped_linears=False, standardize=False),
     "llama4_vision_model": _config(
         "hidden_act norm_eps vision_feature_select_strategy initializer_range multi_modal_projector_bias "
         "projector_dropout attention_dropout", hidden_size=768, num_hidden_layers=34, num_attention_heads=16,

@@ -21,8 +21,8 @@ slides unless i + 1 is a multiple of 6, the last layer always full) with:
 
 Not modeled, each refused naming its key: per-layer embeddings (``hidden_size_per_layer_input``, the
 E2B/E4B models), KV shared across layers (``num_kv_shared_layers``) and bidirectional attention
-(``use_bidirectional_attention: all``). The multimodal ``gemma4`` checkpoint (its vision tower: 2-D
-RoPE, a pooler, clipped linears; its audio tower) has no mapper: transformers counts it.
+(``use_bidirectional_attention: all``). The multimodal ``gemma4`` checkpoint reads this language model
+from its ``text_config`` (its vision tower: :mod:`.vision`; an audio tower is refused).
 """
 
 from __future__ import annotations
