@@ -230,8 +230,9 @@ def _vision(draw):
                 "qk_norm", "v_norm"):
         v[key] = draw(st.booleans())
     v["norm_placement"] = draw(st.sampled_from(["pre", "sandwich"]))
-    if v["position"] == "rope" and draw(st.booleans()):  # Gemma 4's 2-D table beside 2-D RoPE
-        v["position_table"] = draw(st.integers(1, 4))
+    if v["position"] == "rope" and draw(st.booleans()):  # Gemma 4's 2-D table, or Qwen3-VL's grid, beside 2-D RoPE
+        key = draw(st.sampled_from(["position_table", "position_grid"]))
+        v[key] = draw(st.integers(1, 4) if key == "position_table" else st.integers(1, 16))
     if v["norm"] == "layernorm":
         v["norm_bias"] = draw(st.booleans())
     p = {"norm": draw(st.sampled_from(["none", *NORMS])), "features": draw(st.integers(1, 2)), "merge": merge,
@@ -246,8 +247,9 @@ def _vision(draw):
             del d[key]
     if "merge" not in p:  # merged patches (merge 1) cannot be merged back
         p.pop("merge_linear", None)
-    if v.get("position", "learned") == "learned":  # the 2-D table goes with RoPE
+    if v.get("position", "learned") == "learned":  # the tables go with RoPE
         v.pop("position_table", None)
+        v.pop("position_grid", None)
     if p.get("hidden") is None:  # a linear hidden -> hidden needs a hidden width
         p.pop("hidden_linear", None)
     if v.get("position", "learned") == "learned" and "image_size" not in v:  # a row per patch of it
@@ -265,8 +267,11 @@ def _vision(draw):
         p["class_token"] = draw(st.booleans())  # joins the patches as they are
     if draw(st.booleans()):
         p["unread_layers"] = draw(st.integers(0, v["n_layers"] - 1))
-    alone = (not v.get("class_token") and p.get("features", 1) == 1 and p.get("merge", 1) == 1
-             and p.get("pool", 1) == 1 and not p.get("unread_layers"))
+    plain = (not v.get("class_token") and p.get("features", 1) == 1 and p.get("pool", 1) == 1
+             and not p.get("unread_layers") and not p.get("class_token"))
+    if plain and not p.get("merge_linear") and not p.get("hidden_linear") and draw(st.booleans()):
+        p["deepstack"] = draw(st.lists(st.integers(0, v["n_layers"] - 1), min_size=1, max_size=2, unique=True))
+    alone = plain and p.get("merge", 1) == 1 and "deepstack" not in p
     if alone and draw(st.booleans()):  # Gemma 4's pooler over the last layer's patches, maybe standardized
         v["pool"] = draw(st.integers(1, 3))
         v["standardize"] = draw(st.booleans())

@@ -203,13 +203,25 @@ def _vision_checks(v, check: Checker) -> None:
     if p.class_token and (p.pool > 1 or p.merge > 1):
         check.fail("projector.class_token", "joins the patches' features as they are (LLaVA's): not with pool or "
                                             "merge")
-    if v.pool is not None and (v.class_token or p.features > 1 or p.unread_layers or p.pool > 1 or p.merge > 1):
+    if v.pool is not None and (v.class_token or p.features > 1 or p.unread_layers or p.pool > 1 or p.merge > 1
+                               or p.deepstack):
         check.fail("pool", "the tower's pooler (Gemma 4's) is modeled over its last layer's patches alone: no "
-                           "class_token, and a projector of one feature layer, none unread, without pool or merge")
+                           "class_token, and a projector of one feature layer, none unread, without pool, merge or "
+                           "deepstack")
     if v.standardize and v.pool is None:
         check.fail("standardize", "standardizes the pooler's output: needs pool")
-    if v.position_table is not None and v.position == "learned":
-        check.fail("position_table", "is Gemma 4's 2-D table beside 2-D RoPE: needs position: rope")
+    for key in ("position_table", "position_grid"):
+        if getattr(v, key) is not None and v.position == "learned":
+            check.fail(key, "is a learned table beside 2-D RoPE (Gemma 4's, Qwen3-VL's): needs position: rope")
+    if v.position_table is not None and v.position_grid is not None:
+        check.fail("position_grid", "one table of positions: not with position_table")
+    if p.deepstack is not None:
+        if len(set(p.deepstack)) < len(p.deepstack) or any(i >= v.n_layers for i in p.deepstack):
+            check.fail("projector.deepstack", f"must be distinct layers of the tower's {v.n_layers}, got "
+                                              f"{list(p.deepstack)}")
+        if p.features > 1 or p.merge_linear or p.hidden_linear or p.pool > 1 or v.class_token or p.unread_layers:
+            check.fail("projector.deepstack", "is modeled with Qwen3-VL's tower and projector: no class_token, one "
+                                              "feature layer, none unread, no merge_linear, hidden_linear or pool")
 
 
 def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:

@@ -8,11 +8,14 @@ table, ``position_table`` rows per axis), an optional norm before the first laye
 layers (q, k, v, o, with per-head norms over q and k and a weightless one over v with ``qk_norm`` and
 ``v_norm``; the MLP as the language model's of the same activation; two norms, four ``sandwich``), an
 optional final norm, Gemma 4's pooler (``pool``: a matmul with the averaging matrix, as transformers
-runs it, then a scale) and its standardization (``standardize``, two vectors). Projector: an optional norm over the
+runs it, then a scale) and its standardization (``standardize``, two vectors); Qwen3-VL's learned grid of
+positions (``position_grid``), resampled to each image. Projector: an optional norm over the
 tower's width, the outputs of ``features`` layers concatenated, the merge of ``merge x merge``
 patches (concatenation; with ``merge_linear``, a linear back to the tower's width), then one linear
 to the language model's width or two around an activation (three with ``hidden_linear``: Llama 4's
-adapter, ``hidden -> hidden`` between them). Norms here are the tower's own kind
+adapter, ``hidden -> hidden`` between them); and Qwen3-VL's DeepStack mergers (``deepstack``: per listed
+layer, the projector's norm after the merge and its linears, whose features the language model adds to
+its first layers at the image's tokens). Norms here are the tower's own kind
 (SigLIP and CLIP: LayerNorm with bias; Qwen-VL and Pixtral: RMSNorm), the projector's as its
 config says.
 """
@@ -58,6 +61,10 @@ class ProjectorConfig:
     # run forward (transformers runs them) but get no gradient
     unread_layers: int = checked(integer(minimum=0), 0)
     norm_weight: bool = checked(boolean, True)  # false: its norm has no weight (nor bias): Gemma 4's
+    # Qwen3-VL's DeepStack: these tower layers' outputs each through a merger of their own (the projector's
+    # norm after the merge, over its merged width, then its linears) into features the language model adds
+    # to its first layers' hidden states at the image's tokens
+    deepstack: tuple[int, ...] | None = checked(optional(pattern(integer(minimum=0, maximum=MAX_LAYERS))), None)
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,9 @@ class VisionConfig:
     # Gemma 4's tower: a 2-D learned position table of this many rows per axis (a patch adds its column's and
     # its row's), beside 2-D RoPE
     position_table: int | None = checked(optional(integer()), None)
+    # Qwen3-VL's tower: a learned square grid of this many rows, resampled (bilinear) to each image's patches,
+    # beside 2-D RoPE
+    position_grid: int | None = checked(optional(integer()), None)
     qk_norm: bool = checked(boolean, False)  # a norm per head over q and over k (the tower's kind, with weight)
     v_norm: bool = checked(boolean, False)  # a weightless norm per head over v
     norm_placement: str = checked(choice(("pre", "sandwich")), "pre")  # sandwich: norms after attention and MLP too
@@ -114,19 +124,21 @@ class VisionConfig:
 
 class Vision(NamedTuple):
     """The tower's parts before its layers, one layer's parts (the same in every layer), the parts after
-    them (the final norm, the standardization's vectors), and the projector's parts."""
+    them (the final norm, the standardization's vectors), the projector's parts, and one DeepStack merger's
+    (the same in each)."""
 
     config: VisionConfig
     stem: list[Linear | Norm | Table | Vector]
     layer: list[Linear | Norm]
     final: list[Norm | Vector]
     projector: list[Linear | Norm]
+    deepstack: list[Linear | Norm]
 
     def parts(self) -> list[tuple[Linear | Norm | Table | Vector, int]]:
         """Every part, in order, with the number of copies the model holds (a layer's, one per layer)."""
-        n = self.config.n_layers
+        n, k = self.config.n_layers, len(self.config.projector.deepstack or ())
         return ([(p, 1) for p in self.stem] + [(p, n) for p in self.layer]
-                + [(p, 1) for p in [*self.final, *self.projector]])
+                + [(p, 1) for p in [*self.final, *self.projector]] + [(p, k) for p in self.deepstack])
 
 
 def _norm(v: VisionConfig, key: str) -> Norm:
@@ -146,6 +158,8 @@ def build_vision(cfg: ModelConfig) -> Vision:
         stem.append(Table("vision/position", v.patches + int(v.class_token), d))
     if v.position_table is not None:  # a row per column, then a row per row of patches
         stem.append(Table("vision/position", 2 * v.position_table, d))
+    if v.position_grid is not None:
+        stem.append(Table("vision/position", v.position_grid, d))
     if v.pre_norm:
         stem.append(_norm(v, "vision/norm/pre"))
     mlp = [Linear("vision/mlp/up", d, v.d_ff, v.mlp_bias), Linear("vision/mlp/down", v.d_ff, d, v.mlp_bias)]
@@ -179,7 +193,13 @@ def build_vision(cfg: ModelConfig) -> Vision:
     final: list[Norm | Vector] = [_norm(v, "vision/norm/final")] if v.final_norm else []
     if v.standardize:  # its bias, then its scale
         final += [Vector("vision/standardize", d)] * 2
-    return Vision(v, stem, layer, final, projector)
+    merged = d * p.merge ** 2  # a DeepStack merger: the norm over the merged width, then the projector's linears
+    deepstack: list[Linear | Norm] = [] if p.norm == "none" else [
+        Norm("projector/deepstack/norm", merged, p.norm_weight, p.norm == "layernorm" and p.norm_weight)]
+    if p.hidden is not None:
+        deepstack.append(Linear("projector/deepstack/in", merged, p.hidden, p.bias))
+    deepstack.append(Linear("projector/deepstack/out", merged if p.hidden is None else p.hidden, cfg.d_model, p.bias))
+    return Vision(v, stem, layer, final, projector, deepstack if p.deepstack else [])
 
 
 # --- images through the tower (``--images``): geometry and FLOPs -----------------------------------
@@ -290,6 +310,8 @@ def vision_forward(cfg: ModelConfig, size: int | None, images: int,
         _add(ew, "vision/position", images * n * d)
     if v.position_table is not None:  # a column's row plus a row's, added to the patch
         _add(ew, "vision/position", 2 * images * n * d)
+    if v.position_grid is not None:  # four rows weighted and summed (7), added to the patch (1)
+        _add(ew, "vision/position", 8 * images * n * d)
     L = v.n_layers - (p.unread_layers if gradient else 0)
     pairs = sum(attended_pairs(v, img, i) for i in range(L))
     _add(mm, "vision/attention/scores", 2 * images * pairs * d)  # every head: pairs x head size
@@ -322,4 +344,13 @@ def vision_forward(cfg: ModelConfig, size: int | None, images: int,
             linear(part, img.tokens)
     if p.hidden is not None:
         _add(ew, "projector/act", images * img.tokens * p.hidden * ACTIVATIONS["gelu"].cost)
+    for _ in p.deepstack or ():  # each DeepStack merger over the image's tokens, its features added to them
+        for part in vision.deepstack:
+            if isinstance(part, Norm):
+                norm(part, img.tokens)
+            else:
+                linear(part, img.tokens)
+        if p.hidden is not None:
+            _add(ew, "projector/deepstack", images * img.tokens * p.hidden * ACTIVATIONS["gelu"].cost)
+        _add(ew, "projector/deepstack", images * img.tokens * cfg.d_model)
     return mm, ew

@@ -266,7 +266,7 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     the model names its norm after attention ``post_self_attn_layernorm`` (:func:`_glm4_norms`)."""
     if "multi_modal_projector" in path or ".merger" in path or ".connector" in path:  # Qwen-VL: the tower's merger
         return "projector"
-    if "embed_vision" in path:  # Gemma 4's norm and linear into the language model's width
+    if "embed_vision" in path or "deepstack_merger" in path:  # Gemma 4's norm and linear; Qwen3-VL's DeepStack
         return "projector"
     if ".vision_adapter" in path:  # Llama 4: the pixel-shuffle adapter, in the tower, is llmcalc's projector
         return "projector"
@@ -440,7 +440,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 # entry is 1; the causal mask only adds, and matmul FLOPs and cache bytes do not depend on its values)
 NO_MASK = frozenset({"mamba2"})
 MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2", "lfm2_moe", "minimax"})
-MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
+MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe"}
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
@@ -609,7 +609,7 @@ def _image_inputs(model: torch.nn.Module, raw: dict[str, Any], size: int, images
     ``grid_thw``; Mistral 3: ``image_sizes``; Idefics3/SmolVLM: images per sample)."""
     device = next(model.parameters()).device
     v, kind = raw["vision_config"], raw["model_type"]
-    if kind in ("qwen2_vl", "qwen2_5_vl"):
+    if kind in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"):
         p, t = v["patch_size"], v["temporal_patch_size"]
         side = size // p
         channels = v.get("in_chans", v.get("in_channels", 3))
@@ -633,13 +633,15 @@ def measure_image_flops(model: torch.nn.Module, cfg: ModelConfig, raw: dict[str,
                         images: int) -> tuple[dict[str, int], dict[str, int]]:
     """(forward, backward) matmul FLOPs of transformers' ``get_image_features`` over ``images``
     images of ``size`` pixels, as ``vision`` and ``projector`` (whole), the backward of the sum of
-    the image tokens (the pixels need no gradient)."""
+    the image tokens and of Qwen3-VL's DeepStack features, which its language model adds to its first
+    layers (the pixels need no gradient)."""
     inputs = _image_inputs(model, raw, size, images)
     with ModuleScope(model, lambda path: component(path, cfg)) as scope:
         with _Counter(scope) as fwd:
             out = model.model.get_image_features(**inputs)
-        tokens = out.pooler_output
-        loss = sum(t.sum() for t in tokens) if isinstance(tokens, (list, tuple)) else tokens.sum()
+        outputs = [out.pooler_output, *(getattr(out, "deepstack_features", None) or [])]
+        loss = sum(t.sum() for tokens in outputs
+                   for t in (tokens if isinstance(tokens, (list, tuple)) else [tokens]))
     with _Counter(scope) as bwd:
         loss.backward()
     return fwd.result(), bwd.result()

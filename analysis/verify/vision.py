@@ -4,7 +4,8 @@ convolution, whose stride is its kernel, as a linear over flattened patches), ``
 ``vision.position``, ``vision.norm.{pre,final}``, ``vision.layers.<i>.attention.{q,k,v,o}``,
 ``vision.layers.<i>.attention.{q,k,v}_norm``, ``vision.layers.<i>.mlp.{up,gate,down}``,
 ``vision.layers.<i>.norm.{attention,mlp,attention_post,mlp_post}``, ``vision.pool``,
-``vision.standardize``, and ``projector.{norm,merge,in,hidden,out}``.
+``vision.standardize``, ``projector.{norm,merge,in,hidden,out}`` and ``projector.deepstack.{norm,in,out}``
+(Qwen3-VL's DeepStack mergers, stacked).
 
 The forward (:meth:`VisionTower.forward`, :meth:`Projector.forward`, :func:`image_features`) takes
 pixels ``(images, channels * temporal_patch, size, size)`` to the language model's image tokens,
@@ -23,6 +24,8 @@ parameters), so FlopCounterMode attributes them to ``vision/attention/{scores,va
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -30,7 +33,7 @@ from torch import nn
 from ..model.config import ModelConfig
 from ..model.variants import ACTIVATIONS
 from ..model.vision import VisionConfig
-from .norms import LayerNorm, RMSNorm
+from .norms import LayerNorm, RMSNorm, _RMSNormFunction
 
 
 def _norm(kind: str, size: int, bias: bool = True) -> nn.Module:
@@ -125,6 +128,8 @@ class VisionTower(nn.Module):
             self.position = nn.Embedding(side * side + int(v.class_token), d)
         if v.position_table is not None:  # a row per column, then a row per row of patches
             self.position = nn.Embedding(2 * v.position_table, d)
+        if v.position_grid is not None:  # a square grid, resampled to each image
+            self.position = nn.Embedding(v.position_grid, d)
         if v.pool is not None and v.pool > 1:  # the averaging matrix times the patches, in a module of its own
             self.pool = _Matmul()
         if v.standardize:
@@ -135,6 +140,11 @@ class VisionTower(nn.Module):
                                    for k, on in (("pre", v.pre_norm), ("final", v.final_norm)) if on})
         self.layers = nn.ModuleList(VisionLayer(v) for _ in range(v.n_layers))
         self.v = v
+
+    def _resampled(self, side: int, device) -> torch.Tensor:
+        """Qwen3-VL's positions of a ``side x side`` image: four rows of the grid, weighted and summed."""
+        rows, weights = _bilinear(side, math.isqrt(self.v.position_grid), device)
+        return (self.position(rows) * weights[..., None].to(self.position.weight.dtype)).sum(0)
 
     def forward(self, pixels: torch.Tensor) -> list[torch.Tensor]:
         """Pixels ``(images, channels * temporal_patch, size, size)`` -> the hidden states after the
@@ -153,6 +163,9 @@ class VisionTower(nn.Module):
             cols = torch.arange(side, device=x.device).repeat(side)
             rows = torch.arange(side, device=x.device).repeat_interleave(side) + v.position_table
             table = self.position(cols) + self.position(rows)
+            x = x + (torch.cat([table.new_zeros(1, v.d_model), table]) if v.class_token else table)
+        if v.position_grid is not None:
+            table = self._resampled(side, x.device)
             x = x + (torch.cat([table.new_zeros(1, v.d_model), table]) if v.class_token else table)
         rope = _rope(side, v.d_model // v.n_heads, x.device, v.class_token) if v.position == "rope" else None
         if "pre" in self.norm:
@@ -178,6 +191,19 @@ class VisionTower(nn.Module):
         if v.standardize:
             states[-1] = (states[-1] - self.standardize.bias) * self.standardize.scale
         return states
+
+
+def _bilinear(side: int, grid: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The grid rows (4, side^2) and weights (4, side^2) of a ``side x side`` image's patches, resampled
+    bilinearly from a ``grid x grid`` table (corners aligned), row-major."""
+    t = torch.linspace(0, grid - 1, side, device=device)
+    lo = t.floor().long().clamp(max=grid - 1)
+    hi, w = (lo + 1).clamp(max=grid - 1), t - lo
+    r_lo, r_hi, wr = (a.repeat_interleave(side) for a in (lo, hi, w))
+    c_lo, c_hi, wc = (a.repeat(side) for a in (lo, hi, w))
+    rows = torch.stack([r_lo * grid + c_lo, r_lo * grid + c_hi, r_hi * grid + c_lo, r_hi * grid + c_hi])
+    weights = torch.stack([(1 - wr) * (1 - wc), (1 - wr) * wc, wr * (1 - wc), wr * wc])
+    return rows, weights
 
 
 def _rope(side: int, head: int, device, class_token: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -217,6 +243,15 @@ class Projector(nn.Module):
             self.hidden = nn.Linear(p.hidden, p.hidden, bias=p.bias)
         self.out = nn.Linear(width, d_model, bias=p.bias)
         self.p, self.class_token = p, v.class_token
+        if p.deepstack:  # its mergers: the norm over the merged width, the linears
+            k, merged = len(p.deepstack), d * p.merge * p.merge
+            self.deepstack = nn.Module()
+            if p.norm != "none":
+                self.deepstack.norm = _Stacked(k, merged, merged, p.norm == "layernorm" and p.norm_weight, p.norm,
+                                               p.norm_weight)
+            if p.hidden is not None:
+                self.deepstack.add_module("in", _Stacked(k, merged, p.hidden, p.bias))
+            self.deepstack.out = _Stacked(k, merged if p.hidden is None else p.hidden, d_model, p.bias)
 
     def forward(self, states: list[torch.Tensor]) -> torch.Tensor:
         """The tower's hidden states -> the language model's image tokens, (images, tokens, d_model)."""
@@ -234,14 +269,50 @@ class Projector(nn.Module):
         if hasattr(self, "norm"):
             x = torch.cat([self.norm(x[..., i:i + self.norm_width]) for i in range(0, width, self.norm_width)], -1)
         m = p.merge
-        if m > 1:  # merge x merge neighbouring patches side by side
-            x = x.reshape(n, side // m, m, side // m, m, width).permute(0, 1, 3, 2, 4, 5)
-            x = x.reshape(n, (side // m) ** 2, m * m * width)
+        x = _merge(x, side, m)
         if p.merge_linear:
             x = self.merge(x)
         if p.hidden is not None:
             x = F.gelu(getattr(self, "in")(x), approximate="tanh")
-        return self.out(x)
+        x = self.out(x)
+        for i, layer in enumerate(p.deepstack or ()):  # DeepStack: each listed layer's merger
+            h, ds = _merge(states[layer], side, m), self.deepstack
+            if hasattr(ds, "norm"):
+                h = ds.norm(h, i)
+            if p.hidden is not None:
+                h = F.gelu(getattr(ds, "in")(h, i), approximate="tanh")
+            x = x + ds.out(h, i)  # the language model adds it at the image's tokens: here, to them
+        return x
+
+
+def _merge(x: torch.Tensor, side: int, m: int) -> torch.Tensor:
+    """``m x m`` neighbouring patches of a ``side x side`` grid side by side: (n, side^2 / m^2, m^2 * width)."""
+    if m == 1:
+        return x
+    n, _, width = x.shape
+    x = x.reshape(n, side // m, m, side // m, m, width).permute(0, 1, 3, 2, 4, 5)
+    return x.reshape(n, (side // m) ** 2, m * m * width)
+
+
+class _Stacked(nn.Module):
+    """``k`` linears (``norm``: norms of the projector's kind) of one shape, stacked; ``forward(x, i)`` runs
+    the ``i``-th (Qwen3-VL's DeepStack mergers, one key for all of them)."""
+
+    def __init__(self, k: int, d_in: int, d_out: int, bias: bool, norm: str | None = None, weight: bool = True):
+        super().__init__()
+        self.norm = norm
+        shape = (k, d_out) if norm is not None else (k, d_out, d_in)
+        self.weight = nn.Parameter(torch.ones(shape)) if weight else None
+        self.bias = nn.Parameter(torch.zeros(k, d_out)) if bias else None
+
+    def forward(self, x: torch.Tensor, i: int) -> torch.Tensor:
+        w = None if self.weight is None else self.weight[i]
+        b = None if self.bias is None else self.bias[i]
+        if self.norm == "rmsnorm":
+            return _RMSNormFunction.apply(x, w, 1e-5)
+        if self.norm == "layernorm":
+            return F.layer_norm(x, x.shape[-1:], w, b)
+        return F.linear(x, w, b)
 
 
 def image_features(model: nn.Module, pixels: torch.Tensor) -> torch.Tensor:

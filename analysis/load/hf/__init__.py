@@ -33,7 +33,7 @@ from typing import Any, Callable
 from ...errors import ConfigError, UnmappedModelType, brief
 from . import core, dense, dsa, gated_deltanet, gemma4, hybrid, minimax, moe, older, recent, recurrent, rglru, traits
 from .common import _dtype, _name, _refuse_null
-from .core import _qwen_vl_text
+from .core import _qwen3_vl_moe_text, _qwen3_vl_text, _qwen_vl_text
 from .defaults import DEFAULTS, SUBCONFIGS
 from .quantization import _nested_quantization, _quant_method, _quantization
 from .raw import Raw
@@ -116,7 +116,9 @@ def _padding(r: Raw, vocab: int) -> None:
 
 # language models that exist only inside a multimodal checkpoint (Qwen-VL's)
 _INSIDE: dict[str, Callable[[Raw], dict[str, Any]]] = {"qwen2_vl_text": _qwen_vl_text,
-                                                         "qwen2_5_vl_text": _qwen_vl_text}
+                                                         "qwen2_5_vl_text": _qwen_vl_text,
+                                                         "qwen3_vl_text": _qwen3_vl_text,
+                                                         "qwen3_vl_moe_text": _qwen3_vl_moe_text}
 
 
 def _multimodal(raw: dict[str, Any], source: str, family: Family) -> tuple[dict[str, Any], Raw]:

@@ -29,6 +29,8 @@ in llmcalc; :mod:`analysis.model.vision`):
   one linear without bias to the language model's width.
 - ``gemma4``: Gemma 4's vision model and its ``embed_vision`` (:func:`_gemma4`); without a
   ``vision_config``, transformers builds none, and the checkpoint is its language model.
+- ``qwen3_vl``, ``qwen3_vl_moe``, ``qwen3_5``, ``qwen3_5_moe``: Qwen3-VL's ViT, its merger and (Qwen3-VL)
+  its DeepStack mergers (:func:`_qwen3_vl`).
 
 The tower's activation says only whether its MLP is gated: CLIP's ``quick_gelu`` reads as ``gelu``
 (no image runs through the tower yet, so its elementwise cost counts nowhere).
@@ -219,6 +221,40 @@ def _gemma4(v: Raw, top: Raw, width: int) -> dict[str, Any]:
             "standardize": v.flag("standardize"), "projector": {"norm": "rmsnorm", "norm_weight": False}}
 
 
+def _qwen3_vl(v: Raw, top: Raw, width: int) -> dict[str, Any]:
+    """Qwen3-VL's ViT (``qwen3_vl``, ``qwen3_vl_moe``; Qwen3.5's, ``qwen3_5``, ``qwen3_5_moe``, without
+    DeepStack): a Conv3d with bias over ``temporal_patch_size`` frames, a learned grid of
+    ``num_position_embeddings`` positions resampled to each image beside 2-D RoPE, LayerNorms with bias, fused
+    qkv and proj with bias, an MLP with biases (not gated), no final norm; its merger a LayerNorm over the
+    tower's width, ``spatial_merge_size^2`` patches concatenated, two linears with biases (the first as wide as
+    its input) to ``out_hidden_size``, which must be the language model's width; Qwen3-VL's
+    ``deepstack_visual_indexes`` each a merger of its own, its LayerNorm after the merge (the language model
+    adds their features to its first layers: ``projector.deepstack``). Qwen3.5's class has no DeepStack: a
+    ``deepstack_visual_indexes`` its files carry is read by nothing."""
+    d, merge, out = v.size("hidden_size"), v.size("spatial_merge_size"), v.size("out_hidden_size")
+    if out != width:
+        v.fail("out_hidden_size", f"must be the language model's hidden_size ({width}), got {out}")
+    v.ignore("rope_parameters")
+    projector: dict[str, Any] = {"norm": "layernorm", "merge": merge, "hidden": d * merge * merge, "bias": True}
+    if "deepstack_visual_indexes" in v.defaults:  # Qwen3-VL's class
+        layers = v.get("deepstack_visual_indexes")
+        depth = v.size("depth")
+        if not isinstance(layers, (list, tuple)) or not all(type(i) is int and 0 <= i < depth for i in layers) \
+                or len(set(layers)) < len(layers):
+            v.fail("deepstack_visual_indexes", f"must be distinct layer indices of the tower's {depth}, got "
+                                               f"{brief(layers)}")
+        if layers:
+            projector["deepstack"] = list(layers)
+    else:
+        v.ignore("deepstack_visual_indexes")
+    top.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
+    return {"n_layers": v.size("depth"), "d_model": d, "n_heads": v.size("num_heads"),
+            "d_ff": v.size("intermediate_size"), "patch_size": v.size("patch_size"),
+            "temporal_patch": v.size("temporal_patch_size"), "channels": v.size("in_channels"),
+            "activation": _tower_activation(v, False), "position": "rope",
+            "position_grid": v.size("num_position_embeddings"), "final_norm": False, "projector": projector}
+
+
 def _gemma4_top(top: Raw) -> None:
     """Gemma 4's top level, with a tower or without: its audio tower is refused, its token ids change no count."""
     if top.get("audio_config") is not None:
@@ -255,4 +291,8 @@ MULTIMODAL = {
     "idefics3": Family("llama", "idefics3_vision", None, _idefics3),
     "smolvlm": Family("llama", "idefics3_vision", None, _idefics3),
     "llama4": Family("llama4_text", "llama4_vision_model", None, _llama4, text_ties=True),
-    "gemma4": Family("gemma4_text", "gemma4_vision", None, _gemma4, vision_optional=True, top=_gemma4_top)}
+    "gemma4": Family("gemma4_text", "gemma4_vision", None, _gemma4, vision_optional=True, top=_gemma4_top),
+    "qwen3_vl": Family("qwen3_vl_text", "qwen3_vl_vision", None, _qwen3_vl),
+    "qwen3_vl_moe": Family("qwen3_vl_moe_text", "qwen3_vl_moe_vision", None, _qwen3_vl),
+    "qwen3_5": Family("qwen3_5_text", "qwen3_5_vision", None, _qwen3_vl),
+    "qwen3_5_moe": Family("qwen3_5_moe_text", "qwen3_5_moe_vision", None, _qwen3_vl)}
