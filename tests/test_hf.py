@@ -1142,15 +1142,43 @@ def test_gemma4_moe_reads_absent_and_null_keys_as_transformers():
     assert differ["hidden_size_per_layer_input dropped"][0] == "refused"
 
 
-def test_gemma4_26b_preset_is_its_text_config():
-    """The bundled gemma-4-26b-a4b is what the mapper reads from 26B-A4B's text_config (transformers' count:
-    test_variants_equal_transformers)."""
-    from llmcalc.analysis.model.checks import from_dict
+# Qwen3.5-27B's and Qwen3.5-397B-A17B's language models: the text_config of their published config.json
+QWEN3_5_27B_TEXT = dict(
+    vocab_size=248320, hidden_size=5120, intermediate_size=17408, num_hidden_layers=64, num_attention_heads=24,
+    num_key_value_heads=4, head_dim=256, full_attention_interval=4, linear_num_key_heads=16, linear_num_value_heads=48,
+    linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4, max_position_embeddings=262144,
+    tie_word_embeddings=False,
+    rope_parameters=dict(rope_type="default", rope_theta=10000000, partial_rotary_factor=0.25, mrope_interleaved=True,
+                         mrope_section=[11, 11, 10]))
+QWEN3_5_397B_TEXT = dict(
+    {k: v for k, v in QWEN3_5_27B_TEXT.items() if k != "intermediate_size"}, hidden_size=4096, num_hidden_layers=60,
+    num_attention_heads=32, num_key_value_heads=2, linear_num_value_heads=64, num_experts=512, num_experts_per_tok=10,
+    moe_intermediate_size=1024, shared_expert_intermediate_size=1024)
+# bundled presets -> (model_type, the published config's hyperparameters, total and active parameters)
+PRESETS = {"gemma-4-26b-a4b": ("gemma4_text", GEMMA4_26B, 25_233_141_790, 3_822_530_590),
+           "deepseek-v3.2": ("deepseek_v32", CHECKPOINTS["deepseek_v32"][1], 671_877_944_064, 38_403_822_336),
+           "qwen3.5-27b": ("qwen3_5_text", QWEN3_5_27B_TEXT, 26_895_998_464, 26_895_998_464),
+           "qwen3.5-397b-a17b": ("qwen3_5_moe_text", QWEN3_5_397B_TEXT, 396_346_350_336, 17_349_040_896)}
 
-    mapped = from_dict(from_hf_config(_config("gemma4_text", GEMMA4_26B).to_dict(), "config.json"))
-    preset = load_bundled("gemma-4-26b-a4b")
-    assert dataclasses.replace(mapped, name=preset.name, description=preset.description) == preset
-    assert (count_params(preset).total, count_params(preset).active) == (25_233_141_790, 3_822_530_590)
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_are_their_published_configs(name):
+    """A bundled preset is what the mapper reads from its published config (the same parameters per component,
+    forward matmul FLOPs and KV + state bytes), and its total is transformers' model's on that config."""
+    from llmcalc.analysis.count.flops import count_flops
+    from llmcalc.analysis.count.kvcache import kv_cache
+    from llmcalc.analysis.model.checks import from_dict
+    from llmcalc.analysis.spec import RunSpec
+
+    kind, hp, total, active = PRESETS[name]
+    config = _config(kind, hp)
+    mapped, preset = from_dict(from_hf_config(config.to_dict(), "config.json")), load_bundled(name)
+    assert count_params(mapped).components == count_params(preset).components
+    run, decode = RunSpec("train", 64, 1, "eager"), RunSpec("decode", 4096, 1)
+    assert count_flops(mapped, run).forward.matmul == count_flops(preset, run).forward.matmul
+    assert kv_cache(mapped, decode).bytes == kv_cache(preset, decode).bytes
+    assert (count_params(preset).total, count_params(preset).active) == (total, active)
+    assert _stored(_transformers_model(config)) == total
 
 
 def test_gemma4_per_layer_config_is_the_source():
