@@ -6,7 +6,8 @@ breakdown keys (``layers.<i>.`` dropped, '.' read as '/'): ``embedding.token``,
 ``embedding.position``, ``layers.<i>.attention.{q,k,v,o}`` with ``attention.{q_norm,k_norm,gate,sub_norm}``
 (MHA) or ``attention.{q,q_a,q_a_norm,q_b,kv_a,kv_a_norm,kv_b,o}`` (MLA), the parameter
 ``attention.sinks``, ``attention.{scores,values}`` (eager) or ``attention.sdpa`` (flash),
-``mlp.{up,gate,down,sub_norm}`` or ``moe.{router,experts,shared_experts,shared_expert_gate}``,
+``mlp.{up,gate,down,sub_norm}`` and/or ``moe.{router,experts,shared_experts,shared_expert_gate}`` (beside the
+MLP also ``moe.{router_norm,expert_scale}`` and ``norm.{moe,dense_post,moe_post}``: :func:`.ffn.dense_and_moe`),
 ``layers.<i>.norm.{attention,mlp,attention_post,mlp_post}``, ``norm.embedding``, ``norm.final``, ``lm_head``,
 ``logit_softcap`` (no parameters); a multimodal checkpoint's ``vision`` and ``projector``
 (:mod:`.vision`).
