@@ -22,6 +22,13 @@ VARIANTS = {  # together every config key and value
                            "activation": "swiglu", "norm": "rmsnorm", "position": "rope", "patch_bias": False,
                            "final_norm": False,
                            "projector": {"norm": "rmsnorm", "merge": 2, "hidden": 64, "bias": True}}},
+    # Gemma 4's tower: a 2-D position table beside 2-D RoPE, per-head q/k/v norms, sandwich norms, its pooler
+    "gemma4-vl": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "tie_embeddings": True,
+                  "vision": {"n_layers": 2, "d_model": 16, "n_heads": 4, "d_ff": 24, "patch_size": 2,
+                             "activation": "geglu", "norm": "rmsnorm", "position": "rope", "position_table": 8,
+                             "qk_norm": True, "v_norm": True, "norm_placement": "sandwich", "patch_bias": False,
+                             "qkv_bias": False, "out_bias": False, "mlp_bias": False, "final_norm": False,
+                             "pool": 2, "standardize": True, "projector": {"norm": "rmsnorm", "norm_weight": False}}},
     "gpt": {"qkv_bias": True, "out_bias": True, "mlp_bias": True, "tie_embeddings": True},
     "post": {"position": "sinusoidal", "activation": "relu", "norm_placement": "post",
              "lm_head_bias": True, "tie_embeddings": True, "norm_bias": False},
@@ -80,6 +87,13 @@ VARIANTS = {  # together every config key and value
                "attention_chunk": 3, "layer_types": ["chunked", "chunked", "chunked", "full"],
                "moe": {"num_experts": 4, "experts_per_token": 1, "expert_d_ff": 16, "shared_experts": 1,
                        "step": 2}},
+    # Gemma 4 26B-A4B: a dense MLP beside the experts in every layer
+    "gemma4-moe": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 2, "n_layers": 2,
+                   "head_dim": 8, "qk_norm": "head", "v_norm": True, "norm_placement": "sandwich",
+                   "sliding_window": 4, "layer_types": ["sliding", "full"], "full_head_dim": 16, "full_kv_heads": 1,
+                   "full_k_eq_v": True, "embedding_scale": 5.65, "final_logit_softcap": 30, "tie_embeddings": True,
+                   "layer_scalar": True, "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16,
+                                                 "beside_mlp": True}},
     # Gemma 4: full layers of their own head size and K/V heads whose values are the keys' projection
     "gemma4": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 2, "n_layers": 3,
                "head_dim": 8, "qk_norm": "head", "v_norm": True, "norm_placement": "sandwich", "sliding_window": 4,
@@ -212,12 +226,18 @@ def _vision(draw):
          "channels": draw(st.integers(1, 3)), "temporal_patch": draw(st.integers(1, 2)),
          "activation": draw(st.sampled_from(VISION_ACTIVATIONS)), "norm": draw(st.sampled_from(NORMS)),
          "position": draw(st.sampled_from(["learned", "rope"]))}
-    for key in ("class_token", "patch_bias", "qkv_bias", "out_bias", "mlp_bias", "pre_norm", "final_norm"):
+    for key in ("class_token", "patch_bias", "qkv_bias", "out_bias", "mlp_bias", "pre_norm", "final_norm",
+                "qk_norm", "v_norm"):
         v[key] = draw(st.booleans())
+    v["norm_placement"] = draw(st.sampled_from(["pre", "sandwich"]))
+    if v["position"] == "rope" and draw(st.booleans()):  # Gemma 4's 2-D table, or Qwen3-VL's grid, beside 2-D RoPE
+        key = draw(st.sampled_from(["position_table", "position_grid"]))
+        v[key] = draw(st.integers(1, 4) if key == "position_table" else st.integers(1, 16))
     if v["norm"] == "layernorm":
         v["norm_bias"] = draw(st.booleans())
     p = {"norm": draw(st.sampled_from(["none", *NORMS])), "features": draw(st.integers(1, 2)), "merge": merge,
-         "hidden": draw(st.one_of(st.none(), st.integers(1, 16))), "bias": draw(st.booleans())}
+         "hidden": draw(st.one_of(st.none(), st.integers(1, 16))), "bias": draw(st.booleans()),
+         "norm_weight": draw(st.booleans())}
     if merge > 1:
         p["merge_linear"] = draw(st.booleans())
     if p["hidden"] is not None:
@@ -227,6 +247,9 @@ def _vision(draw):
             del d[key]
     if "merge" not in p:  # merged patches (merge 1) cannot be merged back
         p.pop("merge_linear", None)
+    if v.get("position", "learned") == "learned":  # the tables go with RoPE
+        v.pop("position_table", None)
+        v.pop("position_grid", None)
     if p.get("hidden") is None:  # a linear hidden -> hidden needs a hidden width
         p.pop("hidden_linear", None)
     if v.get("position", "learned") == "learned" and "image_size" not in v:  # a row per patch of it
@@ -240,12 +263,26 @@ def _vision(draw):
     side = v["image_size"] // patch if "image_size" in v else None
     if side is not None and draw(st.booleans()):
         p["pool"] = draw(st.sampled_from([k for k in (1, 2) if side % k == 0]))
-    if v.get("class_token") and draw(st.booleans()):
-        p["class_token"] = draw(st.booleans())
+    if v.get("class_token") and p.get("pool", 1) == 1 and p.get("merge", 1) == 1 and draw(st.booleans()):
+        p["class_token"] = draw(st.booleans())  # joins the patches as they are
     if draw(st.booleans()):
         p["unread_layers"] = draw(st.integers(0, v["n_layers"] - 1))
+    plain = (not v.get("class_token") and p.get("features", 1) == 1 and p.get("pool", 1) == 1
+             and not p.get("unread_layers") and not p.get("class_token"))
+    if plain and not p.get("merge_linear") and not p.get("hidden_linear") and draw(st.booleans()):
+        p["deepstack"] = draw(st.lists(st.integers(0, v["n_layers"] - 1), min_size=1, max_size=2, unique=True))
+    alone = plain and p.get("merge", 1) == 1 and "deepstack" not in p
+    if alone and draw(st.booleans()):  # Gemma 4's pooler over the last layer's patches, maybe standardized
+        v["pool"] = draw(st.integers(1, 3))
+        v["standardize"] = draw(st.booleans())
     v["projector"] = p
     return v
+
+
+@st.composite
+def vision_configs(draw):
+    """A small language model with a random vision tower and projector (every vision key drawn)."""
+    return from_dict({**BASE, "position": "rope", "vision": draw(_vision())})
 
 
 def _mamba(draw, raw) -> dict:
@@ -466,10 +503,13 @@ def valid_configs(draw):
         raw["moe"] = None
     if raw.get("moe") is not None:  # sub_norms applies to dense models only, whatever its value
         raw.pop("sub_norms", None)
+        if raw["norm_placement"] in ("pre", "sandwich") and not raw["parallel_block"]:  # Gemma 4's dense+moe
+            raw["moe"]["beside_mlp"] = draw(st.booleans())
     if draw(st.booleans()):
         raw["vision"] = draw(_vision())
     moe = raw.get("moe")
-    if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1:  # a dense MLP layer
+    if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1 or moe.get("beside_mlp"):
+        # a dense MLP layer
         raw["mlp_bias"] = draw(st.booleans())
     if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
         raw["position_offset"] = draw(st.integers(0, 3))

@@ -297,6 +297,9 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
      [":8: key 'moe.shared_expert_d_ff': must be >= 1, got 0"]),
     (BASE + MOE + ", router_bias: maybe}\n", [":8: key 'moe.router_bias': must be true or false, got 'maybe'"]),
     (BASE + MOE + ", expert_bias: null}\n", [":8: key 'moe.expert_bias': must be true or false, got None"]),
+    # Gemma 4's experts beside the MLP: in a sequential pre or sandwich block
+    (BASE + "norm_placement: post\n" + MOE + ", beside_mlp: true}\n",
+     [":9: key 'moe.beside_mlp': is modeled in a sequential block with norm_placement pre or sandwich"]),
     (BASE + MOE + ", shared_expert: 1}\n",
      [":8: key 'moe.shared_expert': unknown key (did you mean 'shared_experts'?)"]),
     (BASE + "moe:\n  num_experts: 4\n  experts_per_token: 0\n", [":8: key 'moe.experts_per_token': must be >= 1"]),
@@ -348,7 +351,8 @@ ENUM_CHOICES = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "norm_pl
                 "position": tuple(POSITIONS), "attention": ATTENTION_KINDS,
                 "dtype": (*DTYPE_BITS, *WEIGHT_FORMATS), "quant_skip": tuple(QUANT_SKIPS),
                 "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES}
-VISION_ENUMS = {"activation": VISION_ACTIVATIONS, "norm": tuple(NORMS), "position": ("learned", "rope")}
+VISION_ENUMS = {"activation": VISION_ACTIVATIONS, "norm": tuple(NORMS), "position": ("learned", "rope"),
+                "norm_placement": ("pre", "sandwich")}
 
 
 def _drawn_configs(n=1000):

@@ -19,7 +19,7 @@ import pytest
 
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import ConfigError
-from llmcalc.analysis.load.catalog import HF_DIR, from_json, load_path
+from llmcalc.analysis.load.catalog import HF_DIR, from_json, load_bundled, load_path
 from llmcalc.analysis.load.hf import MAPPERS, from_hf_config, unclassified
 from llmcalc.analysis.model.layers import layer_plan
 
@@ -537,6 +537,13 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         hidden_size_per_layer_input=0, num_kv_shared_layers=0, enable_moe_block=False), None),
 }
 
+# Gemma 4 26B-A4B's language model, the text_config of google/gemma-4-26B-A4B-it
+GEMMA4_26B = dict(
+    vocab_size=262144, hidden_size=2816, intermediate_size=2112, num_hidden_layers=30, num_attention_heads=16,
+    num_key_value_heads=8, head_dim=256, global_head_dim=512, num_global_key_value_heads=2, attention_k_eq_v=True,
+    sliding_window=1024, max_position_embeddings=262144, final_logit_softcapping=30.0, hidden_size_per_layer_input=0,
+    num_kv_shared_layers=0, enable_moe_block=True, num_experts=128, top_k_experts=8, moe_intermediate_size=704)
+
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
 VARIANTS = [
     ("falcon", "tiiuae/falcon-40b", dict(
@@ -752,6 +759,9 @@ VARIANTS = [
      dict(vocab_size=1000, hidden_size=256, intermediate_size=600, num_hidden_layers=4, num_attention_heads=8,
           num_key_value_heads=2, lru_width=192, attention_window_size=16, conv1d_width=3, attention_bias=True,
           block_types=["recurrent", "attention"])),
+    # the experts beside every layer's MLP (moe.beside_mlp): 25,233,141,790 as transformers counts it, the preset
+    # gemma-4-26b-a4b (the card: 25.2B total, 3.8B active)
+    ("gemma4_text", "google/gemma-4-26B-A4B-it (text_config)", GEMMA4_26B),
 ]
 
 
@@ -1111,7 +1121,7 @@ GEMMA4 = dict(model_type="gemma4_text", vocab_size=1000, hidden_size=64, interme
 @pytest.mark.parametrize("changes, key", [
     ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input"),  # the class default: E2B/E4B's
     ({"num_kv_shared_layers": 2}, "num_kv_shared_layers"),
-    ({"enable_moe_block": True}, "enable_moe_block"),
+    ({"enable_moe_block": True}, "num_experts"),  # the class has no default for it
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention"),
     ({"per_layer_config": {"0": {"head_dim": 32}}}, "per_layer_config"),  # a sliding layer
     ({"per_layer_config": {"5": {"intermediate_size": 256}}}, "per_layer_config"),
@@ -1121,6 +1131,54 @@ def test_gemma4_refusals_name_the_key(tmp_path, run, changes, key):
     result = run("params", _write(tmp_path, {**GEMMA4, **changes}))
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert f"key '{key}'" in result.stderr
+
+
+def test_gemma4_moe_reads_absent_and_null_keys_as_transformers():
+    """26B-A4B's text_config (two layers): each key left out or null, as transformers reads it (its class has no
+    default for num_experts, top_k_experts and moe_intermediate_size: both refuse them left out). Left out,
+    hidden_size_per_layer_input turns on per-layer embeddings, which llmcalc refuses (REFUSED_DEFAULTS)."""
+    differ = _differ(_shallow({"model_type": "gemma4_text", **GEMMA4_26B}))
+    assert list(differ) == ["hidden_size_per_layer_input dropped"]
+    assert differ["hidden_size_per_layer_input dropped"][0] == "refused"
+
+
+# Qwen3.5-27B's and Qwen3.5-397B-A17B's language models: the text_config of their published config.json
+QWEN3_5_27B_TEXT = dict(
+    vocab_size=248320, hidden_size=5120, intermediate_size=17408, num_hidden_layers=64, num_attention_heads=24,
+    num_key_value_heads=4, head_dim=256, full_attention_interval=4, linear_num_key_heads=16, linear_num_value_heads=48,
+    linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4, max_position_embeddings=262144,
+    tie_word_embeddings=False,
+    rope_parameters=dict(rope_type="default", rope_theta=10000000, partial_rotary_factor=0.25, mrope_interleaved=True,
+                         mrope_section=[11, 11, 10]))
+QWEN3_5_397B_TEXT = dict(
+    {k: v for k, v in QWEN3_5_27B_TEXT.items() if k != "intermediate_size"}, hidden_size=4096, num_hidden_layers=60,
+    num_attention_heads=32, num_key_value_heads=2, linear_num_value_heads=64, num_experts=512, num_experts_per_tok=10,
+    moe_intermediate_size=1024, shared_expert_intermediate_size=1024)
+# bundled presets -> (model_type, the published config's hyperparameters, total and active parameters)
+PRESETS = {"gemma-4-26b-a4b": ("gemma4_text", GEMMA4_26B, 25_233_141_790, 3_822_530_590),
+           "deepseek-v3.2": ("deepseek_v32", CHECKPOINTS["deepseek_v32"][1], 671_877_944_064, 38_403_822_336),
+           "qwen3.5-27b": ("qwen3_5_text", QWEN3_5_27B_TEXT, 26_895_998_464, 26_895_998_464),
+           "qwen3.5-397b-a17b": ("qwen3_5_moe_text", QWEN3_5_397B_TEXT, 396_346_350_336, 17_349_040_896)}
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_are_their_published_configs(name):
+    """A bundled preset is what the mapper reads from its published config (the same parameters per component,
+    forward matmul FLOPs and KV + state bytes), and its total is transformers' model's on that config."""
+    from llmcalc.analysis.count.flops import count_flops
+    from llmcalc.analysis.count.kvcache import kv_cache
+    from llmcalc.analysis.model.checks import from_dict
+    from llmcalc.analysis.spec import RunSpec
+
+    kind, hp, total, active = PRESETS[name]
+    config = _config(kind, hp)
+    mapped, preset = from_dict(from_hf_config(config.to_dict(), "config.json")), load_bundled(name)
+    assert count_params(mapped).components == count_params(preset).components
+    run, decode = RunSpec("train", 64, 1, "eager"), RunSpec("decode", 4096, 1)
+    assert count_flops(mapped, run).forward.matmul == count_flops(preset, run).forward.matmul
+    assert kv_cache(mapped, decode).bytes == kv_cache(preset, decode).bytes
+    assert (count_params(preset).total, count_params(preset).active) == (total, active)
+    assert _stored(_transformers_model(config)) == total
 
 
 def test_gemma4_per_layer_config_is_the_source():

@@ -23,7 +23,7 @@ from llmcalc.analysis.perf.calibration import Efficiency
 from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import prefill, roofline
 from llmcalc.analysis.spec import ALL_LINEAR, Layout, LoRA, RunSpec
-from tests.strategies import valid_configs
+from tests.strategies import valid_configs, vision_configs
 
 H100 = load_hardware("h100")
 
@@ -54,8 +54,9 @@ def cases(draw, lora: bool = True) -> Case:
 
 
 def _layouts_allow(cfg: ModelConfig) -> bool:
-    """Parallel layouts refuse a vision tower, DSA's indexer and recurrent mixers."""
-    return cfg.vision is None and cfg.dsa is None and not _recurrent(cfg)
+    """Parallel layouts refuse a vision tower, DSA's indexer, recurrent mixers and a dense MLP beside the experts."""
+    return (cfg.vision is None and cfg.dsa is None and not _recurrent(cfg)
+            and not (cfg.moe is not None and cfg.moe.beside_mlp))
 
 
 def _recurrent(cfg: ModelConfig) -> bool:
@@ -85,6 +86,37 @@ def test_analytic_equals_the_reference(case):
                    + report.inference_flop_checks(cfg, "meta", run.batch))
     failed = [c for c in checks if not c.ok]
     assert not failed, (cfg, run, failed)
+
+
+@pytest.mark.reference
+@settings(max_examples=15, deadline=None)
+@given(vision_configs(), st.integers(1, 2))
+def test_image_flops_equal_the_reference(cfg, sides):
+    """One image per sequence through a random tower and projector (every vision key): forward and backward
+    matmul FLOPs per key equal FlopCounterMode's on the reference (analysis/verify/vision.py)."""
+    import torch
+
+    from llmcalc.analysis.errors import SpecError
+    from llmcalc.analysis.verify.measure import ModuleScope, _Counter, build
+    from llmcalc.analysis.verify.vision import image_features
+
+    v = cfg.vision
+    size = v.image_size or v.patch_size * v.projector.merge * (v.pool or 1) * sides
+    try:
+        report = count_flops(cfg, RunSpec("train", 4, 1, "eager", images=1, image_size=size))
+    except SpecError:  # an image the tower cannot take (widths that do not chain, too few layers to read)
+        assume(False)
+    model = build(cfg)
+    with ModuleScope(model) as scope:
+        with _Counter(scope) as fwd:
+            tokens = image_features(model, torch.zeros(1, v.channels * v.temporal_patch, size, size, device="meta"))
+        loss = tokens.sum()
+    with _Counter(scope) as bwd:
+        loss.backward()
+    keep = ("vision/", "projector/")
+    assert {k: n for k, n in report.forward.matmul.items() if k.startswith(keep)} == fwd.result()
+    assert {k: n for k, n in report.backward.matmul.items() if k.startswith(keep)} == bwd.result()
+    assert tokens.shape[1] == report.run.seq - 4
 
 
 def _replicated(name: str, cfg: ModelConfig) -> bool:

@@ -39,6 +39,11 @@ value head sizes):
   activation tensors, the expert output and its weighted copy (the ``index_add`` source);
   shared experts keep their activation tensors; a shared-expert gate its sigmoid's output
   and the shared output it multiplies;
+- a MoE beside the MLP (``moe.beside_mlp``): the MLP's tensors; the experts' norm and the router's read
+  the residual stream ``norm/mlp`` keeps (one storage) and keep their statistics; the router its own
+  input (its norm's output, scaled); the product of the renormalized weights and the scales the
+  choices gather both factors (the scales alone under LoRA: frozen, they need no gradient); the norms
+  after the two FFNs their inputs and statistics;
 - embeddings: the token ids, learned positions' ids (``S``), T5 relative buckets (``S*S``);
   a norm over the embeddings (``embedding_norm``) its input (``T*d``) and its statistics;
   the LM head its input; final soft-capping its tanh output; the loss the log-softmax over the
@@ -71,7 +76,7 @@ from ..model.architecture import Block, build
 from ..model.config import ModelConfig
 from ..model.layers import LayerGroup, layer_specs
 from ..model.sizes import bytes_per
-from ..model.tape import INDEX, Tape, norm_stat_bytes
+from ..model.tape import FFN_RESIDUAL, INDEX, Tape, norm_stat_bytes
 from ..model.variants import POSITIONS
 from ..spec import LoRA, RunSpec, check_arguments
 from .flops import core_recomputed
@@ -128,7 +133,7 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
         elif placement == "post_branch":
             ffn("x")
         else:
-            ffn(tape.norm("norm/mlp", None, T, d))
+            ffn(tape.norm("norm/mlp", FFN_RESIDUAL, T, d))
     elif placement == "post":
         attn("x")
         ffn(tape.norm("norm/attention", None, T, d))
@@ -145,7 +150,7 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
     else:
         attn(tape.norm("norm/attention", None, T, d))
         if spec.ffn is not None:
-            ffn(tape.norm("norm/mlp", None, T, d))
+            ffn(tape.norm("norm/mlp", FFN_RESIDUAL, T, d))
     if cfg.layer_scalar and lora is None:  # the layer's output, which the scalar's gradient reads (frozen: none)
         tape.save("layer", T * d * b)
     return {k: v for k, v in tape.bytes.items() if v}

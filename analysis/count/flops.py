@@ -352,8 +352,11 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
         grad_mm, grad_ew = tower_forward(cfg, run, gradient=True)
         bwd_mm.update(_scaled(grad_mm, 2))
         fwd_ew = {**fwd_ew, **grad_ew}  # (only for the backward's estimate below)
-        # the pixels need no gradient: the patch linear computes its weight's alone
-        bwd_mm["vision/patch"] = fwd_mm["vision/patch"]
+        # the pixels need no gradient: the patch linear computes its weight's alone; nor does Gemma 4's
+        # averaging matrix: its pooling computes the patches' gradient alone
+        for key in ("vision/patch", "vision/pool"):
+            if key in grad_mm:
+                bwd_mm[key] = grad_mm[key]
         if run.attention == "flash":  # the tower's flash kernel recomputes its scores too
             bwd_mm["vision/attention/scores"] += grad_mm["vision/attention/scores"]
         if run.lora is not None:  # a frozen tower whose input needs no gradient: no backward at all

@@ -135,7 +135,8 @@ class Block:
             norms = [n for n in norms if not n.key.startswith("norm/mlp")]
         if self.spec.attention == "none":  # no mixer: no norm around it
             norms = [n for n in norms if not n.key.startswith("norm/attention")]
-        return norms + self.mixer.norms() + rope_norms(self.cfg, self.spec) + sub_norms(self.cfg)
+        return (norms + self.mixer.norms() + rope_norms(self.cfg, self.spec) + sub_norms(self.cfg)
+                + [n for f in self.ffns for n in f.norms()])
 
     def vectors(self) -> list[Vector]:
         scalar = [Vector("layer_scalar", 1)] if self.cfg.layer_scalar else []  # Gemma 4: the output's scale

@@ -10,14 +10,15 @@ three matrices (up, gate, down) of the hidden width, the others two.
 active, of width ``shared_expert_d_ff``; both with biases iff ``moe.expert_bias``; and
 ``moe/shared_expert_gate`` (d -> 1, Qwen2-MoE), whose sigmoid scales the shared output.
 Routing: softmax over the router logits, top-k, the k weights renormalized (Mixtral).
+``dense+moe`` (``moe.beside_mlp``, Gemma 4 26B-A4B): both, side by side (:class:`DenseMoE`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from .parts import Linear, Vector
-from .tape import INDEX, Tape, hidden
+from .parts import Linear, Norm, Vector, make_norm
+from .tape import FFN_RESIDUAL, INDEX, Tape, hidden
 from .variants import ACTIVATIONS, SOFTMAX_COST, Op
 
 if TYPE_CHECKING:  # see attention.py
@@ -58,6 +59,8 @@ class FFNKind(Protocol):
 
     def ops(self, tokens: int) -> list[Op]: ...  # its elementwise ops over ``tokens`` tokens
 
+    def norms(self) -> list[Norm]: ...  # norms of its own, beside the block's around it
+
     def saves(self, tape: Tape, T: int, x: str) -> None: ...
 
     def vectors(self) -> list[Vector]: ...
@@ -74,6 +77,9 @@ class _FFN:
     def vectors(self) -> list[Vector]:
         """The activation's learned scalars (xIELU, dense MLPs only: rules.py), one tensor each."""
         return [Vector("mlp/act", 1)] * ACTIVATIONS[self.cfg.activation].scalars
+
+    def norms(self) -> list[Norm]:
+        return []
 
 
 class Dense(_FFN):
@@ -136,6 +142,11 @@ class MoE(_FFN):
     def saves(self, tape: Tape, T: int, x: str) -> None:
         """What the mixture keeps for backward over ``T`` tokens (routing as in the module
         docstring; per token slot the expert input, weight, output and weighted output)."""
+        self.route(tape, T, x)
+        self.run_experts(tape, T, x)
+
+    def route(self, tape: Tape, T: int, x: str | None) -> None:
+        """What the router keeps: its input ``x`` and the routing tensors."""
         cfg = self.cfg
         d, b, moe = cfg.d_model, tape.b, cfg.moe
         E, k = moe.num_experts, moe.experts_per_token
@@ -143,6 +154,12 @@ class MoE(_FFN):
         tape.linear("moe/router", T * d * b, T, x)
         # probabilities, their sum after top-k, expert ids, renormalized weights, slot token/choice
         tape.save("moe", T * E * b + T * b + slots * (3 * INDEX + b))
+
+    def run_experts(self, tape: Tape, T: int, x: str) -> None:
+        """What the experts keep over their input ``x``."""
+        cfg = self.cfg
+        d, b, moe = cfg.d_model, tape.b, cfg.moe
+        slots = T * moe.experts_per_token
         inputs(tape, cfg, "moe/experts", slots * d * b, slots, "experts input")  # gathered per slot
         # per slot: its weight, the expert output and the weighted output
         tape.save("moe/experts", slots * (2 * d + 1) * b)
@@ -156,4 +173,56 @@ class MoE(_FFN):
             tape.save("moe", T * b + T * d * b)  # the sigmoid's output and the shared output it scales
 
 
-FFN: dict[str, Callable[[ModelConfig], FFNKind]] = {"dense": Dense, "moe": MoE}
+class DenseMoE(_FFN):
+    """Gemma 4 26B-A4B's FFN (``dense+moe``, ``moe.beside_mlp``): a dense MLP and a mixture of experts
+    side by side, their outputs each normed (``norm/dense_post``, ``norm/moe_post``) and added. The MLP
+    reads the FFN's normed input as a dense layer's does; the experts read the residual stream through
+    their own norm (``norm/moe``), and the router reads it through ``moe/router_norm`` (the model's
+    norm, its weight the router's scale, no bias), times ``1/sqrt(d)``; each chosen expert's
+    renormalized weight is multiplied by its own learned scale (``moe/expert_scale``, one per expert)."""
+
+    __slots__ = ()
+
+    @property
+    def parts(self) -> tuple[Dense, MoE]:
+        return Dense(self.cfg), MoE(self.cfg)
+
+    def linears(self) -> list[Linear]:
+        return [m for f in self.parts for m in f.linears()]
+
+    @property
+    def hidden_per_token(self) -> int:
+        return sum(f.hidden_per_token for f in self.parts)
+
+    def norms(self) -> list[Norm]:
+        c, d = self.cfg, self.cfg.d_model
+        return ([make_norm(c, key, d) for key in ("norm/moe", "norm/dense_post", "norm/moe_post")]
+                + [Norm("moe/router_norm", d, True, False)])
+
+    def vectors(self) -> list[Vector]:
+        return [Vector("moe/expert_scale", self.cfg.moe.num_experts)]
+
+    def ops(self, tokens: int) -> list[Op]:
+        # the router's input times 1/sqrt(d), each choice's weight times its expert's scale, the two FFNs' sum
+        T, d, k = tokens, self.cfg.d_model, self.cfg.moe.experts_per_token
+        return [op for f in self.parts for op in f.ops(T)] + [
+            Op("moe/routing", T * d, 1, 2), Op("moe/routing", T * k, 1, 3), Op("moe/combine", T * d, 1, 3)]
+
+    def saves(self, tape: Tape, T: int, x: str) -> None:
+        """``x`` names the MLP's input (the FFN's normed input); the block names the residual stream
+        before that norm :data:`~analysis.model.tape.FFN_RESIDUAL`, which the two norms here read too."""
+        d, b, k = self.cfg.d_model, tape.b, self.cfg.moe.experts_per_token
+        dense, moe = self.parts
+        dense.saves(tape, T, x)
+        tape.norm("norm/dense_post", None, T, d)
+        experts = tape.norm("norm/moe", FFN_RESIDUAL, T, d)
+        tape.norm("moe/router_norm", FFN_RESIDUAL, T, d)
+        moe.route(tape, T, None)  # the router's own input: its norm's output, scaled
+        # the product of the renormalized weights and the scales the choices gather keeps both factors;
+        # frozen scales (LoRA) need no gradient, so only the scales are kept
+        tape.save("moe", (1 + (tape.adapted is None)) * T * k * b)
+        moe.run_experts(tape, T, experts)
+        tape.norm("norm/moe_post", None, T, d)
+
+
+FFN: dict[str, Callable[[ModelConfig], FFNKind]] = {"dense": Dense, "moe": MoE, "dense+moe": DenseMoE}

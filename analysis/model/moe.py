@@ -11,8 +11,8 @@ from .keys import boolean, checked, integer, optional
 
 @dataclass(frozen=True)
 class MoEConfig:
-    """Mixture of experts in place of the MLP of layer ``i`` when ``i >= first_dense_layers``
-    and ``(i + 1) % step == 0``; the other layers keep a dense MLP of width ``d_ff``."""
+    """Mixture of experts in place of the MLP of layer ``i`` (beside it, ``beside_mlp``) when
+    ``i >= first_dense_layers`` and ``(i + 1) % step == 0``; the other layers keep a dense MLP of width ``d_ff``."""
 
     num_experts: int = checked(integer())
     experts_per_token: int = checked(integer())
@@ -24,6 +24,9 @@ class MoEConfig:
     step: int = checked(integer(), 1)  # every step-th layer is MoE (Qwen-MoE's decoder_sparse_step)
     router_bias: bool = checked(boolean, False)  # GPT-OSS
     expert_bias: bool = checked(boolean, False)  # biases on every expert matrix (GPT-OSS)
+    # the experts beside the layer's dense MLP of width d_ff, the two outputs added (Gemma 4 26B-A4B: the
+    # ``dense+moe`` FFN kind, :class:`analysis.model.ffn.DenseMoE`)
+    beside_mlp: bool = checked(boolean, False)
 
     def is_moe_layer(self, i: int) -> bool:
         return i >= self.first_dense_layers and (i + 1) % self.step == 0

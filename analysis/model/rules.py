@@ -17,6 +17,8 @@ def _has_dense_mlp(cfg: ModelConfig) -> bool:
     moe = cfg.moe
     if cfg.d_ff == 0:  # no FFN at all
         return False
+    if moe is not None and moe.beside_mlp:  # every layer with an FFN has a dense MLP
+        return True
     if cfg.ffn_layers is not None:  # the layers with an FFN that are not MoE
         return any(cfg.has_ffn(i) and (moe is None or not moe.is_moe_layer(i)) for i in range(cfg.n_layers))
     return moe is None or moe.first_dense_layers > 0 or moe.step > 1  # layer 0 is then dense
@@ -52,7 +54,8 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "position_offset": (lambda c: c.position == "learned", "position: learned"),
     "relative_buckets": (lambda c: c.position == "relative", "position: relative"),
     "relative_max_distance": (lambda c: c.position == "relative", "position: relative"),
-    "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers or step > 1)"),
+    "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers, step > 1 or "
+                                 "beside_mlp)"),
     "sliding_window": (lambda c: c.layer_types is None or "sliding" in c.layer_types,
                        "sliding layers (layer_types lists none)"),
     "attention_chunk": (lambda c: c.layer_types is not None and "chunked" in c.layer_types,
@@ -163,6 +166,9 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
         if not any(moe.is_moe_layer(i) and cfg.has_ffn(i) for i in range(cfg.n_layers)):
             check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
                               f"step {moe.step}, {cfg.n_layers} layers)")
+        if moe.beside_mlp and (cfg.parallel_block or cfg.norm_placement not in ("pre", "sandwich")):
+            check.fail("moe.beside_mlp", "is modeled in a sequential block with norm_placement pre or sandwich "
+                                         "(Gemma 4's), not with parallel_block or post norms")
     if moe is not None and ACTIVATIONS[cfg.activation].scalars:  # xIELU: its scalars belong to a dense MLP
         check.fail("activation", f"{cfg.activation} learns scalars per dense MLP: not with moe")
     _mamba_checks(cfg, check)
@@ -194,6 +200,28 @@ def _vision_checks(v, check: Checker) -> None:
                                               f"got {p.unread_layers}")
     if p.class_token and not v.class_token:
         check.fail("projector.class_token", "the tower has none")
+    if p.class_token and (p.pool > 1 or p.merge > 1):
+        check.fail("projector.class_token", "joins the patches' features as they are (LLaVA's): not with pool or "
+                                            "merge")
+    if v.pool is not None and (v.class_token or p.features > 1 or p.unread_layers or p.pool > 1 or p.merge > 1
+                               or p.deepstack):
+        check.fail("pool", "the tower's pooler (Gemma 4's) is modeled over its last layer's patches alone: no "
+                           "class_token, and a projector of one feature layer, none unread, without pool, merge or "
+                           "deepstack")
+    if v.standardize and v.pool is None:
+        check.fail("standardize", "standardizes the pooler's output: needs pool")
+    for key in ("position_table", "position_grid"):
+        if getattr(v, key) is not None and v.position == "learned":
+            check.fail(key, "is a learned table beside 2-D RoPE (Gemma 4's, Qwen3-VL's): needs position: rope")
+    if v.position_table is not None and v.position_grid is not None:
+        check.fail("position_grid", "one table of positions: not with position_table")
+    if p.deepstack is not None:
+        if len(set(p.deepstack)) < len(p.deepstack) or any(i >= v.n_layers for i in p.deepstack):
+            check.fail("projector.deepstack", f"must be distinct layers of the tower's {v.n_layers}, got "
+                                              f"{list(p.deepstack)}")
+        if p.features > 1 or p.merge_linear or p.hidden_linear or p.pool > 1 or v.class_token or p.unread_layers:
+            check.fail("projector.deepstack", "is modeled with Qwen3-VL's tower and projector: no class_token, one "
+                                              "feature layer, none unread, no merge_linear, hidden_linear or pool")
 
 
 def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:

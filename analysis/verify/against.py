@@ -119,8 +119,10 @@ _LAYER_NAMES = {
     # BitNet's sub-norms, before o_proj and before down_proj
     "attn_sub_norm": "attention/sub_norm", "ffn_sub_norm": "mlp/sub_norm",
     # LFM2: its norms before the mixer and the FFN, its FFN's linears (w1 the gate, w3 the up projection)
-    # Gemma 4: the scalar each layer's output is multiplied by (a buffer its checkpoint stores)
-    "layer_scalar": "layer_scalar",
+    # Gemma 4: the scalar each layer's output is multiplied by (a buffer its checkpoint stores); 26B-A4B's norms
+    # before the experts and after each of its two FFNs
+    "layer_scalar": "layer_scalar", "pre_feedforward_layernorm_2": "norm/moe",
+    "post_feedforward_layernorm_1": "norm/dense_post", "post_feedforward_layernorm_2": "norm/moe_post",
     "operator_norm": "norm/attention", "ffn_norm": "norm/mlp", "w1": "mlp/gate", "w3": "mlp/up", "w2": "mlp/down",
 }
 # the Mamba mixer (transformers' MambaMixer, FalconMambaMixer): its parts; its own ops are the conv
@@ -264,6 +266,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     the model names its norm after attention ``post_self_attn_layernorm`` (:func:`_glm4_norms`)."""
     if "multi_modal_projector" in path or ".merger" in path or ".connector" in path:  # Qwen-VL: the tower's merger
         return "projector"
+    if "embed_vision" in path or "deepstack_merger" in path:  # Gemma 4's norm and linear; Qwen3-VL's DeepStack
+        return "projector"
     if ".vision_adapter" in path:  # Llama 4: the pixel-shuffle adapter, in the tower, is llmcalc's projector
         return "projector"
     if "vision_tower" in path or "vision_model" in path or _VISUAL.search(path):
@@ -305,6 +309,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         return "attention/q+gate"  # Qwen3-Next's q_proj: q and the output gate, one linear
     if parts == ["norm"]:  # a mamba layer's one norm, before its mixer
         return "norm/attention"
+    if parts[0] == "router" and len(parts) <= 2:  # Gemma 4's router: its scale is the weight of llmcalc's norm
+        return {"scale": "moe/router_norm", "per_expert_scale": "moe/expert_scale"}.get(last, "moe/router")
     if "shared_expert_gate" in last:
         return "moe/shared_expert_gate"
     if any(p.startswith("shared_expert") or p == "shared_mlp" for p in parts):  # shared_mlp: GraniteMoeShared
@@ -434,7 +440,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 # entry is 1; the causal mask only adds, and matmul FLOPs and cache bytes do not depend on its values)
 NO_MASK = frozenset({"mamba2"})
 MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2", "lfm2_moe", "minimax"})
-MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
+MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe"}
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
@@ -603,7 +609,7 @@ def _image_inputs(model: torch.nn.Module, raw: dict[str, Any], size: int, images
     ``grid_thw``; Mistral 3: ``image_sizes``; Idefics3/SmolVLM: images per sample)."""
     device = next(model.parameters()).device
     v, kind = raw["vision_config"], raw["model_type"]
-    if kind in ("qwen2_vl", "qwen2_5_vl"):
+    if kind in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"):
         p, t = v["patch_size"], v["temporal_patch_size"]
         side = size // p
         channels = v.get("in_chans", v.get("in_channels", 3))
@@ -615,6 +621,11 @@ def _image_inputs(model: torch.nn.Module, raw: dict[str, Any], size: int, images
         return {"pixel_values": pixels, "image_sizes": torch.tensor([[size, size]] * images)}
     if kind in ("idefics3", "smolvlm"):
         return {"pixel_values": pixels[None]}
+    if kind == "gemma4":  # its processor's flattened patches (ones: none of them padding) and their (x, y)
+        p, side = v.get("patch_size", 16), size // v.get("patch_size", 16)
+        grid = torch.stack(torch.meshgrid(torch.arange(side), torch.arange(side), indexing="xy"), -1).reshape(-1, 2)
+        return {"pixel_values": torch.ones(images, side * side, 3 * p * p, device=device),
+                "image_position_ids": grid.expand(images, -1, -1).to(device)}
     return {"pixel_values": pixels}
 
 
@@ -622,13 +633,15 @@ def measure_image_flops(model: torch.nn.Module, cfg: ModelConfig, raw: dict[str,
                         images: int) -> tuple[dict[str, int], dict[str, int]]:
     """(forward, backward) matmul FLOPs of transformers' ``get_image_features`` over ``images``
     images of ``size`` pixels, as ``vision`` and ``projector`` (whole), the backward of the sum of
-    the image tokens (the pixels need no gradient)."""
+    the image tokens and of Qwen3-VL's DeepStack features, which its language model adds to its first
+    layers (the pixels need no gradient)."""
     inputs = _image_inputs(model, raw, size, images)
     with ModuleScope(model, lambda path: component(path, cfg)) as scope:
         with _Counter(scope) as fwd:
             out = model.model.get_image_features(**inputs)
-        tokens = out.pooler_output
-        loss = sum(t.sum() for t in tokens) if isinstance(tokens, (list, tuple)) else tokens.sum()
+        outputs = [out.pooler_output, *(getattr(out, "deepstack_features", None) or [])]
+        loss = sum(t.sum() for tokens in outputs
+                   for t in (tokens if isinstance(tokens, (list, tuple)) else [tokens]))
     with _Counter(scope) as bwd:
         loss.backward()
     return fwd.result(), bwd.result()

@@ -18,7 +18,11 @@ Conventions:
   ``moe.expert_bias``, not ``mlp_bias``), so one expert matrix costs ``2*n_e*d*f`` FLOPs and
   all experts together ``2*T*k*d*f``; shared experts (width ``shared_expert_width``) see
   every token with weight 1, times ``sigmoid(shared_expert_gate(x))`` with the gate
-  (Qwen2-MoE: ``d -> 1``, no bias).
+  (Qwen2-MoE: ``d -> 1``, no bias);
+- beside the MLP (``moe.beside_mlp``, Gemma 4 26B-A4B, :func:`dense_and_moe`): the router reads the
+  residual stream through ``router_norm`` (the model's norm with a weight, Gemma's router scale, no
+  bias) times ``1/sqrt(d)``; after renormalization each choice's weight is multiplied by its expert's
+  ``expert_scale`` (one learned scale per expert), as transformers' Gemma4TextRouter does.
 
 Routing modes. ``topk`` is the true, data-dependent routing. ``balanced`` assigns token
 slot ``s`` (token ``s // k``, choice ``s % k``) to expert ``s % E``: every token gets k
@@ -48,7 +52,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..model.config import ModelConfig
-from .norms import make_norm
+from .norms import LayerNorm, RMSNorm, make_norm
 
 ACTIVATIONS = {
     "relu": F.relu, "reglu": F.relu,
@@ -181,6 +185,9 @@ class MoE(nn.Module):
             raise ValueError(f"routing must be 'auto', 'topk' or 'balanced', got {routing!r}")
         moe = cfg.moe
         self.routing, self.E, self.k = routing, moe.num_experts, moe.experts_per_token
+        if moe.beside_mlp:  # Gemma 4's router (module docstring): a norm whose weight is its scale, per-expert scales
+            self.router_norm = RMSNorm(cfg.d_model) if cfg.norm == "rmsnorm" else LayerNorm(cfg.d_model, bias=False)
+            self.expert_scale = nn.Parameter(torch.ones(self.E))
         self.router = nn.Linear(cfg.d_model, self.E, bias=moe.router_bias)
         self.experts = Experts(cfg, self.E, cfg.expert_width, moe.expert_bias)
         self.n_shared = moe.shared_experts
@@ -189,11 +196,16 @@ class MoE(nn.Module):
         if moe.shared_expert_gate:
             self.shared_expert_gate = nn.Linear(cfg.d_model, 1, bias=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, S, d) the experts' input; ``residual`` the router's (``beside_mlp``), else x."""
         B, S, d = x.shape
         x = x.reshape(B * S, d)
         T, E, k = B * S, self.E, self.k
-        probs = self.router(x).softmax(dim=-1)  # (T, E)
+        if hasattr(self, "router_norm"):
+            logits = self.router(self.router_norm(residual.reshape(T, d)) * d ** -0.5)
+        else:
+            logits = self.router(x)
+        probs = logits.softmax(dim=-1)  # (T, E)
         balanced = self.routing == "balanced" or (self.routing == "auto" and x.device.type == "meta")
         if balanced:
             ids = (torch.arange(T * k, device=x.device) % E).view(T, k)  # (T, k)
@@ -201,6 +213,8 @@ class MoE(nn.Module):
             ids = probs.topk(k, dim=-1).indices  # (T, k)
         weights = probs.gather(1, ids)
         weights = weights / weights.sum(dim=-1, keepdim=True)  # (T, k), renormalized
+        if hasattr(self, "expert_scale"):  # each choice's weight times its expert's scale
+            weights = weights * self.expert_scale[ids]
         routes = []
         if balanced:  # expert e's j-th slot is e + E*j: experts 0..r-1 get n + 1, the rest n
             n, r = divmod(T * k, E)
@@ -220,3 +234,10 @@ class MoE(nn.Module):
                 shared = shared * torch.sigmoid(self.shared_expert_gate(x))  # (T, 1) gate
             y = y + shared
         return y.view(B, S, d)
+
+
+def dense_and_moe(mlp: MLP, moe: MoE, norm: nn.ModuleDict, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """A ``dense+moe`` layer's FFN (Gemma 4 26B-A4B): the dense MLP over ``h`` (the FFN's normed
+    input) through ``norm.dense_post``, plus the experts over ``norm.moe(x)`` routed from ``x`` (the
+    residual stream) through ``norm.moe_post``."""
+    return norm["dense_post"](mlp(h)) + norm["moe_post"](moe(norm["moe"](x), x))

@@ -6,7 +6,8 @@ breakdown keys (``layers.<i>.`` dropped, '.' read as '/'): ``embedding.token``,
 ``embedding.position``, ``layers.<i>.attention.{q,k,v,o}`` with ``attention.{q_norm,k_norm,gate,sub_norm}``
 (MHA) or ``attention.{q,q_a,q_a_norm,q_b,kv_a,kv_a_norm,kv_b,o}`` (MLA), the parameter
 ``attention.sinks``, ``attention.{scores,values}`` (eager) or ``attention.sdpa`` (flash),
-``mlp.{up,gate,down,sub_norm}`` or ``moe.{router,experts,shared_experts,shared_expert_gate}``,
+``mlp.{up,gate,down,sub_norm}`` and/or ``moe.{router,experts,shared_experts,shared_expert_gate}`` (beside the
+MLP also ``moe.{router_norm,expert_scale}`` and ``norm.{moe,dense_post,moe_post}``: :func:`.ffn.dense_and_moe`),
 ``layers.<i>.norm.{attention,mlp,attention_post,mlp_post}``, ``norm.embedding``, ``norm.final``, ``lm_head``,
 ``logit_softcap`` (no parameters); a multimodal checkpoint's ``vision`` and ``projector``
 (:mod:`.vision`).
@@ -63,7 +64,7 @@ from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 from ..model.config import ModelConfig
 from ..model.layers import LayerSpec, layer_config, layer_specs
 from .attention import LayerContext, make_attention
-from .ffn import MLP, MoE
+from .ffn import MLP, MoE, dense_and_moe
 from .gated_deltanet import GatedDeltaNetMixer
 from .lightning import LightningMixer
 from .mamba import MambaMixer
@@ -161,14 +162,16 @@ class Block(nn.Module):
             self.attention = make_attention(layer_config(cfg, spec), index, spec, attention)
             self.attention.selective = recompute == "selective"
             self.rope_dims = rope_dims(layer_config(cfg, spec))
-        if spec.ffn == "moe":
+        if spec.ffn in ("moe", "dense+moe"):
             self.moe = MoE(cfg, routing)
-        elif spec.ffn == "dense":
+        if spec.ffn in ("dense", "dense+moe"):
             self.mlp = MLP(cfg)
         if cfg.layer_scalar:  # Gemma 4: the block's output times one stored scalar
             self.layer_scalar = nn.Parameter(torch.ones(1))
         names = [n for n in block_norms(cfg) if spec.ffn is not None or not n.startswith("mlp")]
         names = [n for n in names if spec.attention != "none" or not n.startswith("attention")]
+        if spec.ffn == "dense+moe":  # the experts' input norm, and one after each of the two FFNs
+            names += ["moe", "dense_post", "moe_post"]
         self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in names})
 
     def forward(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
@@ -201,9 +204,15 @@ class Block(nn.Module):
             return self.unscaled(x, ctx) * self.layer_scalar
         return self.unscaled(x, ctx)
 
+    def ffn(self, x: torch.Tensor):
+        """The FFN as a function of its input; a ``dense+moe`` one also reads the residual ``x``."""
+        if self.spec.ffn == "dense+moe":
+            return lambda h: dense_and_moe(self.mlp, self.moe, self.norm, h, x)
+        return self.moe if hasattr(self, "moe") else self.mlp if hasattr(self, "mlp") else None
+
     def unscaled(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         n = self.norm
-        ffn = self.moe if hasattr(self, "moe") else self.mlp if hasattr(self, "mlp") else None
+        ffn = self.ffn(x)
 
         def attn(h):
             if self.spec.attention == "mamba2":
@@ -241,7 +250,7 @@ class Block(nn.Module):
             h_mlp = n["mlp"](x) if "mlp" in n else h  # parallel_norms 1: one shared norm
             return x + branch(attn, "attention", h) + branch(ffn, "mlp", h_mlp)
         x = x + branch(attn, "attention", n["attention"](x))
-        return x + branch(ffn, "mlp", n["mlp"](x))
+        return x + branch(self.ffn(x), "mlp", n["mlp"](x))
 
 
     def ffn_only(self, x: torch.Tensor, ffn) -> torch.Tensor:

@@ -376,6 +376,26 @@ def _qwen_vl_text(r: Raw) -> dict[str, Any]:
     return out
 
 
+def _qwen3_vl_text(r: Raw) -> dict[str, Any]:
+    """Qwen3-VL's language model: Qwen3's (per-head q/k norms), with interleaved M-RoPE (``mrope_section``
+    places the rotated dimensions only) and no window keys."""
+    out = _decoder(r)
+    _attention_bias(r, out)
+    out["qk_norm"] = "head"
+    return out
+
+
+def _qwen3_vl_moe_text(r: Raw) -> dict[str, Any]:
+    """Qwen3-VL-MoE's language model: Qwen3-MoE's experts (``decoder_sparse_step``, ``mlp_only_layers``)."""
+    out = _qwen3_vl_text(r)
+    moe: dict[str, Any] = {"num_experts": _first(r, "num_local_experts", "num_experts"),
+                           "experts_per_token": r.size("num_experts_per_tok"),
+                           "expert_d_ff": r.size("moe_intermediate_size")}
+    _moe_layers(r, moe)
+    out["moe"] = moe
+    return out
+
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "gptj": _gptj, "falcon": _falcon, "phi": _phi, "phi3": _mistral,
     "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen2_moe": _qwen2_moe,

@@ -750,6 +750,37 @@ DEFAULTS.update({
     "llama4": _config(
         "boi_token_index eoi_token_index image_token_index", text_config=_null(), vision_config=_null(),
         tie_word_embeddings=False),
+    # -- Qwen3-VL and Qwen3.5 (Qwen3VLConfig, Qwen3VLMoeConfig, Qwen3_5Config, Qwen3_5MoeConfig; their towers'
+    # classes fixed; Qwen3.5's without deepstack_visual_indexes)
+    **{kind: _config("initializer_range image_token_id video_token_id vision_start_token_id vision_end_token_id",
+                     text_config=_null(), vision_config=_null(), tie_word_embeddings=False)
+       for kind in ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")},
+    **{kind: _config("initializer_range", depth=27, hidden_size=1152, hidden_act="gelu_pytorch_tanh",
+                     intermediate_size=4304, num_heads=16, in_channels=3, patch_size=16, spatial_merge_size=2,
+                     temporal_patch_size=2, out_hidden_size=3584, num_position_embeddings=2304, rope_parameters=_null(),
+                     **({"deepstack_visual_indexes": (8, 16, 24)} if kind.startswith("qwen3_vl") else {}))
+       for kind in ("qwen3_vl_vision", "qwen3_vl_moe_vision", "qwen3_5_vision", "qwen3_5_moe_vision")},
+    # Qwen3VLTextConfig, Qwen3VLMoeTextConfig: their language models (only inside the checkpoint)
+    "qwen3_vl_text": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout",
+        vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(32), head_dim=128, hidden_act="silu", max_position_embeddings=128000,
+        attention_bias=False, rope_parameters=_null(), rope_theta=500000.0),
+    "qwen3_vl_moe_text": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef",
+        vocab_size=151936, hidden_size=2048, intermediate_size=5632, num_hidden_layers=24, num_attention_heads=16,
+        num_key_value_heads=16, head_dim=_null(), hidden_act="silu", max_position_embeddings=128000,
+        tie_word_embeddings=True, attention_bias=False, decoder_sparse_step=1, moe_intermediate_size=1408,
+        num_experts_per_tok=4, num_experts=60, mlp_only_layers=_null(), rope_parameters=_null(), rope_theta=500000.0),
+    # -- Gemma 4 (Gemma4Config: vision_config and audio_config optional sub-configs; the tower: Gemma4VisionConfig)
+    "gemma4": _config(
+        "initializer_range", text_config=_null(), vision_config=_null(), audio_config=_null(),
+        tie_word_embeddings=True),
+    "gemma4_vision": _config(
+        "initializer_range rms_norm_eps", hidden_size=768, intermediate_size=3072, num_hidden_layers=16,
+        num_attention_heads=12, num_key_value_heads=12, head_dim=64, hidden_activation="gelu_pytorch_tanh",
+        max_position_embeddings=131072, attention_bias=_null(False), rope_parameters=_null(), pooling_kernel_size=3,
+        patch_size=16, position_embedding_size=10240, use_clipped_linears=False, standardize=False),
     "llama4_vision_model": _config(
         "hidden_act norm_eps vision_feature_select_strategy initializer_range multi_modal_projector_bias "
         "projector_dropout attention_dropout", hidden_size=768, num_hidden_layers=34, num_attention_heads=16,
