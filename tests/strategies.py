@@ -132,6 +132,14 @@ VARIANTS = {  # together every config key and value
               "layer_types": ["rglru", "rglru", "sliding"], "sliding_window": 4, "rotary_fraction": 0.5,
               "out_bias": True, "mlp_bias": True, "tie_embeddings": True, "final_logit_softcap": 30.0,
               "embedding_scale": 5.65, "rglru": {"width": 24, "d_conv": 3, "n_heads": 4}},
+    # Kimi Linear: KDA beside MLA without positions, a dense layer then MoE with a shared expert and the router's
+    # bias; chunks of 4 so that 7 and 9 tokens span several, padded
+    "kda": {"attention": "mla", "position": "none", "norm": "rmsnorm", "activation": "swiglu", "n_layers": 3,
+            "layer_types": ["kda", "full", "kda"],
+            "mla": {"kv_lora_rank": 12, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 6},
+            "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16, "shared_experts": 1,
+                    "first_dense_layers": 1, "router_bias": True},
+            "kda": {"linear_num_heads": 2, "linear_head_dim": 5, "linear_conv_kernel_dim": 3, "chunk_size": 4}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
@@ -313,6 +321,15 @@ def _rglru(draw, raw) -> dict:
 RECURRENT_MAPPINGS["rglru"] = _rglru
 
 
+def _kda(draw, raw) -> dict:
+    return {k: draw(v) for k, v in (("linear_num_heads", st.integers(1, 3)), ("linear_head_dim", st.integers(1, 6)),
+                                    ("linear_conv_kernel_dim", st.integers(1, 4)), ("chunk_size", st.integers(1, 8)))
+            if draw(st.booleans())}
+
+
+RECURRENT_MAPPINGS["kda"] = _kda
+
+
 def _recurrent_layers(draw, raw, kind: str):
     """Layers of a recurrent ``kind`` (every one, or mixed into the layer types), its mapping, maybe no
     FFN (d_ff 0)."""
@@ -473,9 +490,9 @@ def valid_configs(draw):
         raw["mlp_bias"] = draw(st.booleans())
     if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
         raw["position_offset"] = draw(st.integers(0, 3))
-    # recurrent layers in one config of 13 for each recurrent kind (layouts, LoRA and bytes moved refuse
+    # recurrent layers in one config of 14 for each recurrent kind (layouts, LoRA and bytes moved refuse
     # them: the properties over those need the rest), alone or beside attention ones, with or without FFN
-    recurrent = draw(st.integers(0, 12))
+    recurrent = draw(st.integers(0, 13))
     if recurrent < len(RECURRENT_MAPPINGS):
         _recurrent_layers(draw, raw, list(RECURRENT_MAPPINGS)[recurrent])
         if raw["d_ff"] and draw(st.booleans()):  # layers of one sublayer each (Nemotron-H)

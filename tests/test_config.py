@@ -207,7 +207,7 @@ def test_random_invalid_configs_raise_config_error(raw, corruption):
     key, value = corruption
     assume(not (key == "moe" and value is None))  # `moe: null` is the valid default
     # d_ff 0 (no FFN) is valid beside recurrent layers (the strategy draws them at layer 0)
-    recurrent = {"mamba", "mamba2", "short_conv", "lightning", "gated_deltanet", "rglru"}
+    recurrent = {"mamba", "mamba2", "short_conv", "lightning", "gated_deltanet", "rglru", "kda"}
     assume(not (key == "d_ff" and value == 0 and recurrent & set(raw.get("layer_types") or ())))
     if key == "drop":
         del raw["d_ff"]

@@ -488,6 +488,17 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         hidden_activation="gelu_pytorch_tanh", attention_bias=False,
         block_types=["recurrent", "recurrent", "attention"],
         rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5)), None),
+    # KDA layers and NoPE MLA layers (linear_attn_config's 1-based lists), a dense layer, then 256 experts and a
+    # shared one (published config.json values, with its attribute_map names). The card's "48B total, 3B
+    # activated" is rounded: None; transformers' own count is 49,122,681,728
+    "kimi_linear": ("moonshotai/Kimi-Linear-48B-A3B-Instruct", dict(
+        vocab_size=163840, hidden_size=2304, intermediate_size=9216, num_hidden_layers=27, num_attention_heads=32,
+        num_key_value_heads=32, q_lora_rank=None, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+        v_head_dim=128, moe_intermediate_size=1024, num_experts=256, num_experts_per_token=8, num_shared_experts=1,
+        first_k_dense_replace=1, model_max_length=1048576, tie_word_embeddings=False, hidden_act="silu",
+        linear_attn_config=dict(full_attn_layers=[4, 8, 12, 16, 20, 24, 27], head_dim=128, num_heads=32,
+                                short_conv_kernel_size=4,
+                                kda_layers=[i for i in range(1, 28) if i % 4 and i != 27])), None),
     # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
     # packed ternary weights, left out: llmcalc refuses it)
     "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
@@ -963,6 +974,8 @@ DEPTHS["minimax"] = 8  # its first softmax-attention layer is the eighth
 DEPTHS.update(qwen3_next=4, qwen3_5_text=4, qwen3_5_moe_text=4)
 DEPTHS.update(deepseek_v32=4, glm_moe_dsa=4)  # three dense layers and a MoE one, as DeepSeek-V3
 DEPTHS["recurrent_gemma"] = 3  # two recurrent blocks and its first attention layer
+# Kimi Linear: three KDA layers (a dense one, two MoE), its first MLA layer, and the class default's (the fifth)
+DEPTHS["kimi_linear"] = 5
 
 
 def _shallow(raw: dict) -> dict:
@@ -977,6 +990,11 @@ def _shallow(raw: dict) -> dict:
         out["layer_types"] = out["layer_types"][:depth]
     if raw["model_type"] == "gpt_neo":  # its attention_types must expand to its depth: one global, one local
         out["attention_types"] = [[["global", "local"], 1]]
+    linear = out.get("linear_attn_config")
+    if isinstance(linear, dict):  # Kimi Linear's 1-based layer lists, cut to match
+        for key in ("full_attn_layers", "kda_layers"):
+            if isinstance(linear.get(key), list):
+                linear[key] = [i for i in linear[key] if i <= depth]
     return out
 
 

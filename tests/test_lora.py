@@ -126,7 +126,7 @@ def test_variants_against_the_reference_with_adapters(name):
 def test_adapters_on_a_recurrent_mixer_are_refused(name):
     """Adapters on a model with Mamba layers are not modeled: refused, naming the option."""
     cfg = CONFIGS[name]
-    refused = "adapters on a model with (mamba2?|short_conv|lightning|gated_deltanet|rglru) layers are not modeled"
+    refused = "adapters on a model with (mamba2?|short_conv|lightning|gated_deltanet|rglru|kda) layers are not modeled"
     with pytest.raises(SpecError, match=refused):
         count_flops(cfg, RunSpec("train", 12, 2, lora=LoRA(3, tuple(linear_keys(cfg)[-2:]), alpha=6)))
 

@@ -109,9 +109,9 @@ def family(key: str) -> str:
     if key.startswith("rglru/"):
         return "attn proj"
     if key in ("mamba/conv1d", "mamba/scan", "mamba2/conv1d", "mamba2/scan", "short_conv/conv1d",
-               "lightning/attention", "gated_deltanet/conv1d", "gated_deltanet/scan"):
+               "lightning/attention", "gated_deltanet/conv1d", "gated_deltanet/scan", "kda/conv1d", "kda/scan"):
         return "attn scores+values"
-    if key.startswith(("mamba/", "mamba2/", "short_conv/", "lightning/", "gated_deltanet/")):
+    if key.startswith(("mamba/", "mamba2/", "short_conv/", "lightning/", "gated_deltanet/", "kda/")):
         return "attn proj"
     if key in SCORES_VALUES or key == "attention/indexer":
         return "attn scores+values"

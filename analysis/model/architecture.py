@@ -35,6 +35,7 @@ from .parts import Linear, Norm, Table, Vector, make_norm
 
 if TYPE_CHECKING:  # imported when a model has them (:data:`MIXERS`, :func:`build`)
     from .gated_deltanet import GatedDeltaNet
+    from .kda import KDA
     from .lightning import Lightning
     from .mamba import Mamba
     from .mamba2 import Mamba2
@@ -86,7 +87,7 @@ class NoMixer(Mixer):
         return None
 
 
-Recurrent: TypeAlias = "Mamba | Mamba2 | ShortConv | NoMixer | Lightning | GatedDeltaNet | RGLRU"  # the mixer kinds
+Recurrent: TypeAlias = "Mamba | Mamba2 | ShortConv | NoMixer | Lightning | GatedDeltaNet | RGLRU | KDA"  # mixer kinds
 
 
 class Block:
@@ -145,7 +146,7 @@ class Block:
 # the recurrent mixer kinds (layer_types) but none: each layer type's descriptor, in the module of that name
 # beside its config's schema
 MIXERS = {"mamba": "Mamba", "mamba2": "Mamba2", "short_conv": "ShortConv", "lightning": "Lightning",
-          "gated_deltanet": "GatedDeltaNet", "rglru": "RGLRU"}
+          "gated_deltanet": "GatedDeltaNet", "rglru": "RGLRU", "kda": "KDA"}
 
 
 @functools.cache

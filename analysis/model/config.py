@@ -45,6 +45,7 @@ from .variants import ACTIVATIONS, NORMS, POSITIONS
 
 if TYPE_CHECKING:  # the nested schemas that live with their variants (:func:`.keys.nested`)
     from .gated_deltanet import GatedDeltaNetConfig
+    from .kda import KDAConfig
     from .lightning import LightningConfig
     from .mamba import MambaConfig
     from .mamba2 import Mamba2Config
@@ -54,10 +55,11 @@ if TYPE_CHECKING:  # the nested schemas that live with their variants (:func:`.k
 
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 # layer types with a recurrent mixer in place of attention (a state per sequence, no attention): Mamba-1, Mamba-2
-# (SSD), LFM2's gated short convolution, MiniMax's lightning attention, Qwen3-Next's Gated DeltaNet and
-# RecurrentGemma's RG-LRU block; and "none", no mixer (the layer is its FFN alone: Nemotron-H's MLP and MoE layers),
-# which goes the recurrent layers' way (no attention, an empty mixer keeping no state; one GPU only)
-RECURRENT_TYPES = ("mamba", "mamba2", "short_conv", "none", "lightning", "gated_deltanet", "rglru")
+# (SSD), LFM2's gated short convolution, MiniMax's lightning attention, Qwen3-Next's Gated DeltaNet,
+# RecurrentGemma's RG-LRU block and Kimi Linear's KDA; and "none", no mixer (the layer is its FFN alone:
+# Nemotron-H's MLP and MoE layers), which goes the recurrent layers' way (no attention, an empty mixer keeping no
+# state; one GPU only)
+RECURRENT_TYPES = ("mamba", "mamba2", "short_conv", "none", "lightning", "gated_deltanet", "rglru", "kda")
 LAYER_TYPES = ("full", "sliding", "chunked", *RECURRENT_TYPES)
 QK_NORMS = ("none", "head", "full", "l2")
 
@@ -169,7 +171,7 @@ class ModelConfig:
     attn_logit_softcap: float | None = checked(optional(number()), None)  # Gemma 2: 50
     final_logit_softcap: float | None = checked(optional(number()), None)  # Gemma 2: 30
     moe: MoEConfig | None = checked(mapping(MoEConfig), None)
-    # the mixers of `mamba`, `mamba2`, `short_conv`, `lightning`, `gated_deltanet` and `rglru` layers, and a
+    # the mixers of `mamba`, `mamba2`, `short_conv`, `lightning`, `gated_deltanet`, `rglru` and `kda` layers, and a
     # multimodal checkpoint's tower: each schema in its variant's module
     mamba: MambaConfig | None = checked(nested("mamba", "MambaConfig"), None)
     mamba2: Mamba2Config | None = checked(nested("mamba2", "Mamba2Config"), None)
@@ -177,6 +179,7 @@ class ModelConfig:
     lightning: LightningConfig | None = checked(nested("lightning", "LightningConfig"), None)
     gated_deltanet: GatedDeltaNetConfig | None = checked(nested("gated_deltanet", "GatedDeltaNetConfig"), None)
     rglru: RGLRUConfig | None = checked(nested("rglru", "RGLRUConfig"), None)
+    kda: KDAConfig | None = checked(nested("kda", "KDAConfig"), None)
     vision: VisionConfig | None = checked(nested("vision", "VisionConfig"), None)
     dtype: str = checked(choice((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = checked(optional(integer()), None)  # a format's block or group (None: its default)
@@ -259,6 +262,11 @@ class ModelConfig:
     def has_gated_deltanet(self) -> bool:
         """Whether some layer is a gated_deltanet layer."""
         return "gated_deltanet" in self._used_types
+
+    @property
+    def has_kda(self) -> bool:
+        """Whether some layer is a kda layer."""
+        return "kda" in self._used_types
 
     @property
     def has_rglru(self) -> bool:

@@ -162,6 +162,12 @@ _LAYER_NAMES.update({"temporal_pre_norm": "norm/attention", "channel_pre_norm": 
                      "linear_y": "rglru/linear_y", "linear_x": "rglru/linear_x", "linear_out": "rglru/linear_out",
                      "conv_1d": "rglru/conv1d", "rg_lru": "rglru/input_gate+recurrent_gate+recurrent_param",
                      "temporal_block": "attention/scores+values"})
+# Kimi Linear's KDA mixer (KimiLinearDeltaAttention, a kda layer's ``self_attn``; its forget gate's projections and
+# parameters under ``forget_gate``): its parts; its own ops are the conv (F.conv1d on conv1d's weight) and the rule
+_KDA_NAMES = {name: f"kda/{name}" for name in ("q_proj", "k_proj", "v_proj", "conv1d", "f_a_proj", "f_b_proj",
+                                               "dt_bias", "A_log", "b_proj", "g_a_proj", "g_b_proj", "o_norm",
+                                               "o_proj")}
+_KDA_NAMES["self_attn"] = "kda/conv1d+scan"
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
@@ -299,6 +305,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         index = _LAYER_INDEX.search(path)
         if index is not None and layer_specs(cfg)[int(index.group(1))].attention == "lightning":
             return _LIGHTNING_NAMES[last]  # a lightning layer's mixer
+    if spec is not None and spec.attention == "kda" and parts[0] == "self_attn" and last in _KDA_NAMES:
+        return _KDA_NAMES[last]  # a kda layer's mixer
     if cfg.has_gated_deltanet and parts[0] == "linear_attn" and len(parts) <= 2 and last in _GATED_DELTANET_NAMES:
         return _GATED_DELTANET_NAMES[last]  # a gated_deltanet layer's mixer
     if cfg.has_gated_deltanet and cfg.attention_gate and parts[0] == "self_attn" and last == "q_proj":
@@ -434,7 +442,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 # entry is 1; the causal mask only adds, and matmul FLOPs and cache bytes do not depend on its values)
 NO_MASK = frozenset({"mamba2"})
 MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2", "lfm2_moe", "minimax"})
-MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
+MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear"}
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:

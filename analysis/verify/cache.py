@@ -36,6 +36,7 @@ import torch
 from ..model.config import ModelConfig
 from ..model.layers import layer_config, layer_specs
 from .gated_deltanet import gated_deltanet_sizes
+from .kda import kda_sizes
 from .lightning import lightning_sizes
 from .mamba import mamba_sizes
 from .mamba2 import mamba2_sizes
@@ -65,6 +66,9 @@ class KVCache:
             elif spec.attention == "gated_deltanet":  # the last K conv inputs (q, k, v), a dk x dv state per value head
                 Hk, Hv, dk, dv, K, _ = gated_deltanet_sizes(cfg)
                 shapes = [(batch, 2 * Hk * dk + Hv * dv, K), (batch, Hv, dk, dv)]
+            elif spec.attention == "kda":  # the last K conv inputs (q, k, v), a d x d state per head
+                H, d, K, _ = kda_sizes(cfg)
+                shapes = [(batch, 3 * H * d, K), (batch, H, d, d)]
             elif spec.attention == "rglru":  # the last K-1 conv inputs and the recurrence's state
                 E, _, K = rglru_sizes(cfg)
                 shapes = [(batch, E, K - 1), (batch, E)]

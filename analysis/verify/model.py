@@ -65,6 +65,7 @@ from ..model.layers import LayerSpec, layer_config, layer_specs
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
 from .gated_deltanet import GatedDeltaNetMixer
+from .kda import KDAMixer
 from .lightning import LightningMixer
 from .mamba import MambaMixer
 from .mamba2 import Mamba2Mixer
@@ -155,6 +156,8 @@ class Block(nn.Module):
             self.gated_deltanet = GatedDeltaNetMixer(cfg, index)
         elif spec.attention == "rglru":  # Griffin's recurrent block (analysis.verify.rglru)
             self.rglru = RGLRUMixer(cfg, index)
+        elif spec.attention == "kda":  # Kimi Linear's KDA mixer (analysis.verify.kda)
+            self.kda = KDAMixer(cfg, index)
         elif spec.recurrent:  # a mamba layer: the mixer in attention's place (analysis.verify.mamba)
             self.mamba = MambaMixer(cfg, index)
         else:  # full_head_dim, full_kv_heads, full_k_eq_v: a full layer's own shape
@@ -216,6 +219,8 @@ class Block(nn.Module):
                 return self.gated_deltanet(h, ctx.cache, ctx.start_pos)
             if self.spec.attention == "rglru":
                 return self.rglru(h, ctx.cache, ctx.start_pos)
+            if self.spec.attention == "kda":
+                return self.kda(h, ctx.cache, ctx.start_pos)
             if self.spec.recurrent:
                 return self.mamba(h, ctx.cache, ctx.start_pos)
             return self.attention(h, ctx)
