@@ -1,6 +1,7 @@
 """Config validation through the CLI: exit code 2, one line on stderr naming file, key, line."""
 
 import dataclasses
+import importlib
 import json
 import subprocess
 import sys
@@ -16,11 +17,13 @@ from llmcalc.analysis.count.kvcache import kv_cache
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import ConfigError, SpecError
 from llmcalc.analysis.load.catalog import load_bundled, load_model
+from llmcalc.analysis.model.architecture import MIXERS
 from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import (
     LAYER_TYPES,
     NORM_PLACEMENTS,
+    PARALLEL_MIXERS,
     QK_NORMS,
     MLAConfig,
     ModelConfig,
@@ -352,8 +355,15 @@ def test_qk_norm_booleans_mean_head_and_none():
 ENUM_CHOICES = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "norm_placement": NORM_PLACEMENTS,
                 "position": tuple(POSITIONS), "attention": ATTENTION_KINDS,
                 "dtype": (*DTYPE_BITS, *WEIGHT_FORMATS), "quant_skip": tuple(QUANT_SKIPS),
-                "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES}
+                "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES, "parallel_mixer": PARALLEL_MIXERS}
 VISION_ENUMS = {"activation": VISION_ACTIVATIONS, "norm": tuple(NORMS), "position": ("learned", "rope")}
+
+
+def mixer_schema(kind: str):
+    """The nested schema of a recurrent mixer kind, in its module (``keys.nested``)."""
+    field = next(f for f in dataclasses.fields(ModelConfig) if f.name == kind)
+    module = importlib.import_module(f"llmcalc.analysis.model.{kind}")
+    return getattr(module, field.type.split(" | ")[0])
 
 
 def _drawn_configs(n=1000):
@@ -383,7 +393,8 @@ def test_strategy_covers_every_key_and_value():
                              (MoEConfig, [raw.get("moe") for raw in drawn], ENUM_CHOICES),
                              (MLAConfig, [raw.get("mla") for raw in drawn], ENUM_CHOICES),
                              (VisionConfig, visions, VISION_ENUMS),
-                             (ProjectorConfig, [v["projector"] for v in visions], {"norm": ("none", *NORMS)})):
+                             (ProjectorConfig, [v["projector"] for v in visions], {"norm": ("none", *NORMS)}),
+                             *((mixer_schema(kind), [raw.get(kind) for raw in drawn], {}) for kind in MIXERS)):
         key = cls.__name__
         maps = [m for m in maps if isinstance(m, dict)]
         assert maps, f"valid_configs() never draws a '{key}' mapping"

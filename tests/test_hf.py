@@ -499,6 +499,13 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         linear_attn_config=dict(full_attn_layers=[4, 8, 12, 16, 20, 24, 27], head_dim=128, num_heads=32,
                                 short_conv_kernel_size=4,
                                 kda_layers=[i for i in range(1, 28) if i % 4 and i != 27])), None),
+    # attention (GQA, head_dim 128 of hidden_size 3072 / 12 heads) and a Mamba-2 mixer side by side in every layer
+    # (published config.json values; the muP multipliers change no count); no published total
+    "falcon_h1": ("tiiuae/Falcon-H1-7B-Instruct", dict(
+        vocab_size=130048, hidden_size=3072, intermediate_size=12288, num_hidden_layers=44, num_attention_heads=12,
+        num_key_value_heads=2, head_dim=128, max_position_embeddings=262144, tie_word_embeddings=False,
+        mamba_d_ssm=3072, mamba_n_heads=24, mamba_d_head=128, mamba_d_state=256, mamba_n_groups=1, mamba_d_conv=4,
+        mamba_expand=2, mamba_chunk_size=128), None),
     # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
     # packed ternary weights, left out: llmcalc refuses it)
     "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
@@ -759,6 +766,12 @@ VARIANTS = [
         ssm_state_size=128, conv_kernel=4, chunk_size=128, n_routed_experts=128, num_experts_per_tok=6,
         moe_intermediate_size=1856, moe_shared_expert_intermediate_size=3712, tie_word_embeddings=False,
         hybrid_override_pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME")),
+    ("falcon_h1", "Falcon-H1 (the mixer's gated RMSNorm in 2 groups, every bias, its width from mamba_expand, "
+     "head dims auto)", dict(
+         vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+         num_key_value_heads=2, mamba_d_ssm=None, mamba_expand=2, mamba_n_heads=8, mamba_d_head="auto",
+         mamba_n_groups=2, mamba_d_state=16, mamba_rms_norm=True, mamba_proj_bias=True, projectors_bias=False,
+         mamba_conv_bias=False, attention_bias=True, mlp_bias=True)),
     ("recurrent_gemma", "RecurrentGemma (a narrower RG-LRU, biased q/k/v, GQA, one recurrent block per attention one)",
      dict(vocab_size=1000, hidden_size=256, intermediate_size=600, num_hidden_layers=4, num_attention_heads=8,
           num_key_value_heads=2, lru_width=192, attention_window_size=16, conv1d_width=3, attention_bias=True,

@@ -16,7 +16,6 @@ from llmcalc.analysis.count.lora import adapter_params, linear_keys
 from llmcalc.analysis.count.traffic import pass_bytes
 from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_bundled, load_model
-from llmcalc.analysis.model.layers import layer_specs
 from llmcalc.analysis.spec import Layout, LoRA, RunSpec
 from tests.strategies import CONFIGS
 
@@ -110,7 +109,7 @@ def test_llama_2_7b_flops_closed_form():
     assert flops["attention/scores"] == flops["attention/values"] == 3 * 2 * T * T * d * L  # eager: 3x forward
 
 
-RECURRENT = {name for name, cfg in CONFIGS.items() if any(s.recurrent for s in layer_specs(cfg))}
+RECURRENT = {name for name, cfg in CONFIGS.items() if cfg.has_recurrent}
 
 
 @pytest.mark.parametrize("name", sorted(set(CONFIGS) - RECURRENT))

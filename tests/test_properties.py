@@ -61,7 +61,7 @@ def _layouts_allow(cfg: ModelConfig) -> bool:
 def _recurrent(cfg: ModelConfig) -> bool:
     """Whether some layer has a recurrent mixer (Mamba): parallel layouts, LoRA and bytes moved
     refuse it (docs: Conventions)."""
-    return any(s.recurrent for s in layer_specs(cfg))
+    return any(s.recurrent or s.beside is not None for s in layer_specs(cfg))
 
 
 # -- against the reference modules --------------------------------------------------------------

@@ -20,6 +20,9 @@ Block structure (``x`` is the residual stream; ``n_a``/``n_m`` the attention/MLP
 - parallel, ``pre``:           ``x += attn(n_a(x)) + mlp(n_m(x))``, with ``n_m = n_a`` when
   ``parallel_norms`` is 1 (GPT-J, PaLM) and a separate norm when it is 2 (GPT-NeoX)
 - parallel, ``sandwich``:      as parallel ``pre`` with a post norm on each branch output
+
+A layer with a mixer beside its attention (``parallel_mixer``, Falcon-H1) reads ``attn(h) + mixer(h)``
+wherever ``attn(h)`` stands above.
 """
 
 import functools
@@ -117,6 +120,11 @@ class Block:
         return mixer_kind(self.spec.attention)(self.cfg)
 
     @property
+    def beside(self) -> "list[Recurrent]":
+        """The recurrent mixer beside the attention (``parallel_mixer``), or none."""
+        return [] if self.spec.beside is None else [mixer_kind(self.spec.beside)(self.cfg)]
+
+    @property
     def ffn(self) -> FFNKind:
         if self.spec.ffn is None:
             raise ValueError("the layer has no FFN")
@@ -128,7 +136,8 @@ class Block:
         return [] if self.spec.ffn is None else [self.ffn]
 
     def linears(self) -> list[Linear]:
-        return self.mixer.linears() + [m for f in self.ffns for m in f.linears()]
+        return self.mixer.linears() + [m for b in self.beside for m in b.linears()] + [
+            m for f in self.ffns for m in f.linears()]
 
     def norms(self) -> list[Norm]:
         norms = block_norms(self.cfg)
@@ -136,11 +145,13 @@ class Block:
             norms = [n for n in norms if not n.key.startswith("norm/mlp")]
         if self.spec.attention == "none":  # no mixer: no norm around it
             norms = [n for n in norms if not n.key.startswith("norm/attention")]
-        return norms + self.mixer.norms() + rope_norms(self.cfg, self.spec) + sub_norms(self.cfg)
+        return (norms + self.mixer.norms() + [n for b in self.beside for n in b.norms()]
+                + rope_norms(self.cfg, self.spec) + sub_norms(self.cfg))
 
     def vectors(self) -> list[Vector]:
         scalar = [Vector("layer_scalar", 1)] if self.cfg.layer_scalar else []  # Gemma 4: the output's scale
-        return self.mixer.vectors() + [v for f in self.ffns for v in f.vectors()] + scalar
+        return (self.mixer.vectors() + [v for b in self.beside for v in b.vectors()]
+                + [v for f in self.ffns for v in f.vectors()] + scalar)
 
 
 # the recurrent mixer kinds (layer_types) but none: each layer type's descriptor, in the module of that name

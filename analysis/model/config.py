@@ -61,6 +61,9 @@ NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 # state; one GPU only)
 RECURRENT_TYPES = ("mamba", "mamba2", "short_conv", "none", "lightning", "gated_deltanet", "rglru", "kda")
 LAYER_TYPES = ("full", "sliding", "chunked", *RECURRENT_TYPES)
+# a recurrent mixer beside every attention layer's attention, on the same normed input, the two outputs summed
+# (Falcon-H1: Mamba-2 and attention in parallel in each layer)
+PARALLEL_MIXERS = tuple(t for t in RECURRENT_TYPES if t != "none")
 QK_NORMS = ("none", "head", "full", "l2")
 
 
@@ -180,6 +183,7 @@ class ModelConfig:
     gated_deltanet: GatedDeltaNetConfig | None = checked(nested("gated_deltanet", "GatedDeltaNetConfig"), None)
     rglru: RGLRUConfig | None = checked(nested("rglru", "RGLRUConfig"), None)
     kda: KDAConfig | None = checked(nested("kda", "KDAConfig"), None)
+    parallel_mixer: str | None = checked(optional(choice(PARALLEL_MIXERS)), None)  # beside attention (Falcon-H1)
     vision: VisionConfig | None = checked(nested("vision", "VisionConfig"), None)
     dtype: str = checked(choice((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = checked(optional(integer()), None)  # a format's block or group (None: its default)
@@ -283,7 +287,8 @@ class ModelConfig:
 
     @property
     def has_recurrent(self) -> bool:
-        """Whether some layer has a recurrent mixer (mamba, mamba2, short_conv): a state per sequence."""
+        """Whether some layer has a recurrent mixer (mamba, mamba2, short_conv, ..., or one beside its
+        attention): a state per sequence."""
         return any(t in RECURRENT_TYPES for t in self._used_types)
 
     @property
@@ -310,9 +315,12 @@ class ModelConfig:
 
     @property
     def _used_types(self) -> tuple[str, ...]:
-        """The layer types some layer has (``layer_types`` repeats cyclically)."""
-        types = self.layer_types or ("full",)
-        return types[:self.n_layers]
+        """The layer types some layer has (``layer_types`` repeats cyclically), and the mixer beside
+        attention (``parallel_mixer``) where some layer attends."""
+        types = (self.layer_types or ("full",))[:self.n_layers]
+        if self.parallel_mixer is not None and any(t not in RECURRENT_TYPES for t in types):
+            types += (self.parallel_mixer,)
+        return types
 
     @property
     def norm_has_bias(self) -> bool:

@@ -76,6 +76,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "gated_deltanet": (lambda c: c.has_gated_deltanet, "gated_deltanet layers (layer_types lists 'gated_deltanet')"),
     "rglru": (lambda c: c.has_rglru, "rglru layers (layer_types lists 'rglru')"),
     "kda": (lambda c: c.has_kda, "kda layers (layer_types lists 'kda')"),
+    "parallel_mixer": (lambda c: c.has_attention, "layers that attend (layer_types lists full, sliding or chunked)"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "ffn_layers": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
@@ -198,8 +199,12 @@ def _vision_checks(v, check: Checker) -> None:
 
 
 def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
-    """Mamba layers need their mapping; a model without FFN (``d_ff: 0``) needs mamba layers; positions
-    that act inside attention need attention layers."""
+    """Mamba layers need their mapping (and the mixer beside attention, ``parallel_mixer``, its own); a
+    model without FFN (``d_ff: 0``) needs mamba layers; positions that act inside attention need attention
+    layers."""
+    beside = cfg.parallel_mixer
+    if beside is not None and cfg.has_attention and getattr(cfg, beside) is None:
+        check.fail("parallel_mixer", f"{beside} needs a '{beside}' mapping")
     if cfg.has_mamba and cfg.mamba is None:
         check.fail("layer_types", "has 'mamba' layers but no 'mamba' mapping (d_state, d_conv, expand, ...)")
     if cfg.d_ff == 0 and not cfg.has_recurrent:

@@ -39,6 +39,7 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   the last ``conv_L_cache`` conv inputs, likewise. MiniMax's lightning layers: its ``linear_cache``, the
   decayed ``K^T V`` per head (hd x hd), llmcalc's state exactly; its decay tables, persistent buffers
   transformers derives from the config (:data:`DERIVED_BUFFERS`), are left out of the parameters.
+  Falcon-H1's layers keep both, the attention's K and V and the Mamba-2 mixer's state beside it.
   RecurrentGemma's recurrent blocks: the last
   ``conv1d_width - 1`` conv inputs and the RG-LRU's state, which its modules hold (:data:`MODULE_STATES`).
 - A documented exception (:data:`DENSE_EXPERTS`, Llama 4): transformers' experts run every expert
@@ -442,7 +443,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 # entry is 1; the causal mask only adds, and matmul FLOPs and cache bytes do not depend on its values)
 NO_MASK = frozenset({"mamba2"})
 MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2", "lfm2_moe", "minimax"})
-MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear"}
+MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear", "falcon_h1"}
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
@@ -542,6 +543,7 @@ def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str
             group.spec.window if group.spec.chunk is None else group.spec.chunk)  # a chunk: as a window
         cached = prefill if window is None else min(prefill, window - 1)
         total += group.count * batch * cached * per_token * bytes_per(dtype)
+        total += sum(group.count * batch * m.state_values * bytes_per(dtype) for m in block.beside)
     return total
 
 
