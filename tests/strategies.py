@@ -146,6 +146,13 @@ VARIANTS = {  # together every config key and value
                   "mlp_bias": True, "qkv_bias": True, "parallel_mixer": "mamba2",
                   "mamba2": {"d_state": 4, "d_conv": 3, "n_heads": 4, "head_dim": 6, "n_groups": 2, "chunk_size": 4,
                              "norm": False, "proj_bias": True, "out_proj_bias": False}},
+    # OLMo Hybrid: Gated DeltaNet layers pre-norm beside OLMo 3's attention layers, post-norm with q/k norms over the
+    # whole projections; no positions (the release's)
+    "olmo_hybrid": {"position": "none", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 4,
+                    "norm_placement": "post_branch", "recurrent_norm_placement": "pre", "qk_norm": "full",
+                    "layer_types": ["gated_deltanet", "gated_deltanet", "gated_deltanet", "full"],
+                    "gated_deltanet": {"linear_num_key_heads": 2, "linear_num_value_heads": 2, "linear_key_head_dim": 3,
+                                       "linear_value_head_dim": 6, "chunk_size": 4}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
@@ -303,7 +310,7 @@ def _lightning(draw, raw) -> dict:
 
 
 def _gated_deltanet(draw, raw) -> dict:
-    heads = draw(st.sampled_from([(1, 1), (1, 2), (2, 2), (2, 4), None]))  # None: their defaults, 16 and 32
+    heads = draw(st.sampled_from([(1, 1), None, (1, 2), (2, 2), (2, 4)]))  # None: their defaults, 16 and 32
     mixer = {k: draw(v) for k, v in (("linear_key_head_dim", st.integers(1, 6)),
                                       ("linear_value_head_dim", st.integers(1, 6)),
                                       ("linear_conv_kernel_dim", st.integers(1, 4)), ("chunk_size", st.integers(1, 8)))
@@ -349,6 +356,8 @@ def _recurrent_layers(draw, raw, kind: str):
     if "chunked" not in raw["layer_types"]:
         raw.pop("attention_chunk", None)
     raw[kind] = RECURRENT_MAPPINGS[kind](draw, raw)
+    if draw(st.booleans()):  # their own norm placement (OLMo Hybrid)
+        raw["recurrent_norm_placement"] = draw(st.sampled_from(list(ENUMS["norm_placement"])))
     raw["parallel_block"] = False
     raw.pop("parallel_norms", None)
     raw.pop("sub_norms", None)  # dense attention layers only

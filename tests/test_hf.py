@@ -506,6 +506,13 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         num_key_value_heads=2, head_dim=128, max_position_embeddings=262144, tie_word_embeddings=False,
         mamba_d_ssm=3072, mamba_n_heads=24, mamba_d_head=128, mamba_d_state=256, mamba_n_groups=1, mamba_d_conv=4,
         mamba_expand=2, mamba_chunk_size=128), None),
+    # Gated DeltaNet layers (pre-norm) and OLMo 3 attention layers (post-norm, q/k norms over the whole projections),
+    # every fourth, no positions (rope_theta null): OlmoHybridConfig's defaults, which its docstring gives as this
+    # checkpoint's; no published total
+    "olmo_hybrid": ("allenai/Olmo-Hybrid-7B", dict(
+        vocab_size=100352, hidden_size=3840, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=30,
+        max_position_embeddings=65536, linear_conv_kernel_dim=4, linear_allow_neg_eigval=True,
+        rope_parameters=dict(rope_theta=None), tie_word_embeddings=False), None),
     # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
     # packed ternary weights, left out: llmcalc refuses it)
     "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
@@ -772,6 +779,12 @@ VARIANTS = [
          num_key_value_heads=2, mamba_d_ssm=None, mamba_expand=2, mamba_n_heads=8, mamba_d_head="auto",
          mamba_n_groups=2, mamba_d_state=16, mamba_rms_norm=True, mamba_proj_bias=True, projectors_bias=False,
          mamba_conv_bias=False, attention_bias=True, mlp_bias=True)),
+    ("olmo_hybrid", "OLMo Hybrid (RoPE, a head_dim, GQA, biased attention, value heads twice the key heads, tied)",
+     dict(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
+          num_key_value_heads=2, head_dim=48, attention_bias=True, linear_num_key_heads=2, linear_num_value_heads=4,
+          linear_key_head_dim=24, linear_value_head_dim=40, tie_word_embeddings=True,
+          layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+          rope_parameters=dict(rope_type="default", rope_theta=500000.0), pad_token_id=1)),
     ("recurrent_gemma", "RecurrentGemma (a narrower RG-LRU, biased q/k/v, GQA, one recurrent block per attention one)",
      dict(vocab_size=1000, hidden_size=256, intermediate_size=600, num_hidden_layers=4, num_attention_heads=8,
           num_key_value_heads=2, lru_width=192, attention_window_size=16, conv1d_width=3, attention_bias=True,

@@ -135,6 +135,9 @@ class ModelConfig:
     norm_bias: bool = checked(boolean, True)  # layernorm only
     norm_weight: bool = checked(boolean, True)  # false: a norm without parameters (OLMo 1)
     norm_placement: str = checked(choice(NORM_PLACEMENTS), "pre")
+    # the placement in the layers without attention (a recurrent mixer, or none); None: norm_placement (OLMo
+    # Hybrid: its Gated DeltaNet layers pre-norm, its attention layers post_branch)
+    recurrent_norm_placement: str | None = checked(optional(choice(NORM_PLACEMENTS)), None)
     parallel_block: bool = checked(boolean, False)
     parallel_norms: int = checked(one_of(1, 2), 1)  # 1: one norm feeds both branches (GPT-J); 2: NeoX
     final_norm: bool = checked(boolean, True)
@@ -290,6 +293,11 @@ class ModelConfig:
         """Whether some layer has a recurrent mixer (mamba, mamba2, short_conv, ..., or one beside its
         attention): a state per sequence."""
         return any(t in RECURRENT_TYPES for t in self._used_types)
+
+    @property
+    def has_recurrent_layers(self) -> bool:
+        """Whether some layer has no attention: a recurrent mixer in its place, or none."""
+        return any(t in RECURRENT_TYPES for t in (self.layer_types or ())[:self.n_layers])
 
     @property
     def recurrent_kind(self) -> str:

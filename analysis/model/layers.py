@@ -123,9 +123,12 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
 
 @functools.lru_cache(maxsize=1024)
 def layer_config(cfg: ModelConfig, spec: LayerSpec) -> ModelConfig:
-    """The config a layer's attention is built from: on a full-attention layer (no window, no chunk)
+    """The config a layer is built from: on a full-attention layer (no window, no chunk)
     ``full_head_dim``, ``full_kv_heads`` and ``full_k_eq_v`` replace ``head_dim``, ``n_kv_heads`` and
-    ``k_eq_v`` (Gemma 4's global layers); every other layer, and a model without them, keeps ``cfg``."""
+    ``k_eq_v`` (Gemma 4's global layers); on a layer without attention ``recurrent_norm_placement``
+    replaces ``norm_placement`` (OLMo Hybrid); every other layer, and a model without them, keeps ``cfg``."""
+    if spec.recurrent and cfg.recurrent_norm_placement is not None:
+        return dataclasses.replace(cfg, norm_placement=cfg.recurrent_norm_placement)
     full = not spec.recurrent and spec.window is None and spec.chunk is None
     if not full or (cfg.full_head_dim is None and cfg.full_kv_heads is None and not cfg.full_k_eq_v):
         return cfg

@@ -76,6 +76,8 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "gated_deltanet": (lambda c: c.has_gated_deltanet, "gated_deltanet layers (layer_types lists 'gated_deltanet')"),
     "rglru": (lambda c: c.has_rglru, "rglru layers (layer_types lists 'rglru')"),
     "kda": (lambda c: c.has_kda, "kda layers (layer_types lists 'kda')"),
+    "recurrent_norm_placement": (lambda c: c.has_recurrent_layers,
+                                 "layers without attention (layer_types lists a recurrent mixer or none)"),
     "parallel_mixer": (lambda c: c.has_attention, "layers that attend (layer_types lists full, sliding or chunked)"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "ffn_layers": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),

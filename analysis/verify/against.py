@@ -70,7 +70,7 @@ from ..load.catalog import HF_DIR, bundled_names
 from ..load.files import config_file, read_json, read_text
 from ..model.architecture import build
 from ..model.config import ModelConfig
-from ..model.layers import LayerSpec, layer_plan, layer_specs
+from ..model.layers import LayerSpec, layer_config, layer_plan, layer_specs
 from ..model.sizes import bytes_per
 from ..spec import RunSpec
 from .check import Check
@@ -156,6 +156,12 @@ _GATED_DELTANET_NAMES = {
     "in_proj_b": "gated_deltanet/in_proj_b", "in_proj_a": "gated_deltanet/in_proj_a", "conv1d": "gated_deltanet/conv1d",
     "dt_bias": "gated_deltanet/dt_bias", "A_log": "gated_deltanet/A_log", "norm": "gated_deltanet/norm",
     "out_proj": "gated_deltanet/out_proj", "linear_attn": "gated_deltanet/conv1d+scan"}
+# OLMo Hybrid's (OlmoHybridGatedDeltaNet): q, k and v projected apart (llmcalc's in_proj_qkv, together), the gate
+# g_proj (in_proj_z), o_norm and o_proj
+_GATED_DELTANET_NAMES.update({"q_proj": "gated_deltanet/in_proj_qkv", "k_proj": "gated_deltanet/in_proj_qkv",
+                              "v_proj": "gated_deltanet/in_proj_qkv", "a_proj": "gated_deltanet/in_proj_a",
+                              "b_proj": "gated_deltanet/in_proj_b", "g_proj": "gated_deltanet/in_proj_z",
+                              "o_norm": "gated_deltanet/norm", "o_proj": "gated_deltanet/out_proj"})
 # RecurrentGemma: its norms and MLP, its recurrent block's parts (RecurrentGemmaRglru, ``rg_lru``, holds both
 # gates and recurrent_param, and runs the gates' batched matmuls), and the attention module it shares the name
 # ``temporal_block`` with (the eager attention's own matmuls; the recurrent block runs none of its own)
@@ -323,8 +329,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     if len(parts) >= 2 and parts[0] in _MLP_MODULES and parts[1] in ("gate", "router"):  # and its parts (gate.wg)
         return "moe/router"
     if last == "post_attention_layernorm":  # after the attention branch (sandwich, OLMo 2) or before the MLP
-        return "norm/attention_post" if cfg.norm_placement in ("sandwich", "post_branch") and not glm4 \
-            else "norm/mlp"
+        placement = (cfg if spec is None else layer_config(cfg, spec)).norm_placement  # OLMo Hybrid: per layer
+        return "norm/attention_post" if placement in ("sandwich", "post_branch") and not glm4 else "norm/mlp"
     if len(parts) == 1 and last in _ATTENTION_MODULES:  # the eager attention's own matmuls
         return "attention/scores+values"
     if len(parts) == 2 and last in _ATTENTION_MODULES:  # GPT-Neo's attn.attention, DBRX's norm_attn_norm.attn
@@ -443,7 +449,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 # entry is 1; the causal mask only adds, and matmul FLOPs and cache bytes do not depend on its values)
 NO_MASK = frozenset({"mamba2"})
 MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2", "lfm2_moe", "minimax"})
-MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear", "falcon_h1"}
+MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear", "falcon_h1", "olmo_hybrid"}
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:

@@ -149,7 +149,8 @@ class Block(nn.Module):
                  recompute: str = "none"):
         super().__init__()
         self.spec = spec
-        self.placement, self.parallel, self.recompute = cfg.norm_placement, cfg.parallel_block, recompute == "full"
+        placement = layer_config(cfg, spec).norm_placement  # a layer without attention may have its own
+        self.placement, self.parallel, self.recompute = placement, cfg.parallel_block, recompute == "full"
         if spec.attention == "none":  # no mixer: the layer is its FFN alone
             pass
         elif spec.recurrent:  # a recurrent mixer in attention's place, named by its kind
@@ -166,7 +167,7 @@ class Block(nn.Module):
             self.mlp = MLP(cfg)
         if cfg.layer_scalar:  # Gemma 4: the block's output times one stored scalar
             self.layer_scalar = nn.Parameter(torch.ones(1))
-        names = [n for n in block_norms(cfg) if spec.ffn is not None or not n.startswith("mlp")]
+        names = [n for n in block_norms(layer_config(cfg, spec)) if spec.ffn is not None or not n.startswith("mlp")]
         names = [n for n in names if spec.attention != "none" or not n.startswith("attention")]
         self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in names})
 

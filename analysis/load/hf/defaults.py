@@ -885,3 +885,13 @@ DEFAULTS["falcon_h1"] = _config(
     mamba_d_conv=_null(4), mamba_expand=_null(2), mamba_chunk_size=_null(256), mamba_conv_bias=_null(True),
     mamba_proj_bias=_null(False), mamba_rms_norm=_null(False), projectors_bias=_null(False), layer_types=None,
     rope_parameters=_null(), rope_theta=10000.0)
+# OlmoHybridConfig (its __post_init__ derives the linear_* sizes and layer_types from a null; head_dim: not a
+# field, read where given, as Olmo3Attention's getattr; initializer_range: validated in [0, 1])
+DEFAULTS["olmo_hybrid"] = _config(
+    f"{_COMMON} rms_norm_eps linear_a_log_min linear_a_log_max linear_dt_min linear_dt_max linear_dt_init_floor "
+    "linear_allow_neg_eigval",
+    vocab_size=100352, hidden_size=3840, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=30,
+    num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=65536,
+    tie_word_embeddings=False, attention_bias=False, pad_token_id=_null(100277), rope_parameters=_null(),
+    rope_theta=10000.0, layer_types=_null(), linear_num_key_heads=_null(), linear_num_value_heads=_null(),
+    linear_key_head_dim=_null(), linear_value_head_dim=_null(), linear_conv_kernel_dim=4)
