@@ -146,6 +146,27 @@ VARIANTS = {  # together every config key and value
               "layer_types": ["rglru", "rglru", "sliding"], "sliding_window": 4, "rotary_fraction": 0.5,
               "out_bias": True, "mlp_bias": True, "tie_embeddings": True, "final_logit_softcap": 30.0,
               "embedding_scale": 5.65, "rglru": {"width": 24, "d_conv": 3, "n_heads": 4}},
+    # Kimi Linear: KDA beside MLA without positions, a dense layer then MoE with a shared expert and the router's
+    # bias; chunks of 4 so that 7 and 9 tokens span several, padded
+    "kda": {"attention": "mla", "position": "none", "norm": "rmsnorm", "activation": "swiglu", "n_layers": 3,
+            "layer_types": ["kda", "full", "kda"],
+            "mla": {"kv_lora_rank": 12, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 6},
+            "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16, "shared_experts": 1,
+                    "first_dense_layers": 1, "router_bias": True},
+            "kda": {"linear_num_heads": 2, "linear_head_dim": 5, "linear_conv_kernel_dim": 3, "chunk_size": 4}},
+    # Falcon-H1: a Mamba-2 mixer beside every layer's GQA attention (its output gated, not normed; out_proj's
+    # bias apart from in_proj's), a SwiGLU MLP with biases; chunks of 4 so that 7 and 9 tokens span several
+    "falcon_h1": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "head_dim": 6,
+                  "mlp_bias": True, "qkv_bias": True, "parallel_mixer": "mamba2",
+                  "mamba2": {"d_state": 4, "d_conv": 3, "n_heads": 4, "head_dim": 6, "n_groups": 2, "chunk_size": 4,
+                             "norm": False, "proj_bias": True, "out_proj_bias": False}},
+    # OLMo Hybrid: Gated DeltaNet layers pre-norm beside OLMo 3's attention layers, post-norm with q/k norms over the
+    # whole projections; no positions (the release's)
+    "olmo_hybrid": {"position": "none", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 4,
+                    "norm_placement": "post_branch", "recurrent_norm_placement": "pre", "qk_norm": "full",
+                    "layer_types": ["gated_deltanet", "gated_deltanet", "gated_deltanet", "full"],
+                    "gated_deltanet": {"linear_num_key_heads": 2, "linear_num_value_heads": 2, "linear_key_head_dim": 3,
+                                       "linear_value_head_dim": 6, "chunk_size": 4}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
@@ -297,8 +318,11 @@ def _mamba2(draw, raw) -> dict:
     heads, groups = draw(st.sampled_from([(1, 1), (2, 1), (2, 2), (4, 2)]))
     mixer = {k: draw(v) for k, v in (("d_state", st.integers(1, 6)), ("d_conv", st.integers(1, 4)),
                                       ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
-                                      ("chunk_size", st.integers(1, 8))) if draw(st.booleans())}
-    mixer.update(n_heads=heads, head_dim=draw(st.integers(1, 6)), n_groups=groups)
+                                      ("chunk_size", st.integers(1, 8)), ("norm", st.booleans()),
+                                      ("out_proj_bias", st.booleans())) if draw(st.booleans())}
+    mixer.update(n_heads=heads, n_groups=groups)
+    if draw(st.booleans()):  # else its default, 64
+        mixer["head_dim"] = draw(st.integers(1, 6))
     if draw(st.booleans()):  # the heads from expand * d_model / head_dim
         mixer.pop("n_heads")
         mixer.pop("n_groups")
@@ -317,17 +341,18 @@ def _lightning(draw, raw) -> dict:
     if raw.get("attention") == "mla":
         raw["attention"] = "mha"
         raw.pop("mla", None)
+        raw.pop("dsa", None)
         raw["head_dim"] = draw(st.sampled_from([2, 4, 6]))
     return {"block_size": draw(st.integers(1, 8))} if draw(st.booleans()) else {}
 
 
 def _gated_deltanet(draw, raw) -> dict:
-    key_heads, value_heads = draw(st.sampled_from([(1, 1), (1, 2), (2, 2), (2, 4)]))
+    heads = draw(st.sampled_from([(1, 1), None, (1, 2), (2, 2), (2, 4)]))  # None: their defaults, 16 and 32
     mixer = {k: draw(v) for k, v in (("linear_key_head_dim", st.integers(1, 6)),
                                       ("linear_value_head_dim", st.integers(1, 6)),
                                       ("linear_conv_kernel_dim", st.integers(1, 4)), ("chunk_size", st.integers(1, 8)))
              if draw(st.booleans())}
-    return {**mixer, "linear_num_key_heads": key_heads, "linear_num_value_heads": value_heads}
+    return mixer if heads is None else {**mixer, "linear_num_key_heads": heads[0], "linear_num_value_heads": heads[1]}
 
 
 RECURRENT_MAPPINGS = {"mamba": _mamba, "mamba2": _mamba2, "short_conv": _short_conv}  # layer kind -> its keys
@@ -350,6 +375,15 @@ def _rglru(draw, raw) -> dict:
 RECURRENT_MAPPINGS["rglru"] = _rglru
 
 
+def _kda(draw, raw) -> dict:
+    return {k: draw(v) for k, v in (("linear_num_heads", st.integers(1, 3)), ("linear_head_dim", st.integers(1, 6)),
+                                    ("linear_conv_kernel_dim", st.integers(1, 4)), ("chunk_size", st.integers(1, 8)))
+            if draw(st.booleans())}
+
+
+RECURRENT_MAPPINGS["kda"] = _kda
+
+
 def _recurrent_layers(draw, raw, kind: str):
     """Layers of a recurrent ``kind`` (every one, or mixed into the layer types), its mapping, maybe no
     FFN (d_ff 0)."""
@@ -359,6 +393,8 @@ def _recurrent_layers(draw, raw, kind: str):
     if "chunked" not in raw["layer_types"]:
         raw.pop("attention_chunk", None)
     raw[kind] = RECURRENT_MAPPINGS[kind](draw, raw)
+    if draw(st.booleans()):  # their own norm placement (OLMo Hybrid)
+        raw["recurrent_norm_placement"] = draw(st.sampled_from(list(ENUMS["norm_placement"])))
     raw["parallel_block"] = False
     raw.pop("parallel_norms", None)
     raw.pop("sub_norms", None)  # dense attention layers only
@@ -381,6 +417,20 @@ def _recurrent_layers(draw, raw, kind: str):
         raw["d_ff"] = 0
         for key in ("moe", "activation", "mlp_bias"):
             raw.pop(key, None)
+
+
+def _parallel_mixer(draw, raw, kind: str):
+    """A recurrent mixer of ``kind`` beside every attention layer's attention (Falcon-H1), with its mapping,
+    where some layer attends."""
+    types = (raw.get("layer_types") or ["full"])[:raw["n_layers"]]
+    if all(t in RECURRENT_MAPPINGS or t == "none" for t in types):
+        return
+    if kind not in raw:
+        raw[kind] = RECURRENT_MAPPINGS[kind](draw, raw)
+    raw["parallel_mixer"] = kind
+    raw["parallel_block"] = False
+    raw.pop("parallel_norms", None)
+    raw.pop("sub_norms", None)  # dense attention layers only
 
 
 def _single_sublayers(draw, raw):
@@ -414,7 +464,8 @@ def valid_configs(draw):
         raw["n_heads"] = draw(st.integers(1, 4))
         raw["d_model"] = draw(st.integers(1, 48))
         raw["mla"] = draw(_mla(rope))
-        if rope and raw["mla"].get("q_lora_rank") and draw(st.booleans()):  # DSA's indexer
+        if rope and draw(st.booleans()):  # DSA's indexer, on the low-rank query
+            raw["mla"]["q_lora_rank"] = raw["mla"].get("q_lora_rank") or draw(st.integers(1, 16))
             raw["dsa"] = {"n_heads": draw(st.integers(1, 4)), "topk": draw(st.integers(1, 8)),
                           "head_dim": raw["mla"]["qk_rope_head_dim"] + draw(st.integers(0, 4))}
     else:
@@ -513,13 +564,19 @@ def valid_configs(draw):
         raw["mlp_bias"] = draw(st.booleans())
     if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
         raw["position_offset"] = draw(st.integers(0, 3))
-    # recurrent layers in one config of 13 for each recurrent kind (layouts, LoRA and bytes moved refuse
+    # recurrent layers in one config of 14 for each recurrent kind (layouts, LoRA and bytes moved refuse
     # them: the properties over those need the rest), alone or beside attention ones, with or without FFN
-    recurrent = draw(st.integers(0, 12))
+    recurrent = draw(st.integers(0, 13))
     if recurrent < len(RECURRENT_MAPPINGS):
-        _recurrent_layers(draw, raw, list(RECURRENT_MAPPINGS)[recurrent])
-        if raw["d_ff"] and draw(st.booleans()):  # layers of one sublayer each (Nemotron-H)
-            _single_sublayers(draw, raw)
+        kind = list(RECURRENT_MAPPINGS)[recurrent]
+        # 0: beside attention alone (Falcon-H1); 1: in layers of its own too; else in layers of its own
+        beside = min(draw(st.integers(0, 3)), 2)
+        if beside:
+            _recurrent_layers(draw, raw, kind)
+            if raw["d_ff"] and draw(st.booleans()):  # layers of one sublayer each (Nemotron-H)
+                _single_sublayers(draw, raw)
+        if beside < 2:
+            _parallel_mixer(draw, raw, kind)
     if "dsa" in raw and (raw["position"] != "rope" or recurrent < len(RECURRENT_MAPPINGS)):  # RoPE, attention
         raw.pop("dsa")
     if "dsa" in raw:  # DSA: full causal layers only, without sinks or soft-capping

@@ -96,6 +96,8 @@ EXTRA["jamba"] = {"attn_layer_period": 4, "attn_layer_offset": 3}
 EXTRA["nemotron_h"] = {"layers_block_type": ["linear_attention", "mlp", "full_attention", "moe"]}
 # MiniMax: blocks of 3, so that the 8 tokens span three lightning blocks, the last one partial
 EXTRA["minimax"] = {"block_size": 3}
+# Kimi Linear: its class default makes the fifth layer its first MLA one (transformers' cache needs one): layer 1
+EXTRA["kimi_linear"] = {"layer_types": ["linear_attention", "full_attention", "linear_attention", "linear_attention"]}
 # Gemma 4: its class default (hidden_size_per_layer_input 256) turns on per-layer embeddings, refused
 EXTRA["gemma4_text"] = {"hidden_size_per_layer_input": 0}
 

@@ -1,6 +1,7 @@
 """Config validation through the CLI: exit code 2, one line on stderr naming file, key, line."""
 
 import dataclasses
+import importlib
 import json
 import subprocess
 import sys
@@ -16,9 +17,10 @@ from llmcalc.analysis.count.kvcache import kv_cache
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import ConfigError, SpecError
 from llmcalc.analysis.load.catalog import load_bundled, load_model
+from llmcalc.analysis.model.architecture import MIXERS
 from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
-from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, QK_NORMS, ModelConfig
+from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, PARALLEL_MIXERS, QK_NORMS, ModelConfig
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
 from llmcalc.analysis.model.mla import MLAConfig
 from llmcalc.analysis.model.moe import MoEConfig
@@ -202,7 +204,7 @@ def test_random_invalid_configs_raise_config_error(raw, corruption):
     key, value = corruption
     assume(not (key == "moe" and value is None))  # `moe: null` is the valid default
     # d_ff 0 (no FFN) is valid beside recurrent layers (the strategy draws them at layer 0)
-    recurrent = {"mamba", "mamba2", "short_conv", "lightning", "gated_deltanet", "rglru"}
+    recurrent = {"mamba", "mamba2", "short_conv", "lightning", "gated_deltanet", "rglru", "kda"}
     assume(not (key == "d_ff" and value == 0 and recurrent & set(raw.get("layer_types") or ())))
     if key == "drop":
         del raw["d_ff"]
@@ -350,9 +352,17 @@ def test_qk_norm_booleans_mean_head_and_none():
 ENUM_CHOICES = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "norm_placement": NORM_PLACEMENTS,
                 "position": tuple(POSITIONS), "attention": ATTENTION_KINDS,
                 "dtype": (*DTYPE_BITS, *WEIGHT_FORMATS), "quant_skip": tuple(QUANT_SKIPS),
-                "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES}
+                "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES, "parallel_mixer": PARALLEL_MIXERS,
+                "recurrent_norm_placement": NORM_PLACEMENTS}
 VISION_ENUMS = {"activation": VISION_ACTIVATIONS, "norm": tuple(NORMS), "position": ("learned", "rope"),
                 "norm_placement": ("pre", "sandwich")}
+
+
+def mixer_schema(kind: str):
+    """The nested schema of a recurrent mixer kind, in its module (``keys.nested``)."""
+    field = next(f for f in dataclasses.fields(ModelConfig) if f.name == kind)
+    module = importlib.import_module(f"llmcalc.analysis.model.{kind}")
+    return getattr(module, field.type.split(" | ")[0])
 
 
 def _drawn_configs(n=1000):
@@ -382,7 +392,8 @@ def test_strategy_covers_every_key_and_value():
                              (MoEConfig, [raw.get("moe") for raw in drawn], ENUM_CHOICES),
                              (MLAConfig, [raw.get("mla") for raw in drawn], ENUM_CHOICES),
                              (VisionConfig, visions, VISION_ENUMS),
-                             (ProjectorConfig, [v["projector"] for v in visions], {"norm": ("none", *NORMS)})):
+                             (ProjectorConfig, [v["projector"] for v in visions], {"norm": ("none", *NORMS)}),
+                             *((mixer_schema(kind), [raw.get(kind) for raw in drawn], {}) for kind in MIXERS)):
         key = cls.__name__
         maps = [m for m in maps if isinstance(m, dict)]
         assert maps, f"valid_configs() never draws a '{key}' mapping"

@@ -488,6 +488,31 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         hidden_activation="gelu_pytorch_tanh", attention_bias=False,
         block_types=["recurrent", "recurrent", "attention"],
         rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5)), None),
+    # KDA layers and NoPE MLA layers (linear_attn_config's 1-based lists), a dense layer, then 256 experts and a
+    # shared one (published config.json values, with its attribute_map names). The card's "48B total, 3B
+    # activated" is rounded: None; transformers' own count is 49,122,681,728
+    "kimi_linear": ("moonshotai/Kimi-Linear-48B-A3B-Instruct", dict(
+        vocab_size=163840, hidden_size=2304, intermediate_size=9216, num_hidden_layers=27, num_attention_heads=32,
+        num_key_value_heads=32, q_lora_rank=None, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+        v_head_dim=128, moe_intermediate_size=1024, num_experts=256, num_experts_per_token=8, num_shared_experts=1,
+        first_k_dense_replace=1, model_max_length=1048576, tie_word_embeddings=False, hidden_act="silu",
+        linear_attn_config=dict(full_attn_layers=[4, 8, 12, 16, 20, 24, 27], head_dim=128, num_heads=32,
+                                short_conv_kernel_size=4,
+                                kda_layers=[i for i in range(1, 28) if i % 4 and i != 27])), None),
+    # attention (GQA, head_dim 128 of hidden_size 3072 / 12 heads) and a Mamba-2 mixer side by side in every layer
+    # (published config.json values; the muP multipliers change no count); no published total
+    "falcon_h1": ("tiiuae/Falcon-H1-7B-Instruct", dict(
+        vocab_size=130048, hidden_size=3072, intermediate_size=12288, num_hidden_layers=44, num_attention_heads=12,
+        num_key_value_heads=2, head_dim=128, max_position_embeddings=262144, tie_word_embeddings=False,
+        mamba_d_ssm=3072, mamba_n_heads=24, mamba_d_head=128, mamba_d_state=256, mamba_n_groups=1, mamba_d_conv=4,
+        mamba_expand=2, mamba_chunk_size=128), None),
+    # Gated DeltaNet layers (pre-norm) and OLMo 3 attention layers (post-norm, q/k norms over the whole projections),
+    # every fourth, no positions (rope_theta null): OlmoHybridConfig's defaults, which its docstring gives as this
+    # checkpoint's; no published total
+    "olmo_hybrid": ("allenai/Olmo-Hybrid-7B", dict(
+        vocab_size=100352, hidden_size=3840, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=30,
+        max_position_embeddings=65536, linear_conv_kernel_dim=4, linear_allow_neg_eigval=True,
+        rope_parameters=dict(rope_theta=None), tie_word_embeddings=False), None),
     # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
     # packed ternary weights, left out: llmcalc refuses it)
     "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
@@ -755,6 +780,18 @@ VARIANTS = [
         ssm_state_size=128, conv_kernel=4, chunk_size=128, n_routed_experts=128, num_experts_per_tok=6,
         moe_intermediate_size=1856, moe_shared_expert_intermediate_size=3712, tie_word_embeddings=False,
         hybrid_override_pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME")),
+    ("falcon_h1", "Falcon-H1 (the mixer's gated RMSNorm in 2 groups, every bias, its width from mamba_expand, "
+     "head dims auto)", dict(
+         vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+         num_key_value_heads=2, mamba_d_ssm=None, mamba_expand=2, mamba_n_heads=8, mamba_d_head="auto",
+         mamba_n_groups=2, mamba_d_state=16, mamba_rms_norm=True, mamba_proj_bias=True, projectors_bias=False,
+         mamba_conv_bias=False, attention_bias=True, mlp_bias=True)),
+    ("olmo_hybrid", "OLMo Hybrid (RoPE, a head_dim, GQA, biased attention, value heads twice the key heads, tied)",
+     dict(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
+          num_key_value_heads=2, head_dim=48, attention_bias=True, linear_num_key_heads=2, linear_num_value_heads=4,
+          linear_key_head_dim=24, linear_value_head_dim=40, tie_word_embeddings=True,
+          layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+          rope_parameters=dict(rope_type="default", rope_theta=500000.0), pad_token_id=1)),
     ("recurrent_gemma", "RecurrentGemma (a narrower RG-LRU, biased q/k/v, GQA, one recurrent block per attention one)",
      dict(vocab_size=1000, hidden_size=256, intermediate_size=600, num_hidden_layers=4, num_attention_heads=8,
           num_key_value_heads=2, lru_width=192, attention_window_size=16, conv1d_width=3, attention_bias=True,
@@ -973,6 +1010,8 @@ DEPTHS["minimax"] = 8  # its first softmax-attention layer is the eighth
 DEPTHS.update(qwen3_next=4, qwen3_5_text=4, qwen3_5_moe_text=4)
 DEPTHS.update(deepseek_v32=4, glm_moe_dsa=4)  # three dense layers and a MoE one, as DeepSeek-V3
 DEPTHS["recurrent_gemma"] = 3  # two recurrent blocks and its first attention layer
+# Kimi Linear: three KDA layers (a dense one, two MoE), its first MLA layer, and the class default's (the fifth)
+DEPTHS["kimi_linear"] = 5
 
 
 def _shallow(raw: dict) -> dict:
@@ -987,6 +1026,11 @@ def _shallow(raw: dict) -> dict:
         out["layer_types"] = out["layer_types"][:depth]
     if raw["model_type"] == "gpt_neo":  # its attention_types must expand to its depth: one global, one local
         out["attention_types"] = [[["global", "local"], 1]]
+    linear = out.get("linear_attn_config")
+    if isinstance(linear, dict):  # Kimi Linear's 1-based layer lists, cut to match
+        for key in ("full_attn_layers", "kda_layers"):
+            if isinstance(linear.get(key), list):
+                linear[key] = [i for i in linear[key] if i <= depth]
     return out
 
 

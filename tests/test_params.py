@@ -75,6 +75,9 @@ GOLDEN = {
     "nemotron-nano-9b-v2": (8_888_227_328, 8_888_227_328),  # transformers' count (Hugging Face lists 8.89B)
     # transformers' own count from the published config.json (the card: 80B total, 3B active)
     "qwen3-next-80b-a3b": (79_674_391_296, 3_874_929_408),
+    # transformers' own count from the published config.json (hf/kimi-linear-48b-a3b.json; the card: 48B total,
+    # 3B active)
+    "kimi-linear-48b-a3b": (49_122_681_728, 3_484_459_904),
 }
 
 # The MoE model cards' rounded figures, each under its own convention: total and active in

@@ -62,7 +62,7 @@ def _layouts_allow(cfg: ModelConfig) -> bool:
 def _recurrent(cfg: ModelConfig) -> bool:
     """Whether some layer has a recurrent mixer (Mamba): parallel layouts, LoRA and bytes moved
     refuse it (docs: Conventions)."""
-    return any(s.recurrent for s in layer_specs(cfg))
+    return any(s.recurrent or s.beside is not None for s in layer_specs(cfg))
 
 
 # -- against the reference modules --------------------------------------------------------------
@@ -188,8 +188,8 @@ def _head_sizes(cfg: ModelConfig) -> tuple[int, int]:
 @given(cases())
 def test_parameters_and_flops_identities(case):
     """Parameters sum to the total, active ones within it; dense and causal attention pairs in closed
-    form; FLOPs linear in the batch; an eager backward twice its forward (but lightning's and Gated
-    DeltaNet's scans), flash's once more the scores (not with a T5 bias); a decode step never sees past
+    form; FLOPs linear in the batch; an eager backward twice its forward (but lightning's, Gated
+    DeltaNet's and KDA's scans), flash's once more the scores (not with a T5 bias); a decode step never sees past
     a window."""
     cfg, w = case.cfg, case.run.replace(lora=None, recompute="none")
     assume(cfg.dsa is None)  # DSA attends to its top-k keys: its closed form is tests/test_against.py's
@@ -208,7 +208,7 @@ def test_parameters_and_flops_identities(case):
     assert dense.total.matmul_total == batch * single.total.matmul_total
     eager = count_flops(cfg, w.replace(attention="eager"))
     # but for the scans whose backward skips products (the reference measures them: tests/test_reference.py)
-    skips = ("lightning/attention", "gated_deltanet/scan")
+    skips = ("lightning/attention", "gated_deltanet/scan", "kda/scan")
     assert {k: v for k, v in eager.backward.matmul.items() if k not in skips} == {
         k: 2 * v for k, v in eager.forward.matmul.items() if k not in skips}
     recomputed = 0 if cfg.position == "relative" else dense.forward.matmul.get("attention/scores", 0)

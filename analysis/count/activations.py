@@ -116,6 +116,8 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
             layer.recurrent.saves(tape, batch, seq, x)
         else:
             layer.attention.saves(tape, spec, batch, seq, kind, x)
+        for mixer in layer.beside:  # beside the attention, on its input (parallel_mixer)
+            mixer.saves(tape, batch, seq, x)
         if post_norms:
             tape.norm("norm/attention_post", None, T, d)
 

@@ -16,7 +16,10 @@ Per-layer rules (DESIGN.md section 2):
 - layer ``i`` is MoE when ``i >= moe.first_dense_layers`` and ``(i + 1) % moe.step == 0`` (``dense+moe``
   with ``moe.beside_mlp``: the experts beside the layer's dense MLP);
 - ``ffn_layers`` (true/false) repeats cyclically; a false layer has no FFN (nor its norm), as every
-  layer with ``d_ff: 0``; a ``none`` layer (``layer_types``) has no mixer (nor its norm): its FFN alone.
+  layer with ``d_ff: 0``; a ``none`` layer (``layer_types``) has no mixer (nor its norm): its FFN alone;
+- ``parallel_mixer`` puts a recurrent mixer beside the attention of every attention layer (``beside``):
+  both read the layer's normed input and their outputs are summed (Falcon-H1); the mixer is built from the
+  layer's config, as its attention (:func:`layer_config`).
 """
 
 import dataclasses
@@ -36,6 +39,7 @@ class LayerSpec(NamedTuple):
     ffn: str | None  # "dense" | "moe" | "dense+moe" (both, moe.beside_mlp); None: the layer has no FFN (d_ff 0)
     chunk: int | None = None  # chunked attention C: keys of the query's own chunk only; None: no chunk
     topk: int | None = None  # DSA (``dsa``): its indexer scores every key seen, attention reads the best topk
+    beside: str | None = None  # a recurrent mixer beside the attention, summed with it (``parallel_mixer``)
 
     @property
     def mixer(self) -> str:
@@ -78,11 +82,13 @@ class LayerSpec(NamedTuple):
             return f"no mixer, {ffn}"
         if self.recurrent:
             return f"{self.attention} mixer, {ffn}"
-        return f"{self.attention} {window}{rope}, {ffn}"
+        beside = "" if self.beside is None else f" + {self.beside} mixer"
+        return f"{self.attention} {window}{rope}{beside}, {ffn}"
 
     def as_dict(self) -> dict:
         out = {"attention": self.attention, "window": self.window, "rope": self.rope, "ffn": self.ffn}
         out = out if self.topk is None else {**out, "topk": self.topk}
+        out = out if self.beside is None else {**out, "beside": self.beside}
         return out if self.chunk is None else {**out, "chunk": self.chunk}
 
 
@@ -113,15 +119,18 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
             continue
         chunk = cfg.attention_chunk if types[i % len(types)] == "chunked" else None
         topk = cfg.dsa.topk if cfg.dsa is not None and cfg.attention == "mla" else None
-        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk, topk))
+        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk, topk, cfg.parallel_mixer))
     return tuple(specs)
 
 
 @functools.lru_cache(maxsize=1024)
 def layer_config(cfg: ModelConfig, spec: LayerSpec) -> ModelConfig:
-    """The config a layer's attention is built from: on a full-attention layer (no window, no chunk)
+    """The config a layer is built from: on a full-attention layer (no window, no chunk)
     ``full_head_dim``, ``full_kv_heads`` and ``full_k_eq_v`` replace ``head_dim``, ``n_kv_heads`` and
-    ``k_eq_v`` (Gemma 4's global layers); every other layer, and a model without them, keeps ``cfg``."""
+    ``k_eq_v`` (Gemma 4's global layers); on a layer without attention ``recurrent_norm_placement``
+    replaces ``norm_placement`` (OLMo Hybrid); every other layer, and a model without them, keeps ``cfg``."""
+    if spec.recurrent and cfg.recurrent_norm_placement is not None:
+        return dataclasses.replace(cfg, norm_placement=cfg.recurrent_norm_placement)
     full = not spec.recurrent and spec.window is None and spec.chunk is None
     if not full or (cfg.full_head_dim is None and cfg.full_kv_heads is None and not cfg.full_k_eq_v):
         return cfg

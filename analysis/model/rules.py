@@ -78,6 +78,10 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "lightning": (lambda c: c.has_lightning, "lightning layers (layer_types lists 'lightning')"),
     "gated_deltanet": (lambda c: c.has_gated_deltanet, "gated_deltanet layers (layer_types lists 'gated_deltanet')"),
     "rglru": (lambda c: c.has_rglru, "rglru layers (layer_types lists 'rglru')"),
+    "kda": (lambda c: c.has_kda, "kda layers (layer_types lists 'kda')"),
+    "recurrent_norm_placement": (lambda c: c.has_recurrent_layers,
+                                 "layers without attention (layer_types lists a recurrent mixer or none)"),
+    "parallel_mixer": (lambda c: c.has_attention, "layers that attend (layer_types lists full, sliding or chunked)"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "ffn_layers": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
@@ -225,8 +229,12 @@ def _vision_checks(v, check: Checker) -> None:
 
 
 def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
-    """Mamba layers need their mapping; a model without FFN (``d_ff: 0``) needs mamba layers; positions
-    that act inside attention need attention layers."""
+    """Mamba layers need their mapping (and the mixer beside attention, ``parallel_mixer``, its own); a
+    model without FFN (``d_ff: 0``) needs mamba layers; positions that act inside attention need attention
+    layers."""
+    beside = cfg.parallel_mixer
+    if beside is not None and cfg.has_attention and getattr(cfg, beside) is None:
+        check.fail("parallel_mixer", f"{beside} needs a '{beside}' mapping")
     if cfg.has_mamba and cfg.mamba is None:
         check.fail("layer_types", "has 'mamba' layers but no 'mamba' mapping (d_state, d_conv, expand, ...)")
     if cfg.d_ff == 0 and not cfg.has_recurrent:
@@ -236,7 +244,7 @@ def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
                                "'mamba'): use none, learned or sinusoidal")
     if cfg.has_mamba and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with mamba layers")
-    for mixer_checks in (_ffn_layer_checks, _mamba2_checks, _gated_deltanet_checks, _rglru_checks):
+    for mixer_checks in (_ffn_layer_checks, _mamba2_checks, _gated_deltanet_checks, _rglru_checks, _kda_checks):
         mixer_checks(cfg, check)
     if cfg.has_short_conv and cfg.short_conv is None:
         check.fail("layer_types", "has 'short_conv' layers but no 'short_conv' mapping (d_conv, bias)")
@@ -276,6 +284,16 @@ def _gated_deltanet_checks(cfg: ModelConfig, check: Checker) -> None:
                                                           f"({g.linear_num_value_heads}), got {g.linear_num_key_heads}")
     if cfg.parallel_block:
         check.fail("parallel_block", "is not supported with gated_deltanet layers")
+
+
+def _kda_checks(cfg: ModelConfig, check: Checker) -> None:
+    """KDA layers need their mapping."""
+    if not cfg.has_kda:
+        return
+    if cfg.kda is None:
+        check.fail("layer_types", "has 'kda' layers but no 'kda' mapping (linear_num_heads, linear_head_dim, ...)")
+    if cfg.parallel_block:
+        check.fail("parallel_block", "is not supported with kda layers")
 
 
 def _rglru_checks(cfg: ModelConfig, check: Checker) -> None:

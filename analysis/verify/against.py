@@ -39,6 +39,7 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   the last ``conv_L_cache`` conv inputs, likewise. MiniMax's lightning layers: its ``linear_cache``, the
   decayed ``K^T V`` per head (hd x hd), llmcalc's state exactly; its decay tables, persistent buffers
   transformers derives from the config (:data:`DERIVED_BUFFERS`), are left out of the parameters.
+  Falcon-H1's layers keep both, the attention's K and V and the Mamba-2 mixer's state beside it.
   RecurrentGemma's recurrent blocks: the last
   ``conv1d_width - 1`` conv inputs and the RG-LRU's state, which its modules hold (:data:`MODULE_STATES`).
 - A documented exception (:data:`DENSE_EXPERTS`, Llama 4): transformers' experts run every expert
@@ -69,7 +70,7 @@ from ..load.catalog import HF_DIR, bundled_names
 from ..load.files import config_file, read_json, read_text
 from ..model.architecture import build
 from ..model.config import ModelConfig
-from ..model.layers import LayerSpec, layer_plan, layer_specs
+from ..model.layers import LayerSpec, layer_config, layer_plan, layer_specs
 from ..model.sizes import bytes_per
 from ..spec import RunSpec
 from .check import Check
@@ -157,6 +158,12 @@ _GATED_DELTANET_NAMES = {
     "in_proj_b": "gated_deltanet/in_proj_b", "in_proj_a": "gated_deltanet/in_proj_a", "conv1d": "gated_deltanet/conv1d",
     "dt_bias": "gated_deltanet/dt_bias", "A_log": "gated_deltanet/A_log", "norm": "gated_deltanet/norm",
     "out_proj": "gated_deltanet/out_proj", "linear_attn": "gated_deltanet/conv1d+scan"}
+# OLMo Hybrid's (OlmoHybridGatedDeltaNet): q, k and v projected apart (llmcalc's in_proj_qkv, together), the gate
+# g_proj (in_proj_z), o_norm and o_proj
+_GATED_DELTANET_NAMES.update({"q_proj": "gated_deltanet/in_proj_qkv", "k_proj": "gated_deltanet/in_proj_qkv",
+                              "v_proj": "gated_deltanet/in_proj_qkv", "a_proj": "gated_deltanet/in_proj_a",
+                              "b_proj": "gated_deltanet/in_proj_b", "g_proj": "gated_deltanet/in_proj_z",
+                              "o_norm": "gated_deltanet/norm", "o_proj": "gated_deltanet/out_proj"})
 # RecurrentGemma: its norms and MLP, its recurrent block's parts (RecurrentGemmaRglru, ``rg_lru``, holds both
 # gates and recurrent_param, and runs the gates' batched matmuls), and the attention module it shares the name
 # ``temporal_block`` with (the eager attention's own matmuls; the recurrent block runs none of its own)
@@ -164,6 +171,12 @@ _LAYER_NAMES.update({"temporal_pre_norm": "norm/attention", "channel_pre_norm": 
                      "linear_y": "rglru/linear_y", "linear_x": "rglru/linear_x", "linear_out": "rglru/linear_out",
                      "conv_1d": "rglru/conv1d", "rg_lru": "rglru/input_gate+recurrent_gate+recurrent_param",
                      "temporal_block": "attention/scores+values"})
+# Kimi Linear's KDA mixer (KimiLinearDeltaAttention, a kda layer's ``self_attn``; its forget gate's projections and
+# parameters under ``forget_gate``): its parts; its own ops are the conv (F.conv1d on conv1d's weight) and the rule
+_KDA_NAMES = {name: f"kda/{name}" for name in ("q_proj", "k_proj", "v_proj", "conv1d", "f_a_proj", "f_b_proj",
+                                               "dt_bias", "A_log", "b_proj", "g_a_proj", "g_b_proj", "o_norm",
+                                               "o_proj")}
+_KDA_NAMES["self_attn"] = "kda/conv1d+scan"
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
@@ -303,6 +316,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         index = _LAYER_INDEX.search(path)
         if index is not None and layer_specs(cfg)[int(index.group(1))].attention == "lightning":
             return _LIGHTNING_NAMES[last]  # a lightning layer's mixer
+    if spec is not None and spec.attention == "kda" and parts[0] == "self_attn" and last in _KDA_NAMES:
+        return _KDA_NAMES[last]  # a kda layer's mixer
     if cfg.has_gated_deltanet and parts[0] == "linear_attn" and len(parts) <= 2 and last in _GATED_DELTANET_NAMES:
         return _GATED_DELTANET_NAMES[last]  # a gated_deltanet layer's mixer
     if cfg.has_gated_deltanet and cfg.attention_gate and parts[0] == "self_attn" and last == "q_proj":
@@ -320,8 +335,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     if len(parts) >= 2 and parts[0] in _MLP_MODULES and parts[1] in ("gate", "router"):  # and its parts (gate.wg)
         return "moe/router"
     if last == "post_attention_layernorm":  # after the attention branch (sandwich, OLMo 2) or before the MLP
-        return "norm/attention_post" if cfg.norm_placement in ("sandwich", "post_branch") and not glm4 \
-            else "norm/mlp"
+        placement = (cfg if spec is None else layer_config(cfg, spec)).norm_placement  # OLMo Hybrid: per layer
+        return "norm/attention_post" if placement in ("sandwich", "post_branch") and not glm4 else "norm/mlp"
     if len(parts) == 1 and last in _ATTENTION_MODULES:  # the eager attention's own matmuls
         return "attention/scores+values"
     if len(parts) == 2 and last in _ATTENTION_MODULES:  # GPT-Neo's attn.attention, DBRX's norm_attn_norm.attn
@@ -440,7 +455,8 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 # entry is 1; the causal mask only adds, and matmul FLOPs and cache bytes do not depend on its values)
 NO_MASK = frozenset({"mamba2"})
 MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2", "lfm2_moe", "minimax"})
-MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe"}
+MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe", "kimi_linear", "falcon_h1",
+                 "olmo_hybrid"}
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
@@ -540,6 +556,7 @@ def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str
             group.spec.window if group.spec.chunk is None else group.spec.chunk)  # a chunk: as a window
         cached = prefill if window is None else min(prefill, window - 1)
         total += group.count * batch * cached * per_token * bytes_per(dtype)
+        total += sum(group.count * batch * m.state_values * bytes_per(dtype) for m in block.beside)
     return total
 
 

@@ -143,6 +143,8 @@ def check_rolling_buffer(cfg: ModelConfig, attention: str = "eager") -> tuple[bo
         types = ("gated_deltanet", "sliding", "full")
     if cfg.has_rglru and "rglru" not in types:  # likewise rglru layers
         types = ("rglru", "sliding", "full")
+    if cfg.has_kda and "kda" not in types:  # likewise kda layers
+        types = ("kda", "sliding", "full")
     cfg = small_config(cfg, sliding_window=3, layer_types=types, dsa=None)  # DSA: full layers only
     model, tokens = _model(cfg, attention), _tokens(cfg)
     return _result(_chunked(model, tokens, [1] * 12), model(tokens))

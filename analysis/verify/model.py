@@ -36,7 +36,9 @@ Conventions:
   ``post_branch`` (OLMo 2): ``x += n_a_post(attn(x)); x += n_m_post(ffn(x))``;
   parallel ``pre``: ``x += attn(n_a(x)) + ffn(n_m(x))``, with ``n_m = n_a`` when
   ``parallel_norms`` is 1 (GPT-J, PaLM) and a separate norm when it is 2 (GPT-NeoX);
-  parallel ``sandwich``: as parallel ``pre`` with a post norm on each branch output.
+  parallel ``sandwich``: as parallel ``pre`` with a post norm on each branch output. A layer with a
+  recurrent mixer beside its attention (``parallel_mixer``, Falcon-H1) reads ``attn(h) + mixer(h)`` for
+  ``attn(h)``, the mixer a submodule named by its kind (``mamba2``) and its state in the cache's ``beside``.
 - a tied LM head *is* ``embedding.token.weight``; the embedding is registered first, so
   deduplicated ``named_parameters`` name it ``embedding.token.weight``.
 - ``logits="last"`` keeps only the last position before the final norm (norms act per
@@ -66,6 +68,7 @@ from ..model.layers import LayerSpec, layer_config, layer_specs
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE, dense_and_moe
 from .gated_deltanet import GatedDeltaNetMixer
+from .kda import KDAMixer
 from .lightning import LightningMixer
 from .mamba import MambaMixer
 from .mamba2 import Mamba2Mixer
@@ -73,6 +76,10 @@ from .norms import make_norm
 from .rglru import RGLRUMixer
 from .short_conv import ShortConvMixer
 from .vision import add_vision
+
+# the recurrent mixers' reference modules, by layer type
+MIXERS = {"mamba": MambaMixer, "mamba2": Mamba2Mixer, "short_conv": ShortConvMixer, "lightning": LightningMixer,
+          "gated_deltanet": GatedDeltaNetMixer, "rglru": RGLRUMixer, "kda": KDAMixer}
 
 
 @dataclass
@@ -143,32 +150,25 @@ class Block(nn.Module):
                  recompute: str = "none"):
         super().__init__()
         self.spec = spec
-        self.placement, self.parallel, self.recompute = cfg.norm_placement, cfg.parallel_block, recompute == "full"
+        placement = layer_config(cfg, spec).norm_placement  # a layer without attention may have its own
+        self.placement, self.parallel, self.recompute = placement, cfg.parallel_block, recompute == "full"
         if spec.attention == "none":  # no mixer: the layer is its FFN alone
             pass
-        elif spec.attention == "mamba2":  # the Mamba-2 mixer (analysis.verify.mamba2)
-            self.mamba2 = Mamba2Mixer(cfg, index)
-        elif spec.attention == "short_conv":  # LFM2's gated short convolution (analysis.verify.short_conv)
-            self.short_conv = ShortConvMixer(cfg, index)
-        elif spec.attention == "lightning":  # MiniMax's lightning attention (analysis.verify.lightning)
-            self.lightning = LightningMixer(cfg, index)
-        elif spec.attention == "gated_deltanet":  # the Gated DeltaNet mixer (analysis.verify.gated_deltanet)
-            self.gated_deltanet = GatedDeltaNetMixer(cfg, index)
-        elif spec.attention == "rglru":  # Griffin's recurrent block (analysis.verify.rglru)
-            self.rglru = RGLRUMixer(cfg, index)
-        elif spec.recurrent:  # a mamba layer: the mixer in attention's place (analysis.verify.mamba)
-            self.mamba = MambaMixer(cfg, index)
+        elif spec.recurrent:  # a recurrent mixer in attention's place, named by its kind
+            setattr(self, spec.attention, MIXERS[spec.attention](cfg, index))
         else:  # full_head_dim, full_kv_heads, full_k_eq_v: a full layer's own shape
             self.attention = make_attention(layer_config(cfg, spec), index, spec, attention)
             self.attention.selective = recompute == "selective"
             self.rope_dims = rope_dims(layer_config(cfg, spec))
+            if spec.beside is not None:  # a recurrent mixer beside it (parallel_mixer), its state in cache.beside
+                setattr(self, spec.beside, MIXERS[spec.beside](layer_config(cfg, spec), index))
         if spec.ffn in ("moe", "dense+moe"):
             self.moe = MoE(cfg, routing)
         if spec.ffn in ("dense", "dense+moe"):
             self.mlp = MLP(cfg)
         if cfg.layer_scalar:  # Gemma 4: the block's output times one stored scalar
             self.layer_scalar = nn.Parameter(torch.ones(1))
-        names = [n for n in block_norms(cfg) if spec.ffn is not None or not n.startswith("mlp")]
+        names = [n for n in block_norms(layer_config(cfg, spec)) if spec.ffn is not None or not n.startswith("mlp")]
         names = [n for n in names if spec.attention != "none" or not n.startswith("attention")]
         if spec.ffn == "dense+moe":  # the experts' input norm, and one after each of the two FFNs
             names += ["moe", "dense_post", "moe_post"]
@@ -215,19 +215,13 @@ class Block(nn.Module):
         ffn = self.ffn(x)
 
         def attn(h):
-            if self.spec.attention == "mamba2":
-                return self.mamba2(h, ctx.cache, ctx.start_pos)
-            if self.spec.attention == "short_conv":
-                return self.short_conv(h, ctx.cache, ctx.start_pos)
-            if self.spec.attention == "lightning":
-                return self.lightning(h, ctx.cache, ctx.start_pos)
-            if self.spec.attention == "gated_deltanet":
-                return self.gated_deltanet(h, ctx.cache, ctx.start_pos)
-            if self.spec.attention == "rglru":
-                return self.rglru(h, ctx.cache, ctx.start_pos)
             if self.spec.recurrent:
-                return self.mamba(h, ctx.cache, ctx.start_pos)
-            return self.attention(h, ctx)
+                return getattr(self, self.spec.attention)(h, ctx.cache, ctx.start_pos)
+            out = self.attention(h, ctx)
+            if self.spec.beside is None:
+                return out
+            beside = None if ctx.cache is None else ctx.cache.beside
+            return out + getattr(self, self.spec.beside)(h, beside, ctx.start_pos)
 
         if ffn is None:  # a mixer alone (a mamba layer with d_ff 0)
             return self.mixer_only(x, attn)

@@ -31,7 +31,22 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...errors import ConfigError, UnmappedModelType, brief
-from . import core, dense, dsa, gated_deltanet, gemma4, hybrid, minimax, moe, older, recent, recurrent, rglru, traits
+from . import (
+    core,
+    dense,
+    dsa,
+    gated_deltanet,
+    gemma4,
+    hybrid,
+    kda,
+    minimax,
+    moe,
+    older,
+    recent,
+    recurrent,
+    rglru,
+    traits,
+)
 from .common import _dtype, _name, _refuse_null
 from .core import _qwen3_vl_moe_text, _qwen3_vl_text, _qwen_vl_text
 from .defaults import DEFAULTS, SUBCONFIGS
@@ -85,6 +100,7 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     **rglru.MAPPERS,
     **dsa.MAPPERS,
     **gemma4.MAPPERS,
+    **kda.MAPPERS,
 }
 
 
@@ -98,6 +114,8 @@ _READS_REJECTED.update({"bamba": ("attn_layer_indices", "mamba_d_state"),
 
 _READS_REJECTED["jamba"] = ("attn_layer_period", "mamba_d_state")
 _READS_REJECTED["nemotron_h"] = ("layers_block_type", "hybrid_override_pattern", "ssm_state_size")
+_READS_REJECTED["falcon_h1"] = ("mamba_d_state",)
+_READS_REJECTED["olmo_hybrid"] = ("linear_num_value_heads",)
 _READS_REJECTED.update({k: ("linear_num_value_heads", "full_attention_interval")
                         for k in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")})
 

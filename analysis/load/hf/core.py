@@ -301,12 +301,14 @@ def _smollm3(r: Raw) -> dict[str, Any]:
     return out
 
 
-def _mla(r: Raw, derive_v: bool = False) -> dict[str, Any]:
+def _mla(r: Raw, derive_v: bool = False, rope: bool = True, context: str = "max_position_embeddings"
+         ) -> dict[str, Any]:
     """DeepSeek's multi-head latent attention (no biases: ``attention_bias`` refused) on a pre-norm
     RMSNorm layer with a gated MLP ``intermediate_size`` wide (DeepSeek-V2/V3, Youtu, MiniCPM3,
     GLM-4.7-Flash). ``derive_v``: a null ``v_head_dim`` is hidden_size // heads (MiniCPM3), else
-    it is needed."""
-    out = _base(r)
+    it is needed; without ``rope`` no layer rotates (Kimi Linear: its shared key part stays as
+    projected)."""
+    out = _base(r, context=context)
     r.false("attention_bias", "biases on MLA projections are not modeled")
     r.ignore("head_dim", "qk_head_dim")  # derived from the MLA sizes
     kv = r.maybe_size("num_key_value_heads")  # None: one per head
@@ -320,6 +322,9 @@ def _mla(r: Raw, derive_v: bool = False) -> dict[str, Any]:
         mla["q_lora_rank"] = q_lora
     out.update(d_ff=r.size("intermediate_size"), activation=r.activation("hidden_act", True),
                norm="rmsnorm", attention="mla", mla=mla)
+    if not rope:
+        out["position"] = "none"
+        return out
     _rope(r, out)
     out.pop("rotary_fraction", None)
     return out
