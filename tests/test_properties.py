@@ -285,7 +285,7 @@ def test_lora_under_a_layout_trains_the_adapters_alone(case, data):
     targets = data.draw(st.one_of(st.just((ALL_LINEAR,)), st.lists(st.sampled_from(linear_keys(cfg)), min_size=1,
                                                                     unique=True).map(tuple)))
     lora = LoRA(data.draw(st.integers(1, 4)), targets)
-    run = case.run.replace(lora=lora)
+    run = case.run.replace(lora=lora, recompute="full" if case.run.recompute == "op" else case.run.recompute)  # no op
     trained = [sum(n for n, _ in unit_sizes(cfg, layout, s, lora)) for s in range(layout.pp)]
     assert sum(trained) == sum(adapter_params(cfg, lora).values())
     for s in range(layout.pp):

@@ -27,7 +27,7 @@ from ..model.architecture import Block
 from ..model.config import ModelConfig
 from ..model.parts import Linear
 from ..model.tape import STAT
-from ..model.variants import POSITIONS
+from ..model.variants import POSITIONS, Op
 from ..spec import RunSpec
 
 GROUPED = ("moe/experts", "moe/shared_experts")  # a mixture's experts: grouped GEMMs, off op's list
@@ -58,6 +58,18 @@ def rerun_core(cfg: ModelConfig, run: RunSpec) -> bool:
     """Whether backward runs eager attention's core again: under ``full``, and under ``selective`` or
     ``op`` where the layers run it eager (flash keeps no score matrix; op keeps the kernel's output)."""
     return run.recompute == "full" or (run.recompute in ("selective", "op") and eager_core(cfg, run))
+
+
+def rerun_ops(layer: Block, run: RunSpec, ops: list[Op]) -> list[Op]:
+    """Of one layer's forward elementwise ops ``ops`` (``run`` resolved), those ``op`` runs again: all but
+    the ops on the scores inside a flash kernel whose output it keeps and the bias adds of the linears it
+    keeps (fused into their matmuls)."""
+    core = rerun_core(layer.cfg, run)
+    out = [o for o in ops if core or not o.scores]
+    for m in kept_linears(layer, run):
+        if m.bias:  # one of the bias adds of its size (alike, whichever)
+            out.remove(next(o for o in out if o.key == "bias" and o.elements == run.tokens * m.active * m.d_out))
+    return out
 
 
 def kept_bytes(layer: Block, run: RunSpec, b: int) -> dict[str, int]:

@@ -39,12 +39,13 @@ from ..model.config import ModelConfig
 from ..model.formats import FORMATS
 from ..model.parts import Linear
 from ..model.sizes import bytes_per, weight_bytes
+from ..model.variants import Op
 from ..spec import RunSpec
 from .flops import _add, attended_keys, core_keys, core_recomputed, layer_ops, linear_rows, model_ops
 from .lora import frozen_keys, layer_adapted
 from .memory import trained_state
 from .quant import linear_weight_bytes
-from .recompute import rerun_core, rerun_linears
+from .recompute import rerun_core, rerun_linears, rerun_ops
 
 
 def attended_span(past: int, n: int, window: int | None, chunk: int | None) -> int:
@@ -95,7 +96,7 @@ def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
                  + rows * m.active * (m.d_in + 2 * r + m.d_out) * b)
     for key, n in _attention_bytes(layer, run, b, kv).items():
         _add(out, key, n)
-    _add_ops(out, layer, run, b)
+    _add_ops(out, run, layer_ops(layer, run), b)
     if run.mode != "train":
         _add(out, "kv_cache", weight_bytes(T * layer.attention.kv_values_per_token, run.kv_dtype))
     return out
@@ -109,16 +110,16 @@ def _linear_bytes(layer: Block, m: Linear, run: RunSpec, b: int) -> int:
             + rows * m.active * (m.d_in + m.d_out) * b)
 
 
-def _add_ops(out: dict[str, int], layer: Block, run: RunSpec, b: int) -> None:
-    """A layer's elementwise ops' bytes (flash fuses the ops on the scores into its kernel)."""
+def _add_ops(out: dict[str, int], run: RunSpec, ops: list[Op], b: int) -> None:
+    """Elementwise ops' bytes (flash fuses the ops on the scores into its kernel)."""
     flash = run.attention == "flash"
-    for op in layer_ops(layer, run):
+    for op in ops:
         _add(out, op.key, 0 if flash and op.scores else op.io * op.elements * b)
 
 
 def rerun_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
     """Bytes of what backward runs again of one layer under ``op`` (``run`` resolved): the linears it
-    does not keep, eager attention's core and every elementwise op (:mod:`.recompute`)."""
+    does not keep, eager attention's core and the elementwise ops it runs again (:mod:`.recompute`)."""
     b = bytes_per(run.dtype)
     out: dict[str, int] = {}
     for m in rerun_linears(layer, run):
@@ -126,7 +127,7 @@ def rerun_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
     if rerun_core(layer.cfg, run):
         for key, n in _attention_bytes(layer, run, b, b).items():
             _add(out, key, n)
-    _add_ops(out, layer, run, b)
+    _add_ops(out, run, rerun_ops(layer, run, layer_ops(layer, run)), b)
     return out
 
 

@@ -36,7 +36,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
 from ..count.flops import layer_ops, linear_rows, model_ops
-from ..count.recompute import rerun_core, rerun_linears
+from ..count.recompute import rerun_core, rerun_linears, rerun_ops
 from ..errors import ConfigError, SpecError, brief
 from ..model.architecture import build
 from ..model.config import ModelConfig
@@ -170,12 +170,14 @@ def _mixes(cal: Calibration, cfg: ModelConfig, run: RunSpec) -> dict[str, _Mix]:
                 keys = run.seq if block.spec.window is None else min(run.seq, block.spec.window)
                 mix("attention/scores").add(n, 1.0, cal.gemm_eff(run.query_len, keys, attn.score_dim), True)
                 mix("attention/values").add(n, 1.0, cal.gemm_eff(run.query_len, attn.value_dim, keys), True)
-        for op in layer_ops(block, run):
+        ops = layer_ops(block, run)
+        for op in ops:
             if not (flash and op.scores):  # flash fuses the score ops into its kernel
                 mix(op.key).add(n)
-                if op_again:
+        if op_again:  # the linears it keeps no output of, eager attention's core, the elementwise ops
+            for op in rerun_ops(block, run, ops):
+                if not (flash and op.scores):
                     mix(op.key).rerun += n
-        if op_again:  # the linears it keeps no output of, eager attention's core
             for m in rerun_linears(block, run):
                 mix(m.key).rerun += n
             if rerun_core(cfg, run):
