@@ -108,7 +108,7 @@ def _tp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int,
     reduce("tp region outputs", act, 2 * n * passes, gathered)
     if rerun and n:  # per-op checkpointing keeps the reduce-scatters' outputs: backward reruns the rest
         kind, payload = ("all-gather", gathered) if layout.sp else ("all-reduce", act)
-        out.append(Collective("tp region outputs", kind, "tp", tp, 2 * n * m, 2 * n * m * payload))
+        out.append(Collective("tp region outputs, rerun", kind, "tp", tp, 2 * n * m, 2 * n * m * payload))
     if train:
         mla = [s for s in layers if s.attention == "mla"]
         mha = n - len(mla)

@@ -375,7 +375,8 @@ def _stage_compute(parts: dict[str, Component], work: list[int], whole: int, hel
     return mine, sum(c.time_s for c in mine.values()), sum(c.expected_s for c in mine.values())
 
 
-TP_REGIONS = ("tp region outputs", "tp region input gradients")  # sp: an all-gather before, a reduce-scatter after
+# sp: an all-gather before, a reduce-scatter after (per-op checkpointing runs the all-gathers again)
+TP_REGIONS = ("tp region outputs", "tp region input gradients", "tp region outputs, rerun")
 
 
 def _async_tp(local: ModelConfig, run: RunSpec, cs: list[Collective], times: list[float],
@@ -384,7 +385,8 @@ def _async_tp(local: ModelConfig, run: RunSpec, cs: list[Collective], times: lis
     that asynchronous tensor parallelism hides (module docstring): in each region kind (attention,
     FFN; the collectives split evenly between them, as :func:`.comm._tp` counts two regions a layer),
     ``min(comm, (tp - 1) / tp x matmuls)``, the matmuls being the region's linears in the forward
-    passes and backward's input gradients."""
+    passes and backward's input gradients (a linear recomputation runs again: its forward twice, and
+    the all-gathers per-op checkpointing runs again with it)."""
     tp, m, train = run.layout.tp, run.layout.steps, run.mode == "train"
     comm = sum(t for c, t in zip(cs, times) if c.group == "tp" and c.what in TP_REGIONS) / 2
     rerun = {lin.key for _, block in build(local).blocks for lin in rerun_linears(block, run)} if train else set()
