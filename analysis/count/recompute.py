@@ -19,7 +19,7 @@ what a layer keeps for it instead of what autograd would save (the docs' Convent
   (torchao's ``aten._scaled_mm`` is off the list) and its casts, and the collectives other than
   reduce-scatters (all-gathers, all-reduces, all-to-alls). The fp8 amaxes it keeps (a scalar a cast)
   are left out. Recurrent mixers, DSA's indexer and LoRA adapters have no such policy here: refused
-  (:class:`analysis.spec.RunSpec`);
+  (:func:`analysis.spec.op_refusal`);
 - ``full``: every layer checkpointed whole: it keeps its input, and backward runs its forward again.
 """
 
