@@ -31,7 +31,9 @@ def test_verify_json_bundled(run, bundled_copy, name):
                    "flops/eager/recompute/backward/total", "flops/flash/recompute/backward/total",
                    "activations/eager/total", "activations/flash/total",
                    "activations/eager/recompute/total", "activations/flash/recompute/total",
-                   "flops/eager/selective/backward/total", "activations/eager/selective/total"):
+                   "flops/eager/selective/backward/total", "activations/eager/selective/total",
+                   "flops/eager/op/backward/total", "flops/flash/op/backward/total",
+                   "activations/eager/op/total", "activations/flash/op/total"):
         assert any(n.startswith(prefix) for n in names), prefix
     assert all(c["ok"] and c["analytic"] == c["measured"] for c in data["checks"])
 
