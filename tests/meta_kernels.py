@@ -1,6 +1,6 @@
 """The meta device's kernels for the tests: torch's C++ shape functions where an operator has one
-(tests/conftest.py switches them on once torch is imported; tests/test_reference.py checks that
-both kernel sets measure the same).
+(tests/conftest.py switches them on for a session with reference tests; tests/test_against.py
+checks that both kernel sets measure the same).
 
 torch registers the Python reference implementation (torch._refs and torch._decomp) of every
 operator it has one for as that operator's Meta kernel, over the C++ meta function the operator
