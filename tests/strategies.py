@@ -446,9 +446,11 @@ def _single_sublayers(draw, raw):
 
 
 @st.composite
-def valid_configs(draw):
+def valid_configs(draw, layouts: bool = False):
     """Raw config mappings over every ModelConfig key and value (test_config checks the
-    coverage); sizes stay tiny, since verify tests build these on the meta device."""
+    coverage); sizes stay tiny, since verify tests build these on the meta device. With `layouts`,
+    only what parallel layouts accept: no vision tower, DSA indexer, recurrent mixer or dense MLP
+    beside the experts (sharding.check_layout refuses them), so no test filters out most draws."""
     n_layers = draw(st.integers(1, 4))
     raw = {"name": "r", "vocab_size": draw(st.integers(1, 500)), "context_length": draw(st.integers(1, 64)),
            "n_layers": n_layers, "d_ff": draw(st.integers(1, 64))}
@@ -464,7 +466,7 @@ def valid_configs(draw):
         raw["n_heads"] = draw(st.integers(1, 4))
         raw["d_model"] = draw(st.integers(1, 48))
         raw["mla"] = draw(_mla(rope))
-        if rope and draw(st.booleans()):  # DSA's indexer, on the low-rank query
+        if rope and not layouts and draw(st.booleans()):  # DSA's indexer, on the low-rank query
             raw["mla"]["q_lora_rank"] = raw["mla"].get("q_lora_rank") or draw(st.integers(1, 16))
             raw["dsa"] = {"n_heads": draw(st.integers(1, 4)), "topk": draw(st.integers(1, 8)),
                           "head_dim": raw["mla"]["qk_rope_head_dim"] + draw(st.integers(0, 4))}
@@ -554,9 +556,9 @@ def valid_configs(draw):
         raw["moe"] = None
     if raw.get("moe") is not None:  # sub_norms applies to dense models only, whatever its value
         raw.pop("sub_norms", None)
-        if raw["norm_placement"] in ("pre", "sandwich") and not raw["parallel_block"]:  # Gemma 4's dense+moe
+        if raw["norm_placement"] in ("pre", "sandwich") and not raw["parallel_block"] and not layouts:  # Gemma 4
             raw["moe"]["beside_mlp"] = draw(st.booleans())
-    if draw(st.booleans()):
+    if not layouts and draw(st.booleans()):
         raw["vision"] = draw(_vision())
     moe = raw.get("moe")
     if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1 or moe.get("beside_mlp"):
@@ -566,7 +568,7 @@ def valid_configs(draw):
         raw["position_offset"] = draw(st.integers(0, 3))
     # recurrent layers in one config of 14 for each recurrent kind (layouts, LoRA and bytes moved refuse
     # them: the properties over those need the rest), alone or beside attention ones, with or without FFN
-    recurrent = draw(st.integers(0, 13))
+    recurrent = len(RECURRENT_MAPPINGS) if layouts else draw(st.integers(0, 13))
     if recurrent < len(RECURRENT_MAPPINGS):
         kind = list(RECURRENT_MAPPINGS)[recurrent]
         # 0: beside attention alone (Falcon-H1); 1: in layers of its own too; else in layers of its own
