@@ -170,6 +170,7 @@ def _moe(draw, n_layers):
     ``i`` with ``(i + 1) % step == 0`` is MoE unless ``first_dense_layers`` passes it."""
     e = draw(st.integers(1, 6))
     moe = {"num_experts": e, "experts_per_token": draw(st.integers(1, e))}
+
     if draw(st.booleans()):
         moe["expert_d_ff"] = draw(st.integers(1, 32))
     shared = draw(st.integers(0, 2))
@@ -190,6 +191,24 @@ def _moe(draw, n_layers):
         if draw(st.booleans()):
             moe[key] = draw(st.booleans())
     return moe
+
+
+def _longcat_moe(draw, raw, attention_only):
+    """LongCat-Flash's MoE: identity experts (a whole share of real ones per token) and, on attention layers, the
+    shortcut: pairs of sequential pre-norm layers, the MoE beside every even one's MLP."""
+    moe = raw["moe"]
+    e, z = moe["num_experts"], draw(st.integers(0, 3))
+    moe["zero_experts"] = z
+    moe["experts_per_token"] = draw(st.sampled_from([k for k in range(1, e + z + 1) if k * e % (e + z) == 0]))
+    if not attention_only or not draw(st.booleans()):
+        return
+    moe["shortcut"] = draw(st.booleans())
+    if moe["shortcut"]:
+        raw["moe"] = {k: v for k, v in moe.items() if k not in ("step", "first_dense_layers")}
+        raw["n_layers"] += raw["n_layers"] % 2
+        raw.update(norm_placement="pre", parallel_block=False, layer_scalar=False)
+        for key in ("ffn_layers", "parallel_norms"):
+            raw.pop(key, None)
 
 
 @st.composite
@@ -377,7 +396,7 @@ def valid_configs(draw):
         raw["n_heads"] = draw(st.integers(1, 4))
         raw["d_model"] = draw(st.integers(1, 48))
         raw["mla"] = draw(_mla(rope))
-        if rope and raw["mla"].get("q_lora_rank") and draw(st.booleans()):  # DSA's indexer
+        if rope and raw["mla"].get("q_lora_rank") and draw(st.integers(0, 3)) > 0:  # DSA's indexer, mostly
             raw["dsa"] = {"n_heads": draw(st.integers(1, 4)), "topk": draw(st.integers(1, 8)),
                           "head_dim": raw["mla"]["qk_rope_head_dim"] + draw(st.integers(0, 4))}
     else:
@@ -488,6 +507,8 @@ def valid_configs(draw):
         if raw.get("layer_types"):
             raw["layer_types"] = [t for t in raw["layer_types"] if t not in ("sliding", "chunked")] or ["full"]
         raw["attention_sinks"] = False
+    if raw.get("moe") is not None and draw(st.integers(0, 2)) == 0:  # LongCat-Flash's MoE
+        _longcat_moe(draw, raw, recurrent >= len(RECURRENT_MAPPINGS))
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
     optional = [k for k in raw if k not in REQUIRED]
     for key in draw(st.lists(st.sampled_from(optional), unique=True)):

@@ -98,6 +98,10 @@ EXTRA["nemotron_h"] = {"layers_block_type": ["linear_attention", "mlp", "full_at
 EXTRA["minimax"] = {"block_size": 3}
 # Gemma 4: its class default (hidden_size_per_layer_input 256) turns on per-layer embeddings, refused
 EXTRA["gemma4_text"] = {"hidden_size_per_layer_input": 0}
+# LongCat-Flash runs on the CPU (against.NOT_ON_META): its checkpoint's experts (512 and 256 identity ones), small
+EXTRA["longcat_flash"] = dict(vocab_size=1000, hidden_size=64, num_attention_heads=4, ffn_hidden_size=96,
+                              q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, head_dim=8,
+                              v_head_dim=8, moe_topk=3, expert_ffn_hidden_size=32, max_position_embeddings=64)
 
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))
@@ -320,3 +324,39 @@ def test_dsa_attention_flops_closed_form(tmp_path, model_type):
     assert core.measured == L * 2 * h * S * S * (d_qk + d_v) and core.note == against.EVERY_KEY
     assert checks["transformers/flops/eager/forward/attention/indexer"].measured == L * 2 * n * S * S * (D + 1)
     assert checks["transformers/flops/eager/forward/attention/indexer/wq_b"].note == ""
+
+
+def test_longcat_identity_experts_closed_form(tmp_path):
+    """LongCat-Flash's identity experts: a token's FLOPs depend on how many of its k choices reach real experts.
+    llmcalc counts the share routing balanced over all E + Z experts gives them, k*E/(E+Z) (2 of 3 here; 8 of
+    12 in LongCat-Flash), per token of a MoE layer: three d x f matrices each, and the d -> E + Z router.
+    transformers' model, its routers steered to that share, measures exactly that; steered to identity experts
+    only, its experts compute nothing. Its stacked gate_up_proj holds Z rows more than the checkpoint's experts."""
+    from transformers import AutoConfig
+
+    raw = AutoConfig.for_model("longcat_flash", num_hidden_layers=4, n_routed_experts=4, zero_expert_num=2,
+                               **EXTRA["longcat_flash"]).to_dict()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    cfg = load_model(str(path))
+    d, f, E, Z, T, moe_layers = 64, 32, 4, 2, 8, 2  # layers 0 and 2 of 4 sublayers
+    fwd = count_flops(cfg, RunSpec("train", T, 1, "eager")).forward.matmul
+    assert fwd["moe/experts"] == moe_layers * T * 2 * 3 * 2 * d * f
+    assert fwd["moe/router"] == moe_layers * T * 2 * d * (E + Z)
+    assert fwd["mlp/up"] == 4 * T * 2 * d * 96  # every sublayer's own MLP
+    checks = {c.name: c for c in against.against_transformers(cfg, raw, T, 1, str(path), "cpu")}
+    assert [c for c in checks.values() if not c.ok] == []
+    experts = checks["transformers/flops/eager/forward/moe/experts"]
+    assert experts.measured == fwd["moe/experts"] and experts.note == against.STEERED
+    params = checks["transformers/params/moe/experts"]
+    assert params.measured - count_params(cfg).components["moe/experts"] == moe_layers * Z * 2 * f * d
+    assert params.note == against.PHANTOM
+    import torch
+
+    model = against.build_hf(raw, device="cpu")
+    for m in model.modules():  # two choices, both identity experts: no expert matmul at all
+        if hasattr(m, "e_score_correction_bias"):
+            m.top_k = 2
+            m.e_score_correction_bias.data = torch.tensor([0.0] * E + [2.0] * Z)
+    measured, _ = against.measure_flops(model, cfg, 1, T)
+    assert "moe/experts" not in measured and measured["moe/router"] == fwd["moe/router"]

@@ -54,8 +54,9 @@ def cases(draw, lora: bool = True) -> Case:
 
 
 def _layouts_allow(cfg: ModelConfig) -> bool:
-    """Parallel layouts refuse a vision tower, DSA's indexer and recurrent mixers."""
-    return cfg.vision is None and cfg.dsa is None and not _recurrent(cfg)
+    """Parallel layouts refuse a vision tower, DSA's indexer, recurrent mixers and LongCat-Flash's MoE."""
+    longcat = cfg.moe is not None and (cfg.moe.zero_experts or cfg.moe.shortcut)
+    return cfg.vision is None and cfg.dsa is None and not _recurrent(cfg) and not longcat
 
 
 def _recurrent(cfg: ModelConfig) -> bool:

@@ -117,7 +117,8 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
     def ffn(x: str) -> None:
         if spec.ffn is None:  # no FFN (and no norm around it)
             return
-        layer.ffn.saves(tape, T, x)
+        for kind in layer.ffns:  # dense+moe: both read x
+            kind.saves(tape, T, x)
         if post_norms:
             tape.norm("norm/mlp_post", None, T, d)
 

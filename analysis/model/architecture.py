@@ -116,15 +116,10 @@ class Block:
         return mixer_kind(self.spec.attention)(self.cfg)
 
     @property
-    def ffn(self) -> FFNKind:
-        if self.spec.ffn is None:
-            raise ValueError("the layer has no FFN")
-        return FFN[self.spec.ffn](self.cfg)
-
-    @property
     def ffns(self) -> list[FFNKind]:
-        """The layer's FFN, or none."""
-        return [] if self.spec.ffn is None else [self.ffn]
+        """The layer's FFNs: none, one, or a dense MLP and the MoE beside it (``dense+moe``, both reading the
+        norm's output)."""
+        return [] if self.spec.ffn is None else [FFN[kind](self.cfg) for kind in self.spec.ffn.split("+")]
 
     def linears(self) -> list[Linear]:
         return self.mixer.linears() + [m for f in self.ffns for m in f.linears()]

@@ -10,6 +10,12 @@ three matrices (up, gate, down) of the hidden width, the others two.
 active, of width ``shared_expert_d_ff``; both with biases iff ``moe.expert_bias``; and
 ``moe/shared_expert_gate`` (d -> 1, Qwen2-MoE), whose sigmoid scales the shared output.
 Routing: softmax over the router logits, top-k, the k weights renormalized (Mixtral).
+Identity experts (``moe.zero_experts`` Z, LongCat-Flash): the router scores ``E + Z`` experts, and
+a token routed to an identity expert gets its input back, times the weight: no parameters, no
+matmul. How many of a token's k choices reach real experts depends on the data; llmcalc counts the
+share routing balanced over all ``E + Z`` experts gives them, ``k*E/(E+Z)`` (a whole number, a
+rule: LongCat-Flash's 8 of 12, the average its router is trained to), the identity choices as one
+multiply of the input by their summed weight.
 """
 
 from __future__ import annotations
@@ -107,8 +113,8 @@ class MoE(_FFN):
 
     def linears(self) -> list[Linear]:
         c, moe = self.cfg, self.cfg.moe
-        mats = [Linear("moe/router", c.d_model, moe.num_experts, moe.router_bias)]
-        mats += mlp(c, "moe/experts", c.expert_width, moe.expert_bias, moe.num_experts, moe.experts_per_token)
+        mats = [Linear("moe/router", c.d_model, moe.num_experts + moe.zero_experts, moe.router_bias)]
+        mats += mlp(c, "moe/experts", c.expert_width, moe.expert_bias, moe.num_experts, moe.real_experts_per_token)
         if moe.shared_experts:
             mats += mlp(c, "moe/shared_experts", c.shared_expert_width, moe.expert_bias,
                         moe.shared_experts, moe.shared_experts)
@@ -119,14 +125,17 @@ class MoE(_FFN):
     @property
     def hidden_per_token(self) -> int:
         c, moe = self.cfg, self.cfg.moe
-        return moe.experts_per_token * c.expert_width + moe.shared_experts * c.shared_expert_width
+        return moe.real_experts_per_token * c.expert_width + moe.shared_experts * c.shared_expert_width
 
     def ops(self, tokens: int) -> list[Op]:
         c, moe, T, d = self.cfg, self.cfg.moe, tokens, self.cfg.d_model
         # weight each routed expert's output and accumulate it; add the shared experts' output
         out = [activation(c, T * self.hidden_per_token),
-               Op("moe/routing", T * moe.num_experts, SOFTMAX_COST, 2),
-               Op("moe/combine", moe.experts_per_token * T * d, 2, 3)]
+               Op("moe/routing", T * (moe.num_experts + moe.zero_experts), SOFTMAX_COST, 2),
+               Op("moe/combine", moe.real_experts_per_token * T * d, 2, 3)]
+        identity = moe.experts_per_token - moe.real_experts_per_token
+        if identity:  # the identity choices' weights summed, times the input, added
+            out += [Op("moe/combine", (identity - 1) * T, 1, 2), Op("moe/combine", T * d, 2, 3)]
         if moe.shared_experts:
             out.append(Op("moe/combine", moe.shared_experts * T * d, 1, 3))
         if moe.shared_expert_gate:  # sigmoid of one logit, times the shared output
@@ -138,11 +147,12 @@ class MoE(_FFN):
         docstring; per token slot the expert input, weight, output and weighted output)."""
         cfg = self.cfg
         d, b, moe = cfg.d_model, tape.b, cfg.moe
-        E, k = moe.num_experts, moe.experts_per_token
-        slots = T * k  # token slots, summed over the experts that receive them
+        E, Z, k = moe.num_experts, moe.zero_experts, moe.experts_per_token
+        slots = T * moe.real_experts_per_token  # token slots of real experts, summed over the experts
         tape.linear("moe/router", T * d * b, T, x)
-        # probabilities, their sum after top-k, expert ids, renormalized weights, slot token/choice
-        tape.save("moe", T * E * b + T * b + slots * (3 * INDEX + b))
+        # probabilities, their sum after top-k, expert ids and renormalized weights (every choice), the token
+        # and choice of each real slot; identity experts: their summed weight, which multiplies the input
+        tape.save("moe", T * (E + Z) * b + T * b + T * k * (INDEX + b) + slots * 2 * INDEX + (T * b if Z else 0))
         inputs(tape, cfg, "moe/experts", slots * d * b, slots, "experts input")  # gathered per slot
         # per slot: its weight, the expert output and the weighted output
         tape.save("moe/experts", slots * (2 * d + 1) * b)

@@ -13,7 +13,8 @@ Per-layer rules (DESIGN.md section 2):
   the query at position i sees key j iff j <= i and j // C == i // C (Llama 4);
 - ``rope_layers`` (true/false) repeats cyclically; absent, every layer applies RoPE when the
   model's positions are ``rope``;
-- layer ``i`` is MoE when ``i >= moe.first_dense_layers`` and ``(i + 1) % moe.step == 0``;
+- layer ``i`` is MoE when ``i >= moe.first_dense_layers`` and ``(i + 1) % moe.step == 0``; with
+  ``moe.shortcut`` (LongCat-Flash) every even layer is ``dense+moe``: its dense MLP and, beside it, the MoE;
 - ``ffn_layers`` (true/false) repeats cyclically; a false layer has no FFN (nor its norm), as every
   layer with ``d_ff: 0``; a ``none`` layer (``layer_types``) has no mixer (nor its norm): its FFN alone.
 """
@@ -31,7 +32,7 @@ class LayerSpec(NamedTuple):
     attention: str  # the mixer kind: "mha" | "mla" (attention) or "mamba" (recurrent, RECURRENT_TYPES)
     window: int | None  # sliding window W; None: full causal attention (and every recurrent layer)
     rope: bool  # rotates q and k (False: NoPE layer, or no rotary positions)
-    ffn: str | None  # "dense" | "moe"; None: the layer has no FFN (d_ff 0)
+    ffn: str | None  # "dense" | "moe" | "dense+moe" (moe.shortcut); None: the layer has no FFN (d_ff 0)
     chunk: int | None = None  # chunked attention C: keys of the query's own chunk only; None: no chunk
     topk: int | None = None  # DSA (``dsa``): its indexer scores every key seen, attention reads the best topk
 
@@ -103,7 +104,7 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     for i in range(cfg.n_layers):
         window = cfg.sliding_window if types[i % len(types)] == "sliding" else None
         moe = cfg.moe is not None and cfg.moe.is_moe_layer(i)
-        ffn = None if not cfg.has_ffn(i) else "moe" if moe else "dense"
+        ffn = None if not cfg.has_ffn(i) else "dense" if not moe else "dense+moe" if cfg.moe.shortcut else "moe"
         if types[i % len(types)] in RECURRENT_TYPES:  # a recurrent mixer: no window, no RoPE
             specs.append(LayerSpec(types[i % len(types)], None, False, ffn))
             continue

@@ -19,7 +19,8 @@ def _has_dense_mlp(cfg: ModelConfig) -> bool:
         return False
     if cfg.ffn_layers is not None:  # the layers with an FFN that are not MoE
         return any(cfg.has_ffn(i) and (moe is None or not moe.is_moe_layer(i)) for i in range(cfg.n_layers))
-    return moe is None or moe.first_dense_layers > 0 or moe.step > 1  # layer 0 is then dense
+    # layer 0 is then dense; with the shortcut every layer has its dense MLP
+    return moe is None or moe.first_dense_layers > 0 or moe.step > 1 or moe.shortcut
 
 
 def _has_full(cfg: ModelConfig) -> bool:
@@ -157,9 +158,11 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
             check.fail("qk_norm", "l2 norms q and k on the RoPE layers: the model has none")
     moe = cfg.moe
     if moe is not None:
-        if moe.experts_per_token > moe.num_experts:
+        if moe.experts_per_token > moe.num_experts + moe.zero_experts:
             check.fail("moe", f"experts_per_token ({moe.experts_per_token}) exceeds "
-                              f"num_experts ({moe.num_experts})")
+                              f"num_experts ({moe.num_experts})" + (f" + zero_experts ({moe.zero_experts})"
+                                                                    if moe.zero_experts else ""))
+        _zero_expert_checks(cfg, check)
         if not any(moe.is_moe_layer(i) and cfg.has_ffn(i) for i in range(cfg.n_layers)):
             check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
                               f"step {moe.step}, {cfg.n_layers} layers)")
@@ -168,6 +171,26 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
     _mamba_checks(cfg, check)
     if cfg.vision is not None:
         _vision_checks(cfg.vision, check.nested("vision"))
+
+
+def _zero_expert_checks(cfg: ModelConfig, check: Checker) -> None:
+    """Identity experts: a whole number of real experts per token; the shortcut: pairs of pre-norm layers."""
+    moe = cfg.moe
+    E, Z, k = moe.num_experts, moe.zero_experts, moe.experts_per_token
+    if Z and (k * E) % (E + Z):
+        check.fail("moe.zero_experts", f"{Z}: each token's share of real experts, experts_per_token * num_experts / "
+                                       f"(num_experts + zero_experts) = {k * E}/{E + Z}, must be whole (llmcalc "
+                                       "counts that share)")
+    if not moe.shortcut:
+        return
+    if moe.first_dense_layers or moe.step != 1:
+        check.fail("moe.shortcut", "puts the MoE beside every even layer's MLP: not with first_dense_layers or step")
+    if cfg.n_layers % 2 or cfg.ffn_layers is not None:
+        check.fail("moe.shortcut", f"pairs the layers, each with its MLP: needs an even n_layers (got "
+                                   f"{cfg.n_layers}) and no ffn_layers")
+    if cfg.norm_placement != "pre" or cfg.parallel_block or cfg.has_recurrent or cfg.layer_scalar:
+        check.fail("moe.shortcut", "is modeled on sequential pre-norm attention layers (no parallel_block, other "
+                                   "norm_placement, recurrent layers or layer_scalar)")
 
 
 def _vision_checks(v, check: Checker) -> None:

@@ -51,6 +51,7 @@ class LayerContext:
     rope: tuple[torch.Tensor, torch.Tensor] | None  # cos, sin (S, rotated dims); None: no RoPE
     cache: object | None  # a KVCache
     start_pos: int
+    carry: list | None = None  # moe.shortcut: the MoE output a dense+moe layer leaves for the next layer
 
 
 # -- the matmul family a ReferenceFlash matmul belongs to, read by the FLOP counter ---------

@@ -18,11 +18,17 @@ Conventions:
   ``moe.expert_bias``, not ``mlp_bias``), so one expert matrix costs ``2*n_e*d*f`` FLOPs and
   all experts together ``2*T*k*d*f``; shared experts (width ``shared_expert_width``) see
   every token with weight 1, times ``sigmoid(shared_expert_gate(x))`` with the gate
-  (Qwen2-MoE: ``d -> 1``, no bias).
+  (Qwen2-MoE: ``d -> 1``, no bias);
+- identity experts (``moe.zero_experts`` Z, LongCat-Flash): the router scores ``E + Z`` experts; a
+  token's choices of identity experts return its input, so the layer adds the input times the sum
+  of their weights (one multiply per token, as a fused kernel computes it), no matmul.
 
 Routing modes. ``topk`` is the true, data-dependent routing. ``balanced`` assigns token
 slot ``s`` (token ``s // k``, choice ``s % k``) to expert ``s % E``: every token gets k
-distinct experts and expert ``e`` receives ``n_e = T*k//E + (e < T*k % E)`` slots. The meta
+distinct experts and expert ``e`` receives ``n_e = T*k//E + (e < T*k % E)`` slots. With identity
+experts a token's first ``k_r = k*E/(E+Z)`` choices are dealt so over the E real experts and the
+others go to identity experts: the share routing balanced over all ``E + Z`` experts sends to real
+ones (llmcalc's convention, :class:`analysis.model.ffn.MoE`). The meta
 device has no data, so it cannot route; ``auto`` uses ``balanced`` there and ``topk`` on
 real tensors. This is honest for counting: with no tokens dropped every expert matmul is
 linear in its row count, so expert FLOPs and parameters touched depend only on the number
@@ -181,7 +187,8 @@ class MoE(nn.Module):
             raise ValueError(f"routing must be 'auto', 'topk' or 'balanced', got {routing!r}")
         moe = cfg.moe
         self.routing, self.E, self.k = routing, moe.num_experts, moe.experts_per_token
-        self.router = nn.Linear(cfg.d_model, self.E, bias=moe.router_bias)
+        self.Z, self.k_real = moe.zero_experts, moe.real_experts_per_token  # identity experts (LongCat-Flash)
+        self.router = nn.Linear(cfg.d_model, self.E + self.Z, bias=moe.router_bias)
         self.experts = Experts(cfg, self.E, cfg.expert_width, moe.expert_bias)
         self.n_shared = moe.shared_experts
         if self.n_shared:
@@ -192,28 +199,33 @@ class MoE(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, S, d = x.shape
         x = x.reshape(B * S, d)
-        T, E, k = B * S, self.E, self.k
-        probs = self.router(x).softmax(dim=-1)  # (T, E)
+        T, E, k, kr = B * S, self.E, self.k, self.k_real
+        probs = self.router(x).softmax(dim=-1)  # (T, E + Z)
         balanced = self.routing == "balanced" or (self.routing == "auto" and x.device.type == "meta")
-        if balanced:
-            ids = (torch.arange(T * k, device=x.device) % E).view(T, k)  # (T, k)
+        if balanced:  # a token's first kr choices real experts, the others identity ones (module docstring)
+            ids = (torch.arange(T * kr, device=x.device) % E).view(T, kr)  # (T, kr)
+            if self.Z:
+                ids = torch.cat([ids, E + (torch.arange(T * (k - kr), device=x.device) % self.Z).view(T, -1)], 1)
         else:
             ids = probs.topk(k, dim=-1).indices  # (T, k)
         weights = probs.gather(1, ids)
         weights = weights / weights.sum(dim=-1, keepdim=True)  # (T, k), renormalized
         routes = []
         if balanced:  # expert e's j-th slot is e + E*j: experts 0..r-1 get n + 1, the rest n
-            n, r = divmod(T * k, E)
+            n, r = divmod(T * kr, E)
             for lo, hi, m in ((0, r, n + 1), (r, E, n)):
                 if hi > lo and m:
                     slot = torch.arange(lo, hi, device=x.device)[:, None] + E * torch.arange(m, device=x.device)
-                    token, choice = slot // k, slot % k  # (hi - lo, m)
+                    token, choice = slot // kr, slot % kr  # (hi - lo, m)
                     routes.append((slice(lo, hi), token, weights[token, choice]))
         else:
             for e in range(E):
                 token, choice = (ids == e).nonzero(as_tuple=True)
                 routes.append((e, token, weights[token, choice]))
         y = self.experts(x, routes)
+        if self.Z:  # identity experts: the input times the sum of their weights
+            identity = weights[:, kr:] if balanced else weights * (ids >= E)
+            y = y + x * identity.sum(dim=-1, keepdim=True)
         if self.n_shared:
             shared = self.shared_experts(x, [(e, None, None) for e in range(self.n_shared)])  # (T, d)
             if hasattr(self, "shared_expert_gate"):

@@ -35,7 +35,9 @@ Conventions:
   ``post_branch`` (OLMo 2): ``x += n_a_post(attn(x)); x += n_m_post(ffn(x))``;
   parallel ``pre``: ``x += attn(n_a(x)) + ffn(n_m(x))``, with ``n_m = n_a`` when
   ``parallel_norms`` is 1 (GPT-J, PaLM) and a separate norm when it is 2 (GPT-NeoX);
-  parallel ``sandwich``: as parallel ``pre`` with a post norm on each branch output.
+  parallel ``sandwich``: as parallel ``pre`` with a post norm on each branch output;
+  a ``dense+moe`` layer (``moe.shortcut``, LongCat-Flash; sequential ``pre``): ``h = n_m(x); x += mlp(h)``,
+  and ``moe(h)`` joins the residual stream after the next layer, ``x += ffn(n_m(x)) + moe(h)`` there.
 - a tied LM head *is* ``embedding.token.weight``; the embedding is registered first, so
   deduplicated ``named_parameters`` name it ``embedding.token.weight``.
 - ``logits="last"`` keeps only the last position before the final norm (norms act per
@@ -54,7 +56,7 @@ Conventions:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -82,6 +84,7 @@ class Context:
     rope: dict[int, tuple[torch.Tensor, torch.Tensor]] | None  # rotated dims -> cos, sin (S, rotated dims)
     cache: object | None  # a KVCache
     start_pos: int
+    carry: list = field(default_factory=list)  # moe.shortcut: the MoE output a dense+moe layer leaves
 
 
 def sinusoid_table(n: int, d: int) -> torch.Tensor:
@@ -161,9 +164,9 @@ class Block(nn.Module):
             self.attention = make_attention(layer_config(cfg, spec), index, spec, attention)
             self.attention.selective = recompute == "selective"
             self.rope_dims = rope_dims(layer_config(cfg, spec))
-        if spec.ffn == "moe":
+        if spec.ffn in ("moe", "dense+moe"):
             self.moe = MoE(cfg, routing)
-        elif spec.ffn == "dense":
+        if spec.ffn in ("dense", "dense+moe"):
             self.mlp = MLP(cfg)
         if cfg.layer_scalar:  # Gemma 4: the block's output times one stored scalar
             self.layer_scalar = nn.Parameter(torch.ones(1))
@@ -172,6 +175,12 @@ class Block(nn.Module):
         self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in names})
 
     def forward(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
+        """The block; a dense layer after a ``dense+moe`` one (moe.shortcut) adds the MoE output it left."""
+        carry = ctx.carry.pop() if ctx.carry and self.spec.ffn == "dense" else None
+        x = self.checkpointed(x, ctx)
+        return x if carry is None else x + carry
+
+    def checkpointed(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
         if self.spec.recurrent:
             if not self.recompute:
                 return self.run(x, LayerContext(None, None, ctx.cache, ctx.start_pos))
@@ -181,12 +190,13 @@ class Block(nn.Module):
         bias = ctx.biases[self.spec.span]
         rope = ctx.rope[self.rope_dims] if self.spec.rope and ctx.rope is not None else None
         if not self.recompute:
-            return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos))
+            return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos, ctx.carry))
 
         # the layer's mask and RoPE tables go in as arguments, so the checkpoint saves them
         # like x (visible to saved-tensor hooks) instead of keeping them alive by reference
+        # (a dense+moe layer's MoE output leaves through ctx.carry; a recomputation appends it again, unread)
         def run(x, bias, *rope):
-            return self.run(x, LayerContext(bias, rope or None, ctx.cache, ctx.start_pos))
+            return self.run(x, LayerContext(bias, rope or None, ctx.cache, ctx.start_pos, ctx.carry))
 
         # no dropout: nothing random to replay, so the RNG state need not be stashed.
         # Early stop would skip recomputing ops whose outputs backward does not need (the
@@ -203,7 +213,7 @@ class Block(nn.Module):
 
     def unscaled(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         n = self.norm
-        ffn = self.moe if hasattr(self, "moe") else self.mlp if hasattr(self, "mlp") else None
+        ffn = self.mlp if hasattr(self, "mlp") else self.moe if hasattr(self, "moe") else None
 
         def attn(h):
             if self.spec.attention == "mamba2":
@@ -241,6 +251,11 @@ class Block(nn.Module):
             h_mlp = n["mlp"](x) if "mlp" in n else h  # parallel_norms 1: one shared norm
             return x + branch(attn, "attention", h) + branch(ffn, "mlp", h_mlp)
         x = x + branch(attn, "attention", n["attention"](x))
+        if self.spec.ffn == "dense+moe":  # moe.shortcut: the MoE reads the MLP's input, joins after the next layer
+            h = n["mlp"](x)
+            y = ffn(h)
+            ctx.carry.append(self.moe(h))
+            return x + y
         return x + branch(ffn, "mlp", n["mlp"](x))
 
 

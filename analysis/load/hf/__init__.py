@@ -31,7 +31,22 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...errors import ConfigError, UnmappedModelType, brief
-from . import core, dense, dsa, gated_deltanet, gemma4, hybrid, minimax, moe, older, recent, recurrent, rglru, traits
+from . import (
+    core,
+    dense,
+    dsa,
+    gated_deltanet,
+    gemma4,
+    hybrid,
+    longcat,
+    minimax,
+    moe,
+    older,
+    recent,
+    recurrent,
+    rglru,
+    traits,
+)
 from .common import _dtype, _name, _refuse_null
 from .core import _qwen_vl_text
 from .defaults import DEFAULTS, SUBCONFIGS
@@ -85,6 +100,7 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     **rglru.MAPPERS,
     **dsa.MAPPERS,
     **gemma4.MAPPERS,
+    **longcat.MAPPERS,
 }
 
 

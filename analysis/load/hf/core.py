@@ -301,12 +301,13 @@ def _smollm3(r: Raw) -> dict[str, Any]:
     return out
 
 
-def _mla(r: Raw, derive_v: bool = False) -> dict[str, Any]:
+def _mla(r: Raw, derive_v: bool = False, layers: str = "num_hidden_layers", d_ff: int | None = None
+         ) -> dict[str, Any]:
     """DeepSeek's multi-head latent attention (no biases: ``attention_bias`` refused) on a pre-norm
     RMSNorm layer with a gated MLP ``intermediate_size`` wide (DeepSeek-V2/V3, Youtu, MiniCPM3,
     GLM-4.7-Flash). ``derive_v``: a null ``v_head_dim`` is hidden_size // heads (MiniCPM3), else
-    it is needed."""
-    out = _base(r)
+    it is needed; ``layers``, ``d_ff``: a family's own depth key and MLP width (LongCat-Flash)."""
+    out = _base(r, layers=layers)
     r.false("attention_bias", "biases on MLA projections are not modeled")
     r.ignore("head_dim", "qk_head_dim")  # derived from the MLA sizes
     kv = r.maybe_size("num_key_value_heads")  # None: one per head
@@ -318,7 +319,7 @@ def _mla(r: Raw, derive_v: bool = False) -> dict[str, Any]:
     q_lora = r.maybe_size("q_lora_rank")  # None: queries without the low-rank path
     if q_lora is not None:
         mla["q_lora_rank"] = q_lora
-    out.update(d_ff=r.size("intermediate_size"), activation=r.activation("hidden_act", True),
+    out.update(d_ff=r.size("intermediate_size") if d_ff is None else d_ff, activation=r.activation("hidden_act", True),
                norm="rmsnorm", attention="mla", mla=mla)
     _rope(r, out)
     out.pop("rotary_fraction", None)

@@ -854,3 +854,13 @@ DEFAULTS["gemma4_text"] = _config(
     attention_k_eq_v=False, num_kv_shared_layers=0, enable_moe_block=False, use_double_wide_mlp=False,
     num_experts=_null(), top_k_experts=_null(), moe_intermediate_size=_null(), global_head_dim=512,
     num_global_key_value_heads=_null(), per_layer_config=_null())
+# LongcatFlashConfig; num_hidden_layers: a property setting num_layers to half (null fails it); head_dim sizes
+# the RoPE tables; qk_head_dim: None is qk_nope_head_dim + qk_rope_head_dim (its __post_init__); rope_theta:
+# its default_theta
+DEFAULTS["longcat_flash"] = _config(
+    f"{_COMMON} rms_norm_eps attention_dropout output_router_logits routed_scaling_factor num_hidden_layers",
+    vocab_size=131072, hidden_size=6144, num_layers=28, num_attention_heads=64, num_key_value_heads=_null(),
+    hidden_act="silu", max_position_embeddings=131072, tie_word_embeddings=False, rope_parameters=_null(),
+    attention_bias=False, ffn_hidden_size=12288, q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128,
+    qk_rope_head_dim=64, head_dim=64, v_head_dim=128, qk_head_dim=_null(), moe_topk=12, n_routed_experts=512,
+    zero_expert_num=256, expert_ffn_hidden_size=2048, rope_theta=10000000.0)
