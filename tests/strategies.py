@@ -53,6 +53,18 @@ VARIANTS = {  # together every config key and value
     "dsa": {"attention": "mla", "position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_layers": 2,
             "mla": {"q_lora_rank": 16, "kv_lora_rank": 12, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4,
                     "v_head_dim": 6}, "dsa": {"n_heads": 3, "head_dim": 6, "topk": 3}},
+    "longcat": {"attention": "mla", "position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_layers": 4,
+                "mla": {"q_lora_rank": 16, "kv_lora_rank": 12, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4,
+                        "v_head_dim": 6},
+                "moe": {"num_experts": 4, "experts_per_token": 3, "expert_d_ff": 16, "zero_experts": 2,
+                        "router_bias": True, "shortcut": True}},
+    "hyper": {"attention": "mla", "position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_layers": 2,
+              "mla": {"q_lora_rank": 16, "kv_lora_rank": 12, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4,
+                      "v_head_dim": 6},
+              "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16, "shared_experts": 1},
+              "hyper": {"streams": 4, "sinkhorn_iters": 3}},
+    "hyper-independent": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2,
+                          "hyper": {"streams": 3, "mix": False}},
     "gpt-oss": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2,
                 "attention_sinks": True, "qkv_bias": True, "out_bias": True, "sliding_window": 4,
                 "layer_types": ["sliding", "full"],
@@ -200,7 +212,7 @@ def _longcat_moe(draw, raw, attention_only):
     e, z = moe["num_experts"], draw(st.integers(0, 3))
     moe["zero_experts"] = z
     moe["experts_per_token"] = draw(st.sampled_from([k for k in range(1, e + z + 1) if k * e % (e + z) == 0]))
-    if not attention_only or not draw(st.booleans()):
+    if not attention_only:
         return
     moe["shortcut"] = draw(st.booleans())
     if moe["shortcut"]:
@@ -209,6 +221,19 @@ def _longcat_moe(draw, raw, attention_only):
         raw.update(norm_placement="pre", parallel_block=False, layer_scalar=False)
         for key in ("ffn_layers", "parallel_norms"):
             raw.pop(key, None)
+
+
+def _hyper(draw, raw):
+    """Hyper-connections (DeepSeek V4's mixed streams, Hy4's independent ones) on sequential pre-norm layers."""
+    if (raw.get("moe") or {}).get("shortcut"):
+        return
+    raw["hyper"] = {"streams": draw(st.integers(2, 4))}
+    if draw(st.booleans()):
+        raw["hyper"]["mix"] = draw(st.booleans())
+    if raw["hyper"].get("mix", True) and draw(st.booleans()):
+        raw["hyper"]["sinkhorn_iters"] = draw(st.integers(1, 4))
+    raw.update(norm_placement="pre", parallel_block=False, layer_scalar=False)
+    raw.pop("parallel_norms", None)
 
 
 @st.composite
@@ -507,8 +532,10 @@ def valid_configs(draw):
         if raw.get("layer_types"):
             raw["layer_types"] = [t for t in raw["layer_types"] if t not in ("sliding", "chunked")] or ["full"]
         raw["attention_sinks"] = False
-    if raw.get("moe") is not None and draw(st.integers(0, 2)) == 0:  # LongCat-Flash's MoE
+    if raw.get("moe") is not None and draw(st.booleans()):  # LongCat-Flash's MoE
         _longcat_moe(draw, raw, recurrent >= len(RECURRENT_MAPPINGS))
+    if recurrent >= len(RECURRENT_MAPPINGS) and draw(st.integers(0, 3)) == 0:
+        _hyper(draw, raw)
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
     optional = [k for k in raw if k not in REQUIRED]
     for key in draw(st.lists(st.sampled_from(optional), unique=True)):

@@ -20,6 +20,7 @@ from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, QK_NORMS, ModelConfig
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
+from llmcalc.analysis.model.hyper import HyperConfig
 from llmcalc.analysis.model.mla import MLAConfig
 from llmcalc.analysis.model.moe import MoEConfig
 from llmcalc.analysis.model.rules import APPLIES
@@ -378,7 +379,8 @@ def test_strategy_covers_every_key_and_value():
                              (MoEConfig, [raw.get("moe") for raw in drawn], ENUM_CHOICES),
                              (MLAConfig, [raw.get("mla") for raw in drawn], ENUM_CHOICES),
                              (VisionConfig, visions, VISION_ENUMS),
-                             (ProjectorConfig, [v["projector"] for v in visions], {"norm": ("none", *NORMS)})):
+                             (ProjectorConfig, [v["projector"] for v in visions], {"norm": ("none", *NORMS)}),
+                             (HyperConfig, [raw.get("hyper") for raw in drawn], {})):
         key = cls.__name__
         maps = [m for m in maps if isinstance(m, dict)]
         assert maps, f"valid_configs() never draws a '{key}' mapping"

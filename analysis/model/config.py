@@ -44,6 +44,7 @@ from .variants import ACTIVATIONS, NORMS, POSITIONS
 
 if TYPE_CHECKING:  # the nested schemas, each in its own module (:func:`.keys.nested`)
     from .gated_deltanet import GatedDeltaNetConfig
+    from .hyper import HyperConfig
     from .lightning import LightningConfig
     from .mamba import MambaConfig
     from .mamba2 import Mamba2Config
@@ -138,6 +139,7 @@ class ModelConfig:
     gated_deltanet: GatedDeltaNetConfig | None = checked(nested("gated_deltanet", "GatedDeltaNetConfig"), None)
     rglru: RGLRUConfig | None = checked(nested("rglru", "RGLRUConfig"), None)
     vision: VisionConfig | None = checked(nested("vision", "VisionConfig"), None)
+    hyper: HyperConfig | None = checked(nested("hyper", "HyperConfig"), None)  # residual streams (DeepSeek V4, Hy4)
     dtype: str = checked(choice((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = checked(optional(integer()), None)  # a format's block or group (None: its default)
     quant_skip: tuple[str, ...] | None = checked(optional(names), None)  # linears kept unquantized
@@ -265,6 +267,11 @@ class ModelConfig:
         """The layer types some layer has (``layer_types`` repeats cyclically)."""
         types = self.layer_types or ("full",)
         return types[:self.n_layers]
+
+    @property
+    def streams(self) -> int:
+        """Residual streams per token: ``hyper.streams`` (hyper-connections), else 1."""
+        return 1 if self.hyper is None else self.hyper.streams
 
     @property
     def norm_has_bias(self) -> bool:

@@ -81,6 +81,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
     "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
     "moe.shared_expert_gate": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
+    "hyper.sinkhorn_iters": (lambda c: c.hyper is not None and c.hyper.mix, "hyper.mix: true"),
 }
 
 
@@ -166,6 +167,10 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
         if not any(moe.is_moe_layer(i) and cfg.has_ffn(i) for i in range(cfg.n_layers)):
             check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
                               f"step {moe.step}, {cfg.n_layers} layers)")
+    if cfg.hyper is not None and (cfg.norm_placement != "pre" or cfg.parallel_block or cfg.has_recurrent
+                                  or cfg.layer_scalar or (moe is not None and moe.shortcut)):
+        check.fail("hyper", "hyper-connections are modeled on sequential pre-norm layers (no parallel_block, other "
+                            "norm_placement, recurrent layers, layer_scalar or moe.shortcut)")
     if moe is not None and ACTIVATIONS[cfg.activation].scalars:  # xIELU: its scalars belong to a dense MLP
         check.fail("activation", f"{cfg.activation} learns scalars per dense MLP: not with moe")
     _mamba_checks(cfg, check)

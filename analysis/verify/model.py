@@ -37,7 +37,10 @@ Conventions:
   ``parallel_norms`` is 1 (GPT-J, PaLM) and a separate norm when it is 2 (GPT-NeoX);
   parallel ``sandwich``: as parallel ``pre`` with a post norm on each branch output;
   a ``dense+moe`` layer (``moe.shortcut``, LongCat-Flash; sequential ``pre``): ``h = n_m(x); x += mlp(h)``,
-  and ``moe(h)`` joins the residual stream after the next layer, ``x += ffn(n_m(x)) + moe(h)`` there.
+  and ``moe(h)`` joins the residual stream after the next layer, ``x += ffn(n_m(x)) + moe(h)`` there;
+  with hyper-connections (``hyper``, sequential ``pre``) ``x`` is N streams (:mod:`.hyper`): each branch
+  reads their collapse through its norm and returns through ``hyper.<branch>_mix``; ``hyper.head`` collapses them
+  before the final norm.
 - a tied LM head *is* ``embedding.token.weight``; the embedding is registered first, so
   deduplicated ``named_parameters`` name it ``embedding.token.weight``.
 - ``logits="last"`` keeps only the last position before the final norm (norms act per
@@ -67,6 +70,7 @@ from ..model.layers import LayerSpec, layer_config, layer_specs
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
 from .gated_deltanet import GatedDeltaNetMixer
+from .hyper import HyperConnection, Mix
 from .lightning import LightningMixer
 from .mamba import MambaMixer
 from .mamba2 import Mamba2Mixer
@@ -170,6 +174,10 @@ class Block(nn.Module):
             self.mlp = MLP(cfg)
         if cfg.layer_scalar:  # Gemma 4: the block's output times one stored scalar
             self.layer_scalar = nn.Parameter(torch.ones(1))
+        if cfg.hyper is not None:  # a hyper-connection per branch, and the mix after each
+            branches = [b for b, on in (("attention", spec.attention != "none"), ("mlp", spec.ffn is not None)) if on]
+            self.hyper = nn.ModuleDict({k: v for b in branches for k, v in ((b, HyperConnection(cfg)),
+                                                                             (b + "_mix", Mix()))})
         names = [n for n in block_norms(cfg) if spec.ffn is not None or not n.startswith("mlp")]
         names = [n for n in names if spec.attention != "none" or not n.startswith("attention")]
         self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in names})
@@ -230,6 +238,12 @@ class Block(nn.Module):
                 return self.mamba(h, ctx.cache, ctx.start_pos)
             return self.attention(h, ctx)
 
+        if hasattr(self, "hyper"):  # x: (B, S, N, d), the residual streams (sequential pre-norm: a rule)
+            for branch, run in (("attention", attn), ("mlp", ffn)):
+                if branch in self.hyper:
+                    h, post, comb = self.hyper[branch](x)
+                    x = self.hyper[branch + "_mix"](post, comb, run(n[branch](h)), x)
+            return x
         if ffn is None:  # a mixer alone (a mamba layer with d_ff 0)
             return self.mixer_only(x, attn)
         if self.spec.attention == "none":  # an FFN alone
@@ -326,6 +340,8 @@ class Transformer(nn.Module):
         if cfg.final_logit_softcap is not None:
             self.logit_softcap = SoftCap(cfg.final_logit_softcap)
         add_vision(self, cfg)  # parameters only: no image runs through it
+        if cfg.hyper is not None:  # the residual streams' collapse after the last layer
+            self.hyper = nn.ModuleDict({"head": HyperConnection(cfg, head=True)})
 
     def position_bias(self, distance: torch.Tensor, dtype) -> torch.Tensor | None:
         """ALiBi or T5 bias (1, h, S, S_kv) for ``distance = i - j``; None for other positions."""
@@ -404,10 +420,14 @@ class Transformer(nn.Module):
                 rope[dims] = (getattr(self, "rope_cos" + suffix)[qpos].to(x.dtype),
                               getattr(self, "rope_sin" + suffix)[qpos].to(x.dtype))  # (S, r)
         ctx = Context(self.attention_biases(qpos, cache, start_pos, x.dtype), rope, cache, start_pos)
+        if cfg.hyper is not None:  # the embeddings copied into every residual stream
+            x = x.unsqueeze(-2).expand(B, S, cfg.hyper.streams, cfg.d_model).contiguous()
         for layer in self.layers:
             x = layer(x, ctx)
         if logits == "last":
             x = x[:, -1:]
+        if cfg.hyper is not None:
+            x = self.hyper["head"](x)[0]
         if "final" in self.norm:
             x = self.norm["final"](x)
         x = self.lm_head(x)  # (B, S or 1, V)
