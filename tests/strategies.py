@@ -424,6 +424,7 @@ def valid_configs(draw):
         if rope and raw["mla"].get("q_lora_rank") and draw(st.integers(0, 3)) > 0:  # DSA's indexer, mostly
             raw["dsa"] = {"n_heads": draw(st.integers(1, 4)), "topk": draw(st.integers(1, 8)),
                           "head_dim": raw["mla"]["qk_rope_head_dim"] + draw(st.integers(0, 4))}
+        raw["attention_gate"] = draw(st.booleans())  # Hy4's on MLA
     else:
         if draw(st.booleans()):
             raw["attention"] = "mha"
@@ -520,22 +521,25 @@ def valid_configs(draw):
     # recurrent layers in one config of 13 for each recurrent kind (layouts, LoRA and bytes moved refuse
     # them: the properties over those need the rest), alone or beside attention ones, with or without FFN
     recurrent = draw(st.integers(0, 12))
+    if "dsa" in raw and raw["position"] == "rope":  # DSA (rare) kept: attention layers only
+        recurrent = len(RECURRENT_MAPPINGS)
     if recurrent < len(RECURRENT_MAPPINGS):
         _recurrent_layers(draw, raw, list(RECURRENT_MAPPINGS)[recurrent])
         if raw["d_ff"] and draw(st.booleans()):  # layers of one sublayer each (Nemotron-H)
             _single_sublayers(draw, raw)
     if "dsa" in raw and (raw["position"] != "rope" or recurrent < len(RECURRENT_MAPPINGS)):  # RoPE, attention
         raw.pop("dsa")
-    if "dsa" in raw:  # DSA: full causal layers only, without sinks or soft-capping
+    if "dsa" in raw:  # DSA: full causal layers only, without soft-capping
         for key in ("sliding_window", "attention_chunk", "attn_logit_softcap"):
             raw.pop(key, None)
         if raw.get("layer_types"):
             raw["layer_types"] = [t for t in raw["layer_types"] if t not in ("sliding", "chunked")] or ["full"]
-        raw["attention_sinks"] = False
     if raw.get("moe") is not None and draw(st.booleans()):  # LongCat-Flash's MoE
         _longcat_moe(draw, raw, recurrent >= len(RECURRENT_MAPPINGS))
     if recurrent >= len(RECURRENT_MAPPINGS) and draw(st.integers(0, 3)) == 0:
         _hyper(draw, raw)
+    if "dsa" in raw and draw(st.booleans()):  # layers reusing the previous indexer's top-k (Hy4); layer 0 indexes
+        raw["dsa"]["shared"] = [False] + draw(st.lists(st.booleans(), min_size=1, max_size=3))
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
     optional = [k for k in raw if k not in REQUIRED]
     for key in draw(st.lists(st.sampled_from(optional), unique=True)):

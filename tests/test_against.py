@@ -360,3 +360,35 @@ def test_longcat_identity_experts_closed_form(tmp_path):
             m.e_score_correction_bias.data = torch.tensor([0.0] * E + [2.0] * Z)
     measured, _ = against.measure_flops(model, cfg, 1, T)
     assert "moe/experts" not in measured and measured["moe/router"] == fwd["moe/router"]
+
+
+def test_hy4_closed_form(tmp_path):
+    """Hy4 (4 layers: indexers on layers 0 and 1, layers 2 and 3 reusing layer 1's top-k; layer 0 dense): its
+    indexer scores all S x S pairs on the indexed layers alone, attention reads k of the keys per query on every
+    layer, each cached token holds the latent and RoPE key, and an indexer key on the indexed layers; each
+    branch's hyper-connection is a N*d -> 2N linear (no stream mix), the head's N*d -> N. transformers' model
+    measures all of it (its attention dense over the keys, masked to the top-k: labelled)."""
+    from transformers import AutoConfig
+
+    raw = AutoConfig.for_model("hy_v4", num_hidden_layers=4, index_topk=3).to_dict()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    cfg = load_model(str(path))
+    assert [(s.topk, s.shared_topk, s.ffn) for s in layer_specs(cfg)] == [
+        (3, False, "dense"), (3, False, "moe"), (3, True, "moe"), (3, True, "moe")]
+    S, k, L, d, N = 8, 3, 4, raw["hidden_size"], raw["hc_mult"]
+    h, n, D = raw["num_attention_heads"], raw["index_n_heads"], raw["index_head_dim"]
+    d_qk, d_v = raw["qk_nope_head_dim"] + raw["qk_rope_head_dim"], raw["v_head_dim"]
+    fwd = count_flops(cfg, RunSpec("train", S, 1, "eager")).forward.matmul
+    pairs = S * k  # the dense convention: every query reads k of the S keys
+    assert fwd["attention/scores"] == L * 2 * h * pairs * d_qk and fwd["attention/values"] == L * 2 * h * pairs * d_v
+    assert fwd["attention/indexer"] == 2 * 2 * n * S * S * (D + 1)  # layers 0 and 1
+    assert fwd["attention/gate"] == L * 2 * S * d * h * d_v
+    assert fwd["hyper/attention"] == fwd["hyper/mlp"] == L * 2 * S * N * d * 2 * N
+    assert fwd["hyper/head"] == 2 * S * N * d * N and "hyper/attention_mix" not in fwd
+    cache = kv_cache(cfg, RunSpec("decode", S, 1, kv_dtype="fp32"))
+    assert cache.bytes == S * 4 * (L * (raw["kv_lora_rank"] + raw["qk_rope_head_dim"]) + 2 * D)
+    checks = {c.name: c for c in against.against_transformers(cfg, raw, S, 1, str(path))}
+    assert [c for c in checks.values() if not c.ok or "unmatched" in c.name] == []
+    assert checks["transformers/flops/eager/forward/attention/scores+values"].note == against.EVERY_KEY
+    assert checks["transformers/flops/eager/forward/hyper/attention"].measured == fwd["hyper/attention"]

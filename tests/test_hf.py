@@ -535,6 +535,14 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         num_key_value_heads=16, head_dim=256, global_head_dim=512, num_global_key_value_heads=4,
         attention_k_eq_v=True, sliding_window=1024, max_position_embeddings=262144, final_logit_softcapping=30.0,
         hidden_size_per_layer_input=0, num_kv_shared_layers=0, enable_moe_block=False), None),
+    # DeepSeek-V3.2's layers with an output gate, sinks, shared indexer layers (layer 0 and every fourth from layer 1
+    # index) and 4 independent hyper-connection streams; a dense first layer, then 256 experts, top 8, a shared one
+    "hy_v4": ("tencent/Hy4-preview (HYV4Config's defaults)", dict(
+        vocab_size=120832, hidden_size=2816, intermediate_size=6912, moe_intermediate_size=768, num_hidden_layers=34,
+        num_attention_heads=32, n_routed_experts=256, n_shared_experts=1, num_experts_per_tok=8, q_lora_rank=1536,
+        kv_lora_rank=512, qk_nope_head_dim=192, qk_rope_head_dim=64, v_head_dim=256, index_topk=2048,
+        index_head_dim=128, index_n_heads=16, hc_mult=4, max_position_embeddings=262144,
+        tie_word_embeddings=False), None),
     # 28 layers of two MLA sublayers each and a shortcut MoE of 512 experts and 256 identity ones, top 12 (8 real
     # under llmcalc's convention): 560,664,980,480 (transformers' 741B counts gate_up_proj rows for the identity
     # experts, which the checkpoint does not store); "560B" published, its checkpoint adds the MTP layer: not pinned
@@ -978,6 +986,7 @@ DEPTHS["minimax"] = 8  # its first softmax-attention layer is the eighth
 # Qwen3-Next and Qwen3.5: their first attention layer is the fourth (transformers reads the cached length there)
 DEPTHS.update(qwen3_next=4, qwen3_5_text=4, qwen3_5_moe_text=4)
 DEPTHS.update(deepseek_v32=4, glm_moe_dsa=4)  # three dense layers and a MoE one, as DeepSeek-V3
+DEPTHS["hy_v4"] = 3  # its dense layer, an indexed MoE layer and its first shared-indexer one
 DEPTHS["recurrent_gemma"] = 3  # two recurrent blocks and its first attention layer
 
 

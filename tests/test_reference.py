@@ -470,3 +470,26 @@ def test_hyper_connection_equals_transformers():
     torch.testing.assert_close(ours_collapsed, collapsed, **close)
     torch.testing.assert_close(Mix()(ours_post, ours_comb, y, x),
                                post.unsqueeze(-1) * y.unsqueeze(-2) + comb.transpose(-1, -2) @ x, **close)
+
+
+@pytest.mark.parametrize("flash", [False, True])
+@pytest.mark.parametrize("with_sinks", [False, True])
+def test_sparse_core_gradcheck(flash, with_sinks):
+    """DSA's sparse core: its hand-written backward (eager, or flash recomputing the scores; with sink
+    logits, Hy4's) == numerical, over each query's top-3 causal keys (fewer for the first queries)."""
+    from llmcalc.analysis.verify.attention import SparseCore
+
+    gen = torch.Generator().manual_seed(0)
+    B, h, S, K = 2, 3, 6, 3
+    q, k = (torch.randn(B, h, S, 5, dtype=torch.float64, generator=gen, requires_grad=True) for _ in range(2))
+    v = torch.randn(B, h, S, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    sinks = torch.randn(h, dtype=torch.float64, generator=gen, requires_grad=True) if with_sinks else None
+    allowed = torch.ones(S, S, dtype=torch.bool).tril()
+    index = torch.randn(B, S, S, generator=gen).masked_fill(~allowed, float("-inf"))
+    idx = index.sort(dim=-1, descending=True, stable=True).indices[..., :K].contiguous()
+    valid = allowed.expand(B, S, S).gather(-1, idx)
+
+    def f(q, k, v, sinks):
+        return SparseCore.apply(q, k, v, idx, valid, sinks, flash)
+
+    assert torch.autograd.gradcheck(f, (q, k, v, sinks))

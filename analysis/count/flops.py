@@ -212,7 +212,7 @@ def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
     if cfg.attention_sinks:  # one more logit in every softmax row, read with it
         ops.append(Op("attention/sinks", T * attn.heads, SOFTMAX_COST, 0, True))
     if cfg.attention_gate:  # sigmoid of each gate element, times the attention output's element
-        n = T * cfg.q_width
+        n = T * attn.heads * attn.value_dim
         ops += [Op("attention/gate", n, SIGMOID_COST, 2), Op("attention/gate", n, 1, 3)]
     if POSITIONS[cfg.position].score_bias:  # reads the bias and the scores, writes the scores
         ops.append(Op("attention/position_bias", scores, POSITION_BIAS_COST, 3, True))

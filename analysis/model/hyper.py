@@ -42,7 +42,7 @@ class HyperConfig:
     """Hyper-connections: ``streams`` residual streams (``hc_mult``), mixed through a doubly stochastic
     matrix (``mix``, DeepSeek V4's mHC) or not (Hy4's independent ones)."""
 
-    streams: int = checked(integer(2))
+    streams: int = checked(integer())
     mix: bool = checked(boolean, True)
     sinkhorn_iters: int = checked(integer(), 20)  # mix: Sinkhorn-Knopp iterations (elementwise FLOPs)
 

@@ -35,6 +35,7 @@ class LayerSpec(NamedTuple):
     ffn: str | None  # "dense" | "moe" | "dense+moe" (moe.shortcut); None: the layer has no FFN (d_ff 0)
     chunk: int | None = None  # chunked attention C: keys of the query's own chunk only; None: no chunk
     topk: int | None = None  # DSA (``dsa``): its indexer scores every key seen, attention reads the best topk
+    shared_topk: bool = False  # DSA: the top-k of the previous indexed layer, no indexer of its own (dsa.shared)
 
     @property
     def mixer(self) -> str:
@@ -71,7 +72,7 @@ class LayerSpec(NamedTuple):
             window = f"chunked attention {self.chunk:,}"
         rope = "" if self.rope else ", no RoPE"
         if self.topk is not None:
-            rope += f", top-{self.topk:,} keys"
+            rope += f", top-{self.topk:,} keys" + (" (the previous indexer's)" if self.shared_topk else "")
         ffn = "no FFN" if self.ffn is None else f"{self.ffn} FFN"
         if self.attention == "none":
             return f"no mixer, {ffn}"
@@ -82,6 +83,7 @@ class LayerSpec(NamedTuple):
     def as_dict(self) -> dict:
         out = {"attention": self.attention, "window": self.window, "rope": self.rope, "ffn": self.ffn}
         out = out if self.topk is None else {**out, "topk": self.topk}
+        out = {**out, "shared_topk": True} if self.shared_topk else out
         return out if self.chunk is None else {**out, "chunk": self.chunk}
 
 
@@ -110,7 +112,8 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
             continue
         chunk = cfg.attention_chunk if types[i % len(types)] == "chunked" else None
         topk = cfg.dsa.topk if cfg.dsa is not None and cfg.attention == "mla" else None
-        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk, topk))
+        shared = topk is not None and cfg.dsa.shared is not None and cfg.dsa.shared[i % len(cfg.dsa.shared)]
+        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk, topk, shared))
     return tuple(specs)
 
 
@@ -118,12 +121,21 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
 def layer_config(cfg: ModelConfig, spec: LayerSpec) -> ModelConfig:
     """The config a layer's attention is built from: on a full-attention layer (no window, no chunk)
     ``full_head_dim``, ``full_kv_heads`` and ``full_k_eq_v`` replace ``head_dim``, ``n_kv_heads`` and
-    ``k_eq_v`` (Gemma 4's global layers); every other layer, and a model without them, keeps ``cfg``."""
+    ``k_eq_v`` (Gemma 4's global layers); a layer reusing another's top-k (``shared_topk``) has no ``dsa``
+    indexer of its own; every other layer, and a model without them, keeps ``cfg``."""
+    if spec.shared_topk:
+        return dataclasses.replace(cfg, dsa=None)
     full = not spec.recurrent and spec.window is None and spec.chunk is None
     if not full or (cfg.full_head_dim is None and cfg.full_kv_heads is None and not cfg.full_k_eq_v):
         return cfg
     return dataclasses.replace(cfg, head_dim=cfg.full_head_dim or cfg.head_size,
                                n_kv_heads=cfg.full_kv_heads or cfg.kv_heads, k_eq_v=cfg.k_eq_v or cfg.full_k_eq_v)
+
+
+def topk_source(cfg: ModelConfig, i: int) -> int:
+    """The layer whose indexer's top-k layer ``i`` reuses (``shared_topk``): the last indexed one before it."""
+    specs = layer_specs(cfg)
+    return next(j for j in range(i - 1, -1, -1) if specs[j].topk is not None and not specs[j].shared_topk)
 
 
 @functools.lru_cache(maxsize=256)

@@ -41,7 +41,6 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "qk_norm": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
     "mla": (lambda c: c.attention == "mla", "attention: mla"),
     "dsa": (lambda c: c.attention == "mla", "attention: mla"),
-    "attention_gate": (lambda c: c.attention != "mla", "attention other than mla (mha)"),
     "sub_norms": (lambda c: c.attention != "mla" and c.moe is None and not c.has_recurrent,  # BitNet's: dense MHA
                   "attention other than mla (mha), without moe or recurrent (mamba, mamba2, short_conv) layers"),
     "norm_bias": (lambda c: c.norm == "layernorm", "norm: layernorm"),
@@ -115,10 +114,11 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
         if cfg.dsa is not None and cfg.mla.q_lora_rank is None:  # the indexer's queries read q_a's normed output
             check.fail("dsa", "the indexer reads the low-rank query: needs mla.q_lora_rank")
         if cfg.dsa is not None and (cfg.position != "rope" or cfg.sliding_window is not None
-                                    or cfg.attention_chunk is not None or cfg.attention_sinks
-                                    or cfg.attn_logit_softcap is not None):
+                                    or cfg.attention_chunk is not None or cfg.attn_logit_softcap is not None):
             check.fail("dsa", "is modeled with RoPE on full causal layers only (no sliding_window, "
-                              "attention_chunk, attention_sinks or attn_logit_softcap)")
+                              "attention_chunk or attn_logit_softcap)")
+        if cfg.dsa is not None and cfg.dsa.shared is not None and cfg.dsa.shared[0]:
+            check.fail("dsa.shared", "layer 0 must run its indexer (a shared layer reuses the previous one's top-k)")
         if cfg.dsa is not None and cfg.position == "rope" and cfg.dsa.head_dim < cfg.mla.qk_rope_head_dim:
             check.fail("dsa.head_dim", f"RoPE rotates its first mla.qk_rope_head_dim ({cfg.mla.qk_rope_head_dim}) "
                                        f"dimensions: must be at least that, got {cfg.dsa.head_dim}")

@@ -171,6 +171,8 @@ _LAYER_NAMES.update({"temporal_pre_norm": "norm/attention", "channel_pre_norm": 
                      "conv_1d": "rglru/conv1d", "rg_lru": "rglru/input_gate+recurrent_gate+recurrent_param",
                      "temporal_block": "attention/scores+values"})
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
+# DeepSeek V4's and Hy4's hyper-connections, one per branch of a layer
+_HYPER = {"attn_hc": "hyper/attention", "ffn_hc": "hyper/mlp"}
 # LongCat-Flash's layer: two sublayers, their attentions, MLPs and norms in lists of two (its MoE is ``mlp``)
 _SUBLAYER_LISTS = {"self_attn", "mlps", "input_layernorm", "post_attention_layernorm"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
@@ -278,6 +280,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         return "projector"
     if "vision_tower" in path or "vision_model" in path or _VISUAL.search(path):
         return "vision"
+    if path.rpartition(".")[2] == "hc_head" or ".hc_head." in path:  # hyper-connections' final collapse
+        return "hyper/head"
     m = _LAYER_PATH.match(path)
     if m is None:  # outside the decoder layers
         last = path.rpartition(".")[2]
@@ -287,8 +291,10 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     parts = local.split(".") if local else []
     if len(parts) >= 2 and parts[0] in _SUBLAYER_LISTS and parts[1].isdigit():  # LongCat-Flash: the sublayer's own
         parts = [parts[0], *parts[2:]]
-    if not parts:
-        return "layer"
+    if not parts:  # the layer's own ops: with mixed hyper-connections, the streams' mixes after both branches
+        return "hyper/attention_mix+hyper/mlp_mix" if cfg.hyper is not None and cfg.hyper.mix else "layer"
+    if parts[0] in _HYPER:  # a branch's hyper-connection (its norm has no parameters)
+        return _HYPER[parts[0]]
     last = parts[-1]
     spec = _layer_spec(path, cfg)
     if spec is not None and parts[0] == "mixer" and not spec.recurrent:  # Nemotron-H: attention as `mixer`
@@ -446,7 +452,7 @@ def steer_identity_experts(model: torch.nn.Module, cfg: ModelConfig) -> None:
 
 # model types whose transformers attention (eager and SDPA) scores every key a query sees and masks all but the
 # indexer's top-k: their attention FLOPs are dense attention's, not the model's, which reads min(keys, topk)
-DENSE_TOPK = frozenset({"deepseek_v32", "glm_moe_dsa"})
+DENSE_TOPK = frozenset({"deepseek_v32", "glm_moe_dsa", "hy_v4"})
 EVERY_KEY = ("analytic under transformers' convention: dense attention masked to the top-k "
              "(x keys / min(keys, topk))")
 

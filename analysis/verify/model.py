@@ -66,7 +66,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ..model.config import ModelConfig
-from ..model.layers import LayerSpec, layer_config, layer_specs
+from ..model.layers import LayerSpec, layer_config, layer_specs, topk_source
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE
 from .gated_deltanet import GatedDeltaNetMixer
@@ -89,6 +89,7 @@ class Context:
     cache: object | None  # a KVCache
     start_pos: int
     carry: list = field(default_factory=list)  # moe.shortcut: the MoE output a dense+moe layer leaves
+    indices: dict = field(default_factory=dict)  # DSA: each indexed layer's top-k, for the shared layers
 
 
 def sinusoid_table(n: int, d: int) -> torch.Tensor:
@@ -167,6 +168,8 @@ class Block(nn.Module):
         else:  # full_head_dim, full_kv_heads, full_k_eq_v: a full layer's own shape
             self.attention = make_attention(layer_config(cfg, spec), index, spec, attention)
             self.attention.selective = recompute == "selective"
+            if spec.shared_topk:  # DSA: the indexer whose top-k the layer reuses
+                self.attention.source = topk_source(cfg, index)
             self.rope_dims = rope_dims(layer_config(cfg, spec))
         if spec.ffn in ("moe", "dense+moe"):
             self.moe = MoE(cfg, routing)
@@ -198,13 +201,13 @@ class Block(nn.Module):
         bias = ctx.biases[self.spec.span]
         rope = ctx.rope[self.rope_dims] if self.spec.rope and ctx.rope is not None else None
         if not self.recompute:
-            return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos, ctx.carry))
+            return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices))
 
         # the layer's mask and RoPE tables go in as arguments, so the checkpoint saves them
         # like x (visible to saved-tensor hooks) instead of keeping them alive by reference
         # (a dense+moe layer's MoE output leaves through ctx.carry; a recomputation appends it again, unread)
         def run(x, bias, *rope):
-            return self.run(x, LayerContext(bias, rope or None, ctx.cache, ctx.start_pos, ctx.carry))
+            return self.run(x, LayerContext(bias, rope or None, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices))
 
         # no dropout: nothing random to replay, so the RNG state need not be stashed.
         # Early stop would skip recomputing ops whose outputs backward does not need (the
