@@ -536,13 +536,16 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         attention_k_eq_v=True, sliding_window=1024, max_position_embeddings=262144, final_logit_softcapping=30.0,
         hidden_size_per_layer_input=0, num_kv_shared_layers=0, enable_moe_block=False), None),
     # DeepSeek-V3.2's layers with an output gate, sinks, shared indexer layers (layer 0 and every fourth from layer 1
-    # index) and 4 independent hyper-connection streams; a dense first layer, then 256 experts, top 8, a shared one
-    "hy_v4": ("tencent/Hy4-preview (HYV4Config's defaults)", dict(
-        vocab_size=120832, hidden_size=2816, intermediate_size=6912, moe_intermediate_size=768, num_hidden_layers=34,
-        num_attention_heads=32, n_routed_experts=256, n_shared_experts=1, num_experts_per_tok=8, q_lora_rank=1536,
-        kv_lora_rank=512, qk_nope_head_dim=192, qk_rope_head_dim=64, v_head_dim=256, index_topk=2048,
-        index_head_dim=128, index_n_heads=16, hc_mult=4, max_position_embeddings=262144,
-        tie_word_embeddings=False), None),
+    # index: 21 of 78) and 4 independent hyper-connection streams; a dense first layer, then 256 experts, top 8, a
+    # shared one (published config.json values; its legacy layer type; num_key_value_heads 8, which transformers
+    # sets to the heads). The checkpoint adds its multi-token-prediction layer: not pinned
+    "hy_v4": ("tencent/Hy4-preview", dict(
+        vocab_size=120832, hidden_size=6144, intermediate_size=18432, moe_intermediate_size=2048, num_hidden_layers=78,
+        num_attention_heads=64, num_key_value_heads=8, n_routed_experts=256, n_shared_experts=1, num_experts_per_tok=8,
+        q_lora_rank=2048, kv_lora_rank=512, qk_nope_head_dim=192, qk_rope_head_dim=64, v_head_dim=256,
+        index_topk=2048, index_head_dim=128, index_n_heads=32, hc_mult=4, max_position_embeddings=1048576,
+        layer_types=["deepseek_sparse_attention"] * 78,
+        rope_parameters=dict(rope_type="default", rope_theta=10000000.0), tie_word_embeddings=False), None),
     # 28 layers of two MLA sublayers each and a shortcut MoE of 512 experts and 256 identity ones, top 12 (8 real
     # under llmcalc's convention): 560,664,980,480 (transformers' 741B counts gate_up_proj rows for the identity
     # experts, which the checkpoint does not store); "560B" published, its checkpoint adds the MTP layer: not pinned

@@ -30,11 +30,17 @@ from .raw import Raw
 from .recent import _dense_layers
 
 
+# the layer type of an indexed layer, and the legacy names transformers reads as it (Hy4-preview's config.json
+# writes deepseek_sparse_attention)
+_INDEXED = frozenset({"indexed_attention", "deepseek_sparse_attention", "qwen_sparse_attention"})
+
+
 def _indexed(r: Raw, n: int) -> None:
     """``layer_types``: every layer ``indexed_attention`` (transformers' default; its cache keeps the
     indexer's keys on those layers only)."""
     types = r.get("layer_types")
-    if types is not None and (not isinstance(types, list) or types != ["indexed_attention"] * n):
+    if types is not None and (not isinstance(types, list) or len(types) != n
+                              or any(not isinstance(t, str) or t not in _INDEXED for t in types)):
         r.fail("layer_types", f"must be indexed_attention on every layer ({n}), got {brief(types)}")
 
 
