@@ -29,7 +29,6 @@ from .moe import _set_moe, _v3_moe
 from .raw import Raw
 from .recent import _dense_layers
 
-
 # the layer type of an indexed layer, and the legacy names transformers reads as it (Hy4-preview's config.json
 # writes deepseek_sparse_attention)
 _INDEXED = frozenset({"indexed_attention", "deepseek_sparse_attention", "qwen_sparse_attention"})
