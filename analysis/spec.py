@@ -43,6 +43,7 @@ from .model.sizes import COMPUTE_DTYPES, DTYPE_BITS, FLOAT_DTYPES, MAX_INT
 MODES = ("train", "prefill", "decode")
 ZERO_STAGES = (0, 1, 2, 3)
 ATTENTION_IMPLS = ("eager", "flash")
+FP8_SCALINGS = ("tensorwise", "rowwise")  # torchao's float8 recipes (analysis/perf/float8.py)
 RECOMPUTE = ("none", "selective", "full")  # activation recomputation (the docs' "Memory")
 OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1}  # fp32 values per parameter
 
@@ -109,6 +110,7 @@ class Layout:
     micro_batches: int | None = None  # per step and pipeline; None: pp (1F1B's steady state)
     cp: int = 1  # context parallel: each sequence split over cp GPUs (ring attention)
     vpp: int = 1  # virtual pipeline stages (model chunks) per GPU: interleaved 1F1B when > 1
+    async_tp: bool = False  # tensor-parallel collectives overlapped with their matmuls (torchtitan's async TP)
 
     def __post_init__(self) -> None:
         _check_whole(self, ("tp", "pp", "dp", "ep", "cp", "vpp"), "layout.")
@@ -116,6 +118,9 @@ class Layout:
         _check_choice("layout.zero", self.zero, ZERO_STAGES)
         if self.sp and self.tp == 1:
             raise SpecError("layout.sp", "(sequence parallelism) splits activations over tp: it needs tp > 1")
+        if self.async_tp and not self.sp:
+            raise SpecError("layout.async_tp", "(asynchronous tensor parallelism) overlaps sequence parallelism's "
+                                               "all-gathers and reduce-scatters with their matmuls: it needs --sp")
         if self.dp % self.ep:
             raise SpecError("layout.ep", f"{self.ep} must divide dp ({self.dp}): experts are dealt over "
                                          "data-parallel GPUs")
@@ -130,7 +135,7 @@ class Layout:
     @classmethod
     def of(cls, tp: int = 1, pp: int = 1, dp: int = 1, ep: int = 1, zero: int = 0, sp: bool = False, cp: int = 1,
            global_batch: int | None = None, batch: int = 1, gpus: int | None = None,
-           mode: str = "train", vpp: int = 1) -> "Layout":
+           mode: str = "train", vpp: int = 1, async_tp: bool = False) -> "Layout":
         """The layout of a run's options: ``global_batch`` sequences per training step over all GPUs
         sets the micro-batches per step (``global_batch / (batch x dp)``); ``gpus``, when given, must
         be its GPU count."""
@@ -144,7 +149,7 @@ class Layout:
                 raise SpecError("global_batch", f"{global_batch:,} must be a multiple of batch x dp "
                                                 f"({batch:,} x {dp:,})")
             micro = global_batch // (batch * dp)
-        layout = cls(tp, pp, dp, ep, zero, sp, micro, cp, vpp)
+        layout = cls(tp, pp, dp, ep, zero, sp, micro, cp, vpp, async_tp)
         if gpus is not None and gpus != layout.gpus:
             raise SpecError("gpus", f"{gpus:,} must equal tp x cp x pp x dp = {layout.gpus:,}")
         return layout
@@ -180,6 +185,8 @@ class Layout:
             parts.append(f"vpp {self.vpp}")
         if self.sp:
             parts.append("sp")
+        if self.async_tp:
+            parts.append("async TP")
         return ", ".join(parts) or "one GPU"
 
 
@@ -240,6 +247,7 @@ class RunSpec:
     image_size: int | None = None  # pixels a side (square); None: the tower's default resolution
     text: int | None = None  # set by resolve with images: the text tokens of seq, the rest are the images'
     matmul_dtype: str | None = None  # the layers' matmuls (None: the compute dtype; dtype fp8 sets fp8)
+    fp8_scaling: str | None = None  # fp8 matmuls: tensorwise | rowwise scales (torchao's recipes; None: tensorwise)
 
     def __post_init__(self) -> None:
         for name, value, choices in (("mode", self.mode, MODES), ("attention", self.attention, ATTENTION_IMPLS),
@@ -247,6 +255,7 @@ class RunSpec:
                                      ("recompute", self.recompute, RECOMPUTE),
                                      ("dtype", self.dtype, (None, *COMPUTE_DTYPES)),
                                      ("matmul_dtype", self.matmul_dtype, (None, *COMPUTE_DTYPES)),
+                                     ("fp8_scaling", self.fp8_scaling, (None, *FP8_SCALINGS)),
                                      ("weights_dtype", self.weights_dtype, (None, *DTYPE_BITS, *WEIGHT_FORMATS)),
                                      ("kv_dtype", self.kv_dtype, (None, *DTYPE_BITS)),
                                      ("state_dtype", self.state_dtype, (None, *DTYPE_BITS))):
@@ -284,6 +293,8 @@ class RunSpec:
         if fp8 and self.lora is not None:
             raise SpecError("dtype", "fp8 with LoRA adapters is not modeled (float8 training converts the base's "
                                      "linears, which LoRA freezes)")
+        if self.fp8_scaling is not None and not fp8:
+            raise SpecError("fp8_scaling", f"{self.fp8_scaling} scales fp8 matmuls: it needs --dtype fp8")
         dtype = "bf16" if self.dtype == "fp8" else self.dtype or (
             "bf16" if train or cfg.dtype not in FLOAT_DTYPES else cfg.dtype)
         stored = not train or (self.lora is not None and cfg.dtype in WEIGHT_FORMATS)  # QLoRA on its checkpoint
@@ -307,6 +318,7 @@ class RunSpec:
         return dataclasses.replace(
             self, seq=seq, text=text, image_size=image_size, dtype=dtype,
             matmul_dtype="fp8" if fp8 else self.matmul_dtype or dtype, weights_dtype=weights,
+            fp8_scaling=self.fp8_scaling or ("tensorwise" if fp8 else None),
             kv_dtype=self.kv_dtype or (None if train else dtype),
             state_dtype=self.state_dtype or (None if train else self.kv_dtype or dtype))
 

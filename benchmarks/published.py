@@ -179,6 +179,9 @@ def main() -> int:
         worst, worst_id = max(errors)
         print(f"{len(ran)} of {len(results)} cases ran: median error {median:.2f}x (bar {MEDIAN_BAR}), "
               f"worst {worst:.2f}x ({worst_id}; bar {WORST_BAR})")
+        if with_expected:
+            ideal = [factor(r.case, r.ideal)[0] for r in ran]
+            print(f"  the ideal roofline beside it: median {statistics.median(ideal):.2f}x, worst {max(ideal):.2f}x")
         for source in SOURCES:
             es = [e for (e, _), r in zip(errors, ran) if r.case["source"] == source]
             if es:

@@ -31,12 +31,13 @@ LINE = 1000  # characters of an error line: room for every message llmcalc write
 
 # run-spec field -> the option that sets it (a field without one is named as it is)
 FLAGS = {"mode": "--mode", "seq": "--seq", "batch": "--batch", "attention": "--attention", "causal": "--causal",
-         "recompute": "--recompute", "all_logits": "--all-logits", "dtype": "--dtype",
+         "recompute": "--recompute", "all_logits": "--all-logits", "dtype": "--dtype", "fp8_scaling": "--fp8-scaling",
          "weights_dtype": "--weights-dtype", "kv_dtype": "--kv-dtype", "chunk": "--chunk", "optimizer": "--optimizer",
          "state_dtype": "--state-dtype",
          "layout.tp": "--tp", "layout.pp": "--pp", "layout.dp": "--dp", "layout.ep": "--ep", "layout.cp": "--cp",
          "layout.vpp": "--vpp",
-         "layout.zero": "--zero", "layout.sp": "--sp", "global_batch": "--global-batch", "gpus": "--gpus",
+         "layout.zero": "--zero", "layout.sp": "--sp",
+         "layout.async_tp": "--async-tp", "global_batch": "--global-batch", "gpus": "--gpus",
          "lora": "--lora-rank", "lora.rank": "--lora-rank", "lora.alpha": "--lora-alpha",
          "lora.targets": "--lora-targets", "efficiency.compute": "--compute-efficiency",
          "efficiency.bandwidth": "--bandwidth-efficiency",

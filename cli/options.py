@@ -19,7 +19,7 @@ from ..analysis.errors import shorten
 from ..analysis.load.catalog import HARDWARE_DIR, bundled_files, bundled_names
 from ..analysis.model.formats import WEIGHT_FORMATS
 from ..analysis.model.sizes import COMPUTE_DTYPES, DTYPE_BITS, MAX_INT
-from ..analysis.spec import ATTENTION_IMPLS, MODES, OPTIMIZER_STATES, RECOMPUTE, applies
+from ..analysis.spec import ATTENTION_IMPLS, FP8_SCALINGS, MODES, OPTIMIZER_STATES, RECOMPUTE, applies
 from .errors import UsageError, flag
 from .report import FORMATS
 from .terminal import warn
@@ -165,6 +165,9 @@ ImageSize = Annotated[Optional[int], _count_option(
 Dtype = Annotated[Optional[Literal[COMPUTE_DTYPES]], typer.Option(
     "--dtype", rich_help_panel=DTYPES, help="Compute dtype. Default: bf16 for training; for inference the model's "
     "dtype, or bf16 when it is quantized. fp8: the layers' matmuls in fp8, the rest in bf16 (float8 training).")]
+Fp8Scaling = Annotated[Optional[Literal[FP8_SCALINGS]], typer.Option(
+    "--fp8-scaling", rich_help_panel=DTYPES, help="With --dtype fp8: torchao's scaling recipe, one scale a "
+    "tensor (tensorwise, the default) or a scale per row (rowwise).")]
 WeightsDtype = Annotated[Optional[Literal[(*DTYPE_BITS, *WEIGHT_FORMATS)]], typer.Option(
     "--weights-dtype", rich_help_panel=DTYPES, help="Stored weights: a dtype (int4: every weight in 4 bits) or a "
     "format with its scales (docs: Quantized weights). Default: the compute dtype for training, the model's for "
@@ -190,6 +193,9 @@ Zero = Annotated[int, typer.Option("--zero", min=0, max=3, metavar="0-3", rich_h
                                         "also weights.")]
 Sp = Annotated[bool, typer.Option("--sp", rich_help_panel=LAYOUT, help="Megatron sequence parallelism: "
                                   "residual-stream activations split over --tp.")]
+AsyncTp = Annotated[bool, typer.Option("--async-tp", rich_help_panel=LAYOUT, help="torchtitan's asynchronous tensor "
+                                       "parallelism: --sp's all-gathers and reduce-scatters overlapped with their "
+                                       "matmuls.")]
 GlobalBatch = Annotated[Optional[int], _count_option(
     "--global-batch", "train: sequences per step over all GPUs: sets the micro-batches per step, global / "
     "(batch x dp). Default: --pp of them.", LAYOUT)]

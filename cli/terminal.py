@@ -57,7 +57,7 @@ def _widths(table: Table) -> tuple[list[int], list[int]]:
 
 def _rich(table: Table, shown: list[int], widest: list[int], least: list[int], whole: bool) -> RichTable:
     """``whole``: the lines are never wrapped (a pipe): each column is given its widest cell's width,
-    so rich measures no cell again."""
+    so rich measures no cell again, and each section's rows go in as one row of multi-line cells."""
     out = RichTable(box=box.HEAVY_HEAD, show_footer=table.footer is not None)
     for i in shown:
         col = table.columns[i]
@@ -70,8 +70,21 @@ def _rich(table: Table, shown: list[int], widest: list[int], least: list[int], w
     for n, section in enumerate(table.sections):
         if n and section:
             out.add_section()
-        for row in section:
-            out.add_row(*(_cell(row[i]) for i in shown))
+        if whole and section:  # nothing wraps, so a section's column is one cell of lines: rich lays out each
+            out.add_row(*(_lines([row[i] for row in section]) for i in shown))  # cell at a cost, rows line up
+        else:
+            for row in section:
+                out.add_row(*(_cell(row[i]) for i in shown))
+    return out
+
+
+def _lines(cells: list[Cell]) -> Text:
+    """Cells one below the other, each in its style: one multi-line cell."""
+    out = Text()
+    for k, cell in enumerate(cells):
+        if k:
+            out.append("\n")
+        out.append_text(_cell(cell))
     return out
 
 

@@ -17,6 +17,7 @@ from .format import count, iec, rate, seconds, si
 from .options import (
     ONE,
     WORKLOAD,
+    AsyncTp,
     Attention,
     BandwidthEfficiency,
     Chunk,
@@ -27,6 +28,7 @@ from .options import (
     Dtype,
     Ep,
     Format,
+    Fp8Scaling,
     GlobalBatch,
     Gpus,
     Images,
@@ -114,8 +116,8 @@ def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff: Effic
     run = r.run
     return {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
             "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype,
-            "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype, "chunk": run.chunk,
-            "recompute": run.recompute,
+            "fp8_scaling": run.fp8_scaling, "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype,
+            "chunk": run.chunk, "recompute": run.recompute,
             "efficiency": IDEAL_EFFICIENCY,
             "time_s": r.time_s, "flops": r.flops, "bytes": r.bytes, "bound": r.bound, "components": _components(r),
             "expected": {**_expected_head(hw, eff), "time_s": r.expected_s, "bound": r.expected_bound},
@@ -147,7 +149,10 @@ def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report
 
 def _dtypes(run: RunSpec) -> str:
     """The compute dtype, and the matmuls' where they differ (--dtype fp8)."""
-    return run.dtype if run.matmul_dtype == run.dtype else f"{run.matmul_dtype} matmuls, {run.dtype}"
+    if run.matmul_dtype == run.dtype:
+        return run.dtype
+    return f"{run.matmul_dtype} matmuls ({run.fp8_scaling}), {run.dtype}" if run.fp8_scaling else \
+        f"{run.matmul_dtype} matmuls, {run.dtype}"
 
 
 def _notes(hw: Hardware, rec: dict) -> list[str]:
@@ -224,7 +229,8 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff: Effici
     run, parts, compute, exp = st.run, st.parts_s, st.compute, st.expected
     expected_parts = exp.parts_s
     rec = {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
-           "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype, "recompute": run.recompute,
+           "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype,
+           "fp8_scaling": run.fp8_scaling, "recompute": run.recompute,
            "efficiency": IDEAL_EFFICIENCY, "gpus": run.layout.gpus,
            "layout": {**dataclasses.asdict(run.layout), "micro_batches": st.micro_batches}, "stage": st.stage,
            "time_s": st.time_s,
@@ -310,6 +316,7 @@ def time_command(
     attention: Attention = "flash",
     recompute: Recompute = "none",
     dtype: Dtype = None,
+    fp8_scaling: Fp8Scaling = None,
     weights_dtype: WeightsDtype = None,
     kv_dtype: KvDtype = None,
     images: Images = 0,
@@ -334,6 +341,7 @@ def time_command(
     ep: Ep = 1,
     zero: Zero = 0,
     sp: Sp = False,
+    async_tp: AsyncTp = False,
     global_batch: GlobalBatch = None,
     fmt: Format = "table",
     json_out: Json = False,
@@ -373,14 +381,14 @@ def time_command(
     train = mode == "train"
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     layouts = {b: Layout.of(tp, pp, dp, ep, given["layout.zero"] or 0, sp, cp, given["global_batch"], b,
-                            gpus, "prefill" if generating else mode, given["layout.vpp"] or 1)
+                            gpus, "prefill" if generating else mode, given["layout.vpp"] or 1, async_tp)
                for b in batch}
     parallel = not layouts[batch[0]].trivial
     measured = tokens_per_s if train else None
     run_tokens = tokens if train else None
     hw = load_hardware(hardware_spec)
     base = RunSpec("prefill" if generating else mode, None, 1, attention, recompute=given["recompute"] or "none",
-                   dtype=dtype, weights_dtype=weights_dtype, kv_dtype=given["kv_dtype"],
+                   dtype=dtype, fp8_scaling=fp8_scaling, weights_dtype=weights_dtype, kv_dtype=given["kv_dtype"],
                    chunk=given["chunk"] if mode in ("prefill", "generate") else None, lora=lora,
                    images=images, image_size=image_size)
     records, shown_runs = [], []
@@ -414,7 +422,7 @@ def time_command(
             rec.update(prompt=s, new=new, **figures[False])
             rec["expected"].update(figures[True])
             if parallel:
-                rec.update(_communication(hw, pg))
+                rec.update(_communication(pg))
         if train:
             rec.update(_utilization(utilization(cfg, r.run, hw, measured or r.tokens_per_s), measured is not None,
                                     run_tokens, rec["expected"], r.run.tokens / r.expected_s))
@@ -429,21 +437,18 @@ def time_command(
     emit(side_by_side(records, one_or_list(records, models), hw, mode, batch), fmt)
 
 
-def _communication(hw: Hardware, pg: "ParallelGeneration") -> dict:
+def _communication(pg: "ParallelGeneration") -> dict:
     """generate on a layout: its GPUs, and the prefill's and each decode step's communication."""
-    from ..analysis.cluster.step import link
-
     first, step = pg.prefill, pg.decode
     layout = step.run.layout
     return {"gpus": layout.gpus, "layout": dataclasses.asdict(layout),
             "communication": {"prefill_s": first.communication_s, "step_s": step.communication_s,
                               "step_sent": step.sent, "decode_sent": pg.decode_sent,
                               "no_cache_sent": pg.no_cache_sent,
-                              "expected": {"prefill_s": first.expected.parts_s["communication"],
-                                           "step_s": step.expected.parts_s["communication"]},
-                              "collectives": [{**c._asdict(), "sent": c.sent,
-                                               "time_s": c.sent / link(hw, layout, c.group).rate, "expected_s": t}
-                                              for c, t in zip(step.collectives, step.expected.collectives_s)]}}
+                              "expected": {"prefill_s": first.expected_communication_s,
+                                           "step_s": step.expected_communication_s},
+                              "collectives": [{**c._asdict(), "sent": c.sent, "time_s": i, "expected_s": e}
+                                              for c, i, e in zip(step.collectives, step.ideal_s, step.expected_s)]}}
 
 
 def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: tuple[int, ...]) -> Report:

@@ -22,6 +22,13 @@ VARIANTS = {  # together every config key and value
                            "activation": "swiglu", "norm": "rmsnorm", "position": "rope", "patch_bias": False,
                            "final_norm": False,
                            "projector": {"norm": "rmsnorm", "merge": 2, "hidden": 64, "bias": True}}},
+    # Gemma 4's tower: a 2-D position table beside 2-D RoPE, per-head q/k/v norms, sandwich norms, its pooler
+    "gemma4-vl": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "tie_embeddings": True,
+                  "vision": {"n_layers": 2, "d_model": 16, "n_heads": 4, "d_ff": 24, "patch_size": 2,
+                             "activation": "geglu", "norm": "rmsnorm", "position": "rope", "position_table": 8,
+                             "qk_norm": True, "v_norm": True, "norm_placement": "sandwich", "patch_bias": False,
+                             "qkv_bias": False, "out_bias": False, "mlp_bias": False, "final_norm": False,
+                             "pool": 2, "standardize": True, "projector": {"norm": "rmsnorm", "norm_weight": False}}},
     "gpt": {"qkv_bias": True, "out_bias": True, "mlp_bias": True, "tie_embeddings": True},
     "post": {"position": "sinusoidal", "activation": "relu", "norm_placement": "post",
              "lm_head_bias": True, "tie_embeddings": True, "norm_bias": False},
@@ -92,6 +99,13 @@ VARIANTS = {  # together every config key and value
                "attention_chunk": 3, "layer_types": ["chunked", "chunked", "chunked", "full"],
                "moe": {"num_experts": 4, "experts_per_token": 1, "expert_d_ff": 16, "shared_experts": 1,
                        "step": 2}},
+    # Gemma 4 26B-A4B: a dense MLP beside the experts in every layer
+    "gemma4-moe": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 2, "n_layers": 2,
+                   "head_dim": 8, "qk_norm": "head", "v_norm": True, "norm_placement": "sandwich",
+                   "sliding_window": 4, "layer_types": ["sliding", "full"], "full_head_dim": 16, "full_kv_heads": 1,
+                   "full_k_eq_v": True, "embedding_scale": 5.65, "final_logit_softcap": 30, "tie_embeddings": True,
+                   "layer_scalar": True, "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16,
+                                                 "beside_mlp": True}},
     # Gemma 4: full layers of their own head size and K/V heads whose values are the keys' projection
     "gemma4": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 2, "n_layers": 3,
                "head_dim": 8, "qk_norm": "head", "v_norm": True, "norm_placement": "sandwich", "sliding_window": 4,
@@ -144,6 +158,27 @@ VARIANTS = {  # together every config key and value
               "layer_types": ["rglru", "rglru", "sliding"], "sliding_window": 4, "rotary_fraction": 0.5,
               "out_bias": True, "mlp_bias": True, "tie_embeddings": True, "final_logit_softcap": 30.0,
               "embedding_scale": 5.65, "rglru": {"width": 24, "d_conv": 3, "n_heads": 4}},
+    # Kimi Linear: KDA beside MLA without positions, a dense layer then MoE with a shared expert and the router's
+    # bias; chunks of 4 so that 7 and 9 tokens span several, padded
+    "kda": {"attention": "mla", "position": "none", "norm": "rmsnorm", "activation": "swiglu", "n_layers": 3,
+            "layer_types": ["kda", "full", "kda"],
+            "mla": {"kv_lora_rank": 12, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 6},
+            "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16, "shared_experts": 1,
+                    "first_dense_layers": 1, "router_bias": True},
+            "kda": {"linear_num_heads": 2, "linear_head_dim": 5, "linear_conv_kernel_dim": 3, "chunk_size": 4}},
+    # Falcon-H1: a Mamba-2 mixer beside every layer's GQA attention (its output gated, not normed; out_proj's
+    # bias apart from in_proj's), a SwiGLU MLP with biases; chunks of 4 so that 7 and 9 tokens span several
+    "falcon_h1": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "head_dim": 6,
+                  "mlp_bias": True, "qkv_bias": True, "parallel_mixer": "mamba2",
+                  "mamba2": {"d_state": 4, "d_conv": 3, "n_heads": 4, "head_dim": 6, "n_groups": 2, "chunk_size": 4,
+                             "norm": False, "proj_bias": True, "out_proj_bias": False}},
+    # OLMo Hybrid: Gated DeltaNet layers pre-norm beside OLMo 3's attention layers, post-norm with q/k norms over the
+    # whole projections; no positions (the release's)
+    "olmo_hybrid": {"position": "none", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "n_layers": 4,
+                    "norm_placement": "post_branch", "recurrent_norm_placement": "pre", "qk_norm": "full",
+                    "layer_types": ["gated_deltanet", "gated_deltanet", "gated_deltanet", "full"],
+                    "gated_deltanet": {"linear_num_key_heads": 2, "linear_num_value_heads": 2, "linear_key_head_dim": 3,
+                                       "linear_value_head_dim": 6, "chunk_size": 4}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
@@ -225,7 +260,7 @@ def _longcat_moe(draw, raw, attention_only):
 
 def _hyper(draw, raw):
     """Hyper-connections (DeepSeek V4's mixed streams, Hy4's independent ones) on sequential pre-norm layers."""
-    if (raw.get("moe") or {}).get("shortcut"):
+    if (raw.get("moe") or {}).get("shortcut") or (raw.get("moe") or {}).get("beside_mlp"):
         return
     raw["hyper"] = {"streams": draw(st.integers(2, 4))}
     if draw(st.booleans()):
@@ -256,12 +291,18 @@ def _vision(draw):
          "channels": draw(st.integers(1, 3)), "temporal_patch": draw(st.integers(1, 2)),
          "activation": draw(st.sampled_from(VISION_ACTIVATIONS)), "norm": draw(st.sampled_from(NORMS)),
          "position": draw(st.sampled_from(["learned", "rope"]))}
-    for key in ("class_token", "patch_bias", "qkv_bias", "out_bias", "mlp_bias", "pre_norm", "final_norm"):
+    for key in ("class_token", "patch_bias", "qkv_bias", "out_bias", "mlp_bias", "pre_norm", "final_norm",
+                "qk_norm", "v_norm"):
         v[key] = draw(st.booleans())
+    v["norm_placement"] = draw(st.sampled_from(["pre", "sandwich"]))
+    if v["position"] == "rope" and draw(st.booleans()):  # Gemma 4's 2-D table, or Qwen3-VL's grid, beside 2-D RoPE
+        key = draw(st.sampled_from(["position_table", "position_grid"]))
+        v[key] = draw(st.integers(1, 4) if key == "position_table" else st.integers(1, 16))
     if v["norm"] == "layernorm":
         v["norm_bias"] = draw(st.booleans())
     p = {"norm": draw(st.sampled_from(["none", *NORMS])), "features": draw(st.integers(1, 2)), "merge": merge,
-         "hidden": draw(st.one_of(st.none(), st.integers(1, 16))), "bias": draw(st.booleans())}
+         "hidden": draw(st.one_of(st.none(), st.integers(1, 16))), "bias": draw(st.booleans()),
+         "norm_weight": draw(st.booleans())}
     if merge > 1:
         p["merge_linear"] = draw(st.booleans())
     if p["hidden"] is not None:
@@ -271,6 +312,9 @@ def _vision(draw):
             del d[key]
     if "merge" not in p:  # merged patches (merge 1) cannot be merged back
         p.pop("merge_linear", None)
+    if v.get("position", "learned") == "learned":  # the tables go with RoPE
+        v.pop("position_table", None)
+        v.pop("position_grid", None)
     if p.get("hidden") is None:  # a linear hidden -> hidden needs a hidden width
         p.pop("hidden_linear", None)
     if v.get("position", "learned") == "learned" and "image_size" not in v:  # a row per patch of it
@@ -284,12 +328,26 @@ def _vision(draw):
     side = v["image_size"] // patch if "image_size" in v else None
     if side is not None and draw(st.booleans()):
         p["pool"] = draw(st.sampled_from([k for k in (1, 2) if side % k == 0]))
-    if v.get("class_token") and draw(st.booleans()):
-        p["class_token"] = draw(st.booleans())
+    if v.get("class_token") and p.get("pool", 1) == 1 and p.get("merge", 1) == 1 and draw(st.booleans()):
+        p["class_token"] = draw(st.booleans())  # joins the patches as they are
     if draw(st.booleans()):
         p["unread_layers"] = draw(st.integers(0, v["n_layers"] - 1))
+    plain = (not v.get("class_token") and p.get("features", 1) == 1 and p.get("pool", 1) == 1
+             and not p.get("unread_layers") and not p.get("class_token"))
+    if plain and not p.get("merge_linear") and not p.get("hidden_linear") and draw(st.booleans()):
+        p["deepstack"] = draw(st.lists(st.integers(0, v["n_layers"] - 1), min_size=1, max_size=2, unique=True))
+    alone = plain and p.get("merge", 1) == 1 and "deepstack" not in p
+    if alone and draw(st.booleans()):  # Gemma 4's pooler over the last layer's patches, maybe standardized
+        v["pool"] = draw(st.integers(1, 3))
+        v["standardize"] = draw(st.booleans())
     v["projector"] = p
     return v
+
+
+@st.composite
+def vision_configs(draw):
+    """A small language model with a random vision tower and projector (every vision key drawn)."""
+    return from_dict({**BASE, "position": "rope", "vision": draw(_vision())})
 
 
 def _mamba(draw, raw) -> dict:
@@ -304,8 +362,11 @@ def _mamba2(draw, raw) -> dict:
     heads, groups = draw(st.sampled_from([(1, 1), (2, 1), (2, 2), (4, 2)]))
     mixer = {k: draw(v) for k, v in (("d_state", st.integers(1, 6)), ("d_conv", st.integers(1, 4)),
                                       ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
-                                      ("chunk_size", st.integers(1, 8))) if draw(st.booleans())}
-    mixer.update(n_heads=heads, head_dim=draw(st.integers(1, 6)), n_groups=groups)
+                                      ("chunk_size", st.integers(1, 8)), ("norm", st.booleans()),
+                                      ("out_proj_bias", st.booleans())) if draw(st.booleans())}
+    mixer.update(n_heads=heads, n_groups=groups)
+    if draw(st.booleans()):  # else its default, 64
+        mixer["head_dim"] = draw(st.integers(1, 6))
     if draw(st.booleans()):  # the heads from expand * d_model / head_dim
         mixer.pop("n_heads")
         mixer.pop("n_groups")
@@ -324,17 +385,18 @@ def _lightning(draw, raw) -> dict:
     if raw.get("attention") == "mla":
         raw["attention"] = "mha"
         raw.pop("mla", None)
+        raw.pop("dsa", None)
         raw["head_dim"] = draw(st.sampled_from([2, 4, 6]))
     return {"block_size": draw(st.integers(1, 8))} if draw(st.booleans()) else {}
 
 
 def _gated_deltanet(draw, raw) -> dict:
-    key_heads, value_heads = draw(st.sampled_from([(1, 1), (1, 2), (2, 2), (2, 4)]))
+    heads = draw(st.sampled_from([(1, 1), None, (1, 2), (2, 2), (2, 4)]))  # None: their defaults, 16 and 32
     mixer = {k: draw(v) for k, v in (("linear_key_head_dim", st.integers(1, 6)),
                                       ("linear_value_head_dim", st.integers(1, 6)),
                                       ("linear_conv_kernel_dim", st.integers(1, 4)), ("chunk_size", st.integers(1, 8)))
              if draw(st.booleans())}
-    return {**mixer, "linear_num_key_heads": key_heads, "linear_num_value_heads": value_heads}
+    return mixer if heads is None else {**mixer, "linear_num_key_heads": heads[0], "linear_num_value_heads": heads[1]}
 
 
 RECURRENT_MAPPINGS = {"mamba": _mamba, "mamba2": _mamba2, "short_conv": _short_conv}  # layer kind -> its keys
@@ -357,6 +419,15 @@ def _rglru(draw, raw) -> dict:
 RECURRENT_MAPPINGS["rglru"] = _rglru
 
 
+def _kda(draw, raw) -> dict:
+    return {k: draw(v) for k, v in (("linear_num_heads", st.integers(1, 3)), ("linear_head_dim", st.integers(1, 6)),
+                                    ("linear_conv_kernel_dim", st.integers(1, 4)), ("chunk_size", st.integers(1, 8)))
+            if draw(st.booleans())}
+
+
+RECURRENT_MAPPINGS["kda"] = _kda
+
+
 def _recurrent_layers(draw, raw, kind: str):
     """Layers of a recurrent ``kind`` (every one, or mixed into the layer types), its mapping, maybe no
     FFN (d_ff 0)."""
@@ -366,6 +437,8 @@ def _recurrent_layers(draw, raw, kind: str):
     if "chunked" not in raw["layer_types"]:
         raw.pop("attention_chunk", None)
     raw[kind] = RECURRENT_MAPPINGS[kind](draw, raw)
+    if draw(st.booleans()):  # their own norm placement (OLMo Hybrid)
+        raw["recurrent_norm_placement"] = draw(st.sampled_from(list(ENUMS["norm_placement"])))
     raw["parallel_block"] = False
     raw.pop("parallel_norms", None)
     raw.pop("sub_norms", None)  # dense attention layers only
@@ -388,6 +461,20 @@ def _recurrent_layers(draw, raw, kind: str):
         raw["d_ff"] = 0
         for key in ("moe", "activation", "mlp_bias"):
             raw.pop(key, None)
+
+
+def _parallel_mixer(draw, raw, kind: str):
+    """A recurrent mixer of ``kind`` beside every attention layer's attention (Falcon-H1), with its mapping,
+    where some layer attends."""
+    types = (raw.get("layer_types") or ["full"])[:raw["n_layers"]]
+    if all(t in RECURRENT_MAPPINGS or t == "none" for t in types):
+        return
+    if kind not in raw:
+        raw[kind] = RECURRENT_MAPPINGS[kind](draw, raw)
+    raw["parallel_mixer"] = kind
+    raw["parallel_block"] = False
+    raw.pop("parallel_norms", None)
+    raw.pop("sub_norms", None)  # dense attention layers only
 
 
 def _single_sublayers(draw, raw):
@@ -421,7 +508,8 @@ def valid_configs(draw):
         raw["n_heads"] = draw(st.integers(1, 4))
         raw["d_model"] = draw(st.integers(1, 48))
         raw["mla"] = draw(_mla(rope))
-        if rope and raw["mla"].get("q_lora_rank") and draw(st.integers(0, 3)) > 0:  # DSA's indexer, mostly
+        if rope and draw(st.booleans()):  # DSA's indexer, on the low-rank query
+            raw["mla"]["q_lora_rank"] = raw["mla"].get("q_lora_rank") or draw(st.integers(1, 16))
             raw["dsa"] = {"n_heads": draw(st.integers(1, 4)), "topk": draw(st.integers(1, 8)),
                           "head_dim": raw["mla"]["qk_rope_head_dim"] + draw(st.integers(0, 4))}
         raw["attention_gate"] = draw(st.booleans())  # Hy4's on MLA
@@ -511,22 +599,31 @@ def valid_configs(draw):
         raw["moe"] = None
     if raw.get("moe") is not None:  # sub_norms applies to dense models only, whatever its value
         raw.pop("sub_norms", None)
+        if raw["norm_placement"] in ("pre", "sandwich") and not raw["parallel_block"]:  # Gemma 4's dense+moe
+            raw["moe"]["beside_mlp"] = draw(st.booleans())
     if draw(st.booleans()):
         raw["vision"] = draw(_vision())
     moe = raw.get("moe")
-    if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1:  # a dense MLP layer
+    if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1 or moe.get("beside_mlp"):
+        # a dense MLP layer
         raw["mlp_bias"] = draw(st.booleans())
     if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
         raw["position_offset"] = draw(st.integers(0, 3))
-    # recurrent layers in one config of 13 for each recurrent kind (layouts, LoRA and bytes moved refuse
+    # recurrent layers in one config of 14 for each recurrent kind (layouts, LoRA and bytes moved refuse
     # them: the properties over those need the rest), alone or beside attention ones, with or without FFN
-    recurrent = draw(st.integers(0, 12))
-    if "dsa" in raw and raw["position"] == "rope":  # DSA (rare) kept: attention layers only
+    recurrent = draw(st.integers(0, 13))
+    if "dsa" in raw and raw["position"] == "rope":  # DSA kept: attention layers only
         recurrent = len(RECURRENT_MAPPINGS)
     if recurrent < len(RECURRENT_MAPPINGS):
-        _recurrent_layers(draw, raw, list(RECURRENT_MAPPINGS)[recurrent])
-        if raw["d_ff"] and draw(st.booleans()):  # layers of one sublayer each (Nemotron-H)
-            _single_sublayers(draw, raw)
+        kind = list(RECURRENT_MAPPINGS)[recurrent]
+        # 0: beside attention alone (Falcon-H1); 1: in layers of its own too; else in layers of its own
+        beside = min(draw(st.integers(0, 3)), 2)
+        if beside:
+            _recurrent_layers(draw, raw, kind)
+            if raw["d_ff"] and draw(st.booleans()):  # layers of one sublayer each (Nemotron-H)
+                _single_sublayers(draw, raw)
+        if beside < 2:
+            _parallel_mixer(draw, raw, kind)
     if "dsa" in raw and (raw["position"] != "rope" or recurrent < len(RECURRENT_MAPPINGS)):  # RoPE, attention
         raw.pop("dsa")
     if "dsa" in raw:  # DSA: full causal layers only, without soft-capping
@@ -534,7 +631,7 @@ def valid_configs(draw):
             raw.pop(key, None)
         if raw.get("layer_types"):
             raw["layer_types"] = [t for t in raw["layer_types"] if t not in ("sliding", "chunked")] or ["full"]
-    if raw.get("moe") is not None and draw(st.booleans()):  # LongCat-Flash's MoE
+    if raw.get("moe") is not None and not raw["moe"].get("beside_mlp") and draw(st.booleans()):  # LongCat-Flash's
         _longcat_moe(draw, raw, recurrent >= len(RECURRENT_MAPPINGS))
     if recurrent >= len(RECURRENT_MAPPINGS) and draw(st.integers(0, 3)) == 0:
         _hyper(draw, raw)

@@ -96,6 +96,8 @@ EXTRA["jamba"] = {"attn_layer_period": 4, "attn_layer_offset": 3}
 EXTRA["nemotron_h"] = {"layers_block_type": ["linear_attention", "mlp", "full_attention", "moe"]}
 # MiniMax: blocks of 3, so that the 8 tokens span three lightning blocks, the last one partial
 EXTRA["minimax"] = {"block_size": 3}
+# Kimi Linear: its class default makes the fifth layer its first MLA one (transformers' cache needs one): layer 1
+EXTRA["kimi_linear"] = {"layer_types": ["linear_attention", "full_attention", "linear_attention", "linear_attention"]}
 # Gemma 4: its class default (hidden_size_per_layer_input 256) turns on per-layer embeddings, refused
 EXTRA["gemma4_text"] = {"hidden_size_per_layer_input": 0}
 # LongCat-Flash runs on the CPU (against.NOT_ON_META): its checkpoint's experts (512 and 256 identity ones), small
@@ -392,3 +394,23 @@ def test_hy4_closed_form(tmp_path):
     assert [c for c in checks.values() if not c.ok or "unmatched" in c.name] == []
     assert checks["transformers/flops/eager/forward/attention/scores+values"].note == against.EVERY_KEY
     assert checks["transformers/flops/eager/forward/hyper/attention"].measured == fwd["hyper/attention"]
+
+def test_gemma4_experts_beside_the_mlp_match_transformers(tmp_path):
+    """Gemma 4 26B-A4B's layers (enable_moe_block: the experts beside every layer's MLP, moe.beside_mlp) at a
+    small size: every check exact and every module name mapped (its router's scale and per-expert scales, the
+    norms before the experts and after each FFN)."""
+    from transformers import Gemma4TextConfig
+
+    raw = {**Gemma4TextConfig(
+        vocab_size=1000, hidden_size=64, intermediate_size=96, num_hidden_layers=6, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, global_head_dim=32, num_global_key_value_heads=1, attention_k_eq_v=True,
+        sliding_window=8, final_logit_softcapping=30.0, hidden_size_per_layer_input=0, enable_moe_block=True,
+        num_experts=8, top_k_experts=2, moe_intermediate_size=24).to_dict(), "model_type": "gemma4_text"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    checks = {c.name: c for c in against.against_transformers(load_model(str(path)), raw, 8, 1, str(path))}
+    assert [c for c in checks.values() if not c.ok or "unmatched" in c.name] == []
+    for key in ("moe/router_norm", "moe/expert_scale", "norm/moe", "norm/dense_post", "norm/moe_post", "mlp/up"):
+        assert f"transformers/params/{key}" in checks, key
+    # 6 layers, 8 tokens, 2 experts each, three 64 x 24 matrices
+    assert checks["transformers/flops/eager/forward/moe/experts"].measured == 6 * 8 * 2 * 3 * 2 * 64 * 24

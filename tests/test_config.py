@@ -1,6 +1,7 @@
 """Config validation through the CLI: exit code 2, one line on stderr naming file, key, line."""
 
 import dataclasses
+import importlib
 import json
 import subprocess
 import sys
@@ -16,9 +17,10 @@ from llmcalc.analysis.count.kvcache import kv_cache
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import ConfigError, SpecError
 from llmcalc.analysis.load.catalog import load_bundled, load_model
+from llmcalc.analysis.model.architecture import MIXERS
 from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
-from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, QK_NORMS, ModelConfig
+from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, PARALLEL_MIXERS, QK_NORMS, ModelConfig
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
 from llmcalc.analysis.model.hyper import HyperConfig
 from llmcalc.analysis.model.mla import DSAConfig, MLAConfig
@@ -203,7 +205,7 @@ def test_random_invalid_configs_raise_config_error(raw, corruption):
     key, value = corruption
     assume(not (key == "moe" and value is None))  # `moe: null` is the valid default
     # d_ff 0 (no FFN) is valid beside recurrent layers (the strategy draws them at layer 0)
-    recurrent = {"mamba", "mamba2", "short_conv", "lightning", "gated_deltanet", "rglru"}
+    recurrent = {"mamba", "mamba2", "short_conv", "lightning", "gated_deltanet", "rglru", "kda"}
     assume(not (key == "d_ff" and value == 0 and recurrent & set(raw.get("layer_types") or ())))
     if key == "drop":
         del raw["d_ff"]
@@ -296,6 +298,9 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
      [":8: key 'moe.shared_expert_d_ff': must be >= 1, got 0"]),
     (BASE + MOE + ", router_bias: maybe}\n", [":8: key 'moe.router_bias': must be true or false, got 'maybe'"]),
     (BASE + MOE + ", expert_bias: null}\n", [":8: key 'moe.expert_bias': must be true or false, got None"]),
+    # Gemma 4's experts beside the MLP: in a sequential pre or sandwich block
+    (BASE + "norm_placement: post\n" + MOE + ", beside_mlp: true}\n",
+     [":9: key 'moe.beside_mlp': is modeled in a sequential block with norm_placement pre or sandwich"]),
     (BASE + MOE + ", shared_expert: 1}\n",
      [":8: key 'moe.shared_expert': unknown key (did you mean 'shared_experts'?)"]),
     (BASE + "moe:\n  num_experts: 4\n  experts_per_token: 0\n", [":8: key 'moe.experts_per_token': must be >= 1"]),
@@ -346,8 +351,17 @@ def test_qk_norm_booleans_mean_head_and_none():
 ENUM_CHOICES = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "norm_placement": NORM_PLACEMENTS,
                 "position": tuple(POSITIONS), "attention": ATTENTION_KINDS,
                 "dtype": (*DTYPE_BITS, *WEIGHT_FORMATS), "quant_skip": tuple(QUANT_SKIPS),
-                "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES}
-VISION_ENUMS = {"activation": VISION_ACTIVATIONS, "norm": tuple(NORMS), "position": ("learned", "rope")}
+                "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES, "parallel_mixer": PARALLEL_MIXERS,
+                "recurrent_norm_placement": NORM_PLACEMENTS}
+VISION_ENUMS = {"activation": VISION_ACTIVATIONS, "norm": tuple(NORMS), "position": ("learned", "rope"),
+                "norm_placement": ("pre", "sandwich")}
+
+
+def mixer_schema(kind: str):
+    """The nested schema of a recurrent mixer kind, in its module (``keys.nested``)."""
+    field = next(f for f in dataclasses.fields(ModelConfig) if f.name == kind)
+    module = importlib.import_module(f"llmcalc.analysis.model.{kind}")
+    return getattr(module, field.type.split(" | ")[0])
 
 
 def _drawn_configs(n=1000):
@@ -379,7 +393,8 @@ def test_strategy_covers_every_key_and_value():
                              (VisionConfig, visions, VISION_ENUMS),
                              (ProjectorConfig, [v["projector"] for v in visions], {"norm": ("none", *NORMS)}),
                              (HyperConfig, [raw.get("hyper") for raw in drawn], {}),
-                             (DSAConfig, [raw.get("dsa") for raw in drawn], {})):
+                             (DSAConfig, [raw.get("dsa") for raw in drawn], {}),
+                             *((mixer_schema(kind), [raw.get(kind) for raw in drawn], {}) for kind in MIXERS)):
         key = cls.__name__
         maps = [m for m in maps if isinstance(m, dict)]
         assert maps, f"valid_configs() never draws a '{key}' mapping"

@@ -83,7 +83,7 @@ def test_dense_layouts_match_torch(cfg, layout):
 @pytest.mark.slow
 @given(variant=st.sampled_from(sorted(k for k, v in VARIANTS.items()
                                      if not {"vision", "mamba", "mamba2", "short_conv", "lightning",
-                                             "gated_deltanet", "rglru", "ffn_layers", "dsa", "hyper"} & v.keys()
+                                             "gated_deltanet", "rglru", "kda", "ffn_layers", "dsa", "hyper"} & v.keys()
                                      and not (v.get("moe") or {}).get("shortcut"))),
        tp=st.sampled_from([1, 2]), dp=st.integers(1, 3))
 @settings(max_examples=25, deadline=None)

@@ -120,7 +120,7 @@ def test_families_partition_the_matmul_flops(name):
     assert sum(r.family_matmul(f) for f in FAMILIES) == r.matmul_total
     mixer = ("mamba/conv1d", "mamba/scan", "mamba2/conv1d", "mamba2/scan", "short_conv/conv1d", "lightning/attention",
              "attention/scores", "attention/values", "gated_deltanet/conv1d", "gated_deltanet/scan")
-    mixer += ("rglru/conv1d",)
+    mixer += ("rglru/conv1d", "kda/conv1d", "kda/scan")
     mixer += ("attention/indexer",)  # DSA's indexer scores its keys
     assert r.family_matmul("attn scores+values") == sum(r.matmul.get(k, 0) for k in mixer)  # a hybrid has both kinds
 

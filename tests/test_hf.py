@@ -19,7 +19,7 @@ import pytest
 
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import ConfigError
-from llmcalc.analysis.load.catalog import HF_DIR, from_json, load_path
+from llmcalc.analysis.load.catalog import HF_DIR, from_json, load_bundled, load_path
 from llmcalc.analysis.load.hf import MAPPERS, from_hf_config, unclassified
 from llmcalc.analysis.model.layers import layer_plan
 
@@ -488,6 +488,31 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         hidden_activation="gelu_pytorch_tanh", attention_bias=False,
         block_types=["recurrent", "recurrent", "attention"],
         rope_parameters=dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5)), None),
+    # KDA layers and NoPE MLA layers (linear_attn_config's 1-based lists), a dense layer, then 256 experts and a
+    # shared one (published config.json values, with its attribute_map names). The card's "48B total, 3B
+    # activated" is rounded: None; transformers' own count is 49,122,681,728
+    "kimi_linear": ("moonshotai/Kimi-Linear-48B-A3B-Instruct", dict(
+        vocab_size=163840, hidden_size=2304, intermediate_size=9216, num_hidden_layers=27, num_attention_heads=32,
+        num_key_value_heads=32, q_lora_rank=None, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+        v_head_dim=128, moe_intermediate_size=1024, num_experts=256, num_experts_per_token=8, num_shared_experts=1,
+        first_k_dense_replace=1, model_max_length=1048576, tie_word_embeddings=False, hidden_act="silu",
+        linear_attn_config=dict(full_attn_layers=[4, 8, 12, 16, 20, 24, 27], head_dim=128, num_heads=32,
+                                short_conv_kernel_size=4,
+                                kda_layers=[i for i in range(1, 28) if i % 4 and i != 27])), None),
+    # attention (GQA, head_dim 128 of hidden_size 3072 / 12 heads) and a Mamba-2 mixer side by side in every layer
+    # (published config.json values; the muP multipliers change no count); no published total
+    "falcon_h1": ("tiiuae/Falcon-H1-7B-Instruct", dict(
+        vocab_size=130048, hidden_size=3072, intermediate_size=12288, num_hidden_layers=44, num_attention_heads=12,
+        num_key_value_heads=2, head_dim=128, max_position_embeddings=262144, tie_word_embeddings=False,
+        mamba_d_ssm=3072, mamba_n_heads=24, mamba_d_head=128, mamba_d_state=256, mamba_n_groups=1, mamba_d_conv=4,
+        mamba_expand=2, mamba_chunk_size=128), None),
+    # Gated DeltaNet layers (pre-norm) and OLMo 3 attention layers (post-norm, q/k norms over the whole projections),
+    # every fourth, no positions (rope_theta null): OlmoHybridConfig's defaults, which its docstring gives as this
+    # checkpoint's; no published total
+    "olmo_hybrid": ("allenai/Olmo-Hybrid-7B", dict(
+        vocab_size=100352, hidden_size=3840, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=30,
+        max_position_embeddings=65536, linear_conv_kernel_dim=4, linear_allow_neg_eigval=True,
+        rope_parameters=dict(rope_theta=None), tie_word_embeddings=False), None),
     # sub_norms (BitNet): the unpacked model transformers builds from the config (its quantization_config,
     # packed ternary weights, left out: llmcalc refuses it)
     "bitnet": ("microsoft/bitnet-b1.58-2B-4T", dict(
@@ -555,6 +580,13 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         n_routed_experts=512, zero_expert_num=256, moe_topk=12, expert_ffn_hidden_size=2048,
         max_position_embeddings=131072, tie_word_embeddings=False), None),
 }
+
+# Gemma 4 26B-A4B's language model, the text_config of google/gemma-4-26B-A4B-it
+GEMMA4_26B = dict(
+    vocab_size=262144, hidden_size=2816, intermediate_size=2112, num_hidden_layers=30, num_attention_heads=16,
+    num_key_value_heads=8, head_dim=256, global_head_dim=512, num_global_key_value_heads=2, attention_k_eq_v=True,
+    sliding_window=1024, max_position_embeddings=262144, final_logit_softcapping=30.0, hidden_size_per_layer_input=0,
+    num_kv_shared_layers=0, enable_moe_block=True, num_experts=128, top_k_experts=8, moe_intermediate_size=704)
 
 # Variants that exercise other branches of a mapper: (model_type, checkpoint, hyperparameters).
 VARIANTS = [
@@ -767,10 +799,25 @@ VARIANTS = [
         ssm_state_size=128, conv_kernel=4, chunk_size=128, n_routed_experts=128, num_experts_per_tok=6,
         moe_intermediate_size=1856, moe_shared_expert_intermediate_size=3712, tie_word_embeddings=False,
         hybrid_override_pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME")),
+    ("falcon_h1", "Falcon-H1 (the mixer's gated RMSNorm in 2 groups, every bias, its width from mamba_expand, "
+     "head dims auto)", dict(
+         vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+         num_key_value_heads=2, mamba_d_ssm=None, mamba_expand=2, mamba_n_heads=8, mamba_d_head="auto",
+         mamba_n_groups=2, mamba_d_state=16, mamba_rms_norm=True, mamba_proj_bias=True, projectors_bias=False,
+         mamba_conv_bias=False, attention_bias=True, mlp_bias=True)),
+    ("olmo_hybrid", "OLMo Hybrid (RoPE, a head_dim, GQA, biased attention, value heads twice the key heads, tied)",
+     dict(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4,
+          num_key_value_heads=2, head_dim=48, attention_bias=True, linear_num_key_heads=2, linear_num_value_heads=4,
+          linear_key_head_dim=24, linear_value_head_dim=40, tie_word_embeddings=True,
+          layer_types=["linear_attention", "full_attention", "linear_attention", "full_attention"],
+          rope_parameters=dict(rope_type="default", rope_theta=500000.0), pad_token_id=1)),
     ("recurrent_gemma", "RecurrentGemma (a narrower RG-LRU, biased q/k/v, GQA, one recurrent block per attention one)",
      dict(vocab_size=1000, hidden_size=256, intermediate_size=600, num_hidden_layers=4, num_attention_heads=8,
           num_key_value_heads=2, lru_width=192, attention_window_size=16, conv1d_width=3, attention_bias=True,
           block_types=["recurrent", "attention"])),
+    # the experts beside every layer's MLP (moe.beside_mlp): 25,233,141,790 as transformers counts it, the preset
+    # gemma-4-26b-a4b (the card: 25.2B total, 3.8B active)
+    ("gemma4_text", "google/gemma-4-26B-A4B-it (text_config)", GEMMA4_26B),
 ]
 
 
@@ -991,6 +1038,8 @@ DEPTHS.update(qwen3_next=4, qwen3_5_text=4, qwen3_5_moe_text=4)
 DEPTHS.update(deepseek_v32=4, glm_moe_dsa=4)  # three dense layers and a MoE one, as DeepSeek-V3
 DEPTHS["hy_v4"] = 3  # its dense layer, an indexed MoE layer and its first shared-indexer one
 DEPTHS["recurrent_gemma"] = 3  # two recurrent blocks and its first attention layer
+# Kimi Linear: three KDA layers (a dense one, two MoE), its first MLA layer, and the class default's (the fifth)
+DEPTHS["kimi_linear"] = 5
 
 
 def _shallow(raw: dict) -> dict:
@@ -1005,6 +1054,11 @@ def _shallow(raw: dict) -> dict:
         out["layer_types"] = out["layer_types"][:depth]
     if raw["model_type"] == "gpt_neo":  # its attention_types must expand to its depth: one global, one local
         out["attention_types"] = [[["global", "local"], 1]]
+    linear = out.get("linear_attn_config")
+    if isinstance(linear, dict):  # Kimi Linear's 1-based layer lists, cut to match
+        for key in ("full_attn_layers", "kda_layers"):
+            if isinstance(linear.get(key), list):
+                linear[key] = [i for i in linear[key] if i <= depth]
     return out
 
 
@@ -1149,7 +1203,7 @@ GEMMA4 = dict(model_type="gemma4_text", vocab_size=1000, hidden_size=64, interme
 @pytest.mark.parametrize("changes, key", [
     ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input"),  # the class default: E2B/E4B's
     ({"num_kv_shared_layers": 2}, "num_kv_shared_layers"),
-    ({"enable_moe_block": True}, "enable_moe_block"),
+    ({"enable_moe_block": True}, "num_experts"),  # the class has no default for it
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention"),
     ({"per_layer_config": {"0": {"head_dim": 32}}}, "per_layer_config"),  # a sliding layer
     ({"per_layer_config": {"5": {"intermediate_size": 256}}}, "per_layer_config"),
@@ -1159,6 +1213,54 @@ def test_gemma4_refusals_name_the_key(tmp_path, run, changes, key):
     result = run("params", _write(tmp_path, {**GEMMA4, **changes}))
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert f"key '{key}'" in result.stderr
+
+
+def test_gemma4_moe_reads_absent_and_null_keys_as_transformers():
+    """26B-A4B's text_config (two layers): each key left out or null, as transformers reads it (its class has no
+    default for num_experts, top_k_experts and moe_intermediate_size: both refuse them left out). Left out,
+    hidden_size_per_layer_input turns on per-layer embeddings, which llmcalc refuses (REFUSED_DEFAULTS)."""
+    differ = _differ(_shallow({"model_type": "gemma4_text", **GEMMA4_26B}))
+    assert list(differ) == ["hidden_size_per_layer_input dropped"]
+    assert differ["hidden_size_per_layer_input dropped"][0] == "refused"
+
+
+# Qwen3.5-27B's and Qwen3.5-397B-A17B's language models: the text_config of their published config.json
+QWEN3_5_27B_TEXT = dict(
+    vocab_size=248320, hidden_size=5120, intermediate_size=17408, num_hidden_layers=64, num_attention_heads=24,
+    num_key_value_heads=4, head_dim=256, full_attention_interval=4, linear_num_key_heads=16, linear_num_value_heads=48,
+    linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4, max_position_embeddings=262144,
+    tie_word_embeddings=False,
+    rope_parameters=dict(rope_type="default", rope_theta=10000000, partial_rotary_factor=0.25, mrope_interleaved=True,
+                         mrope_section=[11, 11, 10]))
+QWEN3_5_397B_TEXT = dict(
+    {k: v for k, v in QWEN3_5_27B_TEXT.items() if k != "intermediate_size"}, hidden_size=4096, num_hidden_layers=60,
+    num_attention_heads=32, num_key_value_heads=2, linear_num_value_heads=64, num_experts=512, num_experts_per_tok=10,
+    moe_intermediate_size=1024, shared_expert_intermediate_size=1024)
+# bundled presets -> (model_type, the published config's hyperparameters, total and active parameters)
+PRESETS = {"gemma-4-26b-a4b": ("gemma4_text", GEMMA4_26B, 25_233_141_790, 3_822_530_590),
+           "deepseek-v3.2": ("deepseek_v32", CHECKPOINTS["deepseek_v32"][1], 671_877_944_064, 38_403_822_336),
+           "qwen3.5-27b": ("qwen3_5_text", QWEN3_5_27B_TEXT, 26_895_998_464, 26_895_998_464),
+           "qwen3.5-397b-a17b": ("qwen3_5_moe_text", QWEN3_5_397B_TEXT, 396_346_350_336, 17_349_040_896)}
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_are_their_published_configs(name):
+    """A bundled preset is what the mapper reads from its published config (the same parameters per component,
+    forward matmul FLOPs and KV + state bytes), and its total is transformers' model's on that config."""
+    from llmcalc.analysis.count.flops import count_flops
+    from llmcalc.analysis.count.kvcache import kv_cache
+    from llmcalc.analysis.model.checks import from_dict
+    from llmcalc.analysis.spec import RunSpec
+
+    kind, hp, total, active = PRESETS[name]
+    config = _config(kind, hp)
+    mapped, preset = from_dict(from_hf_config(config.to_dict(), "config.json")), load_bundled(name)
+    assert count_params(mapped).components == count_params(preset).components
+    run, decode = RunSpec("train", 64, 1, "eager"), RunSpec("decode", 4096, 1)
+    assert count_flops(mapped, run).forward.matmul == count_flops(preset, run).forward.matmul
+    assert kv_cache(mapped, decode).bytes == kv_cache(preset, decode).bytes
+    assert (count_params(preset).total, count_params(preset).active) == (total, active)
+    assert _stored(_transformers_model(config)) == total
 
 
 def test_gemma4_per_layer_config_is_the_source():
@@ -1204,13 +1306,13 @@ def test_longcat_refusals_name_the_key(tmp_path, run, changes, key):
 
 def test_longcat_layers_are_its_sublayers():
     """Two llmcalc layers per transformers layer, num_hidden_layers setting num_layers to half (as transformers),
-    every even one dense+moe; the shortcut's pairs."""
+    every even one dense+shortcut_moe; the shortcut's pairs."""
     from llmcalc.analysis.model.checks import from_dict
     from llmcalc.analysis.model.layers import layer_specs
 
     assert from_hf_config(LONGCAT, "config.json")["n_layers"] == 4
     keys = from_hf_config({**LONGCAT, "num_hidden_layers": 7}, "config.json")
     assert keys["n_layers"] == 6 == 2 * transformers.LongcatFlashConfig(num_hidden_layers=7).num_layers
-    assert [s.ffn for s in layer_specs(from_dict(keys))] == ["dense+moe", "dense"] * 3
+    assert [s.ffn for s in layer_specs(from_dict(keys))] == ["dense+shortcut_moe", "dense"] * 3
     assert keys["moe"] == {"num_experts": 4, "experts_per_token": 3, "expert_d_ff": 32, "router_bias": True,
                            "shortcut": True, "zero_experts": 2}

@@ -83,6 +83,79 @@ LLAMA4_SCOUT = {**_LLAMA4_TOP, "vision_config": LLAMA4_VISION, "text_config": {
 LLAMA4_MAVERICK = {**_LLAMA4_TOP, "vision_config": LLAMA4_VISION, "text_config": {
     **_LLAMA4_TEXT, "interleave_moe_layer_step": 2, "max_position_embeddings": 1048576, "num_local_experts": 128,
     "rope_scaling": None, "use_qk_norm": False}}
+# Qwen/Qwen3.5-27B's config.json as published (https://huggingface.co/Qwen/Qwen3.5-27B/blob/main/config.json, quoted
+# whole in ModelCloud/GPTQModel's issue thread of 2026-03-19): Gated DeltaNet and gated attention layers, Qwen3-VL's
+# tower without DeepStack (its empty deepstack_visual_indexes read by nothing)
+QWEN3_5_27B = {
+    "architectures": ["Qwen3_5ForConditionalGeneration"], "image_token_id": 248056, "model_type": "qwen3_5",
+    "text_config": {
+        "attention_bias": False, "attention_dropout": 0.0, "attn_output_gate": True, "dtype": "bfloat16",
+        "eos_token_id": 248044, "full_attention_interval": 4, "head_dim": 256, "hidden_act": "silu",
+        "hidden_size": 5120, "initializer_range": 0.02, "intermediate_size": 17408,
+        "layer_types": ["linear_attention"] * 3 + ["full_attention"], "linear_conv_kernel_dim": 4,
+        "linear_key_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 48,
+        "linear_value_head_dim": 128, "max_position_embeddings": 262144, "mlp_only_layers": [],
+        "model_type": "qwen3_5_text", "mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": False,
+        "num_attention_heads": 24, "num_hidden_layers": 64, "num_key_value_heads": 4, "rms_norm_eps": 1e-06,
+        "use_cache": True, "vocab_size": 248320, "mamba_ssm_dtype": "float32",
+        "rope_parameters": {"mrope_interleaved": True, "mrope_section": [11, 11, 10], "rope_type": "default",
+                            "rope_theta": 10000000, "partial_rotary_factor": 0.25}},
+    "tie_word_embeddings": False, "transformers_version": "4.57.0.dev0", "video_token_id": 248057,
+    "vision_config": {"deepstack_visual_indexes": [], "depth": 27, "hidden_act": "gelu_pytorch_tanh",
+                      "hidden_size": 1152, "in_channels": 3, "initializer_range": 0.02, "intermediate_size": 4304,
+                      "model_type": "qwen3_5", "num_heads": 16, "num_position_embeddings": 2304,
+                      "out_hidden_size": 5120, "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2},
+    "vision_end_token_id": 248054, "vision_start_token_id": 248053}
+QWEN3_5_27B["text_config"]["layer_types"] *= 16  # the published file lists all 64
+
+# google/gemma-4-26B-A4B-it's and gemma-4-31B-it's config.json as published, the keys that count: the same vision
+# tower (27 layers 1152 wide, 16 heads of 72, pooled 3 x 3, standardized), no audio tower
+GEMMA4_VISION = {"model_type": "gemma4_vision", "hidden_size": 1152, "intermediate_size": 4304,
+                 "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 72,
+                 "patch_size": 16, "pooling_kernel_size": 3, "position_embedding_size": 10240,
+                 "default_output_length": 280, "standardize": True, "use_clipped_linears": False,
+                 "rms_norm_eps": 1e-06, "hidden_activation": "gelu_pytorch_tanh",
+                 "rope_parameters": {"rope_theta": 100.0, "rope_type": "default"}}
+_GEMMA4_TEXT = {"model_type": "gemma4_text", "vocab_size": 262144, "head_dim": 256, "global_head_dim": 512,
+                "attention_k_eq_v": True, "sliding_window": 1024, "max_position_embeddings": 262144,
+                "final_logit_softcapping": 30.0, "hidden_size_per_layer_input": 0, "num_kv_shared_layers": 0,
+                "hidden_activation": "gelu_pytorch_tanh", "rms_norm_eps": 1e-06, "tie_word_embeddings": True,
+                "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0,
+                                                       "rope_type": "proportional"},
+                                    "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}}
+_GEMMA4_TOP = {"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4", "audio_config": None,
+               "boi_token_id": 255999, "eoi_token_id": 258882, "image_token_id": 258880, "video_token_id": 258884,
+               "tie_word_embeddings": True, "dtype": "bfloat16", "vision_config": GEMMA4_VISION}
+GEMMA4_26B_A4B_IT = {**_GEMMA4_TOP, "text_config": {
+    **_GEMMA4_TEXT, "hidden_size": 2816, "intermediate_size": 2112, "num_hidden_layers": 30,
+    "num_attention_heads": 16, "num_key_value_heads": 8, "num_global_key_value_heads": 2, "enable_moe_block": True,
+    "num_experts": 128, "top_k_experts": 8, "moe_intermediate_size": 704,
+    "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 5}}
+GEMMA4_31B_IT = {**_GEMMA4_TOP, "text_config": {
+    **_GEMMA4_TEXT, "hidden_size": 5376, "intermediate_size": 21504, "num_hidden_layers": 60,
+    "num_attention_heads": 32, "num_key_value_heads": 16, "num_global_key_value_heads": 4, "enable_moe_block": False,
+    "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 10}}
+# Published config.json files whose checkpoint total is not pinned here: (total, tower, projector) as transformers'
+# model counts them. Gemma 4: the language models' 25,233,141,790 and 30,697,345,340 (the presets gemma-4-26b-a4b,
+# gemma-4-31b), the tower's 569,550,384 and embed_vision's 1152 x d_model; Qwen3.5-27B: the language model's
+# 26,895,998,464 (the preset qwen3.5-27b), Qwen3-VL's large tower and its merger to 5120
+TRANSFORMERS_TOTALS = [("gemma-4-26B-A4B-it", GEMMA4_26B_A4B_IT, 25_805_936_206, 569_550_384, 3_244_032),
+                       ("gemma-4-31B-it", GEMMA4_31B_IT, 31_273_088_876, 569_550_384, 6_193_152),
+                       ("Qwen3.5-27B", QWEN3_5_27B, 27_356_728_560, 415_891_440, 44_838_656)]
+
+
+@pytest.mark.parametrize("name, raw, total, tower, projector", TRANSFORMERS_TOTALS,
+                         ids=[g[0] for g in TRANSFORMERS_TOTALS])
+def test_published_config_equals_transformers(tmp_path, name, raw, total, tower, projector):
+    path = tmp_path / name / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(raw))
+    p = count_params(load_path(path))
+    assert (p.total, p.vision_tower, p.projector) == (total, tower, projector)
+    config = transformers.AutoConfig.for_model(raw["model_type"], **{k: v for k, v in raw.items() if k != "model_type"})
+    assert _check(tmp_path, config) == total
+
+
 # The checkpoints' totals: the safetensors parameter counts Hugging Face reports for
 # meta-llama/Llama-4-Scout-17B-16E-Instruct (BF16 108,641,793,536) and Llama-4-Maverick-17B-128E-Instruct
 PUBLISHED = [("gemma-3-27b-it", GEMMA3_27B_IT, 27_432_406_640),
@@ -143,10 +216,42 @@ CHECKPOINTS = {
                            image_size=336, patch_size=14, pixel_shuffle_ratio=0.5, projector_input_dim=4096,
                            projector_output_dim=4096, vision_output_dim=4096))),
 }
+# Qwen3-VL's tower: 24 layers 1024 wide (2B, 4B) or 27 layers 1152 wide (8B and up, 30B-A3B), patches of 16 x 2 frames,
+# a 48 x 48 grid of positions, DeepStack from three layers
+_QWEN3_VL_SMALL = dict(depth=24, hidden_size=1024, intermediate_size=4096, num_heads=16, patch_size=16,
+                       temporal_patch_size=2, spatial_merge_size=2, num_position_embeddings=2304,
+                       deepstack_visual_indexes=[5, 11, 17])
+_QWEN3_VL_LARGE = dict(depth=27, hidden_size=1152, intermediate_size=4304, num_heads=16, patch_size=16,
+                       temporal_patch_size=2, spatial_merge_size=2, num_position_embeddings=2304)
+CHECKPOINTS["qwen3_vl"] = ("Qwen/Qwen3-VL-2B-Instruct", dict(
+    text_config=dict(vocab_size=151936, hidden_size=2048, intermediate_size=6144, num_hidden_layers=28,
+                     num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=262144,
+                     tie_word_embeddings=True),
+    vision_config=dict(_QWEN3_VL_SMALL, out_hidden_size=2048), tie_word_embeddings=True))
+CHECKPOINTS["qwen3_vl_moe"] = ("Qwen/Qwen3-VL-30B-A3B-Instruct", dict(
+    text_config=dict(vocab_size=151936, hidden_size=2048, intermediate_size=6144, num_hidden_layers=48,
+                     num_attention_heads=32, num_key_value_heads=4, head_dim=128, num_experts=128,
+                     num_experts_per_tok=8, moe_intermediate_size=768, max_position_embeddings=262144,
+                     tie_word_embeddings=False),
+    vision_config=dict(_QWEN3_VL_LARGE, out_hidden_size=2048, deepstack_visual_indexes=[8, 16, 24])))
+# Qwen3.5's: Qwen3-VL's large tower without DeepStack
+CHECKPOINTS["qwen3_5"] = ("Qwen/Qwen3.5-27B", dict(
+    text_config={k: v for k, v in QWEN3_5_27B["text_config"].items() if k not in ("model_type", "layer_types")},
+    vision_config=dict(_QWEN3_VL_LARGE, out_hidden_size=5120)))
+CHECKPOINTS["qwen3_5_moe"] = ("Qwen/Qwen3.5-35B-A3B (Qwen3_5MoeTextConfig's defaults are its shapes)", dict(
+    text_config=dict(hidden_size=2048, num_hidden_layers=40, num_attention_heads=16, num_key_value_heads=2,
+                     num_experts=256, num_experts_per_tok=8, moe_intermediate_size=512,
+                     shared_expert_intermediate_size=512),
+    vision_config=dict(_QWEN3_VL_LARGE, out_hidden_size=2048)))
+CHECKPOINTS["gemma4"] = ("google/gemma-4-26B-A4B-it", dict(
+    text_config={k: v for k, v in GEMMA4_26B_A4B_IT["text_config"].items() if k not in ("model_type", "layer_types")},
+    vision_config={k: v for k, v in GEMMA4_VISION.items() if k != "model_type"}))
 VARIANTS = [  # branches the checkpoints do not take
     ("llava", "two feature layers, a projector without bias, a tied head",
      dict(vision_feature_layer=[-2, -5], multimodal_projector_bias=False, tie_word_embeddings=True)),
     ("mistral3", "the class's defaults: a tied head, a projector with bias", dict(multimodal_projector_bias=True)),
+    ("gemma4", "31B's language model without a vision_config: no tower", dict(
+        text_config={k: v for k, v in GEMMA4_31B_IT["text_config"].items() if k != "model_type"})),
     ("gemma3", "the class's defaults, an untied head", dict(tie_word_embeddings=False,
                                                             vision_config=dict(vision_use_head=False))),
     ("llama4", "four by four patches shuffled into one, a head tied by text_config, every second layer MoE", dict(
@@ -161,17 +266,30 @@ VARIANTS = [  # branches the checkpoints do not take
 ]
 
 
-def _stored(params) -> int:
-    return sum(p.numel() for p in params)
+def _state(model) -> dict:
+    """What a checkpoint of ``model`` stores: its state dict (parameters and persistent buffers: Gemma 4's
+    layer scalars and its tower's standardization), each storage once, under its first name."""
+    out, seen = {}, set()
+    for name, t in model.state_dict(keep_vars=True).items():
+        if t.untyped_storage()._cdata not in seen:
+            seen.add(t.untyped_storage()._cdata)
+            out[name] = t
+    return out
+
+
+def _stored(model) -> int:
+    return sum(t.numel() for t in _state(model).values())
 
 
 def _parts(model) -> dict[str, int]:
     """transformers' model by llmcalc's parts: tied weights once, the projector wherever the family
-    keeps it (Qwen-VL: the tower's merger; Llama 4: the tower's adapter too)."""
+    keeps it (Qwen-VL: the tower's merger, Qwen3-VL's DeepStack mergers; Llama 4: the tower's adapter too; Gemma 4:
+    embed_vision)."""
     out = {"vision": 0, "projector": 0, "language model": 0}
-    for name, p in model.named_parameters():  # each shared tensor once, under its first name
+    for name, p in _state(model).items():
         if ("multi_modal_projector" in name or ".merger." in name or ".connector." in name
-                or ".vision_adapter." in name):  # Llama 4: the tower's pixel-shuffle adapter
+                or ".vision_adapter." in name  # Llama 4: the tower's pixel-shuffle adapter
+                or ".embed_vision." in name or ".deepstack_merger_list." in name):
             out["projector"] += p.numel()
         elif "vision_tower" in name or ".visual." in name or ".vision_model." in name \
                 or name.startswith("vision_model."):  # Llama 4: the tower at the top level
@@ -192,7 +310,7 @@ def _check(tmp_path, config) -> int:
     theirs = _parts(model)
     assert (counted.vision_tower, counted.projector, counted.language_model) == \
         (theirs["vision"], theirs["projector"], theirs["language model"])
-    assert counted.total == _stored(model.parameters())
+    assert counted.total == _stored(model)
     return counted.total
 
 
@@ -267,8 +385,8 @@ def test_verify_against_transformers(model_type, tmp_path):
     """`verify --against transformers` on each family (2 layers of each model): every check exact,
     every module name mapped (the tower and the projector compared whole)."""
     hp = json.loads(json.dumps(CHECKPOINTS[model_type][1]))
-    hp["text_config"]["num_hidden_layers"] = 2
-    hp["vision_config"]["depth" if model_type.startswith("qwen") else "num_hidden_layers"] = 2
+    hp["text_config"]["num_hidden_layers"] = TEXT_DEPTHS.get(model_type, 2)
+    _tower_depth(model_type, hp, 2)
     raw = transformers.AutoConfig.for_model(model_type, **hp).to_dict()
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))
@@ -277,11 +395,23 @@ def test_verify_against_transformers(model_type, tmp_path):
     assert {"transformers/params/vision", "transformers/params/projector"} <= {c.name for c in checks}
 
 
+# language layers kept: Qwen3.5's first attention layer is the fourth (transformers reads the cached length there)
+TEXT_DEPTHS = {"qwen3_5": 4, "qwen3_5_moe": 4}
+
+
+def _tower_depth(model_type: str, hp: dict, layers: int) -> None:
+    """The tower ``layers`` deep (Qwen3-VL's DeepStack reading its first layers)."""
+    v = hp["vision_config"]
+    v["depth" if model_type.startswith("qwen") else "num_hidden_layers"] = layers
+    if "deepstack_visual_indexes" in v:
+        v["deepstack_visual_indexes"] = list(range(min(layers, len(v["deepstack_visual_indexes"]))))
+
+
 def _shallow(model_type: str) -> dict:
     """The family's checkpoint config as transformers writes it, 2 layers of each model deep."""
     hp = json.loads(json.dumps(CHECKPOINTS[model_type][1]))
-    hp["text_config"]["num_hidden_layers"] = 2
-    hp["vision_config"]["depth" if model_type.startswith("qwen") else "num_hidden_layers"] = 2
+    hp["text_config"]["num_hidden_layers"] = TEXT_DEPTHS.get(model_type, 2)
+    _tower_depth(model_type, hp, 2)
     return transformers.AutoConfig.for_model(model_type, **hp).to_dict()
 
 
@@ -297,7 +427,7 @@ def _totals(raw: dict, tmp_path) -> tuple:
     try:
         model = against.build_hf(json.loads(json.dumps(raw)))
         against.measure_kv_bytes(model, 1, 4)
-        theirs = _stored(model.parameters())
+        theirs = _stored(model)
     except Exception:  # transformers refuses to build or run it
         theirs = "refused"
     return ours, theirs
@@ -312,7 +442,22 @@ REFUSED = {"gemma3": {"vision_config dropped", "vision_config.vision_use_head dr
            # Llama4VisionConfig's defaults: a tower 768 wide whose adapter takes 5632 (4 x 1408) and a
            # projector from 7680; the adapter's output is 4096
            "llama4": {"vision_config dropped", "vision_config.hidden_size dropped",
-                      "vision_config.vision_output_dim dropped"}}
+                      "vision_config.vision_output_dim dropped"},
+           # Qwen3-VL and Qwen3.5: a merger whose out_hidden_size is not the language model's width (the classes'
+           # defaults: 3584); DeepStack from layers the (2-layer) tower does not have (the class's default 8, 16, 24:
+           # transformers builds their mergers and never runs them)
+           "qwen3_vl": {"text_config dropped", "text_config.hidden_size dropped", "vision_config dropped",
+                        "vision_config.out_hidden_size dropped", "vision_config.deepstack_visual_indexes dropped"},
+           "qwen3_vl_moe": {"vision_config dropped", "vision_config.out_hidden_size dropped",
+                            "vision_config.deepstack_visual_indexes dropped"},
+           "qwen3_5": {"text_config dropped", "text_config.hidden_size dropped", "vision_config dropped",
+                       "vision_config.out_hidden_size dropped"},
+           "qwen3_5_moe": {"vision_config dropped", "vision_config.out_hidden_size dropped"},
+           # Gemma 4: Gemma4TextConfig's default hidden_size_per_layer_input (256) turns on per-layer embeddings;
+           # Gemma4VisionConfig's heads (12 of 64, 12 K/V heads) do not span a 1152-wide tower, nor 16 of 64
+           "gemma4": {"text_config dropped", "text_config.hidden_size_per_layer_input dropped",
+                      "vision_config.hidden_size dropped", "vision_config.num_attention_heads dropped",
+                      "vision_config.head_dim dropped", "vision_config.num_key_value_heads dropped"}}
 
 
 @pytest.mark.slow
@@ -344,16 +489,26 @@ def _small_tower(model_type: str) -> dict:
     hp = json.loads(json.dumps(CHECKPOINTS[model_type][1]))
     hp["text_config"]["num_hidden_layers"] = 1
     v = hp["vision_config"]
-    v["depth" if model_type.startswith("qwen") else "num_hidden_layers"] = 2
+    _tower_depth(model_type, hp, 2)
+    if model_type == "gemma4":  # 4 heads of 16 (below), 2 x 2 pooling, 4 experts: the CPU runs them with weights
+        v.update(head_dim=16, num_key_value_heads=4, pooling_kernel_size=2, position_embedding_size=16)
+        hp["text_config"].update(num_experts=4, top_k_experts=2, moe_intermediate_size=24, head_dim=16,
+                                 global_head_dim=32, num_key_value_heads=2, num_global_key_value_heads=1)
     if model_type not in ON_META:
         v["embed_dim" if model_type == "qwen2_vl" else "hidden_size"] = 64
         v["intermediate_size"] = 96
         v["num_heads" if model_type.startswith("qwen") else "num_attention_heads"] = 4
         hp["text_config"].update(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2,
                                  vocab_size=512)
-        hp["text_config"].pop("head_dim", None)
+        if model_type != "gemma4":
+            hp["text_config"].pop("head_dim", None)
         if model_type == "qwen2_5_vl":
             v.update(out_hidden_size=64, fullatt_block_indexes=[1])  # one windowed layer, one full
+        if model_type.startswith("qwen3"):  # heads of 16 for M-RoPE's sections below; the merger to 64
+            v["out_hidden_size"] = 64
+            hp["text_config"]["head_dim"] = 16
+        if model_type.startswith("qwen3_5"):  # narrow Gated DeltaNet layers
+            hp["text_config"].update(linear_num_key_heads=2, linear_num_value_heads=4)
         if model_type == "qwen2_vl":
             v["hidden_size"] = 64
         if model_type.startswith("qwen"):
@@ -365,7 +520,9 @@ def _small_tower(model_type: str) -> dict:
 ON_META = {"gemma3", "llava"}  # the others index or copy image data transformers cannot do on meta
 # a size of each family's: its default, or (Qwen-VL, Pixtral: any multiple of patch x merge) one with
 # windows cut by the edge (Qwen2.5-VL: 8 patches a side, windows of 8: 16 windows of 64 patches)
-IMAGE_SIZES = {"qwen2_vl": 112, "qwen2_5_vl": 224, "mistral3": 56}
+# Gemma 4: 8 x 8 patches, 16 tokens; Qwen3-VL, Qwen3.5: 4 x 4 patches of 16, 4 tokens
+IMAGE_SIZES = {"qwen2_vl": 112, "qwen2_5_vl": 224, "mistral3": 56, "gemma4": 128, "qwen3_vl": 64, "qwen3_vl_moe": 64,
+               "qwen3_5": 64, "qwen3_5_moe": 64}
 IMAGES = sorted(set(CHECKPOINTS) - {"llama4"})  # Llama 4's adapter refuses images (test below)
 
 
@@ -406,6 +563,27 @@ def test_image_flops_in_closed_form_gemma3_27b(tmp_path):
                                                          if k != "model_type"}).to_dict()
     fwd, _ = against.measure_image_flops(against.build_hf(raw), cfg, raw, 896, 1)
     assert fwd == {"vision": tower, "projector": projector}
+
+
+def test_image_flops_in_closed_form_gemma4_26b(tmp_path, run):
+    """Gemma 4 26B-A4B -it, one 768-pixel image (its tower takes any multiple of 48 pixels: no default, so
+    --image-size is needed): 2,304 patches of 768 values, 27 layers over them, pooled 3 x 3 into 256 tokens by
+    transformers' averaging matmul (256 x 2,304 times the patches), one 1152 -> 2816 linear (transformers' equality:
+    test_image_flops_equal_transformers, at a small size)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GEMMA4_26B_A4B_IT))
+    cfg = load_path(path)
+    n, d, ff, L = 2304, 1152, 4304, 27
+    tower = 2 * n * 768 * d + L * (4 * 2 * n * d * d + 3 * 2 * n * d * ff + 2 * 2 * n * n * d) + 2 * 256 * n * d
+    projector = 2 * 256 * d * 2816
+    report = count_flops(cfg, RunSpec("prefill", 100, 1, images=1, image_size=768))
+    assert report.run.seq == 100 + 256
+    assert _vision_sums(report.forward.matmul) == {"vision": tower, "projector": projector}
+    assert tower + projector == 3_178_641_752_064
+    result = run("flops", path, "--images", "1")
+    assert result.exit_code == 2 and "--image-size is needed" in result.stderr
+    result = run("flops", path, "--images", "1", "--image-size", "800")
+    assert result.exit_code == 2 and "patch_size x pool (16 x 3)" in result.stderr
 
 
 @pytest.mark.parametrize("model_type", IMAGES)

@@ -16,7 +16,6 @@ from llmcalc.analysis.count.lora import adapter_params, linear_keys
 from llmcalc.analysis.count.traffic import pass_bytes
 from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_bundled, load_model
-from llmcalc.analysis.model.layers import layer_specs
 from llmcalc.analysis.spec import Layout, LoRA, RunSpec
 from tests.strategies import CONFIGS
 
@@ -110,7 +109,7 @@ def test_llama_2_7b_flops_closed_form():
     assert flops["attention/scores"] == flops["attention/values"] == 3 * 2 * T * T * d * L  # eager: 3x forward
 
 
-RECURRENT = {name for name, cfg in CONFIGS.items() if any(s.recurrent for s in layer_specs(cfg))}
+RECURRENT = {name for name, cfg in CONFIGS.items() if cfg.has_recurrent}
 # hyper-connections refuse LoRA too (their coefficients' linears are parameters PEFT does not adapt)
 RECURRENT |= {name for name, cfg in CONFIGS.items() if cfg.hyper is not None}
 
@@ -128,8 +127,8 @@ def test_variants_against_the_reference_with_adapters(name):
 def test_adapters_on_a_recurrent_mixer_are_refused(name):
     """Adapters on a model with Mamba layers (or hyper-connections) are not modeled: refused, naming the option."""
     cfg = CONFIGS[name]
-    refused = ("adapters on a model with ((mamba2?|short_conv|lightning|gated_deltanet|rglru) layers|hyper-connections "
-               r"\(hyper\)) are not modeled")
+    refused = ("adapters on a model with ((mamba2?|short_conv|lightning|gated_deltanet|rglru|kda) layers|"
+               r"hyper-connections \(hyper\)) are not modeled")
     with pytest.raises(SpecError, match=refused):
         count_flops(cfg, RunSpec("train", 12, 2, lora=LoRA(3, tuple(linear_keys(cfg)[-2:]), alpha=6)))
 

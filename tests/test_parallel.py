@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from llmcalc.analysis.cluster.comm import collectives
 from llmcalc.analysis.cluster.generation import generate as generate_parallel
+from llmcalc.analysis.cluster.generation import one_pass, shard
 from llmcalc.analysis.cluster.memory import memory
 from llmcalc.analysis.cluster.pipeline import chunks, held, split
-from llmcalc.analysis.cluster.sharding import stage_tensors, stages, tp_local
+from llmcalc.analysis.cluster.sharding import stage_tensors, stages
 from llmcalc.analysis.cluster.step import step
 from llmcalc.analysis.count.activations import activation_bytes
 from llmcalc.analysis.count.flops import count_flops
@@ -265,15 +266,93 @@ def test_acceptance_405b_over_2048_gpus(run):
         assert data[1]["parts_s"]["bubble"] / v < data[v]["parts_s"]["bubble"] < data[1]["parts_s"]["bubble"]
 
 
+# -- sequence parallelism, asynchronous TP and fp8 under TP: the time model ------------------------------
+
+def test_sequence_parallelism_runs_the_residual_stream_on_a_tp_shard():
+    """--sp: the residual adds and the norms around the branches (and the final norm) run on the
+    1/tp of the tokens a GPU holds, in as many kernels; Qwen3's per-head q/k norms stay whole."""
+    hw = load_hardware("h100")
+    # Qwen3 8B at tp 4: two norms of 4,096 around the branches, q_norm 8 x 128 and k_norm 2 x 128, 36 layers,
+    # a final norm of 4,096; Llama 3 8B has the branch and final norms alone
+    for name, share in (("llama-3-8b", 1.0),
+                        ("qwen3-8b", (36 * 2 * 4096 + 4096) / (36 * (2 * 4096 + 8 * 128 + 2 * 128) + 4096))):
+        cfg = load_bundled(name)
+        plain = step(cfg, RunSpec("train", 4096, 1, layout=Layout(tp=4, micro_batches=1)), hw).components
+        sp = step(cfg, RunSpec("train", 4096, 1, layout=Layout(tp=4, sp=True, micro_batches=1)), hw).components
+        for key, f in (("residual", 1 / 4), ("norm", 1 - share + share / 4)):
+            assert (sp[key].elementwise_flops, sp[key].bytes) == (round(plain[key].elementwise_flops * f),
+                                                                  round(plain[key].bytes * f)), (name, key)
+            assert sp[key].latency_s == plain[key].latency_s > 0
+            assert sp[key].expected_memory_s == pytest.approx(plain[key].expected_memory_s * f, rel=1e-12)
+        for key in ("mlp/up", "attention/q", "attention/scores", "activation", "lm_head"):
+            assert sp[key] == plain[key], (name, key)
+
+
+def test_async_tp_hides_each_regions_collectives_behind_its_linears():
+    """--async-tp: of the regions' all-gathers and reduce-scatters (half the attention's, half the
+    FFN's), min(communication, (tp - 1)/tp x the region's linears' forward and input-gradient time)
+    is hidden: three quarters of their time under full recomputation; nothing else changes."""
+    cfg, hw = load_bundled("llama-3.1-70b"), load_hardware("h100")
+    run = RunSpec("train", 8192, 2, recompute="full", layout=Layout(tp=8, dp=4, zero=3, sp=True, micro_batches=2))
+    vanilla = step(cfg, run, hw)
+    overlapped = step(cfg, run.replace(layout=Layout(tp=8, dp=4, zero=3, sp=True, micro_batches=2, async_tp=True)),
+                      hw)
+    assert (overlapped.components, overlapped.collectives) == (vanilla.components, vanilla.collectives)
+    regions = ("tp region outputs", "tp region input gradients")
+    comm = sum(t for c, t in zip(vanilla.collectives, vanilla.expected.collectives_s) if c.what in regions) / 2
+    parts = vanilla.components  # one micro-batch on the one stage
+    attention = sum(parts[k].expected_s for k in ("attention/q", "attention/k", "attention/v", "attention/o"))
+    ffn = sum(parts[k].expected_s for k in ("mlp/gate", "mlp/up", "mlp/down"))
+    hidden = sum(min(comm, 7 / 8 * 3 / 4 * mm * 2) for mm in (attention, ffn))
+    assert 0 < hidden < 2 * comm
+    assert overlapped.expected.parts_s["communication"] == pytest.approx(
+        vanilla.expected.parts_s["communication"] - hidden, rel=1e-12)
+    assert overlapped.time_s < vanilla.time_s and overlapped.time_s <= overlapped.expected.time_s
+    with pytest.raises(SpecError, match="needs --sp"):
+        Layout(tp=8, async_tp=True)
+
+
+def test_fp8_tensorwise_under_sp_casts_each_region_input_once_on_the_shard_and_gathers_fp8():
+    """torchao's float8 TP plans (torchtitan): q, k and v share one cast of their input, gate and up
+    another, each on the 1/tp of the tokens a GPU holds, and so do o's and down's output gradients;
+    the regions' all-gathers move fp8, their reduce-scatters bf16. Rowwise keeps every cast."""
+    from llmcalc.analysis.cluster.sharding import tp_local
+
+    cfg, hw, T, L, d = load_bundled("llama-3-8b"), load_hardware("h100"), 4096, 32, 4096
+    q, kv, f = 1024, 256, 3584  # a tp-4 rank's widths: 8 query heads, 2 KV heads of 128, 14,336 / 4
+    layout = Layout(tp=4, sp=True, micro_batches=1)
+    st = step(cfg, RunSpec("train", T, 1, dtype="fp8", layout=layout), hw)
+    for c in st.collectives:
+        if c.what in ("tp region outputs", "tp region input gradients"):
+            assert c.payload == c.calls * T * d * (1 if c.kind == "all-gather" else 2), c
+    x = T // 4 * d + T * q + T // 4 * d + T * f  # q/k/v's input once, o's, gate/up's once, down's
+    g = T * (q + 2 * kv) + T // 4 * d + 2 * T * f + T // 4 * d  # q k v, o (shard), gate up, down (shard)
+    w = d * (q + 2 * kv) + q * d + 2 * d * f + f * d
+    casts = st.components["float8/casts"]
+    assert (casts.elementwise_flops, casts.bytes) == (3 * L * (x + w + g), L * (4 * x + 6 * w + 4 * g))
+    rowwise = step(cfg, RunSpec("train", T, 1, dtype="fp8", fp8_scaling="rowwise", layout=layout), hw)
+    whole = roofline(tp_local(cfg, 4), RunSpec("train", T, 1, dtype="fp8", fp8_scaling="rowwise"), hw)
+    assert rowwise.components["float8/casts"] == whole.components["float8/casts"]
+    assert all(c.payload == c.calls * T * d * 2 for c in rowwise.collectives if c.group == "tp" and
+               c.what.startswith("tp region"))
+
+
 # -- generate on a tensor-parallel layout (gpt-fast's TP decode) ---------------------------------------
 
 def test_generate_on_tp_at_one_new_token_is_the_parallel_prefill():
+    """gpt-fast's tp.py shards the layers' linears alone: every GPU holds the whole embedding and LM
+    head, computes every logit, and all-reduces only its layers' outputs."""
     cfg, hw = load_bundled("llama-3.1-8b"), load_hardware("a100-80gb")
     run = RunSpec("prefill", 5, 1, layout=Layout(tp=4))
     pg = generate_parallel(cfg, run, hw, 5, 1)
-    g, st = pg.generation, step(cfg, run, hw)
-    assert g.ttft_s(False) == g.total_s(False) == st.time_s
-    assert g.ttft_s(True) == g.total_s(True) == st.expected.time_s
+    g, p = pg.generation, one_pass(cfg, run, hw)
+    vocab, d, L = 128256, 4096, 32
+    assert p.compute.components["lm_head"].matmul_flops == 2 * d * vocab  # the last token's logits, whole
+    assert [(c.what, c.kind, c.calls, c.payload) for c in p.collectives] == [
+        ("tp region outputs", "all-reduce", 2 * L, 2 * L * 5 * d * 2)]
+    assert p.collectives[0].sent == 2 * L * 5 * d * 2 * 2 * 3 // 4  # a ring all-reduce sends 2 (n - 1) / n
+    assert g.ttft_s(False) == g.total_s(False) == p.compute.time_s + p.communication_s
+    assert g.ttft_s(True) == g.total_s(True) == p.compute.expected_s + p.expected_communication_s
     assert (g.decode_s, g.no_cache_s, pg.decode_sent, pg.no_cache_sent) == (0.0, 0.0, 0, 0)
 
 
@@ -283,24 +362,24 @@ def test_generate_on_tp_at_one_new_token_is_the_parallel_prefill():
     ("mistral-7b", 8, 4090, 12),  # the 4,096 window crossed
 ])
 def test_generate_on_tp_sums_the_parallel_steps_in_closed_form(name, tp, prompt, new):
-    """Each decode step (and each no-cache step) is a parallel pass, step(): the closed form equals
-    their loop, the bytes sent exactly, the ideal seconds to rounding (rel 1e-9, as tests/test_time.py)."""
+    """Each decode step (and each no-cache step) is a parallel pass: the closed form equals their
+    loop, the bytes sent exactly, the ideal seconds to rounding (rel 1e-9, as tests/test_time.py)."""
     cfg, hw = load_bundled(name), load_hardware("a100-80gb")
     pg = generate_parallel(cfg, RunSpec("prefill", prompt, 2, layout=Layout(tp=tp)), hw, prompt, new)
     g = pg.generation
     loops = {}
     for mode in ("decode", "prefill"):
-        passes = [step(cfg, RunSpec(mode, prompt + k, 2, layout=Layout(tp=tp)), hw) for k in range(1, new)]
-        loops[mode] = (sum(p.sent for p in passes), sum(p.time_s for p in passes),
-                       sum(p.expected.time_s for p in passes),
-                       sum(p.expected.parts_s["communication"] for p in passes))
+        passes = [one_pass(cfg, RunSpec(mode, prompt + k, 2, layout=Layout(tp=tp)), hw) for k in range(1, new)]
+        loops[mode] = (sum(p.sent for p in passes), sum(p.compute.time_s + p.communication_s for p in passes),
+                       sum(p.compute.expected_s + p.expected_communication_s for p in passes),
+                       sum(p.expected_communication_s for p in passes))
     assert (pg.decode_sent, pg.no_cache_sent) == (loops["decode"][0], loops["prefill"][0])
     assert pg.decode_sent == (new - 1) * pg.decode.sent
     assert g.decode_s == pytest.approx(loops["decode"][1], rel=1e-9, abs=0)
     assert g.no_cache_s == pytest.approx(loops["prefill"][1], rel=1e-9, abs=0)
     # expected: the shard's compute as on one GPU (each piece of passes at its middle pass's calibrated
     # rates, analysis/perf/steps.py), the collectives' alpha-beta time to rounding
-    local = decode_sums(tp_local(cfg, tp), RunSpec("prefill", prompt, 2), hw, prompt, new)
+    local = decode_sums(shard(cfg, tp), RunSpec("prefill", prompt, 2), hw, prompt, new)
     assert g.expected_decode_s - local[2] == pytest.approx(loops["decode"][3], rel=1e-9, abs=0)
     assert g.expected_no_cache_s - local[3] == pytest.approx(loops["prefill"][3], rel=1e-9, abs=0)
     assert g.expected_decode_s == pytest.approx(loops["decode"][2], rel=1e-4, abs=0)
@@ -312,7 +391,7 @@ def test_time_generate_on_tp_reports_the_communication(run):
     comm = data["communication"]
     assert data["gpus"] == 8 and data["layout"]["tp"] == 8 and data["time_s"] == data["total_s"]
     assert comm["decode_sent"] == 199 * comm["step_sent"] > 0
-    assert {c["kind"] for c in comm["collectives"]} == {"all-reduce", "all-gather"}
+    assert {(c["what"], c["kind"]) for c in comm["collectives"]} == {("tp region outputs", "all-reduce")}
     assert "tensor-parallel communication" in run("time", "llama-2-7b", "--hardware", "a100-80gb", "--mode",
                                                   "generate", "--prompt", "5", "--new", "200", "--tp", "8").stdout
 

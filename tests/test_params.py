@@ -43,6 +43,14 @@ GOLDEN = {
     "gemma-3-27b": (27_009_346_304, 27_009_346_304),
     "gemma-3-27b-it": (27_432_406_640, 27_432_406_640),
     "gemma-4-31b": (30_697_345_340, 30_697_345_340),
+    # transformers' Gemma4ForCausalLM on 26B-A4B's text_config (the card: 25.2B total, 3.8B active)
+    "gemma-4-26b-a4b": (25_233_141_790, 3_822_530_590),
+    # transformers' count from the published configs (tests/test_hf.py test_presets_are_their_published_configs):
+    # DeepSeek-V3.2 without its multi-token-prediction module; Qwen3.5's language models (the cards: 27B and
+    # 397B total, 17B active, with the vision tower)
+    "deepseek-v3.2": (671_877_944_064, 38_403_822_336),
+    "qwen3.5-27b": (26_895_998_464, 26_895_998_464),
+    "qwen3.5-397b-a17b": (396_346_350_336, 17_349_040_896),
     # MoE: the checkpoints' totals (the safetensors tensors; DeepSeek-V3 without its
     # multi-token-prediction layer); the model cards round them, see test_published_rounded_figures
     "qwen3-30b-a3b": (30_532_122_624, 3_353_032_704),
@@ -67,6 +75,9 @@ GOLDEN = {
     "nemotron-nano-9b-v2": (8_888_227_328, 8_888_227_328),  # transformers' count (Hugging Face lists 8.89B)
     # transformers' own count from the published config.json (the card: 80B total, 3B active)
     "qwen3-next-80b-a3b": (79_674_391_296, 3_874_929_408),
+    # transformers' own count from the published config.json (hf/kimi-linear-48b-a3b.json; the card: 48B total,
+    # 3B active)
+    "kimi-linear-48b-a3b": (49_122_681_728, 3_484_459_904),
 }
 
 # The MoE model cards' rounded figures, each under its own convention: total and active in

@@ -23,7 +23,7 @@ from llmcalc.analysis.perf.calibration import Efficiency
 from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import prefill, roofline
 from llmcalc.analysis.spec import ALL_LINEAR, Layout, LoRA, RunSpec
-from tests.strategies import valid_configs
+from tests.strategies import valid_configs, vision_configs
 
 H100 = load_hardware("h100")
 
@@ -65,16 +65,17 @@ def _one_gpu_traits_dropped(cfg: ModelConfig) -> ModelConfig:
 
 
 def _layouts_allow(cfg: ModelConfig) -> bool:
-    """Parallel layouts refuse a vision tower, DSA's indexer, recurrent mixers, LongCat-Flash's MoE and
-    hyper-connections."""
-    longcat = cfg.moe is not None and (cfg.moe.zero_experts or cfg.moe.shortcut)
-    return cfg.vision is None and cfg.dsa is None and not _recurrent(cfg) and not longcat and cfg.hyper is None
+    """Parallel layouts refuse a vision tower, DSA's indexer, recurrent mixers, a dense MLP beside the experts,
+    LongCat-Flash's MoE and hyper-connections."""
+    moe = cfg.moe
+    refused_moe = moe is not None and (moe.beside_mlp or moe.zero_experts or moe.shortcut)
+    return cfg.vision is None and cfg.dsa is None and not _recurrent(cfg) and not refused_moe and cfg.hyper is None
 
 
 def _recurrent(cfg: ModelConfig) -> bool:
     """Whether some layer has a recurrent mixer (Mamba): parallel layouts, LoRA and bytes moved
     refuse it (docs: Conventions)."""
-    return any(s.recurrent for s in layer_specs(cfg))
+    return any(s.recurrent or s.beside is not None for s in layer_specs(cfg))
 
 
 # -- against the reference modules --------------------------------------------------------------
@@ -98,6 +99,37 @@ def test_analytic_equals_the_reference(case):
                    + report.inference_flop_checks(cfg, "meta", run.batch))
     failed = [c for c in checks if not c.ok]
     assert not failed, (cfg, run, failed)
+
+
+@pytest.mark.reference
+@settings(max_examples=15, deadline=None)
+@given(vision_configs(), st.integers(1, 2))
+def test_image_flops_equal_the_reference(cfg, sides):
+    """One image per sequence through a random tower and projector (every vision key): forward and backward
+    matmul FLOPs per key equal FlopCounterMode's on the reference (analysis/verify/vision.py)."""
+    import torch
+
+    from llmcalc.analysis.errors import SpecError
+    from llmcalc.analysis.verify.measure import ModuleScope, _Counter, build
+    from llmcalc.analysis.verify.vision import image_features
+
+    v = cfg.vision
+    size = v.image_size or v.patch_size * v.projector.merge * (v.pool or 1) * sides
+    try:
+        report = count_flops(cfg, RunSpec("train", 4, 1, "eager", images=1, image_size=size))
+    except SpecError:  # an image the tower cannot take (widths that do not chain, too few layers to read)
+        assume(False)
+    model = build(cfg)
+    with ModuleScope(model) as scope:
+        with _Counter(scope) as fwd:
+            tokens = image_features(model, torch.zeros(1, v.channels * v.temporal_patch, size, size, device="meta"))
+        loss = tokens.sum()
+    with _Counter(scope) as bwd:
+        loss.backward()
+    keep = ("vision/", "projector/")
+    assert {k: n for k, n in report.forward.matmul.items() if k.startswith(keep)} == fwd.result()
+    assert {k: n for k, n in report.backward.matmul.items() if k.startswith(keep)} == bwd.result()
+    assert tokens.shape[1] == report.run.seq - 4
 
 
 def _replicated(name: str, cfg: ModelConfig) -> bool:
@@ -170,8 +202,8 @@ def _head_sizes(cfg: ModelConfig) -> tuple[int, int]:
 @given(cases())
 def test_parameters_and_flops_identities(case):
     """Parameters sum to the total, active ones within it; dense and causal attention pairs in closed
-    form; FLOPs linear in the batch; an eager backward twice its forward (but lightning's and Gated
-    DeltaNet's scans), flash's once more the scores (not with a T5 bias); a decode step never sees past
+    form; FLOPs linear in the batch; an eager backward twice its forward (but lightning's, Gated
+    DeltaNet's and KDA's scans), flash's once more the scores (not with a T5 bias); a decode step never sees past
     a window."""
     cfg, w = case.cfg, case.run.replace(lora=None, recompute="none")
     assume(cfg.dsa is None)  # DSA attends to its top-k keys: its closed form is tests/test_against.py's
@@ -190,7 +222,7 @@ def test_parameters_and_flops_identities(case):
     assert dense.total.matmul_total == batch * single.total.matmul_total
     eager = count_flops(cfg, w.replace(attention="eager"))
     # but for the scans whose backward skips products (the reference measures them: tests/test_reference.py)
-    skips = ("lightning/attention", "gated_deltanet/scan")
+    skips = ("lightning/attention", "gated_deltanet/scan", "kda/scan")
     assert {k: v for k, v in eager.backward.matmul.items() if k not in skips} == {
         k: 2 * v for k, v in eager.forward.matmul.items() if k not in skips}
     recomputed = 0 if cfg.position == "relative" else dense.forward.matmul.get("attention/scores", 0)
@@ -245,7 +277,7 @@ def test_the_ideal_step_is_never_slower_than_the_expected(case, rounds, per_node
     layout = dataclasses.replace(layout, micro_batches=rounds * layout.pp)
     cal = H100.calibration
     if free:
-        cal = dataclasses.replace(cal, kernel_s=0.0, latency_intra_s=0.0, latency_inter_s=0.0, bus_intra=1.0,
+        cal = cal._replace(kernel_s=0.0, latency_intra_s=0.0, latency_inter_s=0.0, bus_intra=1.0,
                                   bus_inter=1.0)
     hw = H100._replace(gpus_per_node=per_node, calibration=cal)
     st_ = step(cfg, case.run.replace(layout=layout), hw)

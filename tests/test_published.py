@@ -75,3 +75,12 @@ def test_expected_figures_are_read_beside_the_ideal_ones():
     case = {"measure": "step_s", "published": 2.0}
     assert published.factor(case, 1.0) == (2.0, "faster")
     assert published.factor({**case, "measure": "decode_tokens_per_s"}, 1.0) == (2.0, "slower")
+
+
+def test_the_setups_the_sources_print_are_the_cases_options():
+    """A row or table that says it ran async TP runs with --async-tp, one that says float8 rowwise with
+    --fp8-scaling rowwise, and no other."""
+    for case in CASES:
+        args, cite = case["args"].split(), case["cite"]
+        assert ("--async-tp" in args) == ("AsyncTP" in cite or "Async TP" in cite), case["id"]
+        assert ("rowwise" in args) == ("float8 rowwise" in cite), case["id"]

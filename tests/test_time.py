@@ -193,6 +193,7 @@ def same_generation(cfg, run, prompt, new, hw=H100):
     ("llama-4-scout", 8150, 100, 17000, 1000),  # chunked layers: 8,192-token chunks crossed
     ("mixtral-8x7b", 1, 60, 3000, 7),  # MoE: every expert read from the fourth token on
     ("deepseek-v3", 3, 40, 2000, 129),  # MLA and MoE
+    ("glm-5", 2000, 60, 4100, 999),  # DSA: each query's keys capped at its top-k (2,048) in both ranges
     ("gpt2-small", 1, 300, 1000, 100),  # learned positions
 ])
 def test_generate_and_chunked_prefill_equal_the_pass_by_pass_loop(name, prompt, new, seq, chunk):
@@ -238,6 +239,9 @@ def test_time_generate_prints_ttft_tpot_and_the_no_cache_comparison(run):
     (["--hardware", "h100", "--mode", "generate"], "Error: --mode generate needs --prompt and --new"),
     (["--hardware", "h100", "--tokens-per-s", "-3"],
      "Error: Invalid value for '--tokens-per-s': must be a positive number"),
+    (["--hardware", "h100", "--fp8-scaling", "rowwise"], "Error: --fp8-scaling rowwise scales fp8 matmuls: it needs "
+                                                         "--dtype fp8"),
+    (["--hardware", "h100", "--tp", "2", "--async-tp"], "Error: --async-tp (asynchronous tensor parallelism) "),
 ])
 def test_bad_time_options_exit_2_with_one_line(run, args, message):
     result = run("time", "gpt2-small", *args)
@@ -317,6 +321,7 @@ def test_generate_expected_is_the_prefill_and_decode_steps_at_calibrated_rates()
     ("calibration:\n  warp: 2", "calibration.warp"),
     ("calibration:\n  streaming: {float: 0.8}", "calibration.streaming"),
     ("calibration:\n  kernel_us: -1", "calibration.kernel_us"),
+    ("calibration:\n  fp8_rowwise: 0", "calibration.fp8_rowwise"),
 ])
 def test_a_bad_calibration_exits_2_naming_the_key(run, tmp_path, section, key):
     path = tmp_path / "bad.yaml"
@@ -363,6 +368,32 @@ def test_fp8_inference_casts_once_and_fp8_weights_are_not_cast():
     assert bf16_weights.bytes == L * (3 * x + 5 * w)  # one layout written
     fp8_weights = roofline(cfg, RunSpec("prefill", T, 1, dtype="fp8", weights_dtype="fp8"), H100)
     assert fp8_weights.components["float8/casts"].bytes == L * 3 * x
+
+
+def test_fp8_rowwise_casts_each_axis_and_its_gemms_run_at_the_calibrated_fraction():
+    """--fp8-scaling rowwise: torchao's roofline of the rowwise recipe (analysis/perf/float8.py): each
+    input and output gradient written in fp8 and as a transposed bf16 copy, read and written in fp8
+    again (6 bytes a value), each weight read, cast, transposed and cast again (4 x 2 + 2 bytes), every
+    value cast along both axes; the fp8 GEMMs at the h100's fp8_rowwise (0.70) of the tensorwise rate."""
+    cfg = load_bundled("llama-3-8b")
+    T, L, d, kv, f = 4096, 32, 4096, 1024, 14336
+    linears = [(d, d), (d, kv), (d, kv), (d, d), (d, f), (d, f), (f, d)]  # q k v o gate up down
+    x, w, g = (T * sum(i for i, _ in linears), sum(i * o for i, o in linears), T * sum(o for _, o in linears))
+    tensorwise = roofline(cfg, RunSpec("train", T, 1, dtype="fp8"), H100)
+    rowwise = roofline(cfg, RunSpec("train", T, 1, dtype="fp8", fp8_scaling="rowwise"), H100)
+    assert (tensorwise.run.fp8_scaling, rowwise.run.fp8_scaling) == ("tensorwise", "rowwise")
+    casts = rowwise.components["float8/casts"]
+    assert (casts.elementwise_flops, casts.bytes) == (3 * 2 * L * (x + w + g), L * (6 * x + 10 * w + 6 * g))
+    assert CAL.fp8_rowwise == 0.7
+    for key in ("attention/q", "mlp/down"):
+        r, t = rowwise.components[key], tensorwise.components[key]
+        assert (r.compute_s, r.matmul_flops) == (t.compute_s, t.matmul_flops)  # the ideal: the fp8 peak
+        assert r.expected_compute_s == pytest.approx(t.expected_compute_s / 0.7, rel=1e-12)
+    for key in ("lm_head", "attention/scores", "norm"):  # bf16 work: no rowwise GEMM
+        assert rowwise.components[key] == tensorwise.components[key]
+    inference = roofline(cfg, RunSpec("prefill", 512, 1, dtype="fp8", fp8_scaling="rowwise"), H100)
+    x = 512 * sum(i for i, _ in linears)
+    assert inference.components["float8/casts"].bytes == L * (3 * x + 3 * w)  # read, written in fp8, once
 
 
 def test_fp8_memory_is_the_bf16_runs():

@@ -17,7 +17,9 @@ Per micro-batch (``T`` tokens of the micro-batch, ``d`` the model width, compute
   vocab-parallel cross-entropy three fp32 values per token (max logit, sum of exponentials,
   target logit). With ``sp`` each all-reduce is a reduce-scatter and an all-gather of the same
   payload (the embedding's a reduce-scatter; the LM head all-gathers its input and
-  reduce-scatters its gradient). A parallel block's two branches are two regions. Inference ends
+  reduce-scatters its gradient); with fp8 matmuls scaled tensorwise the regions' all-gathers move
+  fp8, one byte a value (torchao's float8 TP plans cast before gathering:
+  :mod:`analysis.perf.float8`). A parallel block's two branches are two regions. Inference ends
   with an all-gather of the logits;
 - expert parallel: each MoE layer dispatches and combines its ``T x k`` token slots with an
   all-to-all in forward and again in backward, ``T x k x d``;
@@ -85,18 +87,26 @@ def _tp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int)
     layers = [specs[i] for i in stages(cfg, layout)[stage]]
     out: list[Collective] = []
 
-    def reduce(what: str, payload: int, calls: int) -> None:
-        """``calls`` all-reduces, or reduce-scatter plus all-gather pairs under sp."""
+    # torchao's float8 TP plans (tensorwise) cast a region's input, and backward's gradient of its
+    # output, to fp8 on the sequence shard before all-gathering it (analysis/perf/float8.py)
+    gathered = T * cfg.d_model if run.fp8_scaling == "tensorwise" else act
+
+    def reduce(what: str, payload: int, calls: int, fp8: int | None = None) -> None:
+        """``calls`` all-reduces, or reduce-scatter plus all-gather pairs under sp (the all-gather of
+        ``fp8`` bytes when given)."""
         if calls:
-            kinds = ("reduce-scatter", "all-gather") if layout.sp else ("all-reduce",)
-            out.extend(Collective(what, kind, "tp", tp, calls * m, calls * m * payload) for kind in kinds)
+            if layout.sp:
+                out.extend((Collective(what, "reduce-scatter", "tp", tp, calls * m, calls * m * payload),
+                            Collective(what, "all-gather", "tp", tp, calls * m, calls * m * (fp8 or payload))))
+            else:
+                out.append(Collective(what, "all-reduce", "tp", tp, calls * m, calls * m * payload))
 
     n = len(layers)
-    reduce("tp region outputs", act, 2 * n * passes)
+    reduce("tp region outputs", act, 2 * n * passes, gathered)
     if train:
         mla = [s for s in layers if s.attention == "mla"]
         mha = n - len(mla)
-        reduce("tp region input gradients", act, n + mha)
+        reduce("tp region input gradients", act, n + mha, gathered)
         if mla:
             q_in = cfg.mla.q_lora_rank or cfg.d_model  # and the shared RoPE key, summed over local heads
             reduce("tp latent gradients", T * (q_in + cfg.mla.kv_lora_rank + cfg.mla.qk_rope_head_dim) * b,

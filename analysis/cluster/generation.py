@@ -1,15 +1,18 @@
 """``generate`` on a layout: gpt-fast's tensor-parallel decode (its README's "Tensor Parallelism"
 tables).
 
-Each GPU runs its tensor-parallel shard of the model (:func:`.sharding.tp_local`). The prompt's
-prefill is a parallel inference pass (:func:`.step.step`: the shard's compute, then the layers'
-all-reduces), and so is each decode step: the shard's compute summed in closed form as on one GPU
-(:func:`analysis.perf.roofline.decode_sums`), plus the step's collectives. Their payloads are
-polynomials in the step's context (a decode step all-reduces ``batch x d`` per region whatever its
-context; a step without a KV cache all-reduces its whole prefix), so their bytes are summed exactly
-from three steps (:class:`analysis.perf.steps.Newton`): constant time in the new tokens. Ideal: at
-the link's peak; expected: the alpha-beta model (:func:`analysis.perf.calibration.collective_s`),
-every call exposed, tensor parallelism being on the critical path, as :func:`.step.step` has it.
+Each GPU runs its tensor-parallel shard of the layers (:func:`.sharding.tp_local`) and, as gpt-fast's
+``tp.py`` shards only the attention and FFN linears (``_apply_tp_attn``, ``_apply_tp_ffn``), the whole
+token embedding and LM head (:func:`shard`): every GPU looks up its tokens and computes every logit,
+so a pass's only collectives are the all-reduces of its layers' outputs (one per attention and one
+per FFN: ``tp region outputs``). The prompt's prefill is one pass, and so is each decode step: the
+shard's compute summed in closed form as on one GPU (:func:`analysis.perf.roofline.decode_sums`),
+plus the step's all-reduces. Their payloads are polynomials in the step's context (a decode step
+all-reduces ``batch x d`` per region whatever its context; a step without a KV cache all-reduces its
+whole prefix), so their bytes are summed exactly from three steps
+(:class:`analysis.perf.steps.Newton`): constant time in the new tokens. Ideal: at the link's peak;
+expected: the alpha-beta model (:func:`analysis.perf.calibration.collective_s`), every call exposed,
+tensor parallelism being on the critical path, as :func:`.step.step` has it.
 
 Only ``tp``: gpt-fast generates on one tensor-parallel group; pipeline, context, data and expert
 parallel generation are refused.
@@ -22,20 +25,50 @@ from ..errors import SpecError
 from ..model.config import ModelConfig
 from ..perf.calibration import CALIBRATED, Efficiency, collective_s
 from ..perf.hardware import Hardware
-from ..perf.roofline import Generation, decode_sums
+from ..perf.roofline import Generation, Roofline, decode_sums, roofline
 from ..perf.steps import Newton
 from ..spec import Layout, RunSpec
-from .comm import collectives
-from .sharding import tp_local
-from .step import Step, link, step
+from .comm import Collective, collectives
+from .sharding import check_layout, tp_local
+from .step import link
+
+REPLICATED = ("tp embedding", "tp logits")  # the vocab-parallel collectives gpt-fast's whole vocabulary has not
+
+
+class Pass(NamedTuple):
+    """One pass on the layout: the shard's compute and the collectives, each at the link's peak and
+    expected."""
+
+    run: RunSpec  # resolved, with its layout
+    compute: Roofline
+    collectives: tuple[Collective, ...]
+    ideal_s: tuple[float, ...]
+    expected_s: tuple[float, ...]
+
+    @property
+    def communication_s(self) -> float:
+        return sum(self.ideal_s)
+
+    @property
+    def expected_communication_s(self) -> float:
+        return sum(self.expected_s)
+
+    @property
+    def sent(self) -> int:
+        return sum(c.sent for c in self.collectives)
 
 
 class ParallelGeneration(NamedTuple):
     generation: Generation  # the shard's compute and the communication, prefill and decode steps summed
-    prefill: Step  # the prompt's pass over the layout
-    decode: Step  # the first decode step: every step's collectives are its own
+    prefill: Pass  # the prompt's pass over the layout
+    decode: Pass  # the first decode step: every step's collectives are its own
     decode_sent: int  # bytes one GPU sends over the new - 1 decode steps
     no_cache_sent: int  # over the same steps without a KV cache
+
+
+def shard(cfg: ModelConfig, tp: int) -> ModelConfig:
+    """The model one GPU runs: its tensor-parallel shard of the layers, the whole vocabulary."""
+    return dataclasses.replace(tp_local(cfg, tp), vocab_size=cfg.vocab_size) if tp > 1 else cfg
 
 
 def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int,
@@ -46,15 +79,29 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
         if getattr(layout, name) > 1:
             raise SpecError(f"layout.{name}", f"{getattr(layout, name)}: generate runs on one tensor-parallel "
                                               "group (--tp), as gpt-fast does")
-    layout = dataclasses.replace(layout, micro_batches=1)  # one pass at a time, as step() runs inference
-    run = run.replace(mode="prefill", seq=prompt, layout=layout)
-    first = step(cfg, run, hw, eff)
-    decode = step(cfg, run.replace(mode="decode", seq=prompt + 1, chunk=None), hw, eff)
-    local = decode_sums(tp_local(cfg, layout.tp), run.replace(layout=Layout()), hw, prompt, new, eff)
+    run = run.replace(mode="prefill", seq=prompt, layout=dataclasses.replace(layout, micro_batches=1))
+    first = one_pass(cfg, run, hw, eff)
+    decode = one_pass(cfg, run.replace(mode="decode", seq=prompt + 1, chunk=None), hw, eff)
+    local = decode_sums(shard(cfg, layout.tp), run.replace(layout=Layout()), hw, prompt, new, eff)
     sums = [_comm(cfg, run.replace(mode=mode, chunk=None), hw, prompt, new) for mode in ("decode", "prefill")]
     gen = Generation(new, first.compute, local[0] + sums[0][1], local[1] + sums[1][1], local[2] + sums[0][2],
-                     local[3] + sums[1][2], first.communication_s, first.expected.parts_s["communication"])
+                     local[3] + sums[1][2], first.communication_s, first.expected_communication_s)
     return ParallelGeneration(gen, first, decode, sums[0][0], sums[1][0])
+
+
+def one_pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALIBRATED) -> Pass:
+    """An inference pass of ``run`` (one micro-batch) on its tensor-parallel layout."""
+    run = run.resolve(cfg)
+    check_layout(cfg, run)
+    compute = roofline(shard(cfg, run.layout.tp), run.replace(layout=Layout()), hw, eff)
+    cs = tuple(_collectives(cfg, run))
+    links = [link(hw, run.layout, c.group) for c in cs]
+    return Pass(run, compute, cs, tuple(c.sent / k.rate for c, k in zip(cs, links)),
+                tuple(collective_s(hw.calibration, c.calls, c.sent, k) for c, k in zip(cs, links)))
+
+
+def _collectives(cfg: ModelConfig, run: RunSpec) -> list[Collective]:
+    return [c for c in collectives(cfg, run, 0) if c.what not in REPLICATED]
 
 
 def _comm(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int) -> tuple[int, float, float]:
@@ -63,7 +110,7 @@ def _comm(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int) -
     n = new - 1
     if n == 0:
         return 0, 0.0, 0.0
-    samples = [collectives(cfg, run.replace(seq=prompt + 1 + k), 0) for k in range(min(3, n))]
+    samples = [_collectives(cfg, run.replace(seq=prompt + 1 + k)) for k in range(min(3, n))]
     total, ideal, expected = 0, 0.0, 0.0
     for i, c in enumerate(samples[0]):
         bytes_ = Newton([cs[i].sent for cs in samples]).prefix(n)

@@ -110,6 +110,11 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
         split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
         rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has DSA's indexer (dsa), which is "
                                                 "sized on one GPU only: not with a parallel layout"))
+    if cfg.moe is not None and cfg.moe.beside_mlp:  # its norms and scales are not split here
+        split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
+        rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has a dense MLP beside its "
+                                                "experts (moe.beside_mlp), which is sized on one GPU only: not with "
+                                                "a parallel layout"))
     if cfg.hyper is not None:  # its streams are not split here
         split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
         rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has hyper-connections (hyper), "

@@ -15,6 +15,10 @@
 - context parallelism: a GPU runs the ``S/cp`` tokens it holds, and ``1/cp`` of the whole
   sequence's attention core (scores, softmax, values: causal load balancing, as Megatron's CP
   splits each sequence into ``2 cp`` chunks);
+- sequence parallelism: the residual stream's elementwise work (:data:`SEQUENCE_SHARDED`, and the
+  share of the norms :func:`residual_norms` gives) runs on the ``1/tp`` of the tokens a GPU holds,
+  in as many kernels; under fp8 (tensorwise) the casts follow torchao's float8 TP plans
+  (:func:`analysis.perf.float8.casts` with ``shard``);
 - communication: bytes each GPU sends over its group's link. Ranks are numbered tp fastest, then
   cp, then dp (ep inside it), then pp, so a group spans ``tp`` GPUs (tp), ``tp x cp`` (cp),
   ``tp x cp x dp`` (dp), ``tp x cp x ep`` (ep) or all of them (pp); it uses the hardware's
@@ -27,7 +31,11 @@
   all-gathers with them beside forward and backward; the once-per-step gradient reduction beside the
   last micro-batch's backward, the weights' all-gather beside the next step's first forward (one
   third). Tensor-, context-, expert- and pipeline-parallel communication is on the critical path:
-  exposed. The step reports the exposed part. Ideal: all of it hidden behind the compute it can
+  exposed; but with ``async_tp`` (torchtitan's asynchronous TP: each all-gather before a region's
+  column-parallel matmuls and each reduce-scatter after its row-parallel one split into ``tp``
+  chunks beside the matmul's chunks, PyTorch's SymmetricMemory collective matmuls) a region's
+  collectives hide behind ``(tp - 1) / tp`` of its linears' forward and input-gradient time
+  (:func:`_async_tp`). The step reports the exposed part. Ideal: all of it hidden behind the compute it can
   overlap (``overlap`` 1, the most optimistic schedule), so that no expected step beats it.
 
 Expected (DESIGN.md section 11): each stage's compute at its components' expected times; each
@@ -45,6 +53,7 @@ from ..errors import ConfigError
 from ..model.architecture import build
 from ..model.config import ModelConfig
 from ..perf.calibration import Efficiency, Link, collective_s
+from ..perf.float8 import CASTS, casts
 from ..perf.hardware import Hardware
 from ..perf.roofline import Component, Roofline, roofline
 from ..spec import Layout, RunSpec
@@ -179,7 +188,7 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
     """A training step (``run.layout.steps`` micro-batches of ``run.batch`` sequences per GPU)
     or an inference pass, on the layout's GPUs. ``shared``: work kept between calls with the same
     ``cfg``, ``hw`` and ``eff`` (`plan`'s candidates): a pass of the TP rank's model depends on
-    (tp, cp) and the workload only, a stage's share of it on the layers the stage holds."""
+    (tp, cp, sp) and the workload only, a stage's share of it on the layers the stage holds."""
     eff, cal = eff or Efficiency(), hw.calibration
     run.no_images("step")
     run = run.resolve(cfg)
@@ -208,11 +217,14 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
                 cs += group
                 ideal += group_ideal
                 times += group_times
-            comm, drain = _exposed(cs, ideal, compute, m, 1.0)
+            hides = layout.async_tp and layout.tp > 1
+            comm, drain = _exposed(cs, ideal, compute, m, 1.0, _async_tp(local, run, cs, ideal, mine, False)
+                                   if hides else 0.0)
             optimized = gpu_state(cfg, layout, s, run.lora).optimizer
             opt = 0.0 if optimizer is None else optimizer.time_s * optimized / trained
             # expected: alpha-beta, and the calibration's overlap
-            e_comm, e_drain = _exposed(cs, times, micro, m, cal.overlap)
+            e_comm, e_drain = _exposed(cs, times, micro, m, cal.overlap, _async_tp(local, run, cs, times, mine, True)
+                                       if hides else 0.0)
             e_opt = 0.0 if optimizer is None else optimizer.expected_s * optimized / trained
             per_stage[key] = (mine, compute, comm, drain, opt, tuple(cs), micro, tuple(times), e_comm, e_drain, e_opt)
         stage_figures.append(per_stage[key])
@@ -248,7 +260,8 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
     per = at_once = 0.0
     for group_key, group in collective_groups(cfg, run, s, shared, data_parallel=False):
         for c, t in zip(group, _timed(hw, layout, group_key, group, shared)[1]):
-            if c.group not in ("dp", "dp/ep"):  # as _exposed: the rest is always exposed
+            if c.group not in ("dp", "dp/ep") and not (layout.async_tp and c.what in TP_REGIONS):
+                # as _exposed: the rest is always exposed (async TP may hide the regions' all of it)
                 if c.per_micro_batch:
                     per += t
                 else:
@@ -291,12 +304,13 @@ def stage_floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency |
 
 def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared: dict) -> tuple[tuple, tuple]:
     """One micro-batch on the TP rank's model (``run`` resolved, with its layout): the model, its
-    components (context parallel: the attention core 1/cp of the whole sequence's), the optimizer
-    step, each layer group's forward matmul FLOPs, their sum over the layers, and the parameters
-    the optimizer steps; kept in ``shared`` under the key returned with it (it depends on tp, cp
-    and the workload alone)."""
+    components (context parallel: the attention core 1/cp of the whole sequence's; sequence
+    parallel: the residual stream's elementwise ops on 1/tp of the tokens), the optimizer step, each
+    layer group's forward matmul FLOPs, their sum over the layers, and the parameters the optimizer
+    steps; kept in ``shared`` under the key returned with it (it depends on tp, cp, sp and the
+    workload alone)."""
     layout = run.layout
-    key = ("pass", layout.tp, layout.cp, workload(run))
+    key = ("pass", layout.tp, layout.cp, layout.sp, workload(run))
     if key in shared:
         return key, shared[key]
     local = tp_local(cfg, layout.tp)
@@ -312,6 +326,15 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
     if layout.cp > 1:  # ring attention: each GPU computes 1/cp of the whole sequence's attention
         sequence = pass_of(run.replace(layout=Layout())).components
         parts.update({k: _scaled(sequence[k], 1 / layout.cp) for k in core_keys(local, pass_.run) if k in sequence})
+    if layout.sp:  # the residual stream's elementwise ops run on the 1/tp of the tokens a GPU holds
+        for k in SEQUENCE_SHARDED:
+            if k in parts:
+                parts[k] = _scaled(parts[k], 1 / layout.tp, kernels=1.0)
+        if "norm" in parts:
+            f = residual_norms(local)
+            parts["norm"] = _scaled(parts["norm"], 1 - f + f / layout.tp, kernels=1.0)
+        if CASTS in parts and pass_.run.fp8_scaling == "tensorwise":  # torchao's float8 TP plans
+            parts[CASTS] = _recounted(parts[CASTS], *casts(local, pass_.run, layout.tp))
     optimizer = parts.pop("optimizer") if "optimizer" in parts else None
     blocks = build(local).blocks  # count_flops' layer groups
     work = [sum(layer_matmul(layer, pass_.run).values()) for _, layer in blocks]
@@ -319,6 +342,25 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
     trained = count_params(local).total if run.lora is None else sum(adapter_params(local, run.lora).values())
     shared[key] = local, parts, optimizer, work, whole, trained
     return key, shared[key]
+
+
+SEQUENCE_SHARDED = ("residual", "layer_scalar")  # elementwise ops on the residual stream alone
+
+
+def residual_norms(cfg: ModelConfig) -> float:
+    """The share of a token's norm elements that are on the residual stream (the layers' norms
+    around their branches and the final norm; not per-head q/k norms or other norms inside a
+    tensor-parallel region), the part of the ``norm`` component sequence parallelism splits."""
+    model = build(cfg)
+    final = model.final_norm.size if model.final_norm is not None else 0
+    outside = inside = 0
+    for group, block in model.blocks:
+        for n in block.norms():
+            if n.key.startswith("norm/"):
+                outside += group.count * n.size * n.rows
+            else:
+                inside += group.count * n.size * n.rows
+    return (outside + final) / (outside + inside + final) if outside + inside + final else 0.0
 
 
 def _stage_compute(parts: dict[str, Component], work: list[int], whole: int, held: tuple[tuple[int, int], ...],
@@ -332,25 +374,65 @@ def _stage_compute(parts: dict[str, Component], work: list[int], whole: int, hel
     return mine, sum(c.time_s for c in mine.values()), sum(c.expected_s for c in mine.values())
 
 
-def _exposed(cs: list[Collective], times: list[float], micro_s: float, m: int, overlap: float) -> tuple[float, float]:
+TP_REGIONS = ("tp region outputs", "tp region input gradients")  # sp: an all-gather before, a reduce-scatter after
+
+
+def _async_tp(local: ModelConfig, run: RunSpec, cs: list[Collective], times: list[float],
+              mine: dict[str, Component], expected: bool) -> float:
+    """Seconds of a stage's tensor-parallel region collectives (``cs`` taking ``times``, over the step)
+    that asynchronous tensor parallelism hides (module docstring): in each region kind (attention,
+    FFN; the collectives split evenly between them, as :func:`.comm._tp` counts two regions a layer),
+    ``min(comm, (tp - 1) / tp x matmuls)``, the matmuls being the region's linears in the forward
+    passes and backward's input gradients."""
+    tp, m = run.layout.tp, run.layout.steps
+    comm = sum(t for c, t in zip(cs, times) if c.group == "tp" and c.what in TP_REGIONS) / 2
+    full = run.recompute == "full"
+    overlapped = (2 + full) / (3 + full) if run.mode == "train" else 1.0  # forward(s) and dX of fwd + dX + dW
+    attention, ffn = _region_linears(local)
+    hidden = 0.0
+    for keys in (attention, ffn):
+        mm = sum(mine[k].expected_s if expected else mine[k].time_s for k in keys if k in mine)
+        hidden += min(comm, (tp - 1) / tp * overlapped * mm * m)
+    return hidden
+
+
+def _region_linears(local: ModelConfig) -> tuple[set[str], set[str]]:
+    """The linears of the attention and of the FFN tensor-parallel regions, by component."""
+    keys = {m.key for _, block in build(local).blocks for m in block.linears()}
+    return ({k for k in keys if k.startswith("attention/")},
+            {k for k in keys if k.startswith(("mlp/", "moe/")) and k != "moe/router"})
+
+
+def _exposed(cs: list[Collective], times: list[float], micro_s: float, m: int, overlap: float,
+             hidden: float = 0.0) -> tuple[float, float]:
     """The exposed part of a stage's collectives ``cs`` taking ``times``, (per micro-batch, once per
-    step), beside ``m`` micro-batches of ``micro_s`` compute (module docstring). Per micro-batch,
-    the gradients must fit beside the backwards and, with the weights, beside the whole compute."""
+    step), beside ``m`` micro-batches of ``micro_s`` compute (module docstring), less ``hidden`` of
+    the tensor-parallel ones (:func:`_async_tp`). Per micro-batch, the gradients must fit beside the
+    backwards and, with the weights, beside the whole compute."""
     per: dict[str, float] = {}
     once: dict[str, float] = {}
     for c, t in zip(cs, times):
         kind = "exposed" if c.group not in ("dp", "dp/ep") else "weights" if c.kind == "all-gather" else "grads"
         into = per if c.per_micro_batch else once
         into[kind] = into.get(kind, 0.0) + t
-    hidden = overlap * micro_s
+    beside = overlap * micro_s
     grads, weights = per.get("grads", 0.0), per.get("weights", 0.0)
-    return (per.get("exposed", 0.0) + max(0.0, grads - hidden * m * 2 / 3, grads + weights - hidden * m),
-            once.get("exposed", 0.0) + max(0.0, once.get("grads", 0.0) - hidden * 2 / 3)
-            + max(0.0, once.get("weights", 0.0) - hidden / 3))
+    return (per.get("exposed", 0.0) - hidden + max(0.0, grads - beside * m * 2 / 3, grads + weights - beside * m),
+            once.get("exposed", 0.0) + max(0.0, once.get("grads", 0.0) - beside * 2 / 3)
+            + max(0.0, once.get("weights", 0.0) - beside / 3))
 
 
-def _scaled(c: Component, f: float) -> Component:
-    """A component's work times ``f`` (a stage's share of the layers, a GPU's of the attention)."""
+def _recounted(c: Component, elementwise: int, nbytes: int) -> Component:
+    """An elementwise component with other counts, at its own rates."""
+    ew, mem = elementwise / c.elementwise_flops if c.elementwise_flops else 0.0, nbytes / c.bytes if c.bytes else 0.0
+    return Component(0, elementwise, nbytes, c.compute_s * ew, c.memory_s * mem, c.expected_compute_s * ew,
+                     c.expected_memory_s * mem, c.latency_s)
+
+
+def _scaled(c: Component, f: float, kernels: float | None = None) -> Component:
+    """A component's work times ``f`` (a stage's share of the layers, a GPU's of the attention, of
+    the tokens), its kernels times ``kernels`` (``f`` unless given: a share of the layers runs a
+    share of their kernels, a share of the tokens all of them)."""
     return Component(round(c.matmul_flops * f), round(c.elementwise_flops * f), round(c.bytes * f),
                      c.compute_s * f, c.memory_s * f, c.expected_compute_s * f, c.expected_memory_s * f,
-                     c.latency_s * f)
+                     c.latency_s * (f if kernels is None else kernels))

@@ -39,6 +39,11 @@ value head sizes):
   activation tensors, the expert output and its weighted copy (the ``index_add`` source);
   shared experts keep their activation tensors; a shared-expert gate its sigmoid's output
   and the shared output it multiplies;
+- a MoE beside the MLP (``moe.beside_mlp``): the MLP's tensors; the experts' norm and the router's read
+  the residual stream ``norm/mlp`` keeps (one storage) and keep their statistics; the router its own
+  input (its norm's output, scaled); the product of the renormalized weights and the scales the
+  choices gather both factors (the scales alone under LoRA: frozen, they need no gradient); the norms
+  after the two FFNs their inputs and statistics;
 - embeddings: the token ids, learned positions' ids (``S``), T5 relative buckets (``S*S``);
   a norm over the embeddings (``embedding_norm``) its input (``T*d``) and its statistics;
   the LM head its input; final soft-capping its tanh output; the loss the log-softmax over the
@@ -71,7 +76,7 @@ from ..model.architecture import Block, build
 from ..model.config import ModelConfig
 from ..model.layers import LayerGroup, layer_specs
 from ..model.sizes import bytes_per
-from ..model.tape import INDEX, Tape, norm_stat_bytes
+from ..model.tape import FFN_RESIDUAL, INDEX, Tape, norm_stat_bytes
 from ..model.variants import POSITIONS
 from ..spec import LoRA, RunSpec, check_arguments
 from .flops import core_recomputed
@@ -111,14 +116,15 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
             layer.recurrent.saves(tape, batch, seq, x)
         else:
             layer.attention.saves(tape, spec, batch, seq, kind, x)
+        for mixer in layer.beside:  # beside the attention, on its input (parallel_mixer)
+            mixer.saves(tape, batch, seq, x)
         if post_norms:
             tape.norm("norm/attention_post", None, T, d)
 
     def ffn(x: str) -> None:
         if spec.ffn is None:  # no FFN (and no norm around it)
             return
-        for kind in layer.ffns:  # dense+moe: both read x
-            kind.saves(tape, T, x)
+        layer.ffn.saves(tape, T, x)
         if post_norms:
             tape.norm("norm/mlp_post", None, T, d)
 
@@ -136,7 +142,7 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
         elif placement == "post_branch":
             ffn("x")
         else:
-            ffn(tape.norm("norm/mlp", None, T, d))
+            ffn(tape.norm("norm/mlp", FFN_RESIDUAL, T, d))
     elif placement == "post":
         attn("x")
         ffn(tape.norm("norm/attention", None, T, d))
@@ -153,7 +159,7 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
     else:
         attn(tape.norm("norm/attention", None, T, d))
         if spec.ffn is not None:
-            ffn(tape.norm("norm/mlp", None, T, d))
+            ffn(tape.norm("norm/mlp", FFN_RESIDUAL, T, d))
     if cfg.layer_scalar and lora is None:  # the layer's output, which the scalar's gradient reads (frozen: none)
         tape.save("layer", T * d * b)
     return {k: v for k, v in tape.bytes.items() if v}

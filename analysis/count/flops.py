@@ -109,9 +109,9 @@ def family(key: str) -> str:
     if key.startswith("rglru/"):
         return "attn proj"
     if key in ("mamba/conv1d", "mamba/scan", "mamba2/conv1d", "mamba2/scan", "short_conv/conv1d",
-               "lightning/attention", "gated_deltanet/conv1d", "gated_deltanet/scan"):
+               "lightning/attention", "gated_deltanet/conv1d", "gated_deltanet/scan", "kda/conv1d", "kda/scan"):
         return "attn scores+values"
-    if key.startswith(("mamba/", "mamba2/", "short_conv/", "lightning/", "gated_deltanet/")):
+    if key.startswith(("mamba/", "mamba2/", "short_conv/", "lightning/", "gated_deltanet/", "kda/")):
         return "attn proj"
     if key in SCORES_VALUES or key == "attention/indexer":
         return "attn scores+values"
@@ -193,6 +193,8 @@ def layer_matmul(layer: Block, run: RunSpec) -> dict[str, int]:
     if layer.cfg.dsa is not None and layer.spec.topk is not None:  # the indexer: q.k, then its heads' weighted sum
         dsa = layer.cfg.dsa
         out["attention/indexer"] = 2 * run.batch * dsa.n_heads * indexed_pairs(layer.spec, run) * (dsa.head_dim + 1)
+    for mixer in layer.beside:  # a recurrent mixer beside the attention (parallel_mixer)
+        out.update(mixer.matmul(run.batch, run.query_len, run.seq - run.query_len))
     return out
 
 
@@ -221,14 +223,17 @@ def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
     if layer.spec.rope:
         ops.append(Op("attention/rope", T * attn.rope_elements_per_token, ROPE_COST, 2))
     ops += temperature_ops(cfg, layer.spec, T)
+    for mixer in layer.beside:
+        ops += mixer.pass_ops(run)
     for ffn in layer.ffns:
         ops += ffn.ops(T)
     lora = layer_adapted([m.key for m in layer.linears()], run.lora)
     if lora:  # an adapter's output scaled by alpha / r and added to the base's
         ops += [Op("lora", linear_rows(m, layer, run) * m.d_out * m.active, 2, 3) for m in layer.linears()
                 if m.key in lora]
-    # two adds (one without an FFN), each reads two and writes one; over every residual stream
-    ops.append(Op("residual", (1 + len(layer.ffns)) * T * cfg.d_model * cfg.streams, 1, 3))
+    # two adds (one without an FFN; one more for a mixer beside the attention), each reads two and writes one; over
+    # every residual stream
+    ops.append(Op("residual", (1 + len(layer.beside) + len(layer.ffns)) * T * cfg.d_model * cfg.streams, 1, 3))
     if cfg.layer_scalar:  # the layer's output times its scalar
         ops.append(Op("layer_scalar", T * cfg.d_model, 1, 2))
     if cfg.hyper is not None:
@@ -362,14 +367,17 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
         return FlopReport(run, forward, FlopBreakdown({}, {}), tuple(groups))
     bwd_mm = _scaled(fwd_mm, 2)
     for group, layer in model.blocks:  # a mixer whose backward is not twice its forward (lightning, gated_deltanet)
-        if group.spec.recurrent:
-            _accumulate(bwd_mm, layer.recurrent.backward_matmul(run.batch, run.seq), group.count)
+        for mixer in [layer.recurrent] if group.spec.recurrent else layer.beside:
+            _accumulate(bwd_mm, mixer.backward_matmul(run.batch, run.seq), group.count)
     if vision_mm:  # the layers no feature reads get no gradient
         grad_mm, grad_ew = tower_forward(cfg, run, gradient=True)
         bwd_mm.update(_scaled(grad_mm, 2))
         fwd_ew = {**fwd_ew, **grad_ew}  # (only for the backward's estimate below)
-        # the pixels need no gradient: the patch linear computes its weight's alone
-        bwd_mm["vision/patch"] = fwd_mm["vision/patch"]
+        # the pixels need no gradient: the patch linear computes its weight's alone; nor does Gemma 4's
+        # averaging matrix: its pooling computes the patches' gradient alone
+        for key in ("vision/patch", "vision/pool"):
+            if key in grad_mm:
+                bwd_mm[key] = grad_mm[key]
         if run.attention == "flash":  # the tower's flash kernel recomputes its scores too
             bwd_mm["vision/attention/scores"] += grad_mm["vision/attention/scores"]
         if run.lora is not None:  # a frozen tower whose input needs no gradient: no backward at all

@@ -8,7 +8,8 @@ GQA/MQA shrink it through ``g = n_kv_heads``.
 
 A recurrent layer (``mamba``) keeps a **state** per sequence instead, constant in the sequence
 length: ``B * E * (d_conv + d_state)`` values in ``run.state_dtype`` (default: the KV dtype); the other
-recurrent kinds (``mamba2``, ``short_conv``, ``rglru``) theirs, each descriptor's ``state_values``.
+recurrent kinds (``mamba2``, ``short_conv``, ``rglru``) theirs, each descriptor's ``state_values``; an
+attention layer with a mixer beside it (``parallel_mixer``, Falcon-H1) both its KV and that mixer's state.
 ``bytes`` is KV plus state; ``kv_bytes`` and ``state_bytes`` give each.
 """
 
@@ -26,8 +27,8 @@ class GroupCache(NamedTuple):
     group: LayerGroup
     cached_tokens: int  # per sequence, in each layer of the group
     bytes_per_token: int  # one layer
-    bytes: int  # one layer, all sequences (KV, or a recurrent layer's state)
-    state_bytes: int = 0  # one layer, all sequences: a recurrent layer's state
+    bytes: int  # one layer, all sequences (KV, a recurrent layer's state, or both)
+    state_bytes: int = 0  # one layer, all sequences: a recurrent mixer's state
 
 
 class KVCache(NamedTuple):
@@ -69,7 +70,8 @@ def kv_cache(cfg: ModelConfig, run: RunSpec = RunSpec(mode="decode")) -> KVCache
             continue
         per_token = weight_bytes(block.attention.kv_values_per_token, run.kv_dtype)
         cached = group.spec.cached(run.seq)
-        groups.append(GroupCache(group, cached, per_token, run.batch * cached * per_token))
+        state = sum(run.batch * weight_bytes(m.state_values, state_dtype) for m in block.beside)
+        groups.append(GroupCache(group, cached, per_token, run.batch * cached * per_token + state, state))
     per_token = sum(g.bytes_per_token * g.group.count for g in groups)
     return KVCache(run.seq, run.batch, run.kv_dtype, cfg.n_layers, max(g.cached_tokens for g in groups),
                    per_token, sum(g.bytes * g.group.count for g in groups), tuple(groups),

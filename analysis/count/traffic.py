@@ -76,9 +76,9 @@ def _attention_bytes(layer: Block, run: RunSpec, b: int, kv: int) -> dict[str, i
 
 def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
     """Forward bytes of one layer, by component (``run`` resolved)."""
-    if layer.spec.recurrent:
-        raise SpecError("mode", f"bytes moved by {layer.spec.attention} layers are not modeled yet (time and "
-                                "roofline refuse them)")
+    if layer.spec.recurrent or layer.spec.beside is not None:
+        kind = layer.spec.beside or layer.spec.attention
+        raise SpecError("mode", f"bytes moved by {kind} layers are not modeled yet (time and roofline refuse them)")
     b, T = bytes_per(run.dtype), run.tokens
     kv = b if run.mode == "train" else bytes_per(run.kv_dtype)
     out: dict[str, int] = {}

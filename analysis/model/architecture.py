@@ -20,6 +20,9 @@ Block structure (``x`` is the residual stream; ``n_a``/``n_m`` the attention/MLP
 - parallel, ``pre``:           ``x += attn(n_a(x)) + mlp(n_m(x))``, with ``n_m = n_a`` when
   ``parallel_norms`` is 1 (GPT-J, PaLM) and a separate norm when it is 2 (GPT-NeoX)
 - parallel, ``sandwich``:      as parallel ``pre`` with a post norm on each branch output
+
+A layer with a mixer beside its attention (``parallel_mixer``, Falcon-H1) reads ``attn(h) + mixer(h)``
+wherever ``attn(h)`` stands above.
 """
 
 import functools
@@ -35,6 +38,7 @@ from .parts import Linear, Norm, Table, Vector, make_norm
 
 if TYPE_CHECKING:  # imported when a model has them (:data:`MIXERS`, :func:`build`)
     from .gated_deltanet import GatedDeltaNet
+    from .kda import KDA
     from .lightning import Lightning
     from .mamba import Mamba
     from .mamba2 import Mamba2
@@ -86,7 +90,7 @@ class NoMixer(Mixer):
         return None
 
 
-Recurrent: TypeAlias = "Mamba | Mamba2 | ShortConv | NoMixer | Lightning | GatedDeltaNet | RGLRU"  # the mixer kinds
+Recurrent: TypeAlias = "Mamba | Mamba2 | ShortConv | NoMixer | Lightning | GatedDeltaNet | RGLRU | KDA"  # mixer kinds
 
 
 class Block:
@@ -116,13 +120,24 @@ class Block:
         return mixer_kind(self.spec.attention)(self.cfg)
 
     @property
+    def beside(self) -> "list[Recurrent]":
+        """The recurrent mixer beside the attention (``parallel_mixer``), or none."""
+        return [] if self.spec.beside is None else [mixer_kind(self.spec.beside)(self.cfg)]
+
+    @property
+    def ffn(self) -> FFNKind:
+        if self.spec.ffn is None:
+            raise ValueError("the layer has no FFN")
+        return FFN[self.spec.ffn](self.cfg)
+
+    @property
     def ffns(self) -> list[FFNKind]:
-        """The layer's FFNs: none, one, or a dense MLP and the MoE beside it (``dense+moe``, both reading the
-        norm's output)."""
-        return [] if self.spec.ffn is None else [FFN[kind](self.cfg) for kind in self.spec.ffn.split("+")]
+        """The layer's FFN, or none."""
+        return [] if self.spec.ffn is None else [self.ffn]
 
     def linears(self) -> list[Linear]:
-        return self.mixer.linears() + [m for f in self.ffns for m in f.linears()]
+        return self.mixer.linears() + [m for b in self.beside for m in b.linears()] + [
+            m for f in self.ffns for m in f.linears()]
 
     def norms(self) -> list[Norm]:
         norms = block_norms(self.cfg)
@@ -130,11 +145,13 @@ class Block:
             norms = [n for n in norms if not n.key.startswith("norm/mlp")]
         if self.spec.attention == "none":  # no mixer: no norm around it
             norms = [n for n in norms if not n.key.startswith("norm/attention")]
-        return norms + self.mixer.norms() + rope_norms(self.cfg, self.spec) + sub_norms(self.cfg)
+        return (norms + self.mixer.norms() + [n for b in self.beside for n in b.norms()]
+                + rope_norms(self.cfg, self.spec) + sub_norms(self.cfg) + [n for f in self.ffns for n in f.norms()])
 
     def vectors(self) -> list[Vector]:
         scalar = [Vector("layer_scalar", 1)] if self.cfg.layer_scalar else []  # Gemma 4: the output's scale
-        return self.mixer.vectors() + [v for f in self.ffns for v in f.vectors()] + scalar + self.hyper()
+        return (self.mixer.vectors() + [v for b in self.beside for v in b.vectors()]
+                + [v for f in self.ffns for v in f.vectors()] + scalar + self.hyper())
 
     @property
     def branches(self) -> tuple[str, ...]:
@@ -152,7 +169,7 @@ class Block:
 # the recurrent mixer kinds (layer_types) but none: each layer type's descriptor, in the module of that name
 # beside its config's schema
 MIXERS = {"mamba": "Mamba", "mamba2": "Mamba2", "short_conv": "ShortConv", "lightning": "Lightning",
-          "gated_deltanet": "GatedDeltaNet", "rglru": "RGLRU"}
+          "gated_deltanet": "GatedDeltaNet", "rglru": "RGLRU", "kda": "KDA"}
 
 
 @functools.cache

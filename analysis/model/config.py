@@ -45,6 +45,7 @@ from .variants import ACTIVATIONS, NORMS, POSITIONS
 if TYPE_CHECKING:  # the nested schemas, each in its own module (:func:`.keys.nested`)
     from .gated_deltanet import GatedDeltaNetConfig
     from .hyper import HyperConfig
+    from .kda import KDAConfig
     from .lightning import LightningConfig
     from .mamba import MambaConfig
     from .mamba2 import Mamba2Config
@@ -56,11 +57,15 @@ if TYPE_CHECKING:  # the nested schemas, each in its own module (:func:`.keys.ne
 
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
 # layer types with a recurrent mixer in place of attention (a state per sequence, no attention): Mamba-1, Mamba-2
-# (SSD), LFM2's gated short convolution, MiniMax's lightning attention, Qwen3-Next's Gated DeltaNet and
-# RecurrentGemma's RG-LRU block; and "none", no mixer (the layer is its FFN alone: Nemotron-H's MLP and MoE layers),
-# which goes the recurrent layers' way (no attention, an empty mixer keeping no state; one GPU only)
-RECURRENT_TYPES = ("mamba", "mamba2", "short_conv", "none", "lightning", "gated_deltanet", "rglru")
+# (SSD), LFM2's gated short convolution, MiniMax's lightning attention, Qwen3-Next's Gated DeltaNet,
+# RecurrentGemma's RG-LRU block and Kimi Linear's KDA; and "none", no mixer (the layer is its FFN alone:
+# Nemotron-H's MLP and MoE layers), which goes the recurrent layers' way (no attention, an empty mixer keeping no
+# state; one GPU only)
+RECURRENT_TYPES = ("mamba", "mamba2", "short_conv", "none", "lightning", "gated_deltanet", "rglru", "kda")
 LAYER_TYPES = ("full", "sliding", "chunked", *RECURRENT_TYPES)
+# a recurrent mixer beside every attention layer's attention, on the same normed input, the two outputs summed
+# (Falcon-H1: Mamba-2 and attention in parallel in each layer)
+PARALLEL_MIXERS = tuple(t for t in RECURRENT_TYPES if t != "none")
 QK_NORMS = ("none", "head", "full", "l2")
 
 
@@ -91,6 +96,9 @@ class ModelConfig:
     norm_bias: bool = checked(boolean, True)  # layernorm only
     norm_weight: bool = checked(boolean, True)  # false: a norm without parameters (OLMo 1)
     norm_placement: str = checked(choice(NORM_PLACEMENTS), "pre")
+    # the placement in the layers without attention (a recurrent mixer, or none); None: norm_placement (OLMo
+    # Hybrid: its Gated DeltaNet layers pre-norm, its attention layers post_branch)
+    recurrent_norm_placement: str | None = checked(optional(choice(NORM_PLACEMENTS)), None)
     parallel_block: bool = checked(boolean, False)
     parallel_norms: int = checked(one_of(1, 2), 1)  # 1: one norm feeds both branches (GPT-J); 2: NeoX
     final_norm: bool = checked(boolean, True)
@@ -130,7 +138,7 @@ class ModelConfig:
     attn_logit_softcap: float | None = checked(optional(number()), None)  # Gemma 2: 50
     final_logit_softcap: float | None = checked(optional(number()), None)  # Gemma 2: 30
     moe: MoEConfig | None = checked(nested("moe", "MoEConfig"), None)
-    # the mixers of `mamba`, `mamba2`, `short_conv`, `lightning`, `gated_deltanet` and `rglru` layers, and a
+    # the mixers of `mamba`, `mamba2`, `short_conv`, `lightning`, `gated_deltanet`, `rglru` and `kda` layers, and a
     # multimodal checkpoint's tower: each schema in its variant's module
     mamba: MambaConfig | None = checked(nested("mamba", "MambaConfig"), None)
     mamba2: Mamba2Config | None = checked(nested("mamba2", "Mamba2Config"), None)
@@ -138,12 +146,19 @@ class ModelConfig:
     lightning: LightningConfig | None = checked(nested("lightning", "LightningConfig"), None)
     gated_deltanet: GatedDeltaNetConfig | None = checked(nested("gated_deltanet", "GatedDeltaNetConfig"), None)
     rglru: RGLRUConfig | None = checked(nested("rglru", "RGLRUConfig"), None)
+    kda: KDAConfig | None = checked(nested("kda", "KDAConfig"), None)
+    parallel_mixer: str | None = checked(optional(choice(PARALLEL_MIXERS)), None)  # beside attention (Falcon-H1)
     vision: VisionConfig | None = checked(nested("vision", "VisionConfig"), None)
     hyper: HyperConfig | None = checked(nested("hyper", "HyperConfig"), None)  # residual streams (DeepSeek V4, Hy4)
     dtype: str = checked(choice((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = checked(optional(integer()), None)  # a format's block or group (None: its default)
     quant_skip: tuple[str, ...] | None = checked(optional(names), None)  # linears kept unquantized
     description: str = checked(text(False), "")
+
+    def __repr__(self) -> str:
+        """The keys a file would give (:func:`.keys.as_raw`), not every one of the fields at its default
+        (dataclass then generates none: a shorter start-up too)."""
+        return f"ModelConfig({', '.join(f'{k}={v!r}' for k, v in as_raw(self).items())})"
 
     # -- derived values ------------------------------------------------------------
     @property
@@ -223,6 +238,11 @@ class ModelConfig:
         return "gated_deltanet" in self._used_types
 
     @property
+    def has_kda(self) -> bool:
+        """Whether some layer is a kda layer."""
+        return "kda" in self._used_types
+
+    @property
     def has_rglru(self) -> bool:
         """Whether some layer is an rglru layer."""
         return "rglru" in self._used_types
@@ -237,8 +257,14 @@ class ModelConfig:
 
     @property
     def has_recurrent(self) -> bool:
-        """Whether some layer has a recurrent mixer (mamba, mamba2, short_conv): a state per sequence."""
+        """Whether some layer has a recurrent mixer (mamba, mamba2, short_conv, ..., or one beside its
+        attention): a state per sequence."""
         return any(t in RECURRENT_TYPES for t in self._used_types)
+
+    @property
+    def has_recurrent_layers(self) -> bool:
+        """Whether some layer has no attention: a recurrent mixer in its place, or none."""
+        return any(t in RECURRENT_TYPES for t in (self.layer_types or ())[:self.n_layers])
 
     @property
     def recurrent_kind(self) -> str:
@@ -264,9 +290,12 @@ class ModelConfig:
 
     @property
     def _used_types(self) -> tuple[str, ...]:
-        """The layer types some layer has (``layer_types`` repeats cyclically)."""
-        types = self.layer_types or ("full",)
-        return types[:self.n_layers]
+        """The layer types some layer has (``layer_types`` repeats cyclically), and the mixer beside
+        attention (``parallel_mixer``) where some layer attends."""
+        types = (self.layer_types or ("full",))[:self.n_layers]
+        if self.parallel_mixer is not None and any(t not in RECURRENT_TYPES for t in types):
+            types += (self.parallel_mixer,)
+        return types
 
     @property
     def streams(self) -> int:

@@ -1,4 +1,4 @@
-"""FFN kinds: one descriptor each (a dense MLP, a mixture of experts).
+"""FFN kinds: one descriptor each (a dense MLP, a mixture of experts, the two in one layer).
 
 A descriptor lists its matrices and gives the hidden elements its activation runs over per
 token and its own elementwise work. Gated activations (``swiglu``, ``geglu``, ``reglu``, ``sqreglu``) have
@@ -16,14 +16,17 @@ matmul. How many of a token's k choices reach real experts depends on the data; 
 share routing balanced over all ``E + Z`` experts gives them, ``k*E/(E+Z)`` (a whole number, a
 rule: LongCat-Flash's 8 of 12, the average its router is trained to), the identity choices as one
 multiply of the input by their summed weight.
+Two kinds hold a dense MLP and the experts in one layer (:class:`Pair`): ``dense+moe``
+(``moe.beside_mlp``, Gemma 4 26B-A4B: side by side, :class:`DenseMoE`) and ``dense+shortcut_moe``
+(``moe.shortcut``, LongCat-Flash: the MoE's output joins after the next layer, :class:`ShortcutMoE`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from .parts import Linear, Vector
-from .tape import INDEX, Tape, hidden
+from .parts import Linear, Norm, Vector, make_norm
+from .tape import FFN_RESIDUAL, INDEX, Tape, hidden
 from .variants import ACTIVATIONS, SOFTMAX_COST, Op
 
 if TYPE_CHECKING:  # see attention.py
@@ -64,6 +67,8 @@ class FFNKind(Protocol):
 
     def ops(self, tokens: int) -> list[Op]: ...  # its elementwise ops over ``tokens`` tokens
 
+    def norms(self) -> list[Norm]: ...  # norms of its own, beside the block's around it
+
     def saves(self, tape: Tape, T: int, x: str) -> None: ...
 
     def vectors(self) -> list[Vector]: ...
@@ -80,6 +85,9 @@ class _FFN:
     def vectors(self) -> list[Vector]:
         """The activation's learned scalars (xIELU, dense MLPs only: rules.py), one tensor each."""
         return [Vector("mlp/act", 1)] * ACTIVATIONS[self.cfg.activation].scalars
+
+    def norms(self) -> list[Norm]:
+        return []
 
 
 class Dense(_FFN):
@@ -145,14 +153,25 @@ class MoE(_FFN):
     def saves(self, tape: Tape, T: int, x: str) -> None:
         """What the mixture keeps for backward over ``T`` tokens (routing as in the module
         docstring; per token slot the expert input, weight, output and weighted output)."""
+        self.route(tape, T, x)
+        self.run_experts(tape, T, x)
+
+    def route(self, tape: Tape, T: int, x: str | None) -> None:
+        """What the router keeps: its input ``x`` and the routing tensors."""
         cfg = self.cfg
         d, b, moe = cfg.d_model, tape.b, cfg.moe
         E, Z, k = moe.num_experts, moe.zero_experts, moe.experts_per_token
-        slots = T * moe.real_experts_per_token  # token slots of real experts, summed over the experts
+        slots = T * moe.real_experts_per_token
         tape.linear("moe/router", T * d * b, T, x)
         # probabilities, their sum after top-k, expert ids and renormalized weights (every choice), the token
         # and choice of each real slot; identity experts: their summed weight, which multiplies the input
         tape.save("moe", T * (E + Z) * b + T * b + T * k * (INDEX + b) + slots * 2 * INDEX + (T * b if Z else 0))
+
+    def run_experts(self, tape: Tape, T: int, x: str) -> None:
+        """What the experts keep over their input ``x``."""
+        cfg = self.cfg
+        d, b, moe = cfg.d_model, tape.b, cfg.moe
+        slots = T * moe.real_experts_per_token  # token slots of real experts, summed over the experts
         inputs(tape, cfg, "moe/experts", slots * d * b, slots, "experts input")  # gathered per slot
         # per slot: its weight, the expert output and the weighted output
         tape.save("moe/experts", slots * (2 * d + 1) * b)
@@ -166,4 +185,84 @@ class MoE(_FFN):
             tape.save("moe", T * b + T * d * b)  # the sigmoid's output and the shared output it scales
 
 
-FFN: dict[str, Callable[[ModelConfig], FFNKind]] = {"dense": Dense, "moe": MoE}
+class Pair(_FFN):
+    """A dense MLP and the experts in one layer (:attr:`parts`): the matrices and hidden widths of both. How
+    the two read the layer and join the residual stream is each kind's own (:class:`DenseMoE`,
+    :class:`ShortcutMoE`)."""
+
+    __slots__ = ()
+
+    @property
+    def parts(self) -> tuple[Dense, MoE]:
+        return Dense(self.cfg), MoE(self.cfg)
+
+    def linears(self) -> list[Linear]:
+        return [m for f in self.parts for m in f.linears()]
+
+    @property
+    def hidden_per_token(self) -> int:
+        return sum(f.hidden_per_token for f in self.parts)
+
+
+class DenseMoE(Pair):
+    """Gemma 4 26B-A4B's FFN (``dense+moe``, ``moe.beside_mlp``): a dense MLP and a mixture of experts
+    side by side, their outputs each normed (``norm/dense_post``, ``norm/moe_post``) and added. The MLP
+    reads the FFN's normed input as a dense layer's does; the experts read the residual stream through
+    their own norm (``norm/moe``), and the router reads it through ``moe/router_norm`` (the model's
+    norm, its weight the router's scale, no bias), times ``1/sqrt(d)``; each chosen expert's
+    renormalized weight is multiplied by its own learned scale (``moe/expert_scale``, one per expert)."""
+
+    __slots__ = ()
+
+    def norms(self) -> list[Norm]:
+        c, d = self.cfg, self.cfg.d_model
+        return ([make_norm(c, key, d) for key in ("norm/moe", "norm/dense_post", "norm/moe_post")]
+                + [Norm("moe/router_norm", d, True, False)])
+
+    def vectors(self) -> list[Vector]:
+        return [Vector("moe/expert_scale", self.cfg.moe.num_experts)]
+
+    def ops(self, tokens: int) -> list[Op]:
+        # the router's input times 1/sqrt(d), each choice's weight times its expert's scale, the two FFNs' sum
+        T, d, k = tokens, self.cfg.d_model, self.cfg.moe.experts_per_token
+        return [op for f in self.parts for op in f.ops(T)] + [
+            Op("moe/routing", T * d, 1, 2), Op("moe/routing", T * k, 1, 3), Op("moe/combine", T * d, 1, 3)]
+
+    def saves(self, tape: Tape, T: int, x: str) -> None:
+        """``x`` names the MLP's input (the FFN's normed input); the block names the residual stream
+        before that norm :data:`~analysis.model.tape.FFN_RESIDUAL`, which the two norms here read too."""
+        d, b, k = self.cfg.d_model, tape.b, self.cfg.moe.experts_per_token
+        dense, moe = self.parts
+        dense.saves(tape, T, x)
+        tape.norm("norm/dense_post", None, T, d)
+        experts = tape.norm("norm/moe", FFN_RESIDUAL, T, d)
+        tape.norm("moe/router_norm", FFN_RESIDUAL, T, d)
+        moe.route(tape, T, None)  # the router's own input: its norm's output, scaled
+        # the product of the renormalized weights and the scales the choices gather keeps both factors;
+        # frozen scales (LoRA) need no gradient, so only the scales are kept
+        tape.save("moe", (1 + (tape.adapted is None)) * T * k * b)
+        moe.run_experts(tape, T, experts)
+        tape.norm("norm/moe_post", None, T, d)
+
+
+class ShortcutMoE(Pair):
+    """LongCat-Flash's shortcut layer (``dense+shortcut_moe``, ``moe.shortcut``, every even layer): its dense
+    MLP and the MoE both read the FFN's normed input; the MLP's output joins the residual stream in this
+    layer, the MoE's after the next layer's FFN (one residual add more, on that layer's stream)."""
+
+    __slots__ = ()
+
+    def vectors(self) -> list[Vector]:
+        return [v for f in self.parts for v in f.vectors()]
+
+    def ops(self, tokens: int) -> list[Op]:
+        return [op for f in self.parts for op in f.ops(tokens)] + [Op("residual", tokens * self.cfg.d_model, 1, 3)]
+
+    def saves(self, tape: Tape, T: int, x: str) -> None:
+        """Both read ``x``, the FFN's normed input (one storage)."""
+        for f in self.parts:
+            f.saves(tape, T, x)
+
+
+FFN: dict[str, Callable[[ModelConfig], FFNKind]] = {"dense": Dense, "moe": MoE, "dense+moe": DenseMoE,
+                                                    "dense+shortcut_moe": ShortcutMoE}

@@ -2,9 +2,10 @@
 
 A layer is described by a :class:`LayerSpec`: its attention kind (``mha`` or ``mla``), its
 window (``None``: full causal attention), whether it applies RoPE (``False`` on NoPE layers
-and for models without rotary positions), and its FFN kind (``dense`` or ``moe``). Layers with
-equal specs form a :class:`LayerGroup`; every analytic family computes one layer of each group
-and multiplies by its count, and the reference model builds layer ``i`` from ``specs[i]``.
+and for models without rotary positions), and its FFN kind (``dense``, ``moe``, ``dense+moe`` or
+``dense+shortcut_moe``: :data:`analysis.model.ffn.FFN`). Layers with equal specs form a
+:class:`LayerGroup`; every analytic family computes one layer of each group and multiplies by its
+count, and the reference model builds layer ``i`` from ``specs[i]``.
 
 Per-layer rules (DESIGN.md section 2):
 - ``layer_types`` (``full``/``sliding``) repeats cyclically over the layers; absent, every
@@ -13,14 +14,20 @@ Per-layer rules (DESIGN.md section 2):
   the query at position i sees key j iff j <= i and j // C == i // C (Llama 4);
 - ``rope_layers`` (true/false) repeats cyclically; absent, every layer applies RoPE when the
   model's positions are ``rope``;
-- layer ``i`` is MoE when ``i >= moe.first_dense_layers`` and ``(i + 1) % moe.step == 0``; with
-  ``moe.shortcut`` (LongCat-Flash) every even layer is ``dense+moe``: its dense MLP and, beside it, the MoE;
+- layer ``i`` is MoE when ``i >= moe.first_dense_layers`` and ``(i + 1) % moe.step == 0`` (``dense+moe``
+  with ``moe.beside_mlp``: the experts beside the layer's dense MLP); with ``moe.shortcut`` (LongCat-Flash)
+  every even layer is ``dense+shortcut_moe``: its dense MLP and, beside it, the MoE whose output joins the
+  residual stream after the next layer;
 - ``ffn_layers`` (true/false) repeats cyclically; a false layer has no FFN (nor its norm), as every
-  layer with ``d_ff: 0``; a ``none`` layer (``layer_types``) has no mixer (nor its norm): its FFN alone.
+  layer with ``d_ff: 0``; a ``none`` layer (``layer_types``) has no mixer (nor its norm): its FFN alone;
+- ``parallel_mixer`` puts a recurrent mixer beside the attention of every attention layer (``beside``):
+  both read the layer's normed input and their outputs are summed (Falcon-H1); the mixer is built from the
+  layer's config, as its attention (:func:`layer_config`).
 """
 
 import dataclasses
 import functools
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from .config import RECURRENT_TYPES, ModelConfig
@@ -32,9 +39,10 @@ class LayerSpec(NamedTuple):
     attention: str  # the mixer kind: "mha" | "mla" (attention) or "mamba" (recurrent, RECURRENT_TYPES)
     window: int | None  # sliding window W; None: full causal attention (and every recurrent layer)
     rope: bool  # rotates q and k (False: NoPE layer, or no rotary positions)
-    ffn: str | None  # "dense" | "moe" | "dense+moe" (moe.shortcut); None: the layer has no FFN (d_ff 0)
+    ffn: str | None  # the FFN kind (MoEConfig.layer_ffn: dense, moe, dense+moe, dense+shortcut_moe); None: no FFN
     chunk: int | None = None  # chunked attention C: keys of the query's own chunk only; None: no chunk
     topk: int | None = None  # DSA (``dsa``): its indexer scores every key seen, attention reads the best topk
+    beside: str | None = None  # a recurrent mixer beside the attention, summed with it (``parallel_mixer``)
     shared_topk: bool = False  # DSA: the top-k of the previous indexed layer, no indexer of its own (dsa.shared)
 
     @property
@@ -78,23 +86,26 @@ class LayerSpec(NamedTuple):
             return f"no mixer, {ffn}"
         if self.recurrent:
             return f"{self.attention} mixer, {ffn}"
-        return f"{self.attention} {window}{rope}, {ffn}"
+        beside = "" if self.beside is None else f" + {self.beside} mixer"
+        return f"{self.attention} {window}{rope}{beside}, {ffn}"
 
     def as_dict(self) -> dict:
         out = {"attention": self.attention, "window": self.window, "rope": self.rope, "ffn": self.ffn}
         out = out if self.topk is None else {**out, "topk": self.topk}
+        out = out if self.beside is None else {**out, "beside": self.beside}
         out = {**out, "shared_topk": True} if self.shared_topk else out
         return out if self.chunk is None else {**out, "chunk": self.chunk}
 
 
-class LayerGroup(NamedTuple):
+@dataclass(frozen=True)  # not a NamedTuple: its count is not tuple.count
+class LayerGroup:
     """The layers that share one spec: counted once, multiplied by their number."""
 
     spec: LayerSpec
     layers: tuple[int, ...]  # layer indices, ascending
 
     @property
-    def count(self) -> int:  # the layers', in place of tuple.count: a group is a record, not a sequence
+    def count(self) -> int:
         return len(self.layers)
 
 
@@ -105,26 +116,30 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     specs = []
     for i in range(cfg.n_layers):
         window = cfg.sliding_window if types[i % len(types)] == "sliding" else None
-        moe = cfg.moe is not None and cfg.moe.is_moe_layer(i)
-        ffn = None if not cfg.has_ffn(i) else "dense" if not moe else "dense+moe" if cfg.moe.shortcut else "moe"
+        ffn = cfg.moe.layer_ffn(i) if cfg.moe is not None else "dense"
+        ffn = ffn if cfg.has_ffn(i) else None
         if types[i % len(types)] in RECURRENT_TYPES:  # a recurrent mixer: no window, no RoPE
             specs.append(LayerSpec(types[i % len(types)], None, False, ffn))
             continue
         chunk = cfg.attention_chunk if types[i % len(types)] == "chunked" else None
         topk = cfg.dsa.topk if cfg.dsa is not None and cfg.attention == "mla" else None
         shared = topk is not None and cfg.dsa.shared is not None and cfg.dsa.shared[i % len(cfg.dsa.shared)]
-        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk, topk, shared))
+        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk, topk, cfg.parallel_mixer,
+                               shared))
     return tuple(specs)
 
 
 @functools.lru_cache(maxsize=1024)
 def layer_config(cfg: ModelConfig, spec: LayerSpec) -> ModelConfig:
-    """The config a layer's attention is built from: on a full-attention layer (no window, no chunk)
+    """The config a layer is built from: on a full-attention layer (no window, no chunk)
     ``full_head_dim``, ``full_kv_heads`` and ``full_k_eq_v`` replace ``head_dim``, ``n_kv_heads`` and
     ``k_eq_v`` (Gemma 4's global layers); a layer reusing another's top-k (``shared_topk``) has no ``dsa``
-    indexer of its own; every other layer, and a model without them, keeps ``cfg``."""
+    indexer of its own; on a layer without attention ``recurrent_norm_placement`` replaces
+    ``norm_placement`` (OLMo Hybrid); every other layer, and a model without them, keeps ``cfg``."""
     if spec.shared_topk:
         return dataclasses.replace(cfg, dsa=None)
+    if spec.recurrent and cfg.recurrent_norm_placement is not None:
+        return dataclasses.replace(cfg, norm_placement=cfg.recurrent_norm_placement)
     full = not spec.recurrent and spec.window is None and spec.chunk is None
     if not full or (cfg.full_head_dim is None and cfg.full_kv_heads is None and not cfg.full_k_eq_v):
         return cfg

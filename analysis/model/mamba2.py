@@ -6,7 +6,9 @@ B and C, ``K = mamba2.d_conv`` taps, ``Q = mamba2.chunk_size``. Parts (breakdown
 ``mamba2/in_proj`` (d -> 2E + 2GN + H: the gate z, x, B, C and dt), ``mamba2/conv1d`` (a depthwise causal
 conv of K taps over x, B and C: ``(E + 2GN)*K`` weights and, with ``conv_bias``, ``E + 2GN`` biases),
 ``mamba2/dt_bias``, ``mamba2/A_log``, ``mamba2/D`` (H each), ``mamba2/norm`` (the gated RMSNorm's
-weight, E), ``mamba2/out_proj`` (E -> d); in_proj and out_proj have biases iff ``mamba2.proj_bias``.
+weight, E; without ``mamba2.norm`` the output is only gated, ``y * silu(z)``: Falcon-H1's default),
+``mamba2/out_proj`` (E -> d); in_proj and out_proj have biases iff ``mamba2.proj_bias`` (out_proj's
+``mamba2.out_proj_bias`` where given: Falcon-H1's ``projectors_bias``).
 
 The scan is counted as transformers' slow path (``torch_forward``) and llmcalc's reference run it:
 the **chunked form** for a pass over ``S`` tokens (training, prefill, a later prefill chunk): the
@@ -55,6 +57,8 @@ class Mamba2Config:
     conv_bias: bool = checked(boolean, True)
     proj_bias: bool = checked(boolean, False)  # biases of in_proj and out_proj
     chunk_size: int = checked(integer(), 256)  # Q: the chunked scan's chunk (training and prefill)
+    norm: bool = checked(boolean, True)  # the gated RMSNorm on the output; false: y * silu(z) alone (Falcon-H1)
+    out_proj_bias: bool | None = checked(optional(boolean), None)  # out_proj's own bias; None: proj_bias
 
 
 class Mamba2(Mixer):
@@ -67,9 +71,10 @@ class Mamba2(Mixer):
 
     def linears(self) -> list[Linear]:
         c, (E, H, _, N, G, _, _) = self.cfg, self.sizes
-        bias = c.mamba2.proj_bias
-        return [Linear("mamba2/in_proj", c.d_model, 2 * E + 2 * G * N + H, bias),
-                Linear("mamba2/out_proj", E, c.d_model, bias)]
+        m = c.mamba2
+        out_bias = m.proj_bias if m.out_proj_bias is None else m.out_proj_bias
+        return [Linear("mamba2/in_proj", c.d_model, 2 * E + 2 * G * N + H, m.proj_bias),
+                Linear("mamba2/out_proj", E, c.d_model, out_bias)]
 
     def norms(self) -> list[Norm]:
         return []  # the gated norm's weight is a vector (its FLOPs: ops)
@@ -78,8 +83,8 @@ class Mamba2(Mixer):
         E, H, _, N, G, K, _ = self.sizes
         conv = E + 2 * G * N
         return [Vector("mamba2/conv1d", conv * K + (conv if self.cfg.mamba2.conv_bias else 0)),
-                Vector("mamba2/dt_bias", H), Vector("mamba2/A_log", H), Vector("mamba2/D", H),
-                Vector("mamba2/norm", E)]
+                Vector("mamba2/dt_bias", H), Vector("mamba2/A_log", H), Vector("mamba2/D", H)] + (
+                [Vector("mamba2/norm", E)] if self.cfg.mamba2.norm else [])
 
     @property
     def state_values(self) -> int:
@@ -124,9 +129,10 @@ class Mamba2(Mixer):
                     Op("mamba2/scan", Tp * H * N, 1, 3),  # B * decay
                     Op("mamba2/scan", B * H * (c + 1) * (c + 1 + 2), 2, 2),  # the chunk decays' segsum, exp
                     Op("mamba2/scan", Tp * E, 2, 3)]  # y_off * exp(cumsum), y_diag + y_off
-        out += [Op("mamba2/output", T * E, 2, 3),  # y + x*D
-                Op("mamba2/norm", T * E, GATED_NORM_COST, 3)]
-        return out
+        out.append(Op("mamba2/output", T * E, 2, 3))  # y + x*D
+        if self.cfg.mamba2.norm:
+            return out + [Op("mamba2/norm", T * E, GATED_NORM_COST, 3)]
+        return out + [Op("mamba2/output", T * E, SILU_COST + 1, 3)]  # y * silu(z)
 
     def saves(self, tape: Tape, B: int, S: int, x: str) -> None:
         """What the reference mixer (:mod:`analysis.verify.mamba2`) keeps for backward over ``B x S`` tokens
@@ -136,7 +142,8 @@ class Mamba2(Mixer):
         masks (one byte per entry), and per chunk and head: the decays L, C and B, C B^T, its product with
         L, x*dt, the chunk's decay, B times it, the chunk decays and the chunk states passed, the states
         at each chunk's start, the states' output and exp(cumsum); the gated norm y, silu(z), their
-        product, one rsqrt per group and the normed output; out_proj its input."""
+        product, one rsqrt per group and the normed output (without the norm, at the mixer, y and silu(z));
+        out_proj its input."""
         E, H, P, N, G, K, Q = self.sizes
         T, b, d = B * S, tape.b, self.cfg.d_model
         c = -(-S // Q)
@@ -148,5 +155,8 @@ class Mamba2(Mixer):
         tape.save("mamba2/scan", T * H * b + H * b + Q * Q)  # dt, A, the within-chunk mask
         tape.save("mamba2/scan", Bq * (3 * Q * Q + 3 * Q * N + 2 * Q * P + 2 * Q + N * P) * b)
         tape.save("mamba2/scan", (c + 1) ** 2 + B * H * (c + 1) * (c + 1 + N * P) * b)  # chunk mask, decays, states
-        tape.save("mamba2/norm", (4 * T * E + T * G) * b)
+        if self.cfg.mamba2.norm:
+            tape.save("mamba2/norm", (4 * T * E + T * G) * b)
+        else:
+            tape.save("mamba2", 2 * T * E * b)
         tape.linear("mamba2/out_proj", T * E * b, T)

@@ -1,5 +1,5 @@
 """What the recurrent mixer descriptors (:mod:`.mamba`, :mod:`.mamba2`, :mod:`.short_conv`, :mod:`.lightning`,
-:mod:`.gated_deltanet`, :mod:`.rglru`) share: the config they read, the causal conv most of them start
+:mod:`.gated_deltanet`, :mod:`.rglru`, :mod:`.kda`) share: the config they read, the causal conv most of them start
 with, and a backward that is twice the forward unless the mixer says otherwise."""
 
 from __future__ import annotations

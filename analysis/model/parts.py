@@ -2,8 +2,6 @@
 parameter counts. Descriptors (:mod:`analysis.model.attention`, :mod:`analysis.model.ffn`) list a
 layer's parts with these; parameters, FLOPs and memory are all computed from those lists."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # the config's schema names the attention kinds, whose descriptors use these parts
@@ -70,5 +68,5 @@ class Table(NamedTuple):
         return self.rows * self.width
 
 
-def make_norm(cfg: ModelConfig, key: str, size: int, rows: int = 1) -> Norm:
+def make_norm(cfg: "ModelConfig", key: str, size: int, rows: int = 1) -> Norm:
     return Norm(key, size, cfg.norm_weight, cfg.norm_has_bias, rows)

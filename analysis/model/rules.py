@@ -17,10 +17,11 @@ def _has_dense_mlp(cfg: ModelConfig) -> bool:
     moe = cfg.moe
     if cfg.d_ff == 0:  # no FFN at all
         return False
+    if moe is not None and (moe.beside_mlp or moe.shortcut):  # every layer with an FFN has a dense MLP
+        return True
     if cfg.ffn_layers is not None:  # the layers with an FFN that are not MoE
         return any(cfg.has_ffn(i) and (moe is None or not moe.is_moe_layer(i)) for i in range(cfg.n_layers))
-    # layer 0 is then dense; with the shortcut every layer has its dense MLP
-    return moe is None or moe.first_dense_layers > 0 or moe.step > 1 or moe.shortcut
+    return moe is None or moe.first_dense_layers > 0 or moe.step > 1  # layer 0 is then dense
 
 
 def _has_full(cfg: ModelConfig) -> bool:
@@ -52,7 +53,8 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "position_offset": (lambda c: c.position == "learned", "position: learned"),
     "relative_buckets": (lambda c: c.position == "relative", "position: relative"),
     "relative_max_distance": (lambda c: c.position == "relative", "position: relative"),
-    "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers or step > 1)"),
+    "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers, step > 1, "
+                                 "beside_mlp or shortcut)"),
     "sliding_window": (lambda c: c.layer_types is None or "sliding" in c.layer_types,
                        "sliding layers (layer_types lists none)"),
     "attention_chunk": (lambda c: c.layer_types is not None and "chunked" in c.layer_types,
@@ -75,6 +77,10 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "lightning": (lambda c: c.has_lightning, "lightning layers (layer_types lists 'lightning')"),
     "gated_deltanet": (lambda c: c.has_gated_deltanet, "gated_deltanet layers (layer_types lists 'gated_deltanet')"),
     "rglru": (lambda c: c.has_rglru, "rglru layers (layer_types lists 'rglru')"),
+    "kda": (lambda c: c.has_kda, "kda layers (layer_types lists 'kda')"),
+    "recurrent_norm_placement": (lambda c: c.has_recurrent_layers,
+                                 "layers without attention (layer_types lists a recurrent mixer or none)"),
+    "parallel_mixer": (lambda c: c.has_attention, "layers that attend (layer_types lists full, sliding or chunked)"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "ffn_layers": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
@@ -167,10 +173,16 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
         if not any(moe.is_moe_layer(i) and cfg.has_ffn(i) for i in range(cfg.n_layers)):
             check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
                               f"step {moe.step}, {cfg.n_layers} layers)")
+        if moe.beside_mlp and (cfg.parallel_block or cfg.norm_placement not in ("pre", "sandwich")):
+            check.fail("moe.beside_mlp", "is modeled in a sequential block with norm_placement pre or sandwich "
+                                         "(Gemma 4's), not with parallel_block or post norms")
+        if moe.beside_mlp and (moe.shortcut or moe.zero_experts):  # Gemma's router scales real experts alone
+            check.fail("moe.beside_mlp", "Gemma 4's experts beside the MLP: not with LongCat-Flash's MoE "
+                                         "(moe.shortcut, moe.zero_experts)")
     if cfg.hyper is not None and (cfg.norm_placement != "pre" or cfg.parallel_block or cfg.has_recurrent
-                                  or cfg.layer_scalar or (moe is not None and moe.shortcut)):
+                                  or cfg.layer_scalar or (moe is not None and (moe.shortcut or moe.beside_mlp))):
         check.fail("hyper", "hyper-connections are modeled on sequential pre-norm layers (no parallel_block, other "
-                            "norm_placement, recurrent layers, layer_scalar or moe.shortcut)")
+                            "norm_placement, recurrent layers, layer_scalar, moe.shortcut or moe.beside_mlp)")
     if moe is not None and ACTIVATIONS[cfg.activation].scalars:  # xIELU: its scalars belong to a dense MLP
         check.fail("activation", f"{cfg.activation} learns scalars per dense MLP: not with moe")
     _mamba_checks(cfg, check)
@@ -222,11 +234,37 @@ def _vision_checks(v, check: Checker) -> None:
                                               f"got {p.unread_layers}")
     if p.class_token and not v.class_token:
         check.fail("projector.class_token", "the tower has none")
+    if p.class_token and (p.pool > 1 or p.merge > 1):
+        check.fail("projector.class_token", "joins the patches' features as they are (LLaVA's): not with pool or "
+                                            "merge")
+    if v.pool is not None and (v.class_token or p.features > 1 or p.unread_layers or p.pool > 1 or p.merge > 1
+                               or p.deepstack):
+        check.fail("pool", "the tower's pooler (Gemma 4's) is modeled over its last layer's patches alone: no "
+                           "class_token, and a projector of one feature layer, none unread, without pool, merge or "
+                           "deepstack")
+    if v.standardize and v.pool is None:
+        check.fail("standardize", "standardizes the pooler's output: needs pool")
+    for key in ("position_table", "position_grid"):
+        if getattr(v, key) is not None and v.position == "learned":
+            check.fail(key, "is a learned table beside 2-D RoPE (Gemma 4's, Qwen3-VL's): needs position: rope")
+    if v.position_table is not None and v.position_grid is not None:
+        check.fail("position_grid", "one table of positions: not with position_table")
+    if p.deepstack is not None:
+        if len(set(p.deepstack)) < len(p.deepstack) or any(i >= v.n_layers for i in p.deepstack):
+            check.fail("projector.deepstack", f"must be distinct layers of the tower's {v.n_layers}, got "
+                                              f"{list(p.deepstack)}")
+        if p.features > 1 or p.merge_linear or p.hidden_linear or p.pool > 1 or v.class_token or p.unread_layers:
+            check.fail("projector.deepstack", "is modeled with Qwen3-VL's tower and projector: no class_token, one "
+                                              "feature layer, none unread, no merge_linear, hidden_linear or pool")
 
 
 def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
-    """Mamba layers need their mapping; a model without FFN (``d_ff: 0``) needs mamba layers; positions
-    that act inside attention need attention layers."""
+    """Mamba layers need their mapping (and the mixer beside attention, ``parallel_mixer``, its own); a
+    model without FFN (``d_ff: 0``) needs mamba layers; positions that act inside attention need attention
+    layers."""
+    beside = cfg.parallel_mixer
+    if beside is not None and cfg.has_attention and getattr(cfg, beside) is None:
+        check.fail("parallel_mixer", f"{beside} needs a '{beside}' mapping")
     if cfg.has_mamba and cfg.mamba is None:
         check.fail("layer_types", "has 'mamba' layers but no 'mamba' mapping (d_state, d_conv, expand, ...)")
     if cfg.d_ff == 0 and not cfg.has_recurrent:
@@ -236,7 +274,7 @@ def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
                                "'mamba'): use none, learned or sinusoidal")
     if cfg.has_mamba and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with mamba layers")
-    for mixer_checks in (_ffn_layer_checks, _mamba2_checks, _gated_deltanet_checks, _rglru_checks):
+    for mixer_checks in (_ffn_layer_checks, _mamba2_checks, _gated_deltanet_checks, _rglru_checks, _kda_checks):
         mixer_checks(cfg, check)
     if cfg.has_short_conv and cfg.short_conv is None:
         check.fail("layer_types", "has 'short_conv' layers but no 'short_conv' mapping (d_conv, bias)")
@@ -276,6 +314,16 @@ def _gated_deltanet_checks(cfg: ModelConfig, check: Checker) -> None:
                                                           f"({g.linear_num_value_heads}), got {g.linear_num_key_heads}")
     if cfg.parallel_block:
         check.fail("parallel_block", "is not supported with gated_deltanet layers")
+
+
+def _kda_checks(cfg: ModelConfig, check: Checker) -> None:
+    """KDA layers need their mapping."""
+    if not cfg.has_kda:
+        return
+    if cfg.kda is None:
+        check.fail("layer_types", "has 'kda' layers but no 'kda' mapping (linear_num_heads, linear_head_dim, ...)")
+    if cfg.parallel_block:
+        check.fail("parallel_block", "is not supported with kda layers")
 
 
 def _rglru_checks(cfg: ModelConfig, check: Checker) -> None:

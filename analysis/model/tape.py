@@ -14,6 +14,8 @@ from .variants import ACTIVATIONS, norm_stat_values
 if TYPE_CHECKING:  # see attention.py
     from .config import ModelConfig
 
+# the residual stream an FFN branch reads before its norm: a ``dense+moe`` FFN's norms read it too (one storage)
+FFN_RESIDUAL = "ffn residual"
 INDEX = 8  # int64 token ids and indices
 STAT = 4  # fp32 norm statistics and log-sum-exp
 

@@ -3,19 +3,26 @@
 
 Tower: the patch embedding (the patch convolution, whose stride is its kernel, is one linear
 ``channels * temporal_patch * patch_size^2 -> d`` over each patch), a learned class token (CLIP) and
-learned positions (a row per patch, and one for the class token; 2-D RoPE holds none), an optional
-norm before the first layer, ``n_layers`` encoder layers (q, k, v, o; the MLP as the language model's
-of the same activation; two norms), an optional final norm. Projector: an optional norm over the
+learned positions (a row per patch, and one for the class token; 2-D RoPE holds none; Gemma 4's 2-D
+table, ``position_table`` rows per axis), an optional norm before the first layer, ``n_layers`` encoder
+layers (q, k, v, o, with per-head norms over q and k and a weightless one over v with ``qk_norm`` and
+``v_norm``; the MLP as the language model's of the same activation; two norms, four ``sandwich``), an
+optional final norm, Gemma 4's pooler (``pool``: a matmul with the averaging matrix, as transformers
+runs it, then a scale) and its standardization (``standardize``, two vectors); Qwen3-VL's learned grid of
+positions (``position_grid``), resampled to each image. Projector: an optional norm over the
 tower's width, the outputs of ``features`` layers concatenated, the merge of ``merge x merge``
 patches (concatenation; with ``merge_linear``, a linear back to the tower's width), then one linear
 to the language model's width or two around an activation (three with ``hidden_linear``: Llama 4's
-adapter, ``hidden -> hidden`` between them). Norms here are the tower's own kind
+adapter, ``hidden -> hidden`` between them); and Qwen3-VL's DeepStack mergers (``deepstack``: per listed
+layer, the projector's norm after the merge and its linears, whose features the language model adds to
+its first layers at the image's tokens). Norms here are the tower's own kind
 (SigLIP and CLIP: LayerNorm with bias; Qwen-VL and Pixtral: RMSNorm), the projector's as its
 config says.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -53,6 +60,11 @@ class ProjectorConfig:
     # the tower's last layers whose output no feature reads (LLaVA's vision_feature_layer -2: 1): they
     # run forward (transformers runs them) but get no gradient
     unread_layers: int = checked(integer(minimum=0), 0)
+    norm_weight: bool = checked(boolean, True)  # false: its norm has no weight (nor bias): Gemma 4's
+    # Qwen3-VL's DeepStack: these tower layers' outputs each through a merger of their own (the projector's
+    # norm after the merge, over its merged width, then its linears) into features the language model adds
+    # to its first layers' hidden states at the image's tokens
+    deepstack: tuple[int, ...] | None = checked(optional(pattern(integer(minimum=0, maximum=MAX_LAYERS))), None)
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,19 @@ class VisionConfig:
     # merge), but the `full_layers` (indices; None: none), which attend over the whole image
     window: int | None = checked(optional(integer()), None)
     full_layers: tuple[int, ...] | None = checked(optional(pattern(integer(minimum=0, maximum=MAX_LAYERS))), None)
+    # Gemma 4's tower: a 2-D learned position table of this many rows per axis (a patch adds its column's and
+    # its row's), beside 2-D RoPE
+    position_table: int | None = checked(optional(integer()), None)
+    # Qwen3-VL's tower: a learned square grid of this many rows, resampled (bilinear) to each image's patches,
+    # beside 2-D RoPE
+    position_grid: int | None = checked(optional(integer()), None)
+    qk_norm: bool = checked(boolean, False)  # a norm per head over q and over k (the tower's kind, with weight)
+    v_norm: bool = checked(boolean, False)  # a weightless norm per head over v
+    norm_placement: str = checked(choice(("pre", "sandwich")), "pre")  # sandwich: norms after attention and MLP too
+    # Gemma 4's pooler: pool x pool patches averaged by a matmul with the averaging matrix (as transformers
+    # runs it; none for 1), then times sqrt(d_model): the tower's output tokens. None: no pooler
+    pool: int | None = checked(optional(integer()), None)
+    standardize: bool = checked(boolean, False)  # the pooler's learned bias and scale: (x - b) * s
 
     @property
     def patches(self) -> int:
@@ -98,20 +123,22 @@ class VisionConfig:
 
 
 class Vision(NamedTuple):
-    """The tower's parts before its layers, one layer's parts (the same in every layer), the final norm
-    (if any), and the projector's parts."""
+    """The tower's parts before its layers, one layer's parts (the same in every layer), the parts after
+    them (the final norm, the standardization's vectors), the projector's parts, and one DeepStack merger's
+    (the same in each)."""
 
     config: VisionConfig
     stem: list[Linear | Norm | Table | Vector]
     layer: list[Linear | Norm]
-    final: list[Norm]
+    final: list[Norm | Vector]
     projector: list[Linear | Norm]
+    deepstack: list[Linear | Norm]
 
     def parts(self) -> list[tuple[Linear | Norm | Table | Vector, int]]:
         """Every part, in order, with the number of copies the model holds (a layer's, one per layer)."""
-        n = self.config.n_layers
+        n, k = self.config.n_layers, len(self.config.projector.deepstack or ())
         return ([(p, 1) for p in self.stem] + [(p, n) for p in self.layer]
-                + [(p, 1) for p in [*self.final, *self.projector]])
+                + [(p, 1) for p in [*self.final, *self.projector]] + [(p, k) for p in self.deepstack])
 
 
 def _norm(v: VisionConfig, key: str) -> Norm:
@@ -129,6 +156,10 @@ def build_vision(cfg: ModelConfig) -> Vision:
         stem.append(Vector("vision/class_token", d))
     if v.position == "learned":
         stem.append(Table("vision/position", v.patches + int(v.class_token), d))
+    if v.position_table is not None:  # a row per column, then a row per row of patches
+        stem.append(Table("vision/position", 2 * v.position_table, d))
+    if v.position_grid is not None:
+        stem.append(Table("vision/position", v.position_grid, d))
     if v.pre_norm:
         stem.append(_norm(v, "vision/norm/pre"))
     mlp = [Linear("vision/mlp/up", d, v.d_ff, v.mlp_bias), Linear("vision/mlp/down", v.d_ff, d, v.mlp_bias)]
@@ -138,9 +169,16 @@ def build_vision(cfg: ModelConfig) -> Vision:
         Linear("vision/attention/q", d, d, v.qkv_bias), Linear("vision/attention/k", d, d, v.qkv_bias),
         Linear("vision/attention/v", d, d, v.qkv_bias), Linear("vision/attention/o", d, d, v.out_bias),
         *mlp, _norm(v, "vision/norm/attention"), _norm(v, "vision/norm/mlp")]
+    if v.norm_placement == "sandwich":
+        layer += [_norm(v, "vision/norm/attention_post"), _norm(v, "vision/norm/mlp_post")]
+    head, bias = d // v.n_heads, v.norm == "layernorm" and v.norm_bias
+    if v.qk_norm:
+        layer += [Norm(f"vision/attention/{t}_norm", head, True, bias, v.n_heads) for t in "qk"]
+    if v.v_norm:
+        layer.append(Norm("vision/attention/v_norm", head, False, False, v.n_heads))
     p = v.projector
     projector: list[Linear | Norm] = [] if p.norm == "none" else [
-        Norm("projector/norm", d, True, p.norm == "layernorm")]
+        Norm("projector/norm", d, p.norm_weight, p.norm == "layernorm" and p.norm_weight)]
     width = d * p.features * p.merge ** 2
     if p.merge_linear:
         projector.append(Linear("projector/merge", width, d, False))
@@ -152,8 +190,16 @@ def build_vision(cfg: ModelConfig) -> Vision:
     if p.hidden_linear and p.hidden is not None:
         projector.append(Linear("projector/hidden", p.hidden, p.hidden, p.bias))
     projector.append(Linear("projector/out", width, cfg.d_model, p.bias))
-    final = [_norm(v, "vision/norm/final")] if v.final_norm else []
-    return Vision(v, stem, layer, final, projector)
+    final: list[Norm | Vector] = [_norm(v, "vision/norm/final")] if v.final_norm else []
+    if v.standardize:  # its bias, then its scale
+        final += [Vector("vision/standardize", d)] * 2
+    merged = d * p.merge ** 2  # a DeepStack merger: the norm over the merged width, then the projector's linears
+    deepstack: list[Linear | Norm] = [] if p.norm == "none" else [
+        Norm("projector/deepstack/norm", merged, p.norm_weight, p.norm == "layernorm" and p.norm_weight)]
+    if p.hidden is not None:
+        deepstack.append(Linear("projector/deepstack/in", merged, p.hidden, p.bias))
+    deepstack.append(Linear("projector/deepstack/out", merged if p.hidden is None else p.hidden, cfg.d_model, p.bias))
+    return Vision(v, stem, layer, final, projector, deepstack if p.deepstack else [])
 
 
 # --- images through the tower (``--images``): geometry and FLOPs -----------------------------------
@@ -161,8 +207,8 @@ def build_vision(cfg: ModelConfig) -> Vision:
 class Image(NamedTuple):
     """One square image of ``size`` pixels through the tower: ``patches`` ((size / patch_size)^2),
     ``rows`` the tower runs over (the patches and the class token, if any), ``features`` rows the
-    projector reads, ``tokens`` it gives the language model, ``windows`` the patches of each attention
-    window of a windowed layer (empty without windows)."""
+    projector reads (the tower's pooled tokens, with ``pool``), ``tokens`` it gives the language model,
+    ``windows`` the patches of each attention window of a windowed layer (empty without windows)."""
 
     size: int
     patches: int
@@ -202,13 +248,20 @@ def image(v: VisionConfig, size: int | None) -> Image:
     if p.unread_layers + p.features > v.n_layers:
         raise SpecError("images", f"the projector reads {p.features} layers before the last {p.unread_layers}: "
                                   f"the tower has {v.n_layers} (vision.projector.features, unread_layers)")
-    step = v.patch_size * p.merge
+    pool = v.pool or 1
+    # whole patches, pooled (the tower's, the projector's), then merged
+    factors = [(k, n) for k, n in (("pool", pool), ("projector.pool", p.pool), ("merge", p.merge)) if n > 1]
+    step = v.patch_size * math.prod(n for _, n in factors)
     if size % step:
-        what = f"patch_size x merge ({v.patch_size} x {p.merge})" if p.merge > 1 else f"patch_size ({v.patch_size})"
-        raise SpecError("image_size", f"must be a multiple of {what}, got {size}")
+        names = " x ".join(["patch_size", *(k for k, _ in factors)])
+        values = " x ".join(str(n) for n in (v.patch_size, *(n for _, n in factors)))
+        raise SpecError("image_size", f"must be a multiple of {names} ({values}), got {size}")
     side = size // v.patch_size
+    if v.position_table is not None and side > v.position_table:
+        raise SpecError("image_size", f"must be at most {v.position_table * v.patch_size} pixels: the tower's "
+                                      f"positions have {v.position_table} rows a side, got {size}")
     patches = side * side
-    features = patches + int(v.class_token and p.class_token)
+    features = patches // (pool * pool) + int(v.class_token and p.class_token)
     tokens = features // (p.pool * p.pool) // (p.merge * p.merge)
     windows = _windows(side, v.window, p.merge) if v.window is not None else ()
     return Image(size, patches, patches + int(v.class_token), features, tokens, windows)
@@ -245,7 +298,7 @@ def vision_forward(cfg: ModelConfig, size: int | None, images: int,
             _add(ew, m.key.split("/")[0] + "/bias", times * images * rows * m.d_out)
 
     def norm(m: Norm, rows: int, times: int = 1) -> None:
-        _add(ew, m.key.split("/")[0] + "/norm", times * images * rows * m.size * norm_cost(
+        _add(ew, m.key.split("/")[0] + "/norm", times * images * rows * m.rows * m.size * norm_cost(
             v.norm if m.key.startswith("vision/") else p.norm, m.weight, m.bias))
 
     for part in vision.stem:
@@ -255,6 +308,10 @@ def vision_forward(cfg: ModelConfig, size: int | None, images: int,
             norm(part, n)
     if v.position == "learned":
         _add(ew, "vision/position", images * n * d)
+    if v.position_table is not None:  # a column's row plus a row's, added to the patch
+        _add(ew, "vision/position", 2 * images * n * d)
+    if v.position_grid is not None:  # four rows weighted and summed (7), added to the patch (1)
+        _add(ew, "vision/position", 8 * images * n * d)
     L = v.n_layers - (p.unread_layers if gradient else 0)
     pairs = sum(attended_pairs(v, img, i) for i in range(L))
     _add(mm, "vision/attention/scores", 2 * images * pairs * d)  # every head: pairs x head size
@@ -271,17 +328,29 @@ def vision_forward(cfg: ModelConfig, size: int | None, images: int,
     _add(ew, "vision/mlp/act", images * L * n * v.d_ff * ACTIVATIONS[v.activation].cost)
     _add(ew, "vision/residual", images * L * 2 * n * d)
     for part in vision.final:  # CLIP's post-LayerNorm normalizes the pooled class token alone
-        norm(part, 1 if v.class_token else n)
+        if isinstance(part, Norm):
+            norm(part, 1 if v.class_token else n)
+    if v.pool is not None:  # the averaging matrix (pooled x patches) times the patches, then times sqrt(d)
+        _add(mm, "vision/pool", 2 * images * img.features * img.patches * d if v.pool > 1 else 0)
+        _add(ew, "vision/pool", images * img.features * d)
+    if v.standardize:  # minus its bias, times its scale
+        _add(ew, "vision/standardize", 2 * images * img.features * d)
     if p.pool > 1:  # an average of pool^2 values: pool^2 - 1 adds and a divide per output element
         _add(ew, "projector/pool", images * img.tokens * d * p.pool * p.pool)
-    merged = img.features // (p.merge * p.merge)
-    for part in vision.projector:
+    for part in vision.projector:  # its linears over the pooled, merged rows: the tokens
         if isinstance(part, Norm):
             norm(part, img.features // (p.pool * p.pool))  # Gemma 3 normalizes the pooled tokens
-        elif part.key == "projector/merge":
-            linear(part, merged)
         else:
             linear(part, img.tokens)
     if p.hidden is not None:
         _add(ew, "projector/act", images * img.tokens * p.hidden * ACTIVATIONS["gelu"].cost)
+    for _ in p.deepstack or ():  # each DeepStack merger over the image's tokens, its features added to them
+        for part in vision.deepstack:
+            if isinstance(part, Norm):
+                norm(part, img.tokens)
+            else:
+                linear(part, img.tokens)
+        if p.hidden is not None:
+            _add(ew, "projector/deepstack", images * img.tokens * p.hidden * ACTIVATIONS["gelu"].cost)
+        _add(ew, "projector/deepstack", images * img.tokens * cfg.d_model)
     return mm, ew

@@ -10,7 +10,8 @@ with, for each kernel the component launches (:func:`rates`):
 
 - a GEMM of ``m`` rows (tokens; a mixture of experts: the tokens of one expert), ``n`` outputs
   and ``k`` inputs: ``e_mm = gemm x m/(m + m0) x n/(n + n0) x k/(k + n0)``: small and skinny
-  products fill few tiles of the chip and reach far less than large ones;
+  products fill few tiles of the chip and reach far less than large ones; fp8 GEMMs with rowwise
+  scales (:mod:`.float8`) ``fp8_rowwise`` of that;
 - flash attention over ``q`` query rows a K/V head (positions x the query heads sharing it, packed
   as FlashAttention-3 and FlashDecoding pack them) of head size ``d``:
   ``flash x q/(q + q0) x d/(d + d0)``; eager attention's two products are GEMMs;
@@ -30,10 +31,9 @@ No ``calibration:`` section: every fraction 1 (all data-parallel communication o
 ideal step), no latency (:data:`IDEAL`): expected is ideal.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple
 
 from ..count.flops import layer_ops, linear_rows, model_ops
 from ..errors import ConfigError, SpecError, brief
@@ -45,16 +45,16 @@ from ..spec import RunSpec
 STREAMING = ("float", "fp8", "int8", "int4", "nf4")  # weight formats by the kernels that read them
 
 
-@dataclass(frozen=True)
-class Calibration:
+class Calibration(NamedTuple):
     gemm: float = 1.0  # fraction of dense peak a large GEMM reaches
     gemm_m0: float = 0.0  # rows at which a GEMM reaches half of it
     gemm_n0: float = 0.0  # columns (and inputs) at which it does
+    fp8_rowwise: float = 1.0  # fraction of the fp8 GEMM rate rowwise-scaled GEMMs reach (torchao's rowwise recipe)
     flash: float = 1.0  # fraction of dense peak flash attention reaches on long sequences
     flash_q0: float = 0.0  # query rows a K/V head at which it reaches half of it
     flash_d0: float = 0.0  # head size at which it does
     elementwise: float = 1.0  # fraction of bandwidth and vector peak of elementwise kernels
-    streaming: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STREAMING, 1.0))
+    streaming: Mapping[str, float] = MappingProxyType(dict.fromkeys(STREAMING, 1.0))  # by kind (streaming_kind)
     streaming_b0: float = 0.0  # bytes a kernel reads at which streaming reaches half its fraction
     kernel_s: float = 0.0  # fixed seconds per kernel
     latency_intra_s: float = 0.0  # seconds per collective call within a node
@@ -215,7 +215,7 @@ def collective_s(cal: Calibration, calls: int, sent: int, link: Link) -> float:
     return calls * alpha + sent / (link.rate * bus)
 
 
-_FRACTIONS = ("gemm", "flash", "elementwise", "bus_intra", "bus_inter", "overlap")
+_FRACTIONS = ("gemm", "fp8_rowwise", "flash", "elementwise", "bus_intra", "bus_inter", "overlap")
 _SIZES = {"gemm_m0": "gemm_m0", "gemm_n0": "gemm_n0", "flash_q0": "flash_q0", "flash_d0": "flash_d0",
           "streaming_b0": "streaming_b0"}
 _MICROSECONDS = {"kernel_us": "kernel_s", "latency_intra_us": "latency_intra_s", "latency_inter_us": "latency_inter_s"}

@@ -26,7 +26,8 @@ default). Without one, the peaks are the fitted ``top`` (at most twice the best 
 that the fractions are 1 and the sizes carry the rest; the fp32 peak is an fp32 GEMM's rate (on the
 CPU, whose GEMMs are fp32, bf16 and fp16 are given the fp32 figure). What no sweep measures (the other
 streaming formats, scaled from the base's ratio to ``float``; the inter-node terms; ``overlap``) is
-the base's, or the ideal's without one; the YAML's comments say which.
+the base's, or the ideal's without one (so is ``fp8_rowwise``: the sweep runs no fp8 GEMM); the YAML's
+comments say which.
 """
 
 from __future__ import annotations
@@ -193,11 +194,11 @@ def fit(sweep: Sweep, base: Hardware | None) -> Fitted:
         alone = "one GPU visible" if sweep.device == "cuda" else "the CPU"
         notes["latency_intra_us"] = notes["bus_intra"] = f"not measured ({alone}): {where}'s"
         notes["interconnect"] = f"the base's ({base.name}), not measured ({alone})" if base is not None else ""
-    for key in ("latency_inter_us", "bus_inter", "overlap"):
+    for key in ("fp8_rowwise", "latency_inter_us", "bus_inter", "overlap"):
         notes[key] = f"not measured: {where}'s"
 
     calibration = Calibration(
-        gemm=_fraction(gemm_top / peak), gemm_m0=_size(m0), gemm_n0=_size(n0),
+        gemm=_fraction(gemm_top / peak), gemm_m0=_size(m0), gemm_n0=_size(n0), fp8_rowwise=cal.fp8_rowwise,
         flash=_fraction(flash_top / peak), flash_q0=_size(q0), flash_d0=_size(d0),
         elementwise=elementwise, streaming=streaming, streaming_b0=_size(b0),
         kernel_s=_microseconds(k), latency_intra_s=_microseconds(latency_intra),
@@ -231,7 +232,8 @@ def fit(sweep: Sweep, base: Hardware | None) -> Fitted:
 
 def calibration_values(cal: Calibration) -> dict[str, Any]:
     """The ``calibration:`` section's keys and values, as the YAML writes them."""
-    return {"gemm": cal.gemm, "gemm_m0": cal.gemm_m0, "gemm_n0": cal.gemm_n0, "flash": cal.flash,
+    return {"gemm": cal.gemm, "gemm_m0": cal.gemm_m0, "gemm_n0": cal.gemm_n0, "fp8_rowwise": cal.fp8_rowwise,
+            "flash": cal.flash,
             "flash_q0": cal.flash_q0, "flash_d0": cal.flash_d0, "elementwise": cal.elementwise,
             "streaming": dict(cal.streaming), "streaming_b0": cal.streaming_b0, "kernel_us": cal.kernel_s * 1e6,
             "latency_intra_us": cal.latency_intra_s * 1e6, "latency_inter_us": cal.latency_inter_s * 1e6,

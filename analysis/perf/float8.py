@@ -6,22 +6,36 @@ swaps in) and TransformerEngine run it.
   bf16 (torchtitan converts every ``nn.Linear`` but ``output``), and so do the routers (a width of
   experts, which its filter of dimensions divisible by 16 mostly leaves out), the attention core
   (flash attention in bf16) and every elementwise op;
-- the casts (:func:`casts`), torchao's own roofline of tensorwise dynamic scaling under
-  torch.compile (``torchao/float8/roofline_utils.py``, ``get_float8_mem_sympy``): each linear's
-  input and, in backward, its output gradient are cast with their amax fused into the kernel that
-  produced them: read once in bf16, written in fp8 (training writes two layouts, row- and
-  column-major, for backward's transposed GEMMs); the weight's amax and cast are kernels of their
-  own: read twice, written in fp8. Weights already in fp8 (``--weights-dtype fp8`` or an fp8 format)
-  are not cast. Full recomputation casts the forward's again. Each value cast costs 3 elementwise
-  FLOPs (absolute value and maximum for the amax, the multiply by the scale);
+- scaling (``run.fp8_scaling``, torchao's recipes): ``tensorwise`` (one scale a tensor, cuBLAS's
+  fp8 GEMM) or ``rowwise`` (a scale per row of each operand, along the axis its GEMM reduces over:
+  CUTLASS's rowwise GEMM, whose expected rate is the calibration's ``fp8_rowwise`` fraction of the
+  tensorwise one);
+- the casts (:func:`casts`), torchao's own roofline of dynamic scaling under torch.compile
+  (``torchao/testing/training/roofline_utils.py``, ``get_float8_mem_sympy`` with its fusion
+  modeling). Tensorwise: each linear's input and, in backward, its output gradient are cast with
+  their amax fused into the kernel that produced them: read once in bf16, written in fp8 (training
+  writes two layouts, row- and column-major, for backward's transposed GEMMs); the weight's amax
+  and cast are kernels of their own: read twice, written in fp8. Rowwise: each input and output
+  gradient is scaled along both axes, which no kernel fuses: written in fp8 and as a transposed bf16
+  copy, which a second kernel reads and writes in fp8 (6 bytes a value, training); a weight is read,
+  cast, transposed and cast again (``4 x`` its bytes ``+ 2``). Inference casts each input once
+  (read, written in fp8) and each weight once. Weights already in fp8 (``--weights-dtype fp8`` or an
+  fp8 format) are not cast. Full recomputation casts the forward's again. Each value cast costs 3
+  elementwise FLOPs (absolute value and maximum for the amax, the multiply by the scale), rowwise
+  twice (two axes);
+- tensor parallelism with sequence parallelism (``shard`` = tp; tensorwise only, as torchtitan
+  applies torchao's ``Float8ColwiseParallel``, ``Float8RowwiseParallel`` and
+  ``PrepareFloat8ModuleInput``): a region's input is cast once, on the ``1/tp`` of the tokens a GPU
+  holds, before it is all-gathered in fp8 (q, k and v share it, so do gate and up), and the
+  row-parallel linears' (o, down) output gradients are cast on that shard before backward's
+  all-gather; the all-gathers move fp8 (:mod:`analysis.cluster.comm`). Rowwise keeps bf16's plans;
 - memory is the bf16 run's: torchao saves the bf16 input and weight for backward
   (``matmul_with_hp_or_float8_args.forward``: ``ctx.save_for_backward(input_hp, weight_hp_t)``) and
   casts them again there; the fp8 copies live for one matmul.
 
-Not modeled: rowwise scaling (torchao's ``ROWWISE`` recipe: per-row scales, each tensor cast along
-each axis, CUTLASS's rowwise GEMM: slower than tensorwise) and FSDP's fp8 all-gather of the weights
-(torchtitan's ``enable_fsdp_float8_all_gather``, off by default; the published torchtitan rows do not
-say they turned it on): the weights are gathered in bf16, as in a bf16 run.
+Not modeled: FSDP's fp8 all-gather of the weights (torchtitan's ``enable_fsdp_float8_all_gather``,
+off by default; the published torchtitan rows do not say they turned it on): the weights are
+gathered in bf16, as in a bf16 run.
 """
 
 from ..count.flops import linear_rows
@@ -40,22 +54,39 @@ def fp8_keys(cfg: ModelConfig) -> set[str]:
     return {m.key for _, block in build(cfg).blocks for m in block.linears() if m.key not in ROUTERS}
 
 
-def casts(cfg: ModelConfig, run: RunSpec) -> tuple[int, int]:
-    """(elementwise FLOPs, bytes) of a pass's casts to fp8 (``run`` resolved, its matmuls in fp8)."""
-    train = run.mode == "train"
+SHARED_INPUTS = (("attention/q", "attention/k", "attention/v"), ("mlp/gate", "mlp/up"))  # a region's input
+ROW_PARALLEL = ("attention/o", "mlp/down")  # their output gradients are sequence-sharded
+
+
+def casts(cfg: ModelConfig, run: RunSpec, shard: int = 1) -> tuple[int, int]:
+    """(elementwise FLOPs, bytes) of a pass's casts to fp8 (``run`` resolved, its matmuls in fp8);
+    ``shard``: the tensor-parallel GPUs of torchao's float8 TP plans under sequence parallelism
+    (module docstring)."""
+    train, rowwise = run.mode == "train", run.fp8_scaling == "rowwise"
     hp, layouts = bytes_per(run.dtype), 2 if train else 1
     forwards = 1 + (train and run.recompute == "full")
     stored = None if run.weights_dtype == "fp8" or run.weights_dtype.startswith("fp8-") else run.weights_dtype
+    axes = 2 if rowwise and train else 1  # values cast per value
+    act = 6 if rowwise and train else hp + layouts  # bytes per activation or gradient value
+    wbytes = 0 if stored is None else (4 * bytes_per(stored) + 2 if rowwise and train else
+                                       bytes_per(stored) + 1 if rowwise else 2 * bytes_per(stored) + layouts)
     values = nbytes = 0
     for group, block in build(cfg).blocks:
+        shared = set()
         for m in block.linears():
             if m.key in ROUTERS:
                 continue
             rows = linear_rows(m, block, run)
             read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)  # as traffic reads them
             x, g = rows * m.active * m.d_in, rows * m.active * m.d_out if train else 0
+            if shard > 1:
+                region = next((keys for keys in SHARED_INPUTS if m.key in keys), None)
+                if region is not None:
+                    x = 0 if region in shared else rows // shard * m.d_in
+                    shared.add(region)
+                if m.key in ROW_PARALLEL:
+                    g = rows // shard * m.d_out
             w = 0 if stored is None else read * m.d_in * m.d_out
-            values += group.count * (forwards * (x + w) + g)
-            nbytes += group.count * (forwards * (x * (hp + layouts) + (0 if stored is None else w * (
-                2 * bytes_per(stored) + layouts))) + g * (hp + layouts))
+            values += group.count * axes * (forwards * (x + w) + g)
+            nbytes += group.count * (forwards * (x * act + w * wbytes) + g * act)
     return CAST_FLOPS * values, nbytes

@@ -22,6 +22,7 @@ one decode step per further token; without a KV cache each step is a prefill of 
 """
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -201,7 +202,9 @@ def _expected(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, mov
         keys = list(dict.fromkeys([*matmul, *elementwise, *moved]))
     peaks = _peaks(cfg, run, hw)
     base = peaks("")[0]
-    return {key: r._replace(matmul=r.matmul * peaks(key)[0] / base)
+    # fp8 matmuls with rowwise scales: the calibration's fraction of the tensorwise rate (no override)
+    rowwise = hw.calibration.fp8_rowwise if run.fp8_scaling == "rowwise" and eff.compute is None else 1.0
+    return {key: r._replace(matmul=r.matmul * peaks(key)[0] / base * (rowwise if peaks(key)[0] != base else 1.0))
             for key, r in rates(hw.calibration, peaks(""), cfg, run, moved, keys, eff).items()}
 
 
@@ -228,7 +231,7 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALI
         return last.replace(seq=(i + 1) * size, past=i * size, logits=False)
 
     def chunk(i: int) -> Counts:
-        return counts(roofline(cfg, spec(i), hw, eff))
+        return work_counts(cfg, spec(i))
 
     margin = 4  # a chunk whose span comes this near a threshold is a piece of its own
     starts = {i + k for p in thresholds(cfg, run.batch, run.seq)
@@ -243,6 +246,13 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALI
 
 def counts(r: Roofline) -> Counts:
     return {k: (c.matmul_flops, c.elementwise_flops, c.bytes) for k, c in r.components.items()}
+
+
+def work_counts(cfg: ModelConfig, run: RunSpec) -> Counts:
+    """:func:`counts` of ``roofline(cfg, run, ...)`` without its times (no rates, no hardware)."""
+    matmul, elementwise, moved = _work(cfg, run.resolve(cfg).executed())
+    return {k: (matmul.get(k, 0), elementwise.get(k, 0), moved.get(k, 0))
+            for k in dict.fromkeys([*matmul, *elementwise, *moved])}
 
 
 class Generation(NamedTuple):
@@ -303,8 +313,9 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
             r = _expected(cfg, spec(s), hw, eff)
             return lambda key: r[key][:3]
 
+        @functools.cache  # the ideal's sum and the expected's ask for the same passes
         def f(s: int) -> Counts:
-            return counts(roofline(cfg, run.replace(mode=mode, seq=s), hw, eff))
+            return work_counts(cfg, run.replace(mode=mode, seq=s))
 
         ideal = time_sum(f, lambda s: peaks, lo, hi, starts, period(run))
         latency = sum(r.latency_s for r in _expected(cfg, spec(lo), hw, eff).values())  # the same kernels each pass

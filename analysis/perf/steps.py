@@ -37,6 +37,8 @@ def thresholds(cfg: ModelConfig, batch: int, top: int) -> set[int]:
         spec = block.spec
         if spec.window is not None:
             points.add(spec.window)
+        if spec.topk is not None:  # DSA: each query attends to min(keys, topk) keys
+            points.add(spec.topk)
         if spec.chunk is not None:
             points.update(range(0, top + spec.chunk, spec.chunk))
         for m in block.linears():  # a mixture of experts reads all its experts from this many tokens on

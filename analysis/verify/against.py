@@ -39,6 +39,7 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   the last ``conv_L_cache`` conv inputs, likewise. MiniMax's lightning layers: its ``linear_cache``, the
   decayed ``K^T V`` per head (hd x hd), llmcalc's state exactly; its decay tables, persistent buffers
   transformers derives from the config (:data:`DERIVED_BUFFERS`), are left out of the parameters.
+  Falcon-H1's layers keep both, the attention's K and V and the Mamba-2 mixer's state beside it.
   RecurrentGemma's recurrent blocks: the last
   ``conv1d_width - 1`` conv inputs and the RG-LRU's state, which its modules hold (:data:`MODULE_STATES`).
 - A documented exception (:data:`DENSE_EXPERTS`, Llama 4): transformers' experts run every expert
@@ -77,7 +78,7 @@ from ..load.catalog import HF_DIR, bundled_names
 from ..load.files import config_file, read_json, read_text
 from ..model.architecture import build
 from ..model.config import ModelConfig
-from ..model.layers import LayerSpec, layer_plan, layer_specs
+from ..model.layers import LayerSpec, layer_config, layer_plan, layer_specs
 from ..model.sizes import bytes_per
 from ..spec import RunSpec
 from .check import Check
@@ -127,8 +128,10 @@ _LAYER_NAMES = {
     # BitNet's sub-norms, before o_proj and before down_proj
     "attn_sub_norm": "attention/sub_norm", "ffn_sub_norm": "mlp/sub_norm",
     # LFM2: its norms before the mixer and the FFN, its FFN's linears (w1 the gate, w3 the up projection)
-    # Gemma 4: the scalar each layer's output is multiplied by (a buffer its checkpoint stores)
-    "layer_scalar": "layer_scalar",
+    # Gemma 4: the scalar each layer's output is multiplied by (a buffer its checkpoint stores); 26B-A4B's norms
+    # before the experts and after each of its two FFNs
+    "layer_scalar": "layer_scalar", "pre_feedforward_layernorm_2": "norm/moe",
+    "post_feedforward_layernorm_1": "norm/dense_post", "post_feedforward_layernorm_2": "norm/moe_post",
     "operator_norm": "norm/attention", "ffn_norm": "norm/mlp", "w1": "mlp/gate", "w3": "mlp/up", "w2": "mlp/down",
 }
 # the Mamba mixer (transformers' MambaMixer, FalconMambaMixer): its parts; its own ops are the conv
@@ -163,6 +166,12 @@ _GATED_DELTANET_NAMES = {
     "in_proj_b": "gated_deltanet/in_proj_b", "in_proj_a": "gated_deltanet/in_proj_a", "conv1d": "gated_deltanet/conv1d",
     "dt_bias": "gated_deltanet/dt_bias", "A_log": "gated_deltanet/A_log", "norm": "gated_deltanet/norm",
     "out_proj": "gated_deltanet/out_proj", "linear_attn": "gated_deltanet/conv1d+scan"}
+# OLMo Hybrid's (OlmoHybridGatedDeltaNet): q, k and v projected apart (llmcalc's in_proj_qkv, together), the gate
+# g_proj (in_proj_z), o_norm and o_proj
+_GATED_DELTANET_NAMES.update({"q_proj": "gated_deltanet/in_proj_qkv", "k_proj": "gated_deltanet/in_proj_qkv",
+                              "v_proj": "gated_deltanet/in_proj_qkv", "a_proj": "gated_deltanet/in_proj_a",
+                              "b_proj": "gated_deltanet/in_proj_b", "g_proj": "gated_deltanet/in_proj_z",
+                              "o_norm": "gated_deltanet/norm", "o_proj": "gated_deltanet/out_proj"})
 # RecurrentGemma: its norms and MLP, its recurrent block's parts (RecurrentGemmaRglru, ``rg_lru``, holds both
 # gates and recurrent_param, and runs the gates' batched matmuls), and the attention module it shares the name
 # ``temporal_block`` with (the eager attention's own matmuls; the recurrent block runs none of its own)
@@ -170,6 +179,12 @@ _LAYER_NAMES.update({"temporal_pre_norm": "norm/attention", "channel_pre_norm": 
                      "linear_y": "rglru/linear_y", "linear_x": "rglru/linear_x", "linear_out": "rglru/linear_out",
                      "conv_1d": "rglru/conv1d", "rg_lru": "rglru/input_gate+recurrent_gate+recurrent_param",
                      "temporal_block": "attention/scores+values"})
+# Kimi Linear's KDA mixer (KimiLinearDeltaAttention, a kda layer's ``self_attn``; its forget gate's projections and
+# parameters under ``forget_gate``): its parts; its own ops are the conv (F.conv1d on conv1d's weight) and the rule
+_KDA_NAMES = {name: f"kda/{name}" for name in ("q_proj", "k_proj", "v_proj", "conv1d", "f_a_proj", "f_b_proj",
+                                               "dt_bias", "A_log", "b_proj", "g_a_proj", "g_b_proj", "o_norm",
+                                               "o_proj")}
+_KDA_NAMES["self_attn"] = "kda/conv1d+scan"
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
 # DeepSeek V4's and Hy4's hyper-connections, one per branch of a layer
 _HYPER = {"attn_hc": "hyper/attention", "ffn_hc": "hyper/mlp"}
@@ -276,6 +291,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     the model names its norm after attention ``post_self_attn_layernorm`` (:func:`_glm4_norms`)."""
     if "multi_modal_projector" in path or ".merger" in path or ".connector" in path:  # Qwen-VL: the tower's merger
         return "projector"
+    if "embed_vision" in path or "deepstack_merger" in path:  # Gemma 4's norm and linear; Qwen3-VL's DeepStack
+        return "projector"
     if ".vision_adapter" in path:  # Llama 4: the pixel-shuffle adapter, in the tower, is llmcalc's projector
         return "projector"
     if "vision_tower" in path or "vision_model" in path or _VISUAL.search(path):
@@ -317,12 +334,16 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         index = _LAYER_INDEX.search(path)
         if index is not None and layer_specs(cfg)[int(index.group(1))].attention == "lightning":
             return _LIGHTNING_NAMES[last]  # a lightning layer's mixer
+    if spec is not None and spec.attention == "kda" and parts[0] == "self_attn" and last in _KDA_NAMES:
+        return _KDA_NAMES[last]  # a kda layer's mixer
     if cfg.has_gated_deltanet and parts[0] == "linear_attn" and len(parts) <= 2 and last in _GATED_DELTANET_NAMES:
         return _GATED_DELTANET_NAMES[last]  # a gated_deltanet layer's mixer
     if cfg.has_gated_deltanet and cfg.attention_gate and parts[0] == "self_attn" and last == "q_proj":
         return "attention/q+gate"  # Qwen3-Next's q_proj: q and the output gate, one linear
     if parts == ["norm"]:  # a mamba layer's one norm, before its mixer
         return "norm/attention"
+    if parts[0] == "router" and len(parts) <= 2:  # Gemma 4's router: its scale is the weight of llmcalc's norm
+        return {"scale": "moe/router_norm", "per_expert_scale": "moe/expert_scale"}.get(last, "moe/router")
     if "shared_expert_gate" in last:
         return "moe/shared_expert_gate"
     if any(p.startswith("shared_expert") or p == "shared_mlp" for p in parts):  # shared_mlp: GraniteMoeShared
@@ -332,8 +353,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     if len(parts) >= 2 and parts[0] in _MLP_MODULES and parts[1] in ("gate", "router"):  # and its parts (gate.wg)
         return "moe/router"
     if last == "post_attention_layernorm":  # after the attention branch (sandwich, OLMo 2) or before the MLP
-        return "norm/attention_post" if cfg.norm_placement in ("sandwich", "post_branch") and not glm4 \
-            else "norm/mlp"
+        placement = (cfg if spec is None else layer_config(cfg, spec)).norm_placement  # OLMo Hybrid: per layer
+        return "norm/attention_post" if placement in ("sandwich", "post_branch") and not glm4 else "norm/mlp"
     if len(parts) == 1 and last in _ATTENTION_MODULES:  # the eager attention's own matmuls
         return "attention/scores+values"
     if len(parts) == 2 and last in _ATTENTION_MODULES:  # GPT-Neo's attn.attention, DBRX's norm_attn_norm.attn
@@ -485,7 +506,8 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 # entry is 1; the causal mask only adds, and matmul FLOPs and cache bytes do not depend on its values)
 NO_MASK = frozenset({"mamba2"})
 MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2", "lfm2_moe", "minimax"})
-MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
+MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe", "kimi_linear", "falcon_h1",
+                 "olmo_hybrid"}
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
@@ -585,6 +607,7 @@ def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str
             group.spec.window if group.spec.chunk is None else group.spec.chunk)  # a chunk: as a window
         cached = prefill if window is None else min(prefill, window - 1)
         total += group.count * batch * cached * per_token * bytes_per(dtype)
+        total += sum(group.count * batch * m.state_values * bytes_per(dtype) for m in block.beside)
     return total
 
 
@@ -665,7 +688,7 @@ def _image_inputs(model: torch.nn.Module, raw: dict[str, Any], size: int, images
     ``grid_thw``; Mistral 3: ``image_sizes``; Idefics3/SmolVLM: images per sample)."""
     device = next(model.parameters()).device
     v, kind = raw["vision_config"], raw["model_type"]
-    if kind in ("qwen2_vl", "qwen2_5_vl"):
+    if kind in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"):
         p, t = v["patch_size"], v["temporal_patch_size"]
         side = size // p
         channels = v.get("in_chans", v.get("in_channels", 3))
@@ -677,6 +700,11 @@ def _image_inputs(model: torch.nn.Module, raw: dict[str, Any], size: int, images
         return {"pixel_values": pixels, "image_sizes": torch.tensor([[size, size]] * images)}
     if kind in ("idefics3", "smolvlm"):
         return {"pixel_values": pixels[None]}
+    if kind == "gemma4":  # its processor's flattened patches (ones: none of them padding) and their (x, y)
+        p, side = v.get("patch_size", 16), size // v.get("patch_size", 16)
+        grid = torch.stack(torch.meshgrid(torch.arange(side), torch.arange(side), indexing="xy"), -1).reshape(-1, 2)
+        return {"pixel_values": torch.ones(images, side * side, 3 * p * p, device=device),
+                "image_position_ids": grid.expand(images, -1, -1).to(device)}
     return {"pixel_values": pixels}
 
 
@@ -684,13 +712,15 @@ def measure_image_flops(model: torch.nn.Module, cfg: ModelConfig, raw: dict[str,
                         images: int) -> tuple[dict[str, int], dict[str, int]]:
     """(forward, backward) matmul FLOPs of transformers' ``get_image_features`` over ``images``
     images of ``size`` pixels, as ``vision`` and ``projector`` (whole), the backward of the sum of
-    the image tokens (the pixels need no gradient)."""
+    the image tokens and of Qwen3-VL's DeepStack features, which its language model adds to its first
+    layers (the pixels need no gradient)."""
     inputs = _image_inputs(model, raw, size, images)
     with ModuleScope(model, lambda path: component(path, cfg)) as scope:
         with _Counter(scope) as fwd:
             out = model.model.get_image_features(**inputs)
-        tokens = out.pooler_output
-        loss = sum(t.sum() for t in tokens) if isinstance(tokens, (list, tuple)) else tokens.sum()
+        outputs = [out.pooler_output, *(getattr(out, "deepstack_features", None) or [])]
+        loss = sum(t.sum() for tokens in outputs
+                   for t in (tokens if isinstance(tokens, (list, tuple)) else [tokens]))
     with _Counter(scope) as bwd:
         loss.backward()
     return fwd.result(), bwd.result()

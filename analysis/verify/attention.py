@@ -51,7 +51,7 @@ class LayerContext:
     rope: tuple[torch.Tensor, torch.Tensor] | None  # cos, sin (S, rotated dims); None: no RoPE
     cache: object | None  # a KVCache
     start_pos: int
-    carry: list | None = None  # moe.shortcut: the MoE output a dense+moe layer leaves for the next layer
+    carry: list | None = None  # moe.shortcut: the MoE output a dense+shortcut_moe layer leaves the next layer
     indices: dict | None = None  # DSA: each indexed layer's top-k (idx, valid), which shared layers reuse
 
 

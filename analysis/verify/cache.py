@@ -7,7 +7,9 @@ on the attention kind:
 - ``mamba`` (a recurrent layer): its state, not per token: the last K conv inputs (B, E, K) and the
   SSM state (B, E, N), whatever the sequence length;
 - ``mla``: the normed KV latent (B, M, kv_lora_rank) and the rotated shared rope key
-  (B, 1, M, qk_rope_head_dim), never the decompressed K/V.
+  (B, 1, M, qk_rope_head_dim), never the decompressed K/V;
+- a mixer beside an attention layer's attention (``parallel_mixer``): its state in ``beside``, as a
+  recurrent layer keeps it.
 Every tensor has its token axis at -2. Bytes are exactly the sum of those tensors.
 
 Without a window position p lives in slot p. With a window the buffer rolls: position p
@@ -36,11 +38,46 @@ import torch
 from ..model.config import ModelConfig
 from ..model.layers import layer_config, layer_specs
 from .gated_deltanet import gated_deltanet_sizes
+from .kda import kda_sizes
 from .lightning import lightning_sizes
 from .mamba import mamba_sizes
 from .mamba2 import mamba2_sizes
 from .rglru import rglru_sizes
 from .short_conv import short_conv_sizes
+
+
+def state_shapes(cfg: ModelConfig, kind: str, batch: int) -> list[tuple[int, ...]]:
+    """The state tensors a recurrent mixer of ``kind`` keeps per layer (none for a ``none`` layer)."""
+    if kind == "mamba2":  # the last K conv inputs (x, B, C) and the SSM state per head
+        E, H, P, N, G, K, _ = mamba2_sizes(cfg)
+        return [(batch, E + 2 * G * N, K), (batch, H, P, N)]
+    if kind == "short_conv":  # the last L conv inputs (B * x)
+        d, L = short_conv_sizes(cfg)
+        return [(batch, d, L)]
+    if kind == "lightning":  # the decayed K^T V per head
+        h, hd, _ = lightning_sizes(cfg)
+        return [(batch, h, hd, hd)]
+    if kind == "gated_deltanet":  # the last K conv inputs (q, k, v), a dk x dv state per value head
+        Hk, Hv, dk, dv, K, _ = gated_deltanet_sizes(cfg)
+        return [(batch, 2 * Hk * dk + Hv * dv, K), (batch, Hv, dk, dv)]
+    if kind == "kda":  # the last K conv inputs (q, k, v), a d x d state per head
+        H, d, K, _ = kda_sizes(cfg)
+        return [(batch, 3 * H * d, K), (batch, H, d, d)]
+    if kind == "rglru":  # the last K-1 conv inputs and the recurrence's state
+        E, _, K = rglru_sizes(cfg)
+        return [(batch, E, K - 1), (batch, E)]
+    if kind == "mamba":  # the last K conv inputs and the SSM state
+        E, N, _, K = mamba_sizes(cfg)
+        return [(batch, E, K), (batch, E, N)]
+    return []  # no mixer: nothing to cache
+
+
+class States:
+    """The states of the mixers beside attention (``parallel_mixer``), per layer (none where there is no
+    such mixer): what such a mixer reads as its cache."""
+
+    def __init__(self, tensors: list[list[torch.Tensor]]):
+        self.tensors = tensors
 
 
 class KVCache:
@@ -51,26 +88,8 @@ class KVCache:
         self.sizes = [self.slots(w if c is None else c) for w, c in zip(self.windows, self.chunks)]  # M_i per layer
         self.tensors: list[list[torch.Tensor]] = []
         for spec, M in zip(layer_specs(cfg), self.sizes):
-            if spec.attention == "mamba2":  # the last K conv inputs (x, B, C) and the SSM state per head
-                E, H, P, N, G, K, _ = mamba2_sizes(cfg)
-                shapes = [(batch, E + 2 * G * N, K), (batch, H, P, N)]
-            elif spec.attention == "short_conv":  # the last L conv inputs (B * x)
-                d, L = short_conv_sizes(cfg)
-                shapes = [(batch, d, L)]
-            elif spec.attention == "none":  # no mixer: nothing to cache
-                shapes = []
-            elif spec.attention == "lightning":  # the decayed K^T V per head
-                h, hd, _ = lightning_sizes(cfg)
-                shapes = [(batch, h, hd, hd)]
-            elif spec.attention == "gated_deltanet":  # the last K conv inputs (q, k, v), a dk x dv state per value head
-                Hk, Hv, dk, dv, K, _ = gated_deltanet_sizes(cfg)
-                shapes = [(batch, 2 * Hk * dk + Hv * dv, K), (batch, Hv, dk, dv)]
-            elif spec.attention == "rglru":  # the last K-1 conv inputs and the recurrence's state
-                E, _, K = rglru_sizes(cfg)
-                shapes = [(batch, E, K - 1), (batch, E)]
-            elif spec.recurrent:  # a mamba layer's state: the last K conv inputs and the SSM state
-                E, N, _, K = mamba_sizes(cfg)
-                shapes = [(batch, E, K), (batch, E, N)]
+            if spec.recurrent:  # a state per sequence
+                shapes = state_shapes(cfg, spec.attention, batch)
             elif spec.attention == "mla":
                 shapes = [(batch, M, cfg.mla.kv_lora_rank), (batch, 1, M, cfg.mla.qk_rope_head_dim)]
                 if cfg.dsa is not None and not spec.shared_topk:  # DSA: the indexer's key (not on a shared layer)
@@ -79,6 +98,9 @@ class KVCache:
                 layer = layer_config(cfg, spec)  # full_head_dim, full_kv_heads: a full layer's own shape
                 shapes = [(batch, layer.kv_heads, M, layer.head_size)] * 2
             self.tensors.append([torch.zeros(s, dtype=dtype, device=device) for s in shapes])
+        beside = [[] if s.beside is None else state_shapes(layer_config(cfg, s), s.beside, batch)
+                  for s in layer_specs(cfg)]
+        self.beside = States([[torch.zeros(s, dtype=dtype, device=device) for s in shapes] for shapes in beside])
 
     def slots(self, window: int | None) -> int:
         """Token slots of a layer with this window: M."""
@@ -123,4 +145,5 @@ class KVCache:
 
 
 def cache_bytes(cache: KVCache) -> int:
-    return sum(t.numel() * t.element_size() for layer in cache.tensors for t in layer)
+    return sum(t.numel() * t.element_size() for layers in (cache.tensors, cache.beside.tensors)
+               for layer in layers for t in layer)

@@ -83,9 +83,11 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
     if cfg.vision is not None:  # 2 layers, 4 heads, 4 x 4 patches of 2 (merged as the model merges)
         v = cfg.vision
         merge = v.projector.merge
+        deepstack = v.projector.deepstack and tuple(range(min(2, len(v.projector.deepstack))))  # of its 2 layers
         small["vision"] = dataclasses.replace(
             v, n_layers=2, d_model=16, n_heads=4, d_ff=24, patch_size=2, image_size=v.image_size and 2 * 4 * merge,
-            projector=dataclasses.replace(v.projector, hidden=None if v.projector.hidden is None else 20))
+            projector=dataclasses.replace(v.projector, hidden=None if v.projector.hidden is None else 20,
+                                          deepstack=deepstack))
     return cfg.replace(**{**small, **changes})
 
 
@@ -144,6 +146,8 @@ def check_rolling_buffer(cfg: ModelConfig, attention: str = "eager") -> tuple[bo
         types = ("gated_deltanet", "sliding", "full")
     if cfg.has_rglru and "rglru" not in types:  # likewise rglru layers
         types = ("rglru", "sliding", "full")
+    if cfg.has_kda and "kda" not in types:  # likewise kda layers
+        types = ("kda", "sliding", "full")
     cfg = small_config(cfg, sliding_window=3, layer_types=types, dsa=None)  # DSA: full layers only
     model, tokens = _model(cfg, attention), _tokens(cfg)
     return _result(_chunked(model, tokens, [1] * 12), model(tokens))

@@ -1,4 +1,4 @@
-"""Feed-forward layers: a dense MLP, or a mixture of experts.
+"""Feed-forward layers: a dense MLP, a mixture of experts, or the two in one layer.
 
 Conventions:
 - gated activations (``swiglu``, ``geglu``, ``reglu``) compute ``act(gate(x)) * up(x)``;
@@ -21,7 +21,13 @@ Conventions:
   (Qwen2-MoE: ``d -> 1``, no bias);
 - identity experts (``moe.zero_experts`` Z, LongCat-Flash): the router scores ``E + Z`` experts; a
   token's choices of identity experts return its input, so the layer adds the input times the sum
-  of their weights (one multiply per token, as a fused kernel computes it), no matmul.
+  of their weights (one multiply per token, as a fused kernel computes it), no matmul;
+- beside the MLP (``moe.beside_mlp``, Gemma 4 26B-A4B, :func:`dense_and_moe`): the router reads the
+  residual stream through ``router_norm`` (the model's norm with a weight, Gemma's router scale, no
+  bias) times ``1/sqrt(d)``; after renormalization each choice's weight is multiplied by its expert's
+  ``expert_scale`` (one learned scale per expert), as transformers' Gemma4TextRouter does;
+- the shortcut-connected MoE (``moe.shortcut``, LongCat-Flash, :func:`dense_and_shortcut_moe`): the
+  dense MLP and the experts read the same normed input; the experts' output is left for the next layer.
 
 Routing modes. ``topk`` is the true, data-dependent routing. ``balanced`` assigns token
 slot ``s`` (token ``s // k``, choice ``s % k``) to expert ``s % E``: every token gets k
@@ -54,7 +60,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..model.config import ModelConfig
-from .norms import make_norm
+from .norms import LayerNorm, RMSNorm, make_norm
 
 ACTIVATIONS = {
     "relu": F.relu, "reglu": F.relu,
@@ -188,6 +194,9 @@ class MoE(nn.Module):
         moe = cfg.moe
         self.routing, self.E, self.k = routing, moe.num_experts, moe.experts_per_token
         self.Z, self.k_real = moe.zero_experts, moe.real_experts_per_token  # identity experts (LongCat-Flash)
+        if moe.beside_mlp:  # Gemma 4's router (module docstring): a norm whose weight is its scale, per-expert scales
+            self.router_norm = RMSNorm(cfg.d_model) if cfg.norm == "rmsnorm" else LayerNorm(cfg.d_model, bias=False)
+            self.expert_scale = nn.Parameter(torch.ones(self.E))
         self.router = nn.Linear(cfg.d_model, self.E + self.Z, bias=moe.router_bias)
         self.experts = Experts(cfg, self.E, cfg.expert_width, moe.expert_bias)
         self.n_shared = moe.shared_experts
@@ -196,11 +205,16 @@ class MoE(nn.Module):
         if moe.shared_expert_gate:
             self.shared_expert_gate = nn.Linear(cfg.d_model, 1, bias=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, S, d) the experts' input; ``residual`` the router's (``beside_mlp``), else x."""
         B, S, d = x.shape
         x = x.reshape(B * S, d)
         T, E, k, kr = B * S, self.E, self.k, self.k_real
-        probs = self.router(x).softmax(dim=-1)  # (T, E + Z)
+        if hasattr(self, "router_norm"):
+            logits = self.router(self.router_norm(residual.reshape(T, d)) * d ** -0.5)
+        else:
+            logits = self.router(x)
+        probs = logits.softmax(dim=-1)  # (T, E + Z)
         balanced = self.routing == "balanced" or (self.routing == "auto" and x.device.type == "meta")
         if balanced:  # a token's first kr choices real experts, the others identity ones (module docstring)
             ids = (torch.arange(T * kr, device=x.device) % E).view(T, kr)  # (T, kr)
@@ -210,6 +224,8 @@ class MoE(nn.Module):
             ids = probs.topk(k, dim=-1).indices  # (T, k)
         weights = probs.gather(1, ids)
         weights = weights / weights.sum(dim=-1, keepdim=True)  # (T, k), renormalized
+        if hasattr(self, "expert_scale"):  # each choice's weight times its expert's scale
+            weights = weights * self.expert_scale[ids]
         routes = []
         if balanced:  # expert e's j-th slot is e + E*j: experts 0..r-1 get n + 1, the rest n
             n, r = divmod(T * kr, E)
@@ -232,3 +248,19 @@ class MoE(nn.Module):
                 shared = shared * torch.sigmoid(self.shared_expert_gate(x))  # (T, 1) gate
             y = y + shared
         return y.view(B, S, d)
+
+
+def dense_and_moe(mlp: MLP, moe: MoE, norm: nn.ModuleDict, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """A ``dense+moe`` layer's FFN (Gemma 4 26B-A4B): the dense MLP over ``h`` (the FFN's normed
+    input) through ``norm.dense_post``, plus the experts over ``norm.moe(x)`` routed from ``x`` (the
+    residual stream) through ``norm.moe_post``."""
+    return norm["dense_post"](mlp(h)) + norm["moe_post"](moe(norm["moe"](x), x))
+
+
+def dense_and_shortcut_moe(mlp: MLP, moe: MoE, h: torch.Tensor, carry: list) -> torch.Tensor:
+    """A ``dense+shortcut_moe`` layer's FFN (LongCat-Flash): the dense MLP over ``h`` (the FFN's normed
+    input), returned; the experts over the same ``h``, their output appended to ``carry``, which the next
+    layer adds to its output."""
+    y = mlp(h)
+    carry.append(moe(h))
+    return y

@@ -94,16 +94,17 @@ class Rule(nn.Module):
 
 
 class GatedNorm(nn.Module):
-    """transformers' Qwen3NextRMSNormGated: per head ``x * rsqrt(mean(x^2) + eps) * weight * silu(z)``."""
+    """transformers' Qwen3NextRMSNormGated: per head ``x * rsqrt(mean(x^2) + eps) * weight * act(z)``, ``act``
+    SiLU (KDA's, KimiLinearRMSNormGated: a sigmoid)."""
 
-    def __init__(self, dv: int, eps: float = 1e-6):
+    def __init__(self, dv: int, eps: float = 1e-6, act=F.silu):
         super().__init__()
-        self.eps = eps
+        self.eps, self.act = eps, act
         self.weight = nn.Parameter(torch.ones(dv))
 
     def forward(self, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * y * F.silu(z)
+        return self.weight * y * self.act(z)
 
 
 class GatedDeltaNetMixer(nn.Module):

@@ -4,7 +4,8 @@ recurrent step for a decode step, as transformers' slow path (``torch_forward``)
 Built from ModelConfig alone (``mamba2`` mapping). Sizes: ``E = H * P`` channels (H heads of P),
 N the state, G groups of B and C, K conv taps, Q the chunk. Submodules are the breakdown keys:
 ``in_proj`` (d -> 2E + 2GN + H: z, x, B, C, dt), ``conv1d`` (depthwise causal, K taps over x, B and C:
-``E + 2GN`` channels), ``norm`` (the gated RMSNorm, weight E, over G groups), ``out_proj`` (E -> d),
+``E + 2GN`` channels), ``norm`` (the gated RMSNorm, weight E, over G groups; without ``mamba2.norm`` none,
+the output only gated), ``out_proj`` (E -> d),
 ``scan`` (no parameters), and the parameters ``dt_bias``, ``A_log`` and ``D`` (H each). Forward::
 
     z, xBC, dt = in_proj(x).split(E, E + 2GN, H)
@@ -118,14 +119,15 @@ class Mamba2Mixer(nn.Module):
         super().__init__()
         E, H, P, N, G, K, Q = mamba2_sizes(cfg)
         self.index, self.sizes = index, (E, H, P, N, G, K, Q)
-        bias = cfg.mamba2.proj_bias
-        self.in_proj = nn.Linear(cfg.d_model, 2 * E + 2 * G * N + H, bias=bias)
+        m = cfg.mamba2
+        self.in_proj = nn.Linear(cfg.d_model, 2 * E + 2 * G * N + H, bias=m.proj_bias)
         self.conv1d = CausalConv(E + 2 * G * N, K, cfg.mamba2.conv_bias)
         self.dt_bias = nn.Parameter(torch.zeros(H))
         self.A_log = nn.Parameter(torch.log(torch.arange(1, H + 1, dtype=torch.float32)))
         self.D = nn.Parameter(torch.ones(H))
-        self.norm = GatedNorm(E, G)
-        self.out_proj = nn.Linear(E, cfg.d_model, bias=bias)
+        if m.norm:  # else the output is only gated (Falcon-H1's default)
+            self.norm = GatedNorm(E, G)
+        self.out_proj = nn.Linear(E, cfg.d_model, bias=m.proj_bias if m.out_proj_bias is None else m.out_proj_bias)
         self.scan = Scan(Q)
 
     def forward(self, x: torch.Tensor, cache=None, start_pos: int = 0) -> torch.Tensor:
@@ -146,4 +148,4 @@ class Mamba2Mixer(nn.Module):
         if states is not None:
             states[1].copy_(h)
         y = (y + u.reshape(b, S, H, P) * self.D[:, None]).reshape(b, S, E)
-        return self.out_proj(self.norm(y, z))
+        return self.out_proj(self.norm(y, z) if hasattr(self, "norm") else y * F.silu(z))

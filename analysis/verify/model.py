@@ -6,7 +6,8 @@ breakdown keys (``layers.<i>.`` dropped, '.' read as '/'): ``embedding.token``,
 ``embedding.position``, ``layers.<i>.attention.{q,k,v,o}`` with ``attention.{q_norm,k_norm,gate,sub_norm}``
 (MHA) or ``attention.{q,q_a,q_a_norm,q_b,kv_a,kv_a_norm,kv_b,o}`` (MLA), the parameter
 ``attention.sinks``, ``attention.{scores,values}`` (eager) or ``attention.sdpa`` (flash),
-``mlp.{up,gate,down,sub_norm}`` or ``moe.{router,experts,shared_experts,shared_expert_gate}``,
+``mlp.{up,gate,down,sub_norm}`` and/or ``moe.{router,experts,shared_experts,shared_expert_gate}`` (beside the
+MLP also ``moe.{router_norm,expert_scale}`` and ``norm.{moe,dense_post,moe_post}``: :func:`.ffn.dense_and_moe`),
 ``layers.<i>.norm.{attention,mlp,attention_post,mlp_post}``, ``norm.embedding``, ``norm.final``, ``lm_head``,
 ``logit_softcap`` (no parameters); a multimodal checkpoint's ``vision`` and ``projector``
 (:mod:`.vision`).
@@ -35,12 +36,14 @@ Conventions:
   ``post_branch`` (OLMo 2): ``x += n_a_post(attn(x)); x += n_m_post(ffn(x))``;
   parallel ``pre``: ``x += attn(n_a(x)) + ffn(n_m(x))``, with ``n_m = n_a`` when
   ``parallel_norms`` is 1 (GPT-J, PaLM) and a separate norm when it is 2 (GPT-NeoX);
-  parallel ``sandwich``: as parallel ``pre`` with a post norm on each branch output;
-  a ``dense+moe`` layer (``moe.shortcut``, LongCat-Flash; sequential ``pre``): ``h = n_m(x); x += mlp(h)``,
-  and ``moe(h)`` joins the residual stream after the next layer, ``x += ffn(n_m(x)) + moe(h)`` there;
-  with hyper-connections (``hyper``, sequential ``pre``) ``x`` is N streams (:mod:`.hyper`): each branch
-  reads their collapse through its norm and returns through ``hyper.<branch>_mix``; ``hyper.head`` collapses them
-  before the final norm.
+  parallel ``sandwich``: as parallel ``pre`` with a post norm on each branch output. A layer with a
+  recurrent mixer beside its attention (``parallel_mixer``, Falcon-H1) reads ``attn(h) + mixer(h)`` for
+  ``attn(h)``, the mixer a submodule named by its kind (``mamba2``) and its state in the cache's ``beside``;
+  a ``dense+shortcut_moe`` layer (``moe.shortcut``, LongCat-Flash; sequential ``pre``): ``h = n_m(x);
+  x += mlp(h)``, and ``moe(h)`` joins the residual stream after the next layer, ``x += ffn(n_m(x)) + moe(h)``
+  there (:func:`.ffn.dense_and_shortcut_moe`); with hyper-connections (``hyper``, sequential ``pre``) ``x`` is
+  N streams (:mod:`.hyper`): each branch reads their collapse through its norm and returns through
+  ``hyper.<branch>_mix``; ``hyper.head`` collapses them before the final norm.
 - a tied LM head *is* ``embedding.token.weight``; the embedding is registered first, so
   deduplicated ``named_parameters`` name it ``embedding.token.weight``.
 - ``logits="last"`` keeps only the last position before the final norm (norms act per
@@ -68,9 +71,10 @@ from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 from ..model.config import ModelConfig
 from ..model.layers import LayerSpec, layer_config, layer_specs, topk_source
 from .attention import LayerContext, make_attention
-from .ffn import MLP, MoE
+from .ffn import MLP, MoE, dense_and_moe, dense_and_shortcut_moe
 from .gated_deltanet import GatedDeltaNetMixer
 from .hyper import HyperConnection, Mix
+from .kda import KDAMixer
 from .lightning import LightningMixer
 from .mamba import MambaMixer
 from .mamba2 import Mamba2Mixer
@@ -78,6 +82,10 @@ from .norms import make_norm
 from .rglru import RGLRUMixer
 from .short_conv import ShortConvMixer
 from .vision import add_vision
+
+# the recurrent mixers' reference modules, by layer type
+MIXERS = {"mamba": MambaMixer, "mamba2": Mamba2Mixer, "short_conv": ShortConvMixer, "lightning": LightningMixer,
+          "gated_deltanet": GatedDeltaNetMixer, "rglru": RGLRUMixer, "kda": KDAMixer}
 
 
 @dataclass
@@ -88,7 +96,7 @@ class Context:
     rope: dict[int, tuple[torch.Tensor, torch.Tensor]] | None  # rotated dims -> cos, sin (S, rotated dims)
     cache: object | None  # a KVCache
     start_pos: int
-    carry: list = field(default_factory=list)  # moe.shortcut: the MoE output a dense+moe layer leaves
+    carry: list = field(default_factory=list)  # moe.shortcut: the MoE output a dense+shortcut_moe layer leaves
     indices: dict = field(default_factory=dict)  # DSA: each indexed layer's top-k, for the shared layers
 
 
@@ -150,30 +158,23 @@ class Block(nn.Module):
                  recompute: str = "none"):
         super().__init__()
         self.spec = spec
-        self.placement, self.parallel, self.recompute = cfg.norm_placement, cfg.parallel_block, recompute == "full"
+        placement = layer_config(cfg, spec).norm_placement  # a layer without attention may have its own
+        self.placement, self.parallel, self.recompute = placement, cfg.parallel_block, recompute == "full"
         if spec.attention == "none":  # no mixer: the layer is its FFN alone
             pass
-        elif spec.attention == "mamba2":  # the Mamba-2 mixer (analysis.verify.mamba2)
-            self.mamba2 = Mamba2Mixer(cfg, index)
-        elif spec.attention == "short_conv":  # LFM2's gated short convolution (analysis.verify.short_conv)
-            self.short_conv = ShortConvMixer(cfg, index)
-        elif spec.attention == "lightning":  # MiniMax's lightning attention (analysis.verify.lightning)
-            self.lightning = LightningMixer(cfg, index)
-        elif spec.attention == "gated_deltanet":  # the Gated DeltaNet mixer (analysis.verify.gated_deltanet)
-            self.gated_deltanet = GatedDeltaNetMixer(cfg, index)
-        elif spec.attention == "rglru":  # Griffin's recurrent block (analysis.verify.rglru)
-            self.rglru = RGLRUMixer(cfg, index)
-        elif spec.recurrent:  # a mamba layer: the mixer in attention's place (analysis.verify.mamba)
-            self.mamba = MambaMixer(cfg, index)
+        elif spec.recurrent:  # a recurrent mixer in attention's place, named by its kind
+            setattr(self, spec.attention, MIXERS[spec.attention](cfg, index))
         else:  # full_head_dim, full_kv_heads, full_k_eq_v: a full layer's own shape
             self.attention = make_attention(layer_config(cfg, spec), index, spec, attention)
             self.attention.selective = recompute == "selective"
             if spec.shared_topk:  # DSA: the indexer whose top-k the layer reuses
                 self.attention.source = topk_source(cfg, index)
             self.rope_dims = rope_dims(layer_config(cfg, spec))
-        if spec.ffn in ("moe", "dense+moe"):
+            if spec.beside is not None:  # a recurrent mixer beside it (parallel_mixer), its state in cache.beside
+                setattr(self, spec.beside, MIXERS[spec.beside](layer_config(cfg, spec), index))
+        if spec.ffn in ("moe", "dense+moe", "dense+shortcut_moe"):
             self.moe = MoE(cfg, routing)
-        if spec.ffn in ("dense", "dense+moe"):
+        if spec.ffn in ("dense", "dense+moe", "dense+shortcut_moe"):
             self.mlp = MLP(cfg)
         if cfg.layer_scalar:  # Gemma 4: the block's output times one stored scalar
             self.layer_scalar = nn.Parameter(torch.ones(1))
@@ -181,12 +182,14 @@ class Block(nn.Module):
             branches = [b for b, on in (("attention", spec.attention != "none"), ("mlp", spec.ffn is not None)) if on]
             self.hyper = nn.ModuleDict({k: v for b in branches for k, v in ((b, HyperConnection(cfg)),
                                                                              (b + "_mix", Mix()))})
-        names = [n for n in block_norms(cfg) if spec.ffn is not None or not n.startswith("mlp")]
+        names = [n for n in block_norms(layer_config(cfg, spec)) if spec.ffn is not None or not n.startswith("mlp")]
         names = [n for n in names if spec.attention != "none" or not n.startswith("attention")]
+        if spec.ffn == "dense+moe":  # the experts' input norm, and one after each of the two FFNs
+            names += ["moe", "dense_post", "moe_post"]
         self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in names})
 
     def forward(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
-        """The block; a dense layer after a ``dense+moe`` one (moe.shortcut) adds the MoE output it left."""
+        """The block; a dense layer after a ``dense+shortcut_moe`` one (moe.shortcut) adds the MoE output it left."""
         carry = ctx.carry.pop() if ctx.carry and self.spec.ffn == "dense" else None
         x = self.checkpointed(x, ctx)
         return x if carry is None else x + carry
@@ -205,7 +208,7 @@ class Block(nn.Module):
 
         # the layer's mask and RoPE tables go in as arguments, so the checkpoint saves them
         # like x (visible to saved-tensor hooks) instead of keeping them alive by reference
-        # (a dense+moe layer's MoE output leaves through ctx.carry; a recomputation appends it again, unread)
+        # (a dense+shortcut_moe layer's MoE output leaves through ctx.carry; a recomputation appends it again, unread)
         def run(x, bias, *rope):
             return self.run(x, LayerContext(bias, rope or None, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices))
 
@@ -222,24 +225,27 @@ class Block(nn.Module):
             return self.unscaled(x, ctx) * self.layer_scalar
         return self.unscaled(x, ctx)
 
+    def ffn(self, x: torch.Tensor, ctx: LayerContext):
+        """The FFN as a function of its input; a ``dense+moe`` one also reads the residual ``x``, a
+        ``dense+shortcut_moe`` one leaves its MoE's output in ``ctx.carry``."""
+        if self.spec.ffn == "dense+moe":
+            return lambda h: dense_and_moe(self.mlp, self.moe, self.norm, h, x)
+        if self.spec.ffn == "dense+shortcut_moe":
+            return lambda h: dense_and_shortcut_moe(self.mlp, self.moe, h, ctx.carry)
+        return self.moe if hasattr(self, "moe") else self.mlp if hasattr(self, "mlp") else None
+
     def unscaled(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         n = self.norm
-        ffn = self.mlp if hasattr(self, "mlp") else self.moe if hasattr(self, "moe") else None
+        ffn = self.ffn(x, ctx)
 
         def attn(h):
-            if self.spec.attention == "mamba2":
-                return self.mamba2(h, ctx.cache, ctx.start_pos)
-            if self.spec.attention == "short_conv":
-                return self.short_conv(h, ctx.cache, ctx.start_pos)
-            if self.spec.attention == "lightning":
-                return self.lightning(h, ctx.cache, ctx.start_pos)
-            if self.spec.attention == "gated_deltanet":
-                return self.gated_deltanet(h, ctx.cache, ctx.start_pos)
-            if self.spec.attention == "rglru":
-                return self.rglru(h, ctx.cache, ctx.start_pos)
             if self.spec.recurrent:
-                return self.mamba(h, ctx.cache, ctx.start_pos)
-            return self.attention(h, ctx)
+                return getattr(self, self.spec.attention)(h, ctx.cache, ctx.start_pos)
+            out = self.attention(h, ctx)
+            if self.spec.beside is None:
+                return out
+            beside = None if ctx.cache is None else ctx.cache.beside
+            return out + getattr(self, self.spec.beside)(h, beside, ctx.start_pos)
 
         if hasattr(self, "hyper"):  # x: (B, S, N, d), the residual streams (sequential pre-norm: a rule)
             for branch, run in (("attention", attn), ("mlp", ffn)):
@@ -268,12 +274,7 @@ class Block(nn.Module):
             h_mlp = n["mlp"](x) if "mlp" in n else h  # parallel_norms 1: one shared norm
             return x + branch(attn, "attention", h) + branch(ffn, "mlp", h_mlp)
         x = x + branch(attn, "attention", n["attention"](x))
-        if self.spec.ffn == "dense+moe":  # moe.shortcut: the MoE reads the MLP's input, joins after the next layer
-            h = n["mlp"](x)
-            y = ffn(h)
-            ctx.carry.append(self.moe(h))
-            return x + y
-        return x + branch(ffn, "mlp", n["mlp"](x))
+        return x + branch(self.ffn(x, ctx), "mlp", n["mlp"](x))
 
 
     def ffn_only(self, x: torch.Tensor, ffn) -> torch.Tensor:

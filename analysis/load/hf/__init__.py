@@ -38,6 +38,7 @@ from . import (
     gated_deltanet,
     gemma4,
     hybrid,
+    kda,
     longcat,
     minimax,
     moe,
@@ -48,7 +49,7 @@ from . import (
     traits,
 )
 from .common import _dtype, _name, _refuse_null
-from .core import _qwen_vl_text
+from .core import _qwen3_vl_moe_text, _qwen3_vl_text, _qwen_vl_text
 from .defaults import DEFAULTS, SUBCONFIGS
 from .quantization import _nested_quantization, _quant_method, _quantization
 from .raw import Raw
@@ -100,6 +101,7 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     **rglru.MAPPERS,
     **dsa.MAPPERS,
     **gemma4.MAPPERS,
+    **kda.MAPPERS,
     **longcat.MAPPERS,
 }
 
@@ -114,6 +116,8 @@ _READS_REJECTED.update({"bamba": ("attn_layer_indices", "mamba_d_state"),
 
 _READS_REJECTED["jamba"] = ("attn_layer_period", "mamba_d_state")
 _READS_REJECTED["nemotron_h"] = ("layers_block_type", "hybrid_override_pattern", "ssm_state_size")
+_READS_REJECTED["falcon_h1"] = ("mamba_d_state",)
+_READS_REJECTED["olmo_hybrid"] = ("linear_num_value_heads",)
 _READS_REJECTED.update({k: ("linear_num_value_heads", "full_attention_interval")
                         for k in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")})
 
@@ -132,7 +136,9 @@ def _padding(r: Raw, vocab: int) -> None:
 
 # language models that exist only inside a multimodal checkpoint (Qwen-VL's)
 _INSIDE: dict[str, Callable[[Raw], dict[str, Any]]] = {"qwen2_vl_text": _qwen_vl_text,
-                                                         "qwen2_5_vl_text": _qwen_vl_text}
+                                                         "qwen2_5_vl_text": _qwen_vl_text,
+                                                         "qwen3_vl_text": _qwen3_vl_text,
+                                                         "qwen3_vl_moe_text": _qwen3_vl_moe_text}
 
 
 def _multimodal(raw: dict[str, Any], source: str, family: Family) -> tuple[dict[str, Any], Raw]:
@@ -158,7 +164,10 @@ def _multimodal(raw: dict[str, Any], source: str, family: Family) -> tuple[dict[
         out, _ = _read(text, source, inside=True)
     except ConfigError as exc:  # a key of text_config
         raise ConfigError(exc.message, source, prefix + (exc.key or "model_type"), exc.line) from None
+    family.top(top)
     vision = top.get("vision_config")
+    if vision is None and family.vision_optional:  # transformers builds no tower
+        return _top_level(out, raw, source, family, top), top
     vision = own.get("vision_config", {}) if vision is None else vision
     if not isinstance(vision, dict):
         top.fail("vision_config", f"must be a mapping, got {brief(vision)}")
@@ -167,6 +176,11 @@ def _multimodal(raw: dict[str, Any], source: str, family: Family) -> tuple[dict[
                                              f"got {brief(vision['model_type'])}")
     _refuse_null(vision, DEFAULTS[family.vision], source, "vision_config.")
     out["vision"] = family.tower(Raw(vision, source, DEFAULTS[family.vision], "vision_config."), top, out["d_model"])
+    return _top_level(out, raw, source, family, top), top
+
+
+def _top_level(out: dict[str, Any], raw: dict[str, Any], source: str, family: Family, top: Raw) -> dict[str, Any]:
+    """The keys of a multimodal checkpoint's top level: its name, the tie, the dtype, quantization."""
     out["name"] = _name(raw, source)
     if family.text_ties:  # Llama 4: the language model's own flag (read with text_config)
         top.ignore("tie_word_embeddings")
@@ -176,7 +190,7 @@ def _multimodal(raw: dict[str, Any], source: str, family: Family) -> tuple[dict[
         out["dtype"] = _dtype(top, out["dtype"])
     if top.get("quantization_config") not in (None, {}):
         out.update(_quantization(top))
-    return out, top
+    return out
 
 
 def _read(raw: dict[str, Any], source: str, inside: bool = False) -> tuple[dict[str, Any], Raw]:

@@ -301,14 +301,15 @@ def _smollm3(r: Raw) -> dict[str, Any]:
     return out
 
 
-def _mla(r: Raw, derive_v: bool = False, layers: str = "num_hidden_layers", d_ff: int | None = None,
-         kv_heads: bool = True) -> dict[str, Any]:
+def _mla(r: Raw, derive_v: bool = False, rope: bool = True, context: str = "max_position_embeddings",
+         layers: str = "num_hidden_layers", d_ff: int | None = None, kv_heads: bool = True) -> dict[str, Any]:
     """DeepSeek's multi-head latent attention (no biases: ``attention_bias`` refused) on a pre-norm
     RMSNorm layer with a gated MLP ``intermediate_size`` wide (DeepSeek-V2/V3, Youtu, MiniCPM3,
     GLM-4.7-Flash). ``derive_v``: a null ``v_head_dim`` is hidden_size // heads (MiniCPM3), else
-    it is needed; ``layers``, ``d_ff``: a family's own depth key and MLP width (LongCat-Flash);
+    it is needed; without ``rope`` no layer rotates (Kimi Linear: its shared key part stays as
+    projected); ``layers``, ``d_ff``: a family's own depth key and MLP width (LongCat-Flash);
     ``kv_heads`` false: the family sets ``num_key_value_heads`` to the heads itself (Hy4)."""
-    out = _base(r, layers=layers)
+    out = _base(r, context=context, layers=layers)
     r.false("attention_bias", "biases on MLA projections are not modeled")
     r.ignore("head_dim", "qk_head_dim")  # derived from the MLA sizes
     kv = r.maybe_size("num_key_value_heads") if kv_heads else None  # None: one per head
@@ -323,6 +324,9 @@ def _mla(r: Raw, derive_v: bool = False, layers: str = "num_hidden_layers", d_ff
         mla["q_lora_rank"] = q_lora
     out.update(d_ff=r.size("intermediate_size") if d_ff is None else d_ff, activation=r.activation("hidden_act", True),
                norm="rmsnorm", attention="mla", mla=mla)
+    if not rope:
+        out["position"] = "none"
+        return out
     _rope(r, out)
     out.pop("rotary_fraction", None)
     return out
@@ -376,6 +380,26 @@ def _qwen_vl_text(r: Raw) -> dict[str, Any]:
     half = (out.get("head_dim") or out["d_model"] // out["n_heads"]) // 2
     if not isinstance(section, list) or not all(type(n) is int for n in section) or sum(section) != half:
         r.fail(f"{key}.mrope_section", f"must add up to half a head ({half}), got {brief(section)}")
+    return out
+
+
+def _qwen3_vl_text(r: Raw) -> dict[str, Any]:
+    """Qwen3-VL's language model: Qwen3's (per-head q/k norms), with interleaved M-RoPE (``mrope_section``
+    places the rotated dimensions only) and no window keys."""
+    out = _decoder(r)
+    _attention_bias(r, out)
+    out["qk_norm"] = "head"
+    return out
+
+
+def _qwen3_vl_moe_text(r: Raw) -> dict[str, Any]:
+    """Qwen3-VL-MoE's language model: Qwen3-MoE's experts (``decoder_sparse_step``, ``mlp_only_layers``)."""
+    out = _qwen3_vl_text(r)
+    moe: dict[str, Any] = {"num_experts": _first(r, "num_local_experts", "num_experts"),
+                           "experts_per_token": r.size("num_experts_per_tok"),
+                           "expert_d_ff": r.size("moe_intermediate_size")}
+    _moe_layers(r, moe)
+    out["moe"] = moe
     return out
 
 

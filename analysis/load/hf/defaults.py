@@ -750,6 +750,37 @@ DEFAULTS.update({
     "llama4": _config(
         "boi_token_index eoi_token_index image_token_index", text_config=_null(), vision_config=_null(),
         tie_word_embeddings=False),
+    # -- Qwen3-VL and Qwen3.5 (Qwen3VLConfig, Qwen3VLMoeConfig, Qwen3_5Config, Qwen3_5MoeConfig; their towers'
+    # classes fixed; Qwen3.5's without deepstack_visual_indexes)
+    **{kind: _config("initializer_range image_token_id video_token_id vision_start_token_id vision_end_token_id",
+                     text_config=_null(), vision_config=_null(), tie_word_embeddings=False)
+       for kind in ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")},
+    **{kind: _config("initializer_range", depth=27, hidden_size=1152, hidden_act="gelu_pytorch_tanh",
+                     intermediate_size=4304, num_heads=16, in_channels=3, patch_size=16, spatial_merge_size=2,
+                     temporal_patch_size=2, out_hidden_size=3584, num_position_embeddings=2304, rope_parameters=_null(),
+                     **({"deepstack_visual_indexes": (8, 16, 24)} if kind.startswith("qwen3_vl") else {}))
+       for kind in ("qwen3_vl_vision", "qwen3_vl_moe_vision", "qwen3_5_vision", "qwen3_5_moe_vision")},
+    # Qwen3VLTextConfig, Qwen3VLMoeTextConfig: their language models (only inside the checkpoint)
+    "qwen3_vl_text": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout",
+        vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=_null(32), head_dim=128, hidden_act="silu", max_position_embeddings=128000,
+        attention_bias=False, rope_parameters=_null(), rope_theta=500000.0),
+    "qwen3_vl_moe_text": _config(
+        f"{_COMMON} rms_norm_eps attention_dropout output_router_logits router_aux_loss_coef",
+        vocab_size=151936, hidden_size=2048, intermediate_size=5632, num_hidden_layers=24, num_attention_heads=16,
+        num_key_value_heads=16, head_dim=_null(), hidden_act="silu", max_position_embeddings=128000,
+        tie_word_embeddings=True, attention_bias=False, decoder_sparse_step=1, moe_intermediate_size=1408,
+        num_experts_per_tok=4, num_experts=60, mlp_only_layers=_null(), rope_parameters=_null(), rope_theta=500000.0),
+    # -- Gemma 4 (Gemma4Config: vision_config and audio_config optional sub-configs; the tower: Gemma4VisionConfig)
+    "gemma4": _config(
+        "initializer_range", text_config=_null(), vision_config=_null(), audio_config=_null(),
+        tie_word_embeddings=True),
+    "gemma4_vision": _config(
+        "initializer_range rms_norm_eps", hidden_size=768, intermediate_size=3072, num_hidden_layers=16,
+        num_attention_heads=12, num_key_value_heads=12, head_dim=64, hidden_activation="gelu_pytorch_tanh",
+        max_position_embeddings=131072, attention_bias=_null(False), rope_parameters=_null(), pooling_kernel_size=3,
+        patch_size=16, position_embedding_size=10240, use_clipped_linears=False, standardize=False),
     "llama4_vision_model": _config(
         "hidden_act norm_eps vision_feature_select_strategy initializer_range multi_modal_projector_bias "
         "projector_dropout attention_dropout", hidden_size=768, num_hidden_layers=34, num_attention_heads=16,
@@ -876,3 +907,44 @@ DEFAULTS["hy_v4"] = _config(
     qk_rope_head_dim=64, v_head_dim=256, mlp_layer_types=_null(), layer_types=_null(), index_topk=2048,
     index_head_dim=128, index_n_heads=16, indexer_types=_null(), hc_mult=4, rope_parameters=_null(),
     rope_theta=10000.0)
+# -- KDA (analysis.load.hf.kda): KimiLinearConfig. Its attribute_map names (num_experts, num_experts_per_token,
+# num_shared_experts, model_max_length, num_expert_group, moe_renormalize) read as the fields they stand for
+# (a null model_max_length: no bound; a null moe_renormalize: false); num_experts_per_tok is typed int | None
+# (a given num_experts_per_token wins over its null); topk_group and v_head_dim are typed int | None too, but
+# its model fails on None; linear_attn_config and first_k_dense_replace are kwargs its __post_init__ reads (a
+# null linear_attn_config fails there, a null first_k_dense_replace where no mlp_layer_types replaces it)
+_KIMI_EXPERTS = dict(num_local_experts=256, num_experts=256, num_experts_per_tok=_null(8), num_experts_per_token=8,
+                     n_shared_experts=1, num_shared_experts=1)
+DEFAULTS["kimi_linear"] = _config(
+    f"{_COMMON} rms_norm_eps output_router_logits routed_scaling_factor n_group num_expert_group topk_group "
+    "norm_topk_prob",
+    vocab_size=163840, hidden_size=2304, intermediate_size=9216, moe_intermediate_size=1024, num_hidden_layers=27,
+    num_attention_heads=32, num_key_value_heads=_null(32), kv_lora_rank=512, q_lora_rank=_null(),
+    qk_rope_head_dim=64, v_head_dim=128, qk_nope_head_dim=128, hidden_act="silu", max_position_embeddings=1048576,
+    model_max_length=_null(1048576), tie_word_embeddings=False, attention_bias=False, mlp_layer_types=_null(),
+    layer_types=_null(), linear_head_dim=128, linear_num_heads=32, linear_conv_kernel_dim=4, linear_attn_config={},
+    first_k_dense_replace=_null(1), pad_token_id=_null(163839), **_KIMI_EXPERTS)
+# FalconH1Config (head_dim: not a field, read where given, as FalconH1Attention's getattr; layer_types: its
+# attribute_map points it at a property without a setter, so given or null it fails; key_multiplier, the
+# attention and SSM in and out multipliers and time_step_limit are typed ... | None, but its model multiplies
+# by them or indexes it; use_cache may be null)
+DEFAULTS["falcon_h1"] = _config(
+    "initializer_range rms_norm_eps key_multiplier attention_in_multiplier attention_out_multiplier "
+    "ssm_in_multiplier ssm_out_multiplier lm_head_multiplier embedding_multiplier time_step_limit",
+    vocab_size=128000, tie_word_embeddings=False, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+    num_attention_heads=32, num_key_value_heads=_null(8), head_dim=None, hidden_act="silu",
+    max_position_embeddings=8192, attention_bias=False, mlp_bias=False, mamba_d_ssm=_null(1024),
+    mamba_n_heads=_null(128), mamba_d_head=_null("auto"), mamba_n_groups=_null(1), mamba_d_state=_null(256),
+    mamba_d_conv=_null(4), mamba_expand=_null(2), mamba_chunk_size=_null(256), mamba_conv_bias=_null(True),
+    mamba_proj_bias=_null(False), mamba_rms_norm=_null(False), projectors_bias=_null(False), layer_types=None,
+    rope_parameters=_null(), rope_theta=10000.0)
+# OlmoHybridConfig (its __post_init__ derives the linear_* sizes and layer_types from a null; head_dim: not a
+# field, read where given, as Olmo3Attention's getattr; initializer_range: validated in [0, 1])
+DEFAULTS["olmo_hybrid"] = _config(
+    f"{_COMMON} rms_norm_eps linear_a_log_min linear_a_log_max linear_dt_min linear_dt_max linear_dt_init_floor "
+    "linear_allow_neg_eigval",
+    vocab_size=100352, hidden_size=3840, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=30,
+    num_key_value_heads=_null(), head_dim=None, hidden_act="silu", max_position_embeddings=65536,
+    tie_word_embeddings=False, attention_bias=False, pad_token_id=_null(100277), rope_parameters=_null(),
+    rope_theta=10000.0, layer_types=_null(), linear_num_key_heads=_null(), linear_num_value_heads=_null(),
+    linear_key_head_dim=_null(), linear_value_head_dim=_null(), linear_conv_kernel_dim=4)

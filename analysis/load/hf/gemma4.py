@@ -14,13 +14,15 @@ slides unless i + 1 is a multiple of 6, the last layer always full) with:
 - proportional RoPE on the full layers: its tables cover the whole head (the dimensions beyond
   ``partial_rotary_factor`` turn at frequency 0), so the rotation is counted over the whole head;
 - each layer's output times ``layer_scalar``, a buffer its checkpoint stores (one parameter per layer);
+- with ``enable_moe_block`` (Gemma 4 26B-A4B), in every layer ``num_experts`` experts of width
+  ``moe_intermediate_size``, ``top_k_experts`` per token, beside the MLP (``moe.beside_mlp``: the
+  ``dense+moe`` FFN, :class:`analysis.model.ffn.DenseMoE`); the class has no default for the three;
 - the score scale 1 changes no count.
 
-Not modeled, each refused naming its key: the mixture of experts beside the MLP
-(``enable_moe_block``, Gemma 4 26B-A4B), per-layer embeddings (``hidden_size_per_layer_input``, the
+Not modeled, each refused naming its key: per-layer embeddings (``hidden_size_per_layer_input``, the
 E2B/E4B models), KV shared across layers (``num_kv_shared_layers``) and bidirectional attention
-(``use_bidirectional_attention: all``). The multimodal ``gemma4`` checkpoint (its vision tower: 2-D
-RoPE, a pooler, clipped linears; its audio tower) has no mapper: transformers counts it.
+(``use_bidirectional_attention: all``). The multimodal ``gemma4`` checkpoint reads this language model
+from its ``text_config`` (its vision tower: :mod:`.vision`; an audio tower is refused).
 """
 
 from __future__ import annotations
@@ -43,9 +45,11 @@ def _gemma4_text(r: Raw) -> dict[str, Any]:
         r.fail("use_bidirectional_attention", "bidirectional attention over every token is not modeled")
     if r.get("final_logit_softcapping"):
         out["final_logit_softcap"] = r.get("final_logit_softcapping")
-    if r.flag("enable_moe_block"):
-        r.fail("enable_moe_block", "Gemma 4's mixture of experts beside the MLP is not modeled")
-    r.ignore("num_experts", "top_k_experts", "moe_intermediate_size")
+    if r.flag("enable_moe_block"):  # every layer: the experts beside its MLP (module docstring)
+        out["moe"] = {"num_experts": r.size("num_experts"), "experts_per_token": r.size("top_k_experts"),
+                      "expert_d_ff": r.size("moe_intermediate_size"), "beside_mlp": True}
+    else:  # read only with the block
+        r.ignore("num_experts", "top_k_experts", "moe_intermediate_size")
     if r.maybe_size("hidden_size_per_layer_input", minimum=0):
         r.fail("hidden_size_per_layer_input", "per-layer embeddings (Gemma 4 E2B/E4B) are not modeled")
     r.ignore("vocab_size_per_layer_input")

@@ -1,5 +1,7 @@
 """Hybrids whose layers hold one sublayer each: Nemotron-H (a Mamba-2 mixer, attention, an MLP or a MoE
-alone in each layer: ``layer_types`` ``mamba2``, ``full`` or ``none`` with ``ffn_layers``)."""
+alone in each layer: ``layer_types`` ``mamba2``, ``full`` or ``none`` with ``ffn_layers``); and whose
+layers hold two mixers side by side: Falcon-H1 (attention and a Mamba-2 mixer on the same normed input,
+summed: ``parallel_mixer: mamba2``)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Any, Callable
 
 from ...errors import brief
 from ...model.sizes import MAX_LAYERS
-from .common import _cycle, _dtype, _name
+from .common import _attention_bias, _cycle, _decoder, _dtype, _name
 from .raw import Raw
 from .recurrent import _mamba2_mixer
 
@@ -100,4 +102,47 @@ def _nemotron_h(r: Raw) -> dict[str, Any]:
     return out
 
 
-MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {"nemotron_h": _nemotron_h}
+def _falcon_h1(r: Raw) -> dict[str, Any]:
+    """Falcon-H1 (tiiuae/Falcon-H1-*): every layer ``x + attn(h) + mamba(h)`` with ``h = rmsnorm(x)``, then a
+    SwiGLU MLP: GQA attention with RoPE (``head_dim`` where the file gives it, else ``hidden_size //
+    heads``, as transformers' ``getattr`` reads it; biases ``attention_bias``) beside a Mamba-2 mixer of
+    ``mamba_n_heads`` heads over ``mamba_d_ssm`` channels (else ``mamba_expand * hidden_size``; head dim
+    ``mamba_d_head``, "auto" their quotient), its gated RMSNorm only with ``mamba_rms_norm`` (else the
+    output is gated alone), in_proj's bias ``mamba_proj_bias`` and out_proj's ``projectors_bias``. The muP
+    multipliers (embedding, LM head, key, attention and SSM in and out, ``mlp_multipliers``,
+    ``ssm_multipliers``: a non-persistent buffer) scale values only; ``mamba_norm_before_gate`` orders the
+    norm and the gate. transformers' config has no layer types (its ``layer_types`` cannot be set)."""
+    r.ignore("num_logits_to_keep", "time_step_limit", "mamba_norm_before_gate", "lm_head_multiplier",
+             "embedding_multiplier", "mlp_multipliers", "key_multiplier", "attention_out_multiplier",
+             "attention_in_multiplier", "ssm_multipliers", "ssm_in_multiplier", "ssm_out_multiplier")
+    if r.has("layer_types"):
+        r.fail("layer_types", "transformers' Falcon-H1 config cannot set it: every layer attends beside its mixer")
+    if r.get("hidden_act") not in ("silu", "swish"):
+        r.fail("hidden_act", f"the mamba2 mixer is counted with SiLU, got {brief(r.get('hidden_act'))}")
+    out = _decoder(r)
+    _attention_bias(r, out)
+    out["mlp_bias"] = r.flag("mlp_bias")
+    H, width = r.size("mamba_n_heads"), r.maybe_size("mamba_d_ssm")
+    if width is None:
+        width = r.size("mamba_expand") * out["d_model"]
+    else:
+        r.ignore("mamba_expand")
+    if r.get("mamba_d_head") == "auto":
+        if width % H:
+            r.fail("mamba_n_heads", f"must divide the mixer's width ({width}), got {H}")
+        P = width // H
+    else:
+        P = r.size("mamba_d_head")
+        if P * H != width:
+            r.fail("mamba_d_head", f"mamba_n_heads * mamba_d_head ({H * P}) must be the mixer's width ({width})")
+    mixer = {"d_state": r.size("mamba_d_state"), "d_conv": r.size("mamba_d_conv"), "n_heads": H, "head_dim": P,
+             "n_groups": r.size("mamba_n_groups"), "conv_bias": r.flag("mamba_conv_bias"),
+             "proj_bias": r.flag("mamba_proj_bias"), "chunk_size": r.size("mamba_chunk_size"),
+             "norm": r.flag("mamba_rms_norm")}
+    if r.flag("projectors_bias") != mixer["proj_bias"]:
+        mixer["out_proj_bias"] = r.flag("projectors_bias")
+    out.update(parallel_mixer="mamba2", mamba2=mixer)
+    return out
+
+
+MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {"nemotron_h": _nemotron_h, "falcon_h1": _falcon_h1}

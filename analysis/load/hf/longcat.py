@@ -4,8 +4,8 @@ query) on every sublayer, and its shortcut-connected MoE with identity experts.
 transformers' decoder layer holds two sublayers, each an attention and a dense MLP ``ffn_hidden_size``
 wide, and one MoE beside the first MLP (reading its input, its output added after the second
 sublayer): llmcalc's layers are the sublayers, ``2 * num_layers`` (``num_hidden_layers``, which sets
-``num_layers`` to half of it, wins), every even one ``dense+moe`` (``moe.shortcut``). The router scores
-``n_routed_experts + zero_expert_num`` experts (its ``e_score_correction_bias`` too: ``router_bias``),
+``num_layers`` to half of it, wins), every even one's FFN ``dense+shortcut_moe`` (``moe.shortcut``). The
+router scores ``n_routed_experts + zero_expert_num`` experts (its ``e_score_correction_bias`` too: ``router_bias``),
 the identity ones returning their input (``moe.zero_experts``). Its scaled latents (q and the KV
 latent times ``sqrt(hidden_size / rank)``) are multiplies by constants, uncounted; the RoPE tables span
 ``head_dim``, which must equal ``qk_rope_head_dim`` (transformers cannot run another). Counted as the

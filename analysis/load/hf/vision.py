@@ -27,6 +27,10 @@ in llmcalc; :mod:`analysis.model.vision`):
 - ``llama4``: Llama 4's vision model (a class token and learned positions, pre- and post-LayerNorm,
   biases everywhere but the patch linear), its pixel-shuffle adapter (two linears without bias) and
   one linear without bias to the language model's width.
+- ``gemma4``: Gemma 4's vision model and its ``embed_vision`` (:func:`_gemma4`); without a
+  ``vision_config``, transformers builds none, and the checkpoint is its language model.
+- ``qwen3_vl``, ``qwen3_vl_moe``, ``qwen3_5``, ``qwen3_5_moe``: Qwen3-VL's ViT, its merger and (Qwen3-VL)
+  its DeepStack mergers (:func:`_qwen3_vl`).
 
 The tower's activation says only whether its MLP is gated: CLIP's ``quick_gelu`` reads as ``gelu``
 (no image runs through the tower yet, so its elementwise cost counts nowhere).
@@ -193,6 +197,76 @@ def _llama4(v: Raw, top: Raw, width: int) -> dict[str, Any]:
             "pre_norm": True, "projector": {"merge": merge, "hidden": hidden, "hidden_linear": True}}
 
 
+def _gemma4(v: Raw, top: Raw, width: int) -> dict[str, Any]:
+    """Gemma 4's vision model: a patch linear without bias over 3-channel patches, a 2-D position table of
+    ``position_embedding_size`` rows per axis (2 x rows x d) beside 2-D RoPE, layers of sandwiched RMSNorms,
+    q, k, v, o without bias, per-head q/k RMSNorms and a weightless one over v, a gated MLP without bias; its
+    pooler (``pooling_kernel_size``^2 patches averaged, times sqrt(d)) and, with ``standardize``, two stored
+    vectors; the projector (``embed_vision``): a weightless RMSNorm and one linear without bias. Clipped
+    linears (their four stored bounds each) and heads that do not span the width are refused."""
+    d, heads = v.size("hidden_size"), v.size("num_attention_heads")
+    if v.size("head_dim") * heads != d:  # q, k, v and o are d -> heads * head_dim
+        v.fail("head_dim", f"must be hidden_size / num_attention_heads ({d} / {heads}), got {v.get('head_dim')}")
+    if v.size("num_key_value_heads") != heads:
+        v.fail("num_key_value_heads", f"must be num_attention_heads ({heads}): a grouped tower is not modeled, "
+                                      f"got {v.get('num_key_value_heads')}")
+    v.false("use_clipped_linears", "each linear's four stored clip bounds (Gemma 4 E2B/E4B) are not modeled")
+    v.ignore("attention_bias", "rope_parameters", "max_position_embeddings")  # its linears have no bias
+    return {"n_layers": v.size("num_hidden_layers"), "d_model": d, "n_heads": heads,
+            "d_ff": v.size("intermediate_size"), "patch_size": v.size("patch_size"),
+            "activation": v.activation("hidden_activation", True, _TOWER_ACTIVATIONS, _GATED_TOWER),
+            "norm": "rmsnorm", "position": "rope", "position_table": v.size("position_embedding_size"),
+            "qk_norm": True, "v_norm": True, "norm_placement": "sandwich", "patch_bias": False, "qkv_bias": False,
+            "out_bias": False, "mlp_bias": False, "final_norm": False, "pool": v.size("pooling_kernel_size"),
+            "standardize": v.flag("standardize"), "projector": {"norm": "rmsnorm", "norm_weight": False}}
+
+
+def _qwen3_vl(v: Raw, top: Raw, width: int) -> dict[str, Any]:
+    """Qwen3-VL's ViT (``qwen3_vl``, ``qwen3_vl_moe``; Qwen3.5's, ``qwen3_5``, ``qwen3_5_moe``, without
+    DeepStack): a Conv3d with bias over ``temporal_patch_size`` frames, a learned grid of
+    ``num_position_embeddings`` positions resampled to each image beside 2-D RoPE, LayerNorms with bias, fused
+    qkv and proj with bias, an MLP with biases (not gated), no final norm; its merger a LayerNorm over the
+    tower's width, ``spatial_merge_size^2`` patches concatenated, two linears with biases (the first as wide as
+    its input) to ``out_hidden_size``, which must be the language model's width; Qwen3-VL's
+    ``deepstack_visual_indexes`` each a merger of its own, its LayerNorm after the merge (the language model
+    adds their features to its first layers: ``projector.deepstack``). Qwen3.5's class has no DeepStack: a
+    ``deepstack_visual_indexes`` its files carry is read by nothing."""
+    d, merge, out = v.size("hidden_size"), v.size("spatial_merge_size"), v.size("out_hidden_size")
+    if out != width:
+        v.fail("out_hidden_size", f"must be the language model's hidden_size ({width}), got {out}")
+    v.ignore("rope_parameters")
+    projector: dict[str, Any] = {"norm": "layernorm", "merge": merge, "hidden": d * merge * merge, "bias": True}
+    if "deepstack_visual_indexes" in v.defaults:  # Qwen3-VL's class
+        layers = v.get("deepstack_visual_indexes")
+        depth = v.size("depth")
+        if not isinstance(layers, (list, tuple)) or not all(type(i) is int and 0 <= i < depth for i in layers) \
+                or len(set(layers)) < len(layers):
+            v.fail("deepstack_visual_indexes", f"must be distinct layer indices of the tower's {depth}, got "
+                                               f"{brief(layers)}")
+        if layers:
+            projector["deepstack"] = list(layers)
+    else:
+        v.ignore("deepstack_visual_indexes")
+    top.ignore("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
+    return {"n_layers": v.size("depth"), "d_model": d, "n_heads": v.size("num_heads"),
+            "d_ff": v.size("intermediate_size"), "patch_size": v.size("patch_size"),
+            "temporal_patch": v.size("temporal_patch_size"), "channels": v.size("in_channels"),
+            "activation": _tower_activation(v, False), "position": "rope",
+            "position_grid": v.size("num_position_embeddings"), "final_norm": False, "projector": projector}
+
+
+def _gemma4_top(top: Raw) -> None:
+    """Gemma 4's top level, with a tower or without: its audio tower is refused, its token ids change no count."""
+    if top.get("audio_config") is not None:
+        top.fail("audio_config", "an audio tower (Gemma 4 E2B/E4B) is not modeled")
+    top.ignore("boi_token_id", "eoi_token_id", "image_token_id", "video_token_id", "boa_token_id", "eoa_token_index",
+               "audio_token_id")
+
+
+def _nothing(top: Raw) -> None:
+    """A top level whose keys the tower's reader reads."""
+
+
 class Family(NamedTuple):
     text: str  # the language model's model_type when the file names none (the config class's default)
     vision: str  # the tower's defaults' table in .defaults
@@ -204,6 +278,8 @@ class Family(NamedTuple):
     # the LM head tied as text_config says, the top level's flag read by nothing (Llama 4, whose
     # language model is a whole Llama4ForCausalLM)
     text_ties: bool = False
+    vision_optional: bool = False  # no vision_config (absent or null): no tower (Gemma 4)
+    top: Callable[[Raw], None] = _nothing  # reads the top level's own keys, with a tower or without
 
 
 MULTIMODAL = {
@@ -214,4 +290,9 @@ MULTIMODAL = {
     "qwen2_5_vl": Family("qwen2_5_vl_text", "qwen2_5_vl_vision", None, _qwen2_5_vl, flat=True),
     "idefics3": Family("llama", "idefics3_vision", None, _idefics3),
     "smolvlm": Family("llama", "idefics3_vision", None, _idefics3),
-    "llama4": Family("llama4_text", "llama4_vision_model", None, _llama4, text_ties=True)}
+    "llama4": Family("llama4_text", "llama4_vision_model", None, _llama4, text_ties=True),
+    "gemma4": Family("gemma4_text", "gemma4_vision", None, _gemma4, vision_optional=True, top=_gemma4_top),
+    "qwen3_vl": Family("qwen3_vl_text", "qwen3_vl_vision", None, _qwen3_vl),
+    "qwen3_vl_moe": Family("qwen3_vl_moe_text", "qwen3_vl_moe_vision", None, _qwen3_vl),
+    "qwen3_5": Family("qwen3_5_text", "qwen3_5_vision", None, _qwen3_vl),
+    "qwen3_5_moe": Family("qwen3_5_moe_text", "qwen3_5_moe_vision", None, _qwen3_vl)}
