@@ -44,7 +44,7 @@ MODES = ("train", "prefill", "decode")
 ZERO_STAGES = (0, 1, 2, 3)
 ATTENTION_IMPLS = ("eager", "flash")
 FP8_SCALINGS = ("tensorwise", "rowwise")  # torchao's float8 recipes (analysis/perf/float8.py)
-RECOMPUTE = ("none", "selective", "full")  # activation recomputation (the docs' "Memory")
+RECOMPUTE = ("none", "selective", "op", "full")  # activation recomputation (analysis/count/recompute.py)
 OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1}  # fp32 values per parameter
 
 # The fields that apply to some modes only (every other field applies to every mode): set to
@@ -218,6 +218,15 @@ class LoRA:
         return (self.rank if self.alpha is None else self.alpha) / self.rank
 
 
+def op_refusal(cfg: ModelConfig, lora: LoRA | None = None) -> str | None:
+    """Why per-op checkpointing (analysis/count/recompute.py) is refused for ``cfg`` (with ``lora``), or None:
+    its policy counts the linears of attention and FFN layers alone."""
+    why = ("LoRA adapters" if lora is not None else f"{cfg.recurrent_kind} layers" if cfg.has_recurrent
+           else "DSA's indexer" if cfg.dsa is not None else "hyper-connections" if cfg.hyper is not None else None)
+    return None if why is None else (f"op (per-op selective checkpointing) with {why} is not modeled: its "
+                                     "policy counts the linears of attention and FFN layers")
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """``train``: forward+backward over ``batch x seq`` tokens, logits everywhere.
@@ -231,7 +240,7 @@ class RunSpec:
     batch: int = 1
     attention: str = "flash"  # eager | flash
     causal: bool = False  # FLOP convention: False dense score matrix, True unmasked pairs only
-    recompute: str = "none"  # training: none | selective (eager attention's core) | full (every layer)
+    recompute: str = "none"  # training: none | selective (eager attention's core) | op (per-op) | full (every layer)
     all_logits: bool = False  # prefill: logits at every position
     dtype: str | None = None  # compute dtype
     weights_dtype: str | None = None
@@ -293,6 +302,9 @@ class RunSpec:
         if fp8 and self.lora is not None:
             raise SpecError("dtype", "fp8 with LoRA adapters is not modeled (float8 training converts the base's "
                                      "linears, which LoRA freezes)")
+        refusal = op_refusal(cfg, self.lora) if self.recompute == "op" else None
+        if refusal is not None:
+            raise SpecError("recompute", refusal)
         if self.fp8_scaling is not None and not fp8:
             raise SpecError("fp8_scaling", f"{self.fp8_scaling} scales fp8 matmuls: it needs --dtype fp8")
         dtype = "bf16" if self.dtype == "fp8" else self.dtype or (

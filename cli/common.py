@@ -75,8 +75,9 @@ def warn_past_context(cfg: ModelConfig, seq: int) -> None:
 
 
 def recompute_tag(recompute: str) -> str:
-    """A title's words for a recomputation: ", full recomputation"; nothing without one."""
-    return "" if recompute == "none" else f", {recompute} recomputation"
+    """A title's words for a recomputation: ", full recomputation", ", per-op recomputation"; nothing
+    without one."""
+    return "" if recompute == "none" else f", {'per-op' if recompute == 'op' else recompute} recomputation"
 
 
 def lora_tag(lora: dict | None) -> str:

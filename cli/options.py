@@ -151,7 +151,8 @@ Attention = Annotated[Literal[ATTENTION_IMPLS], typer.Option(
     rich_help_panel=WORKLOAD)]
 Recompute = Annotated[Literal[RECOMPUTE], typer.Option(
     "--recompute", rich_help_panel=WORKLOAD, help="train: activation recomputation: none, selective (eager "
-    "attention's core; nothing changes under flash) or full (every layer).")]
+    "attention's core; nothing changes under flash), op (torchtitan's per-op checkpointing: every other linear's "
+    "output and flash's kept, the rest rerun) or full (every layer).")]
 Optimizer = Annotated[Literal[tuple(OPTIMIZER_STATES)], typer.Option(
     "--optimizer", help="train: the optimizer's state per parameter.", rich_help_panel=WORKLOAD)]
 Chunk = Annotated[Optional[int], _count_option("--chunk", "Chunked prefill: C tokens per chunk.")]

@@ -2,6 +2,7 @@
 hypothesis strategies lives in tests/strategies.py, the console script in-process in
 tests/console.py)."""
 
+import importlib.util
 import os
 import re
 import sys
@@ -33,8 +34,16 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session):
-    if session.items and all(item.get_closest_marker("unit") for item in session.items):
+    """A unit-only run: torch made unimportable. A run with reference tests: the meta device on torch's
+    C++ meta functions (tests/meta_kernels.py: the same shapes, a fraction of the time)."""
+    if not session.items:  # pytest-xdist's controller: its workers collect and run the tests
+        return
+    if all(item.get_closest_marker("unit") for item in session.items):
         sys.modules["torch"] = None  # `import torch` now raises ImportError
+    elif importlib.util.find_spec("torch") is not None:  # reference tests: torch on meta (imported here)
+        from tests.meta_kernels import use_cpp_meta
+
+        use_cpp_meta(True)
 
 
 @pytest.fixture

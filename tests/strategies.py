@@ -406,12 +406,12 @@ RECURRENT_MAPPINGS["gated_deltanet"] = _gated_deltanet
 
 def _rglru(draw, raw) -> dict:
     heads = draw(st.integers(1, 3))
-    mixer = {"width": heads * draw(st.integers(1, 4)), "n_heads": heads}
+    mixer = {"width": heads * draw(st.integers(2, 4)), "n_heads": heads}  # blocks of 2 channels or more
     if draw(st.booleans()):
         mixer["d_conv"] = draw(st.integers(1, 4))
-    if raw["d_model"] % raw["n_heads"] == 0 and draw(st.booleans()):  # d_model wide, the model's heads
-        del mixer["width"], mixer["n_heads"]
-    elif raw["d_model"] % heads == 0 and draw(st.booleans()):  # d_model wide
+    if raw["d_model"] % raw["n_heads"] == 0 and raw["d_model"] > raw["n_heads"] and draw(st.booleans()):
+        del mixer["width"], mixer["n_heads"]  # d_model wide, the model's heads
+    elif raw["d_model"] % heads == 0 and raw["d_model"] > heads and draw(st.booleans()):  # d_model wide
         del mixer["width"]
     return mixer
 

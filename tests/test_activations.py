@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from llmcalc.analysis.count.activations import activation_bytes, korthikanti_bytes
+from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import bundled_names, load_bundled
-from llmcalc.analysis.spec import RunSpec
+from llmcalc.analysis.spec import RunSpec, op_refusal
 from llmcalc.analysis.verify.measure import build, measure_saved_bytes
 from llmcalc.analysis.verify.norms import LayerNorm, RMSNorm
 from tests.strategies import CONFIGS
@@ -49,8 +50,12 @@ def test_bundled(name, attention, dtype):
 
 
 @pytest.mark.parametrize("name", CONFIGS)
-@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+@pytest.mark.parametrize("recompute", ["none", "selective", "op", "full"])
 def test_variants_fp16(name, recompute):
+    if recompute == "op" and op_refusal(CONFIGS[name]) is not None:  # no per-op policy for their matmuls
+        with pytest.raises(SpecError, match="not modeled"):
+            _acts(CONFIGS[name], 1, 9, recompute="op")
+        return
     for attention in ("eager", "flash"):
         for batch, seq in ((1, 9), (2, 7), (3, 1)):  # B = 1 and S = 1 keep some views uncopied
             _check(CONFIGS[name], batch, seq, attention, "fp16", recompute)
@@ -150,6 +155,31 @@ def test_recompute_keeps_block_inputs():
     assert [per_layer for _, per_layer in acts.groups] == [{"layer": 2 * 8 * cfg.d_model * 2}]
 
 
+def test_op_keeps_every_other_linear_and_the_flash_kernel():
+    """Llama under per-op checkpointing (torchtitan's Llama 3 recipe): a block keeps its input, the
+    outputs of q, v, up and down (the 1st, 3rd, 5th and 7th of q, k, v, o, up, gate, down) and flash's
+    output and fp32 log-sum-exp; the checkpoint the RoPE tables, once."""
+    cfg = CONFIGS["llama"]
+    B, S, b = 2, 8, 2
+    T, d, h, hd = B * S, cfg.d_model, cfg.n_heads, cfg.head_size
+    acts = _acts(cfg, B, S, "flash", "bf16", recompute="op")
+    assert [per_layer for _, per_layer in acts.groups] == [{
+        "layer": T * d * b, "attention/q/output": T * h * hd * b, "attention/v/output": T * cfg.kv_width * b,
+        "mlp/up/output": T * cfg.d_ff * b, "mlp/down/output": T * d * b, "attention/sdpa": T * h * (hd * b + 4)}]
+    # the checkpoint keeps what full recomputation's does: the blocks' inputs, the RoPE tables and masks
+    for attention in ("flash", "eager"):
+        op = _acts(cfg, B, S, attention, "bf16", recompute="op")
+        assert op.components["layer"] == _acts(cfg, B, S, attention, "bf16", recompute="full").components["layer"]
+    assert "attention/sdpa" not in op.groups[0][1]  # eager: the core reruns, nothing of it is kept
+
+
+def test_op_keeps_nothing_of_fp8_matmuls():
+    """torchao's _scaled_mm is off torchtitan's list: with fp8 matmuls no linear's output is kept."""
+    cfg = load_bundled("llama-3.1-8b").replace(n_layers=2)
+    per_layer = activation_bytes(cfg, RunSpec("train", 16, 2, recompute="op", dtype="fp8")).groups[0][1]
+    assert set(per_layer) == {"layer", "attention/sdpa"}
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError):
         _acts(CONFIGS["gpt"], 1, 8, "sdpa")
@@ -161,13 +191,28 @@ def test_recompute_gives_the_same_gradients():
     cfg = CONFIGS["neox"]
     tokens = torch.randint(0, cfg.vocab_size, (2, 7))
     grads = []
-    for recompute in ("none", "selective", "full"):
+    for recompute in ("none", "selective", "op", "full"):
         torch.manual_seed(0)
         model = build(cfg, "eager", device="cpu", dtype=torch.float64, recompute=recompute)
         torch.nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten()).backward()
         grads.append([p.grad for p in model.parameters()])
     for other in grads[1:]:
         assert all(torch.allclose(a, b) for a, b in zip(grads[0], other))
+
+
+@pytest.mark.parametrize("name", ["neox", "gpt-oss", "deepseek"])  # the aten flash kernel, sinks, MLA
+def test_op_gives_the_same_gradients_with_flash(name):
+    """Per-op checkpointing keeps the flash kernel's outputs (the aten kernel's, reference_flash's) and
+    recomputes the rest: the gradients are those of no recomputation."""
+    cfg = CONFIGS[name]
+    tokens = torch.randint(0, cfg.vocab_size, (2, 7))
+    grads = []
+    for recompute in ("none", "op"):
+        torch.manual_seed(0)
+        model = build(cfg, "flash", device="cpu", dtype=torch.float64, recompute=recompute)
+        torch.nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten()).backward()
+        grads.append([p.grad for p in model.parameters()])
+    assert all((a is None and b is None) or torch.allclose(a, b) for a, b in zip(*grads))
 
 
 def test_rmsnorm_matches_torch():

@@ -414,3 +414,42 @@ def test_gemma4_experts_beside_the_mlp_match_transformers(tmp_path):
         assert f"transformers/params/{key}" in checks, key
     # 6 layers, 8 tokens, 2 experts each, three 64 x 24 matrices
     assert checks["transformers/flops/eager/forward/moe/experts"].measured == 6 * 8 * 2 * 3 * 2 * 64 * 24
+
+
+@pytest.mark.parametrize("model_type", ["deepseek_v3", "jamba", "qwen3_next"])
+def test_cpp_meta_kernels_measure_what_torchs_default_does(model_type, tmp_path):
+    """The tests run the meta device on torch's C++ meta functions (tests/meta_kernels.py), the
+    console script on torch's default Python ones: transformers' model (MLA and experts, the Mamba
+    scan, Gated DeltaNet) measures the same under both, every check's figures."""
+    from transformers import AutoConfig
+
+    from tests.meta_kernels import use_cpp_meta
+
+    raw = AutoConfig.for_model(model_type, num_hidden_layers=4, **EXTRA.get(model_type, {})).to_dict()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    measured = []
+    for cpp in (False, True):
+        use_cpp_meta(cpp)
+        try:
+            measured.append(against.against_transformers(load_model(str(path)), raw, 8, 1, str(path)))
+        finally:
+            use_cpp_meta(True)  # the tests' (tests/conftest.py)
+    assert measured[0] == measured[1] and all(c.ok for c in measured[1])
+
+
+def test_cpp_meta_kernels_verify_as_torchs_default_does(run, bundled_copy):
+    """The same for the reference modules: `verify`'s every check (parameters, FLOPs, activations, the
+    cache), for a model with a window, GQA and experts."""
+    from tests.meta_kernels import use_cpp_meta
+
+    path = bundled_copy("mixtral-8x7b", 2)
+    outputs = []
+    for cpp in (False, True):
+        use_cpp_meta(cpp)
+        try:
+            outputs.append(run("verify", path, "--device", "meta", "--seq", "8", "--batch", "1", "--json"))
+        finally:
+            use_cpp_meta(True)
+    assert outputs[0].exit_code == outputs[1].exit_code == 0
+    assert json.loads(outputs[0].stdout) == json.loads(outputs[1].stdout)

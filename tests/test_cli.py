@@ -14,7 +14,7 @@ LLMCALC = [sys.executable, "-c", "import sys; sys.argv[0] = 'llmcalc'; from llmc
 
 
 @pytest.mark.parametrize("command, choices", [
-    ("flops", ["train|prefill|decode", "eager|flash", "none|selective|full", "table|json|csv|markdown"]),
+    ("flops", ["train|prefill|decode", "eager|flash", "none|selective|op|full", "table|json|csv|markdown"]),
     ("memory", ["train|inference", "adam|adamw|sgd|sgd-momentum", "fp32|bf16|fp16"]),
     ("time", ["train|prefill|decode|generate"]),
     ("verify", ["auto|meta|cpu|cuda", "transformers"]),

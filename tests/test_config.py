@@ -308,6 +308,9 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
      [":8: key 'moe.shared_expert_d_ff': applies only to moe.shared_experts >= 1"]),
     (BASE + "sliding_window: 4\nlayer_types: [full, full]\n",
      [":8: key 'sliding_window': applies only to sliding layers"]),
+    # RG-LRU gate blocks of one channel (torch's batched matmul may copy such an input, by layout)
+    (BASE + "layer_types: [rglru]\nrglru: {width: 2, n_heads: 2}\n",
+     [":9: key 'rglru.n_heads': 2 makes gate blocks of one channel (width 2), which are not modeled"]),
 ])
 def test_new_keys_bad_config_exits_2_with_one_line(config_file, run, text, fragments):
     path = config_file(text, "bad.yaml")

@@ -66,6 +66,16 @@ def test_backward_linear_2x_attention_eager_2x_flash_2_5x():
     assert sel.backward.matmul_total - eager.backward.matmul_total == attn_fwd
     flash_sel = count_flops(cfg, w.replace(attention="flash", recompute="selective"))
     assert (flash_sel.forward, flash_sel.backward) == (flash.forward, flash.backward)
+    # op: one more forward of the linears it keeps no output of, the 2nd, 4th, ... of q, k, v, o, up, down,
+    # and of eager attention's core; every linear with fp8 matmuls (none kept)
+    rerun = sum(eager.forward.matmul[k] for k in ("attention/k", "attention/o", "mlp/down"))
+    for attention, core in (("flash", 0), ("eager", attn_fwd)):
+        base = count_flops(cfg, w.replace(attention=attention))
+        op = count_flops(cfg, w.replace(attention=attention, recompute="op"))
+        assert op.forward == base.forward
+        assert op.backward.matmul_total - base.backward.matmul_total == rerun + core
+    fp8 = count_flops(cfg, w.replace(recompute="op", dtype="fp8"))
+    assert fp8.backward.matmul_total - flash.backward.matmul_total == layers - attn_fwd
 
 
 def test_prefill_last_logits_and_decode():

@@ -1040,6 +1040,9 @@ DEPTHS["hy_v4"] = 3  # its dense layer, an indexed MoE layer and its first share
 DEPTHS["recurrent_gemma"] = 3  # two recurrent blocks and its first attention layer
 # Kimi Linear: three KDA layers (a dense one, two MoE), its first MLA layer, and the class default's (the fifth)
 DEPTHS["kimi_linear"] = 5
+# Nemotron-H (its depth is its hybrid_override_pattern's length, cut to match): Mamba-2 and MLP layers up to its
+# first attention layer, the fifteenth
+DEPTHS["nemotron_h"] = 15
 
 
 def _shallow(raw: dict) -> dict:
@@ -1052,6 +1055,8 @@ def _shallow(raw: dict) -> dict:
             out[key] = min(out[key], depth)
     if isinstance(out.get("layer_types"), list):
         out["layer_types"] = out["layer_types"][:depth]
+    if isinstance(out.get("hybrid_override_pattern"), str):
+        out["hybrid_override_pattern"] = out["hybrid_override_pattern"][:depth]
     if raw["model_type"] == "gpt_neo":  # its attention_types must expand to its depth: one global, one local
         out["attention_types"] = [[["global", "local"], 1]]
     linear = out.get("linear_attn_config")
@@ -1081,10 +1086,11 @@ def _figures(data: dict) -> tuple:
 def _transformers_config(data: dict):
     """transformers' config of ``data`` as ``build_hf`` reads it (without the dtype: it builds in
     fp32), or None where the config class refuses it. A copy: transformers writes into the
-    nested mappings it is given (rope_scaling)."""
+    nested mappings it is given (rope_scaling). The class called on the dict, as ``from_dict``
+    without keyword arguments calls it (which then formats the whole config for a log line)."""
     rest = {k: v for k, v in copy.deepcopy(data).items() if k not in ("model_type", "dtype", "torch_dtype")}
     try:
-        return transformers.CONFIG_MAPPING[data["model_type"]].from_dict(rest)
+        return transformers.CONFIG_MAPPING[data["model_type"]](**rest)
     except Exception:
         return None
 
@@ -1095,7 +1101,7 @@ _MEASURED: dict[tuple[str, int], tuple | str] = {}
 def _measured(data: dict, config, prefill: int) -> tuple | str:
     """The parameters and the KV-cache bytes of transformers' model of ``data``, or "refused"
     when it cannot be built or run; once per config (equal configs build equal models) and prefill."""
-    key = (config.to_json_string(), prefill)
+    key = (config.to_json_string(use_diff=False), prefill)  # every field: no default config built to diff
     if key not in _MEASURED:
         try:  # with real weights on the CPU where it cannot run on meta (at SMALL's size)
             device = "cpu" if data["model_type"] in against.NOT_ON_META else "meta"

@@ -424,13 +424,31 @@ def _totals(raw: dict, tmp_path) -> tuple:
         ours = count_params(load_path(path)).total
     except ConfigError:
         ours = "refused"
+    return ours, _theirs(raw)
+
+
+_THEIRS: dict[str, int | str] = {}
+
+
+def _theirs(raw: dict) -> int | str:
+    """transformers' parameter total of ``raw``'s model, or "refused"; once per config as ``build_hf``
+    reads it (without the dtype: it builds in fp32): equal configs build equal models."""
+    rest = {k: v for k, v in json.loads(json.dumps(raw)).items() if k not in ("model_type", "dtype", "torch_dtype")}
     try:
-        model = against.build_hf(json.loads(json.dumps(raw)))
-        against.measure_kv_bytes(model, 1, 4)
-        theirs = _stored(model)
-    except Exception:  # transformers refuses to build or run it
-        theirs = "refused"
-    return ours, theirs
+        key = transformers.CONFIG_MAPPING[raw["model_type"]](**rest).to_json_string(use_diff=False)
+    except Exception:  # the config class refuses it: build_hf does, measured below
+        key = None
+    if key is None or key not in _THEIRS:
+        try:
+            model = against.build_hf(json.loads(json.dumps(raw)))
+            against.measure_kv_bytes(model, 1, 4)
+            theirs = _stored(model)
+        except Exception:  # transformers refuses to build or run it
+            theirs = "refused"
+        if key is None:
+            return theirs
+        _THEIRS[key] = theirs
+    return _THEIRS[key]
 
 
 # What llmcalc refuses though transformers builds it and runs text through it: SigLIP's pooling

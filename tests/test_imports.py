@@ -3,6 +3,7 @@ import one way, imports at the top of modules except the documented lazy ones, a
 analysis/verify only (DESIGN.md section 1)."""
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,11 @@ def _imports(name: str) -> tuple[list[str], list[tuple[int, str]]]:
     return top, inner
 
 
-GRAPH = {name: _imports(name) for name in MODULES}
+@functools.cache
+def _graph() -> dict[str, tuple[list[str], list[tuple[int, str]]]]:
+    """Every module's imports, read when a test first asks (not at collection: each pytest-xdist worker
+    collects every module, one runs these tests)."""
+    return {name: _imports(name) for name in MODULES}
 
 
 def _project(target: str) -> str | None:
@@ -99,7 +104,7 @@ def _project(target: str) -> str | None:
 
 
 def test_no_import_circle_inside_analysis():
-    edges = {name: {t for t in map(_project, GRAPH[name][0]) if t and t.startswith("llmcalc.analysis")}
+    edges = {name: {t for t in map(_project, _graph()[name][0]) if t and t.startswith("llmcalc.analysis")}
              for name in MODULES if name.startswith("llmcalc.analysis")}
     state: dict[str, int] = {}  # 1: on the path, 2: done
     path: list[str] = []
@@ -124,7 +129,7 @@ def _layer(name: str) -> str:
 
 
 def test_analysis_sub_packages_import_one_way():
-    for name, (top, _) in GRAPH.items():
+    for name, (top, _) in _graph().items():
         if not name.startswith("llmcalc.analysis.") or name == "llmcalc.analysis":
             continue
         for target in filter(None, map(_project, top)):
@@ -133,11 +138,11 @@ def test_analysis_sub_packages_import_one_way():
 
 
 def _imports_torch(name: str) -> bool:
-    return any(t.split(".")[0] == "torch" for t in GRAPH[name][0])
+    return any(t.split(".")[0] == "torch" for t in _graph()[name][0])
 
 
 def test_imports_are_at_the_top_but_the_heavy_optional_ones():
-    for name, (_, inner) in GRAPH.items():
+    for name, (_, inner) in _graph().items():
         for line, target in inner:
             project = _project(target)
             heavy = target.split(".")[0] in HEAVY or (project is not None and _imports_torch(project)) \
@@ -146,14 +151,14 @@ def test_imports_are_at_the_top_but_the_heavy_optional_ones():
 
 
 def test_torch_only_in_analysis_verify():
-    for name, (top, inner) in GRAPH.items():
+    for name, (top, inner) in _graph().items():
         torch = [t for t in top + [t for _, t in inner] if t.split(".")[0] == "torch"]
         assert not torch or name.startswith("llmcalc.analysis.verify"), name
 
 
 def test_the_graph_is_read_whole():
     """The reading above sees the imports that matter: a few edges known to exist."""
-    assert "llmcalc.analysis.model.config" in GRAPH["llmcalc.analysis.model.checks"][0]
-    assert "torch" in GRAPH["llmcalc.analysis.verify.model"][0]
-    assert (GRAPH["llmcalc.cli.verify_cmd"][1] and
-            all(_project(t) is None or _imports_torch(_project(t)) for _, t in GRAPH["llmcalc.cli.verify_cmd"][1]))
+    assert "llmcalc.analysis.model.config" in _graph()["llmcalc.analysis.model.checks"][0]
+    assert "torch" in _graph()["llmcalc.analysis.verify.model"][0]
+    assert (_graph()["llmcalc.cli.verify_cmd"][1] and
+            all(_project(t) is None or _imports_torch(_project(t)) for _, t in _graph()["llmcalc.cli.verify_cmd"][1]))

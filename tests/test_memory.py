@@ -47,6 +47,12 @@ def test_recompute_keeps_less(run):
     # per layer the softmax output goes, and q, k, v (3 S d) replace the q and k copies and v (3 S d);
     # the checkpoints keep the causal mask, once
     assert none["activations"] - selective["activations"] == L * h * S * S * b - S * S * b
+    # per-op checkpointing keeps a block's input and q, v and up's outputs (the 1st, 3rd and 5th of q, k,
+    # v, o, up, down; up is 4 d wide): 6 S d a layer more than full recomputation's input alone
+    op = json.loads(run("memory", "gpt2-small", "--seq", "1024", "--attention", "eager", "--recompute", "op",
+                        "--json").stdout)
+    assert op["activations"] - full["activations"] == L * 6 * S * 768 * b
+    assert op["recompute"] == "op"
 
 
 def test_inference_parts(run):

@@ -13,7 +13,7 @@ from llmcalc.analysis.cluster.generation import generate as generate_parallel
 from llmcalc.analysis.cluster.generation import one_pass, shard
 from llmcalc.analysis.cluster.memory import memory
 from llmcalc.analysis.cluster.pipeline import chunks, held, split
-from llmcalc.analysis.cluster.sharding import stage_tensors, stages
+from llmcalc.analysis.cluster.sharding import REDUCE_SCATTERED, saved, stage_saves, stage_tensors, stages
 from llmcalc.analysis.cluster.step import step
 from llmcalc.analysis.count.activations import activation_bytes
 from llmcalc.analysis.count.flops import count_flops
@@ -310,6 +310,35 @@ def test_async_tp_hides_each_regions_collectives_behind_its_linears():
     assert overlapped.time_s < vanilla.time_s and overlapped.time_s <= overlapped.expected.time_s
     with pytest.raises(SpecError, match="needs --sp"):
         Layout(tp=8, async_tp=True)
+
+
+def test_op_reruns_the_all_gathers_and_keeps_the_reduce_scattered_outputs():
+    """--recompute op under TP: backward runs each region's forward all-gather again (its all-reduce
+    without sp), not its reduce-scatter, whose output the policy keeps: T/tp x d a region and layer
+    under sp. The MoE all-to-alls run again; ring attention's sends are inside the kernel it keeps."""
+    cfg, hw, T, L, d, b = load_bundled("llama-3-8b"), load_hardware("h100"), 4096, 32, 4096, 2
+
+    def region_outputs(recompute: str, sp: bool) -> dict[str, tuple[int, int]]:
+        run = RunSpec("train", T, 1, recompute=recompute, layout=Layout(tp=4, sp=sp, micro_batches=1))
+        out: dict[str, tuple[int, int]] = {}
+        for c in step(cfg, run, hw).collectives:
+            if c.what in ("tp region outputs", "tp region outputs, rerun"):
+                calls, payload = out.get(c.kind, (0, 0))
+                out[c.kind] = (calls + c.calls, payload + c.payload)
+        return out
+
+    once = (2 * L, 2 * L * T * d * b)  # two regions a layer, one micro-batch
+    assert region_outputs("none", True) == {"reduce-scatter": once, "all-gather": once}
+    assert region_outputs("op", True) == {"reduce-scatter": once, "all-gather": (2 * once[0], 2 * once[1])}
+    assert region_outputs("op", False) == {"all-reduce": (2 * once[0], 2 * once[1])}
+    run = RunSpec("train", T, 1, recompute="op", layout=Layout(tp=4, sp=True, micro_batches=1))
+    assert saved(stage_saves(cfg, run)[0])[REDUCE_SCATTERED] == L * 2 * T // 4 * d * b
+    plain = run.replace(layout=Layout(tp=4, micro_batches=1))
+    assert REDUCE_SCATTERED not in saved(stage_saves(cfg, plain)[0])
+    moe = load_bundled("mixtral-8x7b")
+    calls = {r: sum(c.calls for c in step(moe, RunSpec("train", 1024, 1, recompute=r, layout=Layout(
+        dp=2, ep=2, micro_batches=1)), hw).collectives if c.group == "ep") for r in ("none", "op")}
+    assert calls == {"none": 2 * 32 * 2, "op": 2 * 32 * 3}  # forward and backward; op a forward more
 
 
 def test_fp8_tensorwise_under_sp_casts_each_region_input_once_on_the_shard_and_gathers_fp8():

@@ -79,8 +79,13 @@ def test_expected_figures_are_read_beside_the_ideal_ones():
 
 def test_the_setups_the_sources_print_are_the_cases_options():
     """A row or table that says it ran async TP runs with --async-tp, one that says float8 rowwise with
-    --fp8-scaling rowwise, and no other."""
+    --fp8-scaling rowwise, one that says per-op selective checkpointing with --recompute op (the Dec 2024
+    notes' "selective AC" is train_configs/llama3_8b.toml's at 9dec370: selective_ac_option 'op'), and no
+    other."""
     for case in CASES:
         args, cite = case["args"].split(), case["cite"]
         assert ("--async-tp" in args) == ("AsyncTP" in cite or "Async TP" in cite), case["id"]
         assert ("rowwise" in args) == ("float8 rowwise" in cite), case["id"]
+        per_op = "selective op" in cite or "per op SAC" in cite or (
+            "llama3_h100_202412" in cite and "selective AC" in cite)
+        assert ("--recompute op" in case["args"]) == per_op, case["id"]

@@ -9,7 +9,7 @@ import llmcalc.analysis.verify.report as report
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.load.catalog import bundled_names, load_bundled
 from llmcalc.analysis.model.layers import layer_specs
-from llmcalc.analysis.verify.attention import ReferenceFlash, repeat_kv
+from llmcalc.analysis.verify.attention import reference_flash, repeat_kv
 from llmcalc.analysis.verify.cache import KVCache
 from llmcalc.analysis.verify.checks import CHECKS, applicable, check_rope_relative, small_config
 from llmcalc.analysis.verify.ffn import MoE
@@ -271,7 +271,7 @@ def test_reference_flash_gradcheck(cap, with_sinks, with_bias):
     sinks = sinks if with_sinks else None
 
     def f(q, k, v, sinks):
-        return ReferenceFlash.apply(q, k, v, bias, sinks, 0.4, cap, bias is None)
+        return reference_flash(q, k, v, bias, sinks, 0.4, cap, bias is None)
 
     assert torch.autograd.gradcheck(f, (q, k, v, sinks), fast_mode=True)
 
@@ -281,7 +281,7 @@ def test_reference_flash_equals_eager_with_sinks_and_softcap():
     scores = torch.tanh(q @ repeat_kv(k, 2).transpose(-2, -1) * 0.4 / 1.5) * 1.5 + bias
     logits = torch.cat([scores, sinks.view(1, 4, 1, 1).expand(2, 4, 5, 1)], -1)
     eager = logits.softmax(-1)[..., :-1] @ repeat_kv(v, 2)
-    flash = ReferenceFlash.apply(q, k, v, bias, sinks, 0.4, 1.5, False)
+    flash = reference_flash(q, k, v, bias, sinks, 0.4, 1.5, False)
     assert torch.allclose(eager, flash)
 
 
@@ -291,7 +291,7 @@ def test_reference_flash_flop_counts():
 
     q, k, v, sinks, bias = _flash_inputs()
     with FlopCounterMode(display=False) as fwd:
-        out = ReferenceFlash.apply(q, k, v, bias, sinks, 0.4, 1.5, False)
+        out = reference_flash(q, k, v, bias, sinks, 0.4, 1.5, False)
     with FlopCounterMode(display=False) as bwd:
         out.sum().backward()
     pairs = 2 * 2 * 4 * 5 * 5  # 2 * B * h * S * S_kv
@@ -305,7 +305,7 @@ def test_new_variants_analytic_equals_measured(name):
     cfg = CONFIGS[name]
     checks = report.param_checks(cfg) + report.kv_checks(cfg, "meta", 2)
     for attention in ("eager", "flash"):
-        for recompute in report.recomputations(attention):
+        for recompute in report.recomputations(attention, cfg):
             checks += report.training_checks(cfg, 7, 2, attention, recompute, "meta")
     failed = [c for c in checks if not c.ok]
     assert not failed, failed

@@ -129,6 +129,42 @@ def test_train_moves_three_forwards_and_the_optimizer_step():
     assert train == {k: 3 * v for k, v in forward.items()}
 
 
+def test_op_runs_again_and_moves_again_what_it_keeps_no_output_of():
+    """--recompute op on Llama 3 8B (flash): backward runs k, o and gate again (the 2nd, 4th and 6th of q,
+    k, v, o, up, gate, down) and every elementwise op of the layers: four forwards' FLOPs, bytes and
+    kernels where training has three; the other linears, the attention kernel, the LM head, the
+    embedding and the optimizer step as without recomputation."""
+    cfg, hw = load_bundled("llama-3-8b"), load_hardware("h100")
+    none, op = (roofline(cfg, RunSpec("train", 4096, 1, recompute=r), hw).components for r in ("none", "op"))
+    assert set(none) == set(op)
+    # the layers' two RMSNorms a layer (4 FLOPs, one read and one write an element) run again, not the final one
+    T, L, d = 4096, 32, 4096
+    assert op["norm"].elementwise_flops - none["norm"].elementwise_flops == 2 * L * T * d * 4
+    assert op["norm"].bytes - none["norm"].bytes == 2 * L * T * d * 2 * 2
+    again = ("attention/k", "attention/o", "mlp/gate", "attention/rope", "activation", "residual")
+    for key, c in op.items():
+        if key == "norm":
+            continue
+        b, f = none[key], (4 if key in again else 3)
+        assert 3 * c.matmul_flops == f * b.matmul_flops and 3 * c.elementwise_flops == f * b.elementwise_flops, key
+        assert 3 * c.bytes == f * b.bytes and c.latency_s == pytest.approx(f / 3 * b.latency_s, rel=1e-12), key
+    assert sum(op[k].matmul_flops for k in again) > sum(none[k].matmul_flops for k in again)
+
+
+def test_op_casts_every_fp8_matmuls_input_again():
+    """With fp8 matmuls per-op checkpointing keeps no linear's output (aten._scaled_mm is off its list):
+    every linear runs again in backward, its input and weight cast again (analysis/perf/float8.py)."""
+    cfg = load_bundled("llama-3-8b")
+    T, L, d, kv, f = 4096, 32, 4096, 1024, 14336
+    linears = [(d, d), (d, kv), (d, kv), (d, d), (d, f), (d, f), (f, d)]  # q k v o gate up down
+    x, w, g = (T * sum(i for i, _ in linears), sum(i * o for i, o in linears), T * sum(o for _, o in linears))
+    r = roofline(cfg, RunSpec("train", T, 1, dtype="fp8", recompute="op"), H100)
+    casts, none = r.components["float8/casts"], roofline(cfg, RunSpec("train", T, 1, dtype="fp8"), H100)
+    assert (casts.elementwise_flops, casts.bytes) == (3 * L * (2 * (x + w) + g), L * (2 * (4 * x + 6 * w) + 4 * g))
+    for key in ("attention/q", "attention/v", "mlp/up", "mlp/down"):  # kept in bf16, run again in fp8
+        assert 3 * r.components[key].matmul_flops == 4 * none.components[key].matmul_flops
+
+
 def test_mfu_of_a_hand_example():
     """Llama 2 7B: 6,738,415,616 parameters, 131,072,000 of them the token embedding. At 3,000
     tokens/s on one A100 (312 TFLOP/s bf16), 6N gives 3,000 * 6 * 6,607,343,616 / 312e12."""

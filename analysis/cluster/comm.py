@@ -31,7 +31,10 @@ Per micro-batch (``T`` tokens of the micro-batch, ``d`` the model width, compute
 - pipeline parallel: a stage sends its output, ``T x d`` (``/ tp`` with ``sp``), to the next
   stage, and in backward the gradient of its input to the previous one (each of its ``vpp``
   model chunks does, interleaved);
-- full recomputation repeats each layer's forward collectives in backward;
+- full recomputation repeats each layer's forward collectives in backward; per-op checkpointing
+  (:mod:`analysis.count.recompute`) those but the reduce-scatters, whose outputs it keeps: a region's
+  all-gather under ``sp`` (its all-reduce without), the MoE all-to-alls; not ring attention's sends,
+  inside the attention kernel whose output it keeps;
 - ZeRO-3 (FSDP2): each layer is a unit; per micro-batch every unit's weights are all-gathered
   for forward and, except the root unit's (the stage's embedding, final norm and LM head, which
   FSDP2 keeps gathered between forward and backward), again for backward, and its gradients
@@ -77,7 +80,7 @@ class Collective(NamedTuple):
         return (2 * share if self.kind == "all-reduce" else share) // self.ranks
 
 
-def _tp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int) -> list[Collective]:
+def _tp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int, rerun: bool) -> list[Collective]:
     """Tensor-parallel collectives of one GPU of ``stage`` over the step (``run``: the GPU's share
     of the run, without its layout; so for each dimension)."""
     tp, m, train = layout.tp, layout.steps, run.mode == "train"
@@ -103,6 +106,9 @@ def _tp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int)
 
     n = len(layers)
     reduce("tp region outputs", act, 2 * n * passes, gathered)
+    if rerun and n:  # per-op checkpointing keeps the reduce-scatters' outputs: backward reruns the rest
+        kind, payload = ("all-gather", gathered) if layout.sp else ("all-reduce", act)
+        out.append(Collective("tp region outputs, rerun", kind, "tp", tp, 2 * n * m, 2 * n * m * payload))
     if train:
         mla = [s for s in layers if s.attention == "mla"]
         mha = n - len(mla)
@@ -265,11 +271,13 @@ def collective_groups(cfg: ModelConfig, run: RunSpec, stage: int, shared: dict |
             shared[share_key] = cp_local(run).replace(layout=Layout())
         local, mine = tp_local(cfg, layout.tp), shared[share_key]
         passes = 2 if run.mode == "train" and run.recompute == "full" else 1  # forward collectives per micro-batch
+        # per-op checkpointing reruns the all-gathers, all-reduces and all-to-alls (not the attention kernel's ring)
+        op = run.mode == "train" and run.recompute == "op"
         for key in missing:
             dim = key[0]
-            group = ((_tp(local, mine, layout, stage, passes) if layout.tp > 1 else []) if dim == "tp"
+            group = ((_tp(local, mine, layout, stage, passes, op) if layout.tp > 1 else []) if dim == "tp"
                      else _cp(local, mine, layout, stage, passes) if dim == "cp"
-                     else _ep(local, mine, layout, stage, passes) if dim == "ep"
+                     else _ep(local, mine, layout, stage, passes + op) if dim == "ep"
                      else _pp(local, mine, layout, stage) if dim == "pp" else _dp(cfg, run, stage))
             shared[key] = tuple(group)
     return [(key, shared[key]) for key in keys]

@@ -164,7 +164,11 @@ def _stages(n_layers: int, pp: int, vpp: int) -> tuple[tuple[int, ...], ...]:
 # Token ids (embedding/) are whole on every TP rank: the vocab-parallel lookup needs them all.
 RESIDUAL_STREAM = ("norm/", "attention/q", "attention/q_a", "attention/kv_a", "attention/q_a_norm",
                    "attention/q_b", "attention/kv_a_norm", "attention/kv_b", "mlp/up", "moe/router", "moe",
-                   "layer", "lm_head")
+                   "layer", "lm_head",
+                   # per-op checkpointing's (analysis/count/recompute.py): the replicated linears' outputs, the
+                   # reduce-scatters' (REDUCE_SCATTERED)
+                   "attention/q_a/output", "attention/kv_a/output", "moe/router/output", "layer/reduce-scatter")
+REDUCE_SCATTERED = "layer/reduce-scatter"  # per-op checkpointing under sp keeps the regions' reduce-scattered outputs
 
 
 @functools.lru_cache(maxsize=1024)
@@ -467,7 +471,7 @@ class SaveTerms(NamedTuple):
 def save_terms(cfg: ModelConfig, mine: RunSpec, tp: int, sp: bool) -> SaveTerms:
     """:class:`SaveTerms` of the TP rank's model, ``mine`` one GPU's share of the run
     (:func:`cp_local`, resolved, no layout)."""
-    groups, once = _save_kinds(cfg, mine, tp)
+    groups, once = _save_kinds(cfg, mine, tp, sp)
 
     def terms(kinds: Kinds) -> Terms:
         whole, split, routed = 0, [], []
@@ -485,11 +489,11 @@ def save_terms(cfg: ModelConfig, mine: RunSpec, tp: int, sp: bool) -> SaveTerms:
 
 
 @functools.lru_cache(maxsize=256)
-def _save_kinds(cfg: ModelConfig, mine: RunSpec, tp: int) -> tuple[tuple[Kinds, ...], dict[str, Kinds]]:
+def _save_kinds(cfg: ModelConfig, mine: RunSpec, tp: int, sp: bool) -> tuple[tuple[Kinds, ...], dict[str, Kinds]]:
     """The TP rank's saves (``mine``: one GPU's share of the run) by how a layout splits them: of
     each layer group per layer, and once per forward by where (:func:`_once_on`), each as
     ((routed expert, on the residual stream), bytes of each such save)."""
-    groups, once = _activations(tp_local(cfg, tp), mine)
+    groups, once = _activations(tp_local(cfg, tp), mine, sp)
 
     def kinds(saves: list[tuple[str, int]]) -> Kinds:
         out: dict[tuple[bool, bool], list[int]] = {}
@@ -510,14 +514,20 @@ def _chunk_layers(cfg: ModelConfig, pp: int, vpp: int) -> tuple[tuple[tuple[tupl
 
 
 @functools.lru_cache(maxsize=1024)
-def _activations(cfg: ModelConfig, run: RunSpec) -> tuple[tuple, dict[str, int]]:
-    """The TP rank's per-layer saves by group, and its once-per-forward saves (``run``: one GPU's share)."""
+def _activations(cfg: ModelConfig, run: RunSpec, sp: bool = False) -> tuple[tuple, dict[str, int]]:
+    """The TP rank's per-layer saves by group, and its once-per-forward saves (``run``: one GPU's share;
+    ``sp``: under sequence parallelism, where per-op checkpointing also keeps each region's reduce-scattered
+    output, :data:`REDUCE_SCATTERED`)."""
     acts = activation_bytes(cfg, run)
     once = dict(acts.components)
     for group, per_layer in acts.groups:
         for key, n in per_layer.items():
             once[key] -= n * group.count
-    return tuple(acts.groups), once
+    groups = tuple(acts.groups)
+    if sp and run.recompute == "op":  # a region's output is T x d as the block's input (before the tp split)
+        groups = tuple((group, {**per_layer, REDUCE_SCATTERED: per_layer["layer"] * (
+            (group.spec.attention != "none") + (group.spec.ffn is not None))}) for group, per_layer in groups)
+    return groups, once
 
 
 @functools.lru_cache(maxsize=16384)  # `plan`: chunks of the same layers under many layouts
@@ -526,7 +536,7 @@ def _chunk_saves(cfg: ModelConfig, run: RunSpec, tp: int, ep: int, sp: bool, lay
     """(component, bytes) one micro-batch saves in a model chunk of ``layers`` (layer-plan group,
     count), the first model chunk of the first stage or the last of the last, and their sum."""
     local = tp_local(cfg, tp)
-    groups, once = _activations(local, run)
+    groups, once = _activations(local, run, sp)
 
     def split(key: str, n: int) -> int:
         return _split(key, n, tp, ep, sp)

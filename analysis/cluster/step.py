@@ -49,6 +49,7 @@ from typing import NamedTuple
 from ..count.flops import core_keys, layer_matmul
 from ..count.lora import adapter_params
 from ..count.params import count_params
+from ..count.recompute import rerun_linears
 from ..errors import ConfigError
 from ..model.architecture import build
 from ..model.config import ModelConfig
@@ -374,7 +375,8 @@ def _stage_compute(parts: dict[str, Component], work: list[int], whole: int, hel
     return mine, sum(c.time_s for c in mine.values()), sum(c.expected_s for c in mine.values())
 
 
-TP_REGIONS = ("tp region outputs", "tp region input gradients")  # sp: an all-gather before, a reduce-scatter after
+# sp: an all-gather before, a reduce-scatter after (per-op checkpointing runs the all-gathers again)
+TP_REGIONS = ("tp region outputs", "tp region input gradients", "tp region outputs, rerun")
 
 
 def _async_tp(local: ModelConfig, run: RunSpec, cs: list[Collective], times: list[float],
@@ -383,16 +385,21 @@ def _async_tp(local: ModelConfig, run: RunSpec, cs: list[Collective], times: lis
     that asynchronous tensor parallelism hides (module docstring): in each region kind (attention,
     FFN; the collectives split evenly between them, as :func:`.comm._tp` counts two regions a layer),
     ``min(comm, (tp - 1) / tp x matmuls)``, the matmuls being the region's linears in the forward
-    passes and backward's input gradients."""
-    tp, m = run.layout.tp, run.layout.steps
+    passes and backward's input gradients (a linear recomputation runs again: its forward twice, and
+    the all-gathers per-op checkpointing runs again with it)."""
+    tp, m, train = run.layout.tp, run.layout.steps, run.mode == "train"
     comm = sum(t for c, t in zip(cs, times) if c.group == "tp" and c.what in TP_REGIONS) / 2
-    full = run.recompute == "full"
-    overlapped = (2 + full) / (3 + full) if run.mode == "train" else 1.0  # forward(s) and dX of fwd + dX + dW
+    rerun = {lin.key for _, block in build(local).blocks for lin in rerun_linears(block, run)} if train else set()
+
+    def overlapped(key: str) -> float:  # forward(s) and dX of fwd (+ its rerun) + dX + dW
+        again = key in rerun
+        return (2 + again) / (3 + again) if train else 1.0
+
     attention, ffn = _region_linears(local)
     hidden = 0.0
     for keys in (attention, ffn):
-        mm = sum(mine[k].expected_s if expected else mine[k].time_s for k in keys if k in mine)
-        hidden += min(comm, (tp - 1) / tp * overlapped * mm * m)
+        mm = sum((mine[k].expected_s if expected else mine[k].time_s) * overlapped(k) for k in keys if k in mine)
+        hidden += min(comm, (tp - 1) / tp * mm * m)
     return hidden
 
 

@@ -54,6 +54,10 @@ runs it again) a block keeps only its input, ``T*d`` values, under ``layer``; th
 also keeps each distinct mask or position bias a layer passes (eager always builds one) and the
 RoPE tables, once; embeddings (and their norm), final norm, LM head and loss keep what they keep
 without.
+With ``recompute="op"`` (per-op checkpointing, :mod:`analysis.count.recompute`) a block keeps its input
+(``layer``), the outputs of the linears the policy keeps (``<key>/output``: every other one, none with fp8
+matmuls) and the flash kernel's output and fp32 log-sum-exp (``attention/sdpa``), and the checkpoint the
+masks and RoPE tables, once, as with ``full``.
 With ``recompute="selective"`` (Korthikanti et al.) eager attention's core (scores, softmax,
 values) is checkpointed: instead of the q/k copies, the expanded K/V, the softmax and tanh
 outputs, it keeps its inputs, q and k as RoPE (or the projection, or qk-norm) leaves them, v (a
@@ -81,6 +85,7 @@ from ..model.variants import POSITIONS
 from ..spec import LoRA, RunSpec, check_arguments
 from .flops import core_recomputed
 from .lora import layer_adapted
+from .recompute import kept_bytes
 
 
 class Activations(NamedTuple):
@@ -189,7 +194,7 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
         raise SpecError("lora", f"adapters on a model with {cfg.recurrent_kind} layers are not modeled")
     if run.lora is not None and cfg.hyper is not None:
         raise SpecError("lora", "adapters on a model with hyper-connections (hyper) are not modeled")
-    batch, seq, attention, full = run.batch, run.seq, run.attention, run.recompute == "full"
+    batch, seq, attention, full, op = run.batch, run.seq, run.attention, run.recompute == "full", run.recompute == "op"
     selective = core_recomputed(cfg, run)
     b = bytes_per(run.dtype)
     T, d = batch * seq, cfg.d_model
@@ -211,12 +216,14 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     for group, block in model.blocks:
         if full:
             per_layer = {"layer": T * d * cfg.streams * b}  # the block's input: every residual stream
+        elif op:
+            per_layer = kept_bytes(block, run, b)
         else:
             per_layer = layer_bytes(block, batch, seq, "selective" if selective else attention, b, run.lora)
         groups.append((group, per_layer))
         for key, n in per_layer.items():
             comps[key] = comps.get(key, 0) + n * group.count
-    if full:
+    if full or op:
         shared = {"layer": rope + masks}  # the checkpoints keep them with the blocks' inputs
     elif selective:
         shared = {"attention": rope + masks}  # the core's checkpoints keep the masks as inputs

@@ -18,7 +18,10 @@ Conventions (README "FLOPs"):
   ``recompute="full"`` (full activation recomputation) adds one more forward of every layer
   (not the LM head, whose input is kept); ``"selective"`` one more forward of eager
   attention's core (scores, their elementwise ops, values: Korthikanti et al.'s selective
-  recomputation), nothing with flash attention, which recomputes its scores anyway.
+  recomputation), nothing with flash attention, which recomputes its scores anyway; ``"op"``
+  (per-op checkpointing, :mod:`analysis.count.recompute`) one more forward of the linears it does
+  not keep, of eager attention's core and of the layers' elementwise ops (not those a flash kernel
+  whose output it keeps fuses, nor a kept linear's bias add).
   Elementwise backward is estimated as 2x its forward;
 - a prefill is one pass over the prompt: ``run.chunk`` (chunked prefill) changes the memory
   peak (:mod:`analysis.memory`), not these counts.
@@ -46,6 +49,7 @@ from ..model.variants import (
 from ..spec import RunSpec, check_arguments
 from .lora import frozen_keys, layer_adapted
 from .params import count_params
+from .recompute import rerun_core, rerun_linears, rerun_ops
 
 
 def _triangle(n: int, window: int | None, chunk: int | None = None, topk: int | None = None) -> int:
@@ -347,11 +351,17 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     layers_mm: dict[str, int] = {}
     layers_ew: dict[str, int] = {}
     core_ew: dict[str, int] = {}
+    op_mm: dict[str, int] = {}  # what backward runs again under op
+    op_ew: dict[str, int] = {}
     groups = []
     for group, layer in model.blocks:
         mm = layer_matmul(layer, run)
         groups.append((group, mm))
         _accumulate(layers_mm, mm, group.count)
+        if run.recompute == "op" and run.mode == "train":
+            rerun = {m.key for m in rerun_linears(layer, run)} | (set(CORE_MATMULS) if rerun_core(cfg, run) else set())
+            _accumulate(op_mm, {k: v for k, v in mm.items() if k in rerun}, group.count)
+            _accumulate(op_ew, totals(rerun_ops(layer, run, layer_ops(layer, run))), group.count)
         _accumulate(layers_ew, layer_elementwise(layer, run), group.count)
         _accumulate(core_ew, totals(core_ops(layer_ops(layer, run))), group.count)
     head = model.head.linear
@@ -400,6 +410,9 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     if run.recompute == "full":
         _accumulate(bwd_mm, layers_mm)
         _accumulate(bwd_ew, layers_ew)
+    elif run.recompute == "op":
+        _accumulate(bwd_mm, op_mm)
+        _accumulate(bwd_ew, op_ew)
     elif core_recomputed(cfg, run):
         _accumulate(bwd_mm, {k: layers_mm[k] for k in CORE_MATMULS if k in layers_mm})
         _accumulate(bwd_ew, core_ew)

@@ -21,7 +21,8 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
   KV-cache dtype (inference) or the compute dtype (training);
 - backward moves twice the forward's bytes per component (each matmul's input and weight
   gradients are two matmuls of the forward's size; each elementwise op reads its saved input and
-  the incoming gradient and writes one); full recomputation adds one more forward of the layers;
+  the incoming gradient and writes one); full recomputation adds one more forward of the layers,
+  per-op checkpointing one of what it does not keep (:func:`rerun_bytes`);
   the optimizer step reads the weights, gradients and optimizer state and writes the weights and
   the state back (``optimizer``);
 - LoRA: an adapter's two matrices move their bytes as any matrix does (``<key>/lora``); a frozen
@@ -36,12 +37,15 @@ from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
 from ..model.formats import FORMATS
+from ..model.parts import Linear
 from ..model.sizes import bytes_per, weight_bytes
+from ..model.variants import Op
 from ..spec import RunSpec
 from .flops import _add, attended_keys, core_keys, core_recomputed, layer_ops, linear_rows, model_ops
 from .lora import frozen_keys, layer_adapted
 from .memory import trained_state
 from .quant import linear_weight_bytes
+from .recompute import rerun_core, rerun_linears, rerun_ops
 
 
 def attended_span(past: int, n: int, window: int | None, chunk: int | None) -> int:
@@ -84,12 +88,10 @@ def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
     out: dict[str, int] = {}
     lora = layer_adapted([m.key for m in layer.linears()], run.lora)
     for m in layer.linears():
-        rows = linear_rows(m, layer, run)
-        read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)
-        _add(out, m.key, linear_weight_bytes(layer.cfg, m, read, run.weights_dtype, run.dtype)
-             + rows * m.active * (m.d_in + m.d_out) * b)
+        _add(out, m.key, _linear_bytes(layer, m, run, b))
         if m.key in lora:  # A (d_in -> r) and B (r -> d_out), each read once per copy read
-            r = run.lora.rank
+            rows, r = linear_rows(m, layer, run), run.lora.rank
+            read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)
             _add(out, m.key + "/lora", read * r * (m.d_in + m.d_out) * b
                  + rows * m.active * (m.d_in + 2 * r + m.d_out) * b)
     for key, n in _attention_bytes(layer, run, b, kv).items():
@@ -98,11 +100,38 @@ def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
         from ..model.hyper import branch_bytes
         for key, n in branch_bytes(layer.cfg, T, layer.branches, b).items():
             _add(out, key, n)
-    flash = run.attention == "flash"
-    for op in layer_ops(layer, run):
-        _add(out, op.key, 0 if flash and op.scores else op.io * op.elements * b)
+    _add_ops(out, run, layer_ops(layer, run), b)
     if run.mode != "train":
         _add(out, "kv_cache", weight_bytes(T * layer.attention.kv_values_per_token, run.kv_dtype))
+    return out
+
+
+def _linear_bytes(layer: Block, m: Linear, run: RunSpec, b: int) -> int:
+    """A linear's forward bytes: the weights of the copies its rows reach, its input and output rows."""
+    rows = linear_rows(m, layer, run)
+    read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)
+    return (linear_weight_bytes(layer.cfg, m, read, run.weights_dtype, run.dtype)
+            + rows * m.active * (m.d_in + m.d_out) * b)
+
+
+def _add_ops(out: dict[str, int], run: RunSpec, ops: list[Op], b: int) -> None:
+    """Elementwise ops' bytes (flash fuses the ops on the scores into its kernel)."""
+    flash = run.attention == "flash"
+    for op in ops:
+        _add(out, op.key, 0 if flash and op.scores else op.io * op.elements * b)
+
+
+def rerun_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
+    """Bytes of what backward runs again of one layer under ``op`` (``run`` resolved): the linears it
+    does not keep, eager attention's core and the elementwise ops it runs again (:mod:`.recompute`)."""
+    b = bytes_per(run.dtype)
+    out: dict[str, int] = {}
+    for m in rerun_linears(layer, run):
+        _add(out, m.key, _linear_bytes(layer, m, run, b))
+    if rerun_core(layer.cfg, run):
+        for key, n in _attention_bytes(layer, run, b, b).items():
+            _add(out, key, n)
+    _add_ops(out, run, rerun_ops(layer, run, layer_ops(layer, run)), b)
     return out
 
 
@@ -143,7 +172,11 @@ def pass_bytes(cfg: ModelConfig, run: RunSpec) -> dict[str, int]:
         for key, n in part.items():
             _add(out, key, frozen.get(key, factor) * n)
     if run.mode == "train":
-        if run.recompute == "full" or core_recomputed(cfg, run):
+        if run.recompute == "op":
+            for group, block in build(cfg).blocks:
+                for key, n in rerun_bytes(block, run).items():
+                    _add(out, key, n * group.count)
+        elif run.recompute == "full" or core_recomputed(cfg, run):
             core = core_keys(cfg, run)
             for key, n in layers.items():
                 if run.recompute == "full" or key in core:

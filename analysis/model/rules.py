@@ -336,6 +336,10 @@ def _rglru_checks(cfg: ModelConfig, check: Checker) -> None:
     if E % H:
         check.fail("rglru.n_heads" if cfg.rglru.n_heads is not None else "n_heads",
                    f"must divide the rglru width ({E}) into the gates' blocks, got {H}")
+    if E == H:  # a block of one channel: torch's batched matmul may copy its input (by layout), unmodeled
+        check.fail("rglru.n_heads" if cfg.rglru.n_heads is not None else "n_heads",
+                   f"{H} makes gate blocks of one channel (width {E}), which are not modeled: give blocks of "
+                   "at least 2 channels")
     if cfg.parallel_block:
         check.fail("parallel_block", "is not supported with rglru layers")
 

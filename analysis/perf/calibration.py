@@ -36,6 +36,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
 from ..count.flops import layer_ops, linear_rows, model_ops
+from ..count.recompute import rerun_core, rerun_linears, rerun_ops
 from ..errors import ConfigError, SpecError, brief
 from ..model.architecture import build
 from ..model.config import ModelConfig
@@ -121,10 +122,11 @@ class Rates(NamedTuple):
 
 
 class _Mix:
-    """A component's kernels and the FLOP-weighted harmonic mean of their compute efficiencies."""
+    """A component's kernels and the FLOP-weighted harmonic mean of their compute efficiencies; ``rerun``
+    the kernels per-op checkpointing runs again in backward."""
 
     def __init__(self) -> None:
-        self.flops, self.cost, self.kernels, self.stream = 0.0, 0.0, 0, False
+        self.flops, self.cost, self.kernels, self.stream, self.rerun = 0.0, 0.0, 0, False, 0
 
     def add(self, kernels: int, flops: float = 0.0, eff: float = 1.0, stream: bool = False) -> None:
         self.kernels += kernels
@@ -145,6 +147,7 @@ def _mixes(cal: Calibration, cfg: ModelConfig, run: RunSpec) -> dict[str, _Mix]:
         return out.setdefault(key, _Mix())
 
     flash = run.attention == "flash"
+    op_again = run.mode == "train" and run.recompute == "op"  # what per-op checkpointing runs again
     model = build(cfg)
     for group, block in model.blocks:
         n = group.count
@@ -167,9 +170,19 @@ def _mixes(cal: Calibration, cfg: ModelConfig, run: RunSpec) -> dict[str, _Mix]:
                 keys = run.seq if block.spec.window is None else min(run.seq, block.spec.window)
                 mix("attention/scores").add(n, 1.0, cal.gemm_eff(run.query_len, keys, attn.score_dim), True)
                 mix("attention/values").add(n, 1.0, cal.gemm_eff(run.query_len, attn.value_dim, keys), True)
-        for op in layer_ops(block, run):
+        ops = layer_ops(block, run)
+        for op in ops:
             if not (flash and op.scores):  # flash fuses the score ops into its kernel
                 mix(op.key).add(n)
+        if op_again:  # the linears it keeps no output of, eager attention's core, the elementwise ops
+            for op in rerun_ops(block, run, ops):
+                if not (flash and op.scores):
+                    mix(op.key).rerun += n
+            for m in rerun_linears(block, run):
+                mix(m.key).rerun += n
+            if rerun_core(cfg, run):
+                mix("attention/scores").rerun += n
+                mix("attention/values").rerun += n
         if run.mode != "train":
             mix("kv_cache").add(n)
     mix("embedding").add(1)
@@ -191,7 +204,7 @@ def rates(cal: Calibration, peaks: tuple[float, float, float], cfg: ModelConfig,
     out = {}
     for key in keys:
         mx = mixes.get(key, _Mix())
-        kernels = mx.kernels * passes
+        kernels = mx.kernels * passes + mx.rerun
         per_kernel = moved.get(key, 0) / max(1, kernels)
         fmt = (run.kv_dtype if run.mode != "train" else run.dtype) if key.startswith("attention/") \
             else run.weights_dtype

@@ -20,7 +20,8 @@ swaps in) and TransformerEngine run it.
   copy, which a second kernel reads and writes in fp8 (6 bytes a value, training); a weight is read,
   cast, transposed and cast again (``4 x`` its bytes ``+ 2``). Inference casts each input once
   (read, written in fp8) and each weight once. Weights already in fp8 (``--weights-dtype fp8`` or an
-  fp8 format) are not cast. Full recomputation casts the forward's again. Each value cast costs 3
+  fp8 format) are not cast. Full recomputation casts the forward's again, and so does per-op
+  checkpointing, which keeps no fp8 matmul's output (:mod:`analysis.count.recompute`). Each value cast costs 3
   elementwise FLOPs (absolute value and maximum for the amax, the multiply by the scale), rowwise
   twice (two axes);
 - tensor parallelism with sequence parallelism (``shard`` = tp; tensorwise only, as torchtitan
@@ -64,7 +65,7 @@ def casts(cfg: ModelConfig, run: RunSpec, shard: int = 1) -> tuple[int, int]:
     (module docstring)."""
     train, rowwise = run.mode == "train", run.fp8_scaling == "rowwise"
     hp, layouts = bytes_per(run.dtype), 2 if train else 1
-    forwards = 1 + (train and run.recompute == "full")
+    forwards = 1 + (train and run.recompute in ("op", "full"))  # op keeps no fp8 matmul's output
     stored = None if run.weights_dtype == "fp8" or run.weights_dtype.startswith("fp8-") else run.weights_dtype
     axes = 2 if rowwise and train else 1  # values cast per value
     act = 6 if rowwise and train else hp + layouts  # bytes per activation or gradient value

@@ -20,7 +20,7 @@ Conventions:
   directly, with native GQA, on the cpu *and* the meta device, because
   ``F.scaled_dot_product_attention`` silently takes the math path on meta. Where that kernel
   cannot express the attention (soft-capping, sinks, a value head size different from the
-  score head size: MLA) flash runs :class:`ReferenceFlash`, which keeps and recomputes exactly
+  score head size: MLA) flash runs :func:`reference_flash`, one op that keeps and recomputes exactly
   what a flash kernel does;
 - a learned position bias (T5 ``relative``) needs a gradient that no fused kernel gives, so
   such a model runs eager attention even when flash is asked for (PyTorch's SDPA falls back
@@ -32,11 +32,13 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+from torch.utils.flop_counter import register_flop_formula
 
 from ..model.config import ModelConfig
 from ..model.layers import LayerSpec
@@ -55,7 +57,7 @@ class LayerContext:
     indices: dict | None = None  # DSA: each indexed layer's top-k (idx, valid), which shared layers reuse
 
 
-# -- the matmul family a ReferenceFlash matmul belongs to, read by the FLOP counter ---------
+# -- the matmul family a reference_flash matmul belongs to, read by the FLOP counter ---------
 
 _FAMILY: list[str] = []
 
@@ -139,70 +141,94 @@ def _logits(s: torch.Tensor, scale: float, cap: float | None, bias: torch.Tensor
     return s, t  # (B, h, S, S_kv)
 
 
-class ReferenceFlash(torch.autograd.Function):
+# Flash attention as a flash kernel computes it, for what the aten kernel cannot express: one op
+# (``llmcalc::reference_flash``), as the aten kernel is one, so that per-op checkpointing (.per_op) keeps
+# its outputs as it keeps the kernel's, and FlopCounterMode counts it by the formula registered below.
+
+def _flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: Optional[torch.Tensor],
+                     sinks: Optional[torch.Tensor], scale: float, cap: Optional[float],
+                     causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    B, h, S, _ = q.shape
+    s = q @ repeat_kv(k, h // k.shape[1]).transpose(-2, -1)  # (B, h, S, S_kv)
+    logits, _ = _logits(s, scale, cap, bias, causal)
+    full = logits
+    if sinks is not None:
+        full = torch.cat([logits, sinks.to(logits.dtype).view(1, h, 1, 1).expand(B, h, S, 1)], -1)
+    lse = full.logsumexp(dim=-1)  # (B, h, S), fp32
+    probs = (logits - lse[..., None]).exp().to(v.dtype)
+    out = probs @ repeat_kv(v, h // v.shape[1])  # (B, h, S, d_v)
+    if q.transpose(1, 2).is_contiguous():  # as the aten kernel: the output laid out like q
+        out = out.transpose(1, 2).contiguous().transpose(1, 2)  # memory layout (B, S, h, d_v)
+    return out, lse
+
+
+_reference_flash = torch.library.custom_op("llmcalc::reference_flash", _flash_forward, mutates_args=())
+_reference_flash.register_fake(_flash_forward)  # shapes from the same code (the meta device)
+
+
+def _reference_flash_setup(ctx, inputs, output) -> None:
+    q, k, v, bias, sinks, scale, cap, causal = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, bias, sinks)
+    ctx.scale, ctx.cap, ctx.causal = scale, cap, causal
+
+
+def _reference_flash_backward(ctx, dout, _dlse):
+    """Recomputes the scores from q and k and runs four gradient matmuls: dV = P^T dO and dP = dO V^T
+    (``values``), dQ = dS K and dK = dS^T Q (``scores``)."""
+    q, k, v, out, lse, bias, sinks = ctx.saved_tensors
+    B, h, S, _ = q.shape
+    gk, gv = h // k.shape[1], h // v.shape[1]
+    ke, ve = repeat_kv(k, gk), repeat_kv(v, gv)
+    with matmul_family("scores"):
+        s = q @ ke.transpose(-2, -1)  # recomputed (B, h, S, S_kv)
+    logits, t = _logits(s, ctx.scale, ctx.cap, bias, ctx.causal)
+    probs = (logits - lse[..., None]).exp()  # fp32
+    with matmul_family("values"):
+        dv = probs.to(dout.dtype).transpose(-2, -1) @ dout  # (B, h, S_kv, d_v)
+        dp = dout @ ve.transpose(-2, -1)  # (B, h, S, S_kv)
+    delta = (dout.to(lse.dtype) * out.to(lse.dtype)).sum(-1, keepdim=True)  # (B, h, S, 1)
+    ds = probs * (dp.to(lse.dtype) - delta)
+    dsinks = None
+    if sinks is not None:  # the sink's probability times (its zero value - delta)
+        p_sink = (sinks.to(lse.dtype).view(1, h, 1) - lse).exp()  # (B, h, S)
+        dsinks = -(p_sink * delta[..., 0]).sum(dim=(0, 2)).to(sinks.dtype)
+    if t is not None:
+        ds = ds * (1 - t * t)
+    ds = (ds * ctx.scale).to(q.dtype)
+    with matmul_family("scores"):
+        dq = ds @ ke  # (B, h, S, d_qk)
+        dk = ds.transpose(-2, -1) @ q  # (B, h, S_kv, d_qk)
+    dk = dk.unflatten(1, (k.shape[1], gk)).sum(2)  # GQA: sum over each K/V head's queries
+    dv = dv.unflatten(1, (v.shape[1], gv)).sum(2)
+    return dq, dk, dv, None, dsinks, None, None, None
+
+
+_reference_flash.register_autograd(_reference_flash_backward, setup_context=_reference_flash_setup)
+
+
+@register_flop_formula(torch.ops.llmcalc.reference_flash)
+def _reference_flash_flop(q_shape, k_shape, v_shape, *args, out_shape=None, **kwargs) -> int:
+    """Its two matmuls over every query-key pair: ``2*B*h*S*S_kv*(d_qk + d_v)``."""
+    B, h, S, d_qk = q_shape
+    return 2 * B * h * S * k_shape[-2] * (d_qk + v_shape[-1])
+
+
+def reference_flash(q, k, v, bias, sinks, scale: float, cap: float | None, causal: bool) -> torch.Tensor:
     """Flash attention as a flash kernel computes it, for what the aten kernel cannot express.
 
-    Forward keeps no score matrix: it saves q, k, v (K/V unexpanded), the output (laid out
-    like q, as the aten kernel lays it out: (B, S, h, d_v) when q is a transposed view of its
-    projection, so the o projection reads a view of it), the fp32 log-sum-exp over the
-    keys and the sink, and the additive bias when there is one; the sinks are a parameter.
-    Its two matmuls are ``scores`` and ``values``. Backward recomputes the scores from q and
-    k and runs four gradient matmuls: dV = P^T dO and dP = dO V^T (``values``), dQ = dS K and
-    dK = dS^T Q (``scores``): 2.5x the forward, as the aten flash kernel. Inputs are
-    (B, h, S, d_qk), (B, g, S_kv, d_qk), (B, g_v, S_kv, d_v); the bias gets no gradient.
-    """
-
-    @staticmethod
-    def forward(ctx, q, k, v, bias, sinks, scale: float, cap: float | None, causal: bool):
-        B, h, S, _ = q.shape
-        with matmul_family("scores"):
-            s = q @ repeat_kv(k, h // k.shape[1]).transpose(-2, -1)  # (B, h, S, S_kv)
-        logits, _ = _logits(s, scale, cap, bias, causal)
-        full = logits
-        if sinks is not None:
-            full = torch.cat([logits, sinks.to(logits.dtype).view(1, h, 1, 1).expand(B, h, S, 1)], -1)
-        lse = full.logsumexp(dim=-1)  # (B, h, S), fp32
-        probs = (logits - lse[..., None]).exp().to(v.dtype)
-        with matmul_family("values"):
-            out = probs @ repeat_kv(v, h // v.shape[1])  # (B, h, S, d_v)
-        if q.transpose(1, 2).is_contiguous():  # as the aten kernel: the output laid out like q
-            out = out.transpose(1, 2).contiguous().transpose(1, 2)  # memory layout (B, S, h, d_v)
-        ctx.save_for_backward(q, k, v, out, lse, bias, sinks)
-        ctx.scale, ctx.cap, ctx.causal = scale, cap, causal
-        return out
-
-    @staticmethod
-    def backward(ctx, dout):
-        q, k, v, out, lse, bias, sinks = ctx.saved_tensors
-        B, h, S, _ = q.shape
-        gk, gv = h // k.shape[1], h // v.shape[1]
-        ke, ve = repeat_kv(k, gk), repeat_kv(v, gv)
-        with matmul_family("scores"):
-            s = q @ ke.transpose(-2, -1)  # recomputed (B, h, S, S_kv)
-        logits, t = _logits(s, ctx.scale, ctx.cap, bias, ctx.causal)
-        probs = (logits - lse[..., None]).exp()  # fp32
-        with matmul_family("values"):
-            dv = probs.to(dout.dtype).transpose(-2, -1) @ dout  # (B, h, S_kv, d_v)
-            dp = dout @ ve.transpose(-2, -1)  # (B, h, S, S_kv)
-        delta = (dout.to(lse.dtype) * out.to(lse.dtype)).sum(-1, keepdim=True)  # (B, h, S, 1)
-        ds = probs * (dp.to(lse.dtype) - delta)
-        dsinks = None
-        if sinks is not None:  # the sink's probability times (its zero value - delta)
-            p_sink = (sinks.to(lse.dtype).view(1, h, 1) - lse).exp()  # (B, h, S)
-            dsinks = -(p_sink * delta[..., 0]).sum(dim=(0, 2)).to(sinks.dtype)
-        if t is not None:
-            ds = ds * (1 - t * t)
-        ds = (ds * ctx.scale).to(q.dtype)
-        with matmul_family("scores"):
-            dq = ds @ ke  # (B, h, S, d_qk)
-            dk = ds.transpose(-2, -1) @ q  # (B, h, S_kv, d_qk)
-        dk = dk.unflatten(1, (k.shape[1], gk)).sum(2)  # GQA: sum over each K/V head's queries
-        dv = dv.unflatten(1, (v.shape[1], gv)).sum(2)
-        return dq, dk, dv, None, dsinks, None, None, None
+    Forward keeps no score matrix: it saves q, k, v (K/V unexpanded), the output (laid out like q,
+    as the aten kernel lays it out: (B, S, h, d_v) when q is a transposed view of its projection,
+    so the o projection reads a view of it), the fp32 log-sum-exp over the keys and the sink, and
+    the additive bias when there is one; the sinks are a parameter. Its two matmuls are ``scores``
+    and ``values`` (:func:`_reference_flash_flop`). Backward recomputes the scores from q and k and
+    runs four gradient matmuls: 2.5x the forward, as the aten flash kernel. Inputs are (B, h, S, d_qk),
+    (B, g, S_kv, d_qk), (B, g_v, S_kv, d_v); the bias gets no gradient."""
+    return _reference_flash(q, k, v, bias, sinks, scale, cap, causal)[0]
 
 
 class SDPA(nn.Module):
-    """Flash attention: the aten flash kernel, or :class:`ReferenceFlash` where it cannot
+    """Flash attention: the aten flash kernel, or :func:`reference_flash` where it cannot
     express the attention (see the module docstring)."""
 
     def __init__(self, scale: float, cap: float | None):
@@ -211,7 +237,7 @@ class SDPA(nn.Module):
 
     def forward(self, q, k, v, bias: torch.Tensor | None, sinks: torch.Tensor | None = None):
         if self.cap is not None or sinks is not None or q.shape[-1] != v.shape[-1]:
-            return ReferenceFlash.apply(q, k, v, bias, sinks, self.scale, self.cap, bias is None)
+            return reference_flash(q, k, v, bias, sinks, self.scale, self.cap, bias is None)
         if q.device.type not in ("cpu", "meta"):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=bias is None,
                                                   scale=self.scale, enable_gqa=True)

@@ -20,8 +20,8 @@ flash kernels (``sdpa_flop_count``, ``sdpa_backward_flop_count``): forward the t
 executes. ``attention/sdpa`` holds both matmul families in one op; it is reported as
 ``attention/scores`` (the matmuls over the score head size ``d_qk``: q k^T, its
 recomputation, dQ, dK) and ``attention/values`` (over ``d_v``: P V, dV, dP), split from the
-kernel's argument shapes, or by the family :class:`~analysis.verify.attention.ReferenceFlash`
-labels each of its matmuls with.
+kernel's argument shapes (the aten kernel's and :func:`~analysis.verify.attention.reference_flash`'s,
+one op each), or, in the latter's backward, by the family it labels each of its matmuls with.
 """
 
 from __future__ import annotations
@@ -77,9 +77,10 @@ CPU_SDPA_FLOPS = {
 
 
 def _flash_split(func_packet, args) -> dict[str, int] | None:
-    """A CPU flash kernel call's FLOPs as ``scores`` and ``values``, from q, k, v's shapes
-    (B, h, S, d_qk), (B, g, S_kv, d_qk), (B, g, S_kv, d_v); None for any other op."""
-    if func_packet is _aten._scaled_dot_product_flash_attention_for_cpu:
+    """A CPU flash kernel's (or :func:`~analysis.verify.attention.reference_flash`'s) call's FLOPs as
+    ``scores`` and ``values``, from q, k, v's shapes (B, h, S, d_qk), (B, g, S_kv, d_qk), (B, g, S_kv, d_v);
+    None for any other op."""
+    if func_packet in (_aten._scaled_dot_product_flash_attention_for_cpu, torch.ops.llmcalc.reference_flash):
         q, k, v = args[:3]
         factors = (1, 1)  # q k^T; P V
     elif func_packet is _aten._scaled_dot_product_flash_attention_for_cpu_backward:
@@ -226,6 +227,7 @@ def measure_training(model: Transformer, tokens: torch.Tensor, logits: str = "al
     with ModuleScope(model) as scope:
         with _Counter(scope) as fwd, _Saved(model, scope) as saved:
             loss = training_loss(model(tokens, logits=logits), tokens)
+            saved.keep_outputs(model)
     with _Counter(scope) as bwd:
         loss.backward()
     return fwd.result(), bwd.result(), saved.result()
@@ -262,11 +264,20 @@ class _Saved:
         self.hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
 
     def _pack(self, t):
+        self.keep(self.scope.current(), t)
+        return t
+
+    def keep(self, key: str, t: torch.Tensor) -> None:
+        """Counts ``t``'s storage under ``key``, unless counted already or a parameter's."""
         sid = _storage_id(t)
         if sid not in self.excluded and sid not in self.seen:
             self.seen[sid] = t
-            self.counts[self.scope.current()] += t.untyped_storage().nbytes()
-        return t
+            self.counts[key] += t.untyped_storage().nbytes()
+
+    def keep_outputs(self, model: Transformer) -> None:
+        """What per-op checkpointing kept (the policy's cache, which the hooks never see)."""
+        for key, t in model.kept():
+            self.keep(key, t)
 
     def __enter__(self):
         self.hooks.__enter__()
@@ -289,9 +300,11 @@ def measure_saved_bytes(model: Transformer, tokens: torch.Tensor, logits: str = 
     With ``recompute`` the non-reentrant checkpoint installs its own saved-tensor hooks
     inside each block, which replace every save there by a placeholder that keeps nothing
     (so this hook never sees them); the checkpoint saves its tensor arguments through the
-    enclosing hooks, so exactly what it keeps until backward is counted, under ``layer``."""
+    enclosing hooks, so exactly what it keeps until backward is counted, under ``layer``. Under
+    per-op checkpointing the outputs its policy keeps are counted too, each under its component."""
     with ModuleScope(model) as scope, _Saved(model, scope) as saved:
         training_loss(model(tokens, logits=logits), tokens)
+        saved.keep_outputs(model)
     return saved.result()
 
 

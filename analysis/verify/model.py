@@ -51,6 +51,9 @@ Conventions:
 - ``recompute="selective"`` runs eager attention's core (scores to values) under the same
   checkpoint, with the layer's q, k, v and mask as its arguments; flash attention is left as it
   is (it recomputes its scores already).
+- ``recompute="op"`` (per-op selective checkpointing) runs each block under the same checkpoint as
+  full recomputation, with the policy of :mod:`.per_op`: the forward keeps the checkpoint's tensor
+  arguments and the outputs the policy keeps (:meth:`Transformer.kept`), and backward reruns the rest.
 - ``recompute="full"`` (full activation recomputation) runs each block under
   ``torch.utils.checkpoint.checkpoint(use_reentrant=False)``: backward recomputes the block,
   every op of it (early stop off), so the forward keeps only what the checkpoint saves, its
@@ -79,6 +82,7 @@ from .lightning import LightningMixer
 from .mamba import MambaMixer
 from .mamba2 import Mamba2Mixer
 from .norms import make_norm
+from .per_op import PerOp
 from .rglru import RGLRUMixer
 from .short_conv import ShortConvMixer
 from .vision import add_vision
@@ -159,7 +163,8 @@ class Block(nn.Module):
         super().__init__()
         self.spec = spec
         placement = layer_config(cfg, spec).norm_placement  # a layer without attention may have its own
-        self.placement, self.parallel, self.recompute = placement, cfg.parallel_block, recompute == "full"
+        self.placement, self.parallel = placement, cfg.parallel_block
+        self.recompute = recompute in ("full", "op")  # the block under a checkpoint
         if spec.attention == "none":  # no mixer: the layer is its FFN alone
             pass
         elif spec.recurrent:  # a recurrent mixer in attention's place, named by its kind
@@ -187,6 +192,8 @@ class Block(nn.Module):
         if spec.ffn == "dense+moe":  # the experts' input norm, and one after each of the two FFNs
             names += ["moe", "dense_post", "moe_post"]
         self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in names})
+        # per-op checkpointing: the policy's contexts (a plain checkpoint's for full recomputation)
+        self.per_op = PerOp(self) if recompute == "op" else None
 
     def forward(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
         """The block; a dense layer after a ``dense+shortcut_moe`` one (moe.shortcut) adds the MoE output it left."""
@@ -200,7 +207,7 @@ class Block(nn.Module):
                 return self.run(x, LayerContext(None, None, ctx.cache, ctx.start_pos))
             with set_checkpoint_early_stop(False):
                 return checkpoint(lambda x: self.run(x, LayerContext(None, None, ctx.cache, ctx.start_pos)), x,
-                                  use_reentrant=False, preserve_rng_state=False)
+                                  use_reentrant=False, preserve_rng_state=False, **self._policy())
         bias = ctx.biases[self.spec.span]
         rope = ctx.rope[self.rope_dims] if self.spec.rope and ctx.rope is not None else None
         if not self.recompute:
@@ -218,7 +225,11 @@ class Block(nn.Module):
         # "full recomputation adds one forward" that the analytic FLOPs state.
         with set_checkpoint_early_stop(False):
             return checkpoint(run, x, bias, *(rope or ()), use_reentrant=False,
-                              preserve_rng_state=False)
+                              preserve_rng_state=False, **self._policy())
+
+    def _policy(self) -> dict:
+        """The checkpoint's ``context_fn`` under per-op checkpointing (none under full recomputation)."""
+        return {} if self.per_op is None else {"context_fn": self.per_op.contexts}
 
     def run(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         if hasattr(self, "layer_scalar"):
@@ -402,6 +413,11 @@ class Transformer(nn.Module):
                 built[key] = build(key[0], kpos, key[2])
             out[(window, chunk)] = built[key]
         return out
+
+    def kept(self) -> list[tuple[str, torch.Tensor]]:
+        """(component, tensor) of each output per-op checkpointing kept in the last forward (:mod:`.per_op`)."""
+        return [(key, t) for layer in self.layers if layer.per_op is not None for key, out in layer.per_op.kept
+                for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, torch.Tensor)]
 
     def forward(self, tokens: torch.Tensor, cache=None, start_pos: int = 0, logits: str = "all"):
         B, S = tokens.shape

@@ -34,7 +34,7 @@ from ..errors import ConfigError
 from ..model.config import ModelConfig
 from ..model.layers import layer_specs
 from ..perf.hardware import Hardware
-from ..spec import LoRA, RunSpec
+from ..spec import LoRA, RunSpec, op_refusal
 from . import checks
 from .check import Check
 from .lora import add_lora
@@ -74,7 +74,7 @@ def param_checks(cfg: ModelConfig) -> list[Check]:
 
 
 # check-name suffix of each recomputation (full keeps its historical name)
-RECOMPUTE_TAG = {"none": "", "selective": "/selective", "full": "/recompute"}
+RECOMPUTE_TAG = {"none": "", "selective": "/selective", "op": "/op", "full": "/recompute"}
 
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -132,9 +132,11 @@ def lora_checks(cfg: ModelConfig, seq: int, batch: int, lora: LoRA) -> list[Chec
                   for k, n in measured.items()]
 
 
-def recomputations(attention: str) -> tuple[str, ...]:
-    """What each attention is checked with: selective recomputation changes only eager's."""
-    return ("none", "selective", "full") if attention == "eager" else ("none", "full")
+def recomputations(attention: str, cfg: ModelConfig | None = None) -> tuple[str, ...]:
+    """What each attention is checked with: selective recomputation changes only eager's; with ``cfg``,
+    per-op checkpointing where the model allows it (analysis.spec.op_refusal)."""
+    out = ("none", "selective", "full") if attention == "eager" else ("none", "full")
+    return out + ("op",) if cfg is not None and op_refusal(cfg) is None else out
 
 
 def kv_spans(cfg: ModelConfig) -> list[tuple[int, int]]:
@@ -299,7 +301,7 @@ def _checks(cfg: ModelConfig, device: str, seq: int, batch: int, hw: Hardware | 
     meta = "meta"
     out = param_checks(cfg)
     for attention in ("eager", "flash"):
-        for recompute in recomputations(attention):
+        for recompute in recomputations(attention, cfg):
             out += training_checks(cfg, seq, batch, attention, recompute, meta)
     out += kv_checks(cfg, meta, batch)
     out += inference_flop_checks(cfg, meta, batch)
