@@ -39,7 +39,8 @@ def cases(draw, lora: bool = True, layouts: bool = False) -> Case:
     cfg = from_dict(draw(valid_configs(layouts)), "random.yaml")
     attention = draw(st.sampled_from(["eager", "flash"]))
     adapters: Optional[LoRA] = None
-    if lora and not _recurrent(cfg) and draw(st.booleans()):  # LoRA on a recurrent mixer is refused
+    if lora and not _recurrent(cfg) and cfg.hyper is None and draw(st.booleans()):  # refused: LoRA on a
+        # recurrent mixer or with hyper-connections
         keys = linear_keys(cfg)
         targets = draw(st.one_of(st.just((ALL_LINEAR,)), st.lists(st.sampled_from(keys), min_size=1,
                                                                     unique=True).map(tuple)))

@@ -96,6 +96,8 @@ def _count_params(cfg: ModelConfig) -> ParamCount:
         for key, n in per_layer.items():
             _add(comps, key, n * group.count)
         inactive += _inactive(block) * group.count
+    if model.hyper_head is not None:
+        comps[model.hyper_head.key] = model.hyper_head.params
     if model.final_norm is not None and model.final_norm.params:
         comps[model.final_norm.key] = model.final_norm.params
     if model.head.params:

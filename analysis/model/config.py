@@ -44,6 +44,7 @@ from .variants import ACTIVATIONS, NORMS, POSITIONS
 
 if TYPE_CHECKING:  # the nested schemas, each in its own module (:func:`.keys.nested`)
     from .gated_deltanet import GatedDeltaNetConfig
+    from .hyper import HyperConfig
     from .kda import KDAConfig
     from .lightning import LightningConfig
     from .mamba import MambaConfig
@@ -148,6 +149,7 @@ class ModelConfig:
     kda: KDAConfig | None = checked(nested("kda", "KDAConfig"), None)
     parallel_mixer: str | None = checked(optional(choice(PARALLEL_MIXERS)), None)  # beside attention (Falcon-H1)
     vision: VisionConfig | None = checked(nested("vision", "VisionConfig"), None)
+    hyper: HyperConfig | None = checked(nested("hyper", "HyperConfig"), None)  # residual streams (DeepSeek V4, Hy4)
     dtype: str = checked(choice((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = checked(optional(integer()), None)  # a format's block or group (None: its default)
     quant_skip: tuple[str, ...] | None = checked(optional(names), None)  # linears kept unquantized
@@ -294,6 +296,11 @@ class ModelConfig:
         if self.parallel_mixer is not None and any(t not in RECURRENT_TYPES for t in types):
             types += (self.parallel_mixer,)
         return types
+
+    @property
+    def streams(self) -> int:
+        """Residual streams per token: ``hyper.streams`` (hyper-connections), else 1."""
+        return 1 if self.hyper is None else self.hyper.streams
 
     @property
     def norm_has_bias(self) -> bool:
