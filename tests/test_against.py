@@ -100,6 +100,9 @@ EXTRA["minimax"] = {"block_size": 3}
 EXTRA["kimi_linear"] = {"layer_types": ["linear_attention", "full_attention", "linear_attention", "linear_attention"]}
 # Gemma 4: its class default (hidden_size_per_layer_input 256) turns on per-layer embeddings, refused
 EXTRA["gemma4_text"] = {"hidden_size_per_layer_input": 0}
+# Gemma 4 12B (gemma4_unified_text): its published full layers, one K/V head whose values are its keys, and softcap
+EXTRA["gemma4_unified_text"] = {"attention_k_eq_v": True, "num_global_key_value_heads": 1,
+                                "final_logit_softcapping": 30.0}
 
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))

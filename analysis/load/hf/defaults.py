@@ -885,6 +885,12 @@ DEFAULTS["gemma4_text"] = _config(
     attention_k_eq_v=False, num_kv_shared_layers=0, enable_moe_block=False, use_double_wide_mlp=False,
     num_experts=_null(), top_k_experts=_null(), moe_intermediate_size=_null(), global_head_dim=512,
     num_global_key_value_heads=_null(), per_layer_config=_null())
+# Gemma4UnifiedTextConfig: Gemma4TextConfig without the per-layer-embedding and MoE fields, a window of 1024,
+# a context of 262,144 and use_bidirectional_attention "vision"
+DEFAULTS["gemma4_unified_text"] = {k: v for k, v in DEFAULTS["gemma4_text"].items() if k not in (
+    "vocab_size_per_layer_input", "hidden_size_per_layer_input", "enable_moe_block", "num_experts", "top_k_experts",
+    "moe_intermediate_size")} | _config(sliding_window=1024, max_position_embeddings=262144,
+                                         use_bidirectional_attention=_null("vision"))
 # -- KDA (analysis.load.hf.kda): KimiLinearConfig. Its attribute_map names (num_experts, num_experts_per_token,
 # num_shared_experts, model_max_length, num_expert_group, moe_renormalize) read as the fields they stand for
 # (a null model_max_length: no bound; a null moe_renormalize: false); num_experts_per_tok is typed int | None
