@@ -105,6 +105,10 @@ EXTRA["longcat_flash"] = dict(vocab_size=1000, hidden_size=64, num_attention_hea
                               q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, head_dim=8,
                               v_head_dim=8, moe_topk=3, expert_ffn_hidden_size=32, max_position_embeddings=64)
 
+# Gemma 4 12B (gemma4_unified_text): its published full layers, one K/V head whose values are its keys, and softcap
+EXTRA["gemma4_unified_text"] = {"attention_k_eq_v": True, "num_global_key_value_heads": 1,
+                                "final_logit_softcapping": 30.0}
+
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))
 def test_every_model_type_matches_transformers(model_type, tmp_path):

@@ -579,6 +579,16 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, head_dim=64, v_head_dim=128,
         n_routed_experts=512, zero_expert_num=256, moe_topk=12, expert_ffn_hidden_size=2048,
         max_position_embeddings=131072, tie_word_embeddings=False), None),
+
+    # Gemma 4 12B's language model, the text_config of google/gemma-4-12B's published config.json (the multimodal
+    # gemma4_unified): 11,907,350,320 as transformers counts it; the checkpoint's own total includes its vision and
+    # audio embedders: not pinned. Its keys for per-layer embeddings and experts are no fields of the class
+    "gemma4_unified_text": ("google/gemma-4-12B (text_config)", dict(
+        vocab_size=262144, hidden_size=3840, intermediate_size=15360, num_hidden_layers=48, num_attention_heads=16,
+        num_key_value_heads=8, head_dim=256, global_head_dim=512, num_global_key_value_heads=1, attention_k_eq_v=True,
+        sliding_window=1024, max_position_embeddings=262144, final_logit_softcapping=30.0,
+        use_bidirectional_attention="vision", hidden_size_per_layer_input=0, vocab_size_per_layer_input=262144,
+        num_kv_shared_layers=0, enable_moe_block=False, use_double_wide_mlp=False, tie_word_embeddings=True), None),
 }
 
 # Gemma 4 26B-A4B's language model, the text_config of google/gemma-4-26B-A4B-it

@@ -907,6 +907,13 @@ DEFAULTS["hy_v4"] = _config(
     qk_rope_head_dim=64, v_head_dim=256, mlp_layer_types=_null(), layer_types=_null(), index_topk=2048,
     index_head_dim=128, index_n_heads=16, indexer_types=_null(), hc_mult=4, rope_parameters=_null(),
     rope_theta=10000.0)
+
+# Gemma4UnifiedTextConfig: Gemma4TextConfig without the per-layer-embedding and MoE fields, a window of 1024,
+# a context of 262,144 and use_bidirectional_attention "vision"
+DEFAULTS["gemma4_unified_text"] = {k: v for k, v in DEFAULTS["gemma4_text"].items() if k not in (
+    "vocab_size_per_layer_input", "hidden_size_per_layer_input", "enable_moe_block", "num_experts", "top_k_experts",
+    "moe_intermediate_size")} | _config(sliding_window=1024, max_position_embeddings=262144,
+                                         use_bidirectional_attention=_null("vision"))
 # -- KDA (analysis.load.hf.kda): KimiLinearConfig. Its attribute_map names (num_experts, num_experts_per_token,
 # num_shared_experts, model_max_length, num_expert_group, moe_renormalize) read as the fields they stand for
 # (a null model_max_length: no bound; a null moe_renormalize: false); num_experts_per_tok is typed int | None
