@@ -259,16 +259,8 @@ class RunSpec:
     fp8_scaling: str | None = None  # fp8 matmuls: tensorwise | rowwise scales (torchao's recipes; None: tensorwise)
 
     def __post_init__(self) -> None:
-        for name, value, choices in (("mode", self.mode, MODES), ("attention", self.attention, ATTENTION_IMPLS),
-                                     ("optimizer", self.optimizer, tuple(OPTIMIZER_STATES)),
-                                     ("recompute", self.recompute, RECOMPUTE),
-                                     ("dtype", self.dtype, (None, *COMPUTE_DTYPES)),
-                                     ("matmul_dtype", self.matmul_dtype, (None, *COMPUTE_DTYPES)),
-                                     ("fp8_scaling", self.fp8_scaling, (None, *FP8_SCALINGS)),
-                                     ("weights_dtype", self.weights_dtype, (None, *DTYPE_BITS, *WEIGHT_FORMATS)),
-                                     ("kv_dtype", self.kv_dtype, (None, *DTYPE_BITS)),
-                                     ("state_dtype", self.state_dtype, (None, *DTYPE_BITS))):
-            _check_choice(name, value, choices)
+        for name, choices in _CHOICES:
+            _check_choice(name, getattr(self, name), choices)
         for name in ("causal", "all_logits", "logits"):
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(name, f"must be true or false, got {brief(getattr(self, name))}")
@@ -279,11 +271,8 @@ class RunSpec:
             raise SpecError("layout", f"must be a Layout, got {brief(self.layout)}")
         if self.lora is not None and not isinstance(self.lora, LoRA):
             raise SpecError("lora", f"must be a LoRA or None, got {brief(self.lora)}")
-        for field, modes in APPLIES.items():
-            owner, _, name = field.rpartition(".")
-            holder = self.layout if owner else self
-            spec_field = type(holder).__dataclass_fields__.get(name)  # global_batch is Layout.of's
-            if spec_field is not None and getattr(holder, name) != spec_field.default and self.mode not in modes:
+        for field, in_layout, name, default, modes in _APPLIES_FIELDS:
+            if getattr(self.layout if in_layout else self, name) != default and self.mode not in modes:
                 raise SpecError(field, f"applies to mode {' or '.join(modes)}, not {self.mode}")
         _check_whole(self, ("images",), minimum=0)
         _check_whole(self, ("image_size", "text"), optional=True)
@@ -335,7 +324,15 @@ class RunSpec:
             state_dtype=self.state_dtype or (None if train else self.kv_dtype or dtype))
 
     def replace(self, **changes) -> "RunSpec":
-        return dataclasses.replace(self, **changes)
+        """``dataclasses.replace``, checked as it is (no unknown field, :meth:`__post_init__`'s rules),
+        without its generic ``__init__``: `plan` makes thousands of runs, most of them a layout apart."""
+        unknown = changes.keys() - self.__dataclass_fields__.keys()
+        if unknown:
+            raise TypeError(f"RunSpec has no field {', '.join(sorted(unknown))}")
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__, **changes)
+        new.__post_init__()
+        return new
 
     def executed(self) -> "RunSpec":
         """Counted as kernels execute it: flash skips the masked blocks, eager computes them all."""
@@ -374,3 +371,17 @@ class RunSpec:
         if self.seq is None:
             raise SpecError("seq", "is unset: call resolve(cfg) first")
         return self.seq
+
+
+# RunSpec's choices and the mode-bound fields of APPLIES (with their defaults), laid out once: a run
+# is checked each time one is made
+_CHOICES = (("mode", MODES), ("attention", ATTENTION_IMPLS), ("optimizer", tuple(OPTIMIZER_STATES)),
+            ("recompute", RECOMPUTE), ("dtype", (None, *COMPUTE_DTYPES)), ("matmul_dtype", (None, *COMPUTE_DTYPES)),
+            ("fp8_scaling", (None, *FP8_SCALINGS)), ("weights_dtype", (None, *DTYPE_BITS, *WEIGHT_FORMATS)),
+            ("kv_dtype", (None, *DTYPE_BITS)), ("state_dtype", (None, *DTYPE_BITS)))
+_APPLIES_FIELDS = tuple(
+    (field, bool(owner), name, holder.__dataclass_fields__[name].default, modes)
+    for field, modes in APPLIES.items()
+    for owner, _, name in [field.rpartition(".")]
+    for holder in [Layout if owner else RunSpec]
+    if name in holder.__dataclass_fields__)  # global_batch is Layout.of's

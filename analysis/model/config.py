@@ -155,6 +155,19 @@ class ModelConfig:
     quant_skip: tuple[str, ...] | None = checked(optional(names), None)  # linears kept unquantized
     description: str = checked(text(False), "")
 
+    def __hash__(self) -> int:
+        """The dataclass's hash (of every field), kept on the config: it is frozen, and the analysis's
+        caches hash it thousands of times a `plan`. Not pickled (:meth:`__getstate__`): a string's hash
+        differs from one process to another."""
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, name) for name in self.__dataclass_fields__))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def __repr__(self) -> str:
         """The keys a file would give (:func:`.keys.as_raw`), not every one of the fields at its default
         (dataclass then generates none: a shorter start-up too)."""
