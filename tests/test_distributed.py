@@ -89,7 +89,8 @@ def test_dense_layouts_match_torch(cfg, layout):
 @settings(max_examples=25, deadline=None)
 def test_random_variants_match_torch(variant, tp, dp):
     """Every variant FSDP2 can shard (all but those with a vision tower or mamba, mamba2 or short_conv layers,
-    hyper-connections, LongCat-Flash's MoE or a dense MLP beside the experts, whose layouts llmcalc refuses), with TP where DTensor's plans apply."""
+    hyper-connections, LongCat-Flash's MoE or a dense MLP beside the experts, whose layouts llmcalc refuses),
+    with TP where DTensor's plans apply."""
     cfg = from_dict({**BASE, **VARIANTS[variant]})
     layout = Layout(tp=tp, dp=dp, zero=3 if dp > 1 else 0)
     if layout.trivial or unsupported(cfg, layout) or cfg.n_heads % tp:
