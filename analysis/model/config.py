@@ -78,7 +78,7 @@ def _qk_norm(c: Checker, key: str, value: Any) -> str:
     return choice(QK_NORMS)(c, key, value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # its own __repr__ (dataclass would write one and then drop it)
 class ModelConfig:
     """A model: every config key (README "Config keys"), checked by its field's check; derived sizes below."""
 
@@ -169,8 +169,7 @@ class ModelConfig:
         return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     def __repr__(self) -> str:
-        """The keys a file would give (:func:`.keys.as_raw`), not every one of the fields at its default
-        (dataclass then generates none: a shorter start-up too)."""
+        """The keys a file would give (:func:`.keys.as_raw`), not every one of the fields at its default."""
         return f"ModelConfig({', '.join(f'{k}={v!r}' for k, v in as_raw(self).items())})"
 
     # -- derived values ------------------------------------------------------------
