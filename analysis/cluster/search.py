@@ -191,15 +191,15 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
     def spec(w: _Weighed) -> RunSpec:
         return runs(w.batch, w.recompute).replace(layout=w.layout.layout(global_batch // (w.batch * w.layout.dp)))
 
-    passes: dict[tuple, RunSpec] = {}  # by (tp, cp, b, recompute): a run of that pass
-    computes: dict[tuple, float] = {}  # by (tp, cp, pp, b, recompute): the longest stage's compute
+    passes: dict[tuple, RunSpec] = {}  # by (tp, cp, sp, b, recompute): a run of that pass
+    computes: dict[tuple, float] = {}  # by (tp, cp, sp, pp, b, recompute): the longest stage's compute
     bounds: dict[tuple, float] = {}  # by what they depend on: not dp's collectives, not ZeRO
 
     def compute_bound(w: _Weighed) -> float:  # floors()' first, figured for each pp of a pass alone
         lay = w.layout
-        key = (lay.tp, lay.cp, lay.pp, w.batch, w.recompute)
+        key = (lay.tp, lay.cp, lay.sp, lay.pp, w.batch, w.recompute)  # sp shortens the elementwise work
         if key not in computes:
-            run_key = (lay.tp, lay.cp, w.batch, w.recompute)
+            run_key = (lay.tp, lay.cp, lay.sp, w.batch, w.recompute)
             if run_key not in passes:
                 passes[run_key] = spec(w)
             computes[key] = max(stage_floors(cfg, passes[run_key], hw, eff, shared, lay.pp).values())
