@@ -267,13 +267,10 @@ class RunSpec:
         _check_whole(self, ("seq", "chunk"), optional=True)
         _check_whole(self, ("batch",))
         _check_whole(self, ("past",), minimum=0)
-        if not isinstance(self.layout, Layout):
-            raise SpecError("layout", f"must be a Layout, got {brief(self.layout)}")
+        self._check_layout()
         if self.lora is not None and not isinstance(self.lora, LoRA):
             raise SpecError("lora", f"must be a LoRA or None, got {brief(self.lora)}")
-        for field, in_layout, name, default, modes in _APPLIES_FIELDS:
-            if getattr(self.layout if in_layout else self, name) != default and self.mode not in modes:
-                raise SpecError(field, f"applies to mode {' or '.join(modes)}, not {self.mode}")
+        self._check_modes(_APPLIES_FIELDS[False], self)
         _check_whole(self, ("images",), minimum=0)
         _check_whole(self, ("image_size", "text"), optional=True)
         if self.image_size is not None and not self.images:
@@ -323,6 +320,17 @@ class RunSpec:
             kv_dtype=self.kv_dtype or (None if train else dtype),
             state_dtype=self.state_dtype or (None if train else self.kv_dtype or dtype))
 
+    def _check_layout(self) -> None:
+        if not isinstance(self.layout, Layout):
+            raise SpecError("layout", f"must be a Layout, got {brief(self.layout)}")
+        self._check_modes(_APPLIES_FIELDS[True], self.layout)
+
+    def _check_modes(self, fields: tuple, holder: object) -> None:
+        """Each of ``fields`` (:data:`APPLIES`', of ``holder``) at its default unless it applies to the mode."""
+        for field, name, default, modes in fields:
+            if getattr(holder, name) != default and self.mode not in modes:
+                raise SpecError(field, f"applies to mode {' or '.join(modes)}, not {self.mode}")
+
     def replace(self, **changes) -> "RunSpec":
         """``dataclasses.replace``, checked as it is (no unknown field, :meth:`__post_init__`'s rules),
         without its generic ``__init__``: `plan` makes thousands of runs, most of them a layout apart."""
@@ -331,7 +339,10 @@ class RunSpec:
             raise TypeError(f"RunSpec has no field {', '.join(sorted(unknown))}")
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__, **changes)
-        new.__post_init__()
+        if changes.keys() == {"layout"}:  # the rest was checked when this run was made
+            new._check_layout()
+        else:
+            new.__post_init__()
         return new
 
     def executed(self) -> "RunSpec":
@@ -373,15 +384,16 @@ class RunSpec:
         return self.seq
 
 
-# RunSpec's choices and the mode-bound fields of APPLIES (with their defaults), laid out once: a run
-# is checked each time one is made
+# RunSpec's choices and the mode-bound fields of APPLIES (with their defaults; the run's and its layout's
+# apart), laid out once: a run is checked each time one is made
 _CHOICES = (("mode", MODES), ("attention", ATTENTION_IMPLS), ("optimizer", tuple(OPTIMIZER_STATES)),
             ("recompute", RECOMPUTE), ("dtype", (None, *COMPUTE_DTYPES)), ("matmul_dtype", (None, *COMPUTE_DTYPES)),
             ("fp8_scaling", (None, *FP8_SCALINGS)), ("weights_dtype", (None, *DTYPE_BITS, *WEIGHT_FORMATS)),
             ("kv_dtype", (None, *DTYPE_BITS)), ("state_dtype", (None, *DTYPE_BITS)))
-_APPLIES_FIELDS = tuple(
-    (field, bool(owner), name, holder.__dataclass_fields__[name].default, modes)
+_APPLIES_FIELDS = {in_layout: tuple(
+    (field, name, holder.__dataclass_fields__[name].default, modes)
     for field, modes in APPLIES.items()
     for owner, _, name in [field.rpartition(".")]
+    if bool(owner) == in_layout
     for holder in [Layout if owner else RunSpec]
-    if name in holder.__dataclass_fields__)  # global_batch is Layout.of's
+    if name in holder.__dataclass_fields__) for in_layout in (False, True)}  # global_batch is Layout.of's

@@ -96,10 +96,11 @@ Recurrent: TypeAlias = "Mamba | Mamba2 | ShortConv | NoMixer | Lightning | Gated
 class Block:
     """One layer of a spec: its attention and FFN descriptors and what it holds."""
 
-    __slots__ = ("cfg", "spec")
+    __slots__ = ("cfg", "spec", "_linears")
 
     def __init__(self, cfg: ModelConfig, spec: LayerSpec) -> None:
         self.cfg, self.spec = cfg, spec
+        self._linears: tuple[Linear, ...] | None = None
 
     @property
     def attention(self) -> AttentionKind:
@@ -136,8 +137,10 @@ class Block:
         return [] if self.spec.ffn is None else [self.ffn]
 
     def linears(self) -> list[Linear]:
-        return self.mixer.linears() + [m for b in self.beside for m in b.linears()] + [
-            m for f in self.ffns for m in f.linears()]
+        if self._linears is None:  # kept: a block is built once per config (build), and `plan` asks thousands of times
+            self._linears = tuple(self.mixer.linears() + [m for b in self.beside for m in b.linears()] + [
+                m for f in self.ffns for m in f.linears()])
+        return list(self._linears)
 
     def norms(self) -> list[Norm]:
         norms = block_norms(self.cfg)
