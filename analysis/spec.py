@@ -222,7 +222,7 @@ def op_refusal(cfg: ModelConfig, lora: LoRA | None = None) -> str | None:
     """Why per-op checkpointing (analysis/count/recompute.py) is refused for ``cfg`` (with ``lora``), or None:
     its policy counts the linears of attention and FFN layers alone."""
     why = ("LoRA adapters" if lora is not None else f"{cfg.recurrent_kind} layers" if cfg.has_recurrent
-           else "DSA's indexer" if cfg.dsa is not None else None)
+           else "DSA's indexer" if cfg.dsa is not None else "hyper-connections" if cfg.hyper is not None else None)
     return None if why is None else (f"op (per-op selective checkpointing) with {why} is not modeled: its "
                                      "policy counts the linears of attention and FFN layers")
 

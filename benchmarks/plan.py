@@ -1,24 +1,28 @@
 """`llmcalc plan` at every scale: every bundled model at 8, 64, 512, 4,096 and 16,384 GPUs.
 
 DESIGN.md section 6 and issue 26: `plan` answers in under 1 s for every bundled model, MoE
-included, at any GPU count from 8 to 16,384, on 2 cores. Runs each command as its console script
-would (`python -c` importing the entry point, the table it prints by default), the first once
-untimed to warm the disk cache, and prints the median wall time of ``--runs`` runs, the layouts
-it weighed and the ratio to the 1 s bar, then the slowest case. `--check` exits 1 when one is over.
-Beside the wall time, the CPU time the command took (user and system): on a machine other work
-shares, the wall time includes its waits.
+included, at any GPU count from 8 to 16,384, on 2 cores. Runs each command as users do, the
+console script of a non-editable install with bytecode (benchmarks/startup.py's), printing the
+table it prints by default, the first once untimed to warm the disk cache, and prints the median
+wall time of ``--runs`` runs, the layouts it weighed and the ratio to the 1 s bar, then the
+slowest case. `--check` exits 1 when one is over. Beside the wall time, the CPU time the command
+took (user and system): on a machine other work shares, the wall time includes its waits.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+from startup import environment, install  # benchmarks/startup.py: the install as users run it
 
 BAR_S = 1.0
 GPUS = (8, 64, 512, 4096, 16384)
@@ -31,10 +35,10 @@ def _cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def once(model: str, gpus: int) -> tuple[float, float, str]:
+def once(tool: list[str], env: dict[str, str], model: str, gpus: int) -> tuple[float, float, str]:
     start, cpu = time.perf_counter(), _cpu()
-    done = subprocess.run([sys.executable, "-c", "from llmcalc.cli.app import main; main()", "plan", model,
-                           "--gpus", str(gpus), *WORKLOAD], capture_output=True, text=True)
+    done = subprocess.run([*tool, "plan", model, "--gpus", str(gpus), *WORKLOAD], capture_output=True, text=True,
+                          env=env, cwd="/")
     seconds, cpu = time.perf_counter() - start, _cpu() - cpu
     fit = re.search(r"([\d,]+ of [\d,]+) layouts fit", done.stdout)
     return seconds, cpu, fit.group(1) if fit else (done.stderr.strip().splitlines() or ["?"])[-1][:60]
@@ -46,7 +50,15 @@ def main() -> int:
     parser.add_argument("--models", nargs="*", default=MODELS)
     parser.add_argument("--check", action="store_true", help="exit 1 when a median is over the bar")
     args = parser.parse_args()
-    once(args.models[0], GPUS[0])
+    with tempfile.TemporaryDirectory() as folder:
+        install(Path(folder, "llmcalc"))
+        python = str(environment(Path(folder)))
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+        return run(args, [python, str(Path(folder, "llmcalc", "bin", "llmcalc"))], env)  # the console script
+
+
+def run(args: argparse.Namespace, tool: list[str], env: dict[str, str]) -> int:
+    once(tool, env, args.models[0], GPUS[0])
     print(f"llmcalc plan MODEL --gpus N {' '.join(WORKLOAD)}   (bar {BAR_S:g} s)")
     print(f"{'model':<22} {'gpus':>6} {'seconds':>8} {'cpu':>6} {'ratio':>6}  layouts fit")
     worst = (0.0, 0.0, "", 0)
@@ -54,7 +66,7 @@ def main() -> int:
         for gpus in GPUS:
             times, cpus, fit = [], [], ""
             for _ in range(args.runs):
-                t, c, fit = once(model, gpus)
+                t, c, fit = once(tool, env, model, gpus)
                 times.append(t)
                 cpus.append(c)
             median, cpu = statistics.median(times), statistics.median(cpus)

@@ -60,6 +60,18 @@ VARIANTS = {  # together every config key and value
     "dsa": {"attention": "mla", "position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_layers": 2,
             "mla": {"q_lora_rank": 16, "kv_lora_rank": 12, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4,
                     "v_head_dim": 6}, "dsa": {"n_heads": 3, "head_dim": 6, "topk": 3}},
+    "longcat": {"attention": "mla", "position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_layers": 4,
+                "mla": {"q_lora_rank": 16, "kv_lora_rank": 12, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4,
+                        "v_head_dim": 6},
+                "moe": {"num_experts": 4, "experts_per_token": 3, "expert_d_ff": 16, "zero_experts": 2,
+                        "router_bias": True, "shortcut": True}},
+    "hyper": {"attention": "mla", "position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_layers": 2,
+              "mla": {"q_lora_rank": 16, "kv_lora_rank": 12, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4,
+                      "v_head_dim": 6},
+              "moe": {"num_experts": 4, "experts_per_token": 2, "expert_d_ff": 16, "shared_experts": 1},
+              "hyper": {"streams": 4, "sinkhorn_iters": 3}},
+    "hyper-independent": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2,
+                          "hyper": {"streams": 3, "mix": False}},
     "gpt-oss": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2,
                 "attention_sinks": True, "qkv_bias": True, "out_bias": True, "sliding_window": 4,
                 "layer_types": ["sliding", "full"],
@@ -205,6 +217,7 @@ def _moe(draw, n_layers):
     ``i`` with ``(i + 1) % step == 0`` is MoE unless ``first_dense_layers`` passes it."""
     e = draw(st.integers(1, 6))
     moe = {"num_experts": e, "experts_per_token": draw(st.integers(1, e))}
+
     if draw(st.booleans()):
         moe["expert_d_ff"] = draw(st.integers(1, 32))
     shared = draw(st.integers(0, 2))
@@ -225,6 +238,37 @@ def _moe(draw, n_layers):
         if draw(st.booleans()):
             moe[key] = draw(st.booleans())
     return moe
+
+
+def _longcat_moe(draw, raw, attention_only):
+    """LongCat-Flash's MoE: identity experts (a whole share of real ones per token) and, on attention layers, the
+    shortcut: pairs of sequential pre-norm layers, the MoE beside every even one's MLP."""
+    moe = raw["moe"]
+    e, z = moe["num_experts"], draw(st.integers(0, 3))
+    moe["zero_experts"] = z
+    moe["experts_per_token"] = draw(st.sampled_from([k for k in range(1, e + z + 1) if k * e % (e + z) == 0]))
+    if not attention_only:
+        return
+    moe["shortcut"] = draw(st.booleans())
+    if moe["shortcut"]:
+        raw["moe"] = {k: v for k, v in moe.items() if k not in ("step", "first_dense_layers")}
+        raw["n_layers"] += raw["n_layers"] % 2
+        raw.update(norm_placement="pre", parallel_block=False, layer_scalar=False)
+        for key in ("ffn_layers", "parallel_norms"):
+            raw.pop(key, None)
+
+
+def _hyper(draw, raw):
+    """Hyper-connections (DeepSeek V4's mixed streams, Hy4's independent ones) on sequential pre-norm layers."""
+    if (raw.get("moe") or {}).get("shortcut") or (raw.get("moe") or {}).get("beside_mlp"):
+        return
+    raw["hyper"] = {"streams": draw(st.integers(2, 4))}
+    if draw(st.booleans()):
+        raw["hyper"]["mix"] = draw(st.booleans())
+    if raw["hyper"].get("mix", True) and draw(st.booleans()):
+        raw["hyper"]["sinkhorn_iters"] = draw(st.integers(1, 4))
+    raw.update(norm_placement="pre", parallel_block=False, layer_scalar=False)
+    raw.pop("parallel_norms", None)
 
 
 @st.composite
@@ -446,9 +490,12 @@ def _single_sublayers(draw, raw):
 
 
 @st.composite
-def valid_configs(draw):
+def valid_configs(draw, layouts: bool = False):
     """Raw config mappings over every ModelConfig key and value (test_config checks the
-    coverage); sizes stay tiny, since verify tests build these on the meta device."""
+    coverage); sizes stay tiny, since verify tests build these on the meta device. With `layouts`,
+    only what parallel layouts accept: no vision tower, DSA indexer, recurrent mixer, dense MLP beside
+    the experts, LongCat-Flash's MoE or hyper-connections (sharding.check_layout refuses them), so no
+    test filters out most draws."""
     n_layers = draw(st.integers(1, 4))
     raw = {"name": "r", "vocab_size": draw(st.integers(1, 500)), "context_length": draw(st.integers(1, 64)),
            "n_layers": n_layers, "d_ff": draw(st.integers(1, 64))}
@@ -464,10 +511,11 @@ def valid_configs(draw):
         raw["n_heads"] = draw(st.integers(1, 4))
         raw["d_model"] = draw(st.integers(1, 48))
         raw["mla"] = draw(_mla(rope))
-        if rope and draw(st.booleans()):  # DSA's indexer, on the low-rank query
+        if rope and not layouts and draw(st.booleans()):  # DSA's indexer, on the low-rank query
             raw["mla"]["q_lora_rank"] = raw["mla"].get("q_lora_rank") or draw(st.integers(1, 16))
             raw["dsa"] = {"n_heads": draw(st.integers(1, 4)), "topk": draw(st.integers(1, 8)),
                           "head_dim": raw["mla"]["qk_rope_head_dim"] + draw(st.integers(0, 4))}
+        raw["attention_gate"] = draw(st.booleans())  # Hy4's on MLA
     else:
         if draw(st.booleans()):
             raw["attention"] = "mha"
@@ -554,9 +602,9 @@ def valid_configs(draw):
         raw["moe"] = None
     if raw.get("moe") is not None:  # sub_norms applies to dense models only, whatever its value
         raw.pop("sub_norms", None)
-        if raw["norm_placement"] in ("pre", "sandwich") and not raw["parallel_block"]:  # Gemma 4's dense+moe
+        if raw["norm_placement"] in ("pre", "sandwich") and not raw["parallel_block"] and not layouts:  # Gemma 4
             raw["moe"]["beside_mlp"] = draw(st.booleans())
-    if draw(st.booleans()):
+    if not layouts and draw(st.booleans()):
         raw["vision"] = draw(_vision())
     moe = raw.get("moe")
     if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1 or moe.get("beside_mlp"):
@@ -567,6 +615,8 @@ def valid_configs(draw):
     # recurrent layers in one config of 14 for each recurrent kind (layouts, LoRA and bytes moved refuse
     # them: the properties over those need the rest), alone or beside attention ones, with or without FFN
     recurrent = draw(st.integers(0, 13))
+    if layouts or ("dsa" in raw and raw["position"] == "rope"):  # DSA kept: attention layers only
+        recurrent = len(RECURRENT_MAPPINGS)
     if recurrent < len(RECURRENT_MAPPINGS):
         kind = list(RECURRENT_MAPPINGS)[recurrent]
         # 0: beside attention alone (Falcon-H1); 1: in layers of its own too; else in layers of its own
@@ -579,12 +629,18 @@ def valid_configs(draw):
             _parallel_mixer(draw, raw, kind)
     if "dsa" in raw and (raw["position"] != "rope" or recurrent < len(RECURRENT_MAPPINGS)):  # RoPE, attention
         raw.pop("dsa")
-    if "dsa" in raw:  # DSA: full causal layers only, without sinks or soft-capping
+    if "dsa" in raw:  # DSA: full causal layers only, without soft-capping
         for key in ("sliding_window", "attention_chunk", "attn_logit_softcap"):
             raw.pop(key, None)
         if raw.get("layer_types"):
             raw["layer_types"] = [t for t in raw["layer_types"] if t not in ("sliding", "chunked")] or ["full"]
-        raw["attention_sinks"] = False
+    if raw.get("moe") is not None and not raw["moe"].get("beside_mlp") and not layouts \
+            and draw(st.booleans()):  # LongCat-Flash's
+        _longcat_moe(draw, raw, recurrent >= len(RECURRENT_MAPPINGS))
+    if recurrent >= len(RECURRENT_MAPPINGS) and not layouts and draw(st.integers(0, 3)) == 0:
+        _hyper(draw, raw)
+    if "dsa" in raw and draw(st.booleans()):  # layers reusing the previous indexer's top-k (Hy4); layer 0 indexes
+        raw["dsa"]["shared"] = [False] + draw(st.lists(st.booleans(), min_size=1, max_size=3))
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule
     optional = [k for k in raw if k not in REQUIRED]
     for key in draw(st.lists(st.sampled_from(optional), unique=True)):

@@ -100,6 +100,14 @@ EXTRA["minimax"] = {"block_size": 3}
 EXTRA["kimi_linear"] = {"layer_types": ["linear_attention", "full_attention", "linear_attention", "linear_attention"]}
 # Gemma 4: its class default (hidden_size_per_layer_input 256) turns on per-layer embeddings, refused
 EXTRA["gemma4_text"] = {"hidden_size_per_layer_input": 0}
+# LongCat-Flash runs on the CPU (against.NOT_ON_META): its checkpoint's experts (512 and 256 identity ones), small
+EXTRA["longcat_flash"] = dict(vocab_size=1000, hidden_size=64, num_attention_heads=4, ffn_hidden_size=96,
+                              q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, head_dim=8,
+                              v_head_dim=8, moe_topk=3, expert_ffn_hidden_size=32, max_position_embeddings=64)
+
+# Gemma 4 12B (gemma4_unified_text): its published full layers, one K/V head whose values are its keys, and softcap
+EXTRA["gemma4_unified_text"] = {"attention_k_eq_v": True, "num_global_key_value_heads": 1,
+                                "final_logit_softcapping": 30.0}
 
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))
@@ -323,6 +331,73 @@ def test_dsa_attention_flops_closed_form(tmp_path, model_type):
     assert checks["transformers/flops/eager/forward/attention/indexer"].measured == L * 2 * n * S * S * (D + 1)
     assert checks["transformers/flops/eager/forward/attention/indexer/wq_b"].note == ""
 
+
+def test_longcat_identity_experts_closed_form(tmp_path):
+    """LongCat-Flash's identity experts: a token's FLOPs depend on how many of its k choices reach real experts.
+    llmcalc counts the share routing balanced over all E + Z experts gives them, k*E/(E+Z) (2 of 3 here; 8 of
+    12 in LongCat-Flash), per token of a MoE layer: three d x f matrices each, and the d -> E + Z router.
+    transformers' model, its routers steered to that share, measures exactly that; steered to identity experts
+    only, its experts compute nothing. Its stacked gate_up_proj holds Z rows more than the checkpoint's experts."""
+    from transformers import AutoConfig
+
+    raw = AutoConfig.for_model("longcat_flash", num_hidden_layers=4, n_routed_experts=4, zero_expert_num=2,
+                               **EXTRA["longcat_flash"]).to_dict()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    cfg = load_model(str(path))
+    d, f, E, Z, T, moe_layers = 64, 32, 4, 2, 8, 2  # layers 0 and 2 of 4 sublayers
+    fwd = count_flops(cfg, RunSpec("train", T, 1, "eager")).forward.matmul
+    assert fwd["moe/experts"] == moe_layers * T * 2 * 3 * 2 * d * f
+    assert fwd["moe/router"] == moe_layers * T * 2 * d * (E + Z)
+    assert fwd["mlp/up"] == 4 * T * 2 * d * 96  # every sublayer's own MLP
+    checks = {c.name: c for c in against.against_transformers(cfg, raw, T, 1, str(path), "cpu")}
+    assert [c for c in checks.values() if not c.ok] == []
+    experts = checks["transformers/flops/eager/forward/moe/experts"]
+    assert experts.measured == fwd["moe/experts"] and experts.note == against.STEERED
+    params = checks["transformers/params/moe/experts"]
+    assert params.measured - count_params(cfg).components["moe/experts"] == moe_layers * Z * 2 * f * d
+    assert params.note == against.PHANTOM
+    import torch
+
+    model = against.build_hf(raw, device="cpu")
+    for m in model.modules():  # two choices, both identity experts: no expert matmul at all
+        if hasattr(m, "e_score_correction_bias"):
+            m.top_k = 2
+            m.e_score_correction_bias.data = torch.tensor([0.0] * E + [2.0] * Z)
+    measured, _ = against.measure_flops(model, cfg, 1, T)
+    assert "moe/experts" not in measured and measured["moe/router"] == fwd["moe/router"]
+
+
+def test_hy4_closed_form(tmp_path):
+    """Hy4 (4 layers: indexers on layers 0 and 1, layers 2 and 3 reusing layer 1's top-k; layer 0 dense): its
+    indexer scores all S x S pairs on the indexed layers alone, attention reads k of the keys per query on every
+    layer, each cached token holds the latent and RoPE key, and an indexer key on the indexed layers; each
+    branch's hyper-connection is a N*d -> 2N linear (no stream mix), the head's N*d -> N. transformers' model
+    measures all of it (its attention dense over the keys, masked to the top-k: labelled)."""
+    from transformers import AutoConfig
+
+    raw = AutoConfig.for_model("hy_v4", num_hidden_layers=4, index_topk=3).to_dict()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    cfg = load_model(str(path))
+    assert [(s.topk, s.shared_topk, s.ffn) for s in layer_specs(cfg)] == [
+        (3, False, "dense"), (3, False, "moe"), (3, True, "moe"), (3, True, "moe")]
+    S, k, L, d, N = 8, 3, 4, raw["hidden_size"], raw["hc_mult"]
+    h, n, D = raw["num_attention_heads"], raw["index_n_heads"], raw["index_head_dim"]
+    d_qk, d_v = raw["qk_nope_head_dim"] + raw["qk_rope_head_dim"], raw["v_head_dim"]
+    fwd = count_flops(cfg, RunSpec("train", S, 1, "eager")).forward.matmul
+    pairs = S * k  # the dense convention: every query reads k of the S keys
+    assert fwd["attention/scores"] == L * 2 * h * pairs * d_qk and fwd["attention/values"] == L * 2 * h * pairs * d_v
+    assert fwd["attention/indexer"] == 2 * 2 * n * S * S * (D + 1)  # layers 0 and 1
+    assert fwd["attention/gate"] == L * 2 * S * d * h * d_v
+    assert fwd["hyper/attention"] == fwd["hyper/mlp"] == L * 2 * S * N * d * 2 * N
+    assert fwd["hyper/head"] == 2 * S * N * d * N and "hyper/attention_mix" not in fwd
+    cache = kv_cache(cfg, RunSpec("decode", S, 1, kv_dtype="fp32"))
+    assert cache.bytes == S * 4 * (L * (raw["kv_lora_rank"] + raw["qk_rope_head_dim"]) + 2 * D)
+    checks = {c.name: c for c in against.against_transformers(cfg, raw, S, 1, str(path))}
+    assert [c for c in checks.values() if not c.ok or "unmatched" in c.name] == []
+    assert checks["transformers/flops/eager/forward/attention/scores+values"].note == against.EVERY_KEY
+    assert checks["transformers/flops/eager/forward/hyper/attention"].measured == fwd["hyper/attention"]
 
 def test_gemma4_experts_beside_the_mlp_match_transformers(tmp_path):
     """Gemma 4 26B-A4B's layers (enable_moe_block: the experts beside every layer's MLP, moe.beside_mlp) at a

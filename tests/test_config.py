@@ -22,7 +22,8 @@ from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, PARALLEL_MIXERS, QK_NORMS, ModelConfig
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
-from llmcalc.analysis.model.mla import MLAConfig
+from llmcalc.analysis.model.hyper import HyperConfig
+from llmcalc.analysis.model.mla import DSAConfig, MLAConfig
 from llmcalc.analysis.model.moe import MoEConfig
 from llmcalc.analysis.model.rules import APPLIES
 from llmcalc.analysis.model.sizes import DTYPE_BITS
@@ -250,8 +251,6 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
      [":10: key 'head_dim': applies only to attention other than mla"]),
     (BASE + "attention: mla\n" + MLA + "qk_norm: true\n",
      [":10: key 'qk_norm': applies only to attention other than mla"]),
-    (BASE + "attention: mla\n" + MLA + "attention_gate: true\n",
-     [":10: key 'attention_gate': applies only to attention other than mla (mha); delete it"]),
     (BASE + "attention_gate: 1\n", [":8: key 'attention_gate': must be true or false, got 1"]),
     (BASE + "attention: mla\n" + MLA + "rotary_fraction: 0.5\n",
      [":10: key 'rotary_fraction': applies only to position: rope, with attention other than mla"]),
@@ -396,6 +395,8 @@ def test_strategy_covers_every_key_and_value():
                              (MLAConfig, [raw.get("mla") for raw in drawn], ENUM_CHOICES),
                              (VisionConfig, visions, VISION_ENUMS),
                              (ProjectorConfig, [v["projector"] for v in visions], {"norm": ("none", *NORMS)}),
+                             (HyperConfig, [raw.get("hyper") for raw in drawn], {}),
+                             (DSAConfig, [raw.get("dsa") for raw in drawn], {}),
                              *((mixer_schema(kind), [raw.get(kind) for raw in drawn], {}) for kind in MIXERS)):
         key = cls.__name__
         maps = [m for m in maps if isinstance(m, dict)]

@@ -5,6 +5,7 @@ cannot map (state-space, recurrent) or has no mapper for."""
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from llmcalc.analysis.load.hf import MAPPERS
 from tests.console import error_line
 
 LABEL = "counted by transformers, not explained"
+DOCS = Path(__file__).parent.parent / "docs" / "huggingface.md"
 
 # model_type -> (its config class's keys: a released checkpoint's shapes, or small ones; the
 # published total of that checkpoint, None for the small ones)
@@ -22,6 +24,17 @@ CONFIGS = {
     "rwkv": (dict(vocab_size=1000, hidden_size=64, num_hidden_layers=3, context_length=128), None),  # untied head
     "xlstm": (dict(vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_heads=4), None),
 }
+# The causal-LM families of transformers 5.23.0 that llmcalc's keys cannot count (docs/huggingface.md, Models
+# without a mapper, gives each one's reason), at a small size: two layers of 64 (their padding token in the
+# vocabulary, dots3-note's K/V heads as many as its heads, as their classes require)
+_SMALL = dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+              intermediate_size=96)
+NEW_FAMILIES = {t: (_SMALL, None) for t in (
+    "axk1", "axk2", "qwen4_exp_text", "inkling_text", "inkling2_text", "hrm_text", "zaya", "minimax_m3_vl_text",
+    "mimo_v2_flash", "laguna", "jetmoe", "doge", "diffllama")}
+NEW_FAMILIES.update({t: ({**_SMALL, "pad_token_id": 0}, None) for t in ("bailing_hybrid", "lfm3")})
+NEW_FAMILIES["dots3_note_text"] = ({**_SMALL, "pad_token_id": 0, "num_key_value_heads": 4}, None)
+CONFIGS.update(NEW_FAMILIES)
 
 
 def _write(tmp_path, model_type: str, name: str = "config.json") -> str:
@@ -35,19 +48,38 @@ def _write(tmp_path, model_type: str, name: str = "config.json") -> str:
 
 
 def _parameters(model_type: str) -> int:
-    """transformers' model.parameters() on meta, each once: an independent count."""
+    """transformers' model.parameters() on meta, each once, and its persistent buffers (the routers'
+    e_score_correction_bias, Gemma's layer scalars: what a checkpoint stores beside them): an independent count."""
     import torch
     import transformers
 
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(transformers.CONFIG_MAPPING[model_type](
             **CONFIGS[model_type][0]))
-    return sum(p.numel() for p in model.parameters())
+    buffers = sum(b.numel() for m in model.modules() for name, b in m._buffers.items()
+                  if b is not None and name not in m._non_persistent_buffers_set)
+    return sum(p.numel() for p in model.parameters()) + buffers
 
 
 @pytest.mark.unit
 def test_the_types_have_no_mapper():
     assert not set(CONFIGS) & set(MAPPERS)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("model_type", [*NEW_FAMILIES, "gemma4_unified", "gemma4_assistant", "gemma4_unified_assistant",
+                                        "dots3_note", "qwen4_exp"])
+def test_the_new_families_go_to_the_fallback(model_type):
+    """No mapper (language model or multimodal) reads them, so `llmcalc params` hands them to transformers; the
+    docs give each one's reason."""
+    from llmcalc.analysis.errors import UnmappedModelType
+    from llmcalc.analysis.load.hf import from_hf_config
+
+    with pytest.raises(UnmappedModelType):
+        from_hf_config({"model_type": model_type}, "config.json")
+    section = DOCS.read_text().split("## Models without a mapper")[1].split("\n## ")[0]
+    assert f"- `{model_type}`" in section or f"and the multimodal `{model_type}`" in section \
+        or f"and `{model_type}`" in section
 
 
 @pytest.mark.reference

@@ -560,6 +560,35 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         num_key_value_heads=16, head_dim=256, global_head_dim=512, num_global_key_value_heads=4,
         attention_k_eq_v=True, sliding_window=1024, max_position_embeddings=262144, final_logit_softcapping=30.0,
         hidden_size_per_layer_input=0, num_kv_shared_layers=0, enable_moe_block=False), None),
+    # DeepSeek-V3.2's layers with an output gate, sinks, shared indexer layers (layer 0 and every fourth from layer 1
+    # index: 21 of 78) and 4 independent hyper-connection streams; a dense first layer, then 256 experts, top 8, a
+    # shared one (published config.json values; its legacy layer type; num_key_value_heads 8, which transformers
+    # sets to the heads). The checkpoint adds its multi-token-prediction layer: not pinned
+    "hy_v4": ("tencent/Hy4-preview", dict(
+        vocab_size=120832, hidden_size=6144, intermediate_size=18432, moe_intermediate_size=2048, num_hidden_layers=78,
+        num_attention_heads=64, num_key_value_heads=8, n_routed_experts=256, n_shared_experts=1, num_experts_per_tok=8,
+        q_lora_rank=2048, kv_lora_rank=512, qk_nope_head_dim=192, qk_rope_head_dim=64, v_head_dim=256,
+        index_topk=2048, index_head_dim=128, index_n_heads=32, hc_mult=4, max_position_embeddings=1048576,
+        layer_types=["deepseek_sparse_attention"] * 78,
+        rope_parameters=dict(rope_type="default", rope_theta=10000000.0), tie_word_embeddings=False), None),
+    # 28 layers of two MLA sublayers each and a shortcut MoE of 512 experts and 256 identity ones, top 12 (8 real
+    # under llmcalc's convention): 560,664,980,480 (transformers' 741B counts gate_up_proj rows for the identity
+    # experts, which the checkpoint does not store); "560B" published, its checkpoint adds the MTP layer: not pinned
+    "longcat_flash": ("meituan-longcat/LongCat-Flash-Chat (LongcatFlashConfig's defaults)", dict(
+        vocab_size=131072, hidden_size=6144, num_layers=28, num_attention_heads=64, ffn_hidden_size=12288,
+        q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, head_dim=64, v_head_dim=128,
+        n_routed_experts=512, zero_expert_num=256, moe_topk=12, expert_ffn_hidden_size=2048,
+        max_position_embeddings=131072, tie_word_embeddings=False), None),
+
+    # Gemma 4 12B's language model, the text_config of google/gemma-4-12B's published config.json (the multimodal
+    # gemma4_unified): 11,907,350,320 as transformers counts it; the checkpoint's own total includes its vision and
+    # audio embedders: not pinned. Its keys for per-layer embeddings and experts are no fields of the class
+    "gemma4_unified_text": ("google/gemma-4-12B (text_config)", dict(
+        vocab_size=262144, hidden_size=3840, intermediate_size=15360, num_hidden_layers=48, num_attention_heads=16,
+        num_key_value_heads=8, head_dim=256, global_head_dim=512, num_global_key_value_heads=1, attention_k_eq_v=True,
+        sliding_window=1024, max_position_embeddings=262144, final_logit_softcapping=30.0,
+        use_bidirectional_attention="vision", hidden_size_per_layer_input=0, vocab_size_per_layer_input=262144,
+        num_kv_shared_layers=0, enable_moe_block=False, use_double_wide_mlp=False, tie_word_embeddings=True), None),
 }
 
 # Gemma 4 26B-A4B's language model, the text_config of google/gemma-4-26B-A4B-it
@@ -823,10 +852,15 @@ def _write(tmp_path, data: dict, name: str = "config.json"):
 
 def _stored(module) -> int:
     """numel of what a checkpoint of ``module`` stores: its state dict (parameters and
-    persistent buffers), each storage once (tied weights once)."""
+    persistent buffers), each storage once (tied weights once), without the gate_up_proj rows
+    transformers allocates for LongCat-Flash's identity experts (no checkpoint stores them)."""
     tensors = {t.untyped_storage()._cdata: t for k, t in module.state_dict(keep_vars=True).items()
                if k.rpartition(".")[2] not in against.DERIVED_BUFFERS}  # MiniMax's decay tables: not learned
-    return sum(t.numel() for t in tensors.values())
+    return sum(t.numel() for t in tensors.values()) - against.phantom_params(module)
+
+
+# transformers' decoder layers that hold several of llmcalc's (LongCat-Flash: two sublayers each)
+SUBLAYERS = {"longcat_flash": 2}
 
 
 def _check_against(tmp_path, model_type: str, hp: dict) -> int:
@@ -847,11 +881,14 @@ def _check_against(tmp_path, model_type: str, hp: dict) -> int:
     head_params = (0 if tied else head.weight.numel()) + (head.bias.numel() if head.bias is not None else 0)
     assert counted.components.get("lm_head", 0) == head_params
 
-    layers = _layers(model, ours.n_layers)
+    per = SUBLAYERS.get(model_type, 1)
+    layers = _layers(model, ours.n_layers // per)
+    want = [0] * ours.n_layers
     for group, per_layer in counted.groups:
-        want = sum(per_layer.values())
         for i in group.layers:
-            assert _stored(layers[i]) == want, f"layer {i} ({group.spec.describe()})"
+            want[i] = sum(per_layer.values())
+    for i, layer in enumerate(layers):
+        assert _stored(layer) == sum(want[i * per:(i + 1) * per]), f"layer {i}"
     return total
 
 
@@ -1009,6 +1046,7 @@ DEPTHS["minimax"] = 8  # its first softmax-attention layer is the eighth
 # Qwen3-Next and Qwen3.5: their first attention layer is the fourth (transformers reads the cached length there)
 DEPTHS.update(qwen3_next=4, qwen3_5_text=4, qwen3_5_moe_text=4)
 DEPTHS.update(deepseek_v32=4, glm_moe_dsa=4)  # three dense layers and a MoE one, as DeepSeek-V3
+DEPTHS["hy_v4"] = 3  # its dense layer, an indexed MoE layer and its first shared-indexer one
 DEPTHS["recurrent_gemma"] = 3  # two recurrent blocks and its first attention layer
 # Kimi Linear: three KDA layers (a dense one, two MoE), its first MLA layer, and the class default's (the fifth)
 DEPTHS["kimi_linear"] = 5
@@ -1110,6 +1148,12 @@ def test_dropped_and_null_keys_read_as_transformers(path):
 SMALL = {"dbrx": dict(vocab_size=1000, d_model=64, n_heads=4, n_layers=2, max_seq_len=32768,
                       attn_config=dict(clip_qkv=8, kv_n_heads=2, rope_theta=500000),
                       ffn_config=dict(ffn_hidden_size=96, moe_num_experts=4, moe_top_k=2))}
+# LongCat-Flash's likewise (its experts loop over the experts a batch routes to): 4 experts and 2 identity ones, 3
+# choices (2 real)
+SMALL["longcat_flash"] = dict(vocab_size=1000, hidden_size=64, num_layers=2, num_attention_heads=4, ffn_hidden_size=96,
+                              q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, head_dim=8,
+                              v_head_dim=8, n_routed_experts=4, zero_expert_num=2, moe_topk=3,
+                              expert_ffn_hidden_size=32, max_position_embeddings=64)
 
 
 # the one difference llmcalc keeps: Nemotron-H's class default blocks (Mamba-2, MoE, attention, MLP) put an MLP
@@ -1118,6 +1162,10 @@ REFUSED_DEFAULTS = {"nemotron_h": {"hybrid_override_pattern dropped": ("refused"
 # Gemma 4: its class default hidden_size_per_layer_input (256) turns on the per-layer embeddings of E2B/E4B,
 # refused, named
 REFUSED_DEFAULTS["gemma4_text"] = {"hidden_size_per_layer_input dropped": ("refused", (2_564_746_754, 50_348_032))}
+# LongCat-Flash: with the class default of either expert count (512 experts, 256 identity ones) a token's share of
+# real experts, 3 * 512 / 514 or 3 * 4 / 260, is not whole: llmcalc refuses it, naming moe.zero_experts
+REFUSED_DEFAULTS["longcat_flash"] = {"n_routed_experts dropped": ("refused", (6_595_588, 4_224)),
+                                     "zero_expert_num dropped": ("refused", (320_264, 4_224))}
 
 
 @pytest.mark.parametrize("model_type", OTHERS)
@@ -1254,3 +1302,33 @@ def test_a_rotary_fraction_that_is_not_a_number_is_refused_by_its_key(raw, key):
     with pytest.raises(ConfigError) as e:
         from_hf_config({"model_type": "glm4_moe", **raw}, "config.json")
     assert e.value.key == key and "must be a number" in e.value.message
+
+
+LONGCAT = {"model_type": "longcat_flash", **SMALL["longcat_flash"]}
+
+
+@pytest.mark.parametrize("changes, key", [
+    ({"head_dim": 16}, "head_dim"),  # sizes the RoPE tables: transformers cannot run another than the rope dims
+    ({"qk_head_dim": 24}, "qk_head_dim"),
+    ({"router_bias": True}, "router_bias"),
+    ({"n_routed_experts": 8}, "moe.zero_experts"),  # 3 * 8 / 10 real experts a token: not whole
+    ({"num_hidden_layers": 1}, "num_hidden_layers"),
+])
+def test_longcat_refusals_name_the_key(tmp_path, run, changes, key):
+    result = run("params", _write(tmp_path, {**LONGCAT, **changes}))
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"key '{key}'" in result.stderr
+
+
+def test_longcat_layers_are_its_sublayers():
+    """Two llmcalc layers per transformers layer, num_hidden_layers setting num_layers to half (as transformers),
+    every even one dense+shortcut_moe; the shortcut's pairs."""
+    from llmcalc.analysis.model.checks import from_dict
+    from llmcalc.analysis.model.layers import layer_specs
+
+    assert from_hf_config(LONGCAT, "config.json")["n_layers"] == 4
+    keys = from_hf_config({**LONGCAT, "num_hidden_layers": 7}, "config.json")
+    assert keys["n_layers"] == 6 == 2 * transformers.LongcatFlashConfig(num_hidden_layers=7).num_layers
+    assert [s.ffn for s in layer_specs(from_dict(keys))] == ["dense+shortcut_moe", "dense"] * 3
+    assert keys["moe"] == {"num_experts": 4, "experts_per_token": 3, "expert_d_ff": 32, "router_bias": True,
+                           "shortcut": True, "zero_experts": 2}

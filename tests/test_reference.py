@@ -22,7 +22,7 @@ from llmcalc.analysis.verify.measure import (
     measure_params,
     measure_saved_bytes,
 )
-from tests.strategies import CONFIGS
+from tests.strategies import BASE, CONFIGS
 
 pytestmark = pytest.mark.reference
 
@@ -424,3 +424,72 @@ def test_position_offset_rows_are_read_by_no_position():
     with torch.no_grad():
         model.embedding["position"].weight[-1] += torch.randn(cfg.d_model, dtype=torch.float64)
     assert not torch.allclose(model(tokens)[0, -1], before[0, -1])
+
+
+# -- hyper-connections (DeepSeek V4, Hy4) ------------------------------------------------------------
+
+@pytest.mark.parametrize("mix, head", [(True, False), (False, False), (False, True)])
+def test_hyper_coefficients_gradcheck(mix, head):
+    """The hand-written backward of the fused coefficient function (the two matmuls, the recomputed
+    activations and Sinkhorn's iterations) == numerical, for the streams and all three parameters."""
+    from llmcalc.analysis.verify.hyper import _Coefficients
+
+    torch.manual_seed(0)
+    n, d = 3, 4
+    rows = n if head else (2 + n) * n if mix else 2 * n
+    x = torch.randn(2, 5, n, d, dtype=torch.float64, requires_grad=True)
+    fn = torch.randn(rows, n * d, dtype=torch.float64, requires_grad=True)
+    base = torch.randn(rows, dtype=torch.float64, requires_grad=True)
+    scale = torch.rand(1 if head else 3 if mix else 2, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda *a: _Coefficients.apply(*a, mix, 4, head), (x, fn, base, scale))
+
+
+def test_hyper_connection_equals_transformers():
+    """The reference's coefficients, collapse and mix compute transformers' DeepseekV4HyperConnection and
+    the layer's stream update (post * y + comb^T X), from the same parameters."""
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4HyperConnection
+
+    from llmcalc.analysis.model.checks import from_dict
+    from llmcalc.analysis.verify.hyper import HyperConnection, Mix
+
+    d, n = 8, 3
+    config = transformers.DeepseekV4Config(hidden_size=d, hc_mult=n, hc_sinkhorn_iters=5, rms_norm_eps=1e-5)
+    theirs = DeepseekV4HyperConnection(config).double()
+    cfg = from_dict({**BASE, "d_model": d, "norm": "rmsnorm", "hyper": {"streams": n, "sinkhorn_iters": 5}})
+    ours = HyperConnection(cfg).double()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name in ("fn", "base", "scale"):
+            getattr(theirs, name).copy_(torch.randn_like(getattr(theirs, name)))
+            getattr(ours, name).copy_(getattr(theirs, name))
+    x, y = torch.randn(2, 5, n, d, dtype=torch.float64), torch.randn(2, 5, d, dtype=torch.float64)
+    post, comb, collapsed = theirs(x)
+    ours_collapsed, ours_post, ours_comb = ours(x)
+    close = dict(rtol=1e-5, atol=1e-5)  # transformers computes the coefficients in fp32
+    torch.testing.assert_close(ours_collapsed, collapsed, **close)
+    torch.testing.assert_close(Mix()(ours_post, ours_comb, y, x),
+                               post.unsqueeze(-1) * y.unsqueeze(-2) + comb.transpose(-1, -2) @ x, **close)
+
+
+@pytest.mark.parametrize("flash", [False, True])
+@pytest.mark.parametrize("with_sinks", [False, True])
+def test_sparse_core_gradcheck(flash, with_sinks):
+    """DSA's sparse core: its hand-written backward (eager, or flash recomputing the scores; with sink
+    logits, Hy4's) == numerical, over each query's top-3 causal keys (fewer for the first queries)."""
+    from llmcalc.analysis.verify.attention import SparseCore
+
+    gen = torch.Generator().manual_seed(0)
+    B, h, S, K = 2, 3, 6, 3
+    q, k = (torch.randn(B, h, S, 5, dtype=torch.float64, generator=gen, requires_grad=True) for _ in range(2))
+    v = torch.randn(B, h, S, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    sinks = torch.randn(h, dtype=torch.float64, generator=gen, requires_grad=True) if with_sinks else None
+    allowed = torch.ones(S, S, dtype=torch.bool).tril()
+    index = torch.randn(B, S, S, generator=gen).masked_fill(~allowed, float("-inf"))
+    idx = index.sort(dim=-1, descending=True, stable=True).indices[..., :K].contiguous()
+    valid = allowed.expand(B, S, S).gather(-1, idx)
+
+    def f(q, k, v, sinks):
+        return SparseCore.apply(q, k, v, idx, valid, sinks, flash)
+
+    assert torch.autograd.gradcheck(f, (q, k, v, sinks))

@@ -101,24 +101,21 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
          "layout"),
         (run.chunk is None, "chunk", "(chunked prefill) runs on one GPU: not with a parallel layout"),
     ]
-    if cfg.has_recurrent:  # named by the first split the layout makes
-        split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
-        rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has {cfg.recurrent_kind} layers, "
-                                                "which are "
-                                                "sized on one GPU only: not with a parallel layout"))
-    if cfg.dsa is not None:  # its indexer's tensors are not split here
-        split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
-        rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has DSA's indexer (dsa), which is "
-                                                "sized on one GPU only: not with a parallel layout"))
-    if cfg.moe is not None and cfg.moe.beside_mlp:  # its norms and scales are not split here
-        split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
-        rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has a dense MLP beside its "
-                                                "experts (moe.beside_mlp), which is sized on one GPU only: not with "
-                                                "a parallel layout"))
-    if cfg.vision is not None:  # named by the first split the layout makes
-        split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
-        rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has a vision tower, which is "
-                                                "sized on one GPU only: not with a parallel layout"))
+    moe = cfg.moe
+    one_gpu = [  # what no split here divides, each sized on one GPU only
+        (cfg.has_recurrent, f"{cfg.recurrent_kind} layers, which are"),
+        (cfg.dsa is not None, "DSA's indexer (dsa), which is"),
+        (moe is not None and moe.beside_mlp, "a dense MLP beside its experts (moe.beside_mlp), which is"),
+        (cfg.hyper is not None, "hyper-connections (hyper), which are"),
+        (moe is not None and bool(moe.zero_experts or moe.shortcut),
+         "LongCat-Flash's MoE (moe.zero_experts, moe.shortcut), which is"),
+        (cfg.vision is not None, "a vision tower, which is"),
+    ]
+    for has, what in one_gpu:
+        if has:  # named by the first split the layout makes
+            split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
+            rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has {what} sized on one GPU "
+                                                    "only: not with a parallel layout"))
     for ok, field, rule in rules:
         if not ok:
             raise SpecError(field, rule)

@@ -133,7 +133,14 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
         if post_norms:
             tape.norm("norm/mlp_post", None, T, d)
 
-    if spec.attention == "none":  # no mixer (nor its norm): the FFN branch alone
+    if cfg.hyper is not None:  # hyper-connections (sequential pre-norm layers: a rule)
+        from ..model.hyper import coefficient_saves, expansion_saves
+        for branch, run, x in (("attention", attn, "x"), ("mlp", ffn, "x + attention")):
+            if branch in layer.branches:
+                coefficient_saves(tape, f"hyper/{branch}", T, x)
+                run(tape.norm(f"norm/{branch}", None, T, d))
+                expansion_saves(tape, branch, T, x)
+    elif spec.attention == "none":  # no mixer (nor its norm): the FFN branch alone
         if placement == "post":
             ffn("x")
             tape.norm("norm/mlp", None, T, d)
@@ -188,6 +195,8 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     run = run.resolve(cfg)
     if run.lora is not None and cfg.has_recurrent:
         raise SpecError("lora", f"adapters on a model with {cfg.recurrent_kind} layers are not modeled")
+    if run.lora is not None and cfg.hyper is not None:
+        raise SpecError("lora", "adapters on a model with hyper-connections (hyper) are not modeled")
     batch, seq, attention, full, op = run.batch, run.seq, run.attention, run.recompute == "full", run.recompute == "op"
     selective = core_recomputed(cfg, run)
     b = bytes_per(run.dtype)
@@ -212,7 +221,7 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     groups = []
     for group, block in model.blocks:
         if full:
-            per_layer = {"layer": T * d * b}
+            per_layer = {"layer": T * d * cfg.streams * b}  # the block's input: every residual stream
         elif op:
             per_layer = kept_bytes(block, run, b)
         else:
@@ -230,6 +239,9 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     for key, n in shared.items():
         if n:
             comps[key] = comps.get(key, 0) + n
+    if model.hyper_head is not None:  # the streams' collapse: as a branch's, over the last layer's output
+        from ..model.hyper import head_saves
+        comps[model.hyper_head.key] = head_saves(cfg, T, b)
     if model.final_norm is not None:
         comps[model.final_norm.key] = T * (d * b + norm_stat_bytes(cfg))
     if run.lora is None:  # a frozen head keeps nothing: its input gradient needs only its weight

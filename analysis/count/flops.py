@@ -122,6 +122,8 @@ def family(key: str) -> str:
         return "attn proj"
     if key in SCORES_VALUES or key == "attention/indexer":
         return "attn scores+values"
+    if key.startswith("hyper/"):  # a branch's hyper-connection goes with it; the final collapse with the head
+        return {"attention": "attn proj", "mlp": "mlp", "head": "lm head"}[key[6:].partition("_")[0]]
     return {"attention": "attn proj", "mlp": "mlp", "moe": "mlp"}.get(key.split("/")[0], key.replace("_", " "))
 
 
@@ -192,6 +194,9 @@ def layer_matmul(layer: Block, run: RunSpec) -> dict[str, int]:
         _add(out, m.key, 2 * rows * m.d_in * m.d_out)
         if m.key in lora:
             _add(out, m.key + "/lora", 2 * rows * run.lora.rank * (m.d_in + m.d_out))
+    if layer.cfg.hyper is not None:  # the hyper-connections' linears and stream mixes (analysis.model.hyper)
+        from ..model.hyper import branch_matmul
+        out.update(branch_matmul(layer.cfg, run.tokens, layer.branches))
     if layer.spec.recurrent:  # the mamba mixer's conv and scan (analysis.model.mamba)
         out.update(layer.recurrent.matmul(run.batch, run.query_len, run.seq - run.query_len))
         for shared in layer.shared:  # a shared transformer block's attention, run by this layer
@@ -222,10 +227,14 @@ def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
     if lora:  # an adapter's output scaled by alpha / r and added to the base's
         ops += [Op("lora", linear_rows(m, layer, run) * m.d_out * m.active, 2, 3) for m in layer.linears()
                 if m.key in lora]
-    # two adds (one without an FFN; one more for a mixer beside the attention), each reads two and writes one
-    ops.append(Op("residual", (1 + len(layer.beside) + len(layer.ffns)) * T * cfg.d_model, 1, 3))
+    # two adds (one without an FFN; one more for a mixer beside the attention), each reads two and writes one; over
+    # every residual stream
+    ops.append(Op("residual", (1 + len(layer.beside) + len(layer.ffns)) * T * cfg.d_model * cfg.streams, 1, 3))
     if cfg.layer_scalar:  # the layer's output times its scalar
         ops.append(Op("layer_scalar", T * cfg.d_model, 1, 2))
+    if cfg.hyper is not None:
+        from ..model.hyper import branch_ops
+        ops += branch_ops(cfg, T, layer.branches)
     return ops
 
 
@@ -240,7 +249,7 @@ def attention_ops(cfg: ModelConfig, attn: AttentionKind, spec: LayerSpec, run: R
     if cfg.attention_sinks:  # one more logit in every softmax row, read with it
         ops.append(Op("attention/sinks", T * attn.heads, SOFTMAX_COST, 0, True))
     if cfg.attention_gate:  # sigmoid of each gate element, times the attention output's element
-        n = T * cfg.q_width
+        n = T * attn.heads * attn.value_dim
         ops += [Op("attention/gate", n, SIGMOID_COST, 2), Op("attention/gate", n, 1, 3)]
     if POSITIONS[cfg.position].score_bias:  # reads the bias and the scores, writes the scores
         ops.append(Op("attention/position_bias", scores, POSITION_BIAS_COST, 3, True))
@@ -289,6 +298,9 @@ def model_ops(cfg: ModelConfig, run: RunSpec) -> list[Op]:
     ops = []
     model = build(cfg)
     final = model.final_norm
+    if model.hyper_head is not None:  # the streams' collapse, over the tokens the head reads
+        from ..model.hyper import head_ops
+        ops += head_ops(cfg, n)
     if final is not None:
         ops.append(Op("norm", n * d, norm_cost(cfg.norm, final.weight, final.bias), 2))
     if model.head.linear.bias:
@@ -349,6 +361,8 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     run = run.resolve(cfg)
     if run.lora is not None and cfg.has_recurrent:
         raise SpecError("lora", f"adapters on a model with {cfg.recurrent_kind} layers are not modeled")
+    if run.lora is not None and cfg.hyper is not None:
+        raise SpecError("lora", "adapters on a model with hyper-connections (hyper) are not modeled")
     model = build(cfg)
     layers_mm: dict[str, int] = {}
     layers_ew: dict[str, int] = {}
@@ -369,6 +383,9 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     head = model.head.linear
     vision_mm, vision_ew = tower_forward(cfg, run)
     fwd_mm = {**vision_mm, **layers_mm, head.key: 2 * run.logit_tokens * head.d_in * head.d_out}
+    if model.hyper_head is not None:  # the streams' collapse, over the tokens the head reads
+        from ..model.hyper import head_matmul
+        fwd_mm[model.hyper_head.key] = head_matmul(cfg, run.logit_tokens)
     fwd_ew = {**vision_ew, **layers_ew}
     _accumulate(fwd_ew, totals(model_ops(cfg, run)))
     forward = FlopBreakdown(fwd_mm, fwd_ew)

@@ -96,8 +96,10 @@ def _count_params(cfg: ModelConfig) -> ParamCount:
         for key, n in per_layer.items():
             _add(comps, key, n * group.count)
         inactive += _inactive(block) * group.count
-    for part, copies in model.shared:  # the shared transformer blocks' weights, once per block
-        _add(comps, part.key, part.params * copies)
+    for weight, blocks in model.shared:  # the shared transformer blocks' weights, once per block
+        _add(comps, weight.key, weight.params * blocks)
+    if model.hyper_head is not None:
+        comps[model.hyper_head.key] = model.hyper_head.params
     if model.final_norm is not None and model.final_norm.params:
         comps[model.final_norm.key] = model.final_norm.params
     if model.head.params:

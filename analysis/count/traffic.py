@@ -96,6 +96,10 @@ def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
                  + rows * m.active * (m.d_in + 2 * r + m.d_out) * b)
     for key, n in _attention_bytes(layer, run, b, kv).items():
         _add(out, key, n)
+    if layer.cfg.hyper is not None:  # the hyper-connections' matmuls (their elementwise ops are layer_ops')
+        from ..model.hyper import branch_bytes
+        for key, n in branch_bytes(layer.cfg, T, layer.branches, b).items():
+            _add(out, key, n)
     _add_ops(out, run, layer_ops(layer, run), b)
     if run.mode != "train":
         _add(out, "kv_cache", weight_bytes(T * layer.attention.kv_values_per_token, run.kv_dtype))
@@ -147,6 +151,9 @@ def forward_bytes(cfg: ModelConfig, run: RunSpec) -> tuple[dict[str, int], dict[
         weights = weight_bytes(head.linear.params, table) if head.tied else linear_weight_bytes(
             cfg, head.linear, 1, run.weights_dtype, run.dtype)  # tied: the embedding's table (and its bias)
         rest[head.linear.key] = weights + n * (d + V) * b
+    if model.hyper_head is not None:  # its weights, the streams it reads, its N outputs
+        N = cfg.streams
+        rest[model.hyper_head.key] = model.hyper_head.params * b + n * (N * d + N) * b
     for op in model_ops(cfg, run):
         _add(rest, op.key, op.io * op.elements * b)
     return layers, rest

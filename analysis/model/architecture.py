@@ -164,13 +164,27 @@ class Block:
     def vectors(self) -> list[Vector]:
         scalar = [Vector("layer_scalar", 1)] if self.cfg.layer_scalar else []  # Gemma 4: the output's scale
         return (self.mixer.vectors() + [v for b in self.beside for v in b.vectors()]
-                + [v for f in self.ffns for v in f.vectors()] + scalar + [v for s in self.shared for v in s.vectors()])
+                + [v for f in self.ffns for v in f.vectors()] + scalar + self.hyper()
+                + [v for s in self.shared for v in s.vectors()])
 
     def held(self) -> list[Linear | Norm | Vector]:
         """The parts the layer holds, its parameters: all it runs but a shared block's weights, which the
         model holds once (:attr:`Model.shared`)."""
         shared = [p for s in self.shared for p in s.weights()]
-        return [p for p in (*self.linears(), *self.norms(), *self.vectors()) if p not in shared]
+        parts: list[Linear | Norm | Vector] = [*self.linears(), *self.norms(), *self.vectors()]
+        return [p for p in parts if p not in shared]
+
+    @property
+    def branches(self) -> tuple[str, ...]:
+        """The layer's residual branches: ``attention`` (its mixer) unless it has none, ``mlp`` (its FFN)."""
+        return (("attention",) if self.spec.attention != "none" else ()) + (("mlp",) if self.ffns else ())
+
+    def hyper(self) -> list[Vector]:
+        """A hyper-connection per branch (``hyper``: :mod:`.hyper`, imported for a model with them)."""
+        if self.cfg.hyper is None:
+            return []
+        from .hyper import branch_vector
+        return [branch_vector(self.cfg, b) for b in self.branches]
 
 
 # the recurrent mixer kinds (layer_types) but none: each layer type's descriptor, in the module of that name
@@ -211,6 +225,7 @@ class Model(NamedTuple):
     head: Head
     vision: "Vision | None"  # a multimodal checkpoint's vision tower and projector
     embedding_norm: Norm | None = None  # norm/embedding: over the embeddings, before layer 0 (BLOOM)
+    hyper_head: Vector | None = None  # hyper/head: the residual streams' collapse before the final norm
     # the shared transformer blocks' weights (Zamba), each part with the number of blocks holding it
     shared: tuple[tuple[Linear | Norm | Vector, int], ...] = ()
 
@@ -261,4 +276,12 @@ def build(cfg: ModelConfig) -> Model:
                  tuple((group, Block(layer_config(cfg, group.spec), group.spec)) for group in layer_plan(cfg)), final,
                  Head(Linear("lm_head", cfg.d_model, cfg.vocab_size, cfg.lm_head_bias), cfg.tie_embeddings),
                  _vision(cfg),
-                 make_norm(cfg, "norm/embedding", cfg.d_model) if cfg.embedding_norm else None, _shared(cfg))
+                 make_norm(cfg, "norm/embedding", cfg.d_model) if cfg.embedding_norm else None, _hyper_head(cfg),
+                 _shared(cfg))
+
+
+def _hyper_head(cfg: ModelConfig) -> Vector | None:
+    if cfg.hyper is None:
+        return None
+    from .hyper import head_vector
+    return head_vector(cfg)

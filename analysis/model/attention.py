@@ -22,7 +22,9 @@ weight and bias, cached beside the latent), ``attention/indexer/weights_proj`` (
 first ``qk_rope_head_dim`` of its query heads and key. It scores every key (``attention/indexer``:
 ``2*n*D`` for q.k plus ``2*n`` for the weighted sum over its heads, per query-key pair) and each
 query attends to its ``topk`` best keys. It runs without gradient (transformers' ``torch.no_grad``):
-no backward FLOPs, nothing saved for backward.
+no backward FLOPs, nothing saved for backward. A layer reusing another's top-k (``dsa.shared``) has no
+indexer: its layer config has no ``dsa`` (:func:`.layers.layer_config`), its spec a ``topk``. With
+``attention_gate`` (Hy4) ``attention/gate`` is ``d -> h*v_head_dim``, as MHA's before o.
 """
 
 from __future__ import annotations
@@ -198,12 +200,12 @@ def temperature_ops(cfg: ModelConfig, spec: LayerSpec, T: int) -> list[Op]:
             Op("attention/temperature", T * cfg.q_width, 1, 2)]
 
 
-def _output(tape: Tape, cfg: ModelConfig, T: int, y: str | None = None) -> None:
-    """The o projection's input: the merged heads ``y`` (``T*h*hd`` values; named when a view of
-    the attention output). With the output gate (AFMoE), ``y * sigmoid(gate)``: the sigmoid keeps
-    its output, the multiply both factors (``y`` and that output), o the product. With
+def _output(tape: Tape, cfg: ModelConfig, T: int, y: str | None = None, width: int | None = None) -> None:
+    """The o projection's input: the merged heads ``y`` (``T*width`` values, ``h*hd`` by default; named
+    when a view of the attention output). With the output gate (AFMoE, Hy4), ``y * sigmoid(gate)``: the
+    sigmoid keeps its output, the multiply both factors (``y`` and that output), o the product. With
     ``sub_norms`` (BitNet) a norm keeps that input and its statistics, and o the norm's output."""
-    n = T * cfg.q_width * tape.b
+    n = T * (cfg.q_width if width is None else width) * tape.b
     if cfg.attention_gate:
         tape.save("attention", n)  # sigmoid's output
         tape.save("attention", n, y)  # the multiply's other factor
@@ -248,11 +250,12 @@ class MLA(_Attention):
         else:
             q = [Linear("attention/q_a", d, m.q_lora_rank, c.qkv_bias),
                  Linear("attention/q_b", m.q_lora_rank, q_out, False)]
+        gate = [Linear("attention/gate", d, h * m.v_head_dim, False)] if c.attention_gate else []
         return q + [
             Linear("attention/kv_a", d, m.kv_lora_rank + m.qk_rope_head_dim, c.qkv_bias),
             Linear("attention/kv_b", m.kv_lora_rank, h * (m.qk_nope_head_dim + m.v_head_dim), False,
                    over_keys=True),
-            Linear("attention/o", h * m.v_head_dim, d, c.out_bias),
+            *gate, Linear("attention/o", h * m.v_head_dim, d, c.out_bias),
         ] + indexer_linears(c)
 
     def norms(self) -> list[Norm]:
@@ -278,11 +281,13 @@ class MLA(_Attention):
         else:
             tape.linear("attention/q", T * cfg.d_model * b, T, x)
         tape.linear("attention/kv_a", T * cfg.d_model * b, T, x)
+        if cfg.attention_gate:
+            tape.linear("attention/gate", T * cfg.d_model * b, T, x)
         # the norm reads the latent half of kv_a's output: a view, whose whole storage counts
         tape.norm("attention/kv_a_norm", None, T, m.kv_lora_rank, T * (m.kv_lora_rank + m.qk_rope_head_dim))
         tape.linear("attention/kv_b", T * m.kv_lora_rank * b, T, "attention/kv_a_norm output")
         kv_b_out = T * h * (nope + d_v)  # v is a view of it
-        if cfg.dsa is not None:  # the sparse core (the indexer keeps nothing: no gradient)
+        if spec.topk is not None:  # the sparse core (the indexer keeps nothing: no gradient)
             _sparse_core(tape, cfg, spec, B, S, kind, 2 * T * h * d_qk + kv_b_out)
             return
         if kind == "flash":
@@ -292,16 +297,16 @@ class MLA(_Attention):
             tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
             # laid out like q, (B, h, S, d_v), the output reaches the o projection as a copy
             copy = merge_copies(B, S, h, d_v)
-            tape.linear("attention/o", T * h * d_v * b, T, None if copy else "attention output")
+            _output(tape, cfg, T, None if copy else "attention output", h * d_v)
             return
         if kind == "selective":  # the checkpointed core keeps q, k and v (a view of kv_b's output)
             tape.save("attention", (2 * T * h * d_qk + kv_b_out) * b)
-            tape.linear("attention/o", T * h * d_v * b, T)
+            _output(tape, cfg, T, None, h * d_v)
             return
         # the values matmul reads v in place when (B, h) merge into one batch dim, else a copy
         v = kv_b_out if B == 1 or S == 1 or h == 1 else T * h * d_v
         eager_core(tape, cfg, B, S, d_qk, T * h * d_qk, v)
-        tape.linear("attention/o", T * h * d_v * b, T)  # heads merged back: a copy
+        _output(tape, cfg, T, None, h * d_v)  # heads merged back: a copy
 
 
 def indexer_linears(cfg: ModelConfig) -> list[Linear]:
@@ -316,7 +321,8 @@ def indexer_linears(cfg: ModelConfig) -> list[Linear]:
 
 def _sparse_core(tape: Tape, cfg: ModelConfig, spec: LayerSpec, B: int, S: int, kind: str, qkv: int) -> None:
     """DSA's core over each query's ``K = min(S, topk)`` selected keys: it keeps q, k (both
-    concatenated) and v (a view of kv_b's output), ``qkv`` values, and the int64 indices; eager the
+    concatenated) and v (a view of kv_b's output), ``qkv`` values, and the int64 indices (a layer reusing
+    another's top-k shares them); eager the
     ``B*h*S*K`` probabilities, flash its output and fp32 log-sum-exp (it recomputes the scores);
     selective recomputation keeps the core's inputs only. The o projection reads a copy of the
     merged heads (or a view of flash's output)."""
@@ -324,16 +330,17 @@ def _sparse_core(tape: Tape, cfg: ModelConfig, spec: LayerSpec, B: int, S: int, 
     K = min(S, spec.topk or S)
     key = "attention" if kind == "selective" else "attention/sdpa"
     tape.save(key, qkv * b)
-    tape.save(key, T * K * INDEX)
-    if kind == "selective":  # the checkpoint also keeps the bool mask of the selected keys a query may see
-        tape.save(key, T * K)
+    if not spec.shared_topk:  # a shared layer's are its indexed layer's, kept there
+        tape.save(key, T * K * INDEX)
+        if kind == "selective":  # the checkpoint also keeps the bool mask of the selected keys a query may see
+            tape.save(key, T * K)
     if kind == "eager":
         tape.save(key, B * h * S * K * b)  # probabilities
     if kind == "flash":
         tape.save(key, T * h * d_v * b, "attention output")
         tape.save(key, B * h * S * STAT)
     copy = merge_copies(B, S, h, d_v)
-    tape.linear("attention/o", T * h * d_v * b, T, None if copy or kind != "flash" else "attention output")
+    _output(tape, cfg, T, None if copy or kind != "flash" else "attention output", h * d_v)
 
 
 ATTENTION: dict[str, Callable[[ModelConfig], AttentionKind]] = {"mha": MHA, "mla": MLA}

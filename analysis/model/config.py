@@ -44,6 +44,7 @@ from .variants import ACTIVATIONS, NORMS, POSITIONS
 
 if TYPE_CHECKING:  # the nested schemas, each in its own module (:func:`.keys.nested`)
     from .gated_deltanet import GatedDeltaNetConfig
+    from .hyper import HyperConfig
     from .kda import KDAConfig
     from .lightning import LightningConfig
     from .mamba import MambaConfig
@@ -78,7 +79,7 @@ def _qk_norm(c: Checker, key: str, value: Any) -> str:
     return choice(QK_NORMS)(c, key, value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # its own __repr__ (dataclass would write one and then drop it)
 class ModelConfig:
     """A model: every config key (README "Config keys"), checked by its field's check; derived sizes below."""
 
@@ -152,14 +153,14 @@ class ModelConfig:
     shared_transformer: SharedTransformerConfig | None = checked(
         nested("shared_transformer", "SharedTransformerConfig"), None)
     vision: VisionConfig | None = checked(nested("vision", "VisionConfig"), None)
+    hyper: HyperConfig | None = checked(nested("hyper", "HyperConfig"), None)  # residual streams (DeepSeek V4, Hy4)
     dtype: str = checked(choice((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = checked(optional(integer()), None)  # a format's block or group (None: its default)
     quant_skip: tuple[str, ...] | None = checked(optional(names), None)  # linears kept unquantized
     description: str = checked(text(False), "")
 
     def __repr__(self) -> str:
-        """The keys a file would give (:func:`.keys.as_raw`), not every one of the fields at its default
-        (dataclass then generates none: a shorter start-up too)."""
+        """The keys a file would give (:func:`.keys.as_raw`), not every one of the fields at its default."""
         return f"ModelConfig({', '.join(f'{k}={v!r}' for k, v in as_raw(self).items())})"
 
     # -- derived values ------------------------------------------------------------
@@ -298,6 +299,11 @@ class ModelConfig:
         if self.parallel_mixer is not None and any(t not in RECURRENT_TYPES for t in types):
             types += (self.parallel_mixer,)
         return types
+
+    @property
+    def streams(self) -> int:
+        """Residual streams per token: ``hyper.streams`` (hyper-connections), else 1."""
+        return 1 if self.hyper is None else self.hyper.streams
 
     @property
     def norm_has_bias(self) -> bool:

@@ -1,4 +1,4 @@
-"""FFN kinds: one descriptor each (a dense MLP, a mixture of experts).
+"""FFN kinds: one descriptor each (a dense MLP, a mixture of experts, the two in one layer).
 
 A descriptor lists its matrices and gives the hidden elements its activation runs over per
 token and its own elementwise work. Gated activations (``swiglu``, ``geglu``, ``reglu``, ``sqreglu``) have
@@ -10,7 +10,15 @@ three matrices (up, gate, down) of the hidden width, the others two.
 active, of width ``shared_expert_d_ff``; both with biases iff ``moe.expert_bias``; and
 ``moe/shared_expert_gate`` (d -> 1, Qwen2-MoE), whose sigmoid scales the shared output.
 Routing: softmax over the router logits, top-k, the k weights renormalized (Mixtral).
-``dense+moe`` (``moe.beside_mlp``, Gemma 4 26B-A4B): both, side by side (:class:`DenseMoE`).
+Identity experts (``moe.zero_experts`` Z, LongCat-Flash): the router scores ``E + Z`` experts, and
+a token routed to an identity expert gets its input back, times the weight: no parameters, no
+matmul. How many of a token's k choices reach real experts depends on the data; llmcalc counts the
+share routing balanced over all ``E + Z`` experts gives them, ``k*E/(E+Z)`` (a whole number, a
+rule: LongCat-Flash's 8 of 12, the average its router is trained to), the identity choices as one
+multiply of the input by their summed weight.
+Two kinds hold a dense MLP and the experts in one layer (:class:`Pair`): ``dense+moe``
+(``moe.beside_mlp``, Gemma 4 26B-A4B: side by side, :class:`DenseMoE`) and ``dense+shortcut_moe``
+(``moe.shortcut``, LongCat-Flash: the MoE's output joins after the next layer, :class:`ShortcutMoE`).
 """
 
 from __future__ import annotations
@@ -113,8 +121,8 @@ class MoE(_FFN):
 
     def linears(self) -> list[Linear]:
         c, moe = self.cfg, self.cfg.moe
-        mats = [Linear("moe/router", c.d_model, moe.num_experts, moe.router_bias)]
-        mats += mlp(c, "moe/experts", c.expert_width, moe.expert_bias, moe.num_experts, moe.experts_per_token)
+        mats = [Linear("moe/router", c.d_model, moe.num_experts + moe.zero_experts, moe.router_bias)]
+        mats += mlp(c, "moe/experts", c.expert_width, moe.expert_bias, moe.num_experts, moe.real_experts_per_token)
         if moe.shared_experts:
             mats += mlp(c, "moe/shared_experts", c.shared_expert_width, moe.expert_bias,
                         moe.shared_experts, moe.shared_experts)
@@ -125,14 +133,17 @@ class MoE(_FFN):
     @property
     def hidden_per_token(self) -> int:
         c, moe = self.cfg, self.cfg.moe
-        return moe.experts_per_token * c.expert_width + moe.shared_experts * c.shared_expert_width
+        return moe.real_experts_per_token * c.expert_width + moe.shared_experts * c.shared_expert_width
 
     def ops(self, tokens: int) -> list[Op]:
         c, moe, T, d = self.cfg, self.cfg.moe, tokens, self.cfg.d_model
         # weight each routed expert's output and accumulate it; add the shared experts' output
         out = [activation(c, T * self.hidden_per_token),
-               Op("moe/routing", T * moe.num_experts, SOFTMAX_COST, 2),
-               Op("moe/combine", moe.experts_per_token * T * d, 2, 3)]
+               Op("moe/routing", T * (moe.num_experts + moe.zero_experts), SOFTMAX_COST, 2),
+               Op("moe/combine", moe.real_experts_per_token * T * d, 2, 3)]
+        identity = moe.experts_per_token - moe.real_experts_per_token
+        if identity:  # the identity choices' weights summed, times the input, added
+            out += [Op("moe/combine", (identity - 1) * T, 1, 2), Op("moe/combine", T * d, 2, 3)]
         if moe.shared_experts:
             out.append(Op("moe/combine", moe.shared_experts * T * d, 1, 3))
         if moe.shared_expert_gate:  # sigmoid of one logit, times the shared output
@@ -149,17 +160,21 @@ class MoE(_FFN):
         """What the router keeps: its input ``x`` and the routing tensors."""
         cfg = self.cfg
         d, b, moe = cfg.d_model, tape.b, cfg.moe
-        E, k = moe.num_experts, moe.experts_per_token
-        slots = T * k  # token slots, summed over the experts that receive them
+        E, Z, k = moe.num_experts, moe.zero_experts, moe.experts_per_token
+        slots = T * moe.real_experts_per_token
         tape.linear("moe/router", T * d * b, T, x)
-        # probabilities, their sum after top-k, expert ids, renormalized weights, slot token/choice
-        tape.save("moe", T * E * b + T * b + slots * (3 * INDEX + b))
+        # probabilities, their sum after top-k, expert ids and renormalized weights (every choice), the token
+        # and choice of each real slot
+        tape.save("moe", T * (E + Z) * b + T * b + T * k * (INDEX + b) + slots * 2 * INDEX)
+        if Z:  # identity experts: their summed weight times the input keeps both factors (the input is the
+            tape.save("moe", T * b)  # router's, which a frozen router under LoRA does not keep)
+            tape.save("moe", T * d * b, x)
 
     def run_experts(self, tape: Tape, T: int, x: str) -> None:
         """What the experts keep over their input ``x``."""
         cfg = self.cfg
         d, b, moe = cfg.d_model, tape.b, cfg.moe
-        slots = T * moe.experts_per_token
+        slots = T * moe.real_experts_per_token  # token slots of real experts, summed over the experts
         inputs(tape, cfg, "moe/experts", slots * d * b, slots, "experts input")  # gathered per slot
         # per slot: its weight, the expert output and the weighted output
         tape.save("moe/experts", slots * (2 * d + 1) * b)
@@ -173,13 +188,10 @@ class MoE(_FFN):
             tape.save("moe", T * b + T * d * b)  # the sigmoid's output and the shared output it scales
 
 
-class DenseMoE(_FFN):
-    """Gemma 4 26B-A4B's FFN (``dense+moe``, ``moe.beside_mlp``): a dense MLP and a mixture of experts
-    side by side, their outputs each normed (``norm/dense_post``, ``norm/moe_post``) and added. The MLP
-    reads the FFN's normed input as a dense layer's does; the experts read the residual stream through
-    their own norm (``norm/moe``), and the router reads it through ``moe/router_norm`` (the model's
-    norm, its weight the router's scale, no bias), times ``1/sqrt(d)``; each chosen expert's
-    renormalized weight is multiplied by its own learned scale (``moe/expert_scale``, one per expert)."""
+class Pair(_FFN):
+    """A dense MLP and the experts in one layer (:attr:`parts`): the matrices and hidden widths of both. How
+    the two read the layer and join the residual stream is each kind's own (:class:`DenseMoE`,
+    :class:`ShortcutMoE`)."""
 
     __slots__ = ()
 
@@ -193,6 +205,17 @@ class DenseMoE(_FFN):
     @property
     def hidden_per_token(self) -> int:
         return sum(f.hidden_per_token for f in self.parts)
+
+
+class DenseMoE(Pair):
+    """Gemma 4 26B-A4B's FFN (``dense+moe``, ``moe.beside_mlp``): a dense MLP and a mixture of experts
+    side by side, their outputs each normed (``norm/dense_post``, ``norm/moe_post``) and added. The MLP
+    reads the FFN's normed input as a dense layer's does; the experts read the residual stream through
+    their own norm (``norm/moe``), and the router reads it through ``moe/router_norm`` (the model's
+    norm, its weight the router's scale, no bias), times ``1/sqrt(d)``; each chosen expert's
+    renormalized weight is multiplied by its own learned scale (``moe/expert_scale``, one per expert)."""
+
+    __slots__ = ()
 
     def norms(self) -> list[Norm]:
         c, d = self.cfg, self.cfg.d_model
@@ -225,4 +248,24 @@ class DenseMoE(_FFN):
         tape.norm("norm/moe_post", None, T, d)
 
 
-FFN: dict[str, Callable[[ModelConfig], FFNKind]] = {"dense": Dense, "moe": MoE, "dense+moe": DenseMoE}
+class ShortcutMoE(Pair):
+    """LongCat-Flash's shortcut layer (``dense+shortcut_moe``, ``moe.shortcut``, every even layer): its dense
+    MLP and the MoE both read the FFN's normed input; the MLP's output joins the residual stream in this
+    layer, the MoE's after the next layer's FFN (one residual add more, on that layer's stream)."""
+
+    __slots__ = ()
+
+    def vectors(self) -> list[Vector]:
+        return [v for f in self.parts for v in f.vectors()]
+
+    def ops(self, tokens: int) -> list[Op]:
+        return [op for f in self.parts for op in f.ops(tokens)] + [Op("residual", tokens * self.cfg.d_model, 1, 3)]
+
+    def saves(self, tape: Tape, T: int, x: str) -> None:
+        """Both read ``x``, the FFN's normed input (one storage)."""
+        for f in self.parts:
+            f.saves(tape, T, x)
+
+
+FFN: dict[str, Callable[[ModelConfig], FFNKind]] = {"dense": Dense, "moe": MoE, "dense+moe": DenseMoE,
+                                                    "dense+shortcut_moe": ShortcutMoE}

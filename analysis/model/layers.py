@@ -2,9 +2,10 @@
 
 A layer is described by a :class:`LayerSpec`: its attention kind (``mha`` or ``mla``), its
 window (``None``: full causal attention), whether it applies RoPE (``False`` on NoPE layers
-and for models without rotary positions), and its FFN kind (``dense``, ``moe`` or ``dense+moe``). Layers with
-equal specs form a :class:`LayerGroup`; every analytic family computes one layer of each group
-and multiplies by its count, and the reference model builds layer ``i`` from ``specs[i]``.
+and for models without rotary positions), and its FFN kind (``dense``, ``moe``, ``dense+moe`` or
+``dense+shortcut_moe``: :data:`analysis.model.ffn.FFN`). Layers with equal specs form a
+:class:`LayerGroup`; every analytic family computes one layer of each group and multiplies by its
+count, and the reference model builds layer ``i`` from ``specs[i]``.
 
 Per-layer rules (DESIGN.md section 2):
 - ``layer_types`` (``full``/``sliding``) repeats cyclically over the layers; absent, every
@@ -14,7 +15,9 @@ Per-layer rules (DESIGN.md section 2):
 - ``rope_layers`` (true/false) repeats cyclically; absent, every layer applies RoPE when the
   model's positions are ``rope``;
 - layer ``i`` is MoE when ``i >= moe.first_dense_layers`` and ``(i + 1) % moe.step == 0`` (``dense+moe``
-  with ``moe.beside_mlp``: the experts beside the layer's dense MLP);
+  with ``moe.beside_mlp``: the experts beside the layer's dense MLP); with ``moe.shortcut`` (LongCat-Flash)
+  every even layer is ``dense+shortcut_moe``: its dense MLP and, beside it, the MoE whose output joins the
+  residual stream after the next layer;
 - ``ffn_layers`` (true/false) repeats cyclically; a false layer has no FFN (nor its norm), as every
   layer with ``d_ff: 0``; a ``none`` layer (``layer_types``) has no mixer (nor its norm): its FFN alone;
 - ``parallel_mixer`` puts a recurrent mixer beside the attention of every attention layer (``beside``):
@@ -38,10 +41,11 @@ class LayerSpec(NamedTuple):
     attention: str  # the mixer kind: "mha" | "mla" (attention) or "mamba" (recurrent, RECURRENT_TYPES)
     window: int | None  # sliding window W; None: full causal attention (and every recurrent layer)
     rope: bool  # rotates q and k (False: NoPE layer, or no rotary positions)
-    ffn: str | None  # "dense" | "moe" | "dense+moe" (both, moe.beside_mlp); None: the layer has no FFN (d_ff 0)
+    ffn: str | None  # the FFN kind (MoEConfig.layer_ffn: dense, moe, dense+moe, dense+shortcut_moe); None: no FFN
     chunk: int | None = None  # chunked attention C: keys of the query's own chunk only; None: no chunk
     topk: int | None = None  # DSA (``dsa``): its indexer scores every key seen, attention reads the best topk
     beside: str | None = None  # a recurrent mixer beside the attention, summed with it (``parallel_mixer``)
+    shared_topk: bool = False  # DSA: the top-k of the previous indexed layer, no indexer of its own (dsa.shared)
     shared: bool = False  # a shared transformer block runs before the (recurrent) mixer (``shared_transformer``)
 
     @property
@@ -79,7 +83,7 @@ class LayerSpec(NamedTuple):
             window = f"chunked attention {self.chunk:,}"
         rope = "" if self.rope else ", no RoPE"
         if self.topk is not None:
-            rope += f", top-{self.topk:,} keys"
+            rope += f", top-{self.topk:,} keys" + (" (the previous indexer's)" if self.shared_topk else "")
         ffn = "no FFN" if self.ffn is None else f"{self.ffn} FFN"
         if self.attention == "none":
             return f"no mixer, {ffn}"
@@ -93,6 +97,7 @@ class LayerSpec(NamedTuple):
         out = {"attention": self.attention, "window": self.window, "rope": self.rope, "ffn": self.ffn}
         out = out if self.topk is None else {**out, "topk": self.topk}
         out = out if self.beside is None else {**out, "beside": self.beside}
+        out = {**out, "shared_topk": True} if self.shared_topk else out
         out = {**out, "shared": True} if self.shared else out
         return out if self.chunk is None else {**out, "chunk": self.chunk}
 
@@ -114,18 +119,19 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     types = cfg.layer_types or (("sliding",) if cfg.sliding_window is not None else ("full",))
     rope = cfg.rope_layers or (cfg.position == "rope",)
     specs = []
-    shared = set(() if cfg.shared_transformer is None else cfg.shared_transformer.layers)
+    uses = set(() if cfg.shared_transformer is None else cfg.shared_transformer.layers)
     for i in range(cfg.n_layers):
         window = cfg.sliding_window if types[i % len(types)] == "sliding" else None
-        moe = "dense" if cfg.moe is None or not cfg.moe.is_moe_layer(i) else \
-            "dense+moe" if cfg.moe.beside_mlp else "moe"
-        ffn = moe if cfg.has_ffn(i) else None
+        ffn = cfg.moe.layer_ffn(i) if cfg.moe is not None else "dense"
+        ffn = ffn if cfg.has_ffn(i) else None
         if types[i % len(types)] in RECURRENT_TYPES:  # a recurrent mixer: no window, no RoPE
-            specs.append(LayerSpec(types[i % len(types)], None, False, ffn, shared=i in shared))
+            specs.append(LayerSpec(types[i % len(types)], None, False, ffn, shared=i in uses))
             continue
         chunk = cfg.attention_chunk if types[i % len(types)] == "chunked" else None
         topk = cfg.dsa.topk if cfg.dsa is not None and cfg.attention == "mla" else None
-        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk, topk, cfg.parallel_mixer))
+        shared = topk is not None and cfg.dsa.shared is not None and cfg.dsa.shared[i % len(cfg.dsa.shared)]
+        specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk, topk, cfg.parallel_mixer,
+                               shared))
     return tuple(specs)
 
 
@@ -133,8 +139,11 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
 def layer_config(cfg: ModelConfig, spec: LayerSpec) -> ModelConfig:
     """The config a layer is built from: on a full-attention layer (no window, no chunk)
     ``full_head_dim``, ``full_kv_heads`` and ``full_k_eq_v`` replace ``head_dim``, ``n_kv_heads`` and
-    ``k_eq_v`` (Gemma 4's global layers); on a layer without attention ``recurrent_norm_placement``
-    replaces ``norm_placement`` (OLMo Hybrid); every other layer, and a model without them, keeps ``cfg``."""
+    ``k_eq_v`` (Gemma 4's global layers); a layer reusing another's top-k (``shared_topk``) has no ``dsa``
+    indexer of its own; on a layer without attention ``recurrent_norm_placement`` replaces
+    ``norm_placement`` (OLMo Hybrid); every other layer, and a model without them, keeps ``cfg``."""
+    if spec.shared_topk:
+        return dataclasses.replace(cfg, dsa=None)
     if spec.recurrent and cfg.recurrent_norm_placement is not None:
         return dataclasses.replace(cfg, norm_placement=cfg.recurrent_norm_placement)
     full = not spec.recurrent and spec.window is None and spec.chunk is None
@@ -142,6 +151,12 @@ def layer_config(cfg: ModelConfig, spec: LayerSpec) -> ModelConfig:
         return cfg
     return dataclasses.replace(cfg, head_dim=cfg.full_head_dim or cfg.head_size,
                                n_kv_heads=cfg.full_kv_heads or cfg.kv_heads, k_eq_v=cfg.k_eq_v or cfg.full_k_eq_v)
+
+
+def topk_source(cfg: ModelConfig, i: int) -> int:
+    """The layer whose indexer's top-k layer ``i`` reuses (``shared_topk``): the last indexed one before it."""
+    specs = layer_specs(cfg)
+    return next(j for j in range(i - 1, -1, -1) if specs[j].topk is not None and not specs[j].shared_topk)
 
 
 @functools.lru_cache(maxsize=256)

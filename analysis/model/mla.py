@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .keys import checked, integer, optional
+from .keys import boolean, checked, integer, optional, pattern
 
 
 @dataclass(frozen=True)
@@ -28,3 +28,6 @@ class DSAConfig:
     n_heads: int = checked(integer())  # the indexer's query heads (index_n_heads)
     head_dim: int = checked(integer())  # its query/key head size; one key per token, cached (index_head_dim)
     topk: int = checked(integer())  # keys each query attends to (index_topk)
+    # per layer, cyclic: true where the layer reuses the previous indexed layer's top-k (no indexer of its own, no
+    # indexer key cached: Hy4's and GLM-5.2's shared layers)
+    shared: tuple[bool, ...] | None = checked(optional(pattern(boolean)), None)

@@ -19,7 +19,7 @@ def _has_dense_mlp(cfg: ModelConfig) -> bool:
         return True
     if cfg.d_ff == 0:  # no FFN at all
         return False
-    if moe is not None and moe.beside_mlp:  # every layer with an FFN has a dense MLP
+    if moe is not None and (moe.beside_mlp or moe.shortcut):  # every layer with an FFN has a dense MLP
         return True
     if cfg.ffn_layers is not None:  # the layers with an FFN that are not MoE
         return any(cfg.has_ffn(i) and (moe is None or not moe.is_moe_layer(i)) for i in range(cfg.n_layers))
@@ -44,7 +44,6 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "qk_norm": (lambda c: c.attention != "mla", "attention other than mla (its sizes are under 'mla')"),
     "mla": (lambda c: c.attention == "mla", "attention: mla"),
     "dsa": (lambda c: c.attention == "mla", "attention: mla"),
-    "attention_gate": (lambda c: c.attention != "mla", "attention other than mla (mha)"),
     "sub_norms": (lambda c: c.attention != "mla" and c.moe is None and not c.has_recurrent,  # BitNet's: dense MHA
                   "attention other than mla (mha), without moe or recurrent (mamba, mamba2, short_conv) layers"),
     "norm_bias": (lambda c: c.norm == "layernorm", "norm: layernorm"),
@@ -56,8 +55,8 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "position_offset": (lambda c: c.position == "learned", "position: learned"),
     "relative_buckets": (lambda c: c.position == "relative", "position: relative"),
     "relative_max_distance": (lambda c: c.position == "relative", "position: relative"),
-    "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers, step > 1 or "
-                                 "beside_mlp) or a shared_transformer"),
+    "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers, step > 1, "
+                                 "beside_mlp or shortcut) or a shared_transformer"),
     "sliding_window": (lambda c: c.layer_types is None or "sliding" in c.layer_types,
                        "sliding layers (layer_types lists none)"),
     "attention_chunk": (lambda c: c.layer_types is not None and "chunked" in c.layer_types,
@@ -93,6 +92,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
                                               "shared_transformer.adapter_rank > 0"),
     "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
     "moe.shared_expert_gate": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
+    "hyper.sinkhorn_iters": (lambda c: c.hyper is not None and c.hyper.mix, "hyper.mix: true"),
 }
 
 
@@ -126,10 +126,11 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
         if cfg.dsa is not None and cfg.mla.q_lora_rank is None:  # the indexer's queries read q_a's normed output
             check.fail("dsa", "the indexer reads the low-rank query: needs mla.q_lora_rank")
         if cfg.dsa is not None and (cfg.position != "rope" or cfg.sliding_window is not None
-                                    or cfg.attention_chunk is not None or cfg.attention_sinks
-                                    or cfg.attn_logit_softcap is not None):
+                                    or cfg.attention_chunk is not None or cfg.attn_logit_softcap is not None):
             check.fail("dsa", "is modeled with RoPE on full causal layers only (no sliding_window, "
-                              "attention_chunk, attention_sinks or attn_logit_softcap)")
+                              "attention_chunk or attn_logit_softcap)")
+        if cfg.dsa is not None and cfg.dsa.shared is not None and cfg.dsa.shared[0]:
+            check.fail("dsa.shared", "layer 0 must run its indexer (a shared layer reuses the previous one's top-k)")
         if cfg.dsa is not None and cfg.position == "rope" and cfg.dsa.head_dim < cfg.mla.qk_rope_head_dim:
             check.fail("dsa.head_dim", f"RoPE rotates its first mla.qk_rope_head_dim ({cfg.mla.qk_rope_head_dim}) "
                                        f"dimensions: must be at least that, got {cfg.dsa.head_dim}")
@@ -170,20 +171,49 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
             check.fail("qk_norm", "l2 norms q and k on the RoPE layers: the model has none")
     moe = cfg.moe
     if moe is not None:
-        if moe.experts_per_token > moe.num_experts:
+        if moe.experts_per_token > moe.num_experts + moe.zero_experts:
             check.fail("moe", f"experts_per_token ({moe.experts_per_token}) exceeds "
-                              f"num_experts ({moe.num_experts})")
+                              f"num_experts ({moe.num_experts})" + (f" + zero_experts ({moe.zero_experts})"
+                                                                    if moe.zero_experts else ""))
+        _zero_expert_checks(cfg, check)
         if not any(moe.is_moe_layer(i) and cfg.has_ffn(i) for i in range(cfg.n_layers)):
             check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
                               f"step {moe.step}, {cfg.n_layers} layers)")
         if moe.beside_mlp and (cfg.parallel_block or cfg.norm_placement not in ("pre", "sandwich")):
             check.fail("moe.beside_mlp", "is modeled in a sequential block with norm_placement pre or sandwich "
                                          "(Gemma 4's), not with parallel_block or post norms")
+        if moe.beside_mlp and (moe.shortcut or moe.zero_experts):  # Gemma's router scales real experts alone
+            check.fail("moe.beside_mlp", "Gemma 4's experts beside the MLP: not with LongCat-Flash's MoE "
+                                         "(moe.shortcut, moe.zero_experts)")
+    if cfg.hyper is not None and (cfg.norm_placement != "pre" or cfg.parallel_block or cfg.has_recurrent
+                                  or cfg.layer_scalar or (moe is not None and (moe.shortcut or moe.beside_mlp))):
+        check.fail("hyper", "hyper-connections are modeled on sequential pre-norm layers (no parallel_block, other "
+                            "norm_placement, recurrent layers, layer_scalar, moe.shortcut or moe.beside_mlp)")
     if moe is not None and ACTIVATIONS[cfg.activation].scalars:  # xIELU: its scalars belong to a dense MLP
         check.fail("activation", f"{cfg.activation} learns scalars per dense MLP: not with moe")
     _mamba_checks(cfg, check)
     if cfg.vision is not None:
         _vision_checks(cfg.vision, check.nested("vision"))
+
+
+def _zero_expert_checks(cfg: ModelConfig, check: Checker) -> None:
+    """Identity experts: a whole number of real experts per token; the shortcut: pairs of pre-norm layers."""
+    moe = cfg.moe
+    E, Z, k = moe.num_experts, moe.zero_experts, moe.experts_per_token
+    if Z and (k * E) % (E + Z):
+        check.fail("moe.zero_experts", f"{Z}: each token's share of real experts, experts_per_token * num_experts / "
+                                       f"(num_experts + zero_experts) = {k * E}/{E + Z}, must be whole (llmcalc "
+                                       "counts that share)")
+    if not moe.shortcut:
+        return
+    if moe.first_dense_layers or moe.step != 1:
+        check.fail("moe.shortcut", "puts the MoE beside every even layer's MLP: not with first_dense_layers or step")
+    if cfg.n_layers % 2 or cfg.ffn_layers is not None:
+        check.fail("moe.shortcut", f"pairs the layers, each with its MLP: needs an even n_layers (got "
+                                   f"{cfg.n_layers}) and no ffn_layers")
+    if cfg.norm_placement != "pre" or cfg.parallel_block or cfg.has_recurrent or cfg.layer_scalar:
+        check.fail("moe.shortcut", "is modeled on sequential pre-norm attention layers (no parallel_block, other "
+                                   "norm_placement, recurrent layers or layer_scalar)")
 
 
 def _vision_checks(v, check: Checker) -> None:
@@ -347,6 +377,7 @@ def _shared_transformer_checks(cfg: ModelConfig, check: Checker) -> None:
     s = cfg.shared_transformer
     if s is None:
         return
+    from .config import RECURRENT_TYPES  # config.py imports this module
     types = cfg.layer_types or ("full",)
     for i in s.layers:
         kind = types[i % len(types)]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import brief
 from .attention import MHA, rope_norms
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .config import ModelConfig
 
 
-def _indices(c: Checker, key: str, value: object) -> tuple[int, ...]:
+def _indices(c: Checker, key: str, value: Any) -> tuple[int, ...]:
     """Layer indices, ascending, each once."""
     if not isinstance(value, list) or not value:
         c.fail(key, f"must be a non-empty list of layer indices, got {brief(value)}")

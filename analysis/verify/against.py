@@ -47,6 +47,14 @@ data dependent, and ``grouped_mm`` counts 0 FLOPs under FlopCounterMode on the C
   ``moe/experts`` and the totals are compared under that convention and labelled so (parameters,
   attention, router, shared expert and KV bytes are compared as they are).
   DBRX's experts cannot run on meta: refused here; the tests run it on the CPU at a small size.
+- LongCat-Flash (:data:`IDENTITY_EXPERTS`): its experts, looping over the experts a batch routes to,
+  cannot run on meta either (the tests run it on the CPU at a small size), and its stacked
+  ``gate_up_proj`` has rows for the identity experts too, which no checkpoint stores
+  (:func:`phantom_params`): the analytic ``moe/experts`` is compared with those rows added, labelled.
+  How many of a token's choices reach real experts depends on its router; llmcalc counts
+  ``k*E/(E+Z)`` of them (:class:`analysis.model.ffn.MoE`), and transformers' routers are steered to
+  that share before the FLOPs are measured (each router's ``e_score_correction_bias``, which picks the
+  experts and weighs none, raised on as many real and identity experts), labelled.
 
 Module names that map to no llmcalc component (a model type whose names this file does not
 know) are not guessed: their parameters and FLOPs are compared, together, with the llmcalc
@@ -178,6 +186,10 @@ _KDA_NAMES = {name: f"kda/{name}" for name in ("q_proj", "k_proj", "v_proj", "co
                                                "o_proj")}
 _KDA_NAMES["self_attn"] = "kda/conv1d+scan"
 _ATTENTION_MODULES = {"self_attn", "attn", "attention", "self_attention", "multi_head_attention"}
+# DeepSeek V4's and Hy4's hyper-connections, one per branch of a layer
+_HYPER = {"attn_hc": "hyper/attention", "ffn_hc": "hyper/mlp"}
+# LongCat-Flash's layer: two sublayers, their attentions, MLPs and norms in lists of two (its MoE is ``mlp``)
+_SUBLAYER_LISTS = {"self_attn", "mlps", "input_layernorm", "post_attention_layernorm"}
 _MLP_MODULES = {"mlp", "feed_forward", "block_sparse_moe", "ffn"}
 _TOP_NAMES = {
     "wte": "embedding/token", "embed_tokens": "embedding/token", "embed_in": "embedding/token",
@@ -285,6 +297,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         return "projector"
     if "vision_tower" in path or "vision_model" in path or _VISUAL.search(path):
         return "vision"
+    if path.rpartition(".")[2] == "hc_head" or ".hc_head." in path:  # hyper-connections' final collapse
+        return "hyper/head"
     m = _LAYER_PATH.match(path)
     if m is None:  # outside the decoder layers
         last = path.rpartition(".")[2]
@@ -292,8 +306,12 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
                               else f"?{path}")
     local = m.group(1) or ""
     parts = local.split(".") if local else []
-    if not parts:
-        return "layer"
+    if len(parts) >= 2 and parts[0] in _SUBLAYER_LISTS and parts[1].isdigit():  # LongCat-Flash: the sublayer's own
+        parts = [parts[0], *parts[2:]]
+    if not parts:  # the layer's own ops: with mixed hyper-connections, the streams' mixes after both branches
+        return "hyper/attention_mix+hyper/mlp_mix" if cfg.hyper is not None and cfg.hyper.mix else "layer"
+    if parts[0] in _HYPER:  # a branch's hyper-connection (its norm has no parameters)
+        return _HYPER[parts[0]]
     last = parts[-1]
     spec = _layer_spec(path, cfg)
     if spec is not None and parts[0] == "mixer" and not spec.recurrent:  # Nemotron-H: attention as `mixer`
@@ -420,9 +438,42 @@ EVERY_EXPERT = ("analytic under transformers' convention: every expert on every 
                 "(x num_experts / experts_per_token)")
 
 
+# model types with identity experts: transformers allocates gate_up_proj rows for them, and its routing decides
+# how many choices reach real experts (module docstring)
+IDENTITY_EXPERTS = frozenset({"longcat_flash"})
+PHANTOM = "analytic with the gate_up_proj rows transformers allocates for the identity experts"
+STEERED = ("transformers' routers steered to llmcalc's convention: each token's experts_per_token * num_experts / "
+           "(num_experts + zero_experts) choices on real experts")
+
+
+def phantom_params(model: torch.nn.Module) -> int:
+    """Parameters transformers allocates that no checkpoint stores: the rows of a stacked ``gate_up_proj`` past
+    its ``down_proj``'s experts (LongCat-Flash's identity experts)."""
+    total = 0
+    for m in model.modules():
+        up, down = getattr(m, "gate_up_proj", None), getattr(m, "down_proj", None)
+        if isinstance(up, torch.Tensor) and isinstance(down, torch.Tensor) and up.dim() == 3:
+            total += (up.shape[0] - down.shape[0]) * up.shape[1] * up.shape[2]
+    return total
+
+
+@torch.no_grad()
+def steer_identity_experts(model: torch.nn.Module, cfg: ModelConfig) -> None:
+    """Every token of every router picks the same ``k*E/(E+Z)`` real experts and ``k - k*E/(E+Z)`` identity
+    ones: their ``e_score_correction_bias`` (added to the scores for the choice only) raised above any score."""
+    moe = cfg.moe
+    E, real = moe.num_experts, moe.real_experts_per_token
+    chosen = [*range(real), *range(E, E + moe.experts_per_token - real)]
+    for m in model.modules():
+        bias = getattr(m, "e_score_correction_bias", None)
+        if isinstance(bias, torch.Tensor) and bias.numel() == E + moe.zero_experts:
+            bias.zero_()
+            bias[chosen] = 2.0  # softmax scores lie in [0, 1]
+
+
 # model types whose transformers attention (eager and SDPA) scores every key a query sees and masks all but the
 # indexer's top-k: their attention FLOPs are dense attention's, not the model's, which reads min(keys, topk)
-DENSE_TOPK = frozenset({"deepseek_v32", "glm_moe_dsa"})
+DENSE_TOPK = frozenset({"deepseek_v32", "glm_moe_dsa", "hy_v4"})
 EVERY_KEY = ("analytic under transformers' convention: dense attention masked to the top-k "
              "(x keys / min(keys, topk))")
 
@@ -536,7 +587,7 @@ EVERY_TOKEN_CACHED = frozenset({"gpt_neo"})
 NO_CACHE = frozenset({"openai-gpt"})
 # families whose transformers model cannot run on meta (DBRX's experts loop over the experts a batch
 # routes to); the tests run them with real weights on the CPU, at a small size
-NOT_ON_META = frozenset({"dbrx"})
+NOT_ON_META = frozenset({"dbrx", "longcat_flash"})
 
 
 def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str = "fp32",
@@ -585,7 +636,17 @@ def against_transformers(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch:
 def _against(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int, source: str | None,
              device: str) -> list[Check]:
     model = build_hf(raw, source, device)
-    out = _compare("transformers/params", _towers_whole(count_params(cfg).components), measure_params(model, cfg))
+    analytic_params = _towers_whole(count_params(cfg).components)
+    phantom = phantom_params(model)
+    if phantom:  # rows transformers allocates for identity experts (module docstring)
+        analytic_params["moe/experts"] += phantom
+    out = _compare("transformers/params", analytic_params, measure_params(model, cfg))
+    if phantom:
+        out = [Check(c.name, c.analytic, c.measured, c.ok, PHANTOM) if c.name.endswith(("/moe/experts", "/total"))
+               else c for c in out]
+    steered = raw.get("model_type") in IDENTITY_EXPERTS and cfg.moe is not None and cfg.moe.zero_experts > 0
+    if steered:
+        steer_identity_experts(model, cfg)
 
     fwd, bwd = measure_flops(model, cfg, batch, seq)
     report = count_flops(cfg, RunSpec("train", seq, batch, "eager"))
@@ -600,7 +661,8 @@ def _against(cfg: ModelConfig, raw: dict[str, Any], seq: int, batch: int, source
         if sparse:  # transformers' attention: every key, the rest masked (DENSE_TOPK)
             analytic = {**analytic, **{k: analytic[k] * seq // min(seq, cfg.dsa.topk) for k in SCORES_VALUES}}
         checks = _compare(f"transformers/flops/eager/{name}", analytic, measured)
-        out += [Check(c.name, c.analytic, c.measured, c.ok, EVERY_EXPERT) if dense and c.name.endswith(
+        note = EVERY_EXPERT if dense else STEERED if steered else None
+        out += [Check(c.name, c.analytic, c.measured, c.ok, note) if note and c.name.endswith(
             ("/moe/experts", "/total")) else c for c in checks]
         if sparse:  # labelled, as the experts are
             out[-len(checks):] = [Check(c.name, c.analytic, c.measured, c.ok, EVERY_KEY) if c.name.endswith(

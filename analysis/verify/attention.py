@@ -53,6 +53,8 @@ class LayerContext:
     rope: tuple[torch.Tensor, torch.Tensor] | None  # cos, sin (S, rotated dims); None: no RoPE
     cache: object | None  # a KVCache
     start_pos: int
+    carry: list | None = None  # moe.shortcut: the MoE output a dense+shortcut_moe layer leaves the next layer
+    indices: dict | None = None  # DSA: each indexed layer's top-k (idx, valid), which shared layers reuse
 
 
 # -- the matmul family a reference_flash matmul belongs to, read by the FLOP counter ---------
@@ -359,6 +361,9 @@ class LatentAttention(_Attention):
     (kv_lora_rank -> h*(nope+v)) decompresses per head k_nope and v. k = (k_nope, k_pe),
     q = (q_nope, q_pe); RoPE on q_pe and k_pe only. The KV cache keeps the normed latent and
     the rotated k_pe, and every forward decompresses all attended latents through ``kv_b``.
+    With DSA the sparse core reads each query's top-k keys, from the layer's own indexer or, on a
+    shared layer (``spec.shared_topk``), from the indexer of layer ``source``; with ``attention_gate``
+    (Hy4) a ``gate`` linear (d -> h*v) of the input whose sigmoid multiplies the merged heads before o.
     """
 
     def __init__(self, cfg: ModelConfig, index: int, spec: LayerSpec, kind: str = "eager"):
@@ -377,9 +382,14 @@ class LatentAttention(_Attention):
         self.kv_a_norm = make_norm(cfg, self.rank)
         self.kv_b = nn.Linear(self.rank, h * (self.nope + self.vd), bias=False)
         self.o = nn.Linear(h * self.vd, d, bias=cfg.out_bias)
+        if cfg.attention_gate:  # Hy4: the merged heads times sigmoid(gate(x)), elementwise
+            self.gate = nn.Linear(d, h * self.vd, bias=False)
         self._init_core(cfg, index, kind, d_qk)
-        if cfg.dsa is not None:  # the sparse core stands where flash's kernel does, eager or flash
-            self.indexer, self.sdpa = Indexer(cfg), SparseSDPA()
+        if spec.topk is not None:  # the sparse core stands where flash's kernel does, eager or flash
+            self.sdpa = SparseSDPA()
+        if cfg.dsa is not None:  # its own indexer (a shared layer reuses another's: source, set by the block)
+            self.indexer = Indexer(cfg)
+        self.source: int | None = None
 
     def forward(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         B, S, _ = x.shape
@@ -396,6 +406,7 @@ class LatentAttention(_Attention):
         k_pe = k_pe.view(B, S, 1, self.rope_dims).transpose(1, 2)  # (B, 1, S, rope)
         if ctx.rope is not None:
             q_pe, k_pe = apply_rope(q_pe, *ctx.rope), apply_rope(k_pe, *ctx.rope)
+        chosen = None  # DSA: (idx, valid), each query's top-k keys
         if hasattr(self, "indexer"):  # DSA: the indexer's key joins the cache, it picks each query's keys
             q_r = self._q_r
             with torch.no_grad():
@@ -403,36 +414,43 @@ class LatentAttention(_Attention):
             if ctx.cache is not None:
                 c, k_pe, k_idx = ctx.cache.update(self.index, (c, k_pe, k_idx), ctx.start_pos)
             with torch.no_grad():
-                idx, valid = self.indexer(x, q_r, k_idx, ctx)
+                chosen = self.indexer(x, q_r, k_idx, ctx)
+            if ctx.indices is not None:
+                ctx.indices[self.index] = chosen
         elif ctx.cache is not None:
             c, k_pe = ctx.cache.update(self.index, (c, k_pe), ctx.start_pos)  # (B, S_kv, r), (B, 1, S_kv, rope)
+        if self.source is not None:  # a shared layer: the top-k of the indexed layer before it
+            chosen = ctx.indices[self.source]
         S_kv = c.shape[1]
         kv = self.kv_b(c).view(B, S_kv, h, self.nope + self.vd).transpose(1, 2)  # (B, h, S_kv, nope+v)
         k_nope, v = kv.split([self.nope, self.vd], dim=-1)
         k = torch.cat([k_nope, k_pe.expand(B, h, S_kv, self.rope_dims)], dim=-1)  # (B, h, S_kv, d_qk)
         q = torch.cat([q_nope, q_pe], dim=-1)
-        if hasattr(self, "indexer"):
-            y = self.sparse(q, k, v, idx, valid, ctx.bias)
+        if chosen is not None:
+            y = self.sparse(q, k, v, *chosen, ctx.bias)
         else:
             y = self.attend(q, k, v, ctx.bias)  # (B, h, S, v)
-        return self.o(y.transpose(1, 2).reshape(B, S, h * self.vd))
+        y = y.transpose(1, 2).reshape(B, S, h * self.vd)
+        if hasattr(self, "gate"):
+            y = y * torch.sigmoid(self.gate(x))  # (B, S, h*v)
+        return self.o(y)
 
     def sparse(self, q, k, v, idx, valid, bias):
         """DSA's core over the selected keys; selective recomputation checkpoints it (with the bias the
         layer is given, as the dense core)."""
-        flash = self.kind == "flash"
+        flash, sinks = self.kind == "flash", getattr(self, "sinks", None)
         if self.selective and not flash:
             with set_checkpoint_early_stop(False):
-                return checkpoint(lambda q, k, v, idx, valid, bias: self.sdpa(q, k, v, idx, valid, False),
+                return checkpoint(lambda q, k, v, idx, valid, bias: self.sdpa(q, k, v, idx, valid, sinks, False),
                                   q, k, v, idx, valid, bias, use_reentrant=False, preserve_rng_state=False)
-        return self.sdpa(q, k, v, idx, valid, flash)
+        return self.sdpa(q, k, v, idx, valid, sinks, flash)
 
 
 class SparseSDPA(nn.Module):
     """DSA's sparse attention kernel (:class:`SparseCore`): the component ``attention/sdpa``."""
 
-    def forward(self, q, k, v, idx, valid, flash: bool):
-        return SparseCore.apply(q, k, v, idx, valid, flash)
+    def forward(self, q, k, v, idx, valid, sinks, flash: bool):
+        return SparseCore.apply(q, k, v, idx, valid, sinks, flash)
 
 
 class Indexer(nn.Module):
@@ -481,7 +499,8 @@ class SparseCore(torch.autograd.Function):
     d_qk), k (B, h, S_kv, d_qk), v (B, h, S_kv, d_v), idx and valid (B, S, K). Its two matmuls are
     ``scores`` (2*B*h*S*K*d_qk) and ``values``. Eager keeps q, k, v, idx and the probabilities;
     flash (``flash``) q, k, v, idx, its output and the fp32 log-sum-exp, and recomputes the scores
-    in backward (2.5x the forward, as dense flash)."""
+    in backward (2.5x the forward, as dense flash). With ``sinks`` (h) a sink logit per head joins each
+    softmax (Hy4), as in the dense core; its probability is what the keys' leave."""
 
     @staticmethod
     def _gather(t, idx):  # (B, h, S_kv, e) -> (B, h, S, K, e)
@@ -497,35 +516,44 @@ class SparseCore(torch.autograd.Function):
         return s.masked_fill(~valid[:, None], float("-inf"))
 
     @staticmethod
-    def forward(ctx, q, k, v, idx, valid, flash: bool):
+    def forward(ctx, q, k, v, idx, valid, sinks, flash: bool):
         scale = q.shape[-1] ** -0.5
         ks, vs = SparseCore._gather(k, idx), SparseCore._gather(v, idx)
         logits = SparseCore._logits(q, ks, valid, scale)
-        lse = logits.logsumexp(dim=-1)  # (B, h, S)
+        full = logits
+        if sinks is not None:
+            B, h, S, _ = logits.shape
+            full = torch.cat([logits, sinks.to(logits.dtype).view(1, h, 1, 1).expand(B, h, S, 1)], -1)
+        lse = full.logsumexp(dim=-1)  # (B, h, S)
         probs = (logits - lse[..., None]).exp().to(v.dtype)
         with matmul_family("values"):
             out = (probs[..., None, :] @ vs).squeeze(-2)  # (B, h, S, d_v)
         if flash:
-            ctx.save_for_backward(q, k, v, idx, out, lse)
+            ctx.save_for_backward(q, k, v, idx, out, lse, sinks)
         else:
-            ctx.save_for_backward(q, k, v, idx, probs)
+            ctx.save_for_backward(q, k, v, idx, probs, sinks)
         ctx.flash, ctx.scale, ctx.valid = flash, scale, valid
         return out
 
     @staticmethod
     def backward(ctx, dout):
         if ctx.flash:
-            q, k, v, idx, out, lse = ctx.saved_tensors
+            q, k, v, idx, out, lse, sinks = ctx.saved_tensors
             ks = SparseCore._gather(k, idx)
             probs = (SparseCore._logits(q, ks, ctx.valid, ctx.scale) - lse[..., None]).exp().to(v.dtype)
         else:
-            q, k, v, idx, probs = ctx.saved_tensors
+            q, k, v, idx, probs, sinks = ctx.saved_tensors
             ks = SparseCore._gather(k, idx)
         vs = SparseCore._gather(v, idx)
         with matmul_family("values"):
             dvs = probs[..., :, None] @ dout[..., None, :]  # (B, h, S, K, d_v)
             dp = (dout[..., None, :] @ vs.transpose(-2, -1)).squeeze(-2)  # (B, h, S, K)
-        ds = probs * (dp - (dp * probs).sum(-1, keepdim=True)) * ctx.scale
+        delta = (dp * probs).sum(-1, keepdim=True)  # (B, h, S, 1); the sink's value is zero
+        ds = probs * (dp - delta) * ctx.scale
+        dsinks = None
+        if sinks is not None:  # the sink's probability times (its zero value - delta)
+            p_sink = 1 - probs.sum(-1) if not ctx.flash else (sinks.to(lse.dtype).view(1, -1, 1) - lse).exp()
+            dsinks = -(p_sink * delta[..., 0]).sum(dim=(0, 2)).to(sinks.dtype)
         with matmul_family("scores"):
             dq = (ds[..., None, :] @ ks).squeeze(-2)  # (B, h, S, d_qk)
             dks = ds[..., :, None] @ q[..., None, :]  # (B, h, S, K, d_qk)
@@ -533,7 +561,7 @@ class SparseCore(torch.autograd.Function):
         where = idx.view(B, 1, S * K, 1)
         dk = torch.zeros_like(k).scatter_add(2, where.expand(B, h, S * K, k.shape[-1]), dks.flatten(2, 3))
         dv = torch.zeros_like(v).scatter_add(2, where.expand(B, h, S * K, v.shape[-1]), dvs.flatten(2, 3))
-        return dq, dk, dv, None, None, None
+        return dq, dk, dv, None, None, dsinks, None
 
 
 def make_attention(cfg: ModelConfig, index: int, spec: LayerSpec, kind: str) -> nn.Module:

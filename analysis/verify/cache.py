@@ -92,7 +92,7 @@ class KVCache:
                 shapes = state_shapes(cfg, spec.attention, batch)
             elif spec.attention == "mla":
                 shapes = [(batch, M, cfg.mla.kv_lora_rank), (batch, 1, M, cfg.mla.qk_rope_head_dim)]
-                if cfg.dsa is not None:  # DSA: the indexer's key
+                if cfg.dsa is not None and not spec.shared_topk:  # DSA: the indexer's key (not on a shared layer)
                     shapes.append((batch, M, cfg.dsa.head_dim))
             else:
                 layer = layer_config(cfg, spec)  # full_head_dim, full_kv_heads: a full layer's own shape

@@ -35,7 +35,8 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
     ``rope_layers``) and the first MoE layer (at least 2), 4 query heads, MHA when the model is
     MHA and 4 // min(h/g, 4) KV heads otherwise (GQA stays GQA, MQA stays MQA), MLA with its
     low-rank query when it has one and value heads equal to score heads when they are, at
-    most 4 experts (same first dense layers, step, shared experts capped at 1, gate, biases),
+    most 4 experts (same first dense layers, step, shared experts capped at 1, gate, biases; with identity
+    experts 4 real, 2 identity and 3 choices),
     window at most 5, soft-caps at most 2 (so that they bend the logits); a vision tower of 2
     layers."""
     layers = [2, len(cfg.layer_types or ()), len(cfg.rope_layers or ())]
@@ -77,6 +78,8 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
             moe, num_experts=E, experts_per_token=min(moe.experts_per_token, E), expert_d_ff=24,
             shared_experts=min(moe.shared_experts, 1),
             shared_expert_d_ff=None if moe.shared_expert_d_ff is None else 20)
+        if moe.zero_experts:  # 4 real and 2 identity experts, 3 choices: 2 of them real
+            small["moe"] = dataclasses.replace(small["moe"], num_experts=4, zero_experts=2, experts_per_token=3)
     if cfg.vision is not None:  # 2 layers, 4 heads, 4 x 4 patches of 2 (merged as the model merges)
         v = cfg.vision
         merge = v.projector.merge

@@ -1,4 +1,4 @@
-"""Feed-forward layers: a dense MLP, or a mixture of experts.
+"""Feed-forward layers: a dense MLP, a mixture of experts, or the two in one layer.
 
 Conventions:
 - gated activations (``swiglu``, ``geglu``, ``reglu``) compute ``act(gate(x)) * up(x)``;
@@ -19,14 +19,22 @@ Conventions:
   all experts together ``2*T*k*d*f``; shared experts (width ``shared_expert_width``) see
   every token with weight 1, times ``sigmoid(shared_expert_gate(x))`` with the gate
   (Qwen2-MoE: ``d -> 1``, no bias);
+- identity experts (``moe.zero_experts`` Z, LongCat-Flash): the router scores ``E + Z`` experts; a
+  token's choices of identity experts return its input, so the layer adds the input times the sum
+  of their weights (one multiply per token, as a fused kernel computes it), no matmul;
 - beside the MLP (``moe.beside_mlp``, Gemma 4 26B-A4B, :func:`dense_and_moe`): the router reads the
   residual stream through ``router_norm`` (the model's norm with a weight, Gemma's router scale, no
   bias) times ``1/sqrt(d)``; after renormalization each choice's weight is multiplied by its expert's
-  ``expert_scale`` (one learned scale per expert), as transformers' Gemma4TextRouter does.
+  ``expert_scale`` (one learned scale per expert), as transformers' Gemma4TextRouter does;
+- the shortcut-connected MoE (``moe.shortcut``, LongCat-Flash, :func:`dense_and_shortcut_moe`): the
+  dense MLP and the experts read the same normed input; the experts' output is left for the next layer.
 
 Routing modes. ``topk`` is the true, data-dependent routing. ``balanced`` assigns token
 slot ``s`` (token ``s // k``, choice ``s % k``) to expert ``s % E``: every token gets k
-distinct experts and expert ``e`` receives ``n_e = T*k//E + (e < T*k % E)`` slots. The meta
+distinct experts and expert ``e`` receives ``n_e = T*k//E + (e < T*k % E)`` slots. With identity
+experts a token's first ``k_r = k*E/(E+Z)`` choices are dealt so over the E real experts and the
+others go to identity experts: the share routing balanced over all ``E + Z`` experts sends to real
+ones (llmcalc's convention, :class:`analysis.model.ffn.MoE`). The meta
 device has no data, so it cannot route; ``auto`` uses ``balanced`` there and ``topk`` on
 real tensors. This is honest for counting: with no tokens dropped every expert matmul is
 linear in its row count, so expert FLOPs and parameters touched depend only on the number
@@ -185,10 +193,11 @@ class MoE(nn.Module):
             raise ValueError(f"routing must be 'auto', 'topk' or 'balanced', got {routing!r}")
         moe = cfg.moe
         self.routing, self.E, self.k = routing, moe.num_experts, moe.experts_per_token
+        self.Z, self.k_real = moe.zero_experts, moe.real_experts_per_token  # identity experts (LongCat-Flash)
         if moe.beside_mlp:  # Gemma 4's router (module docstring): a norm whose weight is its scale, per-expert scales
             self.router_norm = RMSNorm(cfg.d_model) if cfg.norm == "rmsnorm" else LayerNorm(cfg.d_model, bias=False)
             self.expert_scale = nn.Parameter(torch.ones(self.E))
-        self.router = nn.Linear(cfg.d_model, self.E, bias=moe.router_bias)
+        self.router = nn.Linear(cfg.d_model, self.E + self.Z, bias=moe.router_bias)
         self.experts = Experts(cfg, self.E, cfg.expert_width, moe.expert_bias)
         self.n_shared = moe.shared_experts
         if self.n_shared:
@@ -200,15 +209,17 @@ class MoE(nn.Module):
         """x (B, S, d) the experts' input; ``residual`` the router's (``beside_mlp``), else x."""
         B, S, d = x.shape
         x = x.reshape(B * S, d)
-        T, E, k = B * S, self.E, self.k
+        T, E, k, kr = B * S, self.E, self.k, self.k_real
         if hasattr(self, "router_norm"):
             logits = self.router(self.router_norm(residual.reshape(T, d)) * d ** -0.5)
         else:
             logits = self.router(x)
-        probs = logits.softmax(dim=-1)  # (T, E)
+        probs = logits.softmax(dim=-1)  # (T, E + Z)
         balanced = self.routing == "balanced" or (self.routing == "auto" and x.device.type == "meta")
-        if balanced:
-            ids = (torch.arange(T * k, device=x.device) % E).view(T, k)  # (T, k)
+        if balanced:  # a token's first kr choices real experts, the others identity ones (module docstring)
+            ids = (torch.arange(T * kr, device=x.device) % E).view(T, kr)  # (T, kr)
+            if self.Z:
+                ids = torch.cat([ids, E + (torch.arange(T * (k - kr), device=x.device) % self.Z).view(T, -1)], 1)
         else:
             ids = probs.topk(k, dim=-1).indices  # (T, k)
         weights = probs.gather(1, ids)
@@ -217,17 +228,20 @@ class MoE(nn.Module):
             weights = weights * self.expert_scale[ids]
         routes = []
         if balanced:  # expert e's j-th slot is e + E*j: experts 0..r-1 get n + 1, the rest n
-            n, r = divmod(T * k, E)
+            n, r = divmod(T * kr, E)
             for lo, hi, m in ((0, r, n + 1), (r, E, n)):
                 if hi > lo and m:
                     slot = torch.arange(lo, hi, device=x.device)[:, None] + E * torch.arange(m, device=x.device)
-                    token, choice = slot // k, slot % k  # (hi - lo, m)
+                    token, choice = slot // kr, slot % kr  # (hi - lo, m)
                     routes.append((slice(lo, hi), token, weights[token, choice]))
         else:
             for e in range(E):
                 token, choice = (ids == e).nonzero(as_tuple=True)
                 routes.append((e, token, weights[token, choice]))
         y = self.experts(x, routes)
+        if self.Z:  # identity experts: the input times the sum of their weights
+            identity = weights[:, kr:] if balanced else weights * (ids >= E)
+            y = y + x * identity.sum(dim=-1, keepdim=True)
         if self.n_shared:
             shared = self.shared_experts(x, [(e, None, None) for e in range(self.n_shared)])  # (T, d)
             if hasattr(self, "shared_expert_gate"):
@@ -241,3 +255,12 @@ def dense_and_moe(mlp: MLP, moe: MoE, norm: nn.ModuleDict, h: torch.Tensor, x: t
     input) through ``norm.dense_post``, plus the experts over ``norm.moe(x)`` routed from ``x`` (the
     residual stream) through ``norm.moe_post``."""
     return norm["dense_post"](mlp(h)) + norm["moe_post"](moe(norm["moe"](x), x))
+
+
+def dense_and_shortcut_moe(mlp: MLP, moe: MoE, h: torch.Tensor, carry: list) -> torch.Tensor:
+    """A ``dense+shortcut_moe`` layer's FFN (LongCat-Flash): the dense MLP over ``h`` (the FFN's normed
+    input), returned; the experts over the same ``h``, their output appended to ``carry``, which the next
+    layer adds to its output."""
+    y = mlp(h)
+    carry.append(moe(h))
+    return y

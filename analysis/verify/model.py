@@ -38,7 +38,12 @@ Conventions:
   ``parallel_norms`` is 1 (GPT-J, PaLM) and a separate norm when it is 2 (GPT-NeoX);
   parallel ``sandwich``: as parallel ``pre`` with a post norm on each branch output. A layer with a
   recurrent mixer beside its attention (``parallel_mixer``, Falcon-H1) reads ``attn(h) + mixer(h)`` for
-  ``attn(h)``, the mixer a submodule named by its kind (``mamba2``) and its state in the cache's ``beside``.
+  ``attn(h)``, the mixer a submodule named by its kind (``mamba2``) and its state in the cache's ``beside``;
+  a ``dense+shortcut_moe`` layer (``moe.shortcut``, LongCat-Flash; sequential ``pre``): ``h = n_m(x);
+  x += mlp(h)``, and ``moe(h)`` joins the residual stream after the next layer, ``x += ffn(n_m(x)) + moe(h)``
+  there (:func:`.ffn.dense_and_shortcut_moe`); with hyper-connections (``hyper``, sequential ``pre``) ``x`` is
+  N streams (:mod:`.hyper`): each branch reads their collapse through its norm and returns through
+  ``hyper.<branch>_mix``; ``hyper.head`` collapses them before the final norm.
 - a tied LM head *is* ``embedding.token.weight``; the embedding is registered first, so
   deduplicated ``named_parameters`` name it ``embedding.token.weight``.
 - ``logits="last"`` keeps only the last position before the final norm (norms act per
@@ -60,17 +65,18 @@ Conventions:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ..model.config import ModelConfig
-from ..model.layers import LayerSpec, layer_config, layer_specs
+from ..model.layers import LayerSpec, layer_config, layer_specs, topk_source
 from .attention import LayerContext, make_attention
-from .ffn import MLP, MoE, dense_and_moe
+from .ffn import MLP, MoE, dense_and_moe, dense_and_shortcut_moe
 from .gated_deltanet import GatedDeltaNetMixer
+from .hyper import HyperConnection, Mix
 from .kda import KDAMixer
 from .lightning import LightningMixer
 from .mamba import MambaMixer
@@ -94,6 +100,8 @@ class Context:
     rope: dict[int, tuple[torch.Tensor, torch.Tensor]] | None  # rotated dims -> cos, sin (S, rotated dims)
     cache: object | None  # a KVCache
     start_pos: int
+    carry: list = field(default_factory=list)  # moe.shortcut: the MoE output a dense+shortcut_moe layer leaves
+    indices: dict = field(default_factory=dict)  # DSA: each indexed layer's top-k, for the shared layers
 
 
 def sinusoid_table(n: int, d: int) -> torch.Tensor:
@@ -164,15 +172,21 @@ class Block(nn.Module):
         else:  # full_head_dim, full_kv_heads, full_k_eq_v: a full layer's own shape
             self.attention = make_attention(layer_config(cfg, spec), index, spec, attention)
             self.attention.selective = recompute == "selective"
+            if spec.shared_topk:  # DSA: the indexer whose top-k the layer reuses
+                self.attention.source = topk_source(cfg, index)
             self.rope_dims = rope_dims(layer_config(cfg, spec))
             if spec.beside is not None:  # a recurrent mixer beside it (parallel_mixer), its state in cache.beside
                 setattr(self, spec.beside, MIXERS[spec.beside](layer_config(cfg, spec), index))
-        if spec.ffn in ("moe", "dense+moe"):
+        if spec.ffn in ("moe", "dense+moe", "dense+shortcut_moe"):
             self.moe = MoE(cfg, routing)
-        if spec.ffn in ("dense", "dense+moe"):
+        if spec.ffn in ("dense", "dense+moe", "dense+shortcut_moe"):
             self.mlp = MLP(cfg)
         if cfg.layer_scalar:  # Gemma 4: the block's output times one stored scalar
             self.layer_scalar = nn.Parameter(torch.ones(1))
+        if cfg.hyper is not None:  # a hyper-connection per branch, and the mix after each
+            branches = [b for b, on in (("attention", spec.attention != "none"), ("mlp", spec.ffn is not None)) if on]
+            self.hyper = nn.ModuleDict({k: v for b in branches for k, v in ((b, HyperConnection(cfg)),
+                                                                             (b + "_mix", Mix()))})
         names = [n for n in block_norms(layer_config(cfg, spec)) if spec.ffn is not None or not n.startswith("mlp")]
         names = [n for n in names if spec.attention != "none" or not n.startswith("attention")]
         if spec.ffn == "dense+moe":  # the experts' input norm, and one after each of the two FFNs
@@ -182,6 +196,12 @@ class Block(nn.Module):
         self.per_op = PerOp(self) if recompute == "op" else None
 
     def forward(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
+        """The block; a dense layer after a ``dense+shortcut_moe`` one (moe.shortcut) adds the MoE output it left."""
+        carry = ctx.carry.pop() if ctx.carry and self.spec.ffn == "dense" else None
+        x = self.checkpointed(x, ctx)
+        return x if carry is None else x + carry
+
+    def checkpointed(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
         if self.spec.recurrent:
             if not self.recompute:
                 return self.run(x, LayerContext(None, None, ctx.cache, ctx.start_pos))
@@ -191,12 +211,13 @@ class Block(nn.Module):
         bias = ctx.biases[self.spec.span]
         rope = ctx.rope[self.rope_dims] if self.spec.rope and ctx.rope is not None else None
         if not self.recompute:
-            return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos))
+            return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices))
 
         # the layer's mask and RoPE tables go in as arguments, so the checkpoint saves them
         # like x (visible to saved-tensor hooks) instead of keeping them alive by reference
+        # (a dense+shortcut_moe layer's MoE output leaves through ctx.carry; a recomputation appends it again, unread)
         def run(x, bias, *rope):
-            return self.run(x, LayerContext(bias, rope or None, ctx.cache, ctx.start_pos))
+            return self.run(x, LayerContext(bias, rope or None, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices))
 
         # no dropout: nothing random to replay, so the RNG state need not be stashed.
         # Early stop would skip recomputing ops whose outputs backward does not need (the
@@ -215,15 +236,18 @@ class Block(nn.Module):
             return self.unscaled(x, ctx) * self.layer_scalar
         return self.unscaled(x, ctx)
 
-    def ffn(self, x: torch.Tensor):
-        """The FFN as a function of its input; a ``dense+moe`` one also reads the residual ``x``."""
+    def ffn(self, x: torch.Tensor, ctx: LayerContext):
+        """The FFN as a function of its input; a ``dense+moe`` one also reads the residual ``x``, a
+        ``dense+shortcut_moe`` one leaves its MoE's output in ``ctx.carry``."""
         if self.spec.ffn == "dense+moe":
             return lambda h: dense_and_moe(self.mlp, self.moe, self.norm, h, x)
+        if self.spec.ffn == "dense+shortcut_moe":
+            return lambda h: dense_and_shortcut_moe(self.mlp, self.moe, h, ctx.carry)
         return self.moe if hasattr(self, "moe") else self.mlp if hasattr(self, "mlp") else None
 
     def unscaled(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         n = self.norm
-        ffn = self.ffn(x)
+        ffn = self.ffn(x, ctx)
 
         def attn(h):
             if self.spec.recurrent:
@@ -234,6 +258,12 @@ class Block(nn.Module):
             beside = None if ctx.cache is None else ctx.cache.beside
             return out + getattr(self, self.spec.beside)(h, beside, ctx.start_pos)
 
+        if hasattr(self, "hyper"):  # x: (B, S, N, d), the residual streams (sequential pre-norm: a rule)
+            for branch, run in (("attention", attn), ("mlp", ffn)):
+                if branch in self.hyper:
+                    h, post, comb = self.hyper[branch](x)
+                    x = self.hyper[branch + "_mix"](post, comb, run(n[branch](h)), x)
+            return x
         if ffn is None:  # a mixer alone (a mamba layer with d_ff 0)
             return self.mixer_only(x, attn)
         if self.spec.attention == "none":  # an FFN alone
@@ -255,7 +285,7 @@ class Block(nn.Module):
             h_mlp = n["mlp"](x) if "mlp" in n else h  # parallel_norms 1: one shared norm
             return x + branch(attn, "attention", h) + branch(ffn, "mlp", h_mlp)
         x = x + branch(attn, "attention", n["attention"](x))
-        return x + branch(self.ffn(x), "mlp", n["mlp"](x))
+        return x + branch(self.ffn(x, ctx), "mlp", n["mlp"](x))
 
 
     def ffn_only(self, x: torch.Tensor, ffn) -> torch.Tensor:
@@ -325,6 +355,8 @@ class Transformer(nn.Module):
         if cfg.final_logit_softcap is not None:
             self.logit_softcap = SoftCap(cfg.final_logit_softcap)
         add_vision(self, cfg)  # parameters only: no image runs through it
+        if cfg.hyper is not None:  # the residual streams' collapse after the last layer
+            self.hyper = nn.ModuleDict({"head": HyperConnection(cfg, head=True)})
 
     def position_bias(self, distance: torch.Tensor, dtype) -> torch.Tensor | None:
         """ALiBi or T5 bias (1, h, S, S_kv) for ``distance = i - j``; None for other positions."""
@@ -408,10 +440,14 @@ class Transformer(nn.Module):
                 rope[dims] = (getattr(self, "rope_cos" + suffix)[qpos].to(x.dtype),
                               getattr(self, "rope_sin" + suffix)[qpos].to(x.dtype))  # (S, r)
         ctx = Context(self.attention_biases(qpos, cache, start_pos, x.dtype), rope, cache, start_pos)
+        if cfg.hyper is not None:  # the embeddings copied into every residual stream
+            x = x.unsqueeze(-2).expand(B, S, cfg.hyper.streams, cfg.d_model).contiguous()
         for layer in self.layers:
             x = layer(x, ctx)
         if logits == "last":
             x = x[:, -1:]
+        if cfg.hyper is not None:
+            x = self.hyper["head"](x)[0]
         if "final" in self.norm:
             x = self.norm["final"](x)
         x = self.lm_head(x)  # (B, S or 1, V)

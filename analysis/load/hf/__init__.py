@@ -39,6 +39,7 @@ from . import (
     gemma4,
     hybrid,
     kda,
+    longcat,
     minimax,
     moe,
     older,
@@ -101,6 +102,7 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     **dsa.MAPPERS,
     **gemma4.MAPPERS,
     **kda.MAPPERS,
+    **longcat.MAPPERS,
 }
 
 

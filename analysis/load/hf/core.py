@@ -301,17 +301,19 @@ def _smollm3(r: Raw) -> dict[str, Any]:
     return out
 
 
-def _mla(r: Raw, derive_v: bool = False, rope: bool = True, context: str = "max_position_embeddings"
-         ) -> dict[str, Any]:
+def _mla(r: Raw, derive_v: bool = False, rope: bool = True, context: str = "max_position_embeddings",
+         layers: str = "num_hidden_layers", d_ff: int | None = None, kv_heads: bool = True) -> dict[str, Any]:
     """DeepSeek's multi-head latent attention (no biases: ``attention_bias`` refused) on a pre-norm
     RMSNorm layer with a gated MLP ``intermediate_size`` wide (DeepSeek-V2/V3, Youtu, MiniCPM3,
     GLM-4.7-Flash). ``derive_v``: a null ``v_head_dim`` is hidden_size // heads (MiniCPM3), else
     it is needed; without ``rope`` no layer rotates (Kimi Linear: its shared key part stays as
-    projected)."""
-    out = _base(r, context=context)
+    projected); ``layers``, ``d_ff``: a family's own depth key and MLP width (LongCat-Flash);
+    ``kv_heads`` false: the family sets ``num_key_value_heads`` to the heads itself (Hy4)."""
+    out = _base(r, context=context, layers=layers)
     r.false("attention_bias", "biases on MLA projections are not modeled")
     r.ignore("head_dim", "qk_head_dim")  # derived from the MLA sizes
-    kv = r.maybe_size("num_key_value_heads")  # None: one per head
+    kv = r.maybe_size("num_key_value_heads") if kv_heads else None  # None: one per head
+    r.ignore("num_key_value_heads")
     if kv not in (None, out["n_heads"]):  # transformers' attention repeats MLA's per-head keys heads / kv times
         r.fail("num_key_value_heads", f"must equal num_attention_heads ({out['n_heads']}) with MLA, got {kv}")
     mla: dict[str, Any] = {key: r.size(key) for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim")}
@@ -320,7 +322,7 @@ def _mla(r: Raw, derive_v: bool = False, rope: bool = True, context: str = "max_
     q_lora = r.maybe_size("q_lora_rank")  # None: queries without the low-rank path
     if q_lora is not None:
         mla["q_lora_rank"] = q_lora
-    out.update(d_ff=r.size("intermediate_size"), activation=r.activation("hidden_act", True),
+    out.update(d_ff=r.size("intermediate_size") if d_ff is None else d_ff, activation=r.activation("hidden_act", True),
                norm="rmsnorm", attention="mla", mla=mla)
     if not rope:
         out["position"] = "none"

@@ -885,6 +885,35 @@ DEFAULTS["gemma4_text"] = _config(
     attention_k_eq_v=False, num_kv_shared_layers=0, enable_moe_block=False, use_double_wide_mlp=False,
     num_experts=_null(), top_k_experts=_null(), moe_intermediate_size=_null(), global_head_dim=512,
     num_global_key_value_heads=_null(), per_layer_config=_null())
+# LongcatFlashConfig; num_hidden_layers: a property setting num_layers to half (null fails it); head_dim sizes
+# the RoPE tables; qk_head_dim: None is qk_nope_head_dim + qk_rope_head_dim (its __post_init__); rope_theta:
+# its default_theta
+DEFAULTS["longcat_flash"] = _config(
+    f"{_COMMON} rms_norm_eps attention_dropout output_router_logits routed_scaling_factor num_hidden_layers",
+    vocab_size=131072, hidden_size=6144, num_layers=28, num_attention_heads=64, num_key_value_heads=_null(),
+    hidden_act="silu", max_position_embeddings=131072, tie_word_embeddings=False, rope_parameters=_null(),
+    attention_bias=False, ffn_hidden_size=12288, q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128,
+    qk_rope_head_dim=64, head_dim=64, v_head_dim=128, qk_head_dim=_null(), moe_topk=12, n_routed_experts=512,
+    zero_expert_num=256, expert_ffn_hidden_size=2048, rope_theta=10000000.0)
+# HYV4Config; its __post_init__ sets num_key_value_heads to the heads and head_dim to qk_rope_head_dim (both
+# ignored) and defaults mlp_layer_types, layer_types and indexer_types (typed list | None)
+DEFAULTS["hy_v4"] = _config(
+    f"{_COMMON} rms_norm_eps attention_dropout output_router_logits routed_scaling_factor n_group topk_group "
+    "norm_topk_prob head_dim num_key_value_heads hc_magnitude hc_eps learnable_sink_init swiglu_limit",
+    vocab_size=120832, hidden_size=2816, intermediate_size=6912, moe_intermediate_size=768, num_hidden_layers=34,
+    num_attention_heads=32, hidden_act="silu", max_position_embeddings=262144, pad_token_id=_null(120002),
+    tie_word_embeddings=False, attention_bias=False, n_routed_experts=256, num_local_experts=None,
+    n_shared_experts=1, num_experts_per_tok=8, q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=192,
+    qk_rope_head_dim=64, v_head_dim=256, mlp_layer_types=_null(), layer_types=_null(), index_topk=2048,
+    index_head_dim=128, index_n_heads=16, indexer_types=_null(), hc_mult=4, rope_parameters=_null(),
+    rope_theta=10000.0)
+
+# Gemma4UnifiedTextConfig: Gemma4TextConfig without the per-layer-embedding and MoE fields, a window of 1024,
+# a context of 262,144 and use_bidirectional_attention "vision"
+DEFAULTS["gemma4_unified_text"] = {k: v for k, v in DEFAULTS["gemma4_text"].items() if k not in (
+    "vocab_size_per_layer_input", "hidden_size_per_layer_input", "enable_moe_block", "num_experts", "top_k_experts",
+    "moe_intermediate_size")} | _config(sliding_window=1024, max_position_embeddings=262144,
+                                         use_bidirectional_attention=_null("vision"))
 # -- KDA (analysis.load.hf.kda): KimiLinearConfig. Its attribute_map names (num_experts, num_experts_per_token,
 # num_shared_experts, model_max_length, num_expert_group, moe_renormalize) read as the fields they stand for
 # (a null model_max_length: no bound; a null moe_renormalize: false); num_experts_per_tok is typed int | None

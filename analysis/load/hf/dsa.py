@@ -1,4 +1,5 @@
-"""DeepSeek Sparse Attention families: DeepSeek-V3.2 (``deepseek_v32``) and GLM-5 (``glm_moe_dsa``).
+"""DeepSeek Sparse Attention families: DeepSeek-V3.2 (``deepseek_v32``), GLM-5 (``glm_moe_dsa``) and Hy4
+(``hy_v4``).
 
 Both are DeepSeek-V3's latent attention (:func:`.core._mla`) with a lightning indexer (``index_n_heads``
 heads of ``index_head_dim``, attention over the ``index_topk`` best keys: llmcalc's ``dsa``), and
@@ -8,6 +9,13 @@ the ``n_shared_experts`` as one MLP) after the dense layers of ``mlp_layer_types
 ignored), requires ``q_lora_rank`` (the indexer reads the normed low-rank query) and caches one indexer
 key per token and layer beside the latent. The multi-token-prediction layers are not built by
 transformers (not counted).
+
+Hy4 adds to DeepSeek-V3.2's layers an attention output gate (``gate_proj``, d -> h*v_head_dim:
+``attention_gate``), a sink logit per head (``attention_sinks``), layers that reuse the previous indexed
+layer's top-k (``indexer_types`` "shared": ``dsa.shared``; default: layer 0 and every fourth from layer 1
+index) and Hy4's independent hyper-connections (``hc_mult`` streams: ``hyper`` without ``mix``); its
+dense layers are ``mlp_layer_types``' (default: the first). transformers sets ``num_key_value_heads``
+to the heads and ``head_dim`` to the RoPE dims itself (both ignored).
 """
 
 from __future__ import annotations
@@ -15,27 +23,37 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...errors import brief
+from .common import _cycle
 from .core import _mla
 from .moe import _set_moe, _v3_moe
 from .raw import Raw
 from .recent import _dense_layers
+
+# the layer type of an indexed layer, and the legacy names transformers reads as it (Hy4-preview's config.json
+# writes deepseek_sparse_attention)
+_INDEXED = frozenset({"indexed_attention", "deepseek_sparse_attention", "qwen_sparse_attention"})
 
 
 def _indexed(r: Raw, n: int) -> None:
     """``layer_types``: every layer ``indexed_attention`` (transformers' default; its cache keeps the
     indexer's keys on those layers only)."""
     types = r.get("layer_types")
-    if types is not None and (not isinstance(types, list) or types != ["indexed_attention"] * n):
+    if types is not None and (not isinstance(types, list) or len(types) != n
+                              or any(not isinstance(t, str) or t not in _INDEXED for t in types)):
         r.fail("layer_types", f"must be indexed_attention on every layer ({n}), got {brief(types)}")
 
 
-def _dsa(r: Raw, out: dict[str, Any]) -> dict[str, Any]:
+def _dsa(r: Raw, out: dict[str, Any], dense: int | None = None) -> dict[str, Any]:
+    """The indexer, every layer ``indexed_attention``, the experts after the dense layers (``mlp_layer_types``,
+    else the first ``dense``, else ``first_k_dense_replace``)."""
     r.ignore("moe_layer_freq", "indexer_rope_interleave", "index_share_for_mtp_iteration", "mlp_bias")  # unread
     out["dsa"] = {"n_heads": r.size("index_n_heads"), "head_dim": r.size("index_head_dim"),
                   "topk": r.size("index_topk")}
     n = out["n_layers"]
     _indexed(r, n)
-    _set_moe(out, _v3_moe(r, _dense_layers(r, n, min(r.size("first_k_dense_replace", minimum=0), n))))
+    if dense is None:
+        dense = min(r.size("first_k_dense_replace", minimum=0), n)
+    _set_moe(out, _v3_moe(r, _dense_layers(r, n, dense)))
     return out
 
 
@@ -80,5 +98,32 @@ def _glm_moe_dsa(r: Raw) -> dict[str, Any]:
     return _dsa(r, out)
 
 
+def _shared_layers(r: Raw, n: int) -> list[bool]:
+    """Hy4's ``indexer_types``: "full" runs the layer's indexer, "shared" reuses the previous full layer's top-k
+    (layer 0 must index: transformers fails on a shared one); absent, layer 0 and every fourth from layer 1."""
+    types = r.get("indexer_types")
+    if types is None:
+        types = ["full" if i == 0 or (i - 1) % 4 == 0 else "shared" for i in range(n)]
+    if not isinstance(types, list) or len(types) != n or any(t not in ("full", "shared") for t in types):
+        r.fail("indexer_types", f"must give one of full and shared per layer ({n}), got {brief(types)}")
+    if types[0] == "shared":
+        r.fail("indexer_types", "layer 0 must be full: a shared layer reuses the top-k of a full one before it")
+    return [t == "shared" for t in types]
+
+
+def _hy_v4(r: Raw) -> dict[str, Any]:
+    """Hy4: DeepSeek-V3.2's layers with an output gate, sinks and shared indexer layers, and independent
+    hyper-connections (module docstring)."""
+    r.ignore("hc_magnitude", "hc_eps", "learnable_sink_init", "swiglu_limit", "norm_topk_prob")  # values only
+    out = _mla(r, kv_heads=False)
+    n = out["n_layers"]
+    out.update(attention_gate=True, attention_sinks=True, hyper={"streams": r.size("hc_mult"), "mix": False})
+    _dsa(r, out, min(1, n))
+    shared = _shared_layers(r, n)
+    if any(shared):
+        out["dsa"]["shared"] = _cycle(shared)
+    return out
+
+
 MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {"deepseek_v32": _deepseek_v32,
-                                                        "glm_moe_dsa": _glm_moe_dsa}
+                                                        "glm_moe_dsa": _glm_moe_dsa, "hy_v4": _hy_v4}

@@ -36,6 +36,32 @@ from .raw import Raw
 
 
 def _gemma4_text(r: Raw) -> dict[str, Any]:
+    out = _gemma4_layers(r)
+    if r.flag("enable_moe_block"):  # every layer: the experts beside its MLP (module docstring)
+        out["moe"] = {"num_experts": r.size("num_experts"), "experts_per_token": r.size("top_k_experts"),
+                      "expert_d_ff": r.size("moe_intermediate_size"), "beside_mlp": True}
+    else:  # read only with the block
+        r.ignore("num_experts", "top_k_experts", "moe_intermediate_size")
+    if r.maybe_size("hidden_size_per_layer_input", minimum=0):
+        r.fail("hidden_size_per_layer_input", "per-layer embeddings (Gemma 4 E2B/E4B) are not modeled")
+    r.ignore("vocab_size_per_layer_input")
+    return out
+
+
+def _gemma4_unified_text(r: Raw) -> dict[str, Any]:
+    """Gemma 4 12B's language model (``gemma4_unified_text``, the ``text_config`` of the multimodal
+    ``gemma4_unified``): Gemma 4's layers (:func:`_gemma4_layers`), transformers' model the same module for
+    module. Its class has no per-layer embeddings and no experts: ``hidden_size_per_layer_input``,
+    ``vocab_size_per_layer_input``, ``enable_moe_block``, ``num_experts``, ``top_k_experts`` and
+    ``moe_intermediate_size`` are no fields of it, and its model reads none of them (the published config
+    still writes them)."""
+    r.ignore("hidden_size_per_layer_input", "vocab_size_per_layer_input", "enable_moe_block", "num_experts",
+             "top_k_experts", "moe_intermediate_size")
+    return _gemma4_layers(r)
+
+
+def _gemma4_layers(r: Raw) -> dict[str, Any]:
+    """Gemma 4's dense layers (module docstring), shared by ``gemma4_text`` and ``gemma4_unified_text``."""
     out = _decoder(r, act="hidden_activation")
     _attention_bias(r, out)
     out.pop("rotary_fraction", None)  # proportional RoPE: tables over the whole head (module docstring)
@@ -45,14 +71,6 @@ def _gemma4_text(r: Raw) -> dict[str, Any]:
         r.fail("use_bidirectional_attention", "bidirectional attention over every token is not modeled")
     if r.get("final_logit_softcapping"):
         out["final_logit_softcap"] = r.get("final_logit_softcapping")
-    if r.flag("enable_moe_block"):  # every layer: the experts beside its MLP (module docstring)
-        out["moe"] = {"num_experts": r.size("num_experts"), "experts_per_token": r.size("top_k_experts"),
-                      "expert_d_ff": r.size("moe_intermediate_size"), "beside_mlp": True}
-    else:  # read only with the block
-        r.ignore("num_experts", "top_k_experts", "moe_intermediate_size")
-    if r.maybe_size("hidden_size_per_layer_input", minimum=0):
-        r.fail("hidden_size_per_layer_input", "per-layer embeddings (Gemma 4 E2B/E4B) are not modeled")
-    r.ignore("vocab_size_per_layer_input")
     if r.maybe_size("num_kv_shared_layers", minimum=0):
         r.fail("num_kv_shared_layers", "KV shared across layers is not modeled")
     r.ignore("use_double_wide_mlp")  # doubles the MLP of KV-sharing layers only
@@ -111,4 +129,5 @@ def _full_overrides(r: Raw, written: Any, types: list[str]) -> dict[str, Any]:
     return dict(over)
 
 
-MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {"gemma4_text": _gemma4_text}
+MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {"gemma4_text": _gemma4_text,
+                                                        "gemma4_unified_text": _gemma4_unified_text}
