@@ -179,6 +179,13 @@ VARIANTS = {  # together every config key and value
                     "layer_types": ["gated_deltanet", "gated_deltanet", "gated_deltanet", "full"],
                     "gated_deltanet": {"linear_num_key_heads": 2, "linear_num_value_heads": 2, "linear_key_head_dim": 3,
                                        "linear_value_head_dim": 6, "chunk_size": 4}},
+    # Zamba2: Mamba-2 layers, two of four after a shared transformer block (two blocks used in turn, RoPE, GQA,
+    # adapters of rank 3 on the MLP, q, k and v) over the layer's input and the embeddings; no FFN of their own
+    "zamba2": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 2, "n_layers": 4, "d_ff": 0,
+               "layer_types": ["mamba2"], "mlp_bias": True, "tie_embeddings": True,
+               "mamba2": {"d_state": 4, "d_conv": 3, "n_heads": 4, "head_dim": 6, "n_groups": 2, "chunk_size": 4},
+               "shared_transformer": {"layers": [1, 2, 3], "d_ff": 24, "blocks": 2, "adapter_rank": 3,
+                                      "attention_adapters": True}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer

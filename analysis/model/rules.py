@@ -398,6 +398,9 @@ def _shared_transformer_checks(cfg: ModelConfig, check: Checker) -> None:
                                                 "a block no layer uses")
     if cfg.attention == "mla":
         check.fail("attention", "mla is not modeled in a shared transformer block (its attention is mha)")
+    if cfg.position in ("alibi", "relative"):
+        check.fail("position", f"{cfg.position} is not modeled in a shared transformer block's attention (rope, or "
+                               "positions added to the embeddings)")
     if cfg.rope_layers is not None and not cfg.has_attention:
         check.fail("rope_layers", "acts on attention layers, and there are none: a shared transformer block's "
                                   "attention rotates q and k on every use")

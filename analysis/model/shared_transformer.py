@@ -144,19 +144,23 @@ class SharedTransformer:
         return self.mlp.ops(T) + adds + [Op("residual", T * d, 1, 3)]
 
     def saves(self, tape: Tape, B: int, S: int, kind: str) -> None:
-        """What a use keeps for backward over ``B x S`` tokens, as the reference block
-        (:mod:`analysis.verify.shared_transformer`) runs it: the first norm its input (the
-        concatenation) and statistics, the attention (eager, flash or selective ``kind``), the second
-        norm o's output, the MLP, each adapter its input (the linear it adapts reads the same) and A's
-        output, and the projection the MLP's output."""
+        """What a use keeps for backward over ``B x S`` tokens, as the reference
+        (:mod:`analysis.verify.shared_transformer`) runs it: the first norm its input (the concatenation)
+        and statistics; each adapter, run before the linear it joins, its input and A's output; the
+        attention (eager, flash or selective ``kind``); the second norm o's output; the MLP; and the
+        projection the MLP's output."""
         T, d, b = B * S, self.cfg.d_model, tape.b
         x = tape.norm("norm/shared_attention", None, T, 2 * d)
+        own = self.own()
+
+        def adapters(prefix: str, inp: str) -> None:
+            for m in own:
+                if m.key.startswith(prefix):  # A reads the shared input, B A's output
+                    tape.linear(m.key, T * m.d_in * b, T, inp if m.key.endswith("/a") else None)
+
+        adapters("shared/attention/", x)
         self.attention.saves(tape, self.spec, B, S, kind, x)
         h = tape.norm("norm/shared_mlp", None, T, d)
+        adapters("shared/mlp/", h)
         self.mlp.saves(tape, T, h)
-        for m in self.own():
-            if m.key.endswith("/a"):
-                tape.linear(m.key, T * m.d_in * b, T, h if m.key.startswith("shared/mlp") else x)
-            elif m.key.endswith("/b"):
-                tape.linear(m.key, T * m.d_in * b, T)
         tape.linear("shared/proj", T * d * b, T)
