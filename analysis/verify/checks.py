@@ -8,10 +8,11 @@ tiny sizes) and returns ``(ok, max_abs_diff)``, so the CLI can run them for any 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import torch
 
-from ..model.config import ModelConfig
+from ..model.config import RECURRENT_TYPES, ModelConfig
 from .attention import apply_rope
 from .cache import KVCache
 from .measure import build
@@ -36,13 +37,19 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
     MHA and 4 // min(h/g, 4) KV heads otherwise (GQA stays GQA, MQA stays MQA), MLA with its
     low-rank query when it has one and value heads equal to score heads when they are, at
     most 4 experts (same first dense layers, step, shared experts capped at 1, gate, biases; with identity
-    experts 4 real, 2 identity and 3 choices), every shared transformer block used twice at most,
+    experts 4 real, 2 identity and 3 choices), every shared transformer block used twice at most (by the
+    recurrent layers of a new ``layer_types``),
     window at most 5, soft-caps at most 2 (so that they bend the logits); a vision tower of 2
     layers."""
     layers = [2, len(cfg.layer_types or ()), len(cfg.rope_layers or ())]
     if cfg.shared_transformer is not None:  # every block used (twice at most), its MLP 24 wide, adapters of rank <= 4
         st = cfg.shared_transformer
         uses = st.layers[:2 * st.blocks]
+        if "layer_types" in changes:  # as many uses, moved to the new pattern's recurrent layers
+            types = changes["layer_types"]
+            recurrent = (i for i in itertools.count() if types[i % len(types)] in RECURRENT_TYPES
+                         and types[i % len(types)] != "none")
+            uses = tuple(itertools.islice(recurrent, len(uses)))
         layers.append(1 + uses[-1])
         changes.setdefault("shared_transformer", dataclasses.replace(
             st, layers=uses, d_ff=24, adapter_rank=min(st.adapter_rank, 4)))
@@ -244,8 +251,6 @@ def applicable(cfg: ModelConfig) -> dict:
     tests = {"cached decode == full forward": check_cached_decode,
              "rolling buffer == window masks (sliding and full layers)": check_rolling_buffer,
              "chunked prefill == unchunked": check_chunked_prefill}
-    if cfg.shared_transformer is not None:  # its layers are recurrent ones, which the check's pattern moves
-        del tests["rolling buffer == window masks (sliding and full layers)"]
     if cfg.attention == "mha":
         tests["GQA == MHA with repeated K/V"] = check_gqa
     tests["eager == flash"] = check_eager_flash
