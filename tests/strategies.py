@@ -179,6 +179,18 @@ VARIANTS = {  # together every config key and value
                     "layer_types": ["gated_deltanet", "gated_deltanet", "gated_deltanet", "full"],
                     "gated_deltanet": {"linear_num_key_heads": 2, "linear_num_value_heads": 2, "linear_key_head_dim": 3,
                                        "linear_value_head_dim": 6, "chunk_size": 4}},
+    # Zamba2: Mamba-2 layers, two of four after a shared transformer block (two blocks used in turn, RoPE, GQA,
+    # adapters of rank 3 on the MLP, q, k and v) over the layer's input and the embeddings; no FFN of their own
+    "zamba2": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 2, "n_layers": 4, "d_ff": 0,
+               "layer_types": ["mamba2"], "mlp_bias": True, "tie_embeddings": True,
+               "mamba2": {"d_state": 4, "d_conv": 3, "n_heads": 4, "head_dim": 6, "n_groups": 2, "chunk_size": 4},
+               "shared_transformer": {"layers": [1, 2, 3], "d_ff": 24, "blocks": 2, "adapter_rank": 3,
+                                      "attention_adapters": True}},
+    # Zamba (v1's form): one block without adapters, a non-gated MLP, no positions, before two of three layers
+    "zamba": {"position": "none", "norm": "rmsnorm", "activation": "gelu", "n_layers": 3, "d_ff": 0,
+              "layer_types": ["mamba2"],
+              "mamba2": {"d_state": 4, "d_conv": 3, "n_heads": 4, "head_dim": 6, "n_groups": 1, "chunk_size": 4},
+              "shared_transformer": {"layers": [0, 2], "d_ff": 24}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
     # Jamba: mamba layers (weighted mixer norms) and a NoPE attention layer, MoE every second layer
@@ -489,6 +501,37 @@ def _single_sublayers(draw, raw):
         raw["ffn_layers"] = [True]
 
 
+def _shared_transformer(draw, raw):
+    """Zamba's shared transformer blocks before some recurrent layers, which then have no FFN (nor any layer), are
+    pre-norm and whose attention is MHA with RoPE or no position inside it."""
+    types = [raw["layer_types"][i % len(raw["layer_types"])] for i in range(raw["n_layers"])]
+    uses = [i for i, t in enumerate(types) if t in RECURRENT_MAPPINGS]
+    if not uses or raw.get("attention") == "mla" or "none" in types:
+        return
+    raw["d_ff"] = 0
+    for key in ("moe", "ffn_layers"):
+        raw.pop(key, None)
+    if raw.get("recurrent_norm_placement", "pre") != "pre":
+        raw["recurrent_norm_placement"] = "pre"
+    elif "recurrent_norm_placement" not in raw:
+        raw["norm_placement"] = "pre"
+    if raw["position"] in ("alibi", "relative"):
+        raw["position"] = "none"
+        for key in ("relative_buckets", "relative_max_distance"):
+            raw.pop(key, None)
+    layers = draw(st.lists(st.sampled_from(uses), min_size=1, unique=True).map(sorted))
+    shared = {"layers": layers, "d_ff": draw(st.integers(1, 32))}
+    if draw(st.booleans()):
+        shared["blocks"] = draw(st.integers(1, len(layers)))
+    if draw(st.booleans()):
+        shared["adapter_rank"] = draw(st.integers(0, 3))
+    if shared.get("adapter_rank"):
+        shared["attention_adapters"] = draw(st.booleans())
+    raw["shared_transformer"] = shared
+    raw["activation"] = draw(st.sampled_from(ENUMS["activation"]))  # the shared MLP's
+    raw["mlp_bias"] = draw(st.booleans())
+
+
 @st.composite
 def valid_configs(draw, layouts: bool = False):
     """Raw config mappings over every ModelConfig key and value (test_config checks the
@@ -627,6 +670,8 @@ def valid_configs(draw, layouts: bool = False):
                 _single_sublayers(draw, raw)
         if beside < 2:
             _parallel_mixer(draw, raw, kind)
+        if beside and draw(st.booleans()):
+            _shared_transformer(draw, raw)
     if "dsa" in raw and (raw["position"] != "rope" or recurrent < len(RECURRENT_MAPPINGS)):  # RoPE, attention
         raw.pop("dsa")
     if "dsa" in raw:  # DSA: full causal layers only, without soft-capping

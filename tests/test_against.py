@@ -109,6 +109,11 @@ EXTRA["longcat_flash"] = dict(vocab_size=1000, hidden_size=64, num_attention_hea
 EXTRA["gemma4_unified_text"] = {"attention_k_eq_v": True, "num_global_key_value_heads": 1,
                                 "final_logit_softcapping": 30.0}
 
+# Zamba2: its class default puts the first hybrid layer at index 6: three of 4 instead, two blocks used in turn, with
+# every branch its defaults leave off (adapters on q, k and v, RoPE, biases, the mixer's norm in groups)
+EXTRA["zamba2"] = dict(layers_block_type=["mamba", "hybrid", "hybrid", "hybrid"], num_mem_blocks=2,
+                       use_shared_attention_adapter=True, use_mem_rope=True, add_bias_linear=True, mamba_ngroups=2)
+
 
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))
 def test_every_model_type_matches_transformers(model_type, tmp_path):

@@ -26,6 +26,7 @@ from llmcalc.analysis.model.hyper import HyperConfig
 from llmcalc.analysis.model.mla import DSAConfig, MLAConfig
 from llmcalc.analysis.model.moe import MoEConfig
 from llmcalc.analysis.model.rules import APPLIES
+from llmcalc.analysis.model.shared_transformer import SharedTransformerConfig
 from llmcalc.analysis.model.sizes import DTYPE_BITS
 from llmcalc.analysis.model.variants import ACTIVATIONS, NORMS, POSITIONS
 from llmcalc.analysis.model.vision import ProjectorConfig, VisionConfig
@@ -397,6 +398,7 @@ def test_strategy_covers_every_key_and_value():
                              (ProjectorConfig, [v["projector"] for v in visions], {"norm": ("none", *NORMS)}),
                              (HyperConfig, [raw.get("hyper") for raw in drawn], {}),
                              (DSAConfig, [raw.get("dsa") for raw in drawn], {}),
+                             (SharedTransformerConfig, [raw.get("shared_transformer") for raw in drawn], {}),
                              *((mixer_schema(kind), [raw.get(kind) for raw in drawn], {}) for kind in MIXERS)):
         key = cls.__name__
         maps = [m for m in maps if isinstance(m, dict)]

@@ -506,6 +506,10 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         num_key_value_heads=2, head_dim=128, max_position_embeddings=262144, tie_word_embeddings=False,
         mamba_d_ssm=3072, mamba_n_heads=24, mamba_d_head=128, mamba_d_state=256, mamba_n_groups=1, mamba_d_conv=4,
         mamba_expand=2, mamba_chunk_size=128), None),
+    # Mamba-2 layers, nine of 54 after a shared transformer block with an adapter of rank 128 on its gated GELU MLP:
+    # Zamba2Config's defaults, a "Zamba2-2.7B style configuration" by its docstring (one block, no attention
+    # adapters: the published file was not found); no published total
+    "zamba2": ("Zamba2Config's defaults (Zyphra/Zamba2-2.7B style)", {}, None),
     # Gated DeltaNet layers (pre-norm) and OLMo 3 attention layers (post-norm, q/k norms over the whole projections),
     # every fourth, no positions (rope_theta null): OlmoHybridConfig's defaults, which its docstring gives as this
     # checkpoint's; no published total
@@ -828,6 +832,16 @@ VARIANTS = [
     # the experts beside every layer's MLP (moe.beside_mlp): 25,233,141,790 as transformers counts it, the preset
     # gemma-4-26b-a4b (the card: 25.2B total, 3.8B active)
     ("gemma4_text", "google/gemma-4-26B-A4B-it (text_config)", GEMMA4_26B),
+    ("zamba2", "Zamba2 (two blocks over three hybrid layers, adapters on q, k and v, RoPE, biases, groups, untied "
+               "head)", dict(
+         vocab_size=1000, hidden_size=64, num_hidden_layers=5, num_attention_heads=4, n_mamba_heads=4, mamba_ngroups=2,
+         layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "hybrid"], num_mem_blocks=2,
+         use_shared_attention_adapter=True, adapter_rank=8, use_mem_rope=True, add_bias_linear=True,
+         intermediate_size=96, mamba_d_state=16, chunk_size=4, hidden_act="gelu_pytorch_tanh")),
+    ("zamba2", "Zamba2 (a block per hybrid layer, untied; GQA, SwiGLU, the MLP adapter alone)", dict(
+         vocab_size=1000, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+         n_mamba_heads=4, layers_block_type=["hybrid", "mamba", "hybrid"], num_mem_blocks=3, hidden_act="silu",
+         tie_word_embeddings=False, mamba_d_state=16)),
 ]
 
 
@@ -888,8 +902,24 @@ def _check_against(tmp_path, model_type: str, hp: dict) -> int:
         for i in group.layers:
             want[i] = sum(per_layer.values())
     for i, layer in enumerate(layers):
-        assert _stored(layer) == sum(want[i * per:(i + 1) * per]), f"layer {i}"
+        assert _own(layer, i) == sum(want[i * per:(i + 1) * per]), f"layer {i}"
     return total
+
+
+def _own(layer, i: int) -> int:
+    """numel of what layer ``i`` stores as its own: Zamba2's hybrid layers hold the shared block they use (counted
+    once per block by llmcalc, in the model's components) and, in the block's adapter lists, the adapters of
+    every use of that block; the layer's own are its use's (index ``i`` among the hybrid layers)."""
+    shared = getattr(layer, "shared_transformer", None)
+    if shared is None:
+        return _stored(layer)
+    use = str(shared.feed_forward.layer_dic[i])
+
+    def own(key: str) -> bool:
+        return not key.startswith("shared_transformer.") or (
+            "adapter_list." in key and key.split("adapter_list.")[1].split(".")[0] == use)
+
+    return sum(t.numel() for k, t in layer.state_dict().items() if own(k))
 
 
 @pytest.mark.parametrize("model_type", sorted(CHECKPOINTS))
@@ -1000,6 +1030,14 @@ LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_
     ({"model_type": "jamba", "expert_layer_period": 4, "expert_layer_offset": 1},
      "key 'expert_layer_offset': MoE layers i % 4 == 1 are not modeled"),
     ({"model_type": "jamba", "hidden_act": "gelu"}, "key 'hidden_act': the mamba mixer is counted with SiLU"),
+    # Zamba2: adapters of 2 * hidden_size on k and v need every head a key-value head (transformers fails otherwise);
+    # untied, transformers gives each hybrid layer its own copy of the block
+    ({"model_type": "zamba2", "layers_block_type": ["hybrid", "mamba"], "use_shared_attention_adapter": True,
+      "num_key_value_heads": 2}, "key 'num_key_value_heads': the k and v adapters output 2 * hidden_size (128)"),
+    ({"model_type": "zamba2", "layers_block_type": ["hybrid", "hybrid"], "tie_word_embeddings": False},
+     "key 'tie_word_embeddings': false leaves each of the 2 hybrid layers its own copy"),
+    ({"model_type": "zamba2", "layers_block_type": ["hybrid", "hybrid", "mamba"]},
+     "key 'layers_block_type': must list num_hidden_layers (2) layers, got 3"),
 ])
 def test_rejected_fields_exit_2(tmp_path, run, changes, message):
     data = {**LLAMA, **changes}

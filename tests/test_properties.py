@@ -169,8 +169,11 @@ def _seen(i: int, window: Optional[int], chunk: Optional[int]) -> int:
 
 def _spans(cfg: ModelConfig) -> list[tuple[Optional[int], Optional[int], int, int]]:
     """(window, chunk, score and value head sizes) of every attention layer (a recurrent mixer attends
-    nowhere; a full layer may have heads of its own size: full_head_dim)."""
-    return [(s.window, s.chunk, *_head_sizes(layer_config(cfg, s))) for s in layer_specs(cfg) if not s.recurrent]
+    nowhere; a full layer may have heads of its own size: full_head_dim), and of every use of a shared
+    transformer block (full causal MHA over twice the model's width)."""
+    spans = [(s.window, s.chunk, *_head_sizes(layer_config(cfg, s))) for s in layer_specs(cfg) if not s.recurrent]
+    wide = dataclasses.replace(cfg, d_model=2 * cfg.d_model)
+    return spans + [(None, None, wide.head_size, wide.head_size) for s in layer_specs(cfg) if s.shared]
 
 
 def _head_sizes(cfg: ModelConfig) -> tuple[int, int]:

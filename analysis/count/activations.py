@@ -162,6 +162,8 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
         attn(h)
         ffn(h_mlp)
     else:
+        for shared in layer.shared:  # a shared transformer block, whose output joins the mixer's input
+            shared.saves(tape, batch, seq, kind)
         attn(tape.norm("norm/attention", None, T, d))
         if spec.ffn is not None:
             ffn(tape.norm("norm/mlp", FFN_RESIDUAL, T, d))
@@ -177,8 +179,9 @@ def _masks(cfg: ModelConfig, seq: int, attention: str, b: int) -> int:
     position = POSITIONS[cfg.position]
     biased = position.score_bias  # a bias per head
     eager = attention == "eager" or position.learned_bias
-    keys = {tuple(w if w is not None and w < seq else None for w in s.span) for s in layer_specs(cfg)
-            if not s.recurrent}
+    specs = [s for s in layer_specs(cfg) if not s.recurrent]
+    specs += [s.spec for _, block in build(cfg).blocks for s in block.shared]  # a shared block's attention
+    keys = {tuple(w if w is not None and w < seq else None for w in s.span) for s in specs}
     n = sum(1 for w in keys if eager or biased or w != (None, None))
     return n * (cfg.n_heads if biased else 1) * seq * seq * b
 
@@ -201,7 +204,10 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     model = build(cfg)
     # every attention layer has the model's attention kind (recurrent layers have no RoPE)
     # a cos and a sin table per distinct rotated width (full_head_dim: the full layers' own)
-    rope = sum(2 * seq * dims * b for dims in {k.attention.rope_dims for g, k in model.blocks if g.spec.rope})
+    # (and a shared transformer block's attention's)
+    attentions = [(k.attention, g.spec) for g, k in model.blocks if not g.spec.recurrent] + [
+        (s.attention, s.spec) for _, k in model.blocks for s in k.shared]
+    rope = sum(2 * seq * dims * b for dims in {a.rope_dims for a, spec in attentions if spec.rope})
     masks = _masks(cfg, seq, attention, b)
     comps: dict[str, int] = {}
     if run.lora is None:  # frozen embeddings keep no ids (their lookups need no gradient)

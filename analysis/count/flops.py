@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from ..errors import SpecError
 from ..model.architecture import Block, build
-from ..model.attention import temperature_ops
+from ..model.attention import AttentionKind, temperature_ops
 from ..model.config import ModelConfig
 from ..model.ffn import SIGMOID_COST
 from ..model.layers import LayerGroup, LayerSpec
@@ -107,7 +107,10 @@ FAMILIES = ("attn proj", "attn scores+values", "mlp", "lm head")
 
 def family(key: str) -> str:
     """``attention/q`` -> ``attn proj``; ``moe/experts`` -> ``mlp``; ``lm_head`` -> ``lm head``. A mamba
-    mixer stands where attention does: its linears are ``attn proj``, its conv and scan ``attn scores+values``."""
+    mixer stands where attention does: its linears are ``attn proj``, its conv and scan ``attn scores+values``.
+    A layer's parts for a shared transformer block go with the block's (its projection back: ``mlp``)."""
+    if key.startswith("shared/"):  # shared/attention/q_adapter/a, shared/mlp/adapter/b, shared/proj
+        return "mlp" if key == "shared/proj" else family(key.removeprefix("shared/"))
     if key == "rglru/conv1d":  # the rglru block's conv; its gates project as its linears do
         return "attn scores+values"
     if key.startswith("rglru/"):
@@ -174,6 +177,13 @@ def linear_rows(m: Linear, layer: Block, run: RunSpec) -> int:
     return run.batch * attended_keys(layer.spec, run) if m.over_keys else run.tokens
 
 
+def _scores_values(out: dict[str, int], attn: AttentionKind, spec: LayerSpec, run: RunSpec) -> None:
+    """An attention's two matmuls over the query-key pairs its spec lets it see."""
+    pairs = run.batch * attn.heads * attended_pairs(spec, run)
+    out["attention/scores"] = 2 * pairs * attn.score_dim
+    out["attention/values"] = 2 * pairs * attn.value_dim
+
+
 def layer_matmul(layer: Block, run: RunSpec) -> dict[str, int]:
     """Forward matmul FLOPs of one layer, by component; a LoRA adapter's two matmuls
     (``A``: d_in -> r, ``B``: r -> d_out) under ``key/lora``."""
@@ -189,11 +199,10 @@ def layer_matmul(layer: Block, run: RunSpec) -> dict[str, int]:
         out.update(branch_matmul(layer.cfg, run.tokens, layer.branches))
     if layer.spec.recurrent:  # the mamba mixer's conv and scan (analysis.model.mamba)
         out.update(layer.recurrent.matmul(run.batch, run.query_len, run.seq - run.query_len))
+        for shared in layer.shared:  # a shared transformer block's attention, run by this layer
+            _scores_values(out, shared.attention, shared.spec, run)
         return out
-    attn = layer.attention
-    pairs = run.batch * attn.heads * attended_pairs(layer.spec, run)
-    out["attention/scores"] = 2 * pairs * attn.score_dim
-    out["attention/values"] = 2 * pairs * attn.value_dim
+    _scores_values(out, layer.attention, layer.spec, run)
     if layer.cfg.dsa is not None and layer.spec.topk is not None:  # the indexer: q.k, then its heads' weighted sum
         dsa = layer.cfg.dsa
         out["attention/indexer"] = 2 * run.batch * dsa.n_heads * indexed_pairs(layer.spec, run) * (dsa.head_dim + 1)
@@ -209,24 +218,7 @@ def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
     ops += [Op("bias", linear_rows(m, layer, run) * m.d_out * m.active, 1, 0) for m in layer.linears() if m.bias]
     if layer.spec.recurrent:
         return _recurrent_ops(layer, run, ops)
-    attn = layer.attention
-    scores = run.batch * attn.heads * attended_pairs(layer.spec, run)
-    ops.append(Op("attention/scale", scores, SCORE_SCALE_COST, 2, True))
-    if cfg.attn_logit_softcap is not None:
-        ops.append(Op("attention/softcap", scores, SOFTCAP_COST, 2, True))
-    ops.append(Op("attention/softmax", scores, SOFTMAX_COST, 2, True))
-    if cfg.attention_sinks:  # one more logit in every softmax row, read with it
-        ops.append(Op("attention/sinks", T * attn.heads, SOFTMAX_COST, 0, True))
-    if cfg.attention_gate:  # sigmoid of each gate element, times the attention output's element
-        n = T * attn.heads * attn.value_dim
-        ops += [Op("attention/gate", n, SIGMOID_COST, 2), Op("attention/gate", n, 1, 3)]
-    if POSITIONS[cfg.position].score_bias:  # reads the bias and the scores, writes the scores
-        ops.append(Op("attention/position_bias", scores, POSITION_BIAS_COST, 3, True))
-    if cfg.dsa is not None and layer.spec.topk is not None:  # the indexer's scale and relu per head and pair
-        ops.append(Op("attention/indexer", run.batch * cfg.dsa.n_heads * indexed_pairs(layer.spec, run), 2, 2))
-    if layer.spec.rope:
-        ops.append(Op("attention/rope", T * attn.rope_elements_per_token, ROPE_COST, 2))
-    ops += temperature_ops(cfg, layer.spec, T)
+    ops += attention_ops(cfg, layer.attention, layer.spec, run)
     for mixer in layer.beside:
         ops += mixer.pass_ops(run)
     for ffn in layer.ffns:
@@ -246,12 +238,36 @@ def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
     return ops
 
 
+def attention_ops(cfg: ModelConfig, attn: AttentionKind, spec: LayerSpec, run: RunSpec) -> list[Op]:
+    """Forward elementwise ops of one attention (``cfg`` its config) over the pairs ``spec`` lets it see."""
+    T = run.tokens
+    scores = run.batch * attn.heads * attended_pairs(spec, run)
+    ops = [Op("attention/scale", scores, SCORE_SCALE_COST, 2, True)]
+    if cfg.attn_logit_softcap is not None:
+        ops.append(Op("attention/softcap", scores, SOFTCAP_COST, 2, True))
+    ops.append(Op("attention/softmax", scores, SOFTMAX_COST, 2, True))
+    if cfg.attention_sinks:  # one more logit in every softmax row, read with it
+        ops.append(Op("attention/sinks", T * attn.heads, SOFTMAX_COST, 0, True))
+    if cfg.attention_gate:  # sigmoid of each gate element, times the attention output's element
+        n = T * attn.heads * attn.value_dim
+        ops += [Op("attention/gate", n, SIGMOID_COST, 2), Op("attention/gate", n, 1, 3)]
+    if POSITIONS[cfg.position].score_bias:  # reads the bias and the scores, writes the scores
+        ops.append(Op("attention/position_bias", scores, POSITION_BIAS_COST, 3, True))
+    if cfg.dsa is not None and spec.topk is not None:  # the indexer's scale and relu per head and pair
+        ops.append(Op("attention/indexer", run.batch * cfg.dsa.n_heads * indexed_pairs(spec, run), 2, 2))
+    if spec.rope:
+        ops.append(Op("attention/rope", T * attn.rope_elements_per_token, ROPE_COST, 2))
+    return ops + temperature_ops(cfg, spec, T)
+
+
 def _recurrent_ops(layer: Block, run: RunSpec, ops: list[Op]) -> list[Op]:
-    """A recurrent layer's elementwise ops after its norms and biases: the mixer's, the FFN's (if any),
-    LoRA's, and one residual add per branch."""
+    """A recurrent layer's elementwise ops after its norms and biases: the mixer's, a shared transformer
+    block's, the FFN's (if any), LoRA's, and one residual add per branch."""
     cfg, T = layer.cfg, run.tokens
     mixer = layer.recurrent
     ops += mixer.pass_ops(run)
+    for shared in layer.shared:  # its attention's, its MLP's, its adapters' and its projection's add
+        ops += attention_ops(shared.attention_cfg, shared.attention, shared.spec, run) + shared.ops(T)
     for ffn in layer.ffns:
         ops += ffn.ops(T)
     lora = layer_adapted([m.key for m in layer.linears()], run.lora)
@@ -436,10 +452,11 @@ def approximations(cfg: ModelConfig, run: RunSpec) -> Approximations:
     # H*Q is the query width; T the keys (decode: the cached keys of each layer)
     attn = 0
     for group, block in build(cfg).blocks:
-        if group.spec.recurrent:  # no attention
-            continue
-        kind = block.attention
-        attn += group.count * kind.heads * kind.score_dim * attended_keys(group.spec, run)
+        # its attention, or a recurrent layer's shared transformer block's (or none)
+        kinds = [(s.attention, s.spec) for s in block.shared] if group.spec.recurrent else [
+            (block.attention, group.spec)]
+        for kind, spec in kinds:
+            attn += group.count * kind.heads * kind.score_dim * attended_keys(spec, run)
     attn *= 12 if run.mode == "train" else 4
     return Approximations(factor * n_non_embedding * run.tokens,
                           factor * (n_non_embedding + n_embedding) * run.tokens,

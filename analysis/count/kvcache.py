@@ -9,7 +9,9 @@ GQA/MQA shrink it through ``g = n_kv_heads``.
 A recurrent layer (``mamba``) keeps a **state** per sequence instead, constant in the sequence
 length: ``B * E * (d_conv + d_state)`` values in ``run.state_dtype`` (default: the KV dtype); the other
 recurrent kinds (``mamba2``, ``short_conv``, ``rglru``) theirs, each descriptor's ``state_values``; an
-attention layer with a mixer beside it (``parallel_mixer``, Falcon-H1) both its KV and that mixer's state.
+attention layer with a mixer beside it (``parallel_mixer``, Falcon-H1) both its KV and that mixer's state;
+a recurrent layer that runs a shared transformer block (Zamba) its state and the K and V of every token
+of that use of the block (full attention: each use caches its own).
 ``bytes`` is KV plus state; ``kv_bytes`` and ``state_bytes`` give each.
 """
 
@@ -64,9 +66,11 @@ def kv_cache(cfg: ModelConfig, run: RunSpec = RunSpec(mode="decode")) -> KVCache
     groups = []
     state_dtype = run.state_dtype or run.kv_dtype
     for group, block in build(cfg).blocks:
-        if group.spec.recurrent:  # a state per sequence, whatever the length
+        if group.spec.recurrent:  # a state per sequence, whatever the length, and a shared block's K and V
             state = run.batch * weight_bytes(block.recurrent.state_values, state_dtype)
-            groups.append(GroupCache(group, 0, 0, state, state))
+            per_token = sum(weight_bytes(s.attention.kv_values_per_token, run.kv_dtype) for s in block.shared)
+            cached = run.seq if per_token else 0
+            groups.append(GroupCache(group, cached, per_token, run.batch * cached * per_token + state, state))
             continue
         per_token = weight_bytes(block.attention.kv_values_per_token, run.kv_dtype)
         cached = group.spec.cached(run.seq)

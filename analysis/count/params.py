@@ -9,6 +9,8 @@ Conventions:
   routed experts and the shared experts; equal to ``total`` for dense models;
 - ``embedding`` counts the token and position tables; ``non_embedding`` is the rest
   (the N of ``6 * N * tokens``), LM head included;
+- a shared transformer block's weights (Zamba) count once per block, in the model's components, not
+  in the layer groups of the layers that use it (a use's own adapters and projection do);
 - a multimodal checkpoint's vision tower (``vision/...``) and projector (``projector/...``) count in
   ``total`` and, being dense, in ``active``; ``language_model`` is the rest.
 """
@@ -19,7 +21,6 @@ from typing import NamedTuple
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
 from ..model.layers import LayerGroup
-from ..model.parts import Linear, Norm, Vector
 from ..spec import check_arguments
 
 
@@ -61,10 +62,9 @@ def _add(into: dict[str, int], key: str, n: int) -> None:
 
 
 def layer_params(block: Block) -> dict[str, int]:
-    """One layer's parameters by key (linears, then norms, then learned vectors)."""
+    """One layer's parameters by key (linears, then norms, then learned vectors), those it holds."""
     out: dict[str, int] = {}
-    parts: list[Linear | Norm | Vector] = [*block.linears(), *block.norms(), *block.vectors()]
-    for part in parts:
+    for part in block.held():
         _add(out, part.key, part.params)
     return out
 
@@ -96,6 +96,8 @@ def _count_params(cfg: ModelConfig) -> ParamCount:
         for key, n in per_layer.items():
             _add(comps, key, n * group.count)
         inactive += _inactive(block) * group.count
+    for weight, blocks in model.shared:  # the shared transformer blocks' weights, once per block
+        _add(comps, weight.key, weight.params * blocks)
     if model.hyper_head is not None:
         comps[model.hyper_head.key] = model.hyper_head.params
     if model.final_norm is not None and model.final_norm.params:

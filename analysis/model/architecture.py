@@ -22,7 +22,9 @@ Block structure (``x`` is the residual stream; ``n_a``/``n_m`` the attention/MLP
 - parallel, ``sandwich``:      as parallel ``pre`` with a post norm on each branch output
 
 A layer with a mixer beside its attention (``parallel_mixer``, Falcon-H1) reads ``attn(h) + mixer(h)``
-wherever ``attn(h)`` stands above.
+wherever ``attn(h)`` stands above. A layer that uses a shared transformer block (Zamba,
+:mod:`.shared_transformer`) runs ``x += mixer(n_a(x + shared(x)))``: the block's weights are the
+model's (:attr:`Model.shared`, counted once), what each use runs is the layer's.
 """
 
 import functools
@@ -43,6 +45,7 @@ if TYPE_CHECKING:  # imported when a model has them (:data:`MIXERS`, :func:`buil
     from .mamba import Mamba
     from .mamba2 import Mamba2
     from .rglru import RGLRU
+    from .shared_transformer import SharedTransformer
     from .short_conv import ShortConv
     from .vision import Vision
 
@@ -136,10 +139,19 @@ class Block:
         """The layer's FFN, or none."""
         return [] if self.spec.ffn is None else [self.ffn]
 
+    @property
+    def shared(self) -> "list[SharedTransformer]":
+        """The shared transformer block the layer runs before its mixer (``shared_transformer``), or none."""
+        if not self.spec.shared:
+            return []
+        from .shared_transformer import SharedTransformer
+        return [SharedTransformer(self.cfg)]
+
     def linears(self) -> list[Linear]:
+        """Every linear the layer runs (a shared block's too: :meth:`held` for what it holds)."""
         if self._linears is None:  # kept: a block is built once per config (build), and `plan` asks thousands of times
             self._linears = tuple(self.mixer.linears() + [m for b in self.beside for m in b.linears()] + [
-                m for f in self.ffns for m in f.linears()])
+                m for f in self.ffns for m in f.linears()] + [m for s in self.shared for m in s.linears()])
         return list(self._linears)
 
     def norms(self) -> list[Norm]:
@@ -149,12 +161,21 @@ class Block:
         if self.spec.attention == "none":  # no mixer: no norm around it
             norms = [n for n in norms if not n.key.startswith("norm/attention")]
         return (norms + self.mixer.norms() + [n for b in self.beside for n in b.norms()]
-                + rope_norms(self.cfg, self.spec) + sub_norms(self.cfg) + [n for f in self.ffns for n in f.norms()])
+                + rope_norms(self.cfg, self.spec) + sub_norms(self.cfg) + [n for f in self.ffns for n in f.norms()]
+                + [n for s in self.shared for n in s.norms()])
 
     def vectors(self) -> list[Vector]:
         scalar = [Vector("layer_scalar", 1)] if self.cfg.layer_scalar else []  # Gemma 4: the output's scale
         return (self.mixer.vectors() + [v for b in self.beside for v in b.vectors()]
-                + [v for f in self.ffns for v in f.vectors()] + scalar + self.hyper())
+                + [v for f in self.ffns for v in f.vectors()] + scalar + self.hyper()
+                + [v for s in self.shared for v in s.vectors()])
+
+    def held(self) -> list[Linear | Norm | Vector]:
+        """The parts the layer holds, its parameters: all it runs but a shared block's weights, which the
+        model holds once (:attr:`Model.shared`)."""
+        shared = [p for s in self.shared for p in s.weights()]
+        parts: list[Linear | Norm | Vector] = [*self.linears(), *self.norms(), *self.vectors()]
+        return [p for p in parts if p not in shared]
 
     @property
     def branches(self) -> tuple[str, ...]:
@@ -208,10 +229,14 @@ class Model(NamedTuple):
     vision: "Vision | None"  # a multimodal checkpoint's vision tower and projector
     embedding_norm: Norm | None = None  # norm/embedding: over the embeddings, before layer 0 (BLOOM)
     hyper_head: Vector | None = None  # hyper/head: the residual streams' collapse before the final norm
+    # the shared transformer blocks' weights (Zamba), each part with the number of blocks holding it
+    shared: tuple[tuple[Linear | Norm | Vector, int], ...] = ()
 
     def layer_linears(self) -> list[tuple[Linear, int]]:
-        """Every layer linear, one per group, with the number of layers holding it."""
-        return [(m, group.count) for group, block in self.blocks for m in block.linears()]
+        """Every layer linear, one per group, with the number of layers holding it (a shared block's:
+        the number of blocks)."""
+        return [(m, group.count) for group, block in self.blocks for m in block.held() if isinstance(m, Linear)] + [
+            (m, n) for m, n in self.shared if isinstance(m, Linear)]
 
     def linears(self) -> list[tuple[Linear, int]]:
         """What a weight format can quantize: the layer linears and an untied LM head (a vision tower
@@ -230,6 +255,14 @@ def position_table(cfg: ModelConfig) -> Table | None:
     return None
 
 
+def _shared(cfg: ModelConfig) -> tuple[tuple[Linear | Norm | Vector, int], ...]:
+    """The shared transformer blocks' weights, ``blocks`` copies of each (their module imported for one only)."""
+    if cfg.shared_transformer is None:
+        return ()
+    from .shared_transformer import SharedTransformer
+    return tuple((p, cfg.shared_transformer.blocks) for p in SharedTransformer(cfg).weights())
+
+
 def _vision(cfg: ModelConfig) -> "Vision | None":
     """A multimodal checkpoint's tower and projector (their module imported for one only)."""
     if cfg.vision is None:
@@ -246,7 +279,8 @@ def build(cfg: ModelConfig) -> Model:
                  tuple((group, Block(layer_config(cfg, group.spec), group.spec)) for group in layer_plan(cfg)), final,
                  Head(Linear("lm_head", cfg.d_model, cfg.vocab_size, cfg.lm_head_bias), cfg.tie_embeddings),
                  _vision(cfg),
-                 make_norm(cfg, "norm/embedding", cfg.d_model) if cfg.embedding_norm else None, _hyper_head(cfg))
+                 make_norm(cfg, "norm/embedding", cfg.d_model) if cfg.embedding_norm else None, _hyper_head(cfg),
+                 _shared(cfg))
 
 
 def _hyper_head(cfg: ModelConfig) -> Vector | None:

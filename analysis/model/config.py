@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # the nested schemas, each in its own module (:func:`.keys.ne
     from .mla import DSAConfig, MLAConfig
     from .moe import MoEConfig
     from .rglru import RGLRUConfig
+    from .shared_transformer import SharedTransformerConfig
     from .short_conv import ShortConvConfig
     from .vision import VisionConfig
 
@@ -148,6 +149,9 @@ class ModelConfig:
     rglru: RGLRUConfig | None = checked(nested("rglru", "RGLRUConfig"), None)
     kda: KDAConfig | None = checked(nested("kda", "KDAConfig"), None)
     parallel_mixer: str | None = checked(optional(choice(PARALLEL_MIXERS)), None)  # beside attention (Falcon-H1)
+    # transformer blocks whose weights the layers that use them share, run before their mixers (Zamba)
+    shared_transformer: SharedTransformerConfig | None = checked(
+        nested("shared_transformer", "SharedTransformerConfig"), None)
     vision: VisionConfig | None = checked(nested("vision", "VisionConfig"), None)
     hyper: HyperConfig | None = checked(nested("hyper", "HyperConfig"), None)  # residual streams (DeepSeek V4, Hy4)
     dtype: str = checked(choice((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format

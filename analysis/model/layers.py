@@ -22,7 +22,9 @@ Per-layer rules (DESIGN.md section 2):
   layer with ``d_ff: 0``; a ``none`` layer (``layer_types``) has no mixer (nor its norm): its FFN alone;
 - ``parallel_mixer`` puts a recurrent mixer beside the attention of every attention layer (``beside``):
   both read the layer's normed input and their outputs are summed (Falcon-H1); the mixer is built from the
-  layer's config, as its attention (:func:`layer_config`).
+  layer's config, as its attention (:func:`layer_config`);
+- a layer listed in ``shared_transformer.layers`` runs a shared transformer block before its recurrent
+  mixer (``shared``; Zamba: :mod:`.shared_transformer`).
 """
 
 import dataclasses
@@ -44,6 +46,7 @@ class LayerSpec(NamedTuple):
     topk: int | None = None  # DSA (``dsa``): its indexer scores every key seen, attention reads the best topk
     beside: str | None = None  # a recurrent mixer beside the attention, summed with it (``parallel_mixer``)
     shared_topk: bool = False  # DSA: the top-k of the previous indexed layer, no indexer of its own (dsa.shared)
+    shared: bool = False  # a shared transformer block runs before the (recurrent) mixer (``shared_transformer``)
 
     @property
     def mixer(self) -> str:
@@ -85,7 +88,8 @@ class LayerSpec(NamedTuple):
         if self.attention == "none":
             return f"no mixer, {ffn}"
         if self.recurrent:
-            return f"{self.attention} mixer, {ffn}"
+            shared = " after a shared transformer block" if self.shared else ""
+            return f"{self.attention} mixer{shared}, {ffn}"
         beside = "" if self.beside is None else f" + {self.beside} mixer"
         return f"{self.attention} {window}{rope}{beside}, {ffn}"
 
@@ -94,6 +98,7 @@ class LayerSpec(NamedTuple):
         out = out if self.topk is None else {**out, "topk": self.topk}
         out = out if self.beside is None else {**out, "beside": self.beside}
         out = {**out, "shared_topk": True} if self.shared_topk else out
+        out = {**out, "shared": True} if self.shared else out
         return out if self.chunk is None else {**out, "chunk": self.chunk}
 
 
@@ -114,12 +119,13 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     types = cfg.layer_types or (("sliding",) if cfg.sliding_window is not None else ("full",))
     rope = cfg.rope_layers or (cfg.position == "rope",)
     specs = []
+    uses = set(() if cfg.shared_transformer is None else cfg.shared_transformer.layers)
     for i in range(cfg.n_layers):
         window = cfg.sliding_window if types[i % len(types)] == "sliding" else None
         ffn = cfg.moe.layer_ffn(i) if cfg.moe is not None else "dense"
         ffn = ffn if cfg.has_ffn(i) else None
         if types[i % len(types)] in RECURRENT_TYPES:  # a recurrent mixer: no window, no RoPE
-            specs.append(LayerSpec(types[i % len(types)], None, False, ffn))
+            specs.append(LayerSpec(types[i % len(types)], None, False, ffn, shared=i in uses))
             continue
         chunk = cfg.attention_chunk if types[i % len(types)] == "chunked" else None
         topk = cfg.dsa.topk if cfg.dsa is not None and cfg.attention == "mla" else None

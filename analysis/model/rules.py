@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # config.py imports this module to check its copies
 
 def _has_dense_mlp(cfg: ModelConfig) -> bool:
     moe = cfg.moe
+    if cfg.shared_transformer is not None:  # the shared transformer block's MLP
+        return True
     if cfg.d_ff == 0:  # no FFN at all
         return False
     if moe is not None and (moe.beside_mlp or moe.shortcut):  # every layer with an FFN has a dense MLP
@@ -54,7 +56,7 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "relative_buckets": (lambda c: c.position == "relative", "position: relative"),
     "relative_max_distance": (lambda c: c.position == "relative", "position: relative"),
     "mlp_bias": (_has_dense_mlp, "dense MLP layers (no moe, or moe with first_dense_layers, step > 1, "
-                                 "beside_mlp or shortcut)"),
+                                 "beside_mlp or shortcut) or a shared_transformer"),
     "sliding_window": (lambda c: c.layer_types is None or "sliding" in c.layer_types,
                        "sliding layers (layer_types lists none)"),
     "attention_chunk": (lambda c: c.layer_types is not None and "chunked" in c.layer_types,
@@ -83,7 +85,11 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "parallel_mixer": (lambda c: c.has_attention, "layers that attend (layer_types lists full, sliding or chunked)"),
     "moe": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
     "ffn_layers": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0)"),
-    "activation": (lambda c: c.d_ff > 0, "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU)"),
+    "activation": (lambda c: c.d_ff > 0 or c.shared_transformer is not None,
+                   "layers with an FFN (d_ff > 0; the mamba mixer's is SiLU) or a shared_transformer"),
+    "shared_transformer.attention_adapters": (lambda c: c.shared_transformer is not None
+                                              and c.shared_transformer.adapter_rank > 0,
+                                              "shared_transformer.adapter_rank > 0"),
     "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
     "moe.shared_expert_gate": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
     "hyper.sinkhorn_iters": (lambda c: c.hyper is not None and c.hyper.mix, "hyper.mix: true"),
@@ -269,12 +275,13 @@ def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
         check.fail("layer_types", "has 'mamba' layers but no 'mamba' mapping (d_state, d_conv, expand, ...)")
     if cfg.d_ff == 0 and not cfg.has_recurrent:
         check.fail("d_ff", "0 (no FFN) is for models with mamba layers (layer_types lists 'mamba')")
-    if not cfg.has_attention and cfg.position in ("rope", "alibi", "relative"):
+    if not cfg.has_attention and cfg.shared_transformer is None and cfg.position in ("rope", "alibi", "relative"):
         check.fail("position", f"{cfg.position} acts inside attention, and no layer attends (every layer is "
                                "'mamba'): use none, learned or sinusoidal")
     if cfg.has_mamba and cfg.parallel_block:
         check.fail("parallel_block", "is not supported with mamba layers")
-    for mixer_checks in (_ffn_layer_checks, _mamba2_checks, _gated_deltanet_checks, _rglru_checks, _kda_checks):
+    for mixer_checks in (_ffn_layer_checks, _mamba2_checks, _gated_deltanet_checks, _rglru_checks, _kda_checks,
+                         _shared_transformer_checks):
         mixer_checks(cfg, check)
     if cfg.has_short_conv and cfg.short_conv is None:
         check.fail("layer_types", "has 'short_conv' layers but no 'short_conv' mapping (d_conv, bias)")
@@ -361,3 +368,39 @@ def _mamba2_checks(cfg: ModelConfig, check: Checker) -> None:
         check.fail("mamba2.n_groups", f"must divide the heads ({H}), got {m.n_groups}")
     if cfg.parallel_block:
         check.fail("parallel_block", "is not supported with mamba2 layers")
+
+
+def _shared_transformer_checks(cfg: ModelConfig, check: Checker) -> None:
+    """A shared transformer block (Zamba) runs before the recurrent mixer of each layer it lists, in a pre-norm
+    layer without an FFN; its attention is MHA, full causal (RoPE on every use: rope_layers acts on attention
+    layers); there are no more blocks than uses."""
+    s = cfg.shared_transformer
+    if s is None:
+        return
+    from .config import RECURRENT_TYPES  # config.py imports this module
+    types = cfg.layer_types or ("full",)
+    for i in s.layers:
+        kind = types[i % len(types)]
+        if i >= cfg.n_layers:
+            check.fail("shared_transformer.layers", f"layer {i} is past the model's {cfg.n_layers} layers")
+        if kind not in RECURRENT_TYPES or kind == "none":
+            check.fail("shared_transformer.layers", f"layer {i} is a '{kind}' layer: a shared block runs before a "
+                                                    "recurrent mixer (layer_types mamba, mamba2, ...)")
+        if cfg.has_ffn(i):
+            check.fail("shared_transformer.layers", f"layer {i} has an FFN: a shared block is modeled in layers "
+                                                    "without one (Zamba's; d_ff: 0 or ffn_layers false there)")
+    placement = cfg.recurrent_norm_placement or cfg.norm_placement
+    if placement != "pre":
+        key = "recurrent_norm_placement" if cfg.recurrent_norm_placement else "norm_placement"
+        check.fail(key, f"a shared transformer block is modeled in pre-norm layers (Zamba's), not {placement!r}")
+    if s.blocks > len(s.layers):
+        check.fail("shared_transformer.blocks", f"{s.blocks} blocks for {len(s.layers)} layers that use one: "
+                                                "a block no layer uses")
+    if cfg.attention == "mla":
+        check.fail("attention", "mla is not modeled in a shared transformer block (its attention is mha)")
+    if cfg.position in ("alibi", "relative"):
+        check.fail("position", f"{cfg.position} is not modeled in a shared transformer block's attention (rope, or "
+                               "positions added to the embeddings)")
+    if cfg.rope_layers is not None and not cfg.has_attention:
+        check.fail("rope_layers", "acts on attention layers, and there are none: a shared transformer block's "
+                                  "attention rotates q and k on every use")

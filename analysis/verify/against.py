@@ -157,6 +157,24 @@ _LIGHTNING_NAMES = {"qkv_proj": "lightning/qkv_proj", "output_gate": "lightning/
 # its decay tables: persistent buffers transformers derives from the config (and recomputes when it loads a
 # checkpoint), not learned: not parameters (DESIGN: buffers are not), left out of the state dict's count
 DERIVED_BUFFERS = frozenset({"slope_rate", "query_decay", "key_decay", "diagonal_decay"})
+# Zamba2's shared block (Zamba2AttentionDecoderLayer, a hybrid layer's ``shared_transformer``): its norms, and its
+# per-use adapters (``*_adapter_list.<use>.<0: A, 1: B>``)
+_SHARED_NAMES = {"input_layernorm": "norm/shared_attention", "pre_ff_layernorm": "norm/shared_mlp",
+                 "self_attn": "attention/scores+values"}
+_SHARED_ADAPTERS = {"linear_q_adapter_list": "shared/attention/q_adapter", "linear_k_adapter_list":
+                    "shared/attention/k_adapter", "linear_v_adapter_list": "shared/attention/v_adapter",
+                    "gate_up_proj_adapter_list": "shared/mlp/adapter"}
+
+
+def _shared_block(parts: list[str], local: str) -> str:
+    """A module of Zamba2's shared block (``parts`` below ``shared_transformer``)."""
+    if len(parts) == 4 and parts[1] in _SHARED_ADAPTERS and parts[3] in ("0", "1"):
+        return f"{_SHARED_ADAPTERS[parts[1]]}/{'ab'[int(parts[3])]}"
+    if len(parts) == 1:
+        return _SHARED_NAMES.get(parts[0], f"?{local}")
+    return _LAYER_NAMES.get(parts[-1], f"?{local}") if len(parts) == 2 else f"?{local}"
+
+
 _LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)(?:\.|$)")
 # the Gated DeltaNet mixer (Qwen3NextGatedDeltaNet, Qwen3.5's; a layer's ``linear_attn``): its parts, Qwen3-Next's
 # fused projections as two each; its own ops are the conv (F.conv1d on conv1d's weight) and the delta rule
@@ -312,6 +330,13 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         return "hyper/attention_mix+hyper/mlp_mix" if cfg.hyper is not None and cfg.hyper.mix else "layer"
     if parts[0] in _HYPER:  # a branch's hyper-connection (its norm has no parameters)
         return _HYPER[parts[0]]
+    if cfg.shared_transformer is not None:  # Zamba2's hybrid layers
+        if parts[0] == "shared_transformer":
+            return _shared_block(parts[1:], local)
+        if parts == ["linear"]:
+            return "shared/proj"
+        if parts[0] == "mamba_decoder":  # the layer's own mamba2 layer
+            parts = parts[1:]
     last = parts[-1]
     spec = _layer_spec(path, cfg)
     if spec is not None and parts[0] == "mixer" and not spec.recurrent:  # Nemotron-H: attention as `mixer`
@@ -507,7 +532,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 NO_MASK = frozenset({"mamba2"})
 MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2", "lfm2_moe", "minimax"})
 MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe", "kimi_linear", "falcon_h1",
-                 "olmo_hybrid"}
+                 "olmo_hybrid", "zamba2"}
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
@@ -593,7 +618,8 @@ NOT_ON_META = frozenset({"dbrx", "longcat_flash"})
 def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str = "fp32",
                           model_type: str | None = None) -> int:
     """llmcalc's KV-cache figure under transformers' convention (module docstring): after a
-    prefill of ``S`` tokens a sliding layer holds ``min(S, W - 1)`` tokens, a full one ``S``; for
+    prefill of ``S`` tokens a sliding layer holds ``min(S, W - 1)`` tokens, a full one ``S`` (as does a use of
+    a shared block); for
     ``model_type`` GPT-Neo every layer ``S``, for OpenAI GPT none."""
     if model_type in NO_CACHE:
         return 0
@@ -601,6 +627,9 @@ def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str
     for group, block in build(cfg).blocks:
         if group.spec.recurrent:  # a state per sequence: transformers keeps the same (conv inputs, SSM state)
             total += group.count * batch * block.recurrent.state_values * bytes_per(dtype)
+            # and a shared block's uses (Zamba2) the K and V of every token, each using layer its own
+            per_token = sum(s.attention.kv_values_per_token for s in block.shared)
+            total += group.count * batch * prefill * per_token * bytes_per(dtype)
             continue
         per_token = block.attention.kv_values_per_token
         window = None if model_type in EVERY_TOKEN_CACHED else (

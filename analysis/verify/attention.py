@@ -55,6 +55,7 @@ class LayerContext:
     start_pos: int
     carry: list | None = None  # moe.shortcut: the MoE output a dense+shortcut_moe layer leaves the next layer
     indices: dict | None = None  # DSA: each indexed layer's top-k (idx, valid), which shared layers reuse
+    embeddings: torch.Tensor | None = None  # shared_transformer: the embeddings entering layer 0
 
 
 # -- the matmul family a reference_flash matmul belongs to, read by the FLOP counter ---------

@@ -9,7 +9,9 @@ on the attention kind:
 - ``mla``: the normed KV latent (B, M, kv_lora_rank) and the rotated shared rope key
   (B, 1, M, qk_rope_head_dim), never the decompressed K/V;
 - a mixer beside an attention layer's attention (``parallel_mixer``): its state in ``beside``, as a
-  recurrent layer keeps it.
+  recurrent layer keeps it;
+- a recurrent layer's use of a shared transformer block (``shared_transformer``): the block's K and V,
+  (B, g, M, hd) each of the ``2 d`` wide attention, in ``shared``.
 Every tensor has its token axis at -2. Bytes are exactly the sum of those tensors.
 
 Without a window position p lives in slot p. With a window the buffer rolls: position p
@@ -32,6 +34,8 @@ opens a chunk), and the mask keeps each query to its own chunk.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 
@@ -98,6 +102,10 @@ class KVCache:
                 layer = layer_config(cfg, spec)  # full_head_dim, full_kv_heads: a full layer's own shape
                 shapes = [(batch, layer.kv_heads, M, layer.head_size)] * 2
             self.tensors.append([torch.zeros(s, dtype=dtype, device=device) for s in shapes])
+        # a layer's use of a shared transformer block (shared_transformer): its own K and V, full attention
+        wide = None if cfg.shared_transformer is None else dataclasses.replace(cfg, d_model=2 * cfg.d_model)
+        self.shared = [[torch.zeros((batch, wide.kv_heads, max_tokens, wide.head_size), dtype=dtype, device=device)
+                        for _ in range(2)] if wide is not None and s.shared else [] for s in layer_specs(cfg)]
         beside = [[] if s.beside is None else state_shapes(layer_config(cfg, s), s.beside, batch)
                   for s in layer_specs(cfg)]
         self.beside = States([[torch.zeros(s, dtype=dtype, device=device) for s in shapes] for shapes in beside])
@@ -124,9 +132,11 @@ class KVCache:
         slots = self.read_slots(start, window, chunk, device)
         return start - 1 - (start - 1 - slots) % M  # (slots read,)
 
-    def update(self, layer: int, new: tuple[torch.Tensor, ...], start: int) -> tuple[torch.Tensor, ...]:
+    def update(self, layer: int, new: tuple[torch.Tensor, ...], start: int,
+               buffers: list[torch.Tensor] | None = None) -> tuple[torch.Tensor, ...]:
         """Append ``new`` (token axis -2, C tokens) at positions start..; return what to attend
-        to along axis -2: the slots read (``past_positions``) then the chunk."""
+        to along axis -2: the slots read (``past_positions``) then the chunk. ``buffers``: the layer's
+        others than its own (a shared block's use, ``shared``)."""
         M, C, attention_chunk = self.sizes[layer], new[0].shape[-2], self.chunks[layer]
         if self.windows[layer] is None and attention_chunk is None and start + C > M:
             raise ValueError(f"KV cache holds {M} tokens, asked to reach {start + C}")
@@ -137,7 +147,7 @@ class KVCache:
         keep = min(C, M)
         slots = torch.arange(start + C - keep, start + C, device=new[0].device) % M
         out = []
-        for buf, t in zip(self.tensors[layer], new):
+        for buf, t in zip(self.tensors[layer] if buffers is None else buffers, new):
             past = buf.index_select(buf.dim() - 2, read).to(t.dtype)  # before overwriting
             out.append(torch.cat([past, t], dim=-2))
             buf.index_copy_(buf.dim() - 2, slots, t[..., C - keep:, :].to(buf.dtype))
@@ -145,5 +155,5 @@ class KVCache:
 
 
 def cache_bytes(cache: KVCache) -> int:
-    return sum(t.numel() * t.element_size() for layers in (cache.tensors, cache.beside.tensors)
+    return sum(t.numel() * t.element_size() for layers in (cache.tensors, cache.beside.tensors, cache.shared)
                for layer in layers for t in layer)

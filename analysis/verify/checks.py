@@ -8,10 +8,11 @@ tiny sizes) and returns ``(ok, max_abs_diff)``, so the CLI can run them for any 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import torch
 
-from ..model.config import ModelConfig
+from ..model.config import RECURRENT_TYPES, ModelConfig
 from .attention import apply_rope
 from .cache import KVCache
 from .measure import build
@@ -36,10 +37,22 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
     MHA and 4 // min(h/g, 4) KV heads otherwise (GQA stays GQA, MQA stays MQA), MLA with its
     low-rank query when it has one and value heads equal to score heads when they are, at
     most 4 experts (same first dense layers, step, shared experts capped at 1, gate, biases; with identity
-    experts 4 real, 2 identity and 3 choices),
+    experts 4 real, 2 identity and 3 choices), every shared transformer block used twice at most (by the
+    recurrent layers of a new ``layer_types``),
     window at most 5, soft-caps at most 2 (so that they bend the logits); a vision tower of 2
     layers."""
     layers = [2, len(cfg.layer_types or ()), len(cfg.rope_layers or ())]
+    if cfg.shared_transformer is not None:  # every block used (twice at most), its MLP 24 wide, adapters of rank <= 4
+        st = cfg.shared_transformer
+        uses = st.layers[:2 * st.blocks]
+        if "layer_types" in changes:  # as many uses, moved to the new pattern's recurrent layers
+            types = changes["layer_types"]
+            recurrent = (i for i in itertools.count() if types[i % len(types)] in RECURRENT_TYPES
+                         and types[i % len(types)] != "none")
+            uses = tuple(itertools.islice(recurrent, len(uses)))
+        layers.append(1 + uses[-1])
+        changes.setdefault("shared_transformer", dataclasses.replace(
+            st, layers=uses, d_ff=24, adapter_rank=min(st.adapter_rank, 4)))
     if cfg.moe is not None:
         layers.append(1 + next(i for i in range(cfg.n_layers) if cfg.moe.is_moe_layer(i)))
     small = dict(vocab_size=61, context_length=64, d_model=32, n_layers=max(layers), n_heads=4, d_ff=40,
@@ -172,8 +185,8 @@ def check_gqa(cfg: ModelConfig, attention: str = "eager") -> tuple[bool, float]:
     for name, t in state.items():
         if not name.startswith("layers."):  # a vision tower's attention is not the language model's
             continue
-        if name.endswith(("attention.k.weight", "attention.v.weight", "attention.k.bias",
-                          "attention.v.bias")):  # rows are (g, hd): repeat each head
+        if name.endswith(("attention.k.weight", "attention.v.weight", "attention.k.bias", "attention.v.bias",
+                          "k_adapter.b.weight", "v_adapter.b.weight")):  # rows are (g, hd): repeat each head
             state[name] = t.unflatten(0, (2, -1)).repeat_interleave(2, dim=0).flatten(0, 1)
         elif name.endswith("attention.k_norm.weight") and cfg.qk_norm == "full":  # over g*hd
             state[name] = t.unflatten(0, (2, -1)).repeat_interleave(2, dim=0).flatten(0, 1)

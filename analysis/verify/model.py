@@ -84,6 +84,7 @@ from .mamba2 import Mamba2Mixer
 from .norms import make_norm
 from .per_op import PerOp
 from .rglru import RGLRUMixer
+from .shared_transformer import SharedBlock, Use, UseCache, attention_config
 from .short_conv import ShortConvMixer
 from .vision import add_vision
 
@@ -102,6 +103,7 @@ class Context:
     start_pos: int
     carry: list = field(default_factory=list)  # moe.shortcut: the MoE output a dense+shortcut_moe layer leaves
     indices: dict = field(default_factory=dict)  # DSA: each indexed layer's top-k, for the shared layers
+    embeddings: torch.Tensor | None = None  # shared_transformer: the embeddings entering layer 0
 
 
 def sinusoid_table(n: int, d: int) -> torch.Tensor:
@@ -159,9 +161,10 @@ def rope_dims(cfg: ModelConfig) -> int:
 
 class Block(nn.Module):
     def __init__(self, cfg: ModelConfig, index: int, spec: LayerSpec, attention: str, routing: str,
-                 recompute: str = "none"):
+                 recompute: str = "none", shared: SharedBlock | None = None):
         super().__init__()
-        self.spec = spec
+        self.spec, self.index = spec, index
+        self.rotates = spec.rope  # whether an attention of the layer rotates q and k
         placement = layer_config(cfg, spec).norm_placement  # a layer without attention may have its own
         self.placement, self.parallel = placement, cfg.parallel_block
         self.recompute = recompute in ("full", "op")  # the block under a checkpoint
@@ -177,6 +180,10 @@ class Block(nn.Module):
             self.rope_dims = rope_dims(layer_config(cfg, spec))
             if spec.beside is not None:  # a recurrent mixer beside it (parallel_mixer), its state in cache.beside
                 setattr(self, spec.beside, MIXERS[spec.beside](layer_config(cfg, spec), index))
+        if shared is not None:  # a shared transformer block before the mixer: its modules, the use's own
+            self.block, self.attention, self.mlp = shared, shared.attention, shared.mlp
+            self.shared = Use(cfg, shared)
+            self.rotates, self.rope_dims = cfg.position == "rope", attention_config(cfg).rotary_dims
         if spec.ffn in ("moe", "dense+moe", "dense+shortcut_moe"):
             self.moe = MoE(cfg, routing)
         if spec.ffn in ("dense", "dense+moe", "dense+shortcut_moe"):
@@ -192,6 +199,8 @@ class Block(nn.Module):
         if spec.ffn == "dense+moe":  # the experts' input norm, and one after each of the two FFNs
             names += ["moe", "dense_post", "moe_post"]
         self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in names})
+        if shared is not None:
+            self.norm.update(shared.norms)
         # per-op checkpointing: the policy's contexts (a plain checkpoint's for full recomputation)
         self.per_op = PerOp(self) if recompute == "op" else None
 
@@ -202,29 +211,30 @@ class Block(nn.Module):
         return x if carry is None else x + carry
 
     def checkpointed(self, x: torch.Tensor, ctx: Context) -> torch.Tensor:
-        if self.spec.recurrent:
+        if self.spec.recurrent and not hasattr(self, "shared"):
             if not self.recompute:
                 return self.run(x, LayerContext(None, None, ctx.cache, ctx.start_pos))
             with set_checkpoint_early_stop(False):
                 return checkpoint(lambda x: self.run(x, LayerContext(None, None, ctx.cache, ctx.start_pos)), x,
                                   use_reentrant=False, preserve_rng_state=False, **self._policy())
         bias = ctx.biases[self.spec.span]
-        rope = ctx.rope[self.rope_dims] if self.spec.rope and ctx.rope is not None else None
+        rope = ctx.rope[self.rope_dims] if self.rotates and ctx.rope is not None else None
+        e = ctx.embeddings if hasattr(self, "shared") else None  # a shared block reads them
         if not self.recompute:
-            return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices))
+            return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices, e))
 
-        # the layer's mask and RoPE tables go in as arguments, so the checkpoint saves them
-        # like x (visible to saved-tensor hooks) instead of keeping them alive by reference
+        # the layer's mask and RoPE tables (and the embeddings a shared block reads) go in as arguments, so the
+        # checkpoint saves them like x (visible to saved-tensor hooks) instead of keeping them alive by reference
         # (a dense+shortcut_moe layer's MoE output leaves through ctx.carry; a recomputation appends it again, unread)
-        def run(x, bias, *rope):
-            return self.run(x, LayerContext(bias, rope or None, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices))
+        def run(x, e, bias, *rope):
+            return self.run(x, LayerContext(bias, rope or None, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices, e))
 
         # no dropout: nothing random to replay, so the RNG state need not be stashed.
         # Early stop would skip recomputing ops whose outputs backward does not need (the
         # block's last matmul); off, backward reruns the whole block, the convention of
         # "full recomputation adds one forward" that the analytic FLOPs state.
         with set_checkpoint_early_stop(False):
-            return checkpoint(run, x, bias, *(rope or ()), use_reentrant=False,
+            return checkpoint(run, x, e, bias, *(rope or ()), use_reentrant=False,
                               preserve_rng_state=False, **self._policy())
 
     def _policy(self) -> dict:
@@ -243,7 +253,9 @@ class Block(nn.Module):
             return lambda h: dense_and_moe(self.mlp, self.moe, self.norm, h, x)
         if self.spec.ffn == "dense+shortcut_moe":
             return lambda h: dense_and_shortcut_moe(self.mlp, self.moe, h, ctx.carry)
-        return self.moe if hasattr(self, "moe") else self.mlp if hasattr(self, "mlp") else None
+        if self.spec.ffn is None:  # none (a shared block's mlp is not the layer's FFN)
+            return None
+        return self.moe if hasattr(self, "moe") else self.mlp
 
     def unscaled(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         n = self.norm
@@ -265,7 +277,7 @@ class Block(nn.Module):
                     x = self.hyper[branch + "_mix"](post, comb, run(n[branch](h)), x)
             return x
         if ffn is None:  # a mixer alone (a mamba layer with d_ff 0)
-            return self.mixer_only(x, attn)
+            return self.mixer_only(x, attn, ctx)
         if self.spec.attention == "none":  # an FFN alone
             return self.ffn_only(x, ffn)
 
@@ -298,14 +310,19 @@ class Block(nn.Module):
         y = ffn(n["mlp"](x))
         return x + (n["mlp_post"](y) if self.placement == "sandwich" else y)
 
-    def mixer_only(self, x: torch.Tensor, attn) -> torch.Tensor:
-        """The block without an FFN: its mixer branch under the placement (parallel blocks are refused)."""
+    def mixer_only(self, x: torch.Tensor, attn, ctx: LayerContext) -> torch.Tensor:
+        """The block without an FFN: its mixer branch under the placement (parallel blocks are refused); a
+        shared transformer block's output joins the mixer's input (pre-norm: a rule)."""
         n = self.norm
         if self.placement == "post":
             return n["attention"](x + attn(x))
         if self.placement == "post_branch":
             return x + n["attention_post"](attn(x))
-        y = attn(n["attention"](x))
+        h = x
+        if hasattr(self, "shared"):
+            cache = None if ctx.cache is None else UseCache(ctx.cache, self.index)
+            h = x + self.shared(self.block, n, x, ctx, cache)
+        y = attn(n["attention"](h))
         return x + (n["attention_post"](y) if self.placement == "sandwich" else y)
 
 
@@ -324,7 +341,7 @@ class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig, attention: str = "eager", routing: str = "auto",
                  recompute: str = "none"):
         super().__init__()
-        self.cfg, self.kind = cfg, attention
+        self.cfg, self.kind, self.recompute = cfg, attention, recompute
         self.specs = layer_specs(cfg)
         d, V, ctx_len = cfg.d_model, cfg.vocab_size, cfg.context_length
         embedding = {"token": nn.Embedding(V, d)}
@@ -337,7 +354,8 @@ class Transformer(nn.Module):
             self.register_buffer("sinusoid", sinusoid_table(ctx_len, d), persistent=False)
         elif cfg.position == "rope":
             self.rope_widths = sorted({rope_dims(layer_config(cfg, s)) for s in self.specs if s.rope}
-                                      or {rope_dims(cfg)})  # a table per rotated width (full_head_dim)
+                                      | {attention_config(cfg).rotary_dims for s in self.specs if s.shared}
+                                      or {rope_dims(cfg)})  # a table per rotated width (full_head_dim, shared)
             for dims in self.rope_widths:
                 cos, sin = rope_tables(ctx_len, dims, cfg.rope_theta)
                 suffix = "" if dims == rope_dims(cfg) else f"_{dims}"
@@ -345,7 +363,7 @@ class Transformer(nn.Module):
                 self.register_buffer("rope_sin" + suffix, sin, persistent=False)
         elif cfg.position == "alibi":
             self.register_buffer("alibi", alibi_slopes(cfg.n_heads), persistent=False)
-        self.layers = nn.ModuleList(Block(cfg, i, spec, attention, routing, recompute)
+        self.layers = nn.ModuleList(Block(cfg, i, spec, attention, routing, recompute, self._shared_block(i))
                                     for i, spec in enumerate(self.specs))
         norms = {"embedding": cfg.embedding_norm, "final": cfg.final_norm}
         self.norm = nn.ModuleDict({k: make_norm(cfg, d) for k, on in norms.items() if on})
@@ -357,6 +375,17 @@ class Transformer(nn.Module):
         add_vision(self, cfg)  # parameters only: no image runs through it
         if cfg.hyper is not None:  # the residual streams' collapse after the last layer
             self.hyper = nn.ModuleDict({"head": HyperConnection(cfg, head=True)})
+
+    def _shared_block(self, index: int) -> SharedBlock | None:
+        """The shared transformer block layer ``index`` runs, or None: the j-th using layer runs block
+        ``j % blocks``, each block built once (the first using layer registers its modules)."""
+        s = self.cfg.shared_transformer
+        if s is None or index not in s.layers:
+            return None
+        if not hasattr(self, "shared_blocks"):
+            self.shared_blocks = [SharedBlock(self.cfg, self.kind, self.recompute == "selective")
+                                  for _ in range(s.blocks)]
+        return self.shared_blocks[s.layers.index(index) % s.blocks]
 
     def position_bias(self, distance: torch.Tensor, dtype) -> torch.Tensor | None:
         """ALiBi or T5 bias (1, h, S, S_kv) for ``distance = i - j``; None for other positions."""
@@ -398,7 +427,7 @@ class Transformer(nn.Module):
             return bias
 
         out = {}
-        for window, chunk in dict.fromkeys(spec.span for spec in self.specs if not spec.recurrent):
+        for window, chunk in dict.fromkeys(spec.span for spec in self.specs if not spec.recurrent or spec.shared):
             kpos = qpos  # the positions of the keys this layer attends to
             if cache is not None and start_pos > 0:
                 kpos = torch.cat([cache.past_positions(start_pos, window, len(qpos), device, chunk), qpos])
@@ -433,13 +462,13 @@ class Transformer(nn.Module):
         if "embedding" in self.norm:
             x = self.norm["embedding"](x)
         rope = None
-        if cfg.position == "rope" and any(spec.rope for spec in self.specs):
+        if cfg.position == "rope" and any(spec.rope or spec.shared for spec in self.specs):
             rope = {}
             for dims in self.rope_widths:
                 suffix = "" if dims == rope_dims(cfg) else f"_{dims}"
                 rope[dims] = (getattr(self, "rope_cos" + suffix)[qpos].to(x.dtype),
                               getattr(self, "rope_sin" + suffix)[qpos].to(x.dtype))  # (S, r)
-        ctx = Context(self.attention_biases(qpos, cache, start_pos, x.dtype), rope, cache, start_pos)
+        ctx = Context(self.attention_biases(qpos, cache, start_pos, x.dtype), rope, cache, start_pos, embeddings=x)
         if cfg.hyper is not None:  # the embeddings copied into every residual stream
             x = x.unsqueeze(-2).expand(B, S, cfg.hyper.streams, cfg.d_model).contiguous()
         for layer in self.layers:

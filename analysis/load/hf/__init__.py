@@ -47,6 +47,7 @@ from . import (
     recurrent,
     rglru,
     traits,
+    zamba,
 )
 from .common import _dtype, _name, _refuse_null
 from .core import _qwen3_vl_moe_text, _qwen3_vl_text, _qwen_vl_text
@@ -103,6 +104,7 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     **gemma4.MAPPERS,
     **kda.MAPPERS,
     **longcat.MAPPERS,
+    **zamba.MAPPERS,
 }
 
 
@@ -117,6 +119,7 @@ _READS_REJECTED.update({"bamba": ("attn_layer_indices", "mamba_d_state"),
 _READS_REJECTED["jamba"] = ("attn_layer_period", "mamba_d_state")
 _READS_REJECTED["nemotron_h"] = ("layers_block_type", "hybrid_override_pattern", "ssm_state_size")
 _READS_REJECTED["falcon_h1"] = ("mamba_d_state",)
+_READS_REJECTED["zamba2"] = ("layers_block_type", "mamba_d_state")
 _READS_REJECTED["olmo_hybrid"] = ("linear_num_value_heads",)
 _READS_REJECTED.update({k: ("linear_num_value_heads", "full_attention_interval")
                         for k in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")})

@@ -955,3 +955,14 @@ DEFAULTS["olmo_hybrid"] = _config(
     tie_word_embeddings=False, attention_bias=False, pad_token_id=_null(100277), rope_parameters=_null(),
     rope_theta=10000.0, layer_types=_null(), linear_num_key_heads=_null(), linear_num_value_heads=_null(),
     linear_key_head_dim=_null(), linear_value_head_dim=_null(), linear_conv_kernel_dim=4)
+# Zamba2Config (its __post_init__ derives intermediate_size, num_key_value_heads and layers_block_type from a null,
+# and overwrites head_dim: analysis.load.hf.zamba)
+DEFAULTS["zamba2"] = _config(
+    f"{_COMMON} rms_norm_eps attention_dropout time_step_min time_step_max time_step_floor use_mamba_kernels "
+    "use_conv_bias use_mem_eff_path num_logits_to_keep",
+    vocab_size=32000, max_position_embeddings=4096, hidden_size=2560, num_hidden_layers=54,
+    layers_block_type=_null(), mamba_d_state=64, mamba_d_conv=4, mamba_expand=2, mamba_ngroups=1, n_mamba_heads=8,
+    chunk_size=256, add_bias_linear=False, intermediate_size=_null(), hidden_act="gelu", num_attention_heads=32,
+    num_key_value_heads=_null(), num_mem_blocks=1, use_shared_attention_adapter=False, adapter_rank=128,
+    use_mem_rope=False, rope_parameters=_null(), rope_theta=10000.0, pad_token_id=_null(0),
+    use_long_context=False, tie_word_embeddings=True)
