@@ -38,6 +38,7 @@ from .keys import (
     required,
     text,
 )
+from .mixer import RECURRENT_TYPES
 from .rules import check_rules
 from .sizes import DTYPE_BITS, MAX_LAYERS
 from .variants import ACTIVATIONS, NORMS, POSITIONS
@@ -57,12 +58,6 @@ if TYPE_CHECKING:  # the nested schemas, each in its own module (:func:`.keys.ne
     from .vision import VisionConfig
 
 NORM_PLACEMENTS = ("pre", "post", "sandwich", "post_branch")
-# layer types with a recurrent mixer in place of attention (a state per sequence, no attention): Mamba-1, Mamba-2
-# (SSD), LFM2's gated short convolution, MiniMax's lightning attention, Qwen3-Next's Gated DeltaNet,
-# RecurrentGemma's RG-LRU block and Kimi Linear's KDA; and "none", no mixer (the layer is its FFN alone:
-# Nemotron-H's MLP and MoE layers), which goes the recurrent layers' way (no attention, an empty mixer keeping no
-# state; one GPU only)
-RECURRENT_TYPES = ("mamba", "mamba2", "short_conv", "none", "lightning", "gated_deltanet", "rglru", "kda")
 LAYER_TYPES = ("full", "sliding", "chunked", *RECURRENT_TYPES)
 # a recurrent mixer beside every attention layer's attention, on the same normed input, the two outputs summed
 # (Falcon-H1: Mamba-2 and attention in parallel in each layer)

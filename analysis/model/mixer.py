@@ -10,6 +10,14 @@ if TYPE_CHECKING:
     from .config import ModelConfig
 
 
+# layer types with a recurrent mixer in place of attention (a state per sequence, no attention): Mamba-1, Mamba-2
+# (SSD), LFM2's gated short convolution, MiniMax's lightning attention, Qwen3-Next's Gated DeltaNet,
+# RecurrentGemma's RG-LRU block and Kimi Linear's KDA; and "none", no mixer (the layer is its FFN alone:
+# Nemotron-H's MLP and MoE layers), which goes the recurrent layers' way (no attention, an empty mixer keeping no
+# state; one GPU only)
+RECURRENT_TYPES = ("mamba", "mamba2", "short_conv", "none", "lightning", "gated_deltanet", "rglru", "kda")
+
+
 class Mixer:
     """A recurrent layer's mixer, described from the model's config."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from .formats import FORMATS, WEIGHT_FORMATS
+from .mixer import RECURRENT_TYPES
 from .variants import ACTIVATIONS
 
 if TYPE_CHECKING:  # config.py imports this module to check its copies
@@ -377,7 +378,6 @@ def _shared_transformer_checks(cfg: ModelConfig, check: Checker) -> None:
     s = cfg.shared_transformer
     if s is None:
         return
-    from .config import RECURRENT_TYPES  # config.py imports this module
     types = cfg.layer_types or ("full",)
     for i in s.layers:
         kind = types[i % len(types)]
