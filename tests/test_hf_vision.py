@@ -18,6 +18,7 @@ from llmcalc.analysis.load.catalog import load_model, load_path
 from llmcalc.analysis.load.hf import unclassified
 from llmcalc.analysis.load.hf.vision import MULTIMODAL
 from llmcalc.analysis.spec import RunSpec
+from tests.tower import image_flops
 
 pytestmark = pytest.mark.reference
 
@@ -608,26 +609,13 @@ def test_image_flops_in_closed_form_gemma4_26b(tmp_path, run):
 def test_image_flops_equal_the_reference(model_type, tmp_path):
     """llmcalc's forward and backward matmul FLOPs per key equal FlopCounterMode's on the reference
     tower and projector (analysis/verify/vision.py, built from the config alone), eager attention."""
-    from llmcalc.analysis.verify.measure import ModuleScope, _Counter, build
-    from llmcalc.analysis.verify.vision import image_features
-
     raw = _small_tower(model_type)
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))
     cfg = load_path(path)
-    v, size = cfg.vision, IMAGE_SIZES.get(model_type, cfg.vision.image_size)
-    model = build(cfg)
-    with ModuleScope(model) as scope:
-        with _Counter(scope) as fwd:
-            tokens = image_features(model, torch.zeros(2, v.channels * v.temporal_patch, size, size, device="meta"))
-        loss = tokens.sum()
-    with _Counter(scope) as bwd:
-        loss.backward()
-    report = count_flops(cfg, RunSpec("train", 8, 2, "eager", images=1, image_size=size))
-    keep = ("vision/", "projector/")
-    assert {k: n for k, n in report.forward.matmul.items() if k.startswith(keep)} == fwd.result()
-    assert {k: n for k, n in report.backward.matmul.items() if k.startswith(keep)} == bwd.result()
-    assert tokens.shape[1] == report.run.seq - 8  # one image's tokens join the 8 text tokens
+    analytic, measured, missed = image_flops(cfg, 8, 2, IMAGE_SIZES.get(model_type, cfg.vision.image_size))
+    assert analytic == measured
+    assert missed == 0  # one image's tokens join the 8 text tokens
 
 
 def test_llama4_refuses_images(run):

@@ -46,6 +46,17 @@ def _l2norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     return x * torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + eps)
 
 
+def delta_step(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: torch.Tensor, beta: torch.Tensor,
+               h0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token of a delta rule continuing a cached sequence (this module's, and KDA's with a decay per
+    channel): q and k (b, H, dk), v (b, H, dv), beta (b, H), the state h0 (b, H, dk, dv) times ``decay``
+    (broadcast to it) -> y (b, 1, H, dv), the new state."""
+    h = h0 * decay
+    delta = (v - torch.matmul(k[..., None, :], h)[..., 0, :]) * beta[..., None]
+    h = h + torch.matmul(k[..., :, None], delta[..., None, :])
+    return torch.matmul(q[..., None, :], h).transpose(1, 2), h
+
+
 class Rule(nn.Module):
     """The gated delta rule: chunked over ``Q`` positions, or one recurrent step (``step``)."""
 
@@ -59,10 +70,7 @@ class Rule(nn.Module):
         q = q * q.shape[-1] ** -0.5
         if step:  # one token continuing a cached sequence
             q, k, v, g, beta = q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0]  # (b, H, ...)
-            h = h0 * torch.exp(g)[..., None, None]
-            delta = (v - torch.matmul(k[..., None, :], h)[..., 0, :]) * beta[..., None]
-            h = h + torch.matmul(k[..., :, None], delta[..., None, :])
-            return torch.matmul(q[..., None, :], h).transpose(1, 2), h  # (b, 1, H, dv)
+            return delta_step(q, k, v, torch.exp(g)[..., None, None], beta, h0)  # a decay per head
         b, S, H, dk = k.shape
         dv, Q = v.shape[-1], self.Q
         pad = (-S) % Q

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..model.config import ModelConfig
-from .gated_deltanet import GatedNorm, _l2norm
+from .gated_deltanet import GatedNorm, _l2norm, delta_step
 from .mamba import CausalConv
 
 
@@ -65,10 +65,7 @@ class Rule(nn.Module):
         q = q * q.shape[-1] ** -0.5
         if step:  # one token continuing a cached sequence
             q, k, v, g, beta = q[:, 0], k[:, 0], v[:, 0], g[:, 0], beta[:, 0]  # (b, H, ...)
-            h = h0 * torch.exp(g)[..., None]
-            delta = (v - torch.matmul(k[..., None, :], h)[..., 0, :]) * beta[..., None]
-            h = h + torch.matmul(k[..., :, None], delta[..., None, :])
-            return torch.matmul(q[..., None, :], h).transpose(1, 2), h  # (b, 1, H, d)
+            return delta_step(q, k, v, torch.exp(g)[..., None], beta, h0)  # a decay per key channel
         b, S, H, d = k.shape
         Q = self.Q
         pad = (-S) % Q
