@@ -83,6 +83,19 @@ def test_the_new_families_go_to_the_fallback(model_type):
 
 
 @pytest.mark.reference
+def test_the_docs_give_every_unmapped_type_its_reason():
+    """Every model_type transformers builds as a causal LM that no mapper (language model or multimodal)
+    reads is named in the docs' Models without a mapper, with what llmcalc cannot count in it."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from llmcalc.analysis.load.hf import MULTIMODAL
+
+    section = DOCS.read_text().split("## Models without a mapper")[1].split("\n## ")[0]
+    unmapped = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) - set(MAPPERS) - set(MULTIMODAL)
+    assert unmapped and sorted(t for t in unmapped if f"`{t}`" not in section) == []
+
+
+@pytest.mark.reference
 @pytest.mark.parametrize("model_type", CONFIGS)
 def test_params_counts_transformers_model(tmp_path, run, model_type):
     result = run("params", _write(tmp_path, model_type), "--json")

@@ -1008,8 +1008,10 @@ LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_
     ({"model_type": "no_such_model"}, "key 'model_type': unsupported Hugging Face model_type 'no_such_model'"),
     ({"model_type": "qwen2", "layer_types": ["full_attention", "linear_attention"]},
      "key 'layer_types': unsupported layer type 'linear_attention'"),
-    ({"layers_block_type": ["attention", "mamba"]}, "key 'layers_block_type': not supported: hybrid"),
-    ({"attention_chunk_size": 8192}, "key 'attention_chunk_size': not supported: chunked attention"),
+    ({"layers_block_type": ["attention", "mamba"]}, "key 'layers_block_type': hybrid or state-space layers: modeled "
+     "for model_type granitemoehybrid, nemotron_h, zamba2 only, not 'llama'"),
+    ({"attention_chunk_size": 8192},
+     "key 'attention_chunk_size': chunked-attention layers: modeled for model_type llama4_text only, not 'llama'"),
     ({"quantization_config": {"quant_method": "hqq"}},
      "key 'quantization_config.quant_method': 'hqq' is not a format llmcalc sizes"),
     ({"quantization_config": {"quant_method": "awq", "bits": 8}}, "key 'quantization_config.bits': awq stores 4 bits"),

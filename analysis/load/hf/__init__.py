@@ -15,8 +15,8 @@ Policy for the keys of a config (docs/huggingface.md):
 - a key a mapper reads is honoured, or rejected with a ConfigError naming it when its value
   is something llmcalc cannot count (a bias on MLA projections, per-head LayerNorms, ...) or
   of the wrong type (``{}``, ``false``, a string or a float for a size);
-- :data:`REJECTED` keys (quantized storage, hybrid or state-space layers, chunked attention)
-  are errors whenever they carry a value;
+- :data:`REJECTED` keys (hybrid, state-space, linear-attention or chunked-attention layers)
+  are errors whenever they carry a value, in a family whose mapper does not read them;
 - :data:`IGNORED` keys change no count (token ids, dropout, init ranges, rope scaling,
   routing details, value multipliers) and are ignored on purpose, as are family-specific ones
   listed with their mapper;
@@ -74,17 +74,30 @@ IGNORED = frozenset({
 })
 
 
-# Keys that describe something llmcalc cannot count: an error whenever they carry a value.
+# Keys of layers llmcalc models for some families only: an error whenever they carry a value in a
+# family whose mapper does not read them (key -> what they describe; the families that read each)
 REJECTED = {
-    "attention_chunk_size": "chunked attention is modeled for llama4_text only",
-    "layers_block_type": "hybrid or state-space layers are not modeled",
-    "hybrid_override_pattern": "hybrid or state-space layers are not modeled",
-    "attn_layer_indices": "hybrid or state-space layers are not modeled",
-    "attn_layer_period": "hybrid or state-space layers are not modeled",
-    "mamba_d_state": "hybrid or state-space layers are not modeled",
-    "ssm_state_size": "hybrid or state-space layers are not modeled",
-    "linear_num_value_heads": "hybrid (linear attention) layers are not modeled",
-    "full_attention_interval": "hybrid (linear attention) layers are not modeled",
+    "attention_chunk_size": "chunked-attention layers",
+    "layers_block_type": "hybrid or state-space layers",
+    "hybrid_override_pattern": "hybrid or state-space layers",
+    "attn_layer_indices": "hybrid or state-space layers",
+    "attn_layer_period": "hybrid or state-space layers",
+    "mamba_d_state": "hybrid or state-space layers",
+    "ssm_state_size": "hybrid or state-space layers",
+    "linear_num_value_heads": "linear-attention layers",
+    "full_attention_interval": "linear-attention layers",
+}
+_READS_REJECTED: dict[str, tuple[str, ...]] = {
+    "llama4_text": ("attention_chunk_size",),
+    "bamba": ("attn_layer_indices", "mamba_d_state"),
+    "granitemoehybrid": ("layers_block_type", "mamba_d_state"),
+    "jamba": ("attn_layer_period", "mamba_d_state"),
+    "nemotron_h": ("layers_block_type", "hybrid_override_pattern", "ssm_state_size"),
+    "falcon_h1": ("mamba_d_state",),
+    "zamba2": ("layers_block_type", "mamba_d_state"),
+    "olmo_hybrid": ("linear_num_value_heads",),
+    **{k: ("linear_num_value_heads", "full_attention_interval")
+       for k in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")},
 }
 
 
@@ -106,23 +119,6 @@ MAPPERS: dict[str, Callable[[Raw], dict[str, Any]]] = {
     **longcat.MAPPERS,
     **zamba.MAPPERS,
 }
-
-
-# REJECTED keys a family's mapper reads (chunked attention: Llama 4)
-_READS_REJECTED: dict[str, tuple[str, ...]] = {"llama4_text": ("attention_chunk_size",)}
-
-
-_READS_REJECTED.update({"bamba": ("attn_layer_indices", "mamba_d_state"),
-                        "granitemoehybrid": ("layers_block_type", "mamba_d_state")})
-
-
-_READS_REJECTED["jamba"] = ("attn_layer_period", "mamba_d_state")
-_READS_REJECTED["nemotron_h"] = ("layers_block_type", "hybrid_override_pattern", "ssm_state_size")
-_READS_REJECTED["falcon_h1"] = ("mamba_d_state",)
-_READS_REJECTED["zamba2"] = ("layers_block_type", "mamba_d_state")
-_READS_REJECTED["olmo_hybrid"] = ("linear_num_value_heads",)
-_READS_REJECTED.update({k: ("linear_num_value_heads", "full_attention_interval")
-                        for k in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")})
 
 
 # transformers' token embeddings without a padding_idx; torch's Embedding refuses the others' one
@@ -209,9 +205,10 @@ def _read(raw: dict[str, Any], source: str, inside: bool = False) -> tuple[dict[
         raise UnmappedModelType(f"unsupported Hugging Face model_type {brief(kind)}; the {len(MAPPERS)} supported "
                                 "are listed in the docs (Hugging Face configs, Supported model types)", source, raw,
                                 _name(raw, source))
-    for key, why in REJECTED.items():
+    for key, what in REJECTED.items():
         if raw.get(key) not in (None, {}, []) and key not in _READS_REJECTED.get(kind, ()):
-            raise ConfigError(f"not supported: {why}", source, key)
+            readers = ", ".join(sorted(k for k, keys in _READS_REJECTED.items() if key in keys))
+            raise ConfigError(f"{what}: modeled for model_type {readers} only, not {kind!r}", source, key)
     nested = _nested_quantization(raw)
     if nested is not None:
         path, value = nested
