@@ -71,17 +71,31 @@ def rate(bandwidth: int | None) -> str:
 
 
 def layer_list(layers: tuple[int, ...]) -> str:
-    """Layer indices compactly: ``0-31``, ``1,3,..,41`` (a step), or a plain list."""
-    if len(layers) == 1:
-        return str(layers[0])
-    steps = {b - a for a, b in zip(layers, layers[1:])}
-    if len(steps) == 1:
-        step = steps.pop()
-        if step == 1:
-            return f"{layers[0]}-{layers[-1]}"
-        if len(layers) > 3:
-            return f"{layers[0]},{layers[1]},..,{layers[-1]}"
-    return ",".join(map(str, layers))
+    """Layer indices compactly, as runs of consecutive layers: ``0-31``; a pattern that repeats with
+    a step, ``1,3,..,41`` or ``0-2,4-6,..,44-46``, its last run shown apart where the layers cut it short
+    (``0-4,6-10,..,54-58,60-61``); else the runs one by one (``0-2,5,9``)."""
+    runs: list[tuple[int, int]] = []
+    for i in layers:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    text = [f"{a}-{b}" if b > a else str(a) for a, b in runs]
+    whole = _repeats(runs)
+    if len(runs) > 3 and whole == len(runs):
+        return f"{text[0]},{text[1]},..,{text[-1]}"
+    if len(runs) > 4 and whole == len(runs) - 1 and runs[-1][0] - runs[-2][0] == runs[1][0] - runs[0][0]:
+        return f"{text[0]},{text[1]},..,{text[-2]},{text[-1]}"  # the last run cut short by the last layer
+    return ",".join(text)
+
+
+def _repeats(runs: list[tuple[int, int]]) -> int:
+    """How many runs from the first repeat it: the same length, each a fixed step after the one before."""
+    n = 1
+    while n < len(runs) and runs[n][1] - runs[n][0] == runs[0][1] - runs[0][0] \
+            and runs[n][0] - runs[n - 1][0] == runs[1][0] - runs[0][0]:
+        n += 1
+    return n
 
 
 def group_label(group) -> str:

@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from llmcalc.cli.format import iec, si
+from llmcalc.cli.format import iec, layer_list, si
 
 GPT2_SMALL = (Path(__file__).resolve().parent.parent / "model_configs" / "gpt2-small.yaml").read_text()
 
@@ -465,3 +467,40 @@ def test_help_examples_stay_whole(run, monkeypatch, command, columns):
     monkeypatch.setenv("COLUMNS", columns)
     lines = {line.strip(" │") for line in run(command, "--help").stdout.splitlines()}
     assert examples and all(e in lines for e in examples), examples
+
+
+def _expand(label: str) -> list[int]:
+    """The layers a label names, read as the docs define it: runs ``a-b``, and ``r0,r1,..,rk`` that
+    repeats the runs r0 and r1 with their step up to rk."""
+    def run(text: str) -> list[int]:
+        a, _, b = text.partition("-")
+        return list(range(int(a), int(b or a) + 1))
+
+    parts = label.split(",")
+    if ".." not in parts:
+        return [i for p in parts for i in run(p)]
+    k = parts.index("..")
+    first, second, last = run(parts[0]), run(parts[1]), run(parts[k + 1])
+    step, out = second[0] - first[0], []
+    while not out or out[-1] < last[-1]:
+        out += [i + step * (len(out) // len(first)) for i in first]
+    return out + [i for p in parts[k + 2:] for i in run(p)]
+
+
+@pytest.mark.unit
+@given(st.lists(st.integers(0, 80), min_size=1, unique=True).map(sorted)
+       | st.builds(lambda n, period, skip: [i for i in range(n) if i % period not in skip],
+                   st.integers(1, 90), st.integers(2, 8), st.sets(st.integers(0, 7), max_size=3))
+       .filter(lambda layers: len(layers) > 0))
+def test_a_layer_list_names_exactly_its_layers(layers):
+    assert _expand(layer_list(tuple(layers))) == layers
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("layers, label", [
+    (range(32), "0-31"), (range(1, 42, 2), "1,3,..,41"), ((1, 3, 5), "1,3,5"), ((0, 1, 2, 5, 9), "0-2,5,9"),
+    ([i for i in range(48) if i % 4 != 3], "0-2,4-6,..,44-46"),  # Qwen3-Next's Gated DeltaNet layers
+    ([i for i in range(62) if i % 6 != 5], "0-4,6-10,..,54-58,60-61"),  # Gemma 3 27B's sliding layers
+])
+def test_a_repeating_pattern_of_layers_is_short(layers, label):
+    assert layer_list(tuple(layers)) == label
