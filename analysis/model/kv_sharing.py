@@ -66,6 +66,8 @@ class Reuser(MHA):
             tape.save("attention", T * qw * b)
             _output(tape, cfg, T)
             return
-        kv = 0 if B == 1 and g == 1 else T * qw  # a view of the source's K/V, or the heads expanded (a copy)
+        # the source's K/V themselves (one head per query head, or one K/V head of one sequence expanded as a
+        # view), or the heads expanded (a copy of its own)
+        kv = 0 if g == h or (B == 1 and g == 1) else T * qw
         eager_core(tape, cfg, B, S, hd, kv, kv)
         _output(tape, cfg, T)
