@@ -690,7 +690,8 @@ def valid_configs(draw, layouts: bool = False):
     if recurrent >= len(RECURRENT_MAPPINGS) and not layouts and draw(st.integers(0, 3)) == 0:
         _hyper(draw, raw)
     if raw.get("attention") != "mla" and recurrent >= len(RECURRENT_MAPPINGS) and "hyper" not in raw \
-            and raw.get("qk_norm") != "l2" and not layouts and draw(st.integers(0, 2)) == 0:  # Gemma 3n's shared tail
+            and raw.get("qk_norm") != "l2" and "rope_layers" not in raw and not layouts \
+            and draw(st.integers(0, 2)) == 0:  # Gemma 3n's shared tail
         types = raw.get("layer_types") or (["sliding"] if "sliding_window" in raw else ["full"])
         n = raw["n_layers"]
         kinds = [types[i % len(types)] for i in range(n)]

@@ -66,8 +66,17 @@ class Reuser(MHA):
             tape.save("attention", T * qw * b)
             _output(tape, cfg, T)
             return
-        # the source's K/V themselves (one head per query head, or one K/V head of one sequence expanded as a
-        # view), or the heads expanded (a copy of its own)
-        kv = 0 if g == h or (B == 1 and g == 1) else T * qw
-        eager_core(tape, cfg, B, S, hd, kv, kv)
+        k, v = (T * qw if copy else 0 for copy in _eager_copies(B, S, h, g, spec.rope and cfg.rotary_dims < hd))
+        eager_core(tape, cfg, B, S, hd, k, v)
         _output(tape, cfg, T)
+
+
+def _eager_copies(B: int, S: int, h: int, g: int, contiguous_k: bool) -> tuple[bool, bool]:
+    """Whether the batched matmuls of eager attention read copies of K and of V rather than the source's storages
+    (which the source's matmuls saved): K/V heads expanded to ``h`` are copied unless one head of one sequence; not
+    expanded, a tensor laid out (B, S, g, hd) and read (B, g, S, hd) is copied to merge B and g when all three
+    exceed 1. K is so laid out unless partial RoPE concatenated it (``contiguous_k``), V always."""
+    if h != g:
+        return (not (B == 1 and g == 1),) * 2
+    merge = B > 1 and g > 1 and S > 1
+    return merge and not contiguous_k, merge

@@ -423,5 +423,5 @@ def _kv_sharing_checks(cfg: ModelConfig, check: Checker) -> None:
     if missing:
         check.fail("kv_shared_layers", f"the last {k} layers read the K/V of an earlier layer of their span: no "
                                        f"layer before them is {', '.join(missing)}")
-    if cfg.qk_norm == "l2":
-        check.fail("kv_shared_layers", "not with qk_norm: l2 (modeled with head, full or none)")
+    if cfg.qk_norm == "l2" or cfg.rope_layers is not None:  # a source and its reusers rotate alike
+        check.fail("kv_shared_layers", "not with qk_norm: l2 or rope_layers (the layers rotate alike: Gemma 3n's)")
