@@ -222,7 +222,8 @@ def op_refusal(cfg: ModelConfig, lora: LoRA | None = None) -> str | None:
     """Why per-op checkpointing (analysis/count/recompute.py) is refused for ``cfg`` (with ``lora``), or None:
     its policy counts the linears of attention and FFN layers alone."""
     why = ("LoRA adapters" if lora is not None else f"{cfg.recurrent_kind} layers" if cfg.has_recurrent
-           else "DSA's indexer" if cfg.dsa is not None else "hyper-connections" if cfg.hyper is not None else None)
+           else "DSA's indexer" if cfg.dsa is not None else "hyper-connections" if cfg.hyper is not None
+           else "layers reading an earlier layer's K/V (kv_shared_layers)" if cfg.kv_shared_layers else None)
     return None if why is None else (f"op (per-op selective checkpointing) with {why} is not modeled: its "
                                      "policy counts the linears of attention and FFN layers")
 
@@ -289,6 +290,9 @@ class RunSpec:
             raise SpecError("dtype", "fp8 with LoRA adapters is not modeled (float8 training converts the base's "
                                      "linears, which LoRA freezes)")
         refusal = op_refusal(cfg, self.lora) if self.recompute == "op" else None
+        if self.recompute == "full" and cfg.kv_shared_layers:
+            refusal = ("full recomputation with layers reading an earlier layer's K/V (kv_shared_layers) is not "
+                       "modeled: the K and V a checkpointed layer reads from another are kept outside its checkpoint")
         if refusal is not None:
             raise SpecError("recompute", refusal)
         if self.fp8_scaling is not None and not fp8:

@@ -112,6 +112,11 @@ VARIANTS = {  # together every config key and value
                "layer_types": ["sliding", "sliding", "full"], "full_head_dim": 16, "full_kv_heads": 1,
                "full_k_eq_v": True, "embedding_scale": 5.65, "final_logit_softcap": 30, "tie_embeddings": True,
                "layer_scalar": True},
+    # Gemma 3n's KV sharing: the last 3 layers (sliding, sliding, full) attend to layers 1's and 2's K/V
+    "kv-sharing": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 2, "n_layers": 6,
+                   "head_dim": 8, "qk_norm": "head", "v_norm": True, "norm_placement": "sandwich", "sliding_window": 4,
+                   "layer_types": ["sliding", "sliding", "full"], "kv_shared_layers": 3, "embedding_scale": 5.65,
+                   "final_logit_softcap": 30, "tie_embeddings": True},
     "k-eq-v": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "k_eq_v": True,
                "v_norm": True, "qk_norm": "head"},  # every layer's values are its keys' projection, normed per head
     "opt": {"position": "learned", "position_offset": 2, "activation": "relu", "qkv_bias": True, "out_bias": True,
@@ -403,7 +408,7 @@ def _lightning(draw, raw) -> dict:
 
 
 def _gated_deltanet(draw, raw) -> dict:
-    heads = draw(st.sampled_from([(1, 1), None, (1, 2), (2, 2), (2, 4)]))  # None: their defaults, 16 and 32
+    heads = draw(st.sampled_from([None, (1, 1), (1, 2), (2, 2), (2, 4)]))  # None: their defaults, 16 and 32
     mixer = {k: draw(v) for k, v in (("linear_key_head_dim", st.integers(1, 6)),
                                       ("linear_value_head_dim", st.integers(1, 6)),
                                       ("linear_conv_kernel_dim", st.integers(1, 4)), ("chunk_size", st.integers(1, 8)))
@@ -684,6 +689,15 @@ def valid_configs(draw, layouts: bool = False):
         _longcat_moe(draw, raw, recurrent >= len(RECURRENT_MAPPINGS))
     if recurrent >= len(RECURRENT_MAPPINGS) and not layouts and draw(st.integers(0, 3)) == 0:
         _hyper(draw, raw)
+    if raw.get("attention") != "mla" and recurrent >= len(RECURRENT_MAPPINGS) and "hyper" not in raw \
+            and raw.get("qk_norm") != "l2" and "rope_layers" not in raw and not layouts \
+            and draw(st.integers(0, 2)) == 0:  # Gemma 3n's shared tail
+        types = raw.get("layer_types") or (["sliding"] if "sliding_window" in raw else ["full"])
+        n = raw["n_layers"]
+        kinds = [types[i % len(types)] for i in range(n)]
+        tails = [k for k in range(1, n) if set(kinds[n - k:]) <= set(kinds[:n - k])]  # a source for each span
+        if tails:
+            raw["kv_shared_layers"] = draw(st.sampled_from(tails))
     if "dsa" in raw and draw(st.booleans()):  # layers reusing the previous indexer's top-k (Hy4); layer 0 indexes
         raw["dsa"]["shared"] = [False] + draw(st.lists(st.booleans(), min_size=1, max_size=3))
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule

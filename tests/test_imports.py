@@ -24,7 +24,8 @@ HEAVY = ("torch", "transformers", "matplotlib", "numpy")
 LAZY = {"llmcalc.analysis.load.hf", "json", "csv", "llmcalc.analysis.cluster.step",
         "llmcalc.analysis.cluster.generation", "llmcalc.analysis.verify.fallback", "llmcalc.analysis.model.vision",
         "llmcalc.analysis.model.hyper",  # imported for a model with hyper-connections alone
-        "llmcalc.analysis.model.shared_transformer"}  # and for one with Zamba's shared blocks alone
+        "llmcalc.analysis.model.shared_transformer",  # and for one with Zamba's shared blocks alone
+        "llmcalc.analysis.model.kv_sharing"}  # and for one whose last layers reuse K/V alone
 # what each sub-package of analysis may import besides itself (the package docstring's order)
 LAYERS = {
     "errors": set(),

@@ -47,7 +47,8 @@ def cases(draw, lora: bool = True, layouts: bool = False) -> Case:
                                                                     unique=True).map(tuple)))
         adapters = LoRA(draw(st.integers(1, 4)), targets, draw(st.sampled_from([None, 2.0])))
     # per-op checkpointing where the model allows it (no recurrent mixer, DSA or adapters)
-    recompute = draw(st.sampled_from(["none", "full"] + (["selective"] if attention == "eager" else [])
+    recompute = draw(st.sampled_from(["none"] + ([] if cfg.kv_shared_layers else ["full"])  # refused with KV sharing
+                                     + (["selective"] if attention == "eager" else [])
                                      + (["op"] if op_refusal(cfg, adapters) is None else [])))
     run = RunSpec("train", draw(st.integers(1, 24)), draw(st.integers(1, 3)), attention, recompute=recompute,
                   dtype=draw(st.sampled_from(["bf16", "fp16", "fp32"])), lora=adapters)

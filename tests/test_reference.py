@@ -22,7 +22,7 @@ from llmcalc.analysis.verify.measure import (
     measure_params,
     measure_saved_bytes,
 )
-from tests.strategies import BASE, CONFIGS
+from tests.strategies import BASE, CONFIGS, from_dict
 
 pytestmark = pytest.mark.reference
 
@@ -493,3 +493,21 @@ def test_sparse_core_gradcheck(flash, with_sinks):
         return SparseCore.apply(q, k, v, idx, valid, sinks, flash)
 
     assert torch.autograd.gradcheck(f, (q, k, v, sinks))
+
+
+@pytest.mark.parametrize("position,rotary", [("none", 1.0), ("rope", 1.0), ("rope", 0.5)])
+@pytest.mark.parametrize("heads,kv_heads", [(2, 2), (2, 1), (4, 2)])
+@pytest.mark.parametrize("batch", [1, 2])
+def test_kv_sharing_saves_what_the_reference_saves(position, rotary, heads, kv_heads, batch):
+    """A layer reusing K/V (kv_shared_layers) saves copies of them where eager's matmuls copy them and nothing
+    where they read the source's storages (analysis.model.kv_sharing._eager_copies): every layout of K and V
+    (RoPE none, whole, partial; K/V heads expanded or not; one sequence or two), eager, selective and flash."""
+    raw = {"position": position, "norm": "rmsnorm", "activation": "swiglu", "n_layers": 3, "n_heads": heads,
+           "n_kv_heads": kv_heads, "head_dim": 8, "d_model": 16, "sliding_window": 3,
+           "layer_types": ["sliding", "full"], "kv_shared_layers": 1}
+    if position == "rope":
+        raw["rotary_fraction"] = rotary
+    cfg = from_dict({**BASE, **raw})
+    checks = [c for attention, recompute in (("eager", "none"), ("eager", "selective"), ("flash", "none"))
+              for c in report.training_checks(cfg, 5, batch, attention, recompute, "meta")]
+    assert checks and all(c.ok for c in checks), [c for c in checks if not c.ok]

@@ -107,6 +107,7 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
         (cfg.dsa is not None, "DSA's indexer (dsa), which is"),
         (moe is not None and moe.beside_mlp, "a dense MLP beside its experts (moe.beside_mlp), which is"),
         (cfg.hyper is not None, "hyper-connections (hyper), which are"),
+        (cfg.kv_shared_layers > 0, "layers reading an earlier layer's K/V (kv_shared_layers), which are"),
         (moe is not None and bool(moe.zero_experts or moe.shortcut),
          "LongCat-Flash's MoE (moe.zero_experts, moe.shortcut), which is"),
         (cfg.vision is not None, "a vision tower, which is"),

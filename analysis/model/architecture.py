@@ -109,6 +109,9 @@ class Block:
     def attention(self) -> AttentionKind:
         if self.spec.recurrent:
             raise ValueError(f"a {self.spec.attention} layer has no attention")
+        if self.spec.kv_reuse:  # an earlier layer's K and V (kv_shared_layers), its module imported for one only
+            from .kv_sharing import Reuser
+            return Reuser(self.cfg)
         return ATTENTION[self.spec.attention](self.cfg)
 
     @property

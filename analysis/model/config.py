@@ -130,6 +130,8 @@ class ModelConfig:
     full_kv_heads: int | None = checked(optional(integer()), None)
     full_k_eq_v: bool = checked(boolean, False)
     layer_scalar: bool = checked(boolean, False)  # each layer's output times one scalar its checkpoint stores (Gemma 4)
+    # the last k layers attend to the K/V of the last earlier layer of their span, computing and caching none (Gemma 3n)
+    kv_shared_layers: int = checked(integer(0), 0)
     attn_temperature_tuning: bool = checked(boolean, False)  # NoPE layers scale q by position (Llama 4)
     attn_logit_softcap: float | None = checked(optional(number()), None)  # Gemma 2: 50
     final_logit_softcap: float | None = checked(optional(number()), None)  # Gemma 2: 30

@@ -24,7 +24,10 @@ Per-layer rules (DESIGN.md section 2):
   both read the layer's normed input and their outputs are summed (Falcon-H1); the mixer is built from the
   layer's config, as its attention (:func:`layer_config`);
 - a layer listed in ``shared_transformer.layers`` runs a shared transformer block before its recurrent
-  mixer (``shared``; Zamba: :mod:`.shared_transformer`).
+  mixer (``shared``; Zamba: :mod:`.shared_transformer`);
+- the last ``kv_shared_layers`` layers reuse K and V (``kv_reuse``; Gemma 3n): each attends to those of the last
+  layer before them with its span (:func:`kv_source`), with no k or v projection, k or v norm, or cache of its own
+  (:mod:`.kv_sharing`).
 """
 
 import dataclasses
@@ -47,6 +50,7 @@ class LayerSpec(NamedTuple):
     beside: str | None = None  # a recurrent mixer beside the attention, summed with it (``parallel_mixer``)
     shared_topk: bool = False  # DSA: the top-k of the previous indexed layer, no indexer of its own (dsa.shared)
     shared: bool = False  # a shared transformer block runs before the (recurrent) mixer (``shared_transformer``)
+    kv_reuse: bool = False  # attends to an earlier layer's K and V, computing and caching none (``kv_shared_layers``)
 
     @property
     def mixer(self) -> str:
@@ -82,6 +86,7 @@ class LayerSpec(NamedTuple):
         if self.chunk is not None:
             window = f"chunked attention {self.chunk:,}"
         rope = "" if self.rope else ", no RoPE"
+        rope += ", an earlier layer's K/V" if self.kv_reuse else ""
         if self.topk is not None:
             rope += f", top-{self.topk:,} keys" + (" (the previous indexer's)" if self.shared_topk else "")
         ffn = "no FFN" if self.ffn is None else f"{self.ffn} FFN"
@@ -99,6 +104,7 @@ class LayerSpec(NamedTuple):
         out = out if self.beside is None else {**out, "beside": self.beside}
         out = {**out, "shared_topk": True} if self.shared_topk else out
         out = {**out, "shared": True} if self.shared else out
+        out = {**out, "kv_reuse": True} if self.kv_reuse else out
         return out if self.chunk is None else {**out, "chunk": self.chunk}
 
 
@@ -131,7 +137,7 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
         topk = cfg.dsa.topk if cfg.dsa is not None and cfg.attention == "mla" else None
         shared = topk is not None and cfg.dsa.shared is not None and cfg.dsa.shared[i % len(cfg.dsa.shared)]
         specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk, topk, cfg.parallel_mixer,
-                               shared))
+                               shared, kv_reuse=i >= cfg.n_layers - cfg.kv_shared_layers))
     return tuple(specs)
 
 
@@ -157,6 +163,13 @@ def topk_source(cfg: ModelConfig, i: int) -> int:
     """The layer whose indexer's top-k layer ``i`` reuses (``shared_topk``): the last indexed one before it."""
     specs = layer_specs(cfg)
     return next(j for j in range(i - 1, -1, -1) if specs[j].topk is not None and not specs[j].shared_topk)
+
+
+def kv_source(cfg: ModelConfig, i: int) -> int:
+    """The layer whose K and V layer ``i`` reads (``kv_reuse``): the last one before the shared tail with the same
+    span (window, chunk), as transformers' ``kv_sharing_modes`` picks the last of the same layer type."""
+    specs = layer_specs(cfg)
+    return next(j for j in range(cfg.n_layers - cfg.kv_shared_layers - 1, -1, -1) if specs[j].span == specs[i].span)
 
 
 @functools.lru_cache(maxsize=256)

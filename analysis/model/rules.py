@@ -69,6 +69,8 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "full_head_dim": (lambda c: c.attention != "mla" and _has_full(c), _FULL),
     "full_kv_heads": (lambda c: c.attention != "mla" and _has_full(c), _FULL),
     "full_k_eq_v": (lambda c: c.attention != "mla" and _has_full(c), _FULL),
+    "kv_shared_layers": (lambda c: c.attention != "mla" and not c.has_recurrent and c.hyper is None,
+                         "attention layers alone, other than mla (mha), without hyper-connections"),
     "quant_skip": (lambda c: c.dtype in WEIGHT_FORMATS, f"a quantized dtype ({', '.join(WEIGHT_FORMATS)})"),
     "quant_group_size": (lambda c: c.dtype in WEIGHT_FORMATS and FORMATS[c.dtype].group != 1,
                          "a quantized dtype with blocks or groups"),
@@ -170,6 +172,7 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
             check.fail("qk_norm", f"l2 is a weightless RMSNorm: needs norm: rmsnorm, got {cfg.norm!r}")
         if cfg.position != "rope" or (cfg.rope_layers is not None and True not in cfg.rope_layers):
             check.fail("qk_norm", "l2 norms q and k on the RoPE layers: the model has none")
+    _kv_sharing_checks(cfg, check)
     moe = cfg.moe
     if moe is not None:
         if moe.experts_per_token > moe.num_experts + moe.zero_experts:
@@ -404,3 +407,21 @@ def _shared_transformer_checks(cfg: ModelConfig, check: Checker) -> None:
     if cfg.rope_layers is not None and not cfg.has_attention:
         check.fail("rope_layers", "acts on attention layers, and there are none: a shared transformer block's "
                                   "attention rotates q and k on every use")
+
+
+def _kv_sharing_checks(cfg: ModelConfig, check: Checker) -> None:
+    """``kv_shared_layers``: fewer than the layers, and each span (full, sliding, chunked) of the shared tail
+    has a layer before it whose K and V it reads (transformers' Gemma3nTextConfig.kv_sharing_modes)."""
+    k = cfg.kv_shared_layers
+    if not k:
+        return
+    if k >= cfg.n_layers:
+        check.fail("kv_shared_layers", f"must be fewer than the {cfg.n_layers} layers, got {k}")
+    types = cfg.layer_types or (("sliding",) if cfg.sliding_window is not None else ("full",))
+    produced = {types[i % len(types)] for i in range(cfg.n_layers - k)}
+    missing = sorted({types[i % len(types)] for i in range(cfg.n_layers - k, cfg.n_layers)} - produced)
+    if missing:
+        check.fail("kv_shared_layers", f"the last {k} layers read the K/V of an earlier layer of their span: no "
+                                       f"layer before them is {', '.join(missing)}")
+    if cfg.qk_norm == "l2" or cfg.rope_layers is not None:  # a source and its reusers rotate alike
+        check.fail("kv_shared_layers", "not with qk_norm: l2 or rope_layers (the layers rotate alike: Gemma 3n's)")

@@ -56,6 +56,7 @@ class LayerContext:
     carry: list | None = None  # moe.shortcut: the MoE output a dense+shortcut_moe layer leaves the next layer
     indices: dict | None = None  # DSA: each indexed layer's top-k (idx, valid), which shared layers reuse
     embeddings: torch.Tensor | None = None  # shared_transformer: the embeddings entering layer 0
+    kv: dict | None = None  # kv_shared_layers: each source layer's K and V, which the layers after it reuse
 
 
 # -- the matmul family a reference_flash matmul belongs to, read by the FLOP counter ---------
@@ -296,27 +297,35 @@ class Attention(_Attention):
     OLMo 2), after the projection and before RoPE; with ``attention_gate`` a ``gate`` linear
     (d -> h*hd, no bias) of the input whose sigmoid multiplies the merged heads before ``o``, as
     transformers' AfmoeAttention; with ``sub_norms`` a norm ``sub_norm`` over the merged heads (after
-    the gate) before ``o``, as transformers' BitNetAttention."""
+    the gate) before ``o``, as transformers' BitNetAttention. A layer reusing K/V (``spec.kv_reuse``,
+    ``kv_shared_layers``) has no ``k``, ``v``, ``k_norm`` or ``v_norm``: it reads the K and V layer ``source``
+    attended to (after its cache), as transformers' Gemma3nTextAttention on a "reuse" layer."""
 
     def __init__(self, cfg: ModelConfig, index: int, spec: LayerSpec, kind: str = "eager"):
         super().__init__()
         d = cfg.d_model
         self.g, self.hd, self.qk_norm = cfg.kv_heads, cfg.head_size, cfg.qk_norm
         self.q = nn.Linear(d, cfg.q_width, bias=cfg.qkv_bias)
-        self.k = nn.Linear(d, cfg.kv_width, bias=cfg.qkv_bias)
-        if not cfg.k_eq_v:  # k_eq_v (Gemma 4): the values are k's projection output
+        self.reuse, self.source, self.store = spec.kv_reuse, None, False  # model.Block sets source and store
+        if not spec.kv_reuse:
+            self.k = nn.Linear(d, cfg.kv_width, bias=cfg.qkv_bias)
+        if not (cfg.k_eq_v or spec.kv_reuse):  # k_eq_v (Gemma 4): the values are k's projection output
             self.v = nn.Linear(d, cfg.kv_width, bias=cfg.qkv_bias)
         self.o = nn.Linear(cfg.q_width, d, bias=cfg.out_bias)
-        if cfg.v_norm:  # Gemma 4: a weightless norm over each value head
+        if cfg.v_norm and not spec.kv_reuse:  # Gemma 4: a weightless norm over each value head
             self.v_norm = RMSNorm(self.hd, weight=False) if cfg.norm == "rmsnorm" else LayerNorm(self.hd, False, False)
         if cfg.attention_gate:  # AFMoE: the merged heads times sigmoid(gate(x)), elementwise
             self.gate = nn.Linear(d, cfg.q_width, bias=False)
         if cfg.sub_norms:  # BitNet: a norm over the merged heads, before o
             self.sub_norm = make_norm(cfg, cfg.q_width)
         if cfg.qk_norm == "head":
-            self.q_norm, self.k_norm = make_norm(cfg, self.hd), make_norm(cfg, self.hd)
+            self.q_norm = make_norm(cfg, self.hd)
+            if not spec.kv_reuse:
+                self.k_norm = make_norm(cfg, self.hd)
         elif cfg.qk_norm == "full":
-            self.q_norm, self.k_norm = make_norm(cfg, cfg.q_width), make_norm(cfg, cfg.kv_width)
+            self.q_norm = make_norm(cfg, cfg.q_width)
+            if not spec.kv_reuse:
+                self.k_norm = make_norm(cfg, cfg.kv_width)
         elif cfg.qk_norm == "l2" and spec.rope:  # Llama 4: weightless, on the RoPE layers only
             self.qk_norm, self.q_norm, self.k_norm = "head", L2Norm(), L2Norm()
         # temperature tuning (Llama 4's NoPE layers): q times log1p(floor((p + 1) / 8192)) * 0.1 + 1
@@ -325,25 +334,24 @@ class Attention(_Attention):
 
     def forward(self, x: torch.Tensor, ctx: LayerContext) -> torch.Tensor:
         B, S, _ = x.shape
-        q, k = self.q(x), self.k(x)  # (B, S, h*hd), (B, S, g*hd)
-        v = self.v(x) if hasattr(self, "v") else k  # (B, S, g*hd); k_eq_v: k's output, before its norm
+        q = self.q(x)  # (B, S, h*hd)
         if self.qk_norm == "full":
-            q, k = self.q_norm(q), self.k_norm(k)
+            q = self.q_norm(q)
         q = q.view(B, S, self.h, self.hd)
-        k = k.view(B, S, self.g, self.hd)
-        v = v.view(B, S, self.g, self.hd)
         if self.qk_norm == "head":
-            q, k = self.q_norm(q), self.k_norm(k)
-        if hasattr(self, "v_norm"):
-            v = self.v_norm(v)
+            q = self.q_norm(q)
         if self.temperature:  # one scale per position, as transformers' Llama4TextAttention
             pos = torch.arange(ctx.start_pos, ctx.start_pos + S, device=x.device, dtype=torch.float32)
             q = q * (torch.log1p(torch.floor((pos + 1.0) / 8192.0)) * 0.1 + 1.0).to(q.dtype).view(S, 1, 1)
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, S, hd)
+        q = q.transpose(1, 2)  # (B, h, S, hd)
         if ctx.rope is not None:
-            q, k = apply_rope(q, *ctx.rope), apply_rope(k, *ctx.rope)
-        if ctx.cache is not None:
-            k, v = ctx.cache.update(self.index, (k, v), ctx.start_pos)  # (B, g, S_kv, hd)
+            q = apply_rope(q, *ctx.rope)
+        if self.reuse:  # the source layer's K and V, as it attended to them (kv_shared_layers)
+            k, v = ctx.kv[self.source]
+        else:
+            k, v = self.keys_values(x, ctx)
+        if self.store:  # read by the layers that reuse them
+            ctx.kv[self.index] = k, v
         y = self.attend(q, k, v, ctx.bias)  # (B, h, S, hd)
         y = y.transpose(1, 2).reshape(B, S, self.h * self.hd)
         if hasattr(self, "gate"):
@@ -351,6 +359,26 @@ class Attention(_Attention):
         if hasattr(self, "sub_norm"):
             y = self.sub_norm(y)
         return self.o(y)
+
+
+    def keys_values(self, x: torch.Tensor, ctx: LayerContext) -> tuple[torch.Tensor, torch.Tensor]:
+        """K and V, (B, g, S_kv, hd): projected, normed, rotated, and with the cache's past entries."""
+        B, S, _ = x.shape
+        k = self.k(x)  # (B, S, g*hd)
+        v = self.v(x) if hasattr(self, "v") else k  # k_eq_v: k's output, before its norm
+        if self.qk_norm == "full":
+            k = self.k_norm(k)
+        k, v = k.view(B, S, self.g, self.hd), v.view(B, S, self.g, self.hd)
+        if self.qk_norm == "head":
+            k = self.k_norm(k)
+        if hasattr(self, "v_norm"):
+            v = self.v_norm(v)
+        k, v = k.transpose(1, 2), v.transpose(1, 2)
+        if ctx.rope is not None:
+            k = apply_rope(k, *ctx.rope)
+        if ctx.cache is not None:
+            k, v = ctx.cache.update(self.index, (k, v), ctx.start_pos)
+        return k, v
 
 
 class LatentAttention(_Attention):

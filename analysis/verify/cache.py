@@ -4,6 +4,7 @@ Layer ``i`` (spec from ``analysis.plan.layer_specs``) holds ``M_i`` token slots:
 for full attention, ``min(max_tokens, W)`` for a sliding window W. What a slot holds depends
 on the attention kind:
 - ``mha``: k and v, (B, g, M, hd) each;
+- a layer reusing an earlier layer's K and V (``kv_shared_layers``): nothing, it reads its source's;
 - ``mamba`` (a recurrent layer): its state, not per token: the last K conv inputs (B, E, K) and the
   SSM state (B, E, N), whatever the sequence length;
 - ``mla``: the normed KV latent (B, M, kv_lora_rank) and the rotated shared rope key
@@ -94,6 +95,8 @@ class KVCache:
         for spec, M in zip(layer_specs(cfg), self.sizes):
             if spec.recurrent:  # a state per sequence
                 shapes = state_shapes(cfg, spec.attention, batch)
+            elif spec.kv_reuse:  # kv_shared_layers: it reads its source's
+                shapes = []
             elif spec.attention == "mla":
                 shapes = [(batch, M, cfg.mla.kv_lora_rank), (batch, 1, M, cfg.mla.qk_rope_head_dim)]
                 if cfg.dsa is not None and not spec.shared_topk:  # DSA: the indexer's key (not on a shared layer)

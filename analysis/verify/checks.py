@@ -38,7 +38,7 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
     low-rank query when it has one and value heads equal to score heads when they are, at
     most 4 experts (same first dense layers, step, shared experts capped at 1, gate, biases; with identity
     experts 4 real, 2 identity and 3 choices), every shared transformer block used twice at most (by the
-    recurrent layers of a new ``layer_types``),
+    recurrent layers of a new ``layer_types``), at most one pattern of layers reusing K/V after a whole one,
     window at most 5, soft-caps at most 2 (so that they bend the logits); a vision tower of 2
     layers."""
     layers = [2, len(cfg.layer_types or ()), len(cfg.rope_layers or ())]
@@ -55,6 +55,10 @@ def small_config(cfg: ModelConfig, **changes) -> ModelConfig:
             st, layers=uses, d_ff=24, adapter_rank=min(st.adapter_rank, 4)))
     if cfg.moe is not None:
         layers.append(1 + next(i for i in range(cfg.n_layers) if cfg.moe.is_moe_layer(i)))
+    if cfg.kv_shared_layers:  # a shared tail of at most one pattern, after a whole pattern of sources
+        pattern = len(cfg.layer_types or ("full",))
+        changes.setdefault("kv_shared_layers", min(cfg.kv_shared_layers, pattern))
+        layers.append(pattern + changes["kv_shared_layers"])
     small = dict(vocab_size=61, context_length=64, d_model=32, n_layers=max(layers), n_heads=4, d_ff=40,
                  relative_buckets=8, relative_max_distance=16)
     if cfg.attention == "mla":

@@ -72,7 +72,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ..model.config import ModelConfig
-from ..model.layers import LayerSpec, layer_config, layer_specs, topk_source
+from ..model.layers import LayerSpec, kv_source, layer_config, layer_specs, topk_source
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE, dense_and_moe, dense_and_shortcut_moe
 from .gated_deltanet import GatedDeltaNetMixer
@@ -104,6 +104,7 @@ class Context:
     carry: list = field(default_factory=list)  # moe.shortcut: the MoE output a dense+shortcut_moe layer leaves
     indices: dict = field(default_factory=dict)  # DSA: each indexed layer's top-k, for the shared layers
     embeddings: torch.Tensor | None = None  # shared_transformer: the embeddings entering layer 0
+    kv: dict = field(default_factory=dict)  # kv_shared_layers: each source layer's K and V, for the layers reusing them
 
 
 def sinusoid_table(n: int, d: int) -> torch.Tensor:
@@ -177,6 +178,11 @@ class Block(nn.Module):
             self.attention.selective = recompute == "selective"
             if spec.shared_topk:  # DSA: the indexer whose top-k the layer reuses
                 self.attention.source = topk_source(cfg, index)
+            if spec.kv_reuse:  # kv_shared_layers: the layer whose K and V it attends to
+                self.attention.source = kv_source(cfg, index)
+            elif cfg.kv_shared_layers:  # a source leaves its K and V to the layers reusing them
+                self.attention.store = any(kv_source(cfg, i) == index for i, s in enumerate(layer_specs(cfg))
+                                           if s.kv_reuse)
             self.rope_dims = rope_dims(layer_config(cfg, spec))
             if spec.beside is not None:  # a recurrent mixer beside it (parallel_mixer), its state in cache.beside
                 setattr(self, spec.beside, MIXERS[spec.beside](layer_config(cfg, spec), index))
@@ -221,13 +227,14 @@ class Block(nn.Module):
         rope = ctx.rope[self.rope_dims] if self.rotates and ctx.rope is not None else None
         e = ctx.embeddings if hasattr(self, "shared") else None  # a shared block reads them
         if not self.recompute:
-            return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices, e))
+            return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices, e, ctx.kv))
 
         # the layer's mask and RoPE tables (and the embeddings a shared block reads) go in as arguments, so the
         # checkpoint saves them like x (visible to saved-tensor hooks) instead of keeping them alive by reference
         # (a dense+shortcut_moe layer's MoE output leaves through ctx.carry; a recomputation appends it again, unread)
         def run(x, e, bias, *rope):
-            return self.run(x, LayerContext(bias, rope or None, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices, e))
+            return self.run(x, LayerContext(bias, rope or None, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices, e,
+                                            ctx.kv))
 
         # no dropout: nothing random to replay, so the RNG state need not be stashed.
         # Early stop would skip recomputing ops whose outputs backward does not need (the

@@ -118,7 +118,8 @@ def lora_checks(cfg: ModelConfig, seq: int, batch: int, lora: LoRA) -> list[Chec
     out = _compare("lora/params", adapters, measure_params(model, trainable=True))
     for attention in ("eager", "flash"):
         for recompute in recomputations(attention):
-            out += training_checks(cfg, seq, batch, attention, recompute, meta, lora)
+            if recompute != "full" or not cfg.kv_shared_layers:  # refused (recomputations)
+                out += training_checks(cfg, seq, batch, attention, recompute, meta, lora)
     tokens = torch.zeros(batch, seq, dtype=torch.long, device=meta)
     training_loss(model(tokens), tokens).backward()
     trained = [p for p in model.parameters() if p.requires_grad]
@@ -134,8 +135,10 @@ def lora_checks(cfg: ModelConfig, seq: int, batch: int, lora: LoRA) -> list[Chec
 
 def recomputations(attention: str, cfg: ModelConfig | None = None) -> tuple[str, ...]:
     """What each attention is checked with: selective recomputation changes only eager's; with ``cfg``,
-    per-op checkpointing where the model allows it (analysis.spec.op_refusal)."""
-    out = ("none", "selective", "full") if attention == "eager" else ("none", "full")
+    per-op checkpointing where the model allows it (analysis.spec.op_refusal); full recomputation unless layers
+    read an earlier layer's K/V (``kv_shared_layers``: refused, analysis.spec.RunSpec.resolve)."""
+    full = () if cfg is not None and cfg.kv_shared_layers else ("full",)
+    out = ("none", "selective", *full) if attention == "eager" else ("none", *full)
     return out + ("op",) if cfg is not None and op_refusal(cfg) is None else out
 
 
