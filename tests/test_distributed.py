@@ -83,14 +83,15 @@ def test_dense_layouts_match_torch(cfg, layout):
 @pytest.mark.slow
 @given(variant=st.sampled_from(sorted(k for k, v in VARIANTS.items()
                                      if not {"vision", "mamba", "mamba2", "short_conv", "lightning",
-                                             "gated_deltanet", "rglru", "kda", "ffn_layers", "dsa", "hyper"} & v.keys()
+                                             "gated_deltanet", "rglru", "kda", "ffn_layers", "dsa", "hyper",
+                                             "kv_shared_layers"} & v.keys()
                                      and not {"shortcut", "beside_mlp"} & (v.get("moe") or {}).keys())),
        tp=st.sampled_from([1, 2]), dp=st.integers(1, 3))
 @settings(max_examples=25, deadline=None)
 def test_random_variants_match_torch(variant, tp, dp):
     """Every variant FSDP2 can shard (all but those with a vision tower or mamba, mamba2 or short_conv layers,
-    hyper-connections, LongCat-Flash's MoE or a dense MLP beside the experts, whose layouts llmcalc refuses),
-    with TP where DTensor's plans apply."""
+    hyper-connections, KV shared across layers, LongCat-Flash's MoE or a dense MLP beside the experts, whose
+    layouts llmcalc refuses), with TP where DTensor's plans apply."""
     cfg = from_dict({**BASE, **VARIANTS[variant]})
     layout = Layout(tp=tp, dp=dp, zero=3 if dp > 1 else 0)
     if layout.trivial or unsupported(cfg, layout) or cfg.n_heads % tp:
