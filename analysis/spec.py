@@ -218,9 +218,15 @@ class LoRA:
         return (self.rank if self.alpha is None else self.alpha) / self.rank
 
 
-def op_refusal(cfg: ModelConfig, lora: LoRA | None = None) -> str | None:
-    """Why per-op checkpointing (analysis/count/recompute.py) is refused for ``cfg`` (with ``lora``), or None:
-    its policy counts the linears of attention and FFN layers alone."""
+def recompute_refusal(cfg: ModelConfig, recompute: str, lora: LoRA | None = None) -> str | None:
+    """Why ``recompute`` is refused for ``cfg`` (with ``lora``), or None. Per-op checkpointing
+    (analysis/count/recompute.py): its policy counts the linears of attention and FFN layers alone. Full
+    recomputation: with K/V shared across layers, a checkpointed layer reads K and V kept outside it."""
+    if recompute == "full" and cfg.kv_shared_layers:
+        return ("full recomputation with layers reading an earlier layer's K/V (kv_shared_layers) is not modeled: "
+                "the K and V a checkpointed layer reads from another are kept outside its checkpoint")
+    if recompute != "op":
+        return None
     why = ("LoRA adapters" if lora is not None else f"{cfg.recurrent_kind} layers" if cfg.has_recurrent
            else "DSA's indexer" if cfg.dsa is not None else "hyper-connections" if cfg.hyper is not None
            else "layers reading an earlier layer's K/V (kv_shared_layers)" if cfg.kv_shared_layers else None)
@@ -289,10 +295,7 @@ class RunSpec:
         if fp8 and self.lora is not None:
             raise SpecError("dtype", "fp8 with LoRA adapters is not modeled (float8 training converts the base's "
                                      "linears, which LoRA freezes)")
-        refusal = op_refusal(cfg, self.lora) if self.recompute == "op" else None
-        if self.recompute == "full" and cfg.kv_shared_layers:
-            refusal = ("full recomputation with layers reading an earlier layer's K/V (kv_shared_layers) is not "
-                       "modeled: the K and V a checkpointed layer reads from another are kept outside its checkpoint")
+        refusal = recompute_refusal(cfg, self.recompute, self.lora)
         if refusal is not None:
             raise SpecError("recompute", refusal)
         if self.fp8_scaling is not None and not fp8:

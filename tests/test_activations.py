@@ -9,7 +9,7 @@ import torch
 from llmcalc.analysis.count.activations import activation_bytes, korthikanti_bytes
 from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import bundled_names, load_bundled
-from llmcalc.analysis.spec import RunSpec, op_refusal
+from llmcalc.analysis.spec import RunSpec, recompute_refusal
 from llmcalc.analysis.verify.measure import build, measure_saved_bytes
 from llmcalc.analysis.verify.norms import LayerNorm, RMSNorm
 from tests.strategies import CONFIGS
@@ -52,13 +52,10 @@ def test_bundled(name, attention, dtype):
 @pytest.mark.parametrize("name", CONFIGS)
 @pytest.mark.parametrize("recompute", ["none", "selective", "op", "full"])
 def test_variants_fp16(name, recompute):
-    if recompute == "op" and op_refusal(CONFIGS[name]) is not None:  # no per-op policy for their matmuls
+    # refused: no per-op policy for their matmuls (op), or K/V read across checkpoints (full, kv_shared_layers)
+    if recompute_refusal(CONFIGS[name], recompute) is not None:
         with pytest.raises(SpecError, match="not modeled"):
-            _acts(CONFIGS[name], 1, 9, recompute="op")
-        return
-    if recompute == "full" and CONFIGS[name].kv_shared_layers:  # K/V read across checkpoints
-        with pytest.raises(SpecError, match="not modeled"):
-            _acts(CONFIGS[name], 1, 9, recompute="full")
+            _acts(CONFIGS[name], 1, 9, recompute=recompute)
         return
     for attention in ("eager", "flash"):
         for batch, seq in ((1, 9), (2, 7), (3, 1)):  # B = 1 and S = 1 keep some views uncopied

@@ -22,7 +22,7 @@ from llmcalc.analysis.model.layers import layer_config, layer_specs
 from llmcalc.analysis.perf.calibration import Efficiency
 from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import prefill, roofline
-from llmcalc.analysis.spec import ALL_LINEAR, Layout, LoRA, RunSpec, op_refusal
+from llmcalc.analysis.spec import ALL_LINEAR, Layout, LoRA, RunSpec, recompute_refusal
 from tests.strategies import valid_configs, vision_configs
 from tests.tower import image_flops
 
@@ -47,9 +47,8 @@ def cases(draw, lora: bool = True, layouts: bool = False) -> Case:
                                                                     unique=True).map(tuple)))
         adapters = LoRA(draw(st.integers(1, 4)), targets, draw(st.sampled_from([None, 2.0])))
     # per-op checkpointing where the model allows it (no recurrent mixer, DSA or adapters)
-    recompute = draw(st.sampled_from(["none"] + ([] if cfg.kv_shared_layers else ["full"])  # refused with KV sharing
-                                     + (["selective"] if attention == "eager" else [])
-                                     + (["op"] if op_refusal(cfg, adapters) is None else [])))
+    recompute = draw(st.sampled_from([r for r in ("none", "full", *(["selective"] if attention == "eager" else []),
+                                                  "op") if recompute_refusal(cfg, r, adapters) is None]))
     run = RunSpec("train", draw(st.integers(1, 24)), draw(st.integers(1, 3)), attention, recompute=recompute,
                   dtype=draw(st.sampled_from(["bf16", "fp16", "fp32"])), lora=adapters)
     pp = draw(st.integers(1, min(4, cfg.n_layers)))  # uneven stages where pp does not divide the layers

@@ -20,7 +20,7 @@ what a layer keeps for it instead of what autograd would save (the docs' Convent
   reduce-scatters (all-gathers, all-reduces, all-to-alls). What it keeps of fp8 scaling is left out:
   the amaxes (a scalar a cast) and, at 9dec370, ``abs`` of each cast tensor (a bf16 copy of it).
   Recurrent mixers, DSA's indexer, hyper-connections and LoRA adapters have no such policy here: refused
-  (:func:`analysis.spec.op_refusal`);
+  (:func:`analysis.spec.recompute_refusal`);
 - ``full``: every layer checkpointed whole: it keeps its input, and backward runs its forward again.
 """
 

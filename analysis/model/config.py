@@ -302,6 +302,12 @@ class ModelConfig:
         return "mamba" in self._used_types
 
     @property
+    def type_pattern(self) -> tuple[str, ...]:
+        """The layer types, repeating cyclically over the layers: ``layer_types``, else every layer sliding
+        with a ``sliding_window`` and full without."""
+        return self.layer_types or (("sliding",) if self.sliding_window is not None else ("full",))
+
+    @property
     def _used_types(self) -> tuple[str, ...]:
         """The layer types some layer has (``layer_types`` repeats cyclically), and the mixer beside
         attention (``parallel_mixer``) where some layer attends."""

@@ -122,7 +122,7 @@ class LayerGroup:
 
 @functools.lru_cache(maxsize=256)  # configs are frozen; `plan` asks for the same few many times
 def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
-    types = cfg.layer_types or (("sliding",) if cfg.sliding_window is not None else ("full",))
+    types = cfg.type_pattern
     rope = cfg.rope_layers or (cfg.position == "rope",)
     specs = []
     uses = set(() if cfg.shared_transformer is None else cfg.shared_transformer.layers)

@@ -29,8 +29,7 @@ def _has_dense_mlp(cfg: ModelConfig) -> bool:
 
 def _has_full(cfg: ModelConfig) -> bool:
     """Whether some layer attends without a window or chunk (a ``full`` layer)."""
-    types = cfg.layer_types or (("sliding",) if cfg.sliding_window is not None else ("full",))
-    return "full" in types[:cfg.n_layers]
+    return "full" in cfg.type_pattern[:cfg.n_layers]
 
 
 _FULL = "full-attention layers (layer_types lists full), with attention other than mla (mha)"
@@ -417,7 +416,7 @@ def _kv_sharing_checks(cfg: ModelConfig, check: Checker) -> None:
         return
     if k >= cfg.n_layers:
         check.fail("kv_shared_layers", f"must be fewer than the {cfg.n_layers} layers, got {k}")
-    types = cfg.layer_types or (("sliding",) if cfg.sliding_window is not None else ("full",))
+    types = cfg.type_pattern
     produced = {types[i % len(types)] for i in range(cfg.n_layers - k)}
     missing = sorted({types[i % len(types)] for i in range(cfg.n_layers - k, cfg.n_layers)} - produced)
     if missing:

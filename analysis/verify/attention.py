@@ -360,7 +360,6 @@ class Attention(_Attention):
             y = self.sub_norm(y)
         return self.o(y)
 
-
     def keys_values(self, x: torch.Tensor, ctx: LayerContext) -> tuple[torch.Tensor, torch.Tensor]:
         """K and V, (B, g, S_kv, hd): projected, normed, rotated, and with the cache's past entries."""
         B, S, _ = x.shape

@@ -34,7 +34,7 @@ from ..errors import ConfigError
 from ..model.config import ModelConfig
 from ..model.layers import layer_specs
 from ..perf.hardware import Hardware
-from ..spec import LoRA, RunSpec, op_refusal
+from ..spec import LoRA, RunSpec, recompute_refusal
 from . import checks
 from .check import Check
 from .lora import add_lora
@@ -117,9 +117,8 @@ def lora_checks(cfg: ModelConfig, seq: int, batch: int, lora: LoRA) -> list[Chec
     add_lora(model, lora.targets, lora.rank, lora.alpha)
     out = _compare("lora/params", adapters, measure_params(model, trainable=True))
     for attention in ("eager", "flash"):
-        for recompute in recomputations(attention):
-            if recompute != "full" or not cfg.kv_shared_layers:  # refused (recomputations)
-                out += training_checks(cfg, seq, batch, attention, recompute, meta, lora)
+        for recompute in recomputations(attention, cfg, lora):
+            out += training_checks(cfg, seq, batch, attention, recompute, meta, lora)
     tokens = torch.zeros(batch, seq, dtype=torch.long, device=meta)
     training_loss(model(tokens), tokens).backward()
     trained = [p for p in model.parameters() if p.requires_grad]
@@ -133,13 +132,13 @@ def lora_checks(cfg: ModelConfig, seq: int, batch: int, lora: LoRA) -> list[Chec
                   for k, n in measured.items()]
 
 
-def recomputations(attention: str, cfg: ModelConfig | None = None) -> tuple[str, ...]:
-    """What each attention is checked with: selective recomputation changes only eager's; with ``cfg``,
-    per-op checkpointing where the model allows it (analysis.spec.op_refusal); full recomputation unless layers
-    read an earlier layer's K/V (``kv_shared_layers``: refused, analysis.spec.RunSpec.resolve)."""
-    full = () if cfg is not None and cfg.kv_shared_layers else ("full",)
-    out = ("none", "selective", *full) if attention == "eager" else ("none", *full)
-    return out + ("op",) if cfg is not None and op_refusal(cfg) is None else out
+def recomputations(attention: str, cfg: ModelConfig | None = None, lora: LoRA | None = None) -> tuple[str, ...]:
+    """What each attention is checked with: selective recomputation changes only eager's; with ``cfg``, those
+    the model (with ``lora``) allows (analysis.spec.recompute_refusal), per-op checkpointing among them."""
+    out = ("none", "selective", "full") if attention == "eager" else ("none", "full")
+    if cfg is None:
+        return out
+    return tuple(r for r in (*out, "op") if recompute_refusal(cfg, r, lora) is None)
 
 
 def kv_spans(cfg: ModelConfig) -> list[tuple[int, int]]:
