@@ -511,3 +511,14 @@ def test_kv_sharing_saves_what_the_reference_saves(position, rotary, heads, kv_h
     checks = [c for attention, recompute in (("eager", "none"), ("eager", "selective"), ("flash", "none"))
               for c in report.training_checks(cfg, 5, batch, attention, recompute, "meta")]
     assert checks and all(c.ok for c in checks), [c for c in checks if not c.ok]
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_a_gate_multiplies_a_view_of_one_wide_heads(batch):
+    """Flash's output laid out heads-first, (B, h, S, 1): its merged heads (B, S, h) are a view that the output
+    gate's multiply keeps, where the o projection's (B*S, h) matrix would need a copy (hypothesis found it)."""
+    cfg = from_dict({**BASE, "position": "rope", "norm": "rmsnorm", "activation": "relu", "n_layers": 1, "n_heads": 2,
+                     "attention": "mla", "attention_gate": True,
+                     "mla": {"kv_lora_rank": 1, "qk_nope_head_dim": 1, "qk_rope_head_dim": 2, "v_head_dim": 1}})
+    checks = report.training_checks(cfg, 2, batch, "flash", "none", "meta")
+    assert checks and all(c.ok for c in checks), [c for c in checks if not c.ok]

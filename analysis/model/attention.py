@@ -164,8 +164,8 @@ class MHA(_Attention):
             tape.save("attention/sdpa", T * qw * b, "attention output")
             tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
             # laid out (B, S, h, hd), the output reaches the o projection as a view, else as a copy
-            copy = (spec.rope and cfg.rotary_dims < cfg.head_size) and merge_copies(B, S, h, hd)
-            _output(tape, cfg, T, None if copy else "attention output")
+            heads_first = (B, S, h, hd) if spec.rope and cfg.rotary_dims < cfg.head_size else None
+            _output(tape, cfg, T, "attention output", heads_first=heads_first)
             return
         if kind == "selective":  # the checkpointed core keeps q, k and v (a view of its projection)
             tape.save("attention", T * (qw + 2 * kw) * b)
@@ -200,16 +200,22 @@ def temperature_ops(cfg: ModelConfig, spec: LayerSpec, T: int) -> list[Op]:
             Op("attention/temperature", T * cfg.q_width, 1, 2)]
 
 
-def _output(tape: Tape, cfg: ModelConfig, T: int, y: str | None = None, width: int | None = None) -> None:
+def _output(tape: Tape, cfg: ModelConfig, T: int, y: str | None = None, width: int | None = None,
+            heads_first: tuple[int, int, int, int] | None = None) -> None:
     """The o projection's input: the merged heads ``y`` (``T*width`` values, ``h*hd`` by default; named
-    when a view of the attention output). With the output gate (AFMoE, Hy4), ``y * sigmoid(gate)``: the
-    sigmoid keeps its output, the multiply both factors (``y`` and that output), o the product. With
-    ``sub_norms`` (BitNet) a norm keeps that input and its statistics, and o the norm's output."""
+    when a view of the attention output). ``heads_first``: (B, S, h, d) of an output ``y`` laid out
+    (B, h, S, d), read as a view only where its strides allow (:func:`.tape.merge_copies`). With the output
+    gate (AFMoE, Hy4), ``y * sigmoid(gate)``: the sigmoid keeps its output, the multiply both factors (``y``,
+    as (B, S, h*d), and that output), o the product. With ``sub_norms`` (BitNet) a norm keeps that input and
+    its statistics, and o the norm's output."""
     n = T * (cfg.q_width if width is None else width) * tape.b
     if cfg.attention_gate:
         tape.save("attention", n)  # sigmoid's output
-        tape.save("attention", n, y)  # the multiply's other factor
+        copy = heads_first is not None and merge_copies(*heads_first, rows=False)
+        tape.save("attention", n, None if copy else y)  # the multiply's other factor
         y = None  # the product
+    elif heads_first is not None and merge_copies(*heads_first):
+        y = None  # o reads a copy
     if cfg.sub_norms:  # BitNet: a norm over the merged heads (or the product); o keeps its output
         y = tape.norm("attention/sub_norm", y, T, cfg.q_width)
     tape.linear("attention/o", n, T, y)
@@ -296,8 +302,7 @@ class MLA(_Attention):
             tape.save("attention/sdpa", T * h * d_v * b, "attention output")
             tape.save("attention/sdpa", B * h * S * STAT)  # log-sum-exp
             # laid out like q, (B, h, S, d_v), the output reaches the o projection as a copy
-            copy = merge_copies(B, S, h, d_v)
-            _output(tape, cfg, T, None if copy else "attention output", h * d_v)
+            _output(tape, cfg, T, "attention output", h * d_v, (B, S, h, d_v))
             return
         if kind == "selective":  # the checkpointed core keeps q, k and v (a view of kv_b's output)
             tape.save("attention", (2 * T * h * d_qk + kv_b_out) * b)
@@ -339,8 +344,7 @@ def _sparse_core(tape: Tape, cfg: ModelConfig, spec: LayerSpec, B: int, S: int, 
     if kind == "flash":
         tape.save(key, T * h * d_v * b, "attention output")
         tape.save(key, B * h * S * STAT)
-    copy = merge_copies(B, S, h, d_v)
-    _output(tape, cfg, T, None if copy or kind != "flash" else "attention output", h * d_v)
+    _output(tape, cfg, T, "attention output" if kind == "flash" else None, h * d_v, (B, S, h, d_v))
 
 
 ATTENTION: dict[str, Callable[[ModelConfig], AttentionKind]] = {"mha": MHA, "mla": MLA}

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from .attention import MHA, _output, temperature
 from .parts import Linear, Norm
-from .tape import STAT, Tape, eager_core, merge_copies
+from .tape import STAT, Tape, eager_core
 
 if TYPE_CHECKING:
     from .layers import LayerSpec
@@ -59,8 +59,8 @@ class Reuser(MHA):
             tape.save("attention/sdpa", T * qw * b)
             tape.save("attention/sdpa", T * qw * b, "attention output")
             tape.save("attention/sdpa", B * h * S * STAT)
-            copy = (spec.rope and cfg.rotary_dims < cfg.head_size) and merge_copies(B, S, h, hd)
-            _output(tape, cfg, T, None if copy else "attention output")
+            heads_first = (B, S, h, hd) if spec.rope and cfg.rotary_dims < cfg.head_size else None
+            _output(tape, cfg, T, "attention output", heads_first=heads_first)
             return
         if kind == "selective":  # the checkpointed core keeps q (K and V: the source's)
             tape.save("attention", T * qw * b)

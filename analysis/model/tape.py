@@ -72,11 +72,12 @@ def eager_core(tape: Tape, cfg: ModelConfig, B: int, S: int, d_qk: int, k: int, 
     tape.save("attention/values", v * b)
 
 
-def merge_copies(B: int, S: int, h: int, d: int) -> bool:
+def merge_copies(B: int, S: int, h: int, d: int, rows: bool = True) -> bool:
     """Whether an output laid out heads-first, (B, h, S, d), reaches the o projection's
-    (B*S, h*d) matrix only through a copy (the o projection then keeps the copy). Size-1
-    dimensions can make the strides agree: a view when S or h is 1, or when d and B are."""
-    return S > 1 and h > 1 and (d > 1 or B > 1)
+    (B*S, h*d) matrix only through a copy (the o projection then keeps the copy); ``rows=False``: its
+    (B, S, h*d) merged heads (what an output gate multiplies). Size-1 dimensions can make the strides
+    agree: a view when S or h is 1, or when d is (and, for the matrix, B)."""
+    return S > 1 and h > 1 and (d > 1 or (rows and B > 1))
 
 
 def hidden(tape: Tape, cfg: ModelConfig, act_key: str, down_key: str, tag: str, rows: int,
