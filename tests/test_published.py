@@ -1,6 +1,8 @@
-"""benchmarks/published.yaml, the published measurements `llmcalc time` is judged on (issue 26 item 7):
-the file parses, every case cites one of the four named sources and names a model and accelerator that
-exist, and every case is a valid `llmcalc time` invocation or is listed as refused. When a feature
+"""benchmarks/published.yaml, the published measurements `llmcalc time` is calibrated on (issue 26 item 7),
+and benchmarks/heldout.yaml, those it is judged on and not calibrated on: the files parse, every case
+of the first cites one of the four named sources and every case of the second another source, each names
+a model and accelerator that exist, and every case is a valid `llmcalc time` invocation or is listed as
+refused. When a feature
 lands (--vpp, --dtype fp8, generate with a layout, ...), the refused cases it makes runnable fail here
 by name, so that their `refused` line is deleted and the benchmark counts them. The error bar itself is
 benchmarks/published.py's to print, not a test's."""
@@ -22,6 +24,8 @@ pytestmark = pytest.mark.unit
 
 DATA = published.load()
 CASES = DATA["cases"]
+HELD_OUT = published.load(published.HELD_OUT)
+ALL_CASES = CASES + HELD_OUT["cases"]
 KEYS = {"id", "source", "cite", "model", "hardware", "args", "measure", "published"}
 
 
@@ -29,11 +33,17 @@ def test_the_data_names_the_four_sources_and_nothing_else():
     assert set(DATA["sources"]) == set(published.SOURCES)
     assert {c["source"] for c in CASES} == set(published.SOURCES)
     assert {o["source"] for o in DATA["omitted"]} <= set(published.SOURCES)
-    ids = [c["id"] for c in CASES]
+    ids = [c["id"] for c in ALL_CASES]
     assert len(ids) == len(set(ids))
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_the_held_out_sources_are_not_calibrated_on():
+    assert HELD_OUT["sources"] and not set(HELD_OUT["sources"]) & set(published.SOURCES)
+    assert {c["source"] for c in HELD_OUT["cases"]} == set(HELD_OUT["sources"])
+    assert {o["source"] for o in HELD_OUT["omitted"]} <= set(HELD_OUT["sources"])
+
+
+@pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c["id"])
 def test_case_is_complete(case):
     assert KEYS <= set(case) <= KEYS | {"refused", "notes"}, set(case) ^ KEYS
     assert case["measure"] in published.MEASURES
@@ -43,7 +53,7 @@ def test_case_is_complete(case):
         assert case["model"].endswith(".yaml") and published.narayanan_flops(case) > 0
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+@pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c["id"])
 def test_model_and_hardware_exist(case):
     model = case["model"]
     if model.endswith(".yaml"):
@@ -53,7 +63,7 @@ def test_model_and_hardware_exist(case):
     assert (ROOT / "model_configs" / "hardware" / f"{case['hardware']}.yaml").is_file(), case["hardware"]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+@pytest.mark.parametrize("case", ALL_CASES, ids=lambda c: c["id"])
 def test_case_runs_or_is_refused_as_listed(case):
     code, out, err = published.invoke(published.command(case))
     if "refused" in case:
@@ -89,3 +99,27 @@ def test_the_setups_the_sources_print_are_the_cases_options():
         per_op = "selective op" in cite or "per op SAC" in cite or (
             "llama3_h100_202412" in cite and "selective AC" in cite)
         assert ("--recompute op" in case["args"]) == per_op, case["id"]
+
+
+# Each benchmark model's size as its source prints it: Narayanan et al. 2021 Table 1 (billions, one
+# decimal; their Eq. 2) and Table 2 (174.6B); Korthikanti et al. 2022 Table 3 ("22B"); the BLOOM paper
+# (176,247M); Llama 2 70B's checkpoint (68,976,648,192 parameters).
+PUBLISHED_SIZES = {"megatron-gpt-1.7b": (1.7e9, 1e8), "megatron-gpt-3.6b": (3.6e9, 1e8),
+                   "megatron-gpt-7.5b": (7.5e9, 1e8), "megatron-gpt-18.4b": (18.4e9, 1e8),
+                   "megatron-gpt-39.1b": (39.1e9, 1e8), "megatron-gpt-76.1b": (76.1e9, 1e8),
+                   "megatron-gpt-145.6b": (145.6e9, 1e8), "megatron-gpt-310.1b": (310.1e9, 1e8),
+                   "megatron-gpt-529.6b": (529.6e9, 1e8), "megatron-gpt-1t": (1008.0e9, 1e8),
+                   "megatron-gpt-175b": (174.6e9, 1e8), "megatron-gpt-22b": (22e9, 1e9),
+                   "bloom-176b": (176_247e6, 1e6), "llama-2-70b": (68_976_648_192, 1)}
+
+
+def test_the_benchmark_models_have_their_published_sizes():
+    """Every model under benchmarks/models/ counts as its source prints it, to the digits printed."""
+    import llmcalc
+
+    files = sorted((ROOT / "benchmarks" / "models").glob("*.yaml"))
+    assert {f.stem for f in files} == set(PUBLISHED_SIZES)
+    for f in files:
+        printed, unit = PUBLISHED_SIZES[f.stem]
+        total = llmcalc.count_params(llmcalc.load_model(str(f))).total
+        assert round(total / unit) * unit == printed, (f.stem, total)
