@@ -80,6 +80,20 @@ def test_a_user_yaml_gives_the_same_closed_forms(tmp_path, run):
         assert (mine["time_s"], mine["bound"], mine["bytes"]) == (bundled["time_s"], bundled["bound"], bundled["bytes"])
 
 
+def test_a_calibration_named_is_that_accelerators(tmp_path, run):
+    """``calibration: h100`` in a file with the H100's figures gives the bundled h100's expected time (its
+    fractions, read from h100.yaml); h200.yaml and a100-40gb.yaml name their chip's this way."""
+    path = tmp_path / "mine.yaml"
+    path.write_text(H100_AS_USER_YAML + "calibration: h100\n")
+    bundled = json.loads(run("time", "mistral-7b", "--hardware", "h100", "--mode", "decode", "--json").stdout)
+    mine = json.loads(run("time", "mistral-7b", "--hardware", path, "--mode", "decode", "--json").stdout)
+    assert mine["expected"]["time_s"] == bundled["expected"]["time_s"] > bundled["time_s"]
+    assert mine["expected"]["calibration"].startswith("h100's calibration")
+    for card, chip in (("h200", "h100"), ("a100-40gb", "a100-80gb")):
+        named, own = load_hardware(card).calibration, load_hardware(chip).calibration
+        assert named._replace(source="") == own._replace(source="")
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 300), st.integers(1, 300), st.one_of(st.none(), st.integers(1, 300)),
        st.one_of(st.none(), st.integers(1, 50)))
@@ -358,6 +372,8 @@ def test_generate_expected_is_the_prefill_and_decode_steps_at_calibrated_rates()
     ("calibration:\n  streaming: {float: 0.8}", "calibration.streaming"),
     ("calibration:\n  kernel_us: -1", "calibration.kernel_us"),
     ("calibration:\n  fp8_rowwise: 0", "calibration.fp8_rowwise"),
+    ("calibration: b300", "calibration"),  # no such bundled accelerator
+    ("calibration: h200", "calibration"),  # a name, not a section: names do not chain
 ])
 def test_a_bad_calibration_exits_2_naming_the_key(run, tmp_path, section, key):
     path = tmp_path / "bad.yaml"
