@@ -137,25 +137,30 @@ class MHA(_Attention):
         """Dimensions of each head the RoPE tables cover."""
         return self.cfg.rotary_dims
 
+    own_kv = True  # the layer projects its own K and V (kv_sharing.Reuser reads an earlier layer's)
+
     def saves(self, tape: Tape, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None:
         """What the layer keeps for backward with ``kind`` (eager or flash) attention; ``x`` names
         the input. q is laid out (B, h, S, hd) when partial RoPE concatenates it, else as a
-        transposed view of its projection; flash lays its output out like q."""
+        transposed view of its projection; flash lays its output out like q. A layer without its own
+        K and V keeps q's side only: the source's attention saved the K and V it reads."""
         cfg = self.cfg
         T, h, g, b, hd = B * S, cfg.n_heads, cfg.kv_heads, tape.b, cfg.head_size
-        qw, kw = cfg.q_width, cfg.kv_width
-        for p in "qk" if cfg.k_eq_v else "qkv":
+        qw, kw = cfg.q_width, cfg.kv_width if self.own_kv else 0
+        for p in "qk" if cfg.k_eq_v else "qkv" if self.own_kv else "q":
             tape.linear(f"attention/{p}", T * cfg.d_model * b, T, x)
         if cfg.attention_gate:
             tape.linear("attention/gate", T * cfg.d_model * b, T, x)
         k_out = "attention/k output" if cfg.k_eq_v else None  # k_eq_v: v_norm reads the same storage
         if cfg.qk_norm == "full":
             tape.norm("attention/q_norm", None, T, qw)
-            tape.norm("attention/k_norm", k_out, T, kw)
+            if kw:
+                tape.norm("attention/k_norm", k_out, T, kw)
         elif cfg.qk_norm == "head" or rope_norms(cfg, spec):
             tape.norm("attention/q_norm", None, T * h, hd)
-            tape.norm("attention/k_norm", k_out, T * g, hd)
-        if cfg.v_norm:
+            if kw:
+                tape.norm("attention/k_norm", k_out, T * g, hd)
+        if cfg.v_norm and kw:
             tape.norm("attention/v_norm", k_out, T * g, hd)
         if temperature(cfg, spec):  # q times a scale per position: the multiply keeps the scale
             tape.save("attention", S * b)
@@ -171,10 +176,16 @@ class MHA(_Attention):
             tape.save("attention", T * (qw + 2 * kw) * b)
             _output(tape, cfg, T)
             return
-        # K/V heads are expanded to h; with B = 1 and one K/V head the expansion stays a view
-        kv = T * (kw if B == 1 and g == 1 else qw)
-        eager_core(tape, cfg, B, S, hd, kv, kv)
+        k, v = self._eager_kv(spec, B, S)
+        eager_core(tape, cfg, B, S, hd, k, v)
         _output(tape, cfg, T)  # heads merged back: a copy
+
+    def _eager_kv(self, spec: LayerSpec, B: int, S: int) -> tuple[int, int]:
+        """The K and V values eager attention's batched matmuls save: K/V heads are expanded to h; with
+        B = 1 and one K/V head the expansion stays a view of the projection."""
+        cfg = self.cfg
+        kv = B * S * (cfg.kv_width if B == 1 and cfg.kv_heads == 1 else cfg.q_width)
+        return kv, kv
 
 
 def rope_norms(cfg: ModelConfig, spec: LayerSpec) -> list[Norm]:

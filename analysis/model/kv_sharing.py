@@ -7,18 +7,18 @@ A reusing layer is MHA (:class:`.attention.MHA`) without the k and v projections
 heads as the source's do (the same keys seen, windows and chunks unchanged), and a decode step reads the
 source's cache again.
 
-Saved for backward: q's side as MHA's. The K and V it reads are the source's storages, which the source's
-own attention saved already (flash, and eager's when one K/V head of one sequence stays a view), so they
-count there; eager attention's K/V heads expanded to ``h`` are copies of its own.
+Saved for backward (:meth:`.attention.MHA.saves`, ``own_kv`` False): q's side. The K and V it reads are the
+source's storages, which the source's own attention saved already (flash, and eager's when one K/V head of
+one sequence stays a view), so they count there; eager attention's K/V heads expanded to ``h`` are copies of
+its own.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .attention import MHA, _output, temperature
+from .attention import MHA
 from .parts import Linear, Norm
-from .tape import STAT, Tape, eager_core
 
 if TYPE_CHECKING:
     from .layers import LayerSpec
@@ -28,6 +28,8 @@ _KV = ("attention/k", "attention/v", "attention/k_norm", "attention/v_norm")  # 
 
 class Reuser(MHA):
     """An attention layer that reads an earlier layer's K and V (module docstring)."""
+
+    own_kv = False  # MHA.saves keeps q's side; the K and V read are the source's storages
 
     @property
     def kv_values_per_token(self) -> int:
@@ -43,32 +45,10 @@ class Reuser(MHA):
     def norms(self) -> list[Norm]:
         return [n for n in super().norms() if n.key not in _KV]
 
-    def saves(self, tape: Tape, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None:
+    def _eager_kv(self, spec: LayerSpec, B: int, S: int) -> tuple[int, int]:
         cfg = self.cfg
-        T, h, g, b, hd, qw = B * S, cfg.n_heads, cfg.kv_heads, tape.b, cfg.head_size, cfg.q_width
-        tape.linear("attention/q", T * cfg.d_model * b, T, x)
-        if cfg.attention_gate:
-            tape.linear("attention/gate", T * cfg.d_model * b, T, x)
-        if cfg.qk_norm == "full":
-            tape.norm("attention/q_norm", None, T, qw)
-        elif cfg.qk_norm == "head":
-            tape.norm("attention/q_norm", None, T * h, hd)
-        if temperature(cfg, spec):  # q times a scale per position: the multiply keeps the scale
-            tape.save("attention", S * b)
-        if kind == "flash":  # q; K and V are the source's
-            tape.save("attention/sdpa", T * qw * b)
-            tape.save("attention/sdpa", T * qw * b, "attention output")
-            tape.save("attention/sdpa", B * h * S * STAT)
-            heads_first = (B, S, h, hd) if spec.rope and cfg.rotary_dims < cfg.head_size else None
-            _output(tape, cfg, T, "attention output", heads_first=heads_first)
-            return
-        if kind == "selective":  # the checkpointed core keeps q (K and V: the source's)
-            tape.save("attention", T * qw * b)
-            _output(tape, cfg, T)
-            return
-        k, v = (T * qw if copy else 0 for copy in _eager_copies(B, S, h, g, spec.rope and cfg.rotary_dims < hd))
-        eager_core(tape, cfg, B, S, hd, k, v)
-        _output(tape, cfg, T)
+        k, v = _eager_copies(B, S, cfg.n_heads, cfg.kv_heads, spec.rope and cfg.rotary_dims < cfg.head_size)
+        return B * S * cfg.q_width * k, B * S * cfg.q_width * v  # a copy of its own, else the source's storage
 
 
 def _eager_copies(B: int, S: int, h: int, g: int, contiguous_k: bool) -> tuple[bool, bool]:
