@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional
 import typer
 
 from ..analysis.model.config import ModelConfig
-from ..analysis.perf.calibration import Efficiency
+from ..analysis.perf.calibration import IDEAL, Efficiency
 from ..analysis.perf.hardware import PEAK_DTYPES, Hardware, bundled_hardware, load_hardware
 from ..analysis.perf.roofline import Roofline, generate, prefill, roofline, utilization
 from ..analysis.spec import MODES, Layout, RunSpec
@@ -79,19 +79,22 @@ def hardware(fmt: Format = "table", json_out: Json = False) -> None:
     data = [hardware_json(h) for h in specs]
     rows = [(h.name, iec(h.memory) if h.memory % 10**9 else f"{h.memory // 10**9} GB",
              si(h.memory_bandwidth, "B/s"), *(si(h.peak_flops[d], "FLOP/s") if d in h.peak_flops else "-"
-                                               for d in ("bf16", "fp8")), h.description) for h in specs]
+                                               for d in ("bf16", "fp8")),
+             "yes" if h.calibration != IDEAL else "-", h.description) for h in specs]
     table = Table([text_col("name", key=True), Col("memory"), Col("bandwidth"), Col("bf16 dense"),
-                   Col("fp8 dense"), text_col("description", optional=True)], [rows],
+                   Col("fp8 dense"), text_col("calibrated"), text_col("description", optional=True)], [rows],
                   "accelerators (sources: `llmcalc hardware --json`, or the YAML files)")
     csv = [pick(d, "name", "description", "memory", "memory_bandwidth",
-                *(f"peak_flops.{k}" for k in PEAK_DTYPES), "source") for d in data]
-    emit(Report(data, csv, [table]), fmt)
+                *(f"peak_flops.{k}" for k in PEAK_DTYPES), "calibration", "source") for d in data]
+    emit(Report(data, csv, [table, "calibrated: the expected time has its fractions of these peaks (docs: Hardware, "
+                                   "Calibration); -: none, expected = ideal"]), fmt)
 
 
 def hardware_json(h: Hardware) -> dict:
     return {"name": h.name, "description": h.description, "memory": h.memory, "memory_bandwidth": h.memory_bandwidth,
             "peak_flops": h.peak_flops, "interconnect": {"intra_node": h.intra_node, "inter_node": h.inter_node,
-                                                         "gpus_per_node": h.gpus_per_node}, "source": h.source}
+                                                         "gpus_per_node": h.gpus_per_node},
+            "calibration": h.calibration.source if h.calibration != IDEAL else None, "source": h.source}
 
 
 def _components(r: Roofline) -> dict:
