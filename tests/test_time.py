@@ -81,17 +81,21 @@ def test_a_user_yaml_gives_the_same_closed_forms(tmp_path, run):
 
 
 def test_a_calibration_named_is_that_accelerators(tmp_path, run):
-    """``calibration: h100`` in a file with the H100's figures gives the bundled h100's expected time (its
-    fractions, read from h100.yaml); h200.yaml and a100-40gb.yaml name their chip's this way."""
+    """``from: h100`` in a file with the H100's figures gives the bundled h100's expected time (its
+    fractions, read from h100.yaml); h200.yaml and a100-40gb.yaml take their chip's this way, and
+    h100-96gb-500w.yaml the h100's with its own GEMM and flash attention fractions."""
     path = tmp_path / "mine.yaml"
-    path.write_text(H100_AS_USER_YAML + "calibration: h100\n")
+    path.write_text(H100_AS_USER_YAML + "calibration:\n  from: h100\n")
     bundled = json.loads(run("time", "mistral-7b", "--hardware", "h100", "--mode", "decode", "--json").stdout)
     mine = json.loads(run("time", "mistral-7b", "--hardware", path, "--mode", "decode", "--json").stdout)
     assert mine["expected"]["time_s"] == bundled["expected"]["time_s"] > bundled["time_s"]
-    assert mine["expected"]["calibration"].startswith("h100's calibration")
+    assert mine["expected"]["calibration"].startswith("h100's: ")
     for card, chip in (("h200", "h100"), ("a100-40gb", "a100-80gb")):
         named, own = load_hardware(card).calibration, load_hardware(chip).calibration
         assert named._replace(source="") == own._replace(source="")
+    capped = load_hardware("h100-96gb-500w").calibration
+    assert (capped.gemm, capped.flash) == (0.50, 0.22)
+    assert capped._replace(gemm=CAL.gemm, flash=CAL.flash, source="") == CAL._replace(source="")
 
 
 @settings(max_examples=300, deadline=None)
@@ -374,8 +378,9 @@ def test_generate_expected_is_the_prefill_and_decode_steps_at_calibrated_rates()
     ("calibration:\n  streaming: {float: 0.8}", "calibration.streaming"),
     ("calibration:\n  kernel_us: -1", "calibration.kernel_us"),
     ("calibration:\n  fp8_rowwise: 0", "calibration.fp8_rowwise"),
-    ("calibration: b300", "calibration"),  # no such bundled accelerator
-    ("calibration: h200", "calibration"),  # a name, not a section: names do not chain
+    ("calibration:\n  from: b300", "calibration.from"),  # no such bundled accelerator
+    ("calibration:\n  from: h200", "calibration.from"),  # h200's is itself from h100's: no chains
+    ("calibration:\n  from: h100\n  gemm: 2", "calibration.gemm"),
 ])
 def test_a_bad_calibration_exits_2_naming_the_key(run, tmp_path, section, key):
     path = tmp_path / "bad.yaml"

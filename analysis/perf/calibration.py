@@ -234,8 +234,9 @@ _SIZES = {"gemm_m0": "gemm_m0", "gemm_n0": "gemm_n0", "flash_q0": "flash_q0", "f
 _MICROSECONDS = {"kernel_us": "kernel_s", "latency_intra_us": "latency_intra_s", "latency_inter_us": "latency_inter_s"}
 
 
-def calibration_from_dict(raw: Any, where: Any) -> Calibration:
-    """The ``calibration:`` section; ``where(key)`` gives (file, key, line) for an error."""
+def calibration_from_dict(raw: Any, where: Any, base: Calibration = IDEAL) -> Calibration:
+    """The ``calibration:`` section, its keys over ``base``'s; ``where(key)`` gives (file, key, line) for an
+    error."""
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping of efficiency parameters", *where("calibration"))
     known = {*_FRACTIONS, *_SIZES, *_MICROSECONDS, "streaming", "source"}
@@ -258,7 +259,7 @@ def calibration_from_dict(raw: Any, where: Any) -> Calibration:
             values[_SIZES[key]] = _number(value, name, where, None)
         else:
             values[_MICROSECONDS[key]] = _number(value, name, where, None) * 1e-6
-    return Calibration(**values)
+    return base._replace(**values)
 
 
 def _number(value: Any, key: str, where: Any, top: float | None) -> float:

@@ -11,10 +11,10 @@ by :func:`load_hardware`):
 - ``interconnect`` (optional): ``intra_node`` and ``inter_node`` bytes/s per GPU and direction,
   ``gpus_per_node``;
 - ``calibration`` (optional): the fractions of these peaks real kernels and collectives reach, for
-  the expected time (:mod:`analysis.perf.calibration`); without it, expected is ideal. Or the name of
-  a bundled accelerator of the same chip whose section applies (``calibration: h100`` in h200.yaml: the
-  same GH100 and kernels, with this file's peaks, bandwidth and links), so a chip's fractions are
-  written once.
+  the expected time (:mod:`analysis.perf.calibration`); without it, expected is ideal. ``from: NAME``
+  in it starts from a bundled accelerator's section, the keys beside it overriding (h200.yaml: ``from:
+  h100``, the same GH100 and kernels with this file's peaks, bandwidth and links), so a chip's
+  fractions are written once.
 
 Numbers are written as the datasheet prints them, with units, and read exactly (``3.35TB/s`` is
 3,350,000,000,000 bytes/s); a plain integer is taken in the base unit (bytes, bytes/s, FLOP/s).
@@ -132,20 +132,23 @@ def hardware_from_dict(raw: Any, source: str, lines: dict[str, int] | None = Non
 
 
 def _calibration(value: Any, at: Any) -> Calibration:
-    """A ``calibration:`` section, or a bundled accelerator's named in its place (one that has a section
-    of its own: a name names a chip's fractions, not another name)."""
-    if not isinstance(value, str):
+    """A ``calibration:`` section; with ``from: NAME``, a bundled accelerator's own section (one without a
+    ``from``) under the keys beside it: the same chip's fractions written once."""
+    if not isinstance(value, dict) or "from" not in value:
         return calibration_from_dict(value, at)
-    bundled = bundled_hardware()
-    if value not in bundled:
-        raise ConfigError(f"names no bundled accelerator (known: {', '.join(bundled)}); or give a mapping of "
-                          "efficiency parameters", *at("calibration"))
-    raw, lines = read(HARDWARE_DIR / f"{value}.yaml")
-    if not isinstance(raw.get("calibration"), dict):
-        raise ConfigError(f"{value} has no calibration section of its own to share", *at("calibration"))
-    named = calibration_from_dict(raw["calibration"], lambda key: (f"model_configs/hardware/{value}.yaml", key,
-                                                                   lines.get(key.split(".")[0])))
-    return named._replace(source=f"{value}'s calibration (the same chip): {named.source}")
+    name, bundled = value["from"], bundled_hardware()
+    if name not in bundled:
+        raise ConfigError(f"names no bundled accelerator (known: {', '.join(bundled)}), got {brief(name)}",
+                          *at("calibration.from"))
+    raw, lines = read(HARDWARE_DIR / f"{name}.yaml")
+    own = raw.get("calibration")
+    if not isinstance(own, dict) or "from" in own:
+        raise ConfigError(f"{name} has no calibration of its own to start from", *at("calibration.from"))
+    base = calibration_from_dict(own, lambda key: (f"model_configs/hardware/{name}.yaml", key,
+                                                   lines.get(key.split(".")[0])))
+    rest = {k: v for k, v in value.items() if k != "from"}
+    cal = calibration_from_dict(rest, at, base)
+    return cal if "source" in rest else cal._replace(source=f"{name}'s: {base.source}")
 
 
 # torch.cuda.get_device_name -> the bundled spec it is; first match wins. Only names whose
