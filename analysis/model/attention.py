@@ -94,6 +94,8 @@ class _Attention:
 class MHA(_Attention):
     """Multi-head attention, with grouped (GQA) and multi-query K/V heads."""
 
+    own_kv = True  # the layer projects its own K and V (kv_sharing.Reuser reads an earlier layer's)
+
     @property
     def kv_heads(self) -> int:
         return self.cfg.kv_heads
@@ -137,8 +139,6 @@ class MHA(_Attention):
         """Dimensions of each head the RoPE tables cover."""
         return self.cfg.rotary_dims
 
-    own_kv = True  # the layer projects its own K and V (kv_sharing.Reuser reads an earlier layer's)
-
     def saves(self, tape: Tape, spec: LayerSpec, B: int, S: int, kind: str, x: str) -> None:
         """What the layer keeps for backward with ``kind`` (eager or flash) attention; ``x`` names
         the input. q is laid out (B, h, S, hd) when partial RoPE concatenates it, else as a
@@ -147,7 +147,7 @@ class MHA(_Attention):
         cfg = self.cfg
         T, h, g, b, hd = B * S, cfg.n_heads, cfg.kv_heads, tape.b, cfg.head_size
         qw, kw = cfg.q_width, cfg.kv_width if self.own_kv else 0
-        for p in "qk" if cfg.k_eq_v else "qkv" if self.own_kv else "q":
+        for p in "q" if not self.own_kv else "qk" if cfg.k_eq_v else "qkv":
             tape.linear(f"attention/{p}", T * cfg.d_model * b, T, x)
         if cfg.attention_gate:
             tape.linear("attention/gate", T * cfg.d_model * b, T, x)
