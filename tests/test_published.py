@@ -2,10 +2,9 @@
 and benchmarks/heldout.yaml, those it is judged on and not calibrated on: the files parse, every case
 of the first cites one of the four named sources and every case of the second another source, each names
 a model and accelerator that exist, and every case is a valid `llmcalc time` invocation or is listed as
-refused. When a feature
-lands (--vpp, --dtype fp8, generate with a layout, ...), the refused cases it makes runnable fail here
-by name, so that their `refused` line is deleted and the benchmark counts them. The error bar itself is
-benchmarks/published.py's to print, not a test's."""
+refused. When a feature lands (--vpp, --dtype fp8, generate with a layout, ...), the refused cases it
+makes runnable fail here by name, so that their `refused` line is deleted and the benchmark counts them.
+The error itself is benchmarks/published.py's to print, not a test's."""
 
 import importlib.util
 import json

@@ -80,7 +80,7 @@ def test_a_user_yaml_gives_the_same_closed_forms(tmp_path, run):
         assert (mine["time_s"], mine["bound"], mine["bytes"]) == (bundled["time_s"], bundled["bound"], bundled["bytes"])
 
 
-def test_a_calibration_named_is_that_accelerators(tmp_path, run):
+def test_a_calibration_from_a_bundled_accelerator_is_its_own(tmp_path, run):
     """``from: h100`` in a file with the H100's figures gives the bundled h100's expected time (its
     fractions, read from h100.yaml); h200.yaml and a100-40gb.yaml take their chip's this way, and
     h100-96gb-500w.yaml the h100's with its own GEMM and flash attention fractions."""
