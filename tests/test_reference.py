@@ -500,7 +500,7 @@ def test_sparse_core_gradcheck(flash, with_sinks):
 @pytest.mark.parametrize("batch", [1, 2])
 def test_kv_sharing_saves_what_the_reference_saves(position, rotary, heads, kv_heads, batch):
     """A layer reusing K/V (kv_shared_layers) saves copies of them where eager's matmuls copy them and nothing
-    where they read the source's storages (analysis.model.kv_sharing._eager_copies): every layout of K and V
+    where they read the source's storages (analysis.model.attention.eager_kv_copies): every layout of K and V
     (RoPE none, whole, partial; K/V heads expanded or not; one sequence or two), eager, selective and flash."""
     raw = {"position": position, "norm": "rmsnorm", "activation": "swiglu", "n_layers": 3, "n_heads": heads,
            "n_kv_heads": kv_heads, "head_dim": 8, "d_model": 16, "sliding_window": 3,

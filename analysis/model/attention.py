@@ -176,16 +176,23 @@ class MHA(_Attention):
             tape.save("attention", T * (qw + 2 * kw) * b)
             _output(tape, cfg, T)
             return
-        k, v = self._eager_kv(spec, B, S)
+        # the batched matmuls save K and V: a copy (heads expanded, or B and g merged), else a view of the
+        # projection, which a layer without its own K and V does not hold (the source's storage, counted there)
+        copies = eager_kv_copies(B, S, h, g, spec.rope and cfg.rotary_dims < hd)
+        k, v = (T * (qw if copy else kw) for copy in copies)
         eager_core(tape, cfg, B, S, hd, k, v)
         _output(tape, cfg, T)  # heads merged back: a copy
 
-    def _eager_kv(self, spec: LayerSpec, B: int, S: int) -> tuple[int, int]:
-        """The K and V values eager attention's batched matmuls save: K/V heads are expanded to h; with
-        B = 1 and one K/V head the expansion stays a view of the projection."""
-        cfg = self.cfg
-        kv = B * S * (cfg.kv_width if B == 1 and cfg.kv_heads == 1 else cfg.q_width)
-        return kv, kv
+
+def eager_kv_copies(B: int, S: int, h: int, g: int, contiguous_k: bool) -> tuple[bool, bool]:
+    """Whether the batched matmuls of eager attention read copies of K and of V rather than their projections'
+    storages: K/V heads expanded to ``h`` are copied unless one head of one sequence; not expanded, a tensor
+    laid out (B, S, g, hd) and read (B, g, S, hd) is copied to merge B and g when all three exceed 1. K is so
+    laid out unless partial RoPE concatenated it (``contiguous_k``), V always."""
+    if h != g:
+        return (not (B == 1 and g == 1),) * 2
+    merge = B > 1 and g > 1 and S > 1
+    return merge and not contiguous_k, merge
 
 
 def rope_norms(cfg: ModelConfig, spec: LayerSpec) -> list[Norm]:

@@ -15,13 +15,8 @@ its own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .attention import MHA
 from .parts import Linear, Norm
-
-if TYPE_CHECKING:
-    from .layers import LayerSpec
 
 _KV = ("attention/k", "attention/v", "attention/k_norm", "attention/v_norm")  # what a reusing layer lacks
 
@@ -44,19 +39,3 @@ class Reuser(MHA):
 
     def norms(self) -> list[Norm]:
         return [n for n in super().norms() if n.key not in _KV]
-
-    def _eager_kv(self, spec: LayerSpec, B: int, S: int) -> tuple[int, int]:
-        cfg = self.cfg
-        k, v = _eager_copies(B, S, cfg.n_heads, cfg.kv_heads, spec.rope and cfg.rotary_dims < cfg.head_size)
-        return B * S * cfg.q_width * k, B * S * cfg.q_width * v  # a copy of its own, else the source's storage
-
-
-def _eager_copies(B: int, S: int, h: int, g: int, contiguous_k: bool) -> tuple[bool, bool]:
-    """Whether the batched matmuls of eager attention read copies of K and of V rather than the source's storages
-    (which the source's matmuls saved): K/V heads expanded to ``h`` are copied unless one head of one sequence; not
-    expanded, a tensor laid out (B, S, g, hd) and read (B, g, S, hd) is copied to merge B and g when all three
-    exceed 1. K is so laid out unless partial RoPE concatenated it (``contiguous_k``), V always."""
-    if h != g:
-        return (not (B == 1 and g == 1),) * 2
-    merge = B > 1 and g > 1 and S > 1
-    return merge and not contiguous_k, merge
