@@ -461,6 +461,25 @@ def test_a_full_disk_is_one_line():
 
 
 @pytest.mark.unit
+def test_leaving_without_teardown_loses_nothing(run, tmp_path):
+    """The console script leaves with os._exit when nothing needs the interpreter's teardown
+    (cli/__main__.py): output of any length arrives whole through a pipe, an exit handler registered
+    before the command still runs (the process exits normally), and so does a profiler's report."""
+    piped = llmcalc("params", "--json", timeout=300)
+    assert (piped.returncode, piped.stderr) == (0, b"")
+    assert json.loads(piped.stdout) == json.loads(run("params", "--json").stdout)
+    handler = "import atexit; atexit.register(print, 'exit handler ran'); " + MAIN
+    proc = subprocess.run([sys.executable, "-c", handler, "params", "gpt2-small", "--json"], capture_output=True,
+                          text=True, timeout=120)
+    assert (proc.returncode, proc.stdout.endswith("}\nexit handler ran\n")) == (0, True), proc.stdout[-200:]
+    script, report = tmp_path / "script.py", tmp_path / "profile.out"
+    script.write_text(MAIN.replace("; ", "\n"))
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(report), str(script), "params", "gpt2-small"],
+                          capture_output=True, timeout=120)
+    assert (proc.returncode, report.exists()) == (0, True), proc.stderr
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("encoding, name, shown", [
     ("utf-8", "mod\\udcffle", b"mod\\udcffle"),  # a lone surrogate, from a JSON escape
     ("ascii", "mod\u00e8le", b"mod\\xe8le"),  # an ASCII terminal
