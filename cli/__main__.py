@@ -10,7 +10,7 @@ A command leaves with ``os._exit`` once its output is flushed when nothing in th
 the interpreter's teardown (every module freed, a last collection: a tenth of an analytic command's
 run): no exit handler registered (torch's and matplotlib's are: verify, hardware calibrate and plot
 exit normally) and no profiler or tracer watching (cProfile and coverage write after the script
-returns)."""
+returns). No command that leaves so starts a thread (verify's checks run on one, with torch loaded)."""
 
 import atexit
 import gc
