@@ -1,6 +1,7 @@
 """The command line: one Typer application, one command per noun.
 
-Each command is a function in its own module, declared with Typer's options (:mod:`.options`).
+Each command is a function of a command module (``models`` and ``params`` share one, as do ``time``
+and ``hardware``), declared with Typer's options (:mod:`.options`).
 The group imports a command's module and has Typer build it only when the command line names it
 (click's lazily loaded subcommands), so ``llmcalc params`` loads neither the modules of the other
 commands nor the analysis they use: startup is within 1.3x of importing the CLI's own stack

@@ -19,7 +19,7 @@ from ..analysis.errors import shorten
 from ..analysis.load.catalog import HARDWARE_DIR, bundled_files, bundled_names
 from ..analysis.model.formats import WEIGHT_FORMATS
 from ..analysis.model.sizes import COMPUTE_DTYPES, DTYPE_BITS, MAX_INT
-from ..analysis.spec import ATTENTION_IMPLS, FP8_SCALINGS, MODES, OPTIMIZER_STATES, RECOMPUTE, applies
+from ..analysis.spec import ATTENTION_IMPLS, FP8_SCALINGS, MODES, OPTIMIZER_STATES, RECOMPUTE, ZERO_STAGES, applies
 from .errors import UsageError, flag
 from .report import FORMATS
 from .terminal import warn
@@ -144,7 +144,6 @@ Batches = Annotated[Counts, typer.Option("--batch", parser=counts, metavar="N[,N
 MicroBatches = Annotated[Counts, typer.Option(
     "--batch", "--micro-batch", parser=counts, metavar="N[,N...]", rich_help_panel=WORKLOAD,
     help="Sequences (with a parallel layout: each GPU's micro-batch), or a comma list (1,8,32): a row for each.")]
-Seq = Annotated[int, _count_option("--seq", "Tokens per sequence (one value).")]
 Mode = Annotated[Literal[MODES], typer.Option("--mode", help="The workload.", rich_help_panel=WORKLOAD)]
 Attention = Annotated[Literal[ATTENTION_IMPLS], typer.Option(
     "--attention", help="Attention kernel: eager (the score matrix) or flash (backward recomputes the scores).",
@@ -189,7 +188,8 @@ Vpp = Annotated[int, _count_option("--vpp", "train: model chunks per pipeline st
                                    "virtual pipeline stages); the micro-batches must be a multiple of --pp.", LAYOUT)]
 Dp = Annotated[int, _count_option("--dp", "Data-parallel GPUs; --batch is each GPU's micro-batch.", LAYOUT)]
 Ep = Annotated[int, _count_option("--ep", "Expert-parallel GPUs, out of the data-parallel ones (MoE).", LAYOUT)]
-Zero = Annotated[int, typer.Option("--zero", min=0, max=3, metavar="0-3", rich_help_panel=LAYOUT,
+Zero = Annotated[int, typer.Option("--zero", min=ZERO_STAGES[0], max=ZERO_STAGES[-1],
+                                   metavar=f"{ZERO_STAGES[0]}-{ZERO_STAGES[-1]}", rich_help_panel=LAYOUT,
                                    help="ZeRO stage over --dp: 1 optimizer state, 2 also gradients, 3 (FSDP) "
                                         "also weights.")]
 Sp = Annotated[bool, typer.Option("--sp", rich_help_panel=LAYOUT, help="Megatron sequence parallelism: "

@@ -123,7 +123,7 @@ def plan(
              "tokens/s and MFU expected"]
     if not n_found:
         notes.insert(0, f"no valid layout of {gpus:,} GPUs for {cfg.name}: the heads, layers or global batch do "
-                        "not divide (README \"llmcalc plan\")")
+                        "not divide (docs: \"llmcalc plan\")")
     elif not n_fit:
         notes.insert(0, f"no layout fits in {iec(hw.memory)}: more GPUs, a shorter --seq or a smaller "
                         "--global-batch")

@@ -211,7 +211,8 @@ def _utilization(u, measured: bool, run_tokens: Optional[float], expected: dict,
     tokens_per_s = u.tokens_per_s if measured else expected_tokens_per_s
     expected.update(tokens_per_s=tokens_per_s, mfu=u._replace(tokens_per_s=tokens_per_s).mfu)
     if run_tokens is not None:
-        expected.update(run_time_s=run_tokens / tokens_per_s, gpu_hours=run_tokens / tokens_per_s * u.gpus / 3600)
+        at = u._replace(tokens_per_s=tokens_per_s)
+        expected.update(run_time_s=at.run_time_s(run_tokens), gpu_hours=at.gpu_hours(run_tokens))
     out = {"utilization": {"tokens_per_s": u.tokens_per_s, "measured": measured, "gpus": u.gpus, "mfu": u.mfu,
                            "hfu": u.hfu, "mfu_6n": u.of(u.six_n_per_token), "mfu_palm": u.of(u.palm_per_token),
                            "model_flops_per_token": u.model_flops_per_token,
@@ -220,9 +221,6 @@ def _utilization(u, measured: bool, run_tokens: Optional[float], expected: dict,
         out["training_run"] = {"tokens": run_tokens, "gpus": u.gpus, "time_s": u.run_time_s(run_tokens),
                                "gpu_hours": u.gpu_hours(run_tokens)}
     return out
-
-
-STEP_PARTS = ("compute", "bubble", "communication", "optimizer")
 
 
 def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff: Efficiency, u, measured: bool,
@@ -392,7 +390,7 @@ def time_command(
     hw = load_hardware(hardware_spec)
     base = RunSpec("prefill" if generating else mode, None, 1, attention, recompute=given["recompute"] or "none",
                    dtype=dtype, fp8_scaling=fp8_scaling, weights_dtype=weights_dtype, kv_dtype=given["kv_dtype"],
-                   chunk=given["chunk"] if mode in ("prefill", "generate") else None, lora=lora,
+                   chunk=given["chunk"], lora=lora,
                    images=images, image_size=image_size)
     records, shown_runs = [], []
     for cfg, s, b in workloads(lora_models(models, lora), (prompt,) if generating else seq, batch):

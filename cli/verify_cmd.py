@@ -296,5 +296,5 @@ def _verify_layout(models: Optional[list[str]], cfgs: list, layout, seq: int, ba
     blocks.append(f"One process as rank 0 of a fake process group of {layout.gpus} GPUs: DTensor tensor-parallel "
                   "plans and FSDP2 (fully_shard per layer, then the root); FSDP2 needs real shards, so one fp32 "
                   "training step ran on the CPU on small real tensors. Collectives as CommDebugMode counts them; "
-                  "bytes are payloads (module docstring of analysis/comm.py).")
+                  "bytes are payloads (docs: \"Parallel layouts\", Conventions).")
     _conclude(records, models, _csv(records), blocks, fmt, junit)

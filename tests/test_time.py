@@ -382,6 +382,7 @@ def test_generate_expected_is_the_prefill_and_decode_steps_at_calibrated_rates()
     ("calibration:\n  from: b300", "calibration.from"),  # no such bundled accelerator
     ("calibration:\n  from: h200", "calibration.from"),  # h200's is itself from h100's: no chains
     ("calibration:\n  from: h100\n  gemm: 2", "calibration.gemm"),
+    ("calibration:\n  gemm_m0: 1.1e21", "calibration.gemm_m0"),  # sizes up to 10^21, as the peaks
 ])
 def test_a_bad_calibration_exits_2_naming_the_key(run, tmp_path, section, key):
     path = tmp_path / "bad.yaml"
@@ -390,6 +391,12 @@ def test_a_bad_calibration_exits_2_naming_the_key(run, tmp_path, section, key):
     assert result.exit_code == 2
     errors = [line for line in result.stderr.splitlines() if line]
     assert len(errors) == 1 and key in errors[0] and "bad.yaml" in errors[0], result.stderr
+
+
+def test_calibration_sizes_reach_the_bound_the_peaks_have(run, tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_text(H100_AS_USER_YAML + "calibration:\n  from: h100\n  gemm_m0: 1e21\n")
+    assert run("time", "gpt2-small", "--hardware", str(path)).exit_code == 0
 
 
 FP8, FP32 = 1_978_900_000_000_000, 66_900_000_000_000  # the H100 SXM datasheet: 1,978.9 TFLOP/s fp8, 66.9 fp32

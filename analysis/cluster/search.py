@@ -19,7 +19,7 @@ Enumerated (every combination the model allows, :func:`analysis.cluster.sharding
   without recomputation (a GPU's memory grows with ``b``: under 1F1B a stage keeps
   ``min(p - s, m)`` micro-batches, and ``b x m`` is fixed).
 
-A layout is kept when its peak GPU (:func:`analysis.memory.memory`) fits in the hardware's
+A layout is kept when its peak GPU (:func:`analysis.cluster.memory.memory`) fits in the hardware's
 memory; kept layouts are ranked by expected step time (:mod:`analysis.cluster.step`: calibrated
 compute, exposed communication), then by memory. With LoRA adapters every layout trains them on
 the frozen base (:mod:`analysis.cluster.sharding`). The candidates share one store of the work
@@ -130,7 +130,7 @@ def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch
                weights_dtype: str | None = None) -> list[Candidate]:
     """Every valid layout with its peak memory, and step time and MFU where it fits; fitting
     layouts first, fastest (expected) first. ``lora``: adapters on a frozen base stored as
-    ``weights_dtype`` (QLoRA), as :func:`analysis.memory.memory` and :func:`step` size them."""
+    ``weights_dtype`` (QLoRA), as :func:`analysis.cluster.memory.memory` and :func:`step` size them."""
     _check(cfg, gpus)
     out = []
     shared: dict = {}  # work the candidates share (memory, step)

@@ -1,6 +1,6 @@
 """Parallel layouts: what one GPU holds (DESIGN.md section 9).
 
-A :class:`Layout` splits a model over ``tp * pp * dp`` GPUs:
+A :class:`Layout` splits a model over ``tp * cp * pp * dp`` GPUs:
 
 - tensor parallel (Megatron), ``tp``: each GPU runs the same layer with ``h/tp`` query heads,
   ``g/tp`` KV heads (one head, replicated ``tp/g`` times, when ``tp > g``), ``1/tp`` of every
@@ -57,7 +57,7 @@ from ..count.lora import adapted
 from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
-from ..model.formats import WEIGHT_FORMATS
+from ..model.formats import ROUTERS, WEIGHT_FORMATS
 from ..model.layers import LayerSpec, layer_plan, layer_specs
 from ..model.parts import Norm
 from ..model.sizes import ceil_div
@@ -195,7 +195,7 @@ def _layer_tensors(layer: Block, ep: int) -> list[Tensor]:
     out = []
     for m in layer.linears():
         expert = m.key == "moe/experts"
-        if m.key.startswith("moe/") and m.key != "moe/router" and m.key != "moe/shared_expert_gate":
+        if m.key.startswith("moe/") and m.key not in ROUTERS:
             n = m.copies // ep if expert else m.copies
             out.append(Tensor(m.key, (n, m.d_in, m.d_out), expert))
             if m.bias:
@@ -274,7 +274,7 @@ def _adapter_tensors(cfg: ModelConfig, lora: LoRA, tp: int, ep: int) -> dict[Lay
             if m.key not in keys:
                 continue
             expert = m.key == "moe/experts"
-            if m.key.startswith("moe/") and m.key != "moe/router" and m.key != "moe/shared_expert_gate":
+            if m.key.startswith("moe/") and m.key not in ROUTERS:
                 n = m.copies // ep if expert else m.copies
                 out += [Tensor(m.key + "/lora_A", (n, r, m.d_in), expert),
                         Tensor(m.key + "/lora_B", (n, m.d_out, r), expert)]

@@ -1,8 +1,8 @@
 """A step on a cluster: each pipeline stage's compute, the pipeline bubble and the communication
-(DESIGN.md section 9; the layout's conventions are in :mod:`analysis.parallel`, the collectives in
-:mod:`analysis.comm`).
+(DESIGN.md section 9; the layout's conventions are in :mod:`analysis.cluster.sharding`, the collectives in
+:mod:`analysis.cluster.comm`).
 
-- compute: the roofline (:mod:`analysis.timing`) of one micro-batch on the TP rank's model. A
+- compute: the roofline (:mod:`analysis.perf.roofline`) of one micro-batch on the TP rank's model. A
   stage runs its share of the layers' time (by their forward matmul FLOPs, so uneven layer plans
   give uneven stages), the first stage also the embedding, the last the LM head and its
   soft-capping. The optimizer step runs once per step, on the stage's optimizer state (ZeRO-1 and

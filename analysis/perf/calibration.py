@@ -44,6 +44,7 @@ from ..model.formats import FORMATS
 from ..spec import RunSpec
 
 STREAMING = ("float", "fp8", "int8", "int4", "nf4")  # weight formats by the kernels that read them
+MAX_QUANTITY = 10**21  # a zettabyte, a zettaFLOP/s: far past any accelerator (a calibration's sizes too)
 
 
 class Calibration(NamedTuple):
@@ -66,19 +67,19 @@ class Calibration(NamedTuple):
     source: str = ""
 
     def gemm_eff(self, m: float, n: float, k: float) -> float:
-        return self.gemm * _sat(m, self.gemm_m0) * _sat(n, self.gemm_n0) * _sat(k, self.gemm_n0)
+        return self.gemm * saturated(m, self.gemm_m0) * saturated(n, self.gemm_n0) * saturated(k, self.gemm_n0)
 
     def flash_eff(self, rows: float, head_dim: float) -> float:
-        return self.flash * _sat(rows, self.flash_q0) * _sat(head_dim, self.flash_d0)
+        return self.flash * saturated(rows, self.flash_q0) * saturated(head_dim, self.flash_d0)
 
     def streaming_eff(self, fmt: str, nbytes: float) -> float:
-        return self.streaming[streaming_kind(fmt)] * _sat(nbytes, self.streaming_b0)
+        return self.streaming[streaming_kind(fmt)] * saturated(nbytes, self.streaming_b0)
 
 
 IDEAL = Calibration()
 
 
-def _sat(x: float, x0: float) -> float:
+def saturated(x: float, x0: float) -> float:
     """x / (x + x0): half at x0, 1 when x0 is 0 (the saturating form of every size effect)."""
     return x / (x + x0) if x0 else 1.0
 
@@ -265,8 +266,8 @@ def calibration_from_dict(raw: Any, where: Any, base: Calibration = IDEAL) -> Ca
 def _number(value: Any, key: str, where: Any, top: float | None) -> float:
     """A positive number, at most ``top`` (a fraction) when given; sizes may be 0."""
     ok = not isinstance(value, bool) and isinstance(value, (int, float)) and (
-        0 < value <= top if top is not None else 0 <= value < 1e21)
+        0 < value <= top if top is not None else 0 <= value <= MAX_QUANTITY)
     if not ok:
-        want = "a fraction in (0, 1]" if top is not None else "a number >= 0"
+        want = "a fraction in (0, 1]" if top is not None else "a number from 0 to 10^21"
         raise ConfigError(f"expected {want}, got {brief(value)}", *where(key))
     return float(value)

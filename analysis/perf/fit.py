@@ -39,10 +39,10 @@ from decimal import Decimal
 from itertools import product
 from typing import Any, NamedTuple, Sequence
 
-from .calibration import IDEAL, STREAMING, Calibration
+from ..model.sizes import bytes_per
+from .calibration import IDEAL, STREAMING, Calibration, saturated
 from .hardware import Hardware
 
-ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 GRID = (0.0, *(2 ** (i / 2) for i in range(33)))  # s0 of a shape: 0, then 1 .. 65,536 by half octaves
 BYTES_GRID = (0.0, *(2 ** (i / 2) for i in range(81)))  # s0 of a transfer: 0, then 1 B .. 1 TiB
 COMPUTE_BOUND = 0.5  # a run is compute-bound when its bytes at the fitted streaming rate take at most this of it
@@ -75,10 +75,6 @@ class Fitted(NamedTuple):
     base: str | None  # the base spec's name
 
 
-def _sat(x: float, x0: float) -> float:
-    return x / (x + x0) if x0 else 1.0
-
-
 def saturating(points: Sequence[tuple[tuple[float, ...], float]], groups: tuple[int, ...],
                cap: float, grid: tuple[float, ...] = GRID) -> tuple[float, tuple[float, ...]]:
     """``top`` and one ``s0`` per group (``groups[i]``: the group of the i-th size) of
@@ -88,7 +84,7 @@ def saturating(points: Sequence[tuple[tuple[float, ...], float]], groups: tuple[
     logs = [math.log(rate) for _, rate in points]
     best: tuple[float, float, tuple[float, ...]] | None = None
     for s0 in product(grid, repeat=n):
-        rest = [lr - sum(math.log(_sat(s, s0[g])) for s, g in zip(sizes, groups))
+        rest = [lr - sum(math.log(saturated(s, s0[g])) for s, g in zip(sizes, groups))
                 for lr, (sizes, _) in zip(logs, points)]
         top = min(math.exp(sum(rest) / len(rest)), cap)
         error = sum((r - math.log(top)) ** 2 for r in rest)
@@ -142,13 +138,13 @@ def fit(sweep: Sweep, base: Hardware | None) -> Fitted:
     notes["streaming_b0"] = notes["streaming.float"] = f"fitted on {len(copies)} copies"
 
     def memory_s(nbytes: float) -> float:
-        return nbytes / (stream_top * _sat(nbytes, b0))
+        return nbytes / (stream_top * saturated(nbytes, b0))
 
     size, seconds = sweep.elementwise
     elementwise = _fraction(3 * size / busy(seconds) / bandwidth)
     notes["elementwise"] = f"a + b = c of {size:,} bytes each"
 
-    elt = ELEMENT_BYTES[sweep.dtype]
+    elt = bytes_per(sweep.dtype)
     # (sizes, FLOP/s, bytes moved, busy seconds) of each run
     gemms = [((float(m), float(n), float(kk)), 2.0 * m * n * kk / busy(t), elt * (m * kk + kk * n + m * n), busy(t))
              for m, n, kk, t in sweep.gemm]

@@ -28,10 +28,9 @@ from .. import numbers
 from ..errors import ConfigError, brief
 from ..load.catalog import HARDWARE_DIR, bundled_files, read, unknown
 from ..load.files import read_text, read_yaml
-from .calibration import IDEAL, Calibration, calibration_from_dict
+from .calibration import IDEAL, MAX_QUANTITY, Calibration, calibration_from_dict
 
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
-MAX_QUANTITY = 10**21  # a zettabyte, a zettaFLOP/s: far past any accelerator
 
 
 class Hardware(NamedTuple):

@@ -244,12 +244,9 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALI
     return dataclasses.replace(total, run=run.executed())  # the whole prefill's, not its first chunk's
 
 
-def counts(r: Roofline) -> Counts:
-    return {k: (c.matmul_flops, c.elementwise_flops, c.bytes) for k, c in r.components.items()}
-
-
 def work_counts(cfg: ModelConfig, run: RunSpec) -> Counts:
-    """:func:`counts` of ``roofline(cfg, run, ...)`` without its times (no rates, no hardware)."""
+    """Each component's (matmul FLOPs, elementwise FLOPs, bytes) in ``roofline(cfg, run, ...)``, without
+    its times (no rates, no hardware)."""
     matmul, elementwise, moved = _work(cfg, run.resolve(cfg).executed())
     return {k: (matmul.get(k, 0), elementwise.get(k, 0), moved.get(k, 0))
             for k in dict.fromkeys([*matmul, *elementwise, *moved])}
@@ -327,7 +324,7 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
 
 class Utilization(NamedTuple):
     """MFU and HFU of a training run at ``tokens_per_s`` over ``gpus`` GPUs (PaLM, appendix B):
-    achieved FLOP/s / peak FLOP/s, with the FLOPs per token counted three ways."""
+    achieved FLOP/s / peak FLOP/s, with the FLOPs per token counted four ways."""
 
     tokens_per_s: float
     gpus: int

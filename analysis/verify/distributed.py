@@ -14,7 +14,7 @@ without communicating: shapes are right, values are not).
 FSDP2 refuses parameters on the meta device at its first forward, so the rank's shards are
 materialized on the CPU (small real tensors, fp32), and one training step runs there: forward,
 vocab-parallel cross-entropy, backward, one Adam step. Checked against the analytic figures of
-:mod:`analysis.parallel` and :mod:`analysis.comm`: rank 0's parameter, gradient and Adam-state
+:mod:`analysis.cluster.sharding` and :mod:`analysis.cluster.comm`: rank 0's parameter, gradient and Adam-state
 elements, and every collective ``CommDebugMode`` counts, by group and kind: calls and payload
 bytes.
 

@@ -11,7 +11,7 @@ Flash attention throughout (``F.scaled_dot_product_attention`` on a GPU), bf16 o
 on the CPU. On a GPU the time is taken with CUDA events; on the CPU with ``time.perf_counter``,
 which is how this path is tested without a GPU.
 
-Each phase reports the roofline time of :func:`analysis.timing.roofline` (ideal: efficiency 1)
+Each phase reports the roofline time of :func:`analysis.perf.roofline.roofline` (ideal: efficiency 1)
 against the measured one, the achieved FLOP/s (executed FLOPs, matmul and elementwise, over the
 measured time) and GB/s (the bytes of :mod:`analysis.traffic` over it) against the roofline's,
 and the fraction of the roofline reached (roofline time / measured time). These are reported,
