@@ -41,7 +41,8 @@ from .steps import Counts, count_sum, period, splits, thresholds, time_sum
 @dataclass(frozen=True)  # not a NamedTuple: + adds the work, it does not join tuples
 class Component:
     """One component's work on one accelerator and the time each roof gives it; its time is the
-    larger of the two (ideal), and with the calibrated rates and kernel latencies (expected)."""
+    larger of the two (ideal), and with the calibrated rates and kernel latencies (expected). The
+    work of several passes (a chunked prefill's chunks) takes the sum of each pass's time."""
 
     matmul_flops: int
     elementwise_flops: int
@@ -51,9 +52,13 @@ class Component:
     expected_compute_s: float
     expected_memory_s: float
     latency_s: float  # its kernels' fixed cost
+    # several passes: (ideal, expected) seconds, the sums of each pass's own (None: one pass, the times above)
+    passes_s: tuple[float, float] | None = None
 
     @property
     def expected_s(self) -> float:
+        if self.passes_s is not None:
+            return self.passes_s[1]
         return max(self.expected_compute_s, self.expected_memory_s) + self.latency_s
 
     @property
@@ -69,6 +74,8 @@ class Component:
 
     @property
     def time_s(self) -> float:
+        if self.passes_s is not None:
+            return self.passes_s[0]
         return max(self.compute_s, self.memory_s)
 
     @property
@@ -86,10 +93,12 @@ class Component:
         return self.flops / self.bytes if self.bytes else None
 
     def __add__(self, other: "Component") -> "Component":
+        """Two passes, one after the other: their work and their times add."""
         return Component(self.matmul_flops + other.matmul_flops, self.elementwise_flops + other.elementwise_flops,
                          self.bytes + other.bytes, self.compute_s + other.compute_s, self.memory_s + other.memory_s,
                          self.expected_compute_s + other.expected_compute_s,
-                         self.expected_memory_s + other.expected_memory_s, self.latency_s + other.latency_s)
+                         self.expected_memory_s + other.expected_memory_s, self.latency_s + other.latency_s,
+                         (self.time_s + other.time_s, self.expected_s + other.expected_s))
 
 
 ZERO = Component(0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -230,8 +239,12 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALI
     def spec(i: int) -> RunSpec:
         return last.replace(seq=(i + 1) * size, past=i * size, logits=False)
 
+    @functools.cache  # the counts' sum and each component's two time sums ask for the same chunks
     def chunk(i: int) -> Counts:
         return work_counts(cfg, spec(i))
+
+    def alone(key: str) -> Callable[[int], Counts]:
+        return lambda i: {key: chunk(i).get(key, (0, 0, 0))}
 
     margin = 4  # a chunk whose span comes this near a threshold is a piece of its own
     starts = {i + k for p in thresholds(cfg, run.batch, run.seq)
@@ -240,7 +253,13 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALI
     final = roofline(cfg, last.replace(past=(n - 1) * size), hw, eff)
     expected = _expected(cfg, spec((n - 2) // 2).resolve(cfg).executed(), hw, eff)
     peaks = _peaks(cfg, run, hw)
-    total = Roofline(run, {key: _component(*c, peaks(key), expected[key], n - 1) for key, c in summed.items()}) + final
+    components = {}
+    for key, c in summed.items():  # each chunk's time its own max: the chunks' times summed in closed form
+        part = _component(*c, peaks(key), expected[key], n - 1)
+        ideal = time_sum(alone(key), lambda i: peaks, 0, n - 2, starts)
+        calibrated = time_sum(alone(key), lambda i: lambda k: expected[k][:3], 0, n - 2, starts)
+        components[key] = dataclasses.replace(part, passes_s=(ideal, calibrated + part.latency_s))
+    total = Roofline(run, components) + final
     return dataclasses.replace(total, run=run.executed())  # the whole prefill's, not its first chunk's
 
 
