@@ -80,7 +80,7 @@ def hardware(fmt: Format = "table", json_out: Json = False) -> None:
     rows = [(h.name, iec(h.memory) if h.memory % 10**9 else f"{h.memory // 10**9} GB",
              si(h.memory_bandwidth, "B/s"), *(si(h.peak_flops[d], "FLOP/s") if d in h.peak_flops else "-"
                                                for d in ("bf16", "fp8")),
-             "yes" if h.calibration != IDEAL else "-", h.description) for h in specs]
+             "-" if d["calibration"] is None else "yes", h.description) for h, d in zip(specs, data)]
     table = Table([text_col("name", key=True), Col("memory"), Col("bandwidth"), Col("bf16 dense"),
                    Col("fp8 dense"), text_col("calibrated"), text_col("description", optional=True)], [rows],
                   "accelerators (sources: `llmcalc hardware --json`, or the YAML files)")
@@ -209,9 +209,9 @@ def _utilization(u, measured: bool, run_tokens: Optional[float], expected: dict,
     """The JSON of a training run's MFU and HFU, and of a whole run of ``run_tokens``; the expected
     throughput's (unless measured) into ``expected``."""
     tokens_per_s = u.tokens_per_s if measured else expected_tokens_per_s
-    expected.update(tokens_per_s=tokens_per_s, mfu=u._replace(tokens_per_s=tokens_per_s).mfu)
+    at = u._replace(tokens_per_s=tokens_per_s)
+    expected.update(tokens_per_s=tokens_per_s, mfu=at.mfu)
     if run_tokens is not None:
-        at = u._replace(tokens_per_s=tokens_per_s)
         expected.update(run_time_s=at.run_time_s(run_tokens), gpu_hours=at.gpu_hours(run_tokens))
     out = {"utilization": {"tokens_per_s": u.tokens_per_s, "measured": measured, "gpus": u.gpus, "mfu": u.mfu,
                            "hfu": u.hfu, "mfu_6n": u.of(u.six_n_per_token), "mfu_palm": u.of(u.palm_per_token),
