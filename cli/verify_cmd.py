@@ -197,6 +197,9 @@ def verify(
         problem = torch_problem()
         if problem:
             raise UsageError(problem)
+        from ..analysis.verify.meta_kernels import use_cpp_meta  # imports torch
+
+        use_cpp_meta(True)  # the meta device on torch's C++ shape functions: the same shapes, faster
         if against is not None:
             return _verify_against(models, cfgs, seq, batch, fmt, junit)
         if not layout.trivial:

@@ -35,13 +35,13 @@ def pytest_collection_modifyitems(config, items):
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session):
     """A unit-only run: torch made unimportable. A run with reference tests: the meta device on torch's
-    C++ meta functions (tests/meta_kernels.py: the same shapes, a fraction of the time)."""
+    C++ meta functions, as `llmcalc verify` runs it (analysis/verify/meta_kernels.py)."""
     if not session.items:  # pytest-xdist's controller: its workers collect and run the tests
         return
     if all(item.get_closest_marker("unit") for item in session.items):
         sys.modules["torch"] = None  # `import torch` now raises ImportError
     elif importlib.util.find_spec("torch") is not None:  # reference tests: torch on meta (imported here)
-        from tests.meta_kernels import use_cpp_meta
+        from llmcalc.analysis.verify.meta_kernels import use_cpp_meta
 
         use_cpp_meta(True)
 

@@ -18,6 +18,7 @@ from llmcalc.analysis.spec import RunSpec
 pytestmark = pytest.mark.reference
 
 against = pytest.importorskip("llmcalc.analysis.verify.against")
+use_cpp_meta = pytest.importorskip("llmcalc.analysis.verify.meta_kernels").use_cpp_meta
 pytest.importorskip("transformers")
 
 ARGS = ("--against", "transformers", "--seq", "16", "--batch", "1")
@@ -427,12 +428,10 @@ def test_gemma4_experts_beside_the_mlp_match_transformers(tmp_path):
 
 @pytest.mark.parametrize("model_type", ["deepseek_v3", "jamba", "qwen3_next"])
 def test_cpp_meta_kernels_measure_what_torchs_default_does(model_type, tmp_path):
-    """The tests run the meta device on torch's C++ meta functions (tests/meta_kernels.py), the
-    console script on torch's default Python ones: transformers' model (MLA and experts, the Mamba
-    scan, Gated DeltaNet) measures the same under both, every check's figures."""
+    """verify runs the meta device on torch's C++ meta functions (analysis/verify/meta_kernels.py),
+    over torch's default Python ones: transformers' model (MLA and experts, the Mamba scan, Gated
+    DeltaNet) measures the same under both, every check's figures."""
     from transformers import AutoConfig
-
-    from tests.meta_kernels import use_cpp_meta
 
     raw = AutoConfig.for_model(model_type, num_hidden_layers=4, **EXTRA.get(model_type, {})).to_dict()
     path = tmp_path / "config.json"
@@ -447,18 +446,17 @@ def test_cpp_meta_kernels_measure_what_torchs_default_does(model_type, tmp_path)
     assert measured[0] == measured[1] and all(c.ok for c in measured[1])
 
 
-def test_cpp_meta_kernels_verify_as_torchs_default_does(run, bundled_copy):
-    """The same for the reference modules: `verify`'s every check (parameters, FLOPs, activations, the
+def test_cpp_meta_kernels_verify_as_torchs_default_does(bundled_copy):
+    """The same for the reference modules: verify's every check (parameters, FLOPs, activations, the
     cache), for a model with a window, GQA and experts."""
-    from tests.meta_kernels import use_cpp_meta
+    from llmcalc.analysis.verify.report import verify
 
-    path = bundled_copy("mixtral-8x7b", 2)
+    cfg = load_model(str(bundled_copy("mixtral-8x7b", 2)))
     outputs = []
     for cpp in (False, True):
         use_cpp_meta(cpp)
         try:
-            outputs.append(run("verify", path, "--device", "meta", "--seq", "8", "--batch", "1", "--json"))
+            outputs.append(verify(cfg, "meta", 8, 1))
         finally:
             use_cpp_meta(True)
-    assert outputs[0].exit_code == outputs[1].exit_code == 0
-    assert json.loads(outputs[0].stdout) == json.loads(outputs[1].stdout)
+    assert outputs[0] == outputs[1] and all(c.ok for c in outputs[1])

@@ -46,6 +46,7 @@ from .measure import (
     measure_training,
     training_loss,
 )
+from .meta_kernels import cpp_meta, use_cpp_meta
 
 ATTENTION_KEYS = ("attention/scores", "attention/values")
 TORCH_BYTES = 2**63 - 1  # torch sizes tensors and storages in int64 bytes, on meta too
@@ -267,13 +268,14 @@ def verify_many(cfgs: list[ModelConfig], device: str, seq: int, batch: int, hw: 
     time. Ctrl-C: the workers are started with SIGINT ignored (inherited from their first
     instruction, so none prints a traceback while it starts) and terminated with the pool, which
     is taken down whole (SIGINT ignored meanwhile); call from the main thread. Every process
-    started is reaped before this returns or raises."""
+    started is reaped before this returns or raises. The workers' meta kernels are this process's
+    (:mod:`.meta_kernels`)."""
     if jobs == 1 or len(cfgs) == 1:
         yield from (verify(cfg, device, seq, batch, hw, lora) for cfg in cfgs)
         return
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(cfgs)))
+        pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(cfgs)), use_cpp_meta, (cpp_meta(),))
     finally:
         signal.signal(signal.SIGINT, previous)
     deepest_first = sorted(range(len(cfgs)), key=lambda i: -cfgs[i].n_layers)
