@@ -25,11 +25,14 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     """Every test is in exactly one tier (its module's ``pytestmark``, or its own mark in a module of
-    both). A run of unit tests only (``-m unit``) then fails any test that imports torch."""
+    both). A run of unit tests only (``-m unit``) then fails any test that imports torch. The tests
+    marked ``slow`` run first (in their order): under pytest-xdist no test of several seconds starts
+    last while the other worker has nothing left to run."""
     for item in items:
         tiers = [t for t in TIERS if item.get_closest_marker(t)]
         if len(tiers) != 1:
             raise pytest.UsageError(f"{item.nodeid}: marked {tiers or 'with no tier'}; one of {TIERS} (pyproject)")
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.hookimpl(trylast=True)
