@@ -40,7 +40,7 @@ from ..count.recompute import rerun_core, rerun_linears, rerun_ops
 from ..errors import ConfigError, SpecError, brief
 from ..model.architecture import build
 from ..model.config import ModelConfig
-from ..model.formats import FORMATS
+from ..model.formats import FORMATS, fp8_weights
 from ..spec import RunSpec
 
 STREAMING = ("float", "fp8", "int8", "int4", "nf4")  # weight formats by the kernels that read them
@@ -90,7 +90,9 @@ def streaming_kind(fmt: str) -> str:
         return "float"
     if fmt in FORMATS and FORMATS[fmt].dequantizes:  # bitsandbytes 4-bit: expands the matrix first
         return "nf4"
-    return next((k for k in ("fp8", "int8") if k in fmt), "int4")  # the rest: 4-bit (GPTQ, AWQ, MXFP4, int4)
+    if fp8_weights(fmt):
+        return "fp8"
+    return "int8" if "int8" in fmt else "int4"  # the rest: 4-bit (GPTQ, AWQ, MXFP4, int4)
 
 
 @dataclass(frozen=True)
