@@ -231,10 +231,24 @@ def collective_s(cal: Calibration, calls: int, sent: int, link: Link) -> float:
     return calls * alpha + sent / (link.rate * bus)
 
 
-_FRACTIONS = ("gemm", "fp8_rowwise", "flash", "elementwise", "bus_intra", "bus_inter", "overlap")
-_SIZES = {"gemm_m0": "gemm_m0", "gemm_n0": "gemm_n0", "flash_q0": "flash_q0", "flash_d0": "flash_d0",
-          "streaming_b0": "streaming_b0"}
-_MICROSECONDS = {"kernel_us": "kernel_s", "latency_intra_us": "latency_intra_s", "latency_inter_us": "latency_inter_s"}
+class Key(NamedTuple):
+    """How a ``calibration:`` key reads: into which :class:`Calibration` field, a fraction in (0, ``top``]
+    or (``top`` None) a quantity from 0 to :data:`MAX_QUANTITY`, in microseconds kept as seconds."""
+
+    field: str
+    top: float | None
+    microseconds: bool = False
+
+
+# The keys a ``calibration:`` section takes besides ``source`` (a line of text), in the order a written
+# one lists them (analysis.perf.fit); ``streaming`` holds a fraction for each of STREAMING.
+KEYS = {"gemm": Key("gemm", 1.0), "gemm_m0": Key("gemm_m0", None), "gemm_n0": Key("gemm_n0", None),
+        "fp8_rowwise": Key("fp8_rowwise", 1.0), "flash": Key("flash", 1.0), "flash_q0": Key("flash_q0", None),
+        "flash_d0": Key("flash_d0", None), "elementwise": Key("elementwise", 1.0),
+        "streaming": Key("streaming", 1.0), "streaming_b0": Key("streaming_b0", None),
+        "kernel_us": Key("kernel_s", None, True), "latency_intra_us": Key("latency_intra_s", None, True),
+        "latency_inter_us": Key("latency_inter_s", None, True), "bus_intra": Key("bus_intra", 1.0),
+        "bus_inter": Key("bus_inter", 1.0), "overlap": Key("overlap", 1.0)}
 
 
 def calibration_from_dict(raw: Any, where: Any, base: Calibration = IDEAL) -> Calibration:
@@ -242,7 +256,7 @@ def calibration_from_dict(raw: Any, where: Any, base: Calibration = IDEAL) -> Ca
     error."""
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping of efficiency parameters", *where("calibration"))
-    known = {*_FRACTIONS, *_SIZES, *_MICROSECONDS, "streaming", "source"}
+    known = {*KEYS, "source"}
     values: dict[str, Any] = {}
     for key, value in raw.items():
         name = f"calibration.{key}"
@@ -256,12 +270,10 @@ def calibration_from_dict(raw: Any, where: Any, base: Calibration = IDEAL) -> Ca
             if not isinstance(value, dict) or set(value) != set(STREAMING):
                 raise ConfigError(f"expected a fraction for each of {', '.join(STREAMING)}", *where(name))
             values["streaming"] = {k: _number(v, f"{name}.{k}", where, 1.0) for k, v in value.items()}
-        elif key in _FRACTIONS:
-            values[key] = _number(value, name, where, 1.0)
-        elif key in _SIZES:
-            values[_SIZES[key]] = _number(value, name, where, None)
         else:
-            values[_MICROSECONDS[key]] = _number(value, name, where, None) * 1e-6
+            spec = KEYS[key]
+            number = _number(value, name, where, spec.top)
+            values[spec.field] = number * 1e-6 if spec.microseconds else number
     return base._replace(**values)
 
 
