@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from .errors import SpecError, brief
 from .model.config import ModelConfig
-from .model.formats import WEIGHT_FORMATS
+from .model.formats import WEIGHT_FORMATS, fp8_weights
 from .model.sizes import COMPUTE_DTYPES, DTYPE_BITS, FLOAT_DTYPES, MAX_INT
 
 MODES = ("train", "prefill", "decode")
@@ -317,7 +317,7 @@ class RunSpec:
             text, image_size = seq, img.size
             seq += self.images * img.tokens
         weights = self.weights_dtype or (cfg.dtype if stored else dtype)
-        if fp8 and weights not in (*FLOAT_DTYPES, "fp8") and not weights.startswith("fp8-"):
+        if fp8 and weights not in FLOAT_DTYPES and not fp8_weights(weights):
             raise SpecError("dtype", f"fp8 (matmuls in fp8) reads float or fp8 weights, got {weights}: give "
                                      "--weights-dtype bf16 or an fp8 format")
         return dataclasses.replace(

@@ -13,7 +13,15 @@ import yaml
 
 from llmcalc.analysis.errors import SHORT, brief, shorten
 from llmcalc.analysis.load.catalog import HARDWARE_DIR, MODEL_DIR
-from llmcalc.analysis.load.files import MAX_FILE_BYTES, MAX_VALUES, _LibYAMLLoader, _PyLoader, _read
+from llmcalc.analysis.load.files import (
+    MAX_FILE_BYTES,
+    MAX_VALUES,
+    _LibYAMLLoader,
+    _PyLoader,
+    _read,
+    key_line,
+    read_yaml,
+)
 from tests.console import error_line
 
 BASE = "name: t\nvocab_size: 1000\ncontext_length: 64\nd_model: 64\nn_layers: 2\nn_heads: 4\nd_ff: 256\n"
@@ -157,6 +165,16 @@ def test_libyaml_and_pyyaml_read_every_bundled_file_alike():
     for path in files:
         text = path.read_text()
         assert _read(_LibYAMLLoader(text), "x") == _read(_PyLoader(text), "x"), path
+
+
+@pytest.mark.unit
+def test_each_key_reached_through_mappings_has_its_own_line():
+    """Nested keys by dotted path; a list's items have no path (their list's line names them); a
+    top-level key spelled with a dot keeps its own line."""
+    text = "a:\n  b: 1\n  c:\n    d: 2\ne:\n  - f: 3\n  - f: 4\ng.h: 5\ng:\n  h: 6\n"
+    lines = read_yaml(text, "x")[1]
+    assert lines == {"a": 1, "a.b": 2, "a.c": 3, "a.c.d": 4, "e": 5, "g.h": 8, "g": 9}
+    assert [key_line(lines, k) for k in ("a.c.d", "e.f", "a.c.x.y", "z")] == [4, 5, 3, None]
 
 
 @pytest.mark.unit

@@ -394,6 +394,71 @@ def test_a_bad_calibration_exits_2_naming_the_key(run, tmp_path, section, key):
     assert len(errors) == 1 and key in errors[0] and "bad.yaml" in errors[0], result.stderr
 
 
+# A calibrated spec, each line numbered in its comment: an error names the offending key's own line.
+NUMBERED_YAML = """\
+name: numbered  # 1
+memory: "80GB"  # 2
+memory_bandwidth: "3.35TB/s"  # 3
+peak_flops:  # 4
+  fp32: "66.9TFLOP/s"  # 5
+  bf16: "989.4TFLOP/s"  # 6
+source: "datasheet"  # 7
+calibration:  # 8
+  gemm: 0.8  # 9
+  gemm_m0: 64  # 10
+  streaming:  # 11
+    float: 0.8  # 12
+    fp8: 0.7  # 13
+    int8: 0.6  # 14
+    int4: 0.5  # 15
+    nf4: 0.4  # 16
+  kernel_us: 4  # 17
+"""
+FROM_YAML = NUMBERED_YAML.split("calibration:")[0] + """\
+calibration:  # 8
+  from: h100  # 9
+  source: "h100's, my links"  # 10
+  flash: 0.5  # 11
+  bus_inter: 0.9  # 12
+"""
+
+
+@pytest.mark.parametrize("text, old, new, line, key, message", [
+    (NUMBERED_YAML, "kernel_us: 4", "kernel_us: -1", 17, "calibration.kernel_us",
+     "expected a number from 0 to 10^21, got -1"),
+    (NUMBERED_YAML, "gemm_m0: 64", "gemm_m0: many", 10, "calibration.gemm_m0",
+     "expected a number from 0 to 10^21, got 'many'"),
+    (NUMBERED_YAML, "kernel_us: 4", "kernel_ms: 4", 17, "calibration.kernel_ms",
+     "unknown key (known: bus_inter, bus_intra, elementwise, flash, flash_d0, flash_q0, fp8_rowwise, gemm, gemm_m0, "
+     "gemm_n0, kernel_us, latency_inter_us, latency_intra_us, overlap, source, streaming, streaming_b0)"),
+    (NUMBERED_YAML, "int8: 0.6", "int8: 2", 14, "calibration.streaming.int8", "expected a fraction in (0, 1], got 2"),
+    (NUMBERED_YAML, "    int4: 0.5  # 15\n", "", 11, "calibration.streaming",
+     "expected a fraction for each of float, fp8, int8, int4, nf4"),
+    (NUMBERED_YAML, 'bf16: "989.4TFLOP/s"', "bf16: -3", 6, "peak_flops.bf16",
+     "expected a positive whole number of base units up to 10^21, got -3"),
+    (FROM_YAML, "bus_inter: 0.9", "bus_inter: 1.5", 12, "calibration.bus_inter",
+     "expected a fraction in (0, 1], got 1.5"),
+    (FROM_YAML, "from: h100", "from: h200", 9, "calibration.from",  # h200's is itself from h100's: no chains
+     "h200 has no calibration of its own to start from"),
+], ids=["kernel_us", "gemm_m0", "unknown", "streaming.int8", "streaming", "peak_flops.bf16", "from-bus_inter",
+        "from"])
+def test_a_bad_calibration_names_the_keys_own_line(run, tmp_path, text, old, new, line, key, message):
+    assert old in text
+    path = tmp_path / "numbered.yaml"
+    path.write_text(text.replace(old, new))
+    result = run("time", "gpt2-small", "--hardware", str(path))
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {path}:{line}: key '{key}': {message}\n"
+
+
+def test_the_numbered_specs_are_valid(run, tmp_path):
+    """The specs the test above breaks one key of are read as they are."""
+    for name, text in (("numbered.yaml", NUMBERED_YAML), ("from.yaml", FROM_YAML)):
+        path = tmp_path / name
+        path.write_text(text)
+        assert run("time", "gpt2-small", "--hardware", str(path)).exit_code == 0
+
+
 def test_calibration_sizes_reach_the_bound_the_peaks_have(run, tmp_path):
     path = tmp_path / "big.yaml"
     path.write_text(H100_AS_USER_YAML + "calibration:\n  from: h100\n  gemm_m0: 1e21\n")

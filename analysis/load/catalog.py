@@ -37,7 +37,7 @@ def bundled_files(folder: Path) -> list[str]:
 
 
 def read(path: Path) -> tuple[Any, dict[str, int]]:
-    """A YAML file and the line of each top-level key."""
+    """A YAML file and the line of each key (:func:`.files.read_yaml`)."""
     return read_yaml(read_text(path), str(path))
 
 

@@ -192,15 +192,38 @@ def _read(loader: _Bounded, source: str) -> tuple[Any, dict[str, int]]:
         if node is None:
             return None, {}
         _check_yaml(node, source)
-        lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if k.id == "scalar"} \
-            if node.id == "mapping" else {}
-        return loader.construct_document(node), lines
+        return loader.construct_document(node), _key_lines(node)
     finally:
         loader.dispose()
 
 
+def _key_lines(root) -> dict[str, int]:
+    """The line of each key reached through mappings alone, by its dotted path (``calibration.gemm_m0``),
+    from the composed nodes' marks (checked: no cycle, bounded); an item of a list has no path of its own.
+    A top-level key is never shadowed by a nested path of the same spelling (``a.b`` beside ``a: {b: }``)."""
+    lines: dict[str, int] = {}
+    stack = [(root, "")]
+    while stack:
+        node, prefix = stack.pop()
+        if node.id != "mapping":
+            continue
+        for key, value in node.value:
+            if key.id == "scalar":
+                lines.setdefault(prefix + key.value, key.start_mark.line + 1)
+                stack.append((value, prefix + key.value + "."))
+    return lines
+
+
+def key_line(lines: dict[str, int], key: str) -> int | None:
+    """The line of the dotted ``key`` in :func:`read_yaml`'s ``lines``, else of the nearest key holding it."""
+    while key not in lines and "." in key:
+        key = key.rsplit(".", 1)[0]
+    return lines.get(key)
+
+
 def read_yaml(text: str, source: str) -> tuple[Any, dict[str, int]]:
-    """The document and the line of each top-level key. ``yaml.safe_load`` in three steps:
+    """The document and the line of each key, nested ones by dotted path (:func:`key_line` finds
+    one). ``yaml.safe_load`` in three steps:
     compose the node graph (bounded), check it, construct it. A document libyaml refuses is read
     again by PyYAML's own parser, so an error is worded the same whether libyaml is there or not."""
     if yaml.__with_libyaml__:

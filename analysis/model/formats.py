@@ -100,6 +100,12 @@ FORMATS = {f.name: f for f in (
 WEIGHT_FORMATS = tuple(FORMATS)
 
 
+def fp8_weights(weights: str) -> bool:
+    """Whether weights stored as ``weights`` (a dtype or a format) are fp8 values: fp8 matmuls read them
+    without a cast (:mod:`analysis.perf.float8`), and kernels stream them as fp8."""
+    return weights == "fp8" or weights.startswith("fp8-")
+
+
 def quantized(key: str, skip: tuple[str, ...]) -> bool:
     """Whether a linear of breakdown key ``key`` is quantized when ``skip`` is kept."""
     return not any(key == s or key.startswith(s + "/") for s in skip)

@@ -40,7 +40,7 @@ from ..count.recompute import rerun_core, rerun_linears, rerun_ops
 from ..errors import ConfigError, SpecError, brief
 from ..model.architecture import build
 from ..model.config import ModelConfig
-from ..model.formats import FORMATS
+from ..model.formats import FORMATS, fp8_weights
 from ..spec import RunSpec
 
 STREAMING = ("float", "fp8", "int8", "int4", "nf4")  # weight formats by the kernels that read them
@@ -90,7 +90,9 @@ def streaming_kind(fmt: str) -> str:
         return "float"
     if fmt in FORMATS and FORMATS[fmt].dequantizes:  # bitsandbytes 4-bit: expands the matrix first
         return "nf4"
-    return next((k for k in ("fp8", "int8") if k in fmt), "int4")  # the rest: 4-bit (GPTQ, AWQ, MXFP4, int4)
+    if fp8_weights(fmt):
+        return "fp8"
+    return "int8" if "int8" in fmt else "int4"  # the rest: 4-bit (GPTQ, AWQ, MXFP4, int4)
 
 
 @dataclass(frozen=True)
@@ -229,10 +231,24 @@ def collective_s(cal: Calibration, calls: int, sent: int, link: Link) -> float:
     return calls * alpha + sent / (link.rate * bus)
 
 
-_FRACTIONS = ("gemm", "fp8_rowwise", "flash", "elementwise", "bus_intra", "bus_inter", "overlap")
-_SIZES = {"gemm_m0": "gemm_m0", "gemm_n0": "gemm_n0", "flash_q0": "flash_q0", "flash_d0": "flash_d0",
-          "streaming_b0": "streaming_b0"}
-_MICROSECONDS = {"kernel_us": "kernel_s", "latency_intra_us": "latency_intra_s", "latency_inter_us": "latency_inter_s"}
+class Key(NamedTuple):
+    """How a ``calibration:`` key reads: into which :class:`Calibration` field, a fraction in (0, ``top``]
+    or (``top`` None) a quantity from 0 to :data:`MAX_QUANTITY`, in microseconds kept as seconds."""
+
+    field: str
+    top: float | None
+    microseconds: bool = False
+
+
+# The keys a ``calibration:`` section takes besides ``source`` (a line of text), in the order a written
+# one lists them (analysis.perf.fit); ``streaming`` holds a fraction for each of STREAMING.
+KEYS = {"gemm": Key("gemm", 1.0), "gemm_m0": Key("gemm_m0", None), "gemm_n0": Key("gemm_n0", None),
+        "fp8_rowwise": Key("fp8_rowwise", 1.0), "flash": Key("flash", 1.0), "flash_q0": Key("flash_q0", None),
+        "flash_d0": Key("flash_d0", None), "elementwise": Key("elementwise", 1.0),
+        "streaming": Key("streaming", 1.0), "streaming_b0": Key("streaming_b0", None),
+        "kernel_us": Key("kernel_s", None, True), "latency_intra_us": Key("latency_intra_s", None, True),
+        "latency_inter_us": Key("latency_inter_s", None, True), "bus_intra": Key("bus_intra", 1.0),
+        "bus_inter": Key("bus_inter", 1.0), "overlap": Key("overlap", 1.0)}
 
 
 def calibration_from_dict(raw: Any, where: Any, base: Calibration = IDEAL) -> Calibration:
@@ -240,7 +256,7 @@ def calibration_from_dict(raw: Any, where: Any, base: Calibration = IDEAL) -> Ca
     error."""
     if not isinstance(raw, dict):
         raise ConfigError("expected a mapping of efficiency parameters", *where("calibration"))
-    known = {*_FRACTIONS, *_SIZES, *_MICROSECONDS, "streaming", "source"}
+    known = {*KEYS, "source"}
     values: dict[str, Any] = {}
     for key, value in raw.items():
         name = f"calibration.{key}"
@@ -254,12 +270,10 @@ def calibration_from_dict(raw: Any, where: Any, base: Calibration = IDEAL) -> Ca
             if not isinstance(value, dict) or set(value) != set(STREAMING):
                 raise ConfigError(f"expected a fraction for each of {', '.join(STREAMING)}", *where(name))
             values["streaming"] = {k: _number(v, f"{name}.{k}", where, 1.0) for k, v in value.items()}
-        elif key in _FRACTIONS:
-            values[key] = _number(value, name, where, 1.0)
-        elif key in _SIZES:
-            values[_SIZES[key]] = _number(value, name, where, None)
         else:
-            values[_MICROSECONDS[key]] = _number(value, name, where, None) * 1e-6
+            spec = KEYS[key]
+            number = _number(value, name, where, spec.top)
+            values[spec.field] = number * 1e-6 if spec.microseconds else number
     return base._replace(**values)
 
 

@@ -40,7 +40,7 @@ from itertools import product
 from typing import Any, NamedTuple, Sequence
 
 from ..model.sizes import bytes_per
-from .calibration import IDEAL, STREAMING, Calibration, saturated
+from .calibration import IDEAL, KEYS, STREAMING, Calibration, saturated
 from .hardware import Hardware
 
 GRID = (0.0, *(2 ** (i / 2) for i in range(33)))  # s0 of a shape: 0, then 1 .. 65,536 by half octaves
@@ -227,13 +227,13 @@ def fit(sweep: Sweep, base: Hardware | None) -> Fitted:
 
 
 def calibration_values(cal: Calibration) -> dict[str, Any]:
-    """The ``calibration:`` section's keys and values, as the YAML writes them."""
-    return {"gemm": cal.gemm, "gemm_m0": cal.gemm_m0, "gemm_n0": cal.gemm_n0, "fp8_rowwise": cal.fp8_rowwise,
-            "flash": cal.flash,
-            "flash_q0": cal.flash_q0, "flash_d0": cal.flash_d0, "elementwise": cal.elementwise,
-            "streaming": dict(cal.streaming), "streaming_b0": cal.streaming_b0, "kernel_us": cal.kernel_s * 1e6,
-            "latency_intra_us": cal.latency_intra_s * 1e6, "latency_inter_us": cal.latency_inter_s * 1e6,
-            "bus_intra": cal.bus_intra, "bus_inter": cal.bus_inter, "overlap": cal.overlap}
+    """The ``calibration:`` section's keys (:data:`~analysis.perf.calibration.KEYS`) and values, as the YAML
+    writes them."""
+    out: dict[str, Any] = {}
+    for key, spec in KEYS.items():
+        value = getattr(cal, spec.field)
+        out[key] = dict(value) if key == "streaming" else value * 1e6 if spec.microseconds else value
+    return out
 
 
 def _number(x: float) -> str:

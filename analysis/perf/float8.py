@@ -42,7 +42,7 @@ gathered in bf16, as in a bf16 run.
 from ..count.flops import linear_rows
 from ..model.architecture import build
 from ..model.config import ModelConfig
-from ..model.formats import ROUTERS
+from ..model.formats import ROUTERS, fp8_weights
 from ..model.sizes import bytes_per
 from ..spec import RunSpec
 
@@ -66,7 +66,7 @@ def casts(cfg: ModelConfig, run: RunSpec, shard: int = 1) -> tuple[int, int]:
     train, rowwise = run.mode == "train", run.fp8_scaling == "rowwise"
     hp, layouts = bytes_per(run.dtype), 2 if train else 1
     forwards = 1 + (train and run.recompute in ("op", "full"))  # op keeps no fp8 matmul's output
-    stored = None if run.weights_dtype == "fp8" or run.weights_dtype.startswith("fp8-") else run.weights_dtype
+    stored = None if fp8_weights(run.weights_dtype) else run.weights_dtype
     axes = 2 if rowwise and train else 1  # values cast per value
     act = 6 if rowwise and train else hp + layouts  # bytes per activation or gradient value
     wbytes = 0 if stored is None else (4 * bytes_per(stored) + 2 if rowwise and train else

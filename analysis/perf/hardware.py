@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from .. import numbers
 from ..errors import ConfigError, brief
 from ..load.catalog import HARDWARE_DIR, bundled_files, read, unknown
-from ..load.files import read_text, read_yaml
+from ..load.files import key_line, read_text, read_yaml
 from .calibration import IDEAL, MAX_QUANTITY, Calibration, calibration_from_dict
 
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -94,7 +94,7 @@ def hardware_from_dict(raw: Any, source: str, lines: dict[str, int] | None = Non
             raise ConfigError("missing required key", source, key)
 
     def at(key: str) -> tuple[str, str, int | None]:
-        return source, key, lines.get(key.split(".")[0])
+        return source, key, key_line(lines, key)
 
     def text(key: str, default: str = "") -> str:
         value = raw.get(key, default)
@@ -143,8 +143,7 @@ def _calibration(value: Any, at: Any) -> Calibration:
     own = raw.get("calibration")
     if not isinstance(own, dict) or "from" in own:
         raise ConfigError(f"{name} has no calibration of its own to start from", *at("calibration.from"))
-    base = calibration_from_dict(own, lambda key: (f"model_configs/hardware/{name}.yaml", key,
-                                                   lines.get(key.split(".")[0])))
+    base = calibration_from_dict(own, lambda key: (f"model_configs/hardware/{name}.yaml", key, key_line(lines, key)))
     rest = {k: v for k, v in value.items() if k != "from"}
     cal = calibration_from_dict(rest, at, base)
     return cal if "source" in rest else cal._replace(source=f"{name}'s: {base.source}")
