@@ -53,6 +53,7 @@ from ..count.recompute import rerun_linears
 from ..errors import ConfigError
 from ..model.architecture import build
 from ..model.config import ModelConfig
+from ..model.formats import ROUTERS
 from ..perf.calibration import Efficiency, Link, collective_s
 from ..perf.float8 import CASTS, casts
 from ..perf.hardware import Hardware
@@ -420,10 +421,11 @@ def _async_tp(local: ModelConfig, run: RunSpec, cs: list[Collective], times: lis
 
 
 def _region_linears(local: ModelConfig) -> tuple[set[str], set[str]]:
-    """The linears of the attention and of the FFN tensor-parallel regions, by component."""
+    """The linears of the attention and of the FFN tensor-parallel regions, by component: not the
+    routers (:data:`ROUTERS`, the shared-expert gate with them), which every TP rank holds whole."""
     keys = {m.key for _, block in build(local).blocks for m in block.linears()}
     return ({k for k in keys if k.startswith("attention/")},
-            {k for k in keys if k.startswith(("mlp/", "moe/")) and k != "moe/router"})
+            {k for k in keys if k.startswith(("mlp/", "moe/")) and k not in ROUTERS})
 
 
 def _exposed(cs: list[Collective], times: list[float], micro_s: float, m: int, overlap: float,
