@@ -20,7 +20,7 @@ from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.kvcache import kv_cache
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import SpecError
-from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.load.catalog import load_bundled, load_text
 from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import decode_sums, roofline
 from llmcalc.analysis.spec import Layout, RunSpec
@@ -310,6 +310,49 @@ def test_async_tp_hides_each_regions_collectives_behind_its_linears():
     assert overlapped.time_s < vanilla.time_s and overlapped.time_s <= overlapped.expected.time_s
     with pytest.raises(SpecError, match="needs --sp"):
         Layout(tp=8, async_tp=True)
+
+
+QWEN_MOE_TINY = """name: qwen-moe-tiny
+vocab_size: 1024
+context_length: 4096
+d_model: 1024
+n_layers: 2
+n_heads: 8
+d_ff: 64
+activation: swiglu
+norm: rmsnorm
+position: rope
+qkv_bias: true
+moe:
+  num_experts: 4
+  experts_per_token: 1
+  expert_d_ff: 64
+  shared_experts: 1
+  shared_expert_d_ff: 64
+  shared_expert_gate: true
+"""
+
+
+def test_async_tp_hides_nothing_behind_the_replicated_router_and_shared_expert_gate():
+    """--async-tp on a Qwen-MoE-style layer: the FFN region's collectives hide behind its
+    tensor-parallel linears alone, the routed and shared experts (split over tp); the router (d -> E)
+    and the shared expert's sigmoid gate (d -> 1) are whole on every rank, as Megatron-LM's
+    SharedExpertMLP keeps ``gate_weight``. Small experts beside a wide d_model: the FFN region's
+    collectives outlast its linears, so the gate's time would hide more of them."""
+    cfg, hw = load_text(QWEN_MOE_TINY, "qwen-moe-tiny.yaml"), load_hardware("h100")
+    run = RunSpec("train", 1024, 1, layout=Layout(tp=4, sp=True, micro_batches=1))
+    vanilla = step(cfg, run, hw)
+    overlapped = step(cfg, run.replace(layout=Layout(tp=4, sp=True, micro_batches=1, async_tp=True)), hw)
+    regions = ("tp region outputs", "tp region input gradients")
+    comm = sum(t for c, t in zip(vanilla.collectives, vanilla.expected.collectives_s) if c.what in regions) / 2
+    parts = vanilla.components
+    attention = sum(parts[k].expected_s for k in ("attention/q", "attention/k", "attention/v", "attention/o"))
+    ffn = parts["moe/experts"].expected_s + parts["moe/shared_experts"].expected_s
+    gate = parts["moe/shared_expert_gate"].expected_s
+    assert 3 / 4 * 2 / 3 * ffn < 3 / 4 * 2 / 3 * (ffn + gate) < comm  # the gate would change the figure
+    hidden = sum(min(comm, 3 / 4 * 2 / 3 * mm) for mm in (attention, ffn))
+    assert overlapped.expected.parts_s["communication"] == pytest.approx(
+        vanilla.expected.parts_s["communication"] - hidden, rel=1e-12)
 
 
 def test_op_reruns_the_all_gathers_and_keeps_the_reduce_scattered_outputs():

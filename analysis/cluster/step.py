@@ -53,6 +53,7 @@ from ..count.recompute import rerun_linears
 from ..errors import ConfigError
 from ..model.architecture import build
 from ..model.config import ModelConfig
+from ..model.formats import ROUTERS
 from ..perf.calibration import Efficiency, Link, collective_s
 from ..perf.float8 import CASTS, casts
 from ..perf.hardware import Hardware
@@ -82,17 +83,15 @@ class Step(NamedTuple):
         return self.run.layout.steps
 
     def slot_s(self, stage: int) -> float:
-        """One pipeline slot of ``stage``: a micro-batch's compute and communication."""
-        return self.compute_s[stage] + self.comm_s[stage] / self.micro_batches
+        return slot_s(self.compute_s[stage], self.comm_s[stage], self.micro_batches)
 
     @property
     def idle_slots(self) -> float:
-        """Slots of the slowest stage the pipeline idles: ``p - 1``, ``(p - 1) / v`` interleaved."""
-        return (self.run.layout.pp - 1) / self.run.layout.vpp
+        return idle_slots(self.run.layout)
 
     @property
     def bubble_s(self) -> float:
-        return self.idle_slots * self.slot_s(self.stage)
+        return self.parts_s["bubble"]
 
     @property
     def bubble(self) -> float:
@@ -102,12 +101,11 @@ class Step(NamedTuple):
 
     @property
     def communication_s(self) -> float:
-        return self.comm_s[self.stage] + self.drain_comm_s
+        return self.parts_s["communication"]
 
     @property
     def time_s(self) -> float:
-        m = self.micro_batches
-        return m * self.compute_s[self.stage] + self.bubble_s + self.communication_s + self.optimizer_s
+        return sum(self.parts_s.values())
 
     @property
     def compute(self) -> Roofline:
@@ -116,10 +114,7 @@ class Step(NamedTuple):
 
     @property
     def parts_s(self) -> dict[str, float]:
-        """The step's time in four parts: the slowest stage's compute for every micro-batch, the
-        pipeline bubble, the communication it waits for, the optimizer step."""
-        return {"compute": self.micro_batches * self.compute_s[self.stage], "bubble": self.bubble_s,
-                "communication": self.communication_s, "optimizer": self.optimizer_s}
+        return _parts_s(self)
 
     @property
     def tokens(self) -> int:
@@ -153,20 +148,42 @@ class Expected(NamedTuple):
     @property
     def stage(self) -> int:
         """The stage with the longest expected slot: it sets the pipeline's pace."""
-        return max(range(len(self.compute_s)), key=self.slot_s)
+        return pacing_stage(self.compute_s, self.comm_s, self.micro_batches)
 
     def slot_s(self, stage: int) -> float:
-        return self.compute_s[stage] + self.comm_s[stage] / self.micro_batches
+        return slot_s(self.compute_s[stage], self.comm_s[stage], self.micro_batches)
 
     @property
     def parts_s(self) -> dict[str, float]:
-        s = self.stage
-        return {"compute": self.micro_batches * self.compute_s[s], "bubble": self.idle_slots * self.slot_s(s),
-                "communication": self.comm_s[s] + self.drain_comm_s, "optimizer": self.optimizer_s}
+        return _parts_s(self)
 
     @property
     def time_s(self) -> float:
         return sum(self.parts_s.values())
+
+
+def slot_s(compute_s: float, comm_s: float, micro_batches: int) -> float:
+    """One pipeline slot of a stage: a micro-batch's compute and its share of the stage's exposed
+    per-micro-batch communication over the step (module docstring)."""
+    return compute_s + comm_s / micro_batches
+
+
+def pacing_stage(compute_s: tuple[float, ...], comm_s: tuple[float, ...], micro_batches: int) -> int:
+    """The stage with the longest :func:`slot_s`: it sets the pipeline's pace."""
+    return max(range(len(compute_s)), key=lambda s: slot_s(compute_s[s], comm_s[s], micro_batches))
+
+
+def idle_slots(layout: Layout) -> float:
+    """Slots of the pacing stage the pipeline idles: ``p - 1``, ``(p - 1) / v`` interleaved."""
+    return (layout.pp - 1) / layout.vpp
+
+
+def _parts_s(p: "Step | Expected") -> dict[str, float]:
+    """A step's time in four parts: the pacing stage's compute for every micro-batch, the pipeline
+    bubble (its idle slots), the communication it waits for, the optimizer step."""
+    s = p.stage
+    return {"compute": p.micro_batches * p.compute_s[s], "bubble": p.idle_slots * p.slot_s(s),
+            "communication": p.comm_s[s] + p.drain_comm_s, "optimizer": p.optimizer_s}
 
 
 def link(hw: Hardware, layout: Layout, group: str) -> Link:
@@ -231,9 +248,9 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
         stage_figures.append(per_stage[key])
     (stage_parts, computes, comms, drains, opts, stage_cs, e_computes, e_collectives, e_comms, e_drains,
      e_opts) = map(tuple, zip(*stage_figures))
-    slowest = max(range(layout.pp), key=lambda s: computes[s] + comms[s] / m)  # it sets the pipeline's pace
+    slowest = pacing_stage(computes, comms, m)
     expected = Expected(e_computes, e_comms, max(e_drains), max(e_opts), e_collectives[slowest], m,
-                        (layout.pp - 1) / layout.vpp)
+                        idle_slots(layout))
     return Step(run, computes, comms, max(drains), max(opts), stage_cs[slowest], slowest,
                 stage_parts[slowest], expected)
 
@@ -252,7 +269,7 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
     layout = run.layout
     shared = {} if shared is None else shared
     micros = stage_floors(cfg, run, hw, eff, shared, layout.pp, layout.vpp)
-    m, slots = layout.steps, layout.steps + (layout.pp - 1) / layout.vpp
+    m, slots = layout.steps, layout.steps + idle_slots(layout)
     compute = slots * max(micros.values()) * (1 - MARGIN)
     if not comm:
         return compute, 0.0
@@ -267,7 +284,7 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
                     per += t
                 else:
                     at_once += t
-    return compute, (slots * (micros[key] + per / m) + at_once) * (1 - MARGIN)
+    return compute, (slots * slot_s(micros[key], per, m) + at_once) * (1 - MARGIN)
 
 
 def _timed(hw: Hardware, layout: Layout, group_key: tuple, group: tuple[Collective, ...],
@@ -404,10 +421,11 @@ def _async_tp(local: ModelConfig, run: RunSpec, cs: list[Collective], times: lis
 
 
 def _region_linears(local: ModelConfig) -> tuple[set[str], set[str]]:
-    """The linears of the attention and of the FFN tensor-parallel regions, by component."""
+    """The linears of the attention and of the FFN tensor-parallel regions, by component: not the
+    routers (:data:`ROUTERS`, the shared-expert gate with them), which every TP rank holds whole."""
     keys = {m.key for _, block in build(local).blocks for m in block.linears()}
     return ({k for k in keys if k.startswith("attention/")},
-            {k for k in keys if k.startswith(("mlp/", "moe/")) and k != "moe/router"})
+            {k for k in keys if k.startswith(("mlp/", "moe/")) and k not in ROUTERS})
 
 
 def _exposed(cs: list[Collective], times: list[float], micro_s: float, m: int, overlap: float,
