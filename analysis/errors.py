@@ -52,6 +52,14 @@ class ConfigError(ValueError):
                          + shorten(message, 4 * LONG))
 
 
+def key_line(lines: dict[str, int], key: str) -> int | None:
+    """The line of the dotted ``key`` (``moe.step``) in a file's key lines (``load.files.read_yaml``'s),
+    else of the nearest key holding it (a JSON file's, or a YAML list's items: their holder's)."""
+    while key not in lines and "." in key:
+        key = key.rsplit(".", 1)[0]
+    return lines.get(key)
+
+
 class UnmappedModelType(ConfigError):
     """A config.json whose ``model_type`` no mapper reads. It carries the file's mapping and the
     model's name, so that `llmcalc params` can count it through transformers' own model instead

@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from llmcalc.analysis.errors import SHORT, brief, shorten
+from llmcalc.analysis.errors import SHORT, brief, key_line, shorten
 from llmcalc.analysis.load.catalog import HARDWARE_DIR, MODEL_DIR
 from llmcalc.analysis.load.files import (
     MAX_FILE_BYTES,
@@ -19,7 +19,6 @@ from llmcalc.analysis.load.files import (
     _LibYAMLLoader,
     _PyLoader,
     _read,
-    key_line,
     read_yaml,
 )
 from tests.console import error_line

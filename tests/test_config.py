@@ -304,7 +304,7 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
      [":9: key 'moe.beside_mlp': is modeled in a sequential block with norm_placement pre or sandwich"]),
     (BASE + MOE + ", shared_expert: 1}\n",
      [":8: key 'moe.shared_expert': unknown key (did you mean 'shared_experts'?)"]),
-    (BASE + "moe:\n  num_experts: 4\n  experts_per_token: 0\n", [":8: key 'moe.experts_per_token': must be >= 1"]),
+    (BASE + "moe:\n  num_experts: 4\n  experts_per_token: 0\n", [":10: key 'moe.experts_per_token': must be >= 1"]),
     (BASE + MOE + ", shared_expert_d_ff: 32}\n",
      [":8: key 'moe.shared_expert_d_ff': applies only to moe.shared_experts >= 1"]),
     (BASE + "sliding_window: 4\nlayer_types: [full, full]\n",

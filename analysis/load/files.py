@@ -214,16 +214,9 @@ def _key_lines(root) -> dict[str, int]:
     return lines
 
 
-def key_line(lines: dict[str, int], key: str) -> int | None:
-    """The line of the dotted ``key`` in :func:`read_yaml`'s ``lines``, else of the nearest key holding it."""
-    while key not in lines and "." in key:
-        key = key.rsplit(".", 1)[0]
-    return lines.get(key)
-
-
 def read_yaml(text: str, source: str) -> tuple[Any, dict[str, int]]:
-    """The document and the line of each key, nested ones by dotted path (:func:`key_line` finds
-    one). ``yaml.safe_load`` in three steps:
+    """The document and the line of each key, nested ones by dotted path (:func:`~analysis.errors.key_line`
+    finds one). ``yaml.safe_load`` in three steps:
     compose the node graph (bounded), check it, construct it. A document libyaml refuses is read
     again by PyYAML's own parser, so an error is worded the same whether libyaml is there or not."""
     if yaml.__with_libyaml__:

@@ -16,7 +16,7 @@ from dataclasses import field
 from importlib import import_module
 from typing import Any, Callable
 
-from ..errors import ConfigError, brief
+from ..errors import ConfigError, brief, key_line
 from .sizes import MAX_INT
 
 
@@ -33,10 +33,9 @@ class Checker:
         self.source, self.lines, self.prefix = source, lines, prefix
 
     def fail(self, key: str | None, message: str):
-        """Raise for ``key`` (``moe.step`` names a nested key; its line is that of ``moe``)."""
+        """Raise for ``key`` (``moe.step`` names a nested key, and its own line)."""
         full = self.prefix + key if key else None
-        line = self.lines.get(full.split(".")[0]) if full else None
-        raise ConfigError(message, self.source, full, line)
+        raise ConfigError(message, self.source, full, key_line(self.lines, full) if full else None)
 
     def nested(self, key: str) -> "Checker":
         return Checker(self.source, self.lines, self.prefix + key + ".")

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import numbers
-from ..errors import ConfigError, brief
+from ..errors import ConfigError, brief, key_line
 from ..load.catalog import HARDWARE_DIR, bundled_files, read, unknown
-from ..load.files import key_line, read_text, read_yaml
+from ..load.files import read_text, read_yaml
 from .calibration import IDEAL, MAX_QUANTITY, Calibration, calibration_from_dict
 
 PEAK_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
