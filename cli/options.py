@@ -19,7 +19,15 @@ from ..analysis.errors import shorten
 from ..analysis.load.catalog import HARDWARE_DIR, bundled_files, bundled_names
 from ..analysis.model.formats import WEIGHT_FORMATS
 from ..analysis.model.sizes import COMPUTE_DTYPES, DTYPE_BITS, MAX_INT
-from ..analysis.spec import ATTENTION_IMPLS, FP8_SCALINGS, MODES, OPTIMIZER_STATES, RECOMPUTE, ZERO_STAGES, applies
+from ..analysis.spec import (
+    ATTENTION_IMPLS,
+    FP8_SCALINGS,
+    MODES,
+    OPTIMIZER_STATES,
+    RECOMPUTE,
+    ZERO_STAGES,
+    drop_inapplicable,
+)
 from .errors import UsageError, flag
 from .report import FORMATS
 from .terminal import warn
@@ -234,15 +242,11 @@ def output_format(fmt: str, json_out: bool) -> str:
     return "json" if json_out else fmt
 
 
-def applicable(modes: tuple[str, ...], label: str, **given):
-    """The run-spec fields ``given`` (name -> value; None: not given) that apply to one of ``modes``
-    (analysis.spec.APPLIES), the others warned about and left out. ``label`` is the mode as the
-    user gave it (``--mode inference`` is a prefill)."""
-    kept = {}
-    for field, value in given.items():
-        if value is None or any(applies(field, m) for m in modes):
-            kept[field] = value
-        else:
-            warn(f"{flag(field)} does not apply to --mode {label}; ignored")
-            kept[field] = None
+def applicable(modes: tuple[str, ...], label: str, **given) -> dict:
+    """The options ``given`` as typed (RunSpec's fields, Layout.of's keywords), each that applies to
+    none of ``modes`` warned about and at its default (analysis.spec.drop_inapplicable). ``label`` is the mode
+    as the user gave it (``--mode inference`` is a prefill)."""
+    kept, ignored = drop_inapplicable(modes, **given)
+    for field in ignored:
+        warn(f"{flag(field)} does not apply to --mode {label}; ignored")
     return kept
