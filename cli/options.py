@@ -10,12 +10,14 @@ lists (``1024,4096``) and whole numbers from 1 to 2^53 (every figure stays exact
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Annotated, Literal, Optional
 
 import typer
 
 from ..analysis import numbers
-from ..analysis.errors import shorten
+from ..analysis.errors import brief, shorten
 from ..analysis.load.catalog import HARDWARE_DIR, bundled_files, bundled_names
 from ..analysis.model.formats import WEIGHT_FORMATS
 from ..analysis.model.sizes import COMPUTE_DTYPES, DTYPE_BITS, MAX_INT
@@ -240,6 +242,20 @@ def output_format(fmt: str, json_out: bool) -> str:
     if json_out and fmt not in ("table", "json"):
         raise UsageError(f"--json means --format json; it cannot go with --format {fmt}")
     return "json" if json_out else fmt
+
+
+def out_file(out: str, suffixes: tuple[str, ...], what: str, example: str, why: str = "") -> Path:
+    """--out as the path of a ``what`` file ending in one of ``suffixes`` (``why`` after them in the
+    message), refused before anything is computed when it cannot be: a directory, another suffix, a
+    folder that does not exist."""
+    path = Path(out)  # which drops a trailing separator: o.png/ names a directory, not the file o.png
+    if out.endswith(tuple(filter(None, (os.sep, os.altsep)))) or path.is_dir():
+        raise UsageError(f"--out {brief(out)} names a directory; name the {what}, such as {example}")
+    if path.suffix.lower() not in suffixes:
+        raise UsageError(f"--out must end in {' or '.join(suffixes)}{why}, got {brief(out)}")
+    if not path.parent.is_dir():
+        raise UsageError(f"--out: no such directory {brief(str(path.parent))}")
+    return path
 
 
 def applicable(modes: tuple[str, ...], label: str, **given) -> dict:
