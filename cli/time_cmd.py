@@ -11,7 +11,7 @@ from ..analysis.perf.calibration import IDEAL, Efficiency
 from ..analysis.perf.hardware import PEAK_DTYPES, Hardware, bundled_hardware, load_hardware
 from ..analysis.perf.roofline import Roofline, generate, prefill, roofline, utilization
 from ..analysis.spec import MODES, Layout, RunSpec, runs
-from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, workloads
+from .common import expected_head, lora_models, lora_record, lora_spec, lora_tag, one_or_list, workloads
 from .errors import UsageError
 from .format import count, iec, rate, seconds, si
 from .options import (
@@ -109,12 +109,6 @@ def _components(r: Roofline) -> dict:
 IDEAL_EFFICIENCY = {"mfu": 1.0, "bandwidth": 1.0}  # the ideal's, as the JSON has always said: the peaks
 
 
-def _expected_head(hw: Hardware, eff: Efficiency) -> dict:
-    """What the expected figures assume: the hardware's calibration or the overrides."""
-    return {"efficiency": {"compute": eff.compute, "bandwidth": eff.bandwidth},
-            "calibration": hw.calibration.source or None}
-
-
 def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff: Efficiency) -> dict:
     run = r.run
     return {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
@@ -123,7 +117,7 @@ def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff: Effic
             "chunk": run.chunk, "recompute": run.recompute,
             "efficiency": IDEAL_EFFICIENCY,
             "time_s": r.time_s, "flops": r.flops, "bytes": r.bytes, "bound": r.bound, "components": _components(r),
-            "expected": {**_expected_head(hw, eff), "time_s": r.expected_s, "bound": r.expected_bound},
+            "expected": {**expected_head(hw, eff), "time_s": r.expected_s, "bound": r.expected_bound},
             **({"lora": lora_record(cfg, run.lora)} if run.lora else {})}
 
 
@@ -243,7 +237,7 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff: Effici
            "sent_bytes": st.sent,
            "collectives": [{**c._asdict(), "sent": c.sent, "time_s": c.sent / link(hw, run.layout, c.group).rate,
                             "expected_s": t} for c, t in zip(st.collectives, exp.collectives_s)],
-           "expected": {**_expected_head(hw, eff), "time_s": exp.time_s, "parts_s": expected_parts,
+           "expected": {**expected_head(hw, eff), "time_s": exp.time_s, "parts_s": expected_parts,
                         "largest": max(expected_parts, key=lambda k: expected_parts[k]), "stage": exp.stage,
                         "micro_batch_s": list(exp.compute_s), "tokens_per_s": st.expected_tokens_per_s}}
     if u is not None:
