@@ -71,6 +71,19 @@ def applies(field: str, mode: str) -> bool:
     return mode in APPLIES.get(field, MODES)
 
 
+def drop_inapplicable(modes: tuple[str, ...], **options) -> tuple[dict, tuple[str, ...]]:
+    """``options`` (RunSpec's fields and Layout.of's keywords, as given) with each one that applies to
+    none of ``modes`` back at its default; and the :data:`APPLIES` names (``layout.zero``) of those
+    given otherwise, which a command line ignores with a warning."""
+    kept, ignored = dict(options), []
+    for option, value in options.items():
+        field = f"layout.{option}" if option in Layout.__dataclass_fields__ else option
+        if field in APPLIES and value != _DEFAULTS[field] and not any(applies(field, m) for m in modes):
+            kept[option] = _DEFAULTS[field]
+            ignored.append(field)
+    return kept, tuple(ignored)
+
+
 def _check_whole(obj: object, names: tuple[str, ...], prefix: str = "", minimum: int = 1,
                  optional: bool = False) -> None:
     """SpecError unless each field is an integer (not a bool) from ``minimum`` to MAX_INT, or None
@@ -391,6 +404,18 @@ class RunSpec:
         return self.seq
 
 
+_LAYOUT_OPTIONS = ("tp", "pp", "dp", "ep", "zero", "sp", "cp", "global_batch", "gpus", "vpp", "async_tp")
+
+
+def runs(mode: str, batches: tuple[int, ...], **options) -> tuple[RunSpec, dict[int, Layout]]:
+    """The run of a sweep over ``batches`` and each batch's layout (:meth:`Layout.of`: a global batch
+    sets its micro-batches per step): ``options`` are RunSpec's fields but mode, seq and batch (left
+    for each workload to set) and Layout.of's keywords but batch and mode."""
+    layout = {k: options.pop(k) for k in _LAYOUT_OPTIONS if k in options}
+    layouts = {b: Layout.of(**layout, batch=b, mode=mode) for b in batches}
+    return RunSpec(mode, **options), layouts
+
+
 # RunSpec's choices and the mode-bound fields of APPLIES (with their defaults; the run's and its layout's
 # apart), laid out once: a run is checked each time one is made
 _CHOICES = (("mode", MODES), ("attention", ATTENTION_IMPLS), ("optimizer", tuple(OPTIMIZER_STATES)),
@@ -404,3 +429,5 @@ _APPLIES_FIELDS = {in_layout: tuple(
     if bool(owner) == in_layout
     for holder in [Layout if owner else RunSpec]
     if name in holder.__dataclass_fields__) for in_layout in (False, True)}  # global_batch is Layout.of's
+_DEFAULTS = {field: default for fields in _APPLIES_FIELDS.values() for field, _, default, _ in fields}
+_DEFAULTS["global_batch"] = None  # Layout.of's: no global batch, pp micro-batches per step

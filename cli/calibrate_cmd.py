@@ -8,31 +8,18 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
-from ..analysis.errors import brief
 from ..analysis.load.files import read_yaml
 from ..analysis.perf.fit import Fitted, Sweep, calibration_values, fit, hardware_yaml
 from ..analysis.perf.hardware import for_device, hardware_from_dict, load_hardware
 from ..analysis.verify import cuda_device, torch_problem
 from .errors import UsageError
 from .format import si
-from .options import Format, Json, hardware_option, output_format
+from .options import Format, Json, hardware_option, out_file, output_format
 from .report import Col, Report, Table, emit, text_col
 from .terminal import warn
 
 CALIBRATE_DEVICES = ("cuda", "cpu")
 SUFFIXES = (".yaml", ".yml")
-
-
-def _out_path(out: str) -> Path:
-    """--out, refused before anything is measured when it cannot be the YAML written."""
-    path = Path(out)
-    if out.endswith(("/", "\\")) or path.is_dir():
-        raise UsageError(f"--out {brief(out)} names a directory; name the YAML file, such as my-gpu.yaml")
-    if path.suffix.lower() not in SUFFIXES:
-        raise UsageError(f"--out must end in .yaml or .yml (what --hardware reads), got {brief(out)}")
-    if not path.parent.is_dir():
-        raise UsageError(f"--out: no such directory {brief(str(path.parent))}")
-    return path
 
 
 def _value(value: float) -> str:
@@ -87,7 +74,7 @@ def calibrate(
       llmcalc time llama-3.1-8b --hardware my-gpu.yaml --mode decode
     """
     fmt = output_format(fmt, json_out)
-    path = None if out is None else _out_path(out)
+    path = None if out is None else out_file(out, SUFFIXES, "YAML file", "my-gpu.yaml", " (what --hardware reads)")
     if path is None and fmt != "table":
         warn(f"--format {fmt} applies to the report printed with --out; without it the YAML is printed")
     base = None if hardware_spec is None else load_hardware(hardware_spec)

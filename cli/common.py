@@ -4,7 +4,7 @@ one), walk a sweep of sequence lengths and batches, shape the JSON, and build Lo
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from ..analysis.count.lora import targeted
 from ..analysis.count.params import ParamCount, count_params
@@ -15,6 +15,10 @@ from ..analysis.spec import LoRA
 from .errors import UsageError
 from .format import count
 from .terminal import warn
+
+if TYPE_CHECKING:  # time and plan import them; the commands without hardware start faster without them
+    from ..analysis.perf.calibration import Efficiency
+    from ..analysis.perf.hardware import Hardware
 
 
 def family(cfg: ModelConfig) -> str:
@@ -124,6 +128,13 @@ def _has_targets(cfg: ModelConfig, lora: LoRA) -> bool:
     except SpecError:
         return False
     return True
+
+
+def expected_head(hw: Hardware, eff: Efficiency) -> dict:
+    """The JSON's ``expected`` of time and plan, what the expected figures assume: the hardware's
+    calibration or the overrides."""
+    return {"efficiency": {"compute": eff.compute, "bandwidth": eff.bandwidth},
+            "calibration": hw.calibration.source or None}
 
 
 def image_record(run) -> dict:

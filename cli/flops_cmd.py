@@ -184,11 +184,10 @@ def flops(
       llmcalc flops gemma-3-27b-it --seq 100 --images 1
     """
     fmt = output_format(fmt, json_out)
-    given = applicable((mode,), mode, recompute=None if recompute == "none" else recompute,
-                       all_logits=all_logits or None)
+    given = applicable((mode,), mode, recompute=recompute, all_logits=all_logits)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
-    base = RunSpec(mode, None, 1, attention, causal, given["recompute"] or "none", bool(given["all_logits"]),
-                   lora=lora, images=images, image_size=image_size)
+    base = RunSpec(mode, None, 1, attention, causal, given["recompute"], given["all_logits"], lora=lora, images=images,
+                   image_size=image_size)
     runs = []
     for cfg, s, b in workloads(lora_models(models, lora), seq, batch):
         run = base.replace(seq=s, batch=b)

@@ -2,7 +2,7 @@
 
 from typing import Annotated, Optional
 
-from ..analysis.cluster.memory import fit, memory
+from ..analysis.cluster.memory import cache_budget
 from ..analysis.count.kvcache import kv_cache
 from ..analysis.spec import RunSpec
 from .common import image_record, load_models, one_or_list, workloads
@@ -80,15 +80,12 @@ def kvcache(
                fmt_bytes(c.bytes)]
         states.append([fmt_bytes(c.kv_bytes), fmt_bytes(c.state_bytes)])  # a recurrent layer's state apart
         if budget is not None:
-            serving = run.replace(mode="prefill")  # the inference memory of `llmcalc memory --mode inference`
-            weights = memory(cfg, serving).parts["weights"]
-            free = budget - weights
-            item.update(budget=budget, weights_dtype=run.weights_dtype, weights_bytes=weights,
-                        max_batch=fit(cfg, serving, budget).max_batch,
-                        max_tokens=max(free, 0) // c.bytes_per_token if c.bytes_per_token else None)
-            row += [fmt_bytes(weights) + f" ({run.weights_dtype})",
-                    count(item["max_batch"]) if free > 0 else "weights do not fit",
-                    count(item["max_tokens"]) if free > 0 and item["max_tokens"] is not None else "-"]
+            served = cache_budget(cfg, run, budget)
+            item.update(budget=budget, weights_dtype=run.weights_dtype, weights_bytes=served.weights,
+                        max_batch=served.max_batch, max_tokens=served.max_tokens)
+            row += [fmt_bytes(served.weights) + f" ({run.weights_dtype})",
+                    count(served.max_batch) if served.weights_fit else "weights do not fit",
+                    count(served.max_tokens) if served.weights_fit and served.max_tokens is not None else "-"]
         out.append(item)
         rows.append(row)
     several = len(batch) > 1

@@ -10,7 +10,7 @@ from ..analysis.cluster.memory import memory as memory_report
 from ..analysis.count.memory import MEMORY_MODES, PARTS, MemoryReport
 from ..analysis.model.config import ModelConfig
 from ..analysis.perf.hardware import load_hardware
-from ..analysis.spec import Layout, RunSpec
+from ..analysis.spec import Layout, runs
 from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, recompute_tag, workloads
 from .errors import UsageError
 from .format import count, iec, share
@@ -192,18 +192,13 @@ def memory(
     """
     fmt = output_format(fmt, json_out)
     run_mode = MEMORY_MODES[mode]
-    given = applicable((run_mode,), mode, chunk=chunk, kv_dtype=kv_dtype,
-                       recompute=None if recompute == "none" else recompute,
-                       optimizer=None if optimizer == "adam" else optimizer, **{"layout.zero": zero or None},
-                       **{"layout.vpp": vpp if vpp > 1 else None}, global_batch=global_batch)
+    given = applicable((run_mode,), mode, chunk=chunk, kv_dtype=kv_dtype, recompute=recompute, optimizer=optimizer,
+                       zero=zero, vpp=vpp, global_batch=global_batch)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     budget_bytes, hw_name = _budget(budget, hardware_spec)
-    layouts = {b: Layout.of(tp, pp, dp, ep, given["layout.zero"] or 0, sp, cp, given["global_batch"], b, gpus, run_mode,
-                            given["layout.vpp"] or 1)
-               for b in batch}
-    base = RunSpec(run_mode, None, 1, attention, recompute=given["recompute"] or "none", dtype=dtype,
-                   weights_dtype=weights_dtype, kv_dtype=given["kv_dtype"], chunk=given["chunk"],
-                   optimizer=given["optimizer"] or "adam", lora=lora, images=images, image_size=image_size)
+    base, layouts = runs(run_mode, batch, attention=attention, dtype=dtype, weights_dtype=weights_dtype, lora=lora,
+                         images=images, image_size=image_size, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, sp=sp, gpus=gpus,
+                         **given)
     results = []
     for cfg, s, b in workloads(lora_models(models, lora), seq, batch):
         run = base.replace(seq=s, batch=b, layout=layouts[b])

@@ -10,16 +10,26 @@ lists (``1024,4096``) and whole numbers from 1 to 2^53 (every figure stays exact
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Annotated, Literal, Optional
 
 import typer
 
 from ..analysis import numbers
-from ..analysis.errors import shorten
+from ..analysis.errors import brief, shorten
 from ..analysis.load.catalog import HARDWARE_DIR, bundled_files, bundled_names
 from ..analysis.model.formats import WEIGHT_FORMATS
 from ..analysis.model.sizes import COMPUTE_DTYPES, DTYPE_BITS, MAX_INT
-from ..analysis.spec import ATTENTION_IMPLS, FP8_SCALINGS, MODES, OPTIMIZER_STATES, RECOMPUTE, ZERO_STAGES, applies
+from ..analysis.spec import (
+    ATTENTION_IMPLS,
+    FP8_SCALINGS,
+    MODES,
+    OPTIMIZER_STATES,
+    RECOMPUTE,
+    ZERO_STAGES,
+    drop_inapplicable,
+)
 from .errors import UsageError, flag
 from .report import FORMATS
 from .terminal import warn
@@ -234,15 +244,25 @@ def output_format(fmt: str, json_out: bool) -> str:
     return "json" if json_out else fmt
 
 
-def applicable(modes: tuple[str, ...], label: str, **given):
-    """The run-spec fields ``given`` (name -> value; None: not given) that apply to one of ``modes``
-    (analysis.spec.APPLIES), the others warned about and left out. ``label`` is the mode as the
-    user gave it (``--mode inference`` is a prefill)."""
-    kept = {}
-    for field, value in given.items():
-        if value is None or any(applies(field, m) for m in modes):
-            kept[field] = value
-        else:
-            warn(f"{flag(field)} does not apply to --mode {label}; ignored")
-            kept[field] = None
+def out_file(out: str, suffixes: tuple[str, ...], what: str, example: str, why: str = "") -> Path:
+    """--out as the path of a ``what`` file ending in one of ``suffixes`` (``why`` after them in the
+    message), refused before anything is computed when it cannot be: a directory, another suffix, a
+    folder that does not exist."""
+    path = Path(out)  # which drops a trailing separator: o.png/ names a directory, not the file o.png
+    if out.endswith(tuple(filter(None, (os.sep, os.altsep)))) or path.is_dir():
+        raise UsageError(f"--out {brief(out)} names a directory; name the {what}, such as {example}")
+    if path.suffix.lower() not in suffixes:
+        raise UsageError(f"--out must end in {' or '.join(suffixes)}{why}, got {brief(out)}")
+    if not path.parent.is_dir():
+        raise UsageError(f"--out: no such directory {brief(str(path.parent))}")
+    return path
+
+
+def applicable(modes: tuple[str, ...], label: str, **given) -> dict:
+    """The options ``given`` as typed (RunSpec's fields, Layout.of's keywords), each that applies to
+    none of ``modes`` warned about and at its default (analysis.spec.drop_inapplicable). ``label`` is the mode
+    as the user gave it (``--mode inference`` is a prefill)."""
+    kept, ignored = drop_inapplicable(modes, **given)
+    for field in ignored:
+        warn(f"{flag(field)} does not apply to --mode {label}; ignored")
     return kept

@@ -8,7 +8,7 @@ import typer
 from ..analysis.cluster.search import candidates, ranked
 from ..analysis.perf.calibration import Efficiency
 from ..analysis.perf.hardware import load_hardware
-from .common import lora_models, lora_record, lora_spec, lora_tag
+from .common import expected_head, lora_models, lora_record, lora_spec, lora_tag
 from .format import count, iec, rate, seconds
 from .options import (
     WORKLOAD,
@@ -97,8 +97,7 @@ def plan(
     data = {"model": cfg.name, "hardware": hw.name, "gpus": gpus, "seq_len": seq_value, "global_batch": global_batch,
             **({"lora": lora_record(cfg, lora)} if lora else {}),
             "efficiency": {"mfu": 1.0},  # the ideal's
-            "expected": {"efficiency": {"compute": eff.compute, "bandwidth": eff.bandwidth},
-                         "calibration": hw.calibration.source or None},
+            "expected": expected_head(hw, eff),
             "layouts": [_record(c) for c in found] if records else []}
     rows = []
     for rank, c in enumerate(fitting[:top], 1):

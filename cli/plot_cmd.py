@@ -10,8 +10,6 @@ so a plot writes the image and nothing else.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
 import typer
@@ -20,7 +18,6 @@ from ..analysis.cluster.memory import memory
 from ..analysis.count.flops import FAMILIES, count_flops, family
 from ..analysis.count.kvcache import kv_cache
 from ..analysis.count.memory import MEMORY_MODES, PARTS
-from ..analysis.errors import brief
 from ..analysis.model.config import ModelConfig
 from ..analysis.perf.hardware import Hardware, load_hardware
 from ..analysis.perf.roofline import roofline
@@ -28,7 +25,7 @@ from ..analysis.spec import ATTENTION_IMPLS, MODES, RunSpec
 from .caches import temporary_cache
 from .common import load_models, warn_past_context
 from .errors import UsageError
-from .options import Budget, Counts, KvDtype, Models, applicable, hardware_option, seqs_option, whole
+from .options import Budget, Counts, KvDtype, Models, applicable, hardware_option, out_file, seqs_option, whole
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -263,13 +260,7 @@ def plot(
       llmcalc plot memory llama-2-7b mistral-7b --mode train --seq 4096 --out memory.png
       llmcalc plot roofline llama-3-8b --hardware h100 --seq 4096 --out roofline.png
     """
-    path = Path(out)  # which drops a trailing slash: o.png/ names a directory, not the file o.png
-    if out.endswith(os.sep) or path.is_dir():
-        raise UsageError(f"--out {brief(out)} names a directory; name the image file, such as chart.png")
-    if path.suffix.lower() not in SUFFIXES:
-        raise UsageError(f"--out must end in .png or .svg, got {brief(out)}")
-    if not path.parent.is_dir():
-        raise UsageError(f"--out: no such directory {brief(str(path.parent))}")
+    path = out_file(out, SUFFIXES, "image file", "chart.png")
     given = {"--mode": mode, "--attention": attention, "--causal": causal or None, "--kv-dtype": kv_dtype,
              "--budget": budget, "--hardware": hardware_spec}
     for option, value in given.items():

@@ -10,8 +10,8 @@ from ..analysis.model.config import ModelConfig
 from ..analysis.perf.calibration import IDEAL, Efficiency
 from ..analysis.perf.hardware import PEAK_DTYPES, Hardware, bundled_hardware, load_hardware
 from ..analysis.perf.roofline import Roofline, generate, prefill, roofline, utilization
-from ..analysis.spec import MODES, Layout, RunSpec
-from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, workloads
+from ..analysis.spec import MODES, Layout, RunSpec, runs
+from .common import expected_head, lora_models, lora_record, lora_spec, lora_tag, one_or_list, workloads
 from .errors import UsageError
 from .format import count, iec, rate, seconds, si
 from .options import (
@@ -109,12 +109,6 @@ def _components(r: Roofline) -> dict:
 IDEAL_EFFICIENCY = {"mfu": 1.0, "bandwidth": 1.0}  # the ideal's, as the JSON has always said: the peaks
 
 
-def _expected_head(hw: Hardware, eff: Efficiency) -> dict:
-    """What the expected figures assume: the hardware's calibration or the overrides."""
-    return {"efficiency": {"compute": eff.compute, "bandwidth": eff.bandwidth},
-            "calibration": hw.calibration.source or None}
-
-
 def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff: Efficiency) -> dict:
     run = r.run
     return {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
@@ -123,7 +117,7 @@ def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff: Effic
             "chunk": run.chunk, "recompute": run.recompute,
             "efficiency": IDEAL_EFFICIENCY,
             "time_s": r.time_s, "flops": r.flops, "bytes": r.bytes, "bound": r.bound, "components": _components(r),
-            "expected": {**_expected_head(hw, eff), "time_s": r.expected_s, "bound": r.expected_bound},
+            "expected": {**expected_head(hw, eff), "time_s": r.expected_s, "bound": r.expected_bound},
             **({"lora": lora_record(cfg, run.lora)} if run.lora else {})}
 
 
@@ -243,7 +237,7 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff: Effici
            "sent_bytes": st.sent,
            "collectives": [{**c._asdict(), "sent": c.sent, "time_s": c.sent / link(hw, run.layout, c.group).rate,
                             "expected_s": t} for c, t in zip(st.collectives, exp.collectives_s)],
-           "expected": {**_expected_head(hw, eff), "time_s": exp.time_s, "parts_s": expected_parts,
+           "expected": {**expected_head(hw, eff), "time_s": exp.time_s, "parts_s": expected_parts,
                         "largest": max(expected_parts, key=lambda k: expected_parts[k]), "stage": exp.stage,
                         "micro_batch_s": list(exp.compute_s), "tokens_per_s": st.expected_tokens_per_s}}
     if u is not None:
@@ -376,22 +370,18 @@ def time_command(
         if value is not None and mode != "train":
             warn(f"{option} does not apply to --mode {mode}; ignored")
     run_modes = ("prefill", "decode") if generating else (mode,)
-    given = applicable(run_modes, mode, chunk=chunk, kv_dtype=kv_dtype,
-                       recompute=None if recompute == "none" else recompute, **{"layout.zero": zero or None},
-                       **{"layout.vpp": vpp if vpp > 1 else None}, global_batch=global_batch)
+    given = applicable(run_modes, mode, chunk=chunk, kv_dtype=kv_dtype, recompute=recompute, zero=zero, vpp=vpp,
+                       global_batch=global_batch)
     train = mode == "train"
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
-    layouts = {b: Layout.of(tp, pp, dp, ep, given["layout.zero"] or 0, sp, cp, given["global_batch"], b,
-                            gpus, "prefill" if generating else mode, given["layout.vpp"] or 1, async_tp)
-               for b in batch}
+    base, layouts = runs("prefill" if generating else mode, batch, attention=attention, dtype=dtype,
+                         fp8_scaling=fp8_scaling, weights_dtype=weights_dtype, lora=lora, images=images,
+                         image_size=image_size, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, sp=sp, async_tp=async_tp, gpus=gpus,
+                         **given)
     parallel = not layouts[batch[0]].trivial
     measured = tokens_per_s if train else None
     run_tokens = tokens if train else None
     hw = load_hardware(hardware_spec)
-    base = RunSpec("prefill" if generating else mode, None, 1, attention, recompute=given["recompute"] or "none",
-                   dtype=dtype, fp8_scaling=fp8_scaling, weights_dtype=weights_dtype, kv_dtype=given["kv_dtype"],
-                   chunk=given["chunk"], lora=lora,
-                   images=images, image_size=image_size)
     records, shown_runs = [], []
     for cfg, s, b in workloads(lora_models(models, lora), (prompt,) if generating else seq, batch):
         spec = base.replace(seq=s, batch=b)

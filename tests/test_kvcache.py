@@ -80,6 +80,18 @@ def test_bad_sizes_exit_2(run, args, message):
     assert (result.exit_code, result.stderr) == (2, message)
 
 
+def test_budget_of_a_model_caching_no_token(tmp_path, run):
+    """Every layer a mamba state, constant in the context: no token is cached, so no count of tokens fits
+    beside the weights (max_tokens null, "-"), while the largest batch still does."""
+    path = tmp_path / "mamba.yaml"
+    path.write_text("name: mamba-tiny\nvocab_size: 10\ncontext_length: 8\nd_model: 16\nn_layers: 2\nn_heads: 2\n"
+                    "d_ff: 0\nposition: none\nnorm: rmsnorm\nlayer_types: [mamba]\ntie_embeddings: true\n"
+                    "mamba: {d_state: 4, d_conv: 3, expand: 2, dt_rank: 5}\n")
+    data = json.loads(run("kvcache", path, "--budget", "1MiB", "--json").stdout)
+    assert (data["bytes_per_token"], data["max_tokens"]) == (0, None) and data["max_batch"] > 0
+    assert run("kvcache", path, "--budget", "1MiB").stdout.splitlines()[-2].split("│")[-2].strip() == "-"
+
+
 def test_gqa_and_head_dim():
     base = dict(name="t", vocab_size=10, context_length=8, d_model=64, n_layers=3, n_heads=8, d_ff=8)
     mha = kv(from_dict(base), 100, 2, "fp32")

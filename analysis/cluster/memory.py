@@ -5,12 +5,13 @@ and the largest batch that fits in a GPU's memory.
 ``memory`` is the one memory function of the Python API: on one device it is ``device_memory``.
 ``fit`` is the one definition of "the largest batch that fits": the largest batch (per GPU) whose
 ``memory`` total is at most the budget, used by ``llmcalc memory --budget`` and
-``llmcalc kvcache --budget`` alike.
+``llmcalc kvcache --budget`` alike; ``cache_budget`` adds the cached tokens that fit beside the weights.
 """
 
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from ..count.kvcache import kv_cache
 from ..count.memory import (
     PARTS,
     MemoryReport,
@@ -143,3 +144,26 @@ def fit(cfg: ModelConfig, run: RunSpec, budget: int) -> Fit:
         mid = (low + high) // 2
         low, high = (mid, high) if total(mid) <= budget else (low, mid)
     return Fit(budget, memory(cfg, run).total, low)
+
+
+class CacheBudget(NamedTuple):
+    budget: int  # bytes of one GPU's memory
+    weights: int  # the weights' bytes, what the cache shares the budget with
+    max_batch: int  # fit's: the largest batch whose inference memory fits
+    max_tokens: int | None  # cached tokens (every layer's entry each) beside the weights; None: none cached per token
+
+    @property
+    def weights_fit(self) -> bool:
+        """Whether any memory is left beside the weights."""
+        return self.weights < self.budget
+
+
+def cache_budget(cfg: ModelConfig, run: RunSpec, budget: int) -> CacheBudget:
+    """What ``budget`` bytes serve of the decode ``run``: the largest batch whose inference memory (its
+    prefill's, as ``llmcalc memory --mode inference`` counts it) fits, and the cached tokens that fit
+    beside the weights, ``(budget - weights) // bytes per token`` (0 when the weights do not fit)."""
+    serving = run.replace(mode="prefill")
+    weights = memory(cfg, serving).parts["weights"]
+    per_token = kv_cache(cfg, run).bytes_per_token
+    return CacheBudget(budget, weights, fit(cfg, serving, budget).max_batch,
+                       max(budget - weights, 0) // per_token if per_token else None)
