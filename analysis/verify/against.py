@@ -282,7 +282,7 @@ def build_hf(raw: dict[str, Any], source: str | None = None, device: str = "meta
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()
     try:
-        config = config_class.from_dict(raw)
+        config = config_class(**raw)  # from_dict without keyword arguments, less its log line formatting the config
         config.use_cache = True
         kwargs: dict[str, Any] = {"attn_implementation": "eager", "dtype": torch.float32}
         auto = transformers.AutoModelForCausalLM
