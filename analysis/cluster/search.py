@@ -48,7 +48,7 @@ from ..perf.roofline import Utilization, utilization
 from ..spec import Layout, LoRA, RunSpec
 from .memory import memory, stage_states, transient
 from .sharding import ChunkTerms, check_layout, cp_local, distinct_stages, save_terms
-from .step import MARGIN, Step, floors, stage_floors, step
+from .step import MARGIN, Step, floors, idle_slots, stage_floors, step
 
 MAX_GPUS = 1 << 20
 MIN_CP_CHUNK = 4096  # tokens of a sequence per context-parallel GPU
@@ -203,7 +203,7 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
             if run_key not in passes:
                 passes[run_key] = spec(w)
             computes[key] = max(stage_floors(cfg, passes[run_key], hw, eff, shared, lay.pp).values())
-        return (global_batch // (w.batch * lay.dp) + lay.pp - 1) * computes[key] * (1 - MARGIN)
+        return (global_batch // (w.batch * lay.dp) + idle_slots(lay.pp)) * computes[key] * (1 - MARGIN)  # vpp 1
 
     def bound(w: _Weighed) -> float:
         lay = w.layout

@@ -87,7 +87,7 @@ class Step(NamedTuple):
 
     @property
     def idle_slots(self) -> float:
-        return idle_slots(self.run.layout)
+        return idle_slots(self.run.layout.pp, self.run.layout.vpp)
 
     @property
     def bubble_s(self) -> float:
@@ -173,9 +173,9 @@ def pacing_stage(compute_s: tuple[float, ...], comm_s: tuple[float, ...], micro_
     return max(range(len(compute_s)), key=lambda s: slot_s(compute_s[s], comm_s[s], micro_batches))
 
 
-def idle_slots(layout: Layout) -> float:
-    """Slots of the pacing stage the pipeline idles: ``p - 1``, ``(p - 1) / v`` interleaved."""
-    return (layout.pp - 1) / layout.vpp
+def idle_slots(pp: int, vpp: int = 1) -> float:
+    """Slots of the pacing stage a pipeline of ``pp`` stages idles: ``p - 1``, ``(p - 1) / v`` interleaved."""
+    return (pp - 1) / vpp
 
 
 def _parts_s(p: "Step | Expected") -> dict[str, float]:
@@ -250,7 +250,7 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
      e_opts) = map(tuple, zip(*stage_figures))
     slowest = pacing_stage(computes, comms, m)
     expected = Expected(e_computes, e_comms, max(e_drains), max(e_opts), e_collectives[slowest], m,
-                        idle_slots(layout))
+                        idle_slots(layout.pp, layout.vpp))
     return Step(run, computes, comms, max(drains), max(opts), stage_cs[slowest], slowest,
                 stage_parts[slowest], expected)
 
@@ -269,7 +269,7 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
     layout = run.layout
     shared = {} if shared is None else shared
     micros = stage_floors(cfg, run, hw, eff, shared, layout.pp, layout.vpp)
-    m, slots = layout.steps, layout.steps + idle_slots(layout)
+    m, slots = layout.steps, layout.steps + idle_slots(layout.pp, layout.vpp)
     compute = slots * max(micros.values()) * (1 - MARGIN)
     if not comm:
         return compute, 0.0
