@@ -404,14 +404,11 @@ class RunSpec:
         return self.seq
 
 
-_LAYOUT_OPTIONS = ("tp", "pp", "dp", "ep", "zero", "sp", "cp", "global_batch", "gpus", "vpp", "async_tp")
-
-
 def runs(mode: str, batches: tuple[int, ...], **options) -> tuple[RunSpec, dict[int, Layout]]:
     """The run of a sweep over ``batches`` and each batch's layout (:meth:`Layout.of`: a global batch
     sets its micro-batches per step): ``options`` are RunSpec's fields but mode, seq and batch (left
-    for each workload to set) and Layout.of's keywords but batch and mode."""
-    layout = {k: options.pop(k) for k in _LAYOUT_OPTIONS if k in options}
+    for each workload to set), and the rest Layout.of's keywords but batch and mode."""
+    layout = {k: options.pop(k) for k in list(options) if k not in RunSpec.__dataclass_fields__}
     layouts = {b: Layout.of(**layout, batch=b, mode=mode) for b in batches}
     return RunSpec(mode, **options), layouts
 

@@ -22,7 +22,8 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 def _measured(cfg, batch, seq, attention, dtype, recompute="none", model=None):
     """What autograd saves in a training step of ``model`` (built from ``cfg`` when not given: a model
     measured again saves the same)."""
-    model = model or build(cfg, attention, dtype=DTYPES[dtype], recompute=recompute)
+    if model is None:
+        model = build(cfg, attention, dtype=DTYPES[dtype], recompute=recompute)
     saved = measure_saved_bytes(model, torch.zeros(batch, seq, dtype=torch.long, device="meta"))
     total = saved.pop("total")
     return saved, total
