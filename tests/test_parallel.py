@@ -158,6 +158,24 @@ def test_roofline_refuses_a_layout_and_memory_is_per_gpu():
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("ep", [2, 8])
+def test_expert_parallel_splits_the_experts_weights_not_their_work(ep):
+    """Mixtral over 8 data-parallel GPUs: at ``--ep e`` a GPU holds 1/e of the 32 x 8 experts (3 x 4,096 x
+    14,336 weights each, bf16), but its experts receive from the other e - 1 GPUs as many token-slots as
+    they send away (routing balanced): the same expert FLOPs and saved activations as without ep."""
+    from llmcalc.analysis.cluster.memory import memory
+    from llmcalc.analysis.cluster.step import step
+
+    cfg, experts = load_bundled("mixtral-8x7b"), 32 * 8 * 3 * 4096 * 14336
+    runs = [RunSpec("train", 4096, 1, layout=Layout(dp=8, ep=e, micro_batches=1)) for e in (1, ep)]
+    alone, dealt = (memory(cfg, run) for run in runs)
+    assert alone.parts["weights"] - dealt.parts["weights"] == 2 * experts * (ep - 1) // ep
+    assert dealt.activation_components == alone.activation_components
+    alone, dealt = (step(cfg, run, load_hardware("h100")).components["moe/experts"] for run in runs)
+    assert dealt.flops == alone.flops
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("dp", [8, 64])
 def test_stacked_experts_shard_over_more_gpus_than_experts(dp):
     """Mixtral's 8 stacked experts over 64 GPUs: ZeRO gives each GPU 1/64 of every tensor (the

@@ -306,7 +306,10 @@ def test_lora_under_a_layout_trains_the_adapters_alone(case, data):
         state = gpu_state(cfg, layout, s, lora)
         base = gpu_state(cfg, layout, s)
         assert state.frozen == base.weights and state.gradients <= trained[s]
-        assert (state.optimizer == trained[s]) == (layout.zero == 0 or layout.replicas == 1 or trained[s] == 0)
+        if layout.zero == 0 or layout.replicas == 1:
+            assert state.optimizer == trained[s]
+        else:  # ZeRO shards it, but a tensor of fewer values than GPUs stays whole on the first (Tensor.shard)
+            assert state.optimizer <= trained[s]
     report = memory(cfg, run.replace(layout=layout))
     peak = gpu_state(cfg, layout, report.stage, lora)
     assert report.parts["gradients"] == weight_bytes(peak.gradients, report.run.dtype)

@@ -47,7 +47,7 @@ from ..perf.hardware import Hardware
 from ..perf.roofline import Utilization, utilization
 from ..spec import Layout, LoRA, RunSpec
 from .memory import memory, stage_states, transient
-from .sharding import ChunkTerms, check_layout, cp_local, distinct_stages, save_terms
+from .sharding import check_layout, cp_local, distinct_stages, save_terms
 from .step import MARGIN, Step, floors, idle_slots, stage_floors, step
 
 MAX_GPUS = 1 << 20
@@ -266,8 +266,7 @@ def _weigh(cfg: ModelConfig, gpus: int, seq: int, global_batch: int, per_node: i
     broken: dict[tuple, bool] = {}  # (tp, cp, pp, ep, sp): breaks one of the model's rules
     states: dict[tuple, list[int]] = {}  # by (tp, pp, ep, zero): each distinct stage's state
     mine: dict[tuple, tuple[RunSpec, int]] = {}  # by (b, recompute, tp, cp): a GPU's share of the run, its transient
-    chunks: dict[tuple, list[ChunkTerms]] = {}  # by (b, recompute, tp, cp, sp, pp): each distinct stage's saves
-    saves: dict[tuple, list[int]] = {}  # by the same and ep: what each distinct stage saves per micro-batch
+    saves: dict[tuple, list[int]] = {}  # by (b, recompute, tp, cp, sp, pp): each distinct stage's saves a micro-batch
     for layout in splits(cfg, gpus, per_node, seq):
         tp, cp, pp, ep, sp = rules = layout.tp, layout.cp, layout.pp, layout.ep, layout.sp
         if broken.get(rules):
@@ -303,13 +302,10 @@ def _weigh(cfg: ModelConfig, gpus: int, seq: int, global_batch: int, per_node: i
                         if mine_key not in mine:
                             mine[mine_key] = (cp_local(run).replace(layout=Layout()), transient(cfg, run))
                     one, attention = mine[mine_key]
-                    chunks_key = (b, recompute, tp, cp, sp, pp)
-                    if chunks_key not in chunks:
-                        terms = save_terms(cfg, one, tp, sp)
-                        chunks[chunks_key] = [terms.chunk(layers, s == 0, s == pp - 1) for s, layers in firsts]
-                    saves_key = chunks_key + (ep,)
+                    saves_key = (b, recompute, tp, cp, sp, pp)
                     if saves_key not in saves:
-                        saves[saves_key] = [c.total(ep) for c in chunks[chunks_key]]
+                        terms = save_terms(cfg, one, tp, sp)
+                        saves[saves_key] = [terms.chunk(layers, s == 0, s == pp - 1) for s, layers in firsts]
                     state, saved = states[state_key], saves[saves_key]
                     total = attention + max(state[j] + min(pp - s, m) * saved[j] for j, (s, _) in enumerate(firsts))
                 out.append(_Weighed(layout, b, recompute, total))

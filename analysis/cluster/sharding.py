@@ -33,9 +33,11 @@ A :class:`Layout` splits a model over ``tp * cp * pp * dp`` GPUs:
   Ring attention needs flash attention (no score matrix, masks applied by position), and a
   decode step has one token to split: training and prefill only;
 - expert parallel, ``ep``: the routed experts of each MoE layer are dealt over ``ep`` GPUs of the
-  data-parallel group (``ep`` divides ``dp``), each expert then split over ``tp``; a GPU processes
-  ``1/ep`` of the token-slots (routing balanced). Expert weights are ZeRO-sharded over the
-  ``dp/ep`` GPUs that hold the same experts;
+  data-parallel group (``ep`` divides ``dp``), each expert then split over ``tp``. The ``ep`` GPUs
+  route their own micro-batches' token-slots to one another, so a GPU's experts process as many
+  token-slots as its own micro-batch routes (routing balanced): their FLOPs and saved activations
+  are those of one GPU without ``ep``. Expert weights are ZeRO-sharded over the ``dp/ep`` GPUs that
+  hold the same experts;
 - LoRA (``run.lora``): each adapted linear of a GPU's layers gains its adapters as PEFT's
   ``LoraParallelLinear`` splits them (``peft/tuners/lora/tp_layer.py``): on a column-parallel
   linear ``A`` is whole and ``B`` split over ``tp``, on a row-parallel one ``A`` split and ``B``
@@ -385,8 +387,8 @@ class ChunkSaves(NamedTuple):
 
 def stage_saves(cfg: ModelConfig, run: RunSpec) -> list[list[ChunkSaves]]:
     """What one GPU of each stage keeps for backward, by model chunk (:func:`saved` sums a stage's
-    by component): its layers' saves for each micro-batch in flight, on the TP rank's model; routed
-    experts' saves over ``ep``, residual-stream saves over ``tp`` with sequence parallelism.
+    by component): its layers' saves for each micro-batch in flight, on the TP rank's model;
+    residual-stream saves over ``tp`` with sequence parallelism (``ep`` splits none: module docstring).
     Once-per-forward saves (RoPE tables, masks) on every chunk, embeddings on the first stage's
     first, final norm, LM head and loss on the last stage's last."""
     layout = run.layout
@@ -398,7 +400,7 @@ def stage_saves(cfg: ModelConfig, run: RunSpec) -> list[list[ChunkSaves]]:
         for j, layers in enumerate(model_chunks):
             key = (layers, stage == j == 0, stage == layout.pp - 1 and j == layout.vpp - 1)
             if key not in seen:
-                seen[key] = _chunk_saves(cfg, mine, layout.tp, layout.ep, layout.sp, *key)
+                seen[key] = _chunk_saves(cfg, mine, layout.tp, layout.sp, *key)
             per_chunk.append(seen[key])
         out.append([ChunkSaves(kept, saves, total) for kept, (saves, total)
                     in zip(held(layout, stage, [total for _, total in per_chunk]), per_chunk)])
@@ -416,22 +418,9 @@ def distinct_stages(cfg: ModelConfig, pp: int) -> tuple[tuple[int, tuple[tuple[i
     return tuple(seen.values())
 
 
-class ChunkTerms(NamedTuple):
-    """What one micro-batch saves in a model chunk on one GPU, as :func:`_chunk_saves` sums it,
-    before expert parallelism: the bytes it leaves whole, and each routed experts' save as (bytes,
-    what else splits it), which ``ep`` splits."""
-
-    rest: int
-    experts: tuple[tuple[int, int], ...]
-
-    def total(self, ep: int) -> int:
-        return self.rest + sum(ceil_div(n, ep * d) for n, d in self.experts)
-
-
-# (bytes no layout splits, (bytes, tp) of each save sequence parallelism splits, (bytes, tp or 1) of each
-# routed experts' save, which ep splits too)
-Terms = tuple[int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
-Kinds = tuple[tuple[tuple[bool, bool], tuple[int, ...]], ...]  # ((routed expert, on the residual stream), sizes)
+# (bytes no layout splits, (bytes, tp) of each save sequence parallelism splits)
+Terms = tuple[int, tuple[tuple[int, int], ...]]
+Kinds = tuple[tuple[bool, tuple[int, ...]], ...]  # (on the residual stream, sizes)
 
 
 class SaveTerms(NamedTuple):
@@ -445,15 +434,12 @@ class SaveTerms(NamedTuple):
     first: Terms
     last: Terms
 
-    def chunk(self, layers: tuple[tuple[int, int], ...], first: bool, last: bool) -> ChunkTerms:
-        """A model chunk of ``layers`` (layer-plan group, count), the first stage's first or the last's last."""
+    def chunk(self, layers: tuple[tuple[int, int], ...], first: bool, last: bool) -> int:
+        """What one micro-batch saves in a model chunk of ``layers`` (layer-plan group, count), the first
+        stage's first or the last's last, as :func:`_chunk_saves` sums it."""
         parts = [(self.every, 1), *([(self.first, 1)] if first else []), *([(self.last, 1)] if last else []),
                  *((self.groups[i], count) for i, count in layers)]
-        rest, experts = 0, []
-        for (whole, split, routed), count in parts:
-            rest += count * whole + sum(ceil_div(n * count, d) for n, d in split)
-            experts += [(n * count, d) for n, d in routed]
-        return ChunkTerms(rest, tuple(experts))
+        return sum(count * whole + sum(ceil_div(n * count, d) for n, d in split) for (whole, split), count in parts)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -463,16 +449,14 @@ def save_terms(cfg: ModelConfig, mine: RunSpec, tp: int, sp: bool) -> SaveTerms:
     groups, once = _save_kinds(cfg, mine, tp, sp)
 
     def terms(kinds: Kinds) -> Terms:
-        whole, split, routed = 0, [], []
-        for (expert, residual), sizes in kinds:
-            d = _divisor(False, residual, tp, 1, sp)  # a routed expert's ep comes with the layout (ChunkTerms.total)
-            if expert:
-                routed += [(n, d) for n in sizes]
-            elif d > 1:
+        whole, split = 0, []
+        for residual, sizes in kinds:
+            d = _divisor(residual, tp, sp)
+            if d > 1:
                 split += [(n, d) for n in sizes]
             else:
                 whole += sum(sizes)
-        return whole, tuple(split), tuple(routed)
+        return whole, tuple(split)
 
     return SaveTerms(tuple(map(terms, groups)), *(terms(once[where]) for where in ("every", "first", "last")))
 
@@ -481,13 +465,13 @@ def save_terms(cfg: ModelConfig, mine: RunSpec, tp: int, sp: bool) -> SaveTerms:
 def _save_kinds(cfg: ModelConfig, mine: RunSpec, tp: int, sp: bool) -> tuple[tuple[Kinds, ...], dict[str, Kinds]]:
     """The TP rank's saves (``mine``: one GPU's share of the run) by how a layout splits them: of
     each layer group per layer, and once per forward by where (:func:`_once_on`), each as
-    ((routed expert, on the residual stream), bytes of each such save)."""
+    (on the residual stream, bytes of each such save)."""
     groups, once = _activations(tp_local(cfg, tp), mine, sp)
 
     def kinds(saves: list[tuple[str, int]]) -> Kinds:
-        out: dict[tuple[bool, bool], list[int]] = {}
+        out: dict[bool, list[int]] = {}
         for key, n in saves:
-            out.setdefault((key == "moe/experts", on_residual_stream(key)), []).append(n)
+            out.setdefault(on_residual_stream(key), []).append(n)
         return tuple((kind, tuple(sizes)) for kind, sizes in out.items())
 
     return (tuple(kinds(list(per_layer.items())) for _, per_layer in groups),
@@ -520,7 +504,7 @@ def _activations(cfg: ModelConfig, run: RunSpec, sp: bool = False) -> tuple[tupl
 
 
 @functools.lru_cache(maxsize=16384)  # `plan`: chunks of the same layers under many layouts
-def _chunk_saves(cfg: ModelConfig, run: RunSpec, tp: int, ep: int, sp: bool, layers: tuple[tuple[int, int], ...],
+def _chunk_saves(cfg: ModelConfig, run: RunSpec, tp: int, sp: bool, layers: tuple[tuple[int, int], ...],
                  first: bool, last: bool) -> tuple[tuple[tuple[str, int], ...], int]:
     """(component, bytes) one micro-batch saves in a model chunk of ``layers`` (layer-plan group,
     count), the first model chunk of the first stage or the last of the last, and their sum."""
@@ -528,7 +512,7 @@ def _chunk_saves(cfg: ModelConfig, run: RunSpec, tp: int, ep: int, sp: bool, lay
     groups, once = _activations(local, run, sp)
 
     def split(key: str, n: int) -> int:
-        return _split(key, n, tp, ep, sp)
+        return _split(key, n, tp, sp)
 
     def on_chunk(key: str) -> bool:
         where = _once_on(key)
@@ -549,15 +533,14 @@ def _once_on(key: str) -> str:
     return "every" if key in ("attention", "attention/sdpa", "layer") else "last"
 
 
-def _divisor(expert: bool, residual: bool, tp: int, ep: int, sp: bool) -> int:
-    """GPUs a save is split over: a routed expert's over ``ep``, one on the residual stream over
-    ``tp`` with sequence parallelism (splitting by one then the other splits by their product)."""
-    return (ep if expert else 1) * (tp if sp and residual else 1)
+def _divisor(residual: bool, tp: int, sp: bool) -> int:
+    """GPUs a save is split over: one on the residual stream over ``tp`` with sequence parallelism."""
+    return tp if sp and residual else 1
 
 
-def _split(key: str, n: int, tp: int, ep: int, sp: bool) -> int:
+def _split(key: str, n: int, tp: int, sp: bool) -> int:
     """Bytes ``n`` a save ``key`` takes on one GPU."""
-    return ceil_div(n, _divisor(key == "moe/experts", on_residual_stream(key), tp, ep, sp))
+    return ceil_div(n, _divisor(on_residual_stream(key), tp, sp))
 
 
 def saved(stage: Sequence[ChunkSaves]) -> dict[str, int]:
