@@ -168,10 +168,14 @@ def _pp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int) -> list[Coll
         return []
     act = run.tokens * cfg.d_model * bytes_per(run.dtype)
     act = ceil_div(act, layout.tp) if layout.sp else act
-    sends = int(stage < layout.pp - 1) + int(run.mode == "train" and stage > 0)
+    # each model chunk sends its output on and (training) its input's gradient back, but the model's last
+    # chunk (the last stage's last) has no output to send, nor its first (the first stage's first) a gradient;
+    # interleaved, the last stage's other chunks send on to the first stage (Narayanan et al. 2021)
+    v = layout.vpp
+    sends = v - (stage == layout.pp - 1) + (run.mode == "train") * (v - (stage == 0))
     if not sends:  # an inference pass's last stage sends nothing on
         return []
-    calls = sends * layout.steps * layout.vpp  # interleaved: each model chunk sends on (Narayanan et al. 2021)
+    calls = sends * layout.steps
     out = [Collective("pp activations", "send", "pp", 2, calls, calls * act)]
     if run.mode == "train" and cfg.tie_embeddings and stage in (0, layout.pp - 1):
         out.append(Collective("tied embedding gradient", "all-reduce", "pp ends", 2, 1,
