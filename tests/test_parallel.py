@@ -123,6 +123,10 @@ def test_pipeline_stages_hold_their_layers_and_1f1b_micro_batches():
     (["llama-2-7b", "--tp", "4", "--sp", "--seq", "1001"],
      "--sp (sequence parallelism) needs tp 4 to divide the 1,001 tokens of a sequence"),
     (["llama-2-7b", "--zero", "4"], "Invalid value for '--zero': 4 is not in the range 0<=x<=3."),
+    (["llama-2-7b", "--pp", "2", "--dp", "2", "--zero", "2"],
+     "--zero 2 with 2 pipeline stages: ZeRO-2/3 shard anew each micro-batch, which pipelines do not do (DeepSpeed "
+     "refuses it; torchtitan's FSDP under PP gathers a stage's weights and reduces its gradients once a step, as "
+     "--zero 1 counts them)"),
     (["llama-2-7b", "--tp", "8", "--gpus", "16"], "--gpus 16 must equal tp x cp x pp x dp = 8"),
     (["llama-2-7b", "--dp", "2", "--batch", "3", "--global-batch", "8"],
      "--global-batch 8 must be a multiple of batch x dp (3 x 2)"),

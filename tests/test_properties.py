@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from llmcalc.analysis.cluster.sharding import gpu_state, stage_tensors
+from llmcalc.analysis.cluster.sharding import gpu_state, stage_tensors, zero_stages
 from llmcalc.analysis.cluster.step import link, step
 from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.lora import linear_keys
@@ -53,7 +53,7 @@ def cases(draw, lora: bool = True, layouts: bool = False) -> Case:
                   dtype=draw(st.sampled_from(["bf16", "fp16", "fp32"])), lora=adapters)
     pp = draw(st.integers(1, min(4, cfg.n_layers)))  # uneven stages where pp does not divide the layers
     vpp = draw(st.sampled_from([v for v in (1, 2) if v == 1 or (pp > 1 and pp * v <= cfg.n_layers)]))
-    layout = Layout(pp=pp, dp=draw(st.integers(1, 4)), zero=draw(st.sampled_from([0, 1, 2, 3])), vpp=vpp)
+    layout = Layout(pp=pp, dp=draw(st.integers(1, 4)), zero=draw(st.sampled_from(zero_stages(pp))), vpp=vpp)
     return Case(cfg, run, layout)
 
 

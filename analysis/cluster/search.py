@@ -47,7 +47,7 @@ from ..perf.hardware import Hardware
 from ..perf.roofline import Utilization, utilization
 from ..spec import Layout, LoRA, RunSpec
 from .memory import memory, stage_states, transient
-from .sharding import check_layout, cp_local, distinct_stages, save_terms
+from .sharding import check_layout, cp_local, distinct_stages, save_terms, zero_stages
 from .step import MARGIN, Step, floors, idle_slots, stage_floors, step
 
 MAX_GPUS = 1 << 20
@@ -108,7 +108,7 @@ def splits(cfg: ModelConfig, gpus: int, per_node: int | None, seq: int) -> list[
                 moe = cfg.moe
                 eps = [ep for ep in divisors(dp) if moe.num_experts % ep == 0] if moe is not None else [1]
                 for ep in eps:
-                    for zero in (0, 1) if pp > 1 else (0, 1, 2, 3):
+                    for zero in zero_stages(pp):
                         if zero and dp * cp == 1:
                             continue
                         for sp in (False, True) if tp > 1 else (False,):

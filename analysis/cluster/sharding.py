@@ -70,6 +70,15 @@ from .pipeline import chunks, held
 T = TypeVar("T")
 
 
+def zero_stages(pp: int) -> tuple[int, ...]:
+    """The ZeRO stages a layout of ``pp`` pipeline stages can take: with stages, 0 and 1. ZeRO-2/3 shard
+    the gradients or weights anew each micro-batch, which no pipeline runs: DeepSpeed refuses them with
+    pipeline parallelism, and torchtitan's FSDP under PP keeps a stage's weights gathered and its gradients
+    unreduced from the first micro-batch to the last (``reshard_after_forward`` off, PyTorch pipelining's
+    ``backward_maybe_with_nosync``), ZeRO-1's traffic and memory."""
+    return (0, 1) if pp > 1 else (0, 1, 2, 3)
+
+
 def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
     """SpecError naming the field whose rule ``run.layout`` breaks for ``cfg`` and ``run``."""
     layout, seq, name = run.layout, run.seq or cfg.context_length, cfg.name
@@ -86,6 +95,10 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
         (layout.pp * layout.vpp <= cfg.n_layers, "layout.vpp",
          f"{layout.vpp}: {layout.pp} x {layout.vpp} virtual stages need a layer each, and {name} has "
          f"{cfg.n_layers}"),
+        (layout.zero in zero_stages(layout.pp), "layout.zero",
+         f"{layout.zero} with {layout.pp} pipeline stages: ZeRO-2/3 shard anew each micro-batch, which pipelines do "
+         "not do (DeepSpeed refuses it; torchtitan's FSDP under PP gathers a stage's weights and reduces its "
+         "gradients once a step, as --zero 1 counts them)"),
         (layout.ep == 1 or cfg.moe is not None, "layout.ep", f"{layout.ep} needs a mixture-of-experts model, "
                                                              f"and {name} has no experts"),
         (experts == 0 or experts % layout.ep == 0, "layout.ep", f"{layout.ep} must divide the {experts} experts "
