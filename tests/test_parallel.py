@@ -528,6 +528,22 @@ def _exhaustive(cfg, hw, gpus, seq, global_batch):
     return sorted(out, key=lambda c: (not c[5], c[6][1] if c[6] else 0.0, c[3]))
 
 
+@pytest.mark.parametrize("model, what", [
+    ("deepseek-v3.2", "DSA's indexer (dsa), which is"),
+    ("gemma-4-26b-a4b", "a dense MLP beside its experts (moe.beside_mlp), which is"),
+    ("granite-4.0-h-tiny", "mamba2 layers, which are"),
+    ("gemma-3-27b-it", "a vision tower, which is"),
+])
+def test_plan_and_memory_refuse_what_is_sized_on_one_gpu_alike(run, model, what):
+    """plan names the feature memory names for the same model: not "the heads, layers or global batch
+    do not divide"."""
+    plan = run("plan", model, "--gpus", "16", "--hardware", "h100", "--seq", "4096", "--global-batch", "64")
+    memory = run("memory", model, "--dp", "2")
+    assert (plan.exit_code, plan.stderr) == (2, f"Error: --gpus 16: {model} has {what} sized on one GPU only\n")
+    assert (memory.exit_code, memory.stderr) == (
+        2, f"Error: --dp 2: {model} has {what} sized on one GPU only: not with a parallel layout\n")
+
+
 @pytest.mark.parametrize("model, gpus", [("gpt2-small", 8), ("gemma-2-9b", 16), ("mixtral-8x7b", 16)])
 def test_plan_equals_the_exhaustive_evaluation(model, gpus):
     """The shared, once-per-stage work of `plan` changes no figure and no rank."""

@@ -47,7 +47,7 @@ from ..perf.hardware import Hardware
 from ..perf.roofline import Utilization, utilization
 from ..spec import Layout, LoRA, RunSpec
 from .memory import memory, stage_states, transient
-from .sharding import check_layout, cp_local, distinct_stages, save_terms, zero_stages
+from .sharding import check_layout, cp_local, distinct_stages, one_gpu_only, save_terms, zero_stages
 from .step import MARGIN, Step, floors, idle_slots, stage_floors, step
 
 MAX_GPUS = 1 << 20
@@ -119,10 +119,9 @@ def splits(cfg: ModelConfig, gpus: int, per_node: int | None, seq: int) -> list[
 def _check(cfg: ModelConfig, gpus: int) -> None:
     if not 0 < gpus <= MAX_GPUS:
         raise SpecError("gpus", f"must be 1 to {MAX_GPUS:,}, got {gpus:,}")
-    if cfg.vision is not None and gpus > 1:  # as sharding.check_layout refuses each layout
-        raise SpecError("gpus", f"{gpus}: {cfg.name} has a vision tower, which is sized on one GPU only")
-    if cfg.has_recurrent and gpus > 1:  # as sharding.check_layout refuses each layout
-        raise SpecError("gpus", f"{gpus}: {cfg.name} has {cfg.recurrent_kind} layers, which are sized on one GPU only")
+    what = one_gpu_only(cfg)
+    if what is not None and gpus > 1:  # as sharding.check_layout refuses each layout
+        raise SpecError("gpus", f"{gpus}: {cfg.name} has {what} sized on one GPU only")
 
 
 def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: int,

@@ -70,6 +70,23 @@ from .pipeline import chunks, held
 T = TypeVar("T")
 
 
+def one_gpu_only(cfg: ModelConfig) -> str | None:
+    """What of ``cfg`` no split here divides, each sized on one GPU only (the first, as a message's
+    words), else None."""
+    moe = cfg.moe
+    one_gpu = [
+        (cfg.has_recurrent, f"{cfg.recurrent_kind} layers, which are"),
+        (cfg.dsa is not None, "DSA's indexer (dsa), which is"),
+        (moe is not None and moe.beside_mlp, "a dense MLP beside its experts (moe.beside_mlp), which is"),
+        (cfg.hyper is not None, "hyper-connections (hyper), which are"),
+        (cfg.kv_shared_layers > 0, "layers reading an earlier layer's K/V (kv_shared_layers), which are"),
+        (moe is not None and bool(moe.zero_experts or moe.shortcut),
+         "LongCat-Flash's MoE (moe.zero_experts, moe.shortcut), which is"),
+        (cfg.vision is not None, "a vision tower, which is"),
+    ]
+    return next((what for has, what in one_gpu if has), None)
+
+
 def zero_stages(pp: int) -> tuple[int, ...]:
     """The ZeRO stages a layout of ``pp`` pipeline stages can take: with stages, 0 and 1. ZeRO-2/3 shard
     the gradients or weights anew each micro-batch, which no pipeline runs: DeepSpeed refuses them with
@@ -116,22 +133,11 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
          "layout"),
         (run.chunk is None, "chunk", "(chunked prefill) runs on one GPU: not with a parallel layout"),
     ]
-    moe = cfg.moe
-    one_gpu = [  # what no split here divides, each sized on one GPU only
-        (cfg.has_recurrent, f"{cfg.recurrent_kind} layers, which are"),
-        (cfg.dsa is not None, "DSA's indexer (dsa), which is"),
-        (moe is not None and moe.beside_mlp, "a dense MLP beside its experts (moe.beside_mlp), which is"),
-        (cfg.hyper is not None, "hyper-connections (hyper), which are"),
-        (cfg.kv_shared_layers > 0, "layers reading an earlier layer's K/V (kv_shared_layers), which are"),
-        (moe is not None and bool(moe.zero_experts or moe.shortcut),
-         "LongCat-Flash's MoE (moe.zero_experts, moe.shortcut), which is"),
-        (cfg.vision is not None, "a vision tower, which is"),
-    ]
-    for has, what in one_gpu:
-        if has:  # named by the first split the layout makes
-            split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
-            rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has {what} sized on one GPU "
-                                                    "only: not with a parallel layout"))
+    what = one_gpu_only(cfg)
+    if what is not None and not layout.trivial:  # named by the first split the layout makes
+        split = next(k for k in ("tp", "pp", "dp", "ep", "cp") if getattr(layout, k) > 1)
+        rules.append((False, f"layout.{split}", f"{getattr(layout, split)}: {name} has {what} sized on one GPU "
+                                                "only: not with a parallel layout"))
     for ok, field, rule in rules:
         if not ok:
             raise SpecError(field, rule)
