@@ -117,8 +117,8 @@ def plan(
              "sent/GPU: bytes one GPU sends per step (ring collectives, pipeline sends)",
              f"step: expected (calibrated compute, the 1F1B bubble, exposed communication over "
              f"{rate(hw.intra_node)} within a node of {hw.gpus_per_node or gpus} and {rate(hw.inter_node)} across "
-             "nodes: docs \"Hardware\", Calibration), the ranking; ideal: at the peaks, all data-parallel "
-             "communication overlapped, a bound; "
+             "nodes: docs \"Hardware\", Calibration), the ranking; ideal: at the peaks, data-parallel "
+             "communication hidden by all the compute it runs beside, a bound; "
              "tokens/s and MFU expected"]
     if not n_found:
         notes.insert(0, f"no valid layout of {gpus:,} GPUs for {cfg.name}: the heads, layers or global batch do "

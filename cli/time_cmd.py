@@ -269,7 +269,8 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
              f"(ideal {rec['tokens_per_s']:,.0f})",
              f"links: {rate(hw.intra_node)} per GPU within a node of {hw.gpus_per_node or rec['gpus']}, "
              f"{rate(hw.inter_node)} across nodes; expected: latency per call, NCCL's bus bandwidth, data-parallel "
-             "communication overlapped with compute; ideal: peak links, all of it overlapped",
+             "communication partly hidden by the compute it runs beside; ideal: peak links, hidden by all of "
+             "that compute",
              *_notes(hw, rec)]
     csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s"),
             **{f"layout.{k}": v for k, v in rec["layout"].items()}, "part": k, "part_s": v,

@@ -42,7 +42,7 @@ A :class:`Layout` splits a model over ``tp * cp * pp * dp`` GPUs:
   ``LoraParallelLinear`` splits them (``peft/tuners/lora/tp_layer.py``): on a column-parallel
   linear ``A`` is whole and ``B`` split over ``tp``, on a row-parallel one ``A`` split and ``B``
   whole, on a replicated one both whole; that is ``r (d_in + d_out)`` of the TP rank's linear
-  (:func:`adapter_units`), a routed expert's over ``ep`` as the expert. The frozen base is held
+  (:func:`_adapter_tensors`), a routed expert's over ``ep`` as the expert. The frozen base is held
   as without LoRA (split over tp and pp, over dp by ZeRO-3 as FSDP shards it); gradients and
   optimizer state are the adapters' alone, ZeRO-sharded as any trained tensor.
 """
@@ -274,18 +274,11 @@ def _spec_tensors(cfg: ModelConfig, tp: int, ep: int) -> dict[LayerSpec, tuple[T
     return {group.spec: tuple(_layer_tensors(block, ep)) for group, block in build(tp_local(cfg, tp)).blocks}
 
 
-def adapter_units(cfg: ModelConfig, layout: Layout, stage: int, lora: LoRA) -> tuple[tuple[Tensor, ...], ...]:
-    """LoRA's adapter tensors one GPU of pipeline stage ``stage`` holds, by FSDP unit as
-    :func:`stage_units` gives the base's (the root unit empty: embeddings and the head are never
-    adapted): ``A`` (``r x d_in``) and ``B`` (``d_out x r``) of each adapted linear of the TP rank's
-    layer (module docstring), stacked for stacked experts."""
-    return (), *_layer_units(cfg, _adapter_tensors(cfg, lora, layout.tp, layout.ep), layout.tp, layout.pp, stage,
-                             layout.vpp)
-
-
 @functools.lru_cache(maxsize=256)
 def _adapter_tensors(cfg: ModelConfig, lora: LoRA, tp: int, ep: int) -> dict[LayerSpec, tuple[Tensor, ...]]:
-    """The adapter tensors of one layer of each spec (:func:`adapter_units`)."""
+    """The adapter tensors of one layer of each spec, on rank 0 of its TP and EP groups: ``A`` (``r x d_in``)
+    and ``B`` (``d_out x r``) of each adapted linear of the TP rank's layer (module docstring), stacked for
+    stacked experts."""
     model = build(tp_local(cfg, tp))
     keys, r = adapted(model.cfg, lora), lora.rank
     per_spec = {}

@@ -25,10 +25,10 @@ with, for each kernel the component launches (:func:`rates`):
 Collectives (:func:`collective_s`): ``calls x latency + bytes sent / (link x bus)``, the alpha-beta
 model, ``bus`` the fraction of the link NCCL's ring reaches (its bus bandwidth), within a node or
 across nodes. ``overlap``: the fraction of the compute a data-parallel collective runs beside that
-hides it, as the frameworks schedule it (:mod:`analysis.cluster.step`; the ideal step hides all).
+hides it, as the frameworks schedule it (:mod:`analysis.cluster.step`; the ideal step: all of it).
 
-No ``calibration:`` section: every fraction 1 (all data-parallel communication overlapped, as in the
-ideal step), no latency (:data:`IDEAL`): expected is ideal.
+No ``calibration:`` section: every fraction 1 (data-parallel communication hidden by all the compute
+it runs beside, as in the ideal step), no latency (:data:`IDEAL`): expected is ideal.
 """
 
 from dataclasses import dataclass
