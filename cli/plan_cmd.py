@@ -38,7 +38,7 @@ def _record(c) -> dict:
                    sent_bytes=s.sent, tokens_per_s=s.tokens_per_s, mfu=c.mfu,
                    collectives=[{**k._asdict(), "sent": k.sent} for k in s.collectives],
                    expected={"step_s": s.expected.time_s, "parts_s": s.expected.parts_s,
-                             "tokens_per_s": s.expected_tokens_per_s})
+                             "tokens_per_s": s.expected_tokens_per_s, "mfu": c.expected_mfu})
     return rec
 
 
@@ -107,7 +107,7 @@ def plan(
                      "-" if c.run.recompute == "none" else c.run.recompute,
                      f"{count(c.run.batch)} x {count(layout.steps)}", iec(c.memory.total), iec(s.sent),
                      seconds(s.expected.time_s), seconds(s.time_s), f"{100 * s.bubble:.1f}%",
-                     f"{s.expected_tokens_per_s:,.0f}", f"{100 * c.mfu:.1f}%"))
+                     f"{s.expected_tokens_per_s:,.0f}", f"{100 * c.expected_mfu:.1f}%"))
     title = (f"{cfg.name} on {gpus:,} x {hw.name}: seq {count(seq_value)}, global batch {count(global_batch)}"
              f"{lora_tag(data.get('lora'))}, {n_fit:,} of {n_found:,} layouts fit")
     table = Table([Col("#", key=True), *map(Col, ("tp", "cp", "pp", "dp", "ep", "zero")), text_col("sp"),
@@ -129,6 +129,7 @@ def plan(
     csv = [{**pick(data, "model", "hardware", "gpus", "seq_len", "global_batch"),
             **{f"layout.{k}": v for k, v in r["layout"].items()},
             **pick(r, "micro_batch", "recompute", "memory", "fits", "step_s", "bubble", "communication_s",
-                   "sent_bytes", "tokens_per_s", "mfu"), "expected_step_s": r.get("expected", {}).get("step_s")}
+                   "sent_bytes", "tokens_per_s", "mfu"),
+            **{f"expected_{k}": r.get("expected", {}).get(k) for k in ("step_s", "tokens_per_s", "mfu")}}
            for r in data["layouts"]]
     emit(Report(data, csv, [table, *notes]), fmt)

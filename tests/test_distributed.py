@@ -242,7 +242,7 @@ def test_time_with_a_layout_matches_plan_and_memory(run):
             *(["--sp"] if lay["sp"] else []), "--recompute", best["recompute"]]
     timed = json.loads(run("time", "llama-3.1-70b", "--hardware", "h100", *opts, "--json").stdout)
     assert timed["time_s"] == best["step_s"] and timed["expected"]["time_s"] == best["expected"]["step_s"]
-    assert timed["expected"]["mfu"] == best["mfu"]  # plan's MFU is at the expected throughput
+    assert timed["expected"]["mfu"] == best["expected"]["mfu"] and timed["utilization"]["mfu"] == best["mfu"]
     sized = json.loads(run("memory", "llama-3.1-70b", *opts, "--json").stdout)
     assert sized["total"] == best["memory"]
 

@@ -598,5 +598,5 @@ def test_plan_table_ranks_as_the_json_lists(run):
     for row, rec in zip(rows, fitting):
         cells = [c.strip() for c in row]
         assert cells[1:7] == [str(rec["layout"][k]) for k in ("tp", "cp", "pp", "dp", "ep", "zero")]
-        assert cells[14] == f"{100 * rec['bubble']:.1f}%" and cells[16] == f"{100 * rec['mfu']:.1f}%"
+        assert cells[14] == f"{100 * rec['bubble']:.1f}%" and cells[16] == f"{100 * rec['expected']['mfu']:.1f}%"
         assert cells[15] == f"{rec['expected']['tokens_per_s']:,.0f}"

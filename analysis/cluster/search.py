@@ -58,7 +58,8 @@ class Candidate(NamedTuple):
     run: RunSpec  # one GPU's micro-batch, with the layout
     memory: MemoryReport  # the peak GPU's
     step: Step | None  # None: it does not fit
-    mfu: float | None  # at the expected throughput
+    mfu: float | None  # at the ideal throughput
+    expected_mfu: float | None  # at the expected throughput
 
     @property
     def fits(self) -> bool:
@@ -150,10 +151,8 @@ def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch
                     break
                 fits = report.total <= hw.memory
                 s = step(cfg, report.run, hw, eff, shared) if fits else None
-                if s is not None and (b, recompute) not in per_gpu:
-                    per_gpu[b, recompute] = utilization(cfg, s.run.replace(layout=Layout()), hw, 1.0)
-                mfu = per_gpu[b, recompute]._replace(tokens_per_s=s.expected_tokens_per_s, gpus=gpus).mfu if s else None
-                out.append(Candidate(report.run, report, s, mfu))
+                mfus = _mfus(cfg, hw, s, gpus, per_gpu) if s is not None else (None, None)
+                out.append(Candidate(report.run, report, s, *mfus))
                 fitted |= fits
             b *= 2  # memory grows with the micro-batch: past one that fits neither way, none will
     return sorted(out, key=lambda c: (not c.fits, c.step.expected.time_s if c.step else 0.0, c.memory.total))
@@ -235,11 +234,19 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
     for _, _, i in sorted(kept, reverse=True):
         w, s = weighed[-i], steps[-i]
         report = memory(cfg, spec(w), shared)
-        if (w.batch, w.recompute) not in per_gpu:
-            per_gpu[w.batch, w.recompute] = utilization(cfg, s.run.replace(layout=Layout()), hw, 1.0)
-        mfu = per_gpu[w.batch, w.recompute]._replace(tokens_per_s=s.expected_tokens_per_s, gpus=gpus).mfu
-        best.append(Candidate(report.run, report, s, mfu))
+        best.append(Candidate(report.run, report, s, *_mfus(cfg, hw, s, gpus, per_gpu)))
     return Ranking(best, fitting, len(weighed), len(steps))
+
+
+def _mfus(cfg: ModelConfig, hw: Hardware, s: Step, gpus: int,
+          per_gpu: dict[tuple[int, str], Utilization]) -> tuple[float, float]:
+    """A layout's MFU at its ideal and at its expected throughput (``per_gpu``: a micro-batch's utilization
+    on one GPU, by micro-batch size and recomputation, kept between layouts)."""
+    key = (s.run.batch, s.run.recompute)
+    if key not in per_gpu:
+        per_gpu[key] = utilization(cfg, s.run.replace(layout=Layout()), hw, 1.0)
+    u = per_gpu[key]._replace(gpus=gpus)
+    return u._replace(tokens_per_s=s.tokens_per_s).mfu, u._replace(tokens_per_s=s.expected_tokens_per_s).mfu
 
 
 def _workloads(cfg: ModelConfig, seq: int, dtype: str | None, weights_dtype: str | None,
