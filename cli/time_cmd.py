@@ -219,8 +219,6 @@ def _utilization(u, measured: bool, run_tokens: Optional[float], expected: dict,
 
 def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff: Efficiency, u, measured: bool,
               run_tokens: Optional[float]) -> dict:
-    from ..analysis.cluster.step import link
-
     run, parts, compute, exp = st.run, st.parts_s, st.compute, st.expected
     expected_parts = exp.parts_s
     rec = {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
@@ -235,8 +233,8 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff: Effici
            "parts_s": parts, "largest": max(parts, key=lambda k: parts[k]), "bubble": st.bubble,
            "micro_batch_s": list(st.compute_s), "tokens": st.tokens, "tokens_per_s": st.tokens_per_s,
            "sent_bytes": st.sent,
-           "collectives": [{**c._asdict(), "sent": c.sent, "time_s": c.sent / link(hw, run.layout, c.group).rate,
-                            "expected_s": t} for c, t in zip(st.collectives, exp.collectives_s)],
+           "collectives": [{**c._asdict(), "sent": c.sent, "time_s": t, "expected_s": e}
+                           for c, t, e in zip(st.collectives, st.collectives_s, exp.collectives_s)],
            "expected": {**expected_head(hw, eff), "time_s": exp.time_s, "parts_s": expected_parts,
                         "largest": max(expected_parts, key=lambda k: expected_parts[k]), "stage": exp.stage,
                         "micro_batch_s": list(exp.compute_s), "tokens_per_s": st.expected_tokens_per_s}}

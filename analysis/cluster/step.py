@@ -74,6 +74,7 @@ class Step(NamedTuple):
     drain_comm_s: float  # exposed, once per step, after the pipeline drains (the longest of the stages')
     optimizer_s: float  # the optimizer step (the longest of the stages')
     collectives: tuple[Collective, ...]  # the slowest stage's
+    collectives_s: tuple[float, ...]  # each of them at its link's peak, before overlap
     stage: int  # the slowest stage: the longest pipeline slot
     components: dict[str, Component]  # the slowest stage's micro-batch compute, by component
     expected: "Expected"
@@ -244,14 +245,15 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
             e_comm, e_drain = _exposed(cs, times, micro, m, cal.overlap, _async_tp(local, run, cs, times, mine, True)
                                        if hides else 0.0)
             e_opt = 0.0 if optimizer is None else optimizer.expected_s * optimized / trained
-            per_stage[key] = (mine, compute, comm, drain, opt, tuple(cs), micro, tuple(times), e_comm, e_drain, e_opt)
+            per_stage[key] = (mine, compute, comm, drain, opt, tuple(cs), tuple(ideal), micro, tuple(times), e_comm,
+                              e_drain, e_opt)
         stage_figures.append(per_stage[key])
-    (stage_parts, computes, comms, drains, opts, stage_cs, e_computes, e_collectives, e_comms, e_drains,
-     e_opts) = map(tuple, zip(*stage_figures))
+    (stage_parts, computes, comms, drains, opts, stage_cs, ideal_collectives, e_computes, e_collectives, e_comms,
+     e_drains, e_opts) = map(tuple, zip(*stage_figures))
     slowest = pacing_stage(computes, comms, m)
     expected = Expected(e_computes, e_comms, max(e_drains), max(e_opts), e_collectives[slowest], m,
                         idle_slots(layout.pp, layout.vpp))
-    return Step(run, computes, comms, max(drains), max(opts), stage_cs[slowest], slowest,
+    return Step(run, computes, comms, max(drains), max(opts), stage_cs[slowest], ideal_collectives[slowest], slowest,
                 stage_parts[slowest], expected)
 
 
