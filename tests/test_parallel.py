@@ -162,6 +162,16 @@ def test_roofline_refuses_a_layout_and_memory_is_per_gpu():
 
 
 @pytest.mark.unit
+def test_inference_under_tp_holds_the_gathered_logits():
+    """Llama 3.1 70B at tp 8: the vocab-parallel head's 8 x 128,256 bf16 logits are all-gathered whole onto
+    every GPU, the payload time's 'tp logits' collective gathers."""
+    from llmcalc.analysis.cluster.memory import memory
+
+    run = RunSpec("prefill", 8192, 8, layout=Layout(tp=8))
+    assert memory(load_bundled("llama-3.1-70b"), run).parts["logits"] == 8 * 128256 * 2
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("ep", [2, 8])
 def test_expert_parallel_splits_the_experts_weights_not_their_work(ep):
     """Mixtral over 8 data-parallel GPUs: at ``--ep e`` a GPU holds 1/e of the 32 x 8 experts (3 x 4,096 x

@@ -60,7 +60,8 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
     peak, queries, keys = attention_peak(local, cp_local(run))
     last = stage == layout.pp - 1
     parts.update(weights=weight_bytes(state.weights, run.weights_dtype), kv_cache=kv, attention=peak,
-                 logits=logits_bytes(local, run.batch, 1, run.dtype) if last else 0)
+                 # the vocab-parallel head's logits, all-gathered whole on every GPU (comm's "tp logits")
+                 logits=layout.tp * logits_bytes(local, run.batch, 1, run.dtype) if last else 0)
     return MemoryReport(run, parts, {}, {}, 0, queries, keys, stage)
 
 
