@@ -21,6 +21,7 @@ from .options import (
     LoraRank,
     LoraTargets,
     Model,
+    Optimizer,
     WeightsDtype,
     hardware_option,
     output_format,
@@ -57,6 +58,7 @@ def plan(
     lora_rank: LoraRank = None,
     lora_alpha: LoraAlpha = None,
     lora_targets: LoraTargets = None,
+    optimizer: Optimizer = "adam",
     compute_efficiency: ComputeEfficiency = None,
     bandwidth_efficiency: BandwidthEfficiency = None,
     top: Annotated[int, typer.Option("--top", parser=whole, metavar="N", help="Layouts shown in the table (--json "
@@ -88,11 +90,11 @@ def plan(
     seq_value = seq or cfg.context_length
     records = fmt in ("json", "csv")  # every layout; a table shows the first few, the others figured no further
     if records:
-        found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff, lora, weights_dtype)
+        found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff, lora, weights_dtype, optimizer)
         fitting = [c for c in found if c.fits]
         n_fit, n_found = len(fitting), len(found)
     else:
-        best = ranked(cfg, hw, gpus, seq_value, global_batch, top, dtype, eff, lora, weights_dtype)
+        best = ranked(cfg, hw, gpus, seq_value, global_batch, top, dtype, eff, lora, weights_dtype, optimizer)
         found, fitting, n_fit, n_found = [], best.best, best.fitting, best.weighed
     data = {"model": cfg.name, "hardware": hw.name, "gpus": gpus, "seq_len": seq_value, "global_batch": global_batch,
             **({"lora": lora_record(cfg, lora)} if lora else {}),

@@ -40,6 +40,7 @@ from .options import (
     LoraTargets,
     MicroBatches,
     Models,
+    Optimizer,
     Pp,
     Recompute,
     Sp,
@@ -309,6 +310,7 @@ def time_command(
     chunk: Chunk = None,
     attention: Attention = "flash",
     recompute: Recompute = "none",
+    optimizer: Optimizer = "adam",
     dtype: Dtype = None,
     fp8_scaling: Fp8Scaling = None,
     weights_dtype: WeightsDtype = None,
@@ -369,8 +371,8 @@ def time_command(
         if value is not None and mode != "train":
             warn(f"{option} does not apply to --mode {mode}; ignored")
     run_modes = ("prefill", "decode") if generating else (mode,)
-    given = applicable(run_modes, mode, chunk=chunk, kv_dtype=kv_dtype, recompute=recompute, zero=zero, vpp=vpp,
-                       global_batch=global_batch)
+    given = applicable(run_modes, mode, chunk=chunk, kv_dtype=kv_dtype, recompute=recompute, optimizer=optimizer,
+                       zero=zero, vpp=vpp, global_batch=global_batch)
     train = mode == "train"
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     base, layouts = runs("prefill" if generating else mode, batch, attention=attention, dtype=dtype,

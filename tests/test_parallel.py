@@ -162,6 +162,24 @@ def test_roofline_refuses_a_layout_and_memory_is_per_gpu():
 
 
 @pytest.mark.unit
+def test_plan_and_time_take_the_optimizer():
+    """SGD keeps no moments: GPT-2 small's 124,439,808 parameters hold 8 bytes fewer each (two fp32
+    moments) on every layout of plain data parallelism plan weighs, and its step reads bf16 weights and
+    gradients and the fp32 master (8 bytes) and writes the weights and master (6): 14 bytes a parameter,
+    not Adam's 30."""
+    from llmcalc.analysis.cluster.search import candidates
+    from llmcalc.analysis.perf.roofline import roofline
+
+    cfg, hw, P = load_bundled("gpt2-small"), load_hardware("h100"), 124_439_808
+    adam, sgd = ({(c.run.layout, c.run.batch, c.run.recompute): c.memory.total
+                  for c in candidates(cfg, hw, 8, 1024, 64, optimizer=o)} for o in ("adam", "sgd"))
+    whole = [k for k in adam if k[0].zero == 0 and k[0].tp == k[0].pp == 1]  # every GPU holds the model
+    assert whole and all(adam[k] - sgd[k] == 8 * P for k in whole)
+    step = roofline(cfg, RunSpec("train", 1024, 1, optimizer="sgd"), hw)
+    assert step.components["optimizer"].bytes == 14 * P
+
+
+@pytest.mark.unit
 def test_inference_under_tp_holds_the_gathered_logits():
     """Llama 3.1 70B at tp 8: the vocab-parallel head's 8 x 128,256 bf16 logits are all-gathered whole onto
     every GPU, the payload time's 'tp logits' collective gathers."""

@@ -127,11 +127,12 @@ def _check(cfg: ModelConfig, gpus: int) -> None:
 
 def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: int,
                dtype: str | None = None, eff: Efficiency | None = None, lora: LoRA | None = None,
-               weights_dtype: str | None = None) -> list[Candidate]:
+               weights_dtype: str | None = None, optimizer: str = "adam") -> list[Candidate]:
     """Every valid layout with its peak memory, and step time and MFU where it fits; fitting
     layouts first, fastest (expected) first. ``lora``: adapters on a frozen base stored as
     ``weights_dtype`` (QLoRA), as :func:`analysis.cluster.memory.memory` and :func:`step` size them."""
     _check(cfg, gpus)
+    runs = _workloads(cfg, seq, dtype, weights_dtype, lora, optimizer)
     out = []
     shared: dict = {}  # work the candidates share (memory, step)
     per_gpu: dict[tuple[int, str], Utilization] = {}  # MFU's FLOPs per token, by micro-batch and recomputation
@@ -141,8 +142,7 @@ def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch
             micro = dataclasses.replace(layout, micro_batches=global_batch // (b * layout.dp))
             fitted = False
             for recompute in ("none", "full"):  # selective changes nothing under flash attention
-                run = RunSpec("train", seq, b, recompute=recompute, dtype=dtype, weights_dtype=weights_dtype,
-                              layout=micro, lora=lora)
+                run = runs(b, recompute).replace(layout=micro)
                 try:
                     report = memory(cfg, run, shared)
                 except SpecError as e:  # a rule of this model (sp needing tp to divide seq, KV heads)
@@ -174,7 +174,7 @@ class _Weighed(NamedTuple):
 
 def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: int, top: int,
            dtype: str | None = None, eff: Efficiency | None = None, lora: LoRA | None = None,
-           weights_dtype: str | None = None) -> Ranking:
+           weights_dtype: str | None = None, optimizer: str = "adam") -> Ranking:
     """The first ``top`` of :func:`candidates` that fit, the same candidates in the same order,
     and how many fit of how many, without figuring every step: every candidate's peak memory (its
     totals alone), then the fitting ones best first by a lower bound of their expected step time
@@ -183,7 +183,7 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
     until the next bound is past the ``top``-th step so far."""
     _check(cfg, gpus)
     shared: dict = {}
-    runs = _workloads(cfg, seq, dtype, weights_dtype, lora)
+    runs = _workloads(cfg, seq, dtype, weights_dtype, lora, optimizer)
     weighed = _weigh(cfg, gpus, seq, global_batch, hw.gpus_per_node, hw.memory, runs, shared)
 
     def spec(w: _Weighed) -> RunSpec:
@@ -250,13 +250,13 @@ def _mfus(cfg: ModelConfig, hw: Hardware, s: Step, gpus: int,
 
 
 def _workloads(cfg: ModelConfig, seq: int, dtype: str | None, weights_dtype: str | None,
-               lora: LoRA | None) -> Callable[[int, str], RunSpec]:
+               lora: LoRA | None, optimizer: str) -> Callable[[int, str], RunSpec]:
     """One GPU's micro-batch of ``b`` sequences under ``recompute``, resolved, before its layout
     (which ``replace`` gives it: resolving does not read the layout), each made once."""
     @functools.cache
     def run(b: int, recompute: str) -> RunSpec:
         return RunSpec("train", seq, b, recompute=recompute, dtype=dtype, weights_dtype=weights_dtype,
-                       lora=lora).resolve(cfg)
+                       lora=lora, optimizer=optimizer).resolve(cfg)
     return run
 
 
