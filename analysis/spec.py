@@ -110,6 +110,12 @@ def _check_choice(field: str, value: object, choices: tuple) -> None:
         raise SpecError(field, f"must be one of {', '.join(map(str, choices))}, got {brief(value)}")
 
 
+def in_flight(pp: int, stage: int, steps: int) -> int:
+    """Micro-batches whose activations pipeline stage ``stage`` of ``pp`` keeps at once under 1F1B, of
+    ``steps`` a step: the warm-up forwards before its first backward."""
+    return min(pp - stage, steps)
+
+
 @dataclass(frozen=True)
 class Layout:
     """How a run is split over GPUs (:mod:`analysis.cluster.sharding` has the conventions)."""
@@ -188,7 +194,7 @@ class Layout:
 
     def in_flight(self, stage: int) -> int:
         """Micro-batches whose activations pipeline stage ``stage`` keeps at once under 1F1B."""
-        return min(self.pp - stage, self.steps)
+        return in_flight(self.pp, stage, self.steps)
 
     def describe(self) -> str:
         parts = [f"{name} {getattr(self, name)}" for name in ("tp", "cp", "pp", "dp", "ep") if getattr(self, name) > 1]

@@ -45,7 +45,7 @@ from ..model.config import ModelConfig
 from ..perf.calibration import Efficiency
 from ..perf.hardware import Hardware
 from ..perf.roofline import Utilization, utilization
-from ..spec import Layout, LoRA, RunSpec
+from ..spec import Layout, LoRA, RunSpec, in_flight
 from .memory import memory, stage_states, transient
 from .sharding import check_layout, cp_local, distinct_stages, one_gpu_only, save_terms, zero_stages
 from .step import MARGIN, Step, floors, idle_slots, stage_floors, step
@@ -313,7 +313,8 @@ def _weigh(cfg: ModelConfig, gpus: int, seq: int, global_batch: int, per_node: i
                         terms = save_terms(cfg, one, tp, sp)
                         saves[saves_key] = [terms.chunk(layers, s == 0, s == pp - 1) for s, layers in firsts]
                     state, saved = states[state_key], saves[saves_key]
-                    total = attention + max(state[j] + min(pp - s, m) * saved[j] for j, (s, _) in enumerate(firsts))
+                    total = attention + max(state[j] + in_flight(pp, s, m) * saved[j]
+                                            for j, (s, _) in enumerate(firsts))
                 out.append(_Weighed(layout, b, recompute, total))
                 fitted |= total <= budget
             b *= 2
