@@ -123,7 +123,9 @@ def sent(cfg, layout, mode="train", **kw):
 def test_tensor_parallel_volume_is_megatrons():
     """Korthikanti et al. (2022): per layer and micro-batch 4 all-reduces of b*s*h (2 forward, 2
     backward), each sending 2(t-1)/t of it; with sp the same bytes as reduce-scatters and
-    all-gathers; full recomputation adds the 2 forward ones again."""
+    all-gathers, and backward gathers each region's saved sequence shard again for the weight
+    gradients (their section 4.2.2, Megatron-LM's async all-gather), two a layer and the LM head's;
+    full recomputation adds the 2 forward ones again."""
     cfg = load_model("llama-3.1-70b")
     t, L, h, b = 8, 80, 8192, 2  # bf16
     per_layer = 4 * 2 * (t - 1) * TOKENS * h * b // t
@@ -132,7 +134,10 @@ def test_tensor_parallel_volume_is_megatrons():
     # sp: the embedding's partial sums are reduce-scattered into the sequence shards (half an
     # all-reduce); the LM head all-gathers its input and reduce-scatters its gradient
     ends_sp = 3 * (t - 1) * TOKENS * h * b // t + 3 * 2 * (t - 1) * TOKENS * 4 // t
-    assert sent(cfg, Layout(tp=t, sp=True)) == L * per_layer + ends_sp
+    regathered = (2 * L + 1) * (t - 1) * TOKENS * h * b // t
+    assert sent(cfg, Layout(tp=t, sp=True)) == L * per_layer + ends_sp + regathered
+    assert sent(cfg, Layout(tp=t, sp=True), recompute="full") == L * per_layer * 3 // 2 + ends_sp + (
+        (t - 1) * TOKENS * h * b // t)  # the layers' forward runs again and gathers them anew; the head's not
     assert sent(cfg, Layout(tp=t), recompute="full") == L * per_layer * 3 // 2 + ends
 
 

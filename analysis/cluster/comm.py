@@ -80,6 +80,12 @@ class Collective(NamedTuple):
         return (2 * share if self.kind == "all-reduce" else share) // self.ranks
 
 
+# sp, training: a GPU saves its sequence shard of each region's input (and of the LM head's), and backward
+# gathers it again for the weight gradients, issued before the input gradient's GEMM it runs beside
+# (Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication; Korthikanti et al. 2022, section 4.2.2)
+REGATHERED = "tp inputs, gathered again for weight gradients"
+
+
 def _tp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int, rerun: bool) -> list[Collective]:
     """Tensor-parallel collectives of one GPU of ``stage`` over the step (``run``: the GPU's share
     of the run, without its layout; so for each dimension)."""
@@ -109,6 +115,9 @@ def _tp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int,
     if rerun and n:  # per-op checkpointing keeps the reduce-scatters' outputs: backward reruns the rest
         kind, payload = ("all-gather", gathered) if layout.sp else ("all-reduce", act)
         out.append(Collective("tp region outputs, rerun", kind, "tp", tp, 2 * n * m, 2 * n * m * payload))
+    regather = train and layout.sp and passes == 1 and not rerun  # (a recomputing forward gathers them anew)
+    if regather and n:
+        out.append(Collective(REGATHERED, "all-gather", "tp", tp, 2 * n * m, 2 * n * m * gathered))
     if train:
         mla = [s for s in layers if s.attention == "mla"]
         mha = n - len(mla)
@@ -124,6 +133,7 @@ def _tp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int,
         if train:
             if layout.sp:
                 out += [Collective("tp lm_head input", "all-gather", "tp", tp, m, m * act),
+                        Collective(REGATHERED, "all-gather", "tp", tp, m, m * act),
                         Collective("tp lm_head gradient", "reduce-scatter", "tp", tp, m, m * act)]
             else:
                 out.append(Collective("tp lm_head gradient", "all-reduce", "tp", tp, m, m * act))

@@ -59,7 +59,7 @@ from ..perf.float8 import CASTS, casts
 from ..perf.hardware import Hardware
 from ..perf.roofline import Component, Roofline, roofline
 from ..spec import Layout, RunSpec
-from .comm import Collective, collective_groups
+from .comm import REGATHERED, Collective, collective_groups
 from .sharding import check_layout, cp_local, gpu_state, stage_keys, tp_local, workload
 
 FIRST_STAGE = ("embedding", "embedding/scale", "position", "norm/embedding")
@@ -280,7 +280,8 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
     per = at_once = 0.0
     for group_key, group in collective_groups(cfg, run, s, shared, data_parallel=False):
         for c, t in zip(group, _timed(hw, layout, group_key, group, shared)[1]):
-            if c.group not in ("dp", "dp/ep") and not (layout.async_tp and c.what in TP_REGIONS):
+            hidden = c.what == REGATHERED or (layout.async_tp and c.what in TP_REGIONS)
+            if c.group not in ("dp", "dp/ep") and not hidden:
                 # as _exposed: the rest is always exposed (async TP may hide the regions' all of it)
                 if c.per_micro_batch:
                     per += t
@@ -439,6 +440,8 @@ def _exposed(cs: list[Collective], times: list[float], micro_s: float, m: int, o
     per: dict[str, float] = {}
     once: dict[str, float] = {}
     for c, t in zip(cs, times):
+        if c.what == REGATHERED:  # beside the input gradient's GEMM (comm.REGATHERED)
+            continue
         kind = "exposed" if c.group not in ("dp", "dp/ep") else "weights" if c.kind == "all-gather" else "grads"
         into = per if c.per_micro_batch else once
         into[kind] = into.get(kind, 0.0) + t
