@@ -9,7 +9,9 @@ from llmcalc.analysis.errors import ConfigError
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import REQUIRED
 from llmcalc.analysis.model.formats import FORMATS, WEIGHT_FORMATS
+from llmcalc.analysis.model.mamba import MIXER_NORMS
 from llmcalc.analysis.model.variants import ACTIVATIONS, NORMS
+from llmcalc.analysis.model.vision import VISION_ACTIVATIONS, VISION_NORM_PLACEMENTS, VISION_POSITIONS
 
 BASE = dict(name="t", vocab_size=61, context_length=64, d_model=32, n_layers=2, n_heads=4, d_ff=40)
 VARIANTS = {  # together every config key and value
@@ -211,7 +213,6 @@ ENUMS = {"activation": ["relu", "gelu", "silu", "sqrelu", "swiglu", "geglu", "re
          "norm": ["layernorm", "rmsnorm"], "norm_placement": ["pre", "post", "sandwich", "post_branch"],
          "position": ["learned", "sinusoidal", "rope", "alibi", "relative", "none"]}
 QK_NORMS = [False, True, "none", "head", "full", "l2"]  # true is "head", false is "none"
-VISION_ACTIVATIONS = tuple(a for a, r in ACTIVATIONS.items() if not r.scalars)  # not xIELU
 QUANT_SKIPS = ["lm_head", "attention"]  # linears every model has (a tied head too: nothing to skip)
 
 
@@ -307,11 +308,11 @@ def _vision(draw):
          "d_ff": draw(st.integers(1, 16)), "patch_size": patch, "image_size": merge * draw(st.integers(1, 3)) * patch,
          "channels": draw(st.integers(1, 3)), "temporal_patch": draw(st.integers(1, 2)),
          "activation": draw(st.sampled_from(VISION_ACTIVATIONS)), "norm": draw(st.sampled_from(NORMS)),
-         "position": draw(st.sampled_from(["learned", "rope"]))}
+         "position": draw(st.sampled_from(VISION_POSITIONS))}
     for key in ("class_token", "patch_bias", "qkv_bias", "out_bias", "mlp_bias", "pre_norm", "final_norm",
                 "qk_norm", "v_norm"):
         v[key] = draw(st.booleans())
-    v["norm_placement"] = draw(st.sampled_from(["pre", "sandwich"]))
+    v["norm_placement"] = draw(st.sampled_from(VISION_NORM_PLACEMENTS))
     if v["position"] == "rope" and draw(st.booleans()):  # Gemma 4's 2-D table, or Qwen3-VL's grid, beside 2-D RoPE
         key = draw(st.sampled_from(["position_table", "position_grid"]))
         v[key] = draw(st.integers(1, 4) if key == "position_table" else st.integers(1, 16))
@@ -371,7 +372,7 @@ def _mamba(draw, raw) -> dict:
     return {k: draw(v) for k, v in (("d_state", st.integers(1, 8)), ("d_conv", st.integers(1, 4)),
                                     ("expand", st.integers(1, 2)), ("dt_rank", st.integers(1, 6)),
                                     ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
-                                    ("mixer_norms", st.sampled_from([False, True, "weighted"])))
+                                    ("mixer_norms", st.sampled_from(MIXER_NORMS)))
             if draw(st.booleans())}
 
 

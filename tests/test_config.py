@@ -23,16 +23,23 @@ from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, PARALLEL_MIXERS, QK_NORMS, ModelConfig
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
 from llmcalc.analysis.model.hyper import HyperConfig
+from llmcalc.analysis.model.mamba import MIXER_NORMS
 from llmcalc.analysis.model.mla import DSAConfig, MLAConfig
 from llmcalc.analysis.model.moe import MoEConfig
 from llmcalc.analysis.model.rules import APPLIES
 from llmcalc.analysis.model.shared_transformer import SharedTransformerConfig
 from llmcalc.analysis.model.sizes import DTYPE_BITS
 from llmcalc.analysis.model.variants import ACTIVATIONS, NORMS, POSITIONS
-from llmcalc.analysis.model.vision import ProjectorConfig, VisionConfig
+from llmcalc.analysis.model.vision import (
+    VISION_ACTIVATIONS,
+    VISION_NORM_PLACEMENTS,
+    VISION_POSITIONS,
+    ProjectorConfig,
+    VisionConfig,
+)
 from llmcalc.analysis.spec import RunSpec
 from tests.strategies import BASE as BASE_DICT
-from tests.strategies import QUANT_SKIPS, VARIANTS, VISION_ACTIVATIONS, valid_configs
+from tests.strategies import QUANT_SKIPS, VARIANTS, valid_configs
 
 pytestmark = pytest.mark.unit
 
@@ -357,8 +364,9 @@ ENUM_CHOICES = {"activation": tuple(ACTIVATIONS), "norm": tuple(NORMS), "norm_pl
                 "dtype": (*DTYPE_BITS, *WEIGHT_FORMATS), "quant_skip": tuple(QUANT_SKIPS),
                 "qk_norm": (*QK_NORMS, True, False), "layer_types": LAYER_TYPES, "parallel_mixer": PARALLEL_MIXERS,
                 "recurrent_norm_placement": NORM_PLACEMENTS}
-VISION_ENUMS = {"activation": VISION_ACTIVATIONS, "norm": tuple(NORMS), "position": ("learned", "rope"),
-                "norm_placement": ("pre", "sandwich")}
+VISION_ENUMS = {"activation": VISION_ACTIVATIONS, "norm": tuple(NORMS), "position": VISION_POSITIONS,
+                "norm_placement": VISION_NORM_PLACEMENTS}
+MIXER_ENUMS = {"mamba": {"mixer_norms": MIXER_NORMS}}  # a nested mixer key with a choice of values
 
 
 def mixer_schema(kind: str):
@@ -399,7 +407,8 @@ def test_strategy_covers_every_key_and_value():
                              (HyperConfig, [raw.get("hyper") for raw in drawn], {}),
                              (DSAConfig, [raw.get("dsa") for raw in drawn], {}),
                              (SharedTransformerConfig, [raw.get("shared_transformer") for raw in drawn], {}),
-                             *((mixer_schema(kind), [raw.get(kind) for raw in drawn], {}) for kind in MIXERS)):
+                             *((mixer_schema(kind), [raw.get(kind) for raw in drawn], MIXER_ENUMS.get(kind, {}))
+                               for kind in MIXERS)):
         key = cls.__name__
         maps = [m for m in maps if isinstance(m, dict)]
         assert maps, f"valid_configs() never draws a '{key}' mapping"

@@ -42,9 +42,12 @@ SOFTPLUS_COST = 3  # log(1 + exp(x))
 RMS_COST = 3  # weightless RMS norm: square-mean, rsqrt, scale
 
 
+MIXER_NORMS = (False, True, "weighted")  # mamba.mixer_norms' values
+
+
 def _mixer_norms(c: Checker, key: str, value: Any) -> bool | str:
     """``mamba.mixer_norms``: true or false, or ``weighted``."""
-    if value != "weighted" and not isinstance(value, bool):
+    if not any(value == v and type(value) is type(v) for v in MIXER_NORMS):
         c.fail(key, f"must be true, false or weighted, got {brief(value)}")
     return value
 

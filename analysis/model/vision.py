@@ -36,6 +36,13 @@ if TYPE_CHECKING:
     from .config import ModelConfig
 
 
+# the tower's choices: not xIELU, whose learned scalars belong to the language model's dense MLPs; rope
+# is 2-D (Qwen-VL, Pixtral); sandwich norms after attention and MLP too (Gemma 4)
+VISION_ACTIVATIONS = tuple(a for a, r in ACTIVATIONS.items() if not r.scalars)
+VISION_POSITIONS = ("learned", "rope")
+VISION_NORM_PLACEMENTS = ("pre", "sandwich")
+
+
 @dataclass(frozen=True)
 class ProjectorConfig:
     """The multimodal projector, vision features -> the language model's width: an optional norm over
@@ -84,11 +91,10 @@ class VisionConfig:
     image_size: int | None = checked(optional(integer()), None)
     channels: int = checked(integer(), 3)
     temporal_patch: int = checked(integer(), 1)  # frames per patch (Qwen-VL's Conv3d: 2)
-    # not xIELU, whose learned scalars belong to the language model's dense MLPs
-    activation: str = checked(choice(tuple(a for a, r in ACTIVATIONS.items() if not r.scalars)), "gelu")
+    activation: str = checked(choice(VISION_ACTIVATIONS), "gelu")
     norm: str = checked(choice(NORMS), "layernorm")
     norm_bias: bool = checked(boolean, True)  # layernorm only
-    position: str = checked(choice(("learned", "rope")), "learned")  # rope (2-D: Qwen-VL, Pixtral) holds no parameters
+    position: str = checked(choice(VISION_POSITIONS), "learned")  # rope (2-D: Qwen-VL, Pixtral) holds no parameters
     class_token: bool = checked(boolean, False)  # CLIP: a learned token before the patches (and its position)
     patch_bias: bool = checked(boolean, True)
     qkv_bias: bool = checked(boolean, True)
@@ -108,7 +114,7 @@ class VisionConfig:
     position_grid: int | None = checked(optional(integer()), None)
     qk_norm: bool = checked(boolean, False)  # a norm per head over q and over k (the tower's kind, with weight)
     v_norm: bool = checked(boolean, False)  # a weightless norm per head over v
-    norm_placement: str = checked(choice(("pre", "sandwich")), "pre")  # sandwich: norms after attention and MLP too
+    norm_placement: str = checked(choice(VISION_NORM_PLACEMENTS), "pre")  # sandwich: norms after attention and MLP too
     # Gemma 4's pooler: pool x pool patches averaged by a matmul with the averaging matrix (as transformers
     # runs it; none for 1), then times sqrt(d_model): the tower's output tokens. None: no pooler
     pool: int | None = checked(optional(integer()), None)
