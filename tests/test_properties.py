@@ -10,11 +10,12 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from llmcalc.analysis.cluster.sharding import gpu_state, stage_tensors, zero_stages
+from llmcalc.analysis.cluster.sharding import check_layout, gpu_state, stage_tensors, zero_stages
 from llmcalc.analysis.cluster.step import link, step
 from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.lora import linear_keys
 from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import ModelConfig
@@ -57,6 +58,28 @@ def cases(draw, lora: bool = True, layouts: bool = False) -> Case:
     return Case(cfg, run, layout)
 
 
+@st.composite
+def wide_layouts(draw) -> Case:
+    """A case whose layout also splits over tp, cp and ep, with sequence parallelism and async TP: each
+    drawn in turn and kept where the model allows it (check_layout)."""
+    case = draw(cases(lora=False, layouts=True))
+    cfg, run, layout = case
+    experts = cfg.moe.num_experts if cfg.moe else 1
+    splits = {"tp": st.sampled_from([t for t in (2, 4) if cfg.n_heads % t == 0] or [1]),
+              "cp": st.just(2), "ep": st.sampled_from([e for e in range(2, layout.dp + 1)
+                                                        if layout.dp % e == 0 and experts % e == 0] or [1]),
+              "sp": st.just(True), "async_tp": st.just(True)}
+    for field, values in splits.items():
+        if draw(st.booleans()):
+            try:
+                wide = dataclasses.replace(layout, **{field: draw(values)})  # Layout's own rules (sp needs tp)
+                check_layout(cfg, run.replace(layout=wide))  # the model's
+            except SpecError:
+                continue
+            layout = wide
+    return case._replace(layout=layout)
+
+
 def _recurrent(cfg: ModelConfig) -> bool:
     """Whether some layer has a recurrent mixer (Mamba): parallel layouts, LoRA and bytes moved
     refuse it (docs: Conventions)."""
@@ -92,7 +115,6 @@ def test_analytic_equals_the_reference(case):
 def test_image_flops_equal_the_reference(cfg, sides):
     """One image per sequence through a random tower and projector (every vision key): forward and backward
     matmul FLOPs per key equal FlopCounterMode's on the reference (analysis/verify/vision.py)."""
-    from llmcalc.analysis.errors import SpecError
 
     v = cfg.vision
     size = v.image_size or v.patch_size * v.projector.merge * (v.pool or 1) * sides
@@ -235,7 +257,7 @@ def test_time_identities(case, more_bw, more_flops, mode, chunk):
 
 @pytest.mark.unit
 @settings(max_examples=60, deadline=None)
-@given(cases(lora=False, layouts=True), st.integers(1, 3), st.sampled_from([1, 2, 8]), st.booleans())
+@given(wide_layouts(), st.integers(1, 3), st.sampled_from([1, 2, 8]), st.booleans())
 @example(Case(load_bundled("llama-3.1-70b"), RunSpec("train", 8192, 2, recompute="full"), Layout(tp=2, dp=32, zero=3)),
          1, 8, False)  # plan's ZeRO-3 layout on 64 GPUs: the ideal step overlapped nothing, slower than expected
 def test_the_ideal_step_is_never_slower_than_the_expected(case, rounds, per_node, free):
