@@ -84,7 +84,8 @@ def _zamba(r: Raw) -> dict[str, Any]:
     (``attention_hidden_size``, which must be ``2 * hidden_size``, the concatenation's width), heads of
     ``attention_head_dim`` (its ``attribute_map`` name ``head_dim`` wins; else ``2 * hidden_size //
     num_attention_heads``) scaled by ``(head_dim / 2) ** -0.5`` (a value, no count), then a gated MLP of
-    ``intermediate_size``. The Mamba-1 mixer: ``mamba_expand * hidden_size`` channels in ``n_mamba_heads`` heads
+    ``intermediate_size``; transformers builds it tied (``tie_word_embeddings``) only when two layers or more use it.
+    The Mamba-1 mixer: ``mamba_expand * hidden_size`` channels in ``n_mamba_heads`` heads
     (``mamba.heads``: x_proj and dt_proj per head), dt rank ``mamba_dt_rank`` ("auto": ``ceil(hidden_size /
     16)``), its conv's activation ``hidden_mamba_act`` (SiLU only). The scan's implementation
     (``use_associative_scan``, ``use_mamba_kernels``) and the time-step initialisation change no count."""
@@ -112,6 +113,9 @@ def _zamba(r: Raw) -> dict[str, Any]:
     if concat is not None and concat != 2 * d:  # its norm and q, k, v are built that wide, then fed 2 * hidden_size
         r.fail("attention_hidden_size", f"must be 2 * hidden_size ({2 * d}), the width of the concatenation the "
                                         f"shared block reads, got {concat}")
+    if len(hybrid) == 1 and out["tie_embeddings"]:  # its tie mapping finds no other use of the block
+        r.fail("tie_word_embeddings", "true with one hybrid layer: transformers ties the shared block of the first "
+                                      "hybrid layer to the others' and fails to build the model when there are none")
     head_dim, _ = _aliased(r, "head_dim", "attention_head_dim")
     if head_dim is None and 2 * d < heads:
         r.fail("num_attention_heads", f"leaves heads of 2 * hidden_size // {heads} = 0 dims")
