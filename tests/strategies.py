@@ -193,10 +193,11 @@ VARIANTS = {  # together every config key and value
                "mamba2": {"d_state": 4, "d_conv": 3, "n_heads": 4, "head_dim": 6, "n_groups": 2, "chunk_size": 4},
                "shared_transformer": {"layers": [1, 2, 3], "d_ff": 24, "blocks": 2, "adapter_rank": 3,
                                       "attention_adapters": True}},
-    # Zamba (v1's form): one block without adapters, a non-gated MLP, no positions, before two of three layers
-    "zamba": {"position": "none", "norm": "rmsnorm", "activation": "gelu", "n_layers": 3, "d_ff": 0,
-              "layer_types": ["mamba2"],
-              "mamba2": {"d_state": 4, "d_conv": 3, "n_heads": 4, "head_dim": 6, "n_groups": 1, "chunk_size": 4},
+    # Zamba (v1): Mamba-1 layers of two heads (x_proj and dt_proj per head), one shared block without adapters
+    # (GQA, no positions) before two of three layers; a non-gated MLP (Zamba's is gated GELU)
+    "zamba": {"position": "none", "norm": "rmsnorm", "activation": "gelu", "n_kv_heads": 2, "n_layers": 3, "d_ff": 0,
+              "layer_types": ["mamba"], "tie_embeddings": True,
+              "mamba": {"d_state": 4, "d_conv": 3, "expand": 2, "dt_rank": 3, "heads": 2},
               "shared_transformer": {"layers": [0, 2], "d_ff": 24}},
     "bitnet": {"position": "rope", "norm": "rmsnorm", "activation": "sqreglu", "n_kv_heads": 2, "sub_norms": True,
                "tie_embeddings": True},
@@ -369,11 +370,17 @@ def vision_configs(draw):
 
 
 def _mamba(draw, raw) -> dict:
-    return {k: draw(v) for k, v in (("d_state", st.integers(1, 8)), ("d_conv", st.integers(1, 4)),
-                                    ("expand", st.integers(1, 2)), ("dt_rank", st.integers(1, 6)),
-                                    ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
-                                    ("mixer_norms", st.sampled_from(MIXER_NORMS)))
-            if draw(st.booleans())}
+    """Every Mamba-1 key; heads (Zamba v1's) where they divide the width and the mixer has no norms."""
+    mixer = {k: draw(v) for k, v in (("d_state", st.integers(1, 8)), ("d_conv", st.integers(1, 4)),
+                                     ("expand", st.integers(1, 2)), ("dt_rank", st.integers(1, 6)),
+                                     ("conv_bias", st.booleans()), ("proj_bias", st.booleans()),
+                                     ("mixer_norms", st.sampled_from(MIXER_NORMS)))
+             if draw(st.booleans())}
+    heads = draw(st.sampled_from([1, 2, 4]))
+    if not mixer.get("mixer_norms") and (mixer.get("expand", 2) * raw["d_model"]) % heads == 0 and \
+            (heads > 1 or draw(st.booleans())):
+        mixer["heads"] = heads
+    return mixer
 
 
 def _mamba2(draw, raw) -> dict:

@@ -116,6 +116,11 @@ EXTRA["zamba2"] = dict(layers_block_type=["mamba", "hybrid", "hybrid", "hybrid"]
                        use_shared_attention_adapter=True, use_mem_rope=True, add_bias_linear=True, mamba_ngroups=2)
 
 
+# Zamba: its class default puts one hybrid layer in 4 (tied, transformers cannot build it): layers 2 and 3, four
+# Mamba heads, GQA
+EXTRA["zamba"] = dict(attn_layer_period=2, attn_layer_offset=0, n_mamba_heads=4, num_key_value_heads=4)
+
+
 @pytest.mark.parametrize("model_type", sorted(MAPPERS))
 def test_every_model_type_matches_transformers(model_type, tmp_path):
     """A config written by transformers' own config class (its defaults: published shapes, with

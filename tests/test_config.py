@@ -319,6 +319,11 @@ MOE = "moe: {num_experts: 4, experts_per_token: 2"
     # RG-LRU gate blocks of one channel (torch's batched matmul may copy such an input, by layout)
     (BASE + "layer_types: [rglru]\nrglru: {width: 2, n_heads: 2}\n",
      [":9: key 'rglru.n_heads': 2 makes gate blocks of one channel (width 2), which are not modeled"]),
+    # Mamba-1 heads (Zamba v1's): whole heads of the mixer's width, and without the one-head mixer norms
+    (BASE + "layer_types: [mamba]\nmamba: {expand: 2, heads: 3}\n",
+     [":9: key 'mamba.heads': must divide the mixer's width expand * d_model (128), got 3"]),
+    (BASE + "layer_types: [mamba]\nmamba: {heads: 2, mixer_norms: weighted}\n",
+     [":9: key 'mamba.heads': 2 heads with mixer_norms are not modeled"]),
 ])
 def test_new_keys_bad_config_exits_2_with_one_line(config_file, run, text, fragments):
     path = config_file(text, "bad.yaml")

@@ -510,6 +510,14 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
     # Zamba2Config's defaults, a "Zamba2-2.7B style configuration" by its docstring (one block, no attention
     # adapters: the published file was not found); no published total
     "zamba2": ("Zamba2Config's defaults (Zyphra/Zamba2-2.7B style)", {}, None),
+    # Mamba-1 layers of two heads, 13 of 76 after one shared transformer block (layer 2, then every sixth from 7),
+    # gated GELU MLP, no positions: ZambaConfig's defaults, Zyphra/Zamba-7B-v1 by its docstring (the published file
+    # was not found); 7,232,490,496 as transformers counts it, no published total (the card's "7B")
+    "zamba": ("ZambaConfig's defaults (Zyphra/Zamba-7B-v1)", dict(
+        vocab_size=32000, hidden_size=3712, intermediate_size=14848, num_hidden_layers=76, num_attention_heads=16,
+        num_key_value_heads=16, n_mamba_heads=2, attn_layer_period=6, attn_layer_offset=4, mamba_d_state=16,
+        mamba_d_conv=4, mamba_expand=2, mamba_dt_rank="auto", max_position_embeddings=4096,
+        tie_word_embeddings=True), None),
     # Gated DeltaNet layers (pre-norm) and OLMo 3 attention layers (post-norm, q/k norms over the whole projections),
     # every fourth, no positions (rope_theta null): OlmoHybridConfig's defaults, which its docstring gives as this
     # checkpoint's; no published total
@@ -838,6 +846,17 @@ VARIANTS = [
          layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "hybrid"], num_mem_blocks=2,
          use_shared_attention_adapter=True, adapter_rank=8, use_mem_rope=True, add_bias_linear=True,
          intermediate_size=96, mamba_d_state=16, chunk_size=4, hidden_act="gelu_pytorch_tanh")),
+    ("zamba", "Zamba (one Mamba head, untied with one hybrid layer, GQA, head_dim, a dt rank, biased projections)",
+     dict(vocab_size=1000, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+          head_dim=20, intermediate_size=96, n_mamba_heads=1, mamba_d_state=8, mamba_dt_rank=6, mamba_proj_bias=True,
+          mamba_conv_bias=False, tie_word_embeddings=False)),
+    ("zamba", "Zamba (four Mamba heads, the block used by three layers, SiLU)", dict(
+         vocab_size=1000, hidden_size=64, num_hidden_layers=7, num_attention_heads=4, num_key_value_heads=4,
+         intermediate_size=96, n_mamba_heads=4, mamba_d_state=8, attn_layer_period=2, attn_layer_offset=1,
+         hidden_act="silu")),
+    ("zamba", "Zamba (no hybrid layer, untied: Mamba-1 layers of two heads alone)", dict(
+         vocab_size=1000, hidden_size=64, num_hidden_layers=3, layers_block_type=["mamba"] * 3, n_mamba_heads=2,
+         tie_word_embeddings=False)),
     ("zamba2", "Zamba2 (a block per hybrid layer, untied; GQA, SwiGLU, the MLP adapter alone)", dict(
          vocab_size=1000, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
          n_mamba_heads=4, layers_block_type=["hybrid", "mamba", "hybrid"], num_mem_blocks=3, hidden_act="silu",
@@ -909,7 +928,10 @@ def _check_against(tmp_path, model_type: str, hp: dict) -> int:
 def _own(layer, i: int) -> int:
     """numel of what layer ``i`` stores as its own: Zamba2's hybrid layers hold the shared block they use (counted
     once per block by llmcalc, in the model's components) and, in the block's adapter lists, the adapters of
-    every use of that block; the layer's own are its use's (index ``i`` among the hybrid layers)."""
+    every use of that block; the layer's own are its use's (index ``i`` among the hybrid layers). Zamba's hold
+    their block as ``shared_transf``, without adapters."""
+    if hasattr(layer, "shared_transf"):
+        return sum(t.numel() for k, t in layer.state_dict().items() if not k.startswith("shared_transf."))
     shared = getattr(layer, "shared_transformer", None)
     if shared is None:
         return _stored(layer)
@@ -1009,7 +1031,7 @@ LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_
     ({"model_type": "qwen2", "layer_types": ["full_attention", "linear_attention"]},
      "key 'layer_types': unsupported layer type 'linear_attention'"),
     ({"layers_block_type": ["attention", "mamba"]}, "key 'layers_block_type': hybrid or state-space layers: modeled "
-     "for model_type granitemoehybrid, nemotron_h, zamba2 only, not 'llama'"),
+     "for model_type granitemoehybrid, nemotron_h, zamba, zamba2 only, not 'llama'"),
     ({"attention_chunk_size": 8192},
      "key 'attention_chunk_size': chunked-attention layers: modeled for model_type llama4_text only, not 'llama'"),
     ({"quantization_config": {"quant_method": "hqq"}},
@@ -1040,6 +1062,19 @@ LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=64, intermediate_
      "key 'tie_word_embeddings': false leaves each of the 2 hybrid layers its own copy"),
     ({"model_type": "zamba2", "layers_block_type": ["hybrid", "hybrid", "mamba"]},
      "key 'layers_block_type': must list num_hidden_layers (2) layers, got 3"),
+    # Zamba: the same tie; a concatenation other than 2 * hidden_size (transformers builds it, then cannot run it);
+    # heads that do not divide the mixer's width (its config refuses them); the conv's activation; its default layer
+    # list (three layers at least); tied, one hybrid layer (transformers' tie mapping fails)
+    ({"model_type": "zamba", "layers_block_type": ["hybrid", "hybrid"], "tie_word_embeddings": False},
+     "key 'tie_word_embeddings': false leaves each of the 2 hybrid layers its own copy"),
+    ({"model_type": "zamba", "layer_types": ["mamba", "hybrid"], "attention_hidden_size": 96},
+     "key 'attention_hidden_size': must be 2 * hidden_size (128)"),
+    ({"model_type": "zamba", "layers_block_type": ["mamba", "mamba"], "n_mamba_heads": 3},
+     "key 'n_mamba_heads': must divide mamba_expand * hidden_size (128), got 3"),
+    ({"model_type": "zamba", "layers_block_type": ["mamba", "mamba"], "hidden_mamba_act": "gelu"},
+     "key 'hidden_mamba_act': the mamba mixer is counted with SiLU"),
+    ({"model_type": "zamba"}, "key 'layers_block_type': must list num_hidden_layers (2) layers, got 3"),
+    ({"model_type": "zamba", "layer_types": ["mamba", "hybrid"]}, "key 'tie_word_embeddings': true with one hybrid"),
 ])
 def test_rejected_fields_exit_2(tmp_path, run, changes, message):
     data = {**LLAMA, **changes}
@@ -1048,6 +1083,8 @@ def test_rejected_fields_exit_2(tmp_path, run, changes, message):
                     qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8)
     if data["model_type"] == "qwen2_moe":
         data.update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
+    if data["model_type"] == "zamba":  # its class's default (16) for LLAMA's 4 heads
+        data["num_key_value_heads"] = 4
     result = run("params", _write(tmp_path, data))
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert message in result.stderr
@@ -1093,6 +1130,7 @@ DEPTHS["kimi_linear"] = 5
 # Nemotron-H (its depth is its hybrid_override_pattern's length, cut to match): Mamba-2 and MLP layers up to its
 # first attention layer, the fifteenth
 DEPTHS["nemotron_h"] = 15
+DEPTHS["zamba"] = 8  # its first two hybrid layers, the third and the eighth (tied, transformers builds no fewer)
 
 
 def _shallow(raw: dict) -> dict:

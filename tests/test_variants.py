@@ -21,6 +21,7 @@ from functools import lru_cache
 
 import pytest
 
+from llmcalc.analysis.count.activations import activation_bytes
 from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.kvcache import kv_cache
 from llmcalc.analysis.count.params import count_params
@@ -811,3 +812,33 @@ def test_cli_json_and_layer_groups(config_file, run, name, command, args):
                 layer = m.layers[i]
                 assert (g["spec"]["window"], g["spec"]["rope"], g["spec"]["ffn"]) == \
                     (layer.window, layer.rope, layer.ffn)
+
+
+def test_mamba_heads_split_x_proj_and_dt_proj():
+    # Zamba-7B-v1's Mamba-1 layer (d 3712, E = 2d = 7424 channels, N 16, dt rank R = ceil(3712 / 16) = 232, K 4
+    # taps) in H = 2 heads of 3712 channels, each with its own x_proj (3712 -> R + 2N) and dt_proj (R -> 3712, with
+    # bias): the parameters and matmul FLOPs of one head of 7424 channels; x_proj's output per token H * (R + 2N),
+    # which dt_proj keeps for backward (its input, a view of it); the state E * (K + N) per sequence either way
+    d, E, N, R, K, H, L, B, S = 3712, 7424, 16, 232, 4, 2, 2, 2, 64
+    T, b = B * S, 2
+    yaml = (f"name: zamba-layers\nvocab_size: 32000\ncontext_length: 4096\nd_model: {d}\nn_layers: {L}\n"
+            f"n_heads: 1\nd_ff: 0\nposition: none\nnorm: rmsnorm\nlayer_types: [mamba]\ntie_embeddings: true\n"
+            f"mamba: {{d_state: {N}, d_conv: {K}, expand: 2, heads: {H}}}\n")
+    one = load_text(yaml.replace(f"heads: {H}", "heads: 1"), "one.yaml")
+    heads = load_text(yaml, "heads.yaml")
+    layer = d * 2 * E + E * K + E + H * (E // H) * (R + 2 * N) + H * (R * (E // H) + E // H) + E * N + E + E * d + d
+    for cfg in (one, heads):
+        assert count_params(cfg).total == 32000 * d + L * layer + d
+    run = RunSpec(mode="train", seq=S, batch=B)
+    fwd = count_flops(heads, run).forward.matmul
+    assert fwd["mamba/x_proj"] == L * H * 2 * T * (E // H) * (R + 2 * N) == L * 2 * T * E * (R + 2 * N)
+    assert fwd["mamba/dt_proj"] == L * H * 2 * T * R * (E // H) == L * 2 * T * R * E
+    assert count_flops(heads, run).backward.matmul["mamba/x_proj"] == 2 * fwd["mamba/x_proj"]
+    assert fwd == count_flops(one, run).forward.matmul
+    saved, saved_one = activation_bytes(heads, run).components, activation_bytes(one, run).components
+    assert saved["mamba/x_proj"] == saved_one["mamba/x_proj"] == L * T * E * b  # its input, u
+    assert saved["mamba/dt_proj"] == L * T * H * (R + 2 * N) * b
+    assert saved_one["mamba/dt_proj"] == L * T * (R + 2 * N) * b
+    assert activation_bytes(heads, run).total - activation_bytes(one, run).total == L * T * (H - 1) * (R + 2 * N) * b
+    decode = RunSpec(mode="decode", seq=S, batch=B)
+    assert kv_cache(heads, decode).state_bytes == kv_cache(one, decode).state_bytes == L * B * E * (K + N) * b

@@ -5,14 +5,17 @@ Sizes: ``E = mamba.expand * d_model`` channels, ``N = mamba.d_state``, ``R`` the
 ``mamba/in_proj`` (d -> 2E: x and the gate z), ``mamba/conv1d`` (a depthwise causal conv of K taps
 over x: ``E*K`` weights and, with ``conv_bias``, E biases), ``mamba/x_proj`` (E -> R + 2N: dt, B, C),
 ``mamba/dt_proj`` (R -> E, with bias), ``mamba/A_log`` (E x N), ``mamba/D`` (E), ``mamba/out_proj``
-(E -> d); in_proj and out_proj have biases iff ``mamba.proj_bias``. Falcon-Mamba
+(E -> d); in_proj and out_proj have biases iff ``mamba.proj_bias``. With ``mamba.heads`` H > 1 (Zamba v1's
+``n_mamba_heads``) the E channels split into H heads of ``E/H`` after the conv, and x_proj and dt_proj are per
+head (H copies of ``E/H -> R + 2N`` and ``R -> E/H``, each head's dt, B and C its own): the same parameters and
+matmul FLOPs, but ``H * (R + 2N)`` values per token out of x_proj and ``H * R`` into dt_proj. Falcon-Mamba
 (``mamba.mixer_norms: true``) norms dt, B and C by weightless RMS norms; Jamba (``mixer_norms:
 weighted``) by RMS norms with a weight each: ``mamba/dt_norm`` (R), ``mamba/b_norm`` and
 ``mamba/c_norm`` (N each).
 
 The scan is counted in its **recurrent form**, as transformers' slow path (``torch_forward``) and
 llmcalc's reference run it: per token ``h = exp(dt*A) * h + dt*B*u`` (elementwise over ``E x N``) and
-``y = h @ C`` (a batched matmul, ``2*E*N`` FLOPs per token), then ``y + D*u`` and ``y * silu(z)``.
+``y = h @ C`` (a batched matmul per head, ``2*E*N`` FLOPs per token in all), then ``y + D*u`` and ``y * silu(z)``.
 The conv is ``nn.Conv1d(padding=K-1)`` over the ``S`` new tokens of a pass that starts the
 sequence: ``S + K - 1`` outputs computed, the last ``K - 1`` dropped (FlopCounterMode counts all
 ``2*B*(S+K-1)*K*E``); a pass that continues a cached sequence (a decode step, a later chunk)
@@ -66,6 +69,7 @@ class MambaConfig:
     proj_bias: bool = checked(boolean, False)  # biases of in_proj and out_proj
     # RMS norms on dt, B and C: true, weightless (Falcon-Mamba); "weighted", a weight each (Jamba)
     mixer_norms: bool | str = checked(_mixer_norms, False)
+    heads: int = checked(integer(), 1)  # H: x_proj and dt_proj per head of E/H channels (Zamba v1)
 
 
 class Mamba(Mixer):
@@ -79,10 +83,12 @@ class Mamba(Mixer):
         return c.mamba_width, c.mamba.d_state, c.dt_rank, c.mamba.d_conv
 
     def linears(self) -> list[Linear]:
+        """in_proj, x_proj and dt_proj (one copy per head, every copy used by every token), out_proj."""
         c, (E, N, R, _) = self.cfg, self.sizes
-        bias = c.mamba.proj_bias
-        return [Linear("mamba/in_proj", c.d_model, 2 * E, bias), Linear("mamba/x_proj", E, R + 2 * N, False),
-                Linear("mamba/dt_proj", R, E, True), Linear("mamba/out_proj", E, c.d_model, bias)]
+        bias, H = c.mamba.proj_bias, c.mamba.heads
+        return [Linear("mamba/in_proj", c.d_model, 2 * E, bias),
+                Linear("mamba/x_proj", E // H, R + 2 * N, False, H, H), Linear("mamba/dt_proj", R, E // H, True, H, H),
+                Linear("mamba/out_proj", E, c.d_model, bias)]
 
     def norms(self) -> list[Norm]:
         return []  # the weightless mixer norms hold nothing (their FLOPs: ops)
@@ -130,13 +136,13 @@ class Mamba(Mixer):
         in its forward order: in_proj its input; the conv its input (a view of in_proj's output, whose
         whole storage counts: u and z); at the mixer, SiLU's input (the conv output laid out by token),
         softplus's input, exp(A_log) and A, dt, exp(dt*A), dt*u, silu(z) and y + u*D; x_proj u; dt_proj
-        its input (a view of x_proj's output, or the normed dt); the scan dt*B*u (h_1) and the states
+        its input (a view of x_proj's output, each head's, or the normed dt); the scan dt*B*u (h_1) and the states
         h_2..h_S; out_proj its input. Falcon-Mamba's weightless norms keep x_proj's output and one rsqrt
         per row each, and the normed B (at the mixer) and C (in the scan). Jamba's weighted norms keep, besides,
         each norm's output before its weight (the weight's gradient): ``T * (R + 2N)`` values."""
         E, N, R, _ = self.sizes
-        T, b = B * S, tape.b
-        norms = self.cfg.mamba.mixer_norms
+        T, b, H = B * S, tape.b, self.cfg.mamba.heads
+        norms = self.cfg.mamba.mixer_norms  # only with one head (analysis.model.rules)
         tape.linear("mamba/in_proj", T * self.cfg.d_model * b, T, x)
         tape.save("mamba/conv1d", 2 * T * E * b, "in_proj output")
         tape.save("mamba", T * E * b)  # SiLU's input
@@ -145,7 +151,7 @@ class Mamba(Mixer):
             tape.save("mamba", T * (R + 2 * N) * b + 3 * T * b, "x_proj output")
             if self.weighted:  # rms(x) * weight keeps rms(x)
                 tape.save("mamba", T * (R + 2 * N) * b)
-        tape.linear("mamba/dt_proj", (T * R if norms else T * (R + 2 * N)) * b, T,
+        tape.linear("mamba/dt_proj", (T * R if norms else T * H * (R + 2 * N)) * b, T * H,
                     None if norms else "x_proj output")
         tape.save("mamba", T * E * b)  # softplus's input
         tape.save("mamba", 2 * E * N * b)  # exp(A_log) and A = -exp(A_log)

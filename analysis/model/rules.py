@@ -276,6 +276,13 @@ def _mamba_checks(cfg: ModelConfig, check: Checker) -> None:
         check.fail("parallel_mixer", f"{beside} needs a '{beside}' mapping")
     if cfg.has_mamba and cfg.mamba is None:
         check.fail("layer_types", "has 'mamba' layers but no 'mamba' mapping (d_state, d_conv, expand, ...)")
+    if cfg.has_mamba and cfg.mamba.heads > 1:
+        if cfg.mamba_width % cfg.mamba.heads:
+            check.fail("mamba.heads", f"must divide the mixer's width expand * d_model ({cfg.mamba_width}), "
+                                      f"got {cfg.mamba.heads}")
+        if cfg.mamba.mixer_norms:
+            check.fail("mamba.heads", f"{cfg.mamba.heads} heads with mixer_norms are not modeled (the norms on dt, "
+                                      "B and C of Falcon-Mamba and Jamba have one head)")
     if cfg.d_ff == 0 and not cfg.has_recurrent:
         check.fail("d_ff", "0 (no FFN) is for models with mamba layers (layer_types lists 'mamba')")
     if not cfg.has_attention and cfg.shared_transformer is None and cfg.position in ("rope", "alibi", "relative"):

@@ -147,6 +147,11 @@ _MAMBA2_NAMES = {"in_proj": "mamba2/in_proj", "conv1d": "mamba2/conv1d", "dt_bia
 # Jamba's mixer (JambaMambaMixer, a layer's ``mamba``): the same parts, and its weighted RMS norms on dt, B and C
 _MAMBA_NAMES.update({"mamba": "mamba/conv1d+dt_proj+scan", "dt_layernorm": "mamba/dt_norm",
                      "b_layernorm": "mamba/b_norm", "c_layernorm": "mamba/c_norm"})
+# Zamba's mixer (ZambaMambaMixer, a layer's ``mamba``): x_proj and dt_proj are its parameters, per head (its own
+# ops then run x_proj too: :data:`HEAD_MIXER`)
+_MAMBA_NAMES.update({"x_proj_weight": "mamba/x_proj", "dt_proj_weight": "mamba/dt_proj",
+                     "dt_proj_bias": "mamba/dt_proj"})
+HEAD_MIXER = "mamba/conv1d+x_proj+dt_proj+scan"
 # LFM2's gated short convolution (Lfm2ShortConv, a layer's ``conv``): its parts; its own op is the conv
 # (F.conv1d on its ``conv``'s weight)
 _SHORT_CONV_NAMES = {"conv": "short_conv/conv1d", "in_proj": "short_conv/in_proj", "out_proj": "short_conv/out_proj"}
@@ -157,8 +162,9 @@ _LIGHTNING_NAMES = {"qkv_proj": "lightning/qkv_proj", "output_gate": "lightning/
 # its decay tables: persistent buffers transformers derives from the config (and recomputes when it loads a
 # checkpoint), not learned: not parameters (DESIGN: buffers are not), left out of the state dict's count
 DERIVED_BUFFERS = frozenset({"slope_rate", "query_decay", "key_decay", "diagonal_decay"})
-# Zamba2's shared block (Zamba2AttentionDecoderLayer, a hybrid layer's ``shared_transformer``): its norms, and its
-# per-use adapters (``*_adapter_list.<use>.<0: A, 1: B>``)
+# Zamba2's shared block (Zamba2AttentionDecoderLayer, a hybrid layer's ``shared_transformer``; Zamba's
+# ZambaAttentionDecoderLayer, ``shared_transf``): its norms, and Zamba2's per-use adapters
+# (``*_adapter_list.<use>.<0: A, 1: B>``)
 _SHARED_NAMES = {"input_layernorm": "norm/shared_attention", "pre_ff_layernorm": "norm/shared_mlp",
                  "self_attn": "attention/scores+values"}
 _SHARED_ADAPTERS = {"linear_q_adapter_list": "shared/attention/q_adapter", "linear_k_adapter_list":
@@ -167,7 +173,7 @@ _SHARED_ADAPTERS = {"linear_q_adapter_list": "shared/attention/q_adapter", "line
 
 
 def _shared_block(parts: list[str], local: str) -> str:
-    """A module of Zamba2's shared block (``parts`` below ``shared_transformer``)."""
+    """A module of Zamba's shared block (``parts`` below ``shared_transformer`` or ``shared_transf``)."""
     if len(parts) == 4 and parts[1] in _SHARED_ADAPTERS and parts[3] in ("0", "1"):
         return f"{_SHARED_ADAPTERS[parts[1]]}/{'ab'[int(parts[3])]}"
     if len(parts) == 1:
@@ -303,10 +309,11 @@ def build_hf(raw: dict[str, Any], source: str | None = None, device: str = "meta
 
 # --- names: transformers' module paths -> llmcalc components ----------------------------------
 
-def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
+def component(path: str, cfg: ModelConfig, glm4: bool = False, head_mixer: bool = False) -> str:
     """``model.layers.3.self_attn.q_proj`` -> ``attention/q``; a multimodal checkpoint's vision tower
     and projector -> ``vision`` and ``projector``, whole; unknown -> ``?<path>``. ``glm4``:
-    the model names its norm after attention ``post_self_attn_layernorm`` (:func:`_glm4_norms`)."""
+    the model names its norm after attention ``post_self_attn_layernorm`` (:func:`_glm4_norms`);
+    ``head_mixer``: its Mamba mixers hold x_proj as a parameter (:func:`_head_mixers`)."""
     if "multi_modal_projector" in path or ".merger" in path or ".connector" in path:  # Qwen-VL: the tower's merger
         return "projector"
     if "embed_vision" in path or "deepstack_merger" in path:  # Gemma 4's norm and linear; Qwen3-VL's DeepStack
@@ -330,12 +337,12 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
         return "hyper/attention_mix+hyper/mlp_mix" if cfg.hyper is not None and cfg.hyper.mix else "layer"
     if parts[0] in _HYPER:  # a branch's hyper-connection (its norm has no parameters)
         return _HYPER[parts[0]]
-    if cfg.shared_transformer is not None:  # Zamba2's hybrid layers
-        if parts[0] == "shared_transformer":
+    if cfg.shared_transformer is not None:  # Zamba's and Zamba2's hybrid layers
+        if parts[0] in ("shared_transformer", "shared_transf"):
             return _shared_block(parts[1:], local)
         if parts == ["linear"]:
             return "shared/proj"
-        if parts[0] == "mamba_decoder":  # the layer's own mamba2 layer
+        if parts[0] == "mamba_decoder":  # the layer's own mamba or mamba2 layer
             parts = parts[1:]
     last = parts[-1]
     spec = _layer_spec(path, cfg)
@@ -352,7 +359,7 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False) -> str:
     if cfg.has_mamba2 and parts[0] in ("mixer", "mamba") and len(parts) <= 2 and last in _MAMBA2_NAMES:
         return _MAMBA2_NAMES[last]  # a mamba2 layer's mixer
     if parts[0] in ("mixer", "mamba") and len(parts) <= 2 and last in _MAMBA_NAMES:  # a mamba layer's mixer
-        return _MAMBA_NAMES[last]
+        return HEAD_MIXER if head_mixer and len(parts) == 1 else _MAMBA_NAMES[last]
     if cfg.has_short_conv and parts[0] == "conv" and len(parts) <= 2 and last in _SHORT_CONV_NAMES:
         return _SHORT_CONV_NAMES[last]  # a short_conv layer's mixer
     if cfg.has_lightning and parts[0] == "self_attn" and len(parts) <= 2 and last in _LIGHTNING_NAMES:
@@ -414,6 +421,12 @@ def _glm4_norms(model: torch.nn.Module) -> bool:
     is the norm before the MLP there, the norms after the branches are ``post_self_attn_layernorm``
     and ``post_mlp_layernorm`` (HyperCLOVA X: ``post_norm1`` and ``post_norm2``)."""
     return any(name.endswith(("post_self_attn_layernorm", "post_norm1")) for name, _ in model.named_modules())
+
+
+def _head_mixers(model: torch.nn.Module) -> bool:
+    """Zamba's Mamba mixers hold x_proj as a parameter, ``x_proj_weight`` (a head's in each row), and run its
+    matmul themselves."""
+    return any(name.endswith(".x_proj_weight") for name, _ in model.named_parameters())
 
 
 def _towers_whole(components: dict[str, int]) -> dict[str, int]:
@@ -532,7 +545,7 @@ def measure_params(model: torch.nn.Module, cfg: ModelConfig) -> dict[str, int]:
 NO_MASK = frozenset({"mamba2"})
 MASK_MAPPING = frozenset({"bamba", "granitemoehybrid", "nemotron_h", "jamba", "lfm2", "lfm2_moe", "minimax"})
 MASK_MAPPING |= {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe", "kimi_linear", "falcon_h1",
-                 "olmo_hybrid", "zamba2"}
+                 "olmo_hybrid", "zamba", "zamba2"}
 
 
 def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
@@ -549,8 +562,8 @@ def _inputs(model: torch.nn.Module, batch: int, seq: int) -> dict[str, Any]:
 def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int):
     """(forward, backward) matmul FLOPs per component of a training step: cross-entropy on the
     logits of every position."""
-    inputs, glm4 = _inputs(model, batch, seq), _glm4_norms(model)
-    with ModuleScope(model, lambda path: component(path, cfg, glm4)) as scope:
+    inputs, glm4, heads = _inputs(model, batch, seq), _glm4_norms(model), _head_mixers(model)
+    with ModuleScope(model, lambda path: component(path, cfg, glm4, heads)) as scope:
         with _Counter(scope) as fwd:
             logits = model(**inputs, use_cache=False).logits
         loss = F.cross_entropy(logits.flatten(0, 1), inputs["input_ids"].flatten())
@@ -627,7 +640,7 @@ def transformers_kv_bytes(cfg: ModelConfig, batch: int, prefill: int, dtype: str
     for group, block in build(cfg).blocks:
         if group.spec.recurrent:  # a state per sequence: transformers keeps the same (conv inputs, SSM state)
             total += group.count * batch * block.recurrent.state_values * bytes_per(dtype)
-            # and a shared block's uses (Zamba2) the K and V of every token, each using layer its own
+            # and a shared block's uses (Zamba, Zamba2) the K and V of every token, each using layer its own
             per_token = sum(s.attention.kv_values_per_token for s in block.shared)
             total += group.count * batch * prefill * per_token * bytes_per(dtype)
             continue

@@ -1,17 +1,20 @@
 """The reference Mamba-1 mixer: a slow, plain-PyTorch selective scan in its recurrent form.
 
 Built from ModelConfig alone (``mamba`` mapping). Submodules are the breakdown keys: ``in_proj``
-(d -> 2E: u and the gate z), ``conv1d`` (depthwise causal, K taps), ``x_proj`` (E -> R + 2N: dt, B, C),
-``dt_proj`` (R -> E, bias), ``out_proj`` (E -> d), ``scan`` (no parameters: the recurrence), and the
-parameters ``A_log`` (E, N) and ``D`` (E). Falcon-Mamba's weightless RMS norms on dt, B and C are
-``norms``; Jamba's (``mixer_norms: weighted``) multiply each by a weight, the parameters ``dt_norm`` (R),
-``b_norm`` and ``c_norm`` (N). Forward, for ``x`` (B, S, d)::
+(d -> 2E: u and the gate z), ``conv1d`` (depthwise causal, K taps), ``x_proj`` (E/H -> R + 2N per head:
+dt, B, C), ``dt_proj`` (R -> E/H per head, bias), ``out_proj`` (E -> d), ``scan`` (no parameters: the
+recurrence), and the parameters ``A_log`` (E, N) and ``D`` (E). ``H = mamba.heads`` (Zamba v1's
+``n_mamba_heads``; 1 otherwise): the channels after the conv split into H heads of E/H, each with its own
+x_proj and dt_proj (:class:`HeadLinears`, as transformers' ZambaMambaMixer holds ``x_proj_weight`` (H, R +
+2N, E/H) and ``dt_proj_weight`` (H, E/H, R)) and its own dt, B and C. Falcon-Mamba's weightless RMS norms
+on dt, B and C are ``norms``; Jamba's (``mixer_norms: weighted``) multiply each by a weight, the parameters
+``dt_norm`` (R), ``b_norm`` and ``c_norm`` (N). Forward, for ``x`` (B, S, d)::
 
     u, z = in_proj(x).chunk(2)
-    u = silu(conv1d(u))                   # causal: padding K-1 from the start, or the K cached inputs
-    dt, B, C = x_proj(u).split(R, N, N)   # (normed, Falcon-Mamba; normed and weighted, Jamba)
-    dt = softplus(dt_proj(dt))
-    h_t = exp(dt_t * A) * h_{t-1} + (dt_t * u_t) B_t,  y_t = h_t @ C_t     # A = -exp(A_log)
+    u = silu(conv1d(u))                          # causal: padding K-1 from the start, or the K cached inputs
+    dt_h, B_h, C_h = x_proj_h(u_h).split(R, N, N)   # per head (normed, Falcon-Mamba; and weighted, Jamba)
+    dt = softplus(concat_h dt_proj_h(dt_h))
+    h_t = exp(dt_t * A) * h_{t-1} + (dt_t * u_t) B_t,  y_t = h_t @ C_t     # A = -exp(A_log); B, C: the head's
     out_proj((y + u * D) * silu(z))
 
 The cache (:class:`analysis.verify.cache.KVCache`) holds per mamba layer the last K conv inputs
@@ -63,14 +66,35 @@ class CausalConv(nn.Module):
 
 
 class Scan(nn.Module):
-    """The recurrence, token by token: ``h = dA_t * h + dBu_t``, ``y_t = h @ C_t`` (a batched matmul)."""
+    """The recurrence, token by token: ``h = dA_t * h + dBu_t``, ``y_t = h @ C_t``, a batched matmul per
+    head (its channels' slice of the state and its own C: views, no copy)."""
 
-    def forward(self, dA: torch.Tensor, dBu: torch.Tensor, C: torch.Tensor, h: torch.Tensor | None):
-        ys = []
+    def forward(self, dA: torch.Tensor, dBu: torch.Tensor, Cs: list[torch.Tensor], h: torch.Tensor | None):
+        ys, width = [], dA.shape[2] // len(Cs)
         for t in range(dA.shape[1]):
             h = dBu[:, t] if h is None else dA[:, t] * h + dBu[:, t]  # (B, E, N)
-            ys.append(torch.matmul(h, C[:, t].unsqueeze(-1)))  # (B, E, 1)
+            heads = [torch.matmul(h[:, i * width:(i + 1) * width], C[:, t].unsqueeze(-1)) for i, C in enumerate(Cs)]
+            ys.append(joined(heads, 1))  # (B, E, 1)
         return torch.cat(ys, dim=-1).transpose(1, 2), h  # (B, S, E), the last state
+
+
+def joined(parts: list[torch.Tensor], dim: int) -> torch.Tensor:
+    """The heads' outputs side by side (one head: its own tensor, no copy)."""
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=dim)
+
+
+class HeadLinears(nn.Module):
+    """H linears ``d_in -> d_out`` side by side, head ``i`` over input ``i``: ``weight`` (H, d_out, d_in) and
+    ``bias`` (H, d_out), as transformers' Zamba holds x_proj and dt_proj (one head: Mamba's linear)."""
+
+    def __init__(self, heads: int, d_in: int, d_out: int, bias: bool):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(heads, d_out, d_in).uniform_(-d_in ** -0.5, d_in ** -0.5))
+        self.bias = nn.Parameter(torch.zeros(heads, d_out)) if bias else None
+
+    def forward(self, xs: list[torch.Tensor]) -> list[torch.Tensor]:
+        biases = [None] * len(xs) if self.bias is None else list(self.bias)
+        return [F.linear(x, w, b) for x, w, b in zip(xs, self.weight, biases)]
 
 
 def rms(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -86,8 +110,9 @@ class MambaMixer(nn.Module):
         bias = cfg.mamba.proj_bias
         self.in_proj = nn.Linear(cfg.d_model, 2 * E, bias=bias)
         self.conv1d = CausalConv(E, K, cfg.mamba.conv_bias)
-        self.x_proj = nn.Linear(E, R + 2 * N, bias=False)
-        self.dt_proj = nn.Linear(R, E, bias=True)
+        self.heads = H = cfg.mamba.heads
+        self.x_proj = HeadLinears(H, E // H, R + 2 * N, bias=False)
+        self.dt_proj = HeadLinears(H, R, E // H, bias=True)
         # S4D-real initialisation (Mamba's): A = -(1..N) per channel, D = 1
         self.A_log = nn.Parameter(torch.log(torch.arange(1, N + 1, dtype=torch.float32)).repeat(E, 1))
         self.D = nn.Parameter(torch.ones(E))
@@ -103,17 +128,23 @@ class MambaMixer(nn.Module):
         states = None if cache is None else cache.tensors[self.index]
         c = self.conv1d(u, None if states is None else states[0], start_pos > 0)
         u = F.silu(c.transpose(1, 2).clone(memory_format=torch.contiguous_format))  # (B, S, E), laid out by token
-        dt, B, C = self.x_proj(u).split([R, N, N], dim=-1)
-        if self.mixer_norms:
+        H, width = self.heads, E // self.heads
+        heads = [u[..., i * width:(i + 1) * width] for i in range(H)]  # views, (B, S, E/H) each
+        dts, Bs, Cs = zip(*(p.split([R, N, N], dim=-1) for p in self.x_proj(heads)))
+        if self.mixer_norms:  # one head (analysis.model.rules)
+            (dt,), (B,), (C,) = dts, Bs, Cs
             dt, B, C = rms(dt), rms(B), rms(C)
             if self.mixer_norms == "weighted":
                 dt, B, C = dt * self.dt_norm, B * self.b_norm, C * self.c_norm
-        dt = F.softplus(self.dt_proj(dt))  # (B, S, E)
+            dts, Bs, Cs = (dt,), (B,), (C,)
+        dt = F.softplus(joined(self.dt_proj(list(dts)), -1))  # (B, S, E)
         A = -torch.exp(self.A_log)  # (E, N)
         dA = torch.exp(dt.unsqueeze(-1) * A)  # (B, S, E, N)
-        dBu = (dt * u).unsqueeze(-1) * B.unsqueeze(-2)  # (B, S, E, N)
+        du = dt * u
+        dBu = joined([du[..., i * width:(i + 1) * width].unsqueeze(-1) * B.unsqueeze(-2)
+                      for i, B in enumerate(Bs)], 2)  # (B, S, E, N)
         h0 = states[1].to(u.dtype) if states is not None and start_pos > 0 else None
-        y, h = self.scan(dA, dBu, C, h0)
+        y, h = self.scan(dA, dBu, list(Cs), h0)
         if states is not None:
             states[1].copy_(h)
         y = (y + u * self.D) * F.silu(z)

@@ -94,6 +94,7 @@ _READS_REJECTED: dict[str, tuple[str, ...]] = {
     "jamba": ("attn_layer_period", "mamba_d_state"),
     "nemotron_h": ("layers_block_type", "hybrid_override_pattern", "ssm_state_size"),
     "falcon_h1": ("mamba_d_state",),
+    "zamba": ("layers_block_type", "attn_layer_period", "mamba_d_state"),
     "zamba2": ("layers_block_type", "mamba_d_state"),
     "olmo_hybrid": ("linear_num_value_heads",),
     **{k: ("linear_num_value_heads", "full_attention_interval")

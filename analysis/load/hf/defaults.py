@@ -955,6 +955,18 @@ DEFAULTS["olmo_hybrid"] = _config(
     tie_word_embeddings=False, attention_bias=False, pad_token_id=_null(100277), rope_parameters=_null(),
     rope_theta=10000.0, layer_types=_null(), linear_num_key_heads=_null(), linear_num_value_heads=_null(),
     linear_key_head_dim=_null(), linear_value_head_dim=_null(), linear_conv_kernel_dim=4)
+# ZambaConfig (Zyphra/Zamba-7B-v1's shapes; its __post_init__ derives attention_hidden_size, attention_head_dim,
+# mamba_dt_rank "auto" and layers_block_type from a null or absent key; head_dim and layer_types: its attribute_map
+# names for attention_head_dim and layers_block_type, set after __post_init__, so a null head_dim fails the model)
+DEFAULTS["zamba"] = _config(
+    f"{_COMMON} rms_norm_eps attention_dropout time_step_min time_step_max time_step_floor use_mamba_kernels "
+    "use_associative_scan num_logits_to_keep",
+    vocab_size=32000, tie_word_embeddings=True, hidden_size=3712, attention_hidden_size=_null(),
+    intermediate_size=14848, num_hidden_layers=76, num_attention_heads=16, attention_head_dim=_null(), head_dim=None,
+    num_key_value_heads=16, n_mamba_heads=2, hidden_act="gelu", hidden_mamba_act="silu", pad_token_id=_null(0),
+    max_position_embeddings=4096, attn_layer_period=6, attn_layer_offset=4, mamba_d_state=16, mamba_d_conv=4,
+    mamba_expand=2, mamba_dt_rank="auto", mamba_conv_bias=True, mamba_proj_bias=False, layers_block_type=_null(),
+    layer_types=None)
 # Zamba2Config (its __post_init__ derives intermediate_size, num_key_value_heads and layers_block_type from a null,
 # and overwrites head_dim: analysis.load.hf.zamba)
 DEFAULTS["zamba2"] = _config(
