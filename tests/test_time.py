@@ -590,3 +590,18 @@ def test_int4_embedding_rows_alternate_with_the_token_count():
     cfg = from_dict({"name": "odd", "vocab_size": 130, "context_length": 256, "n_layers": 1, "d_model": 23,
                      "n_heads": 1, "d_ff": 5, "dtype": "int4"}, "<test>")
     same_generation(cfg, RunSpec("prefill", 85, 3), 85, 14)
+
+
+def test_a_format_streams_only_the_matrices_it_quantizes():
+    """MXFP4 quantizes routed experts alone: a dense Llama 3 8B under it keeps every matrix in bf16, and
+    decodes at bf16's expected rates. bitsandbytes cannot reach Mixtral's stacked experts: under NF4 they
+    stream as bf16 does, while its attention matrices stream at NF4's rate (a kernel a layer)."""
+    run = RunSpec("decode", 1024, 1)
+    cfg = load_bundled("llama-3-8b")
+    assert roofline(cfg, run.replace(weights_dtype="mxfp4"), H100).components == roofline(cfg, run, H100).components
+    cfg = load_bundled("mixtral-8x7b")
+    plain, nf4 = (roofline(cfg, run.replace(weights_dtype=w), H100).components for w in (None, "nf4"))
+    assert nf4["moe/experts"].expected_memory_s == plain["moe/experts"].expected_memory_s
+    q = nf4["attention/q"]
+    assert q.bytes < plain["attention/q"].bytes
+    assert q.expected_memory_s == pytest.approx(q.bytes / (BW * CAL.streaming_eff("nf4", q.bytes / 32)), rel=1e-12)

@@ -98,7 +98,7 @@ def attended_keys(spec: LayerSpec, run: RunSpec) -> int:
     return spec.keys_seen(run.seq + 1 - run.query_len) + run.query_len - 1
 
 
-SCORES_VALUES = ("attention/scores", "attention/values")
+SCORES_VALUES = ("attention/scores", "attention/values")  # attention's core: its two matmuls, over the keys
 # The families breakdown keys fall into, by their prefix alone (any attention kind's projections
 # are ``attention/*``, any FFN kind's matrices ``mlp/*`` or ``moe/*``): the share columns of
 # `llmcalc flops` and the lines of `llmcalc plot flops`.
@@ -326,9 +326,6 @@ def _accumulate(into: dict[str, int], d: dict[str, int], factor: int = 1) -> Non
         _add(into, k, v * factor)
 
 
-# The attention core selective recomputation reruns: its two matmuls and the ops on the scores.
-CORE_MATMULS = ("attention/scores", "attention/values")
-
 
 def core_recomputed(cfg: ModelConfig, run: RunSpec) -> bool:
     """Whether backward reruns eager attention's core (selective recomputation); flash keeps no
@@ -342,7 +339,7 @@ def core_ops(ops: list[Op]) -> list[Op]:
 
 def core_keys(cfg: ModelConfig, run: RunSpec) -> set[str]:
     """Components of attention's core: its two matmuls and the ops on the scores."""
-    return set(CORE_MATMULS) | {op.key for _, block in build(cfg).blocks for op in core_ops(layer_ops(block, run))}
+    return set(SCORES_VALUES) | {op.key for _, block in build(cfg).blocks for op in core_ops(layer_ops(block, run))}
 
 
 def tower_forward(cfg: ModelConfig, run: RunSpec, gradient: bool = False) -> tuple[dict[str, int], dict[str, int]]:
@@ -375,7 +372,7 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
         groups.append((group, mm))
         _accumulate(layers_mm, mm, group.count)
         if run.recompute == "op" and run.mode == "train":
-            rerun = {m.key for m in rerun_linears(layer, run)} | (set(CORE_MATMULS) if rerun_core(cfg, run) else set())
+            rerun = {m.key for m in rerun_linears(layer, run)} | (set(SCORES_VALUES) if rerun_core(cfg, run) else set())
             _accumulate(op_mm, {k: v for k, v in mm.items() if k in rerun}, group.count)
             _accumulate(op_ew, totals(rerun_ops(layer, run, layer_ops(layer, run))), group.count)
         _accumulate(layers_ew, layer_elementwise(layer, run), group.count)
@@ -430,7 +427,7 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
         _accumulate(bwd_mm, op_mm)
         _accumulate(bwd_ew, op_ew)
     elif core_recomputed(cfg, run):
-        _accumulate(bwd_mm, {k: layers_mm[k] for k in CORE_MATMULS if k in layers_mm})
+        _accumulate(bwd_mm, {k: layers_mm[k] for k in SCORES_VALUES if k in layers_mm})
         _accumulate(bwd_ew, core_ew)
     return FlopReport(run, forward, FlopBreakdown(bwd_mm, bwd_ew), tuple(groups))
 
