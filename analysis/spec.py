@@ -178,6 +178,12 @@ class Layout:
         return self.tp * self.cp * self.pp * self.dp
 
     @property
+    def idle(self) -> tuple[tuple[str, str], ...]:
+        """The fields set that change nothing on this layout, each with why: ZeRO with one replica."""
+        return (("zero", "shards over the data-parallel GPUs (dp x cp), and there is one"),) \
+            if self.zero and self.replicas == 1 else ()
+
+    @property
     def replicas(self) -> int:
         """GPUs holding the same parameters (one per data- and context-parallel rank): ZeRO shards
         and gradient reductions run over them."""

@@ -11,7 +11,7 @@ from ..analysis.count.params import ParamCount, count_params
 from ..analysis.errors import SpecError
 from ..analysis.load.catalog import bundled_names, load_model
 from ..analysis.model.config import ModelConfig
-from ..analysis.spec import LoRA
+from ..analysis.spec import Layout, LoRA
 from .errors import UsageError
 from .format import count
 from .terminal import warn
@@ -76,6 +76,12 @@ def warn_past_context(cfg: ModelConfig, seq: int) -> None:
     if seq > cfg.context_length:
         warn(f"{cfg.name}: --seq {count(seq)} exceeds its context length ({count(cfg.context_length)}); "
              "computing anyway")
+
+
+def warn_idle(layout: Layout) -> None:
+    """A warning for each layout option that changes nothing (:attr:`Layout.idle`)."""
+    for field, why in layout.idle:
+        warn(f"--{field} {getattr(layout, field)} {why}; ignored")
 
 
 def recompute_tag(recompute: str) -> str:

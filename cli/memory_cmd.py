@@ -11,7 +11,7 @@ from ..analysis.count.memory import MEMORY_MODES, PARTS, MemoryReport
 from ..analysis.model.config import ModelConfig
 from ..analysis.perf.hardware import load_hardware
 from ..analysis.spec import Layout, runs
-from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, recompute_tag, workloads
+from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, recompute_tag, warn_idle, workloads
 from .errors import UsageError
 from .format import count, iec, share
 from .options import (
@@ -199,6 +199,7 @@ def memory(
     base, layouts = runs(run_mode, batch, attention=attention, dtype=dtype, weights_dtype=weights_dtype, lora=lora,
                          images=images, image_size=image_size, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, sp=sp, gpus=gpus,
                          **given)
+    warn_idle(layouts[batch[0]])
     results = []
     for cfg, s, b in workloads(lora_models(models, lora), seq, batch):
         run = base.replace(seq=s, batch=b, layout=layouts[b])

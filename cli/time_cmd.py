@@ -11,7 +11,7 @@ from ..analysis.perf.calibration import IDEAL, Efficiency
 from ..analysis.perf.hardware import PEAK_DTYPES, Hardware, bundled_hardware, load_hardware
 from ..analysis.perf.roofline import Roofline, generate, prefill, roofline, utilization
 from ..analysis.spec import MODES, Layout, RunSpec, runs
-from .common import expected_head, lora_models, lora_record, lora_spec, lora_tag, one_or_list, workloads
+from .common import expected_head, lora_models, lora_record, lora_spec, lora_tag, one_or_list, warn_idle, workloads
 from .errors import UsageError
 from .format import count, iec, rate, seconds, si
 from .options import (
@@ -379,6 +379,7 @@ def time_command(
                          fp8_scaling=fp8_scaling, weights_dtype=weights_dtype, lora=lora, images=images,
                          image_size=image_size, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, sp=sp, async_tp=async_tp, gpus=gpus,
                          **given)
+    warn_idle(layouts[batch[0]])
     parallel = not layouts[batch[0]].trivial
     measured = tokens_per_s if train else None
     run_tokens = tokens if train else None

@@ -137,6 +137,14 @@ def test_invalid_layouts_exit_2_with_the_rule(run, args, message):
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", f"Error: {message}\n")
 
 
+@pytest.mark.parametrize("command", [["memory"], ["time", "--hardware", "h100"]])
+def test_zero_without_replicas_is_ignored_with_a_warning(run, command):
+    warned = run(*command, "llama-3-8b", "--zero", "3", "--json")
+    assert (warned.exit_code, warned.stderr) == (0, "Warning: --zero 3 shards over the data-parallel GPUs (dp x cp), "
+                                                    "and there is one; ignored\n")
+    assert warned.stdout == run(*command, "llama-3-8b", "--json").stdout
+
+
 # -- every analytic function honours the layout or refuses it -----------------------------------------
 
 @pytest.mark.parametrize("function", [count_flops, kv_cache, activation_bytes])
