@@ -30,6 +30,7 @@ from .options import (
     output_format,
 )
 from .report import Col, Report, Table, emit, group_json, pick, text_col
+from .terminal import warn
 
 
 def _breakdown_json(b: FlopBreakdown) -> dict:
@@ -125,7 +126,7 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
 
 
 def _side_by_side(runs: list, data: dict | list, records: list[dict], batches: list[int], mode: str, causal: bool,
-                  exact: bool) -> Report:
+                  exact: bool, macs: bool) -> Report:
     """A row per model x seq x batch: totals, and the shares of the matmul FLOPs."""
     rows = []
     for cfg, r, c in runs:
@@ -134,13 +135,14 @@ def _side_by_side(runs: list, data: dict | list, records: list[dict], batches: l
             shares.append(share(c.total.family_matmul("attn scores+values"), c.total.matmul_total))
         batch = [count(r.run.batch)] if len(batches) > 1 else []
         rows.append((cfg.name, count(r.run.seq), *batch, _fmt(r.total.total, exact),
-                     _fmt(r.total.matmul_total, exact), *shares))
+                     _fmt(r.total.matmul_total, exact, macs), *shares))
     conv = "causal" if causal else "dense"
     extra = [] if causal else ["scores+values if causal"]
     batch_cols = [Col("batch", key=True)] if len(batches) > 1 else []
     title = f"{mode} FLOPs, {f'batch {batches[0]}, ' if len(batches) == 1 else ''}{conv} attention; " \
             "shares of the matmul FLOPs"
-    table = Table([text_col("model", key=True), Col("seq", key=True), *batch_cols, Col("total"), Col("matmul"),
+    table = Table([text_col("model", key=True), Col("seq", key=True), *batch_cols, Col("total"),
+                   Col("matmul MACs" if macs else "matmul"),
                    *map(Col, FAMILIES), *map(Col, extra)], [rows], title)
     csv = [pick(rec, "model", "seq_len", "batch", "mode", "attention", "convention", "recompute",
                 *(f"{part}.{kind}" for part in ("forward", "backward", "total")
@@ -184,6 +186,9 @@ def flops(
       llmcalc flops gemma-3-27b-it --seq 100 --images 1
     """
     fmt = output_format(fmt, json_out)
+    if macs and fmt in ("json", "csv"):
+        warn(f"--macs shows the tables' matmul figures as multiply-accumulates; {fmt} keeps FLOPs (MACs are "
+             "matmul FLOPs / 2)")
     given = applicable((mode,), mode, recompute=recompute, all_logits=all_logits)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     base = RunSpec(mode, None, 1, attention, causal, given["recompute"], given["all_logits"], lora=lora, images=images,
@@ -196,4 +201,4 @@ def flops(
     if len(runs) == 1 and models:
         emit(_breakdown(*runs[0], records[0], exact=exact, macs=macs), fmt)
         return
-    emit(_side_by_side(runs, one_or_list(records, models), records, batch, mode, causal, exact), fmt)
+    emit(_side_by_side(runs, one_or_list(records, models), records, batch, mode, causal, exact, macs), fmt)

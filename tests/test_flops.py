@@ -31,7 +31,10 @@ def test_gpt2_xl_16k(run):
     assert "exceeds its context length (1,024)" in result.stderr
     data = json.loads(result.stdout)
     fwd = data["forward"]
-    assert fwd["matmul"] == 133_416_668_364_800
+    # 48 layers of d 1,600 (q, k, v, o and an MLP of 6,400) and dense attention over 16,384 tokens, the head
+    L, d, f, V, T = 48, 1600, 6400, 50257, 16384
+    dense = L * (2 * T * (4 * d * d + 2 * d * f) + 4 * T * T * d) + 2 * T * d * V
+    assert fwd["matmul"] == dense
     attn = fwd["components"]["attention/scores"] + fwd["components"]["attention/values"]
     assert round(1000 * attn / fwd["matmul"]) == 618  # 61.8%
     assert attn > max(v for k, v in fwd["components"].items() if not k.startswith("attention/s")
@@ -40,7 +43,18 @@ def test_gpt2_xl_16k(run):
     # causal: each of scores/values is 2*48*25*64*(16384*16385/2)
     tri = 16384 * 16385 // 2
     assert causal["forward"]["components"]["attention/scores"] == 2 * 48 * 25 * 64 * tri
-    assert causal["forward"]["matmul"] == 133_416_668_364_800 - 2 * 2 * 48 * 25 * 64 * (16384 ** 2 - tri)
+    assert causal["forward"]["matmul"] == dense - 2 * 2 * 48 * 25 * 64 * (16384 ** 2 - tri)
+
+
+def test_macs_are_half_the_matmul_flops_in_every_table(run):
+    flops = json.loads(run("flops", "llama-3-8b", "mistral-7b", "--seq", "2048", "--json", "--exact").stdout)
+    table = run("flops", "llama-3-8b", "mistral-7b", "--seq", "2048", "--macs", "--exact").stdout
+    assert "matmul MACs" in table
+    for rec in flops:
+        assert f"{rec['total']['matmul'] // 2:,}" in table
+    warned = run("flops", "llama-3-8b", "--seq", "2048", "--macs", "--json")
+    assert warned.stderr == ("Warning: --macs shows the tables' matmul figures as multiply-accumulates; json keeps "
+                             "FLOPs (MACs are matmul FLOPs / 2)\n")
 
 
 def test_gpt2_xl_1k_to_16k():
