@@ -56,25 +56,26 @@ def one_or_list(items: list, specs: Optional[list[str]]):
 MAX_ROWS = 1_000  # of a sweep: each row costs milliseconds, and a table of more is not read
 
 
-def workloads(cfgs: list[ModelConfig], seqs: Optional[tuple[int, ...]],
-              batches: tuple[int, ...]) -> Iterator[tuple[ModelConfig, int, int]]:
+def workloads(cfgs: list[ModelConfig], seqs: Optional[tuple[int, ...]], batches: tuple[int, ...],
+              new: int = 0) -> Iterator[tuple[ModelConfig, int, int]]:
     """Every (model, seq, batch) of a sweep, in that order; no seq is the model's context length,
-    and a seq past it is computed with a warning (once per model and seq). At most MAX_ROWS of
-    them, counted before any is computed."""
+    and a seq past it (with ``new`` tokens generated after it: a generation's prompt) is computed
+    with a warning (once per model and seq). At most MAX_ROWS of them, counted before any is
+    computed."""
     rows = len(cfgs) * len(seqs or (0,)) * len(batches)
     if rows > MAX_ROWS:
         raise UsageError(f"{len(cfgs)} model(s) x {len(seqs or (0,))} --seq x {len(batches)} --batch make "
                          f"{rows:,} rows: at most {MAX_ROWS:,}")
     for cfg in cfgs:
         for s in seqs or (cfg.context_length,):
-            warn_past_context(cfg, s)
+            warn_past_context(cfg, s + new, "--prompt + --new" if new else "--seq")
             for b in batches:
                 yield cfg, s, b
 
 
-def warn_past_context(cfg: ModelConfig, seq: int) -> None:
+def warn_past_context(cfg: ModelConfig, seq: int, what: str = "--seq") -> None:
     if seq > cfg.context_length:
-        warn(f"{cfg.name}: --seq {count(seq)} exceeds its context length ({count(cfg.context_length)}); "
+        warn(f"{cfg.name}: {what} {count(seq)} exceeds its context length ({count(cfg.context_length)}); "
              "computing anyway")
 
 

@@ -385,7 +385,8 @@ def time_command(
     run_tokens = tokens if train else None
     hw = load_hardware(hardware_spec)
     records, shown_runs = [], []
-    for cfg, s, b in workloads(lora_models(models, lora), (prompt,) if generating else seq, batch):
+    for cfg, s, b in workloads(lora_models(models, lora), (prompt,) if generating else seq, batch,
+                               new if generating else 0):
         spec = base.replace(seq=s, batch=b)
         if parallel and not generating:
             from ..analysis.cluster.step import step

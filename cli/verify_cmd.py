@@ -17,7 +17,7 @@ from ..analysis.perf.hardware import for_device, load_hardware
 from ..analysis.spec import Layout
 from ..analysis.verify import cuda_device, torch_problem
 from .caches import temporary_cache
-from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list
+from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, warn_past_context
 from .errors import UsageError, VerificationFailed
 from .format import count
 from .junit import write_junit
@@ -45,6 +45,7 @@ from .terminal import console, warn
 
 DEVICES = ("auto", "meta", "cpu", "cuda")
 AGAINST = ("transformers",)
+DEFAULT_SEQ = 128  # tokens a check runs at unless --seq says
 
 
 def _fmt(x) -> str:
@@ -116,9 +117,9 @@ def verify(
     device: Annotated[Literal[DEVICES], typer.Option(
         "--device", help="meta: shapes only, any size. cpu: meta checks plus real-tensor checks on a small copy. "
         "cuda: plus wall time, FLOP/s and peak memory. auto: cuda if present, else cpu.")] = "auto",
-    seq: Annotated[int, typer.Option("--seq", parser=whole, metavar="N", rich_help_panel=WORKLOAD, help="Tokens "
-                                     "per sequence for the FLOP checks (one value: verify checks the formulas, it "
-                                     "is not a sweep).")] = 128,
+    seq: Annotated[Optional[int], typer.Option("--seq", parser=whole, metavar="N", rich_help_panel=WORKLOAD,
+                                               help="Tokens per sequence for the FLOP checks (one value: verify "
+                                                    "checks the formulas, it is not a sweep). Default: 128.")] = None,
     batch: Annotated[int, typer.Option("--batch", parser=whole, metavar="N", rich_help_panel=WORKLOAD,
                                        help="Sequences for the FLOP and KV-cache checks (one value).")] = 2,
     against: Annotated[Optional[Literal[AGAINST]], typer.Option(
@@ -187,6 +188,11 @@ def verify(
             warn(f"--device {device}: the LoRA checks run on meta; ignored")
         device = "meta"
     cfgs = lora_models(models, lora)
+    if seq is None:  # the checks' own size, whatever the context
+        seq = DEFAULT_SEQ
+    else:
+        for cfg in cfgs:
+            warn_past_context(cfg, seq)
     hw = None if hardware_spec is None else load_hardware(hardware_spec)
     if junit is not None and not junit.parent.is_dir():  # found out now, not once every check has run
         raise UsageError(f"--junit: no such directory {str(junit.parent)!r}")

@@ -605,3 +605,11 @@ def test_a_format_streams_only_the_matrices_it_quantizes():
     q = nf4["attention/q"]
     assert q.bytes < plain["attention/q"].bytes
     assert q.expected_memory_s == pytest.approx(q.bytes / (BW * CAL.streaming_eff("nf4", q.bytes / 32)), rel=1e-12)
+
+
+def test_generate_warns_when_the_prompt_and_new_tokens_pass_the_context(run):
+    """Llama 3 8B reads 8,192 tokens: a prompt of 8,000 fits, with 1,000 new tokens it does not."""
+    args = ["time", "llama-3-8b", "--hardware", "h100", "--mode", "generate", "--prompt", "8000", "--new"]
+    assert run(*args, "192").stderr == ""
+    assert run(*args, "1000").stderr == ("Warning: llama-3-8b: --prompt + --new 9,000 exceeds its context length "
+                                         "(8,192); computing anyway\n")

@@ -38,6 +38,15 @@ def test_verify_json_bundled(run, bundled_copy, name):
     assert all(c["ok"] and c["analytic"] == c["measured"] for c in data["checks"])
 
 
+def test_verify_warns_when_seq_passes_the_context(run, bundled_copy):
+    """GPT-2 small's learned positions have 1,024 rows: a --seq past them is checked with a warning, as
+    the analytic commands give it; verify's own default (128) warns of nothing."""
+    path = bundled_copy("gpt2-small", 1)
+    result = run("verify", path, "--device", "meta", "--seq", "1025", "--batch", "1", "--json")
+    assert (result.exit_code, result.stderr) == (0, "Warning: gpt2-small: --seq 1,025 exceeds its context length "
+                                                    "(1,024); computing anyway\n")
+
+
 @pytest.mark.slow
 def test_verify_cpu_runs_real_tensor_checks(run):
     result = run("verify", "gpt2-small", "--device", "cpu", "--json")
