@@ -161,7 +161,7 @@ class Layout:
         micro = None
         if global_batch is not None:
             if not applies("global_batch", mode):
-                raise SpecError("global_batch", f"applies to mode {' or '.join(APPLIES['global_batch'])}, not {mode}")
+                raise SpecError("global_batch", f"applies to mode {' or '.join(APPLIES['global_batch'])} only")
             if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
                 raise SpecError("global_batch", f"must be a positive integer, got {brief(global_batch)}")
             if global_batch % (batch * dp):
@@ -361,7 +361,7 @@ class RunSpec:
         """Each of ``fields`` (:data:`APPLIES`', of ``holder``) at its default unless it applies to the mode."""
         for field, name, default, modes in fields:
             if getattr(holder, name) != default and self.mode not in modes:
-                raise SpecError(field, f"applies to mode {' or '.join(modes)}, not {self.mode}")
+                raise SpecError(field, f"applies to mode {' or '.join(modes)} only")
 
     def replace(self, **changes) -> "RunSpec":
         """``dataclasses.replace``, checked as it is (no unknown field, :meth:`__post_init__`'s rules),
