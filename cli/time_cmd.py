@@ -191,6 +191,9 @@ def _notes(hw: Hardware, rec: dict) -> list[str]:
             lines.append(f"{exp['tokens_per_s']:,.0f} tokens/s expected on {util['gpus']} GPU(s): MFU {exp['mfu']:.1%} "
                          f"(llmcalc's {si(round(util['model_flops_per_token']), 'FLOP')}/token); at the ideal's "
                          f"{util['tokens_per_s']:,.0f} tokens/s: MFU {util['mfu']:.1%}, HFU {util['hfu']:.1%}")
+        if max(util["mfu"], exp.get("mfu", 0.0)) > 1:
+            lines.append("MFU above 100%: the model FLOPs count attention dense, as PaLM's MFU does, and flash "
+                         "attention runs its causal half; HFU counts the FLOPs executed")
     run = rec.get("training_run")
     if run:
         lines.append(f"{si(run['tokens'])} tokens on {run['gpus']} GPU(s): {seconds(exp['run_time_s'])} expected, "
@@ -422,6 +425,11 @@ def time_command(
                                     run_tokens, rec["expected"], r.run.tokens / r.expected_s))
         records.append(rec)
         shown_runs.append((cfg, r))
+    if measured is not None:
+        for cfg, ran in shown_runs:  # a roofline, or a step on a layout: the ideal's throughput over its GPUs
+            if measured > ran.tokens_per_s:
+                warn(f"{cfg.name}: --tokens-per-s {measured:,.0f} is above the ideal's {ran.tokens_per_s:,.0f} "
+                     "tokens/s, a bound no run beats: check the hardware, layout and dtype given")
     steps = parallel and not generating
     if len(records) == 1 and models:
         explain = _step_breakdown if steps else _breakdown

@@ -613,3 +613,16 @@ def test_generate_warns_when_the_prompt_and_new_tokens_pass_the_context(run):
     assert run(*args, "192").stderr == ""
     assert run(*args, "1000").stderr == ("Warning: llama-3-8b: --prompt + --new 9,000 exceeds its context length "
                                          "(8,192); computing anyway\n")
+
+
+def test_mfu_above_100_percent_is_explained_and_a_throughput_above_the_ideal_warned(run):
+    """Llama 3.1 8B at 32k tokens: MFU's model FLOPs count attention dense (PaLM), which flash attention
+    runs half of, so the ideal's MFU passes 100%; a measured throughput above the ideal's is warned of."""
+    args = ["time", "llama-3.1-8b", "--hardware", "h100", "--seq", "32768"]
+    data = json.loads(run(*args, "--json").stdout)
+    assert data["utilization"]["mfu"] > 1 > data["utilization"]["hfu"]
+    assert run(*args).stdout.splitlines()[-1].startswith("MFU above 100%: the model FLOPs count attention dense")
+    ideal = data["utilization"]["tokens_per_s"]
+    assert run(*args, "--tokens-per-s", str(int(ideal))).stderr == ""
+    assert run(*args, "--tokens-per-s", str(int(ideal) + 1)).stderr.startswith(
+        f"Warning: llama-3.1-8b: --tokens-per-s {int(ideal) + 1:,} is above the ideal's {ideal:,.0f} tokens/s")
