@@ -146,11 +146,13 @@ def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report
 
 
 def _dtypes(run: RunSpec) -> str:
-    """The compute dtype, and the matmuls' where they differ (--dtype fp8)."""
+    """The compute dtype, the matmuls' where they differ (--dtype fp8), and the weights' where they differ
+    (--weights-dtype, a format)."""
+    weights = f", {run.weights_dtype} weights" if run.weights_dtype != run.dtype else ""
     if run.matmul_dtype == run.dtype:
-        return run.dtype
-    return f"{run.matmul_dtype} matmuls ({run.fp8_scaling}), {run.dtype}" if run.fp8_scaling else \
-        f"{run.matmul_dtype} matmuls, {run.dtype}"
+        return run.dtype + weights
+    return (f"{run.matmul_dtype} matmuls ({run.fp8_scaling}), {run.dtype}" if run.fp8_scaling else
+            f"{run.matmul_dtype} matmuls, {run.dtype}") + weights
 
 
 def _notes(hw: Hardware, rec: dict) -> list[str]:

@@ -626,3 +626,10 @@ def test_mfu_above_100_percent_is_explained_and_a_throughput_above_the_ideal_war
     assert run(*args, "--tokens-per-s", str(int(ideal))).stderr == ""
     assert run(*args, "--tokens-per-s", str(int(ideal) + 1)).stderr.startswith(
         f"Warning: llama-3.1-8b: --tokens-per-s {int(ideal) + 1:,} is above the ideal's {ideal:,.0f} tokens/s")
+
+
+def test_the_title_names_a_weights_format(run):
+    args = ["time", "llama-3-8b", "--hardware", "h100", "--mode", "decode", "--seq", "1024"]
+    assert run(*args, "--weights-dtype", "nf4").stdout.splitlines()[0] == \
+        "llama-3-8b on h100: decode, seq 1,024, batch 1, bf16, nf4 weights, flash attention"
+    assert run(*args).stdout.splitlines()[0] == "llama-3-8b on h100: decode, seq 1,024, batch 1, bf16, flash attention"
