@@ -200,6 +200,8 @@ def test_a_yaml_error_is_worded_by_pyyaml_whichever_parser_runs(config_file, run
      "integer of 5,000 characters; at most 100 digits are read"),
     ('{"model_type": "llama", "x": ' + "[" * 600 + "]" * 600 + "}", "nested deeper than 32 levels"),
     ('{"model_type": "llama", "x": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested deeper than 32 levels"),
+    ('{"hidden_size": 4096, "num_hidden_layers": 32}',
+     "key 'model_type': missing: a Hugging Face config.json names its model_type, an llmcalc config its name"),
 ])
 def test_json_structure(config_file, run, text, message):
     path = config_file(text, "config.json")

@@ -46,7 +46,10 @@ def read(path: Path) -> tuple[Any, dict[str, int]]:
 def from_json(raw: Any, source: str) -> ModelConfig:
     """JSON is not quite a subset of YAML 1.1 (``1e6``, tabs): read it as JSON. A mapping with
     a ``model_type`` and no ``name`` is a Hugging Face config.json."""
-    if isinstance(raw, dict) and "model_type" in raw and "name" not in raw:
+    if isinstance(raw, dict) and "name" not in raw:
+        if "model_type" not in raw:  # a config.json cut short, or an llmcalc config without its name
+            raise ConfigError("missing: a Hugging Face config.json names its model_type, an llmcalc config its "
+                              "name", source, "model_type")
         from .hf import from_hf_config  # its mappers (one per model_type) load only for a config.json
 
         return from_dict(from_hf_config(raw, source), source)
