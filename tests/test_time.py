@@ -360,6 +360,20 @@ def test_a_bad_hardware_yaml_names_file_key_and_line(run, tmp_path):
                              "3.35TB/s, got '3350GB'\n")
 
 
+def test_a_hardware_yaml_missing_what_a_run_needs_names_the_file(run, tmp_path):
+    """H100_AS_USER_YAML has no interconnect (a layout needs its links) and, without its fp32 line, no
+    vector peak (the elementwise work runs at it): refused once a run needs them, naming file and key."""
+    path = tmp_path / "gpu.yaml"
+    path.write_text(H100_AS_USER_YAML)
+    result = run("time", "gpt2-small", "--hardware", path, "--tp", "2")
+    assert (result.exit_code, result.stderr) == (2, f"Error: {path}: key 'interconnect.intra_node': my-h100 gives no "
+                                                    "intra-node bandwidth, needed for tp over 2 GPUs\n")
+    path.write_text(H100_AS_USER_YAML.replace('  fp32: "66900GFLOP/s"\n', ""))
+    result = run("time", "gpt2-small", "--hardware", path)
+    assert (result.exit_code, result.stderr) == (2, f"Error: {path}:6: key 'peak_flops': my-h100 lists no fp32 peak "
+                                                    "(it has bf16), which this run needs\n")
+
+
 def test_hardware_lists_the_bundled_accelerators_with_sources(run):
     data = json.loads(run("hardware", "--json").stdout)
     names = {d["name"] for d in data}

@@ -197,8 +197,9 @@ def link(hw: Hardware, layout: Layout, group: str) -> Link:
     rate = hw.intra_node if inside else hw.inter_node
     if rate is None:
         key = "interconnect.intra_node" if inside else "interconnect.inter_node"
+        per_node = "" if hw.gpus_per_node is None else f" ({hw.gpus_per_node} a node)"
         raise ConfigError(f"{hw.name} gives no {'intra' if inside else 'inter'}-node bandwidth, needed for "
-                          f"{group} over {span} GPUs (per node: {hw.gpus_per_node})", hw.name, key)
+                          f"{group} over {span} GPUs{per_node}", *hw.at(key))
     return Link(rate, inside)
 
 

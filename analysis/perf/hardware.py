@@ -22,7 +22,8 @@ Numbers are written as the datasheet prints them, with units, and read exactly (
 
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple
 
 from .. import numbers
 from ..errors import ConfigError, brief, key_line
@@ -44,12 +45,18 @@ class Hardware(NamedTuple):
     inter_node: int | None = None
     gpus_per_node: int | None = None
     calibration: Calibration = IDEAL
+    file: str | None = None  # the YAML it was read from, and the line of each key: what a later error names
+    lines: Mapping[str, int] | None = None
+
+    def at(self, key: str) -> tuple[str | None, str, int | None]:
+        """(file, key, line) of ``key`` for a :class:`ConfigError` raised once the spec is in use."""
+        return self.file, key, None if self.lines is None else key_line(dict(self.lines), key)
 
     def peak(self, dtype: str) -> int:
         """Dense FLOP/s in ``dtype`` (no other dtype stands in for a missing one)."""
         if dtype not in self.peak_flops:
-            raise ConfigError(f"{self.name} lists no {dtype} peak (it has {', '.join(self.peak_flops)})",
-                              key="peak_flops")
+            raise ConfigError(f"{self.name} lists no {dtype} peak (it has {', '.join(self.peak_flops)}), which "
+                              f"this run needs", *self.at("peak_flops"))
         return self.peak_flops[dtype]
 
     def ridge(self, dtype: str) -> float:
@@ -127,7 +134,8 @@ def hardware_from_dict(raw: Any, source: str, lines: dict[str, int] | None = Non
         inter_node=None if "inter_node" not in link else quantity(link["inter_node"], "rate",
                                                                   at("interconnect.inter_node")),
         gpus_per_node=per_node,
-        calibration=_calibration(raw["calibration"], at) if "calibration" in raw else IDEAL)
+        calibration=_calibration(raw["calibration"], at) if "calibration" in raw else IDEAL,
+        file=source, lines=MappingProxyType(dict(lines)))
 
 
 def _calibration(value: Any, at: Any) -> Calibration:
