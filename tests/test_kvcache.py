@@ -52,6 +52,16 @@ def test_mistral_budget(run):
     assert data["budget"] == 80 * 2**30
 
 
+def test_a_hybrid_models_budget_keeps_a_state_per_sequence(run):
+    """Granite 4.0-H Tiny caches 8,192 bytes a token in its 4 attention layers and keeps a state of
+    29,270,016 bytes a sequence in its 36 Mamba-2 layers: beside its 13,878,074,496 bytes of weights, 80 GiB
+    hold the KV of sequences of 256 tokens each with its state, not tokens as if states cost nothing."""
+    data = json.loads(run("kvcache", "granite-4.0-h-tiny", "--seq", "256", "--budget", "80GiB", "--json").stdout)
+    assert (data["bytes_per_token"], data["state_bytes"], data["weights_bytes"]) == (8192, 29_270_016, 13_878_074_496)
+    full, rest = divmod(80 * 2**30 - 13_878_074_496, 256 * 8192 + 29_270_016)
+    assert data["max_tokens"] == full * 256 + min(256, max(rest - 29_270_016, 0) // 8192) == 587_776
+
+
 @pytest.mark.parametrize("size, expected", [("80GiB", 80 * 2**30), ("80GB", 80 * 10**9),
                                             ("24GiB", 24 * 2**30), ("512MiB", 512 * 2**20),
                                             ("1.5GiB", 3 * 2**29)])
