@@ -140,9 +140,19 @@ def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report
                   footer=["total", si(r.flops, "FLOP"), iec(r.bytes), f"{r.intensity:,.1f}",
                           seconds(total), r.expected_bound, "100.0%", seconds(r.time_s), r.bound])
     blocks: list = [table, *_notes(hw, rec)]
-    csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch"), "component": k,
+    csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch"), **_generation_csv(rec), "component": k,
             **{f: v for f, v in c.items() if f != "intensity"}} for k, c in rec["components"].items()]
     return Report(rec, csv, blocks)
+
+
+GENERATION = ("ttft_s", "tpot_s", "tokens_per_s", "total_s", "no_cache_total_s")  # a generation's figures
+
+
+def _generation_csv(rec: dict) -> dict:
+    """A generation's CSV columns: its prompt and new tokens, its figures (ideal) and their expected ones."""
+    if rec["mode"] != "generate":
+        return {}
+    return {**pick(rec, "prompt", "new", *GENERATION), **{f"expected.{k}": rec["expected"][k] for k in GENERATION}}
 
 
 def _dtypes(run: RunSpec) -> str:
@@ -457,7 +467,8 @@ def _communication(pg: "ParallelGeneration") -> dict:
 
 def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: tuple[int, ...]) -> Report:
     several = len(batches) > 1
-    extra = ["TTFT", "TPOT", "tokens/s", "no cache"] if mode == "generate" else []
+    generating = mode == "generate"
+    extra = ["TTFT", "TPOT", "tokens/s", "no cache"] if generating else []
     rows = []
     for m in records:
         e = m["expected"]
@@ -468,9 +479,9 @@ def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: t
                      seconds(m["time_s"]), m["bound"], si(m["flops"], "FLOP"), iec(m["bytes"]), *gen))
     table = Table([text_col("model", key=True), Col("prompt" if mode == "generate" else "seq", key=True),
                    *([Col("batch", key=True)] if several else []), Col("expected"), text_col("bound"), Col("ideal"),
-                   text_col("ideal bound"), Col("FLOPs"), Col("bytes"), *map(Col, extra)], [rows],
+                   text_col("ideal bound"), Col("prefill FLOPs" if generating else "FLOPs"),
+                   Col("prefill bytes" if generating else "bytes"), *map(Col, extra)], [rows],
                   f"{mode} on {hw.name}" + ("" if several else f", batch {count(batches[0])}"))
-    csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "time_s", "bound", "flops", "bytes",
-                   *(["ttft_s", "tpot_s", "tokens_per_s", "total_s", "no_cache_total_s"] if mode == "generate"
-                     else [])), "expected.time_s": m["expected"]["time_s"]} for m in records]
+    csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "time_s", "bound", "flops", "bytes"),
+            "expected.time_s": m["expected"]["time_s"], **_generation_csv(m)} for m in records]
     return Report(data, csv, [table])

@@ -3,6 +3,8 @@
 Closed forms are written here from the hardware's datasheet figures and the models' published
 sizes; the keys flash attention reads are checked against a loop over the queries."""
 
+import csv
+import io
 import json
 
 import pytest
@@ -647,3 +649,19 @@ def test_the_title_names_a_weights_format(run):
     assert run(*args, "--weights-dtype", "nf4").stdout.splitlines()[0] == \
         "llama-3-8b on h100: decode, seq 1,024, batch 1, bf16, nf4 weights, flash attention"
     assert run(*args).stdout.splitlines()[0] == "llama-3-8b on h100: decode, seq 1,024, batch 1, bf16, flash attention"
+
+
+def test_generate_tables_and_csv_say_what_each_figure_is(run):
+    """The side-by-side table's FLOPs and bytes are the prefill's, so headed; the CSV carries each
+    generation's figures, the ideal's and the expected ones, as the JSON has them (one model or several)."""
+    args = ["time", "llama-3-8b", "mistral-7b", "--hardware", "h100", "--mode", "generate", "--prompt", "100", "--new",
+            "10"]
+    assert "prefill FLOPs" in run(*args).stdout and "prefill bytes" in run(*args).stdout
+    for models in (args[1:3], args[1:2]):
+        cmd = [args[0], *models, *args[3:]]
+        data = json.loads(run(*cmd, "--json").stdout)
+        rows = list(csv.DictReader(io.StringIO(run(*cmd, "--format", "csv").stdout)))
+        for rec in data if isinstance(data, list) else [data]:
+            row = next(r for r in rows if r["model"] == rec["model"])
+            for key in ("ttft_s", "tpot_s", "tokens_per_s", "total_s"):
+                assert (float(row[key]), float(row[f"expected.{key}"])) == (rec[key], rec["expected"][key])
