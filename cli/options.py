@@ -167,8 +167,8 @@ Optimizer = Annotated[Literal[tuple(OPTIMIZER_STATES)], typer.Option(
 Chunk = Annotated[Optional[int], _count_option("--chunk", "Chunked prefill: C tokens per chunk.")]
 Images = Annotated[int, typer.Option(
     "--images", min=0, max=MAX_INT, metavar="N", rich_help_panel=WORKLOAD,
-    help="Images per sequence (a multimodal checkpoint): the vision tower's FLOPs join the forward and each image's "
-         "tokens the --seq text tokens.")]
+    help="Images per sequence (a multimodal checkpoint): each image's tokens join the --seq text tokens, and where "
+         "FLOPs are counted the vision tower's join the forward.")]
 ImageSize = Annotated[Optional[int], _count_option(
     "--image-size", "Pixels a side of each (square) image. Default: the vision tower's resolution.")]
 

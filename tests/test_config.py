@@ -84,7 +84,7 @@ d_ff: 256
     (BASE + "d_model: 128\n", ":8: key 'd_model': duplicate key (first on line 4)"),
     ("name: [1, 2\n", "not valid YAML"),
     ("- 1\n- 2\n", "expected a mapping of config keys, got list"),
-    ("", "expected a mapping of config keys, got NoneType"),
+    ("", "empty: expected a mapping of config keys"),
     ("!!python/object/apply:os.system ['echo hacked']\n",
      ":1: YAML tags that construct objects are not allowed (plain YAML only)"),
     (BASE + "x: !!python/object/new:os.system [echo]\n",

@@ -178,7 +178,8 @@ def read_fields(cls, raw: Any, check: Checker):
     if not isinstance(raw, dict):
         if check.prefix:  # a nested mapping (moe, mla): the error names the key holding it
             Checker(check.source, check.lines).fail(check.prefix[:-1], f"must be a mapping, got {brief(raw)}")
-        check.fail(None, f"expected a mapping of config keys, got {type(raw).__name__}")
+        check.fail(None, "empty: expected a mapping of config keys" if raw is None else
+                   f"expected a mapping of config keys, got {type(raw).__name__}")
     for key in raw:
         if not isinstance(key, str) or key not in fields:
             check.fail(str(key), "unknown key" + suggest(str(key), fields))
