@@ -393,7 +393,7 @@ class RunSpec:
         activations, bytes moved or time (``count_flops`` and ``kv_cache`` take images)."""
         if self.images:
             raise SpecError("images", f"(the vision tower's activations, bytes moved and time) are not counted by "
-                                      f"{function} yet: flops and kvcache take images")
+                                      f"{function} yet: flops and kvcache (without --budget) take images")
 
     @property
     def query_len(self) -> int:
