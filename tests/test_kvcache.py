@@ -210,3 +210,11 @@ def test_hybrid_state_is_constant_in_seq_while_kv_grows(run):
         assert out["kv_bytes"] == 4 * 2 * out["seq_len"] * 2 * 8 * 128 * 2  # layers x batch x tokens x K, V
         assert out["bytes"] == out["kv_bytes"] + out["state_bytes"]
     assert long["kv_bytes"] == 64 * short["kv_bytes"]
+
+
+def test_a_budget_with_images_is_refused_naming_what_takes_them(run):
+    result = run("kvcache", "gemma-3-27b-it", "--images", "2", "--budget", "80GiB")
+    assert (result.exit_code, result.stderr) == (2, "Error: --images (the vision tower's activations, bytes moved and "
+                                                    "time) are not counted by memory yet: flops and kvcache (without "
+                                                    "--budget) take images\n")
+    assert run("kvcache", "gemma-3-27b-it", "--images", "2").exit_code == 0
