@@ -9,6 +9,7 @@ from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.load.catalog import bundled_names, load_bundled
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.sizes import weight_bytes
+from llmcalc.analysis.model.variants import ACTIVATIONS
 
 pytestmark = pytest.mark.unit
 
@@ -109,6 +110,20 @@ def test_golden_totals(name):
     assert (p.total, p.active) == GOLDEN[name]
     assert sum(p.components.values()) == p.total
     assert p.embedding + p.non_embedding == p.total
+
+
+@pytest.mark.parametrize("name", [name for name, (total, active) in GOLDEN.items() if total != active])
+def test_active_is_the_total_less_the_experts_a_token_does_not_reach(name):
+    """The golden active counts, which no source prints exactly, from the totals and each config's own numbers:
+    every MoE layer leaves out E - k routed experts of 3 x d x f weights (gated; 2 x d x f otherwise) and, with
+    expert biases, their biases."""
+    cfg = load_bundled(name)
+    moe = cfg.moe
+    d, f, gated = cfg.d_model, moe.expert_d_ff or cfg.d_ff, ACTIVATIONS[cfg.activation].gated
+    per_expert = (3 if gated else 2) * d * f + (((2 if gated else 1) * f + d) if moe.expert_bias else 0)
+    layers = sum(moe.is_moe_layer(i) for i in range(cfg.n_layers))
+    total, active = GOLDEN[name]
+    assert active == total - layers * (moe.num_experts - moe.experts_per_token) * per_expert
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED_ROUNDED))
