@@ -225,8 +225,8 @@ def test_a_link_the_hardware_lacks_exits_2(run, config_file):
                        "peak_flops: {bf16: 900TFLOP/s, fp32: 60TFLOP/s}\nsource: test\n"
                        "interconnect: {intra_node: 100GB/s, gpus_per_node: 4}\n", "box.yaml")
     result = run("time", "llama-2-7b", "--hardware", spec, "--seq", "1024", "--dp", "8")
-    assert result.exit_code == 2
-    assert "box gives no inter-node bandwidth, needed for dp over 8 GPUs (per node: 4)" in result.output
+    assert (result.exit_code, result.stderr) == (2, f"Error: {spec}:7: key 'interconnect.inter_node': box gives no "
+                                                    "inter-node bandwidth, needed for dp over 8 GPUs (4 a node)\n")
 
 
 def test_time_with_a_layout_matches_plan_and_memory(run):

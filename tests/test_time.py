@@ -621,6 +621,11 @@ def test_a_format_streams_only_the_matrices_it_quantizes():
     q = nf4["attention/q"]
     assert q.bytes < plain["attention/q"].bytes
     assert q.expected_memory_s == pytest.approx(q.bytes / (BW * CAL.streaming_eff("nf4", q.bytes / 32)), rel=1e-12)
+    # QLoRA: the adapters beside the NF4 base are bf16, streamed as without a format
+    from llmcalc.analysis.spec import LoRA
+    cfg, run = load_bundled("llama-3-8b"), RunSpec("train", 2048, 1, lora=LoRA(16))
+    plain, nf4 = (roofline(cfg, run.replace(weights_dtype=w), H100).components for w in (None, "nf4"))
+    assert nf4["attention/q/lora"] == plain["attention/q/lora"]
 
 
 def test_generate_warns_when_the_prompt_and_new_tokens_pass_the_context(run):

@@ -44,6 +44,16 @@ def storage(cfg: ModelConfig, name: str) -> Storage:
     return Storage.of(name, cfg.quant_group_size if own else None, cfg.quant_skip if own else None)
 
 
+def stored_dtype(cfg: ModelConfig, key: str, weights: str, dtype: str) -> str:
+    """What a component's weights are stored as: ``weights`` (a dtype or a format) for a base matrix it
+    covers; ``dtype``, the compute dtype, for a LoRA adapter (``<key>/lora``) and for the matrices a format
+    leaves unquantized (its skip list, the stacked experts bitsandbytes cannot reach, all but the routed
+    experts under MXFP4)."""
+    if key.endswith("/lora") or (weights in FORMATS and not storage(cfg, weights).quantizes(key)):
+        return dtype
+    return weights
+
+
 def weights_bytes(cfg: ModelConfig, weights: str, dtype: str) -> int:
     """Bytes of all the model's weights stored as ``weights`` (a dtype, or a format whose
     unquantized tensors are in the compute dtype ``dtype``)."""

@@ -36,7 +36,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
 from ..count.flops import SCORES_VALUES, layer_ops, linear_rows, model_ops
-from ..count.quant import storage
+from ..count.quant import stored_dtype
 from ..count.recompute import rerun_core, rerun_linears, rerun_ops
 from ..errors import ConfigError, SpecError, brief
 from ..model.architecture import build
@@ -205,16 +205,13 @@ def rates(cal: Calibration, peaks: tuple[float, float, float], cfg: ModelConfig,
     mixes = _mixes(cal, cfg, run)
     passes = 1 if run.mode != "train" else 3 + (run.recompute == "full")  # forward, backward's two
     matmul, vector, bandwidth = peaks
-    # a format's kernels stream the matrices it quantizes; those it leaves (its skip list, the experts
-    # bitsandbytes cannot reach, all but the experts under MXFP4) are in the compute dtype
-    packed = storage(cfg, run.weights_dtype) if run.weights_dtype in FORMATS else None
     out = {}
     for key in keys:
         mx = mixes.get(key, _Mix())
         kernels = mx.kernels * passes + mx.rerun
         per_kernel = moved.get(key, 0) / max(1, kernels)
         fmt = (run.kv_dtype if run.mode != "train" else run.dtype) if key in SCORES_VALUES \
-            else run.weights_dtype if packed is None or packed.quantizes(key) else run.dtype
+            else stored_dtype(cfg, key, run.weights_dtype, run.dtype)
         stream = cal.streaming_eff(fmt, per_kernel) if mx.stream else cal.elementwise
         out[key] = Rates(matmul * (eff.compute or mx.eff or cal.gemm), vector * (eff.compute or cal.elementwise),
                          bandwidth * (eff.bandwidth or stream), kernels * cal.kernel_s)
