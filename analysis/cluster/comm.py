@@ -115,8 +115,8 @@ def _tp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int, passes: int,
     if rerun and n:  # per-op checkpointing keeps the reduce-scatters' outputs: backward reruns the rest
         kind, payload = ("all-gather", gathered) if layout.sp else ("all-reduce", act)
         out.append(Collective("tp region outputs, rerun", kind, "tp", tp, 2 * n * m, 2 * n * m * payload))
-    regather = train and layout.sp and passes == 1 and not rerun  # (a recomputing forward gathers them anew)
-    if regather and n:
+    # per-op checkpointing runs each region's all-gather again in backward, which the weight gradients read
+    if train and layout.sp and not rerun and n:
         out.append(Collective(REGATHERED, "all-gather", "tp", tp, 2 * n * m, 2 * n * m * gathered))
     if train:
         mla = [s for s in layers if s.attention == "mla"]
