@@ -52,14 +52,37 @@ def test_mistral_budget(run):
     assert data["budget"] == 80 * 2**30
 
 
-def test_a_hybrid_models_budget_keeps_a_state_per_sequence(run):
-    """Granite 4.0-H Tiny caches 8,192 bytes a token in its 4 attention layers and keeps a state of
-    29,270,016 bytes a sequence in its 36 Mamba-2 layers: beside its 13,878,074,496 bytes of weights, 80 GiB
-    hold the KV of sequences of 256 tokens each with its state, not tokens as if states cost nothing."""
-    data = json.loads(run("kvcache", "granite-4.0-h-tiny", "--seq", "256", "--budget", "80GiB", "--json").stdout)
-    assert (data["bytes_per_token"], data["state_bytes"], data["weights_bytes"]) == (8192, 29_270_016, 13_878_074_496)
-    full, rest = divmod(80 * 2**30 - 13_878_074_496, 256 * 8192 + 29_270_016)
-    assert data["max_tokens"] == full * 256 + min(256, max(rest - 29_270_016, 0) // 8192) == 587_776
+def _filled(budget, weights, per_sequence, state, per_token, cached):
+    """Cached tokens a budget holds beside the weights, filled a sequence at a time (its cache and state),
+    then one more sequence cut short, a token at a time."""
+    used, tokens = weights, 0
+    while used + per_sequence <= budget:
+        used, tokens = used + per_sequence, tokens + cached
+    if used + state <= budget:
+        used += state
+        extra = 0
+        while extra < cached and used + per_token <= budget:
+            used, extra = used + per_token, extra + 1
+        tokens += extra
+    return tokens
+
+
+@pytest.mark.parametrize("model, seq, budget", [
+    ("granite-4.0-h-tiny", 256, "80GiB"),  # a state of 29,270,016 bytes a sequence beside 2 MiB of KV
+    ("granite-4.0-h-tiny", 256, "14002265216B"),  # room for 3 sequences and 100 tokens of a fourth
+    ({"model_type": "recurrent_gemma"}, 8192, "80GiB"),  # its local attention caches a window of 2,048
+])
+def test_a_hybrid_models_budget_keeps_a_state_per_sequence(run, tmp_path, model, seq, budget):
+    """With recurrent layers each sequence keeps a state: the cached tokens a budget holds are those of
+    whole sequences of --seq tokens (their KV bound by the window) with their states, then of one more
+    cut short, not tokens as if states cost nothing."""
+    if isinstance(model, dict):
+        (tmp_path / "config.json").write_text(json.dumps(model))
+        model = str(tmp_path / "config.json")
+    data = json.loads(run("kvcache", model, "--seq", str(seq), "--budget", budget, "--json").stdout)
+    assert data["state_bytes"] > 0
+    assert data["max_tokens"] == _filled(data["budget"], data["weights_bytes"], data["bytes"], data["state_bytes"],
+                                         data["bytes_per_token"], data["cached_tokens"])
 
 
 @pytest.mark.parametrize("size, expected", [("80GiB", 80 * 2**30), ("80GB", 80 * 10**9),

@@ -162,16 +162,18 @@ class CacheBudget(NamedTuple):
 def cache_budget(cfg: ModelConfig, run: RunSpec, budget: int) -> CacheBudget:
     """What ``budget`` bytes serve of the decode ``run``: the largest batch whose inference memory (its
     prefill's, as ``llmcalc memory --mode inference`` counts it) fits, and the cached tokens that fit
-    beside the weights (0 when the weights do not fit): ``(budget - weights) // bytes per token``, and
-    with recurrent layers, whose state each sequence keeps, in sequences of ``run.seq`` tokens, each
-    with its state, the last one cut short."""
+    beside the weights (0 when the weights do not fit): ``(budget - weights) // bytes per token``; with
+    recurrent layers, whose state each sequence keeps, sequences of ``run.seq`` tokens, each with its
+    cache (windows bound it) and state, and the cached tokens of each, the last sequence cut short."""
     serving = run.replace(mode="prefill")
     weights = memory(cfg, serving).parts["weights"]
     cache = kv_cache(cfg, run)
     per_token, state, free = cache.bytes_per_token, cache.state_bytes // cache.batch, max(budget - weights, 0)
     if not per_token:
         tokens = None
+    elif not state:
+        tokens = free // per_token
     else:
-        full, rest = divmod(free, cache.seq * per_token + state)
-        tokens = full * cache.seq + min(cache.seq, max(rest - state, 0) // per_token)
+        full, rest = divmod(free, cache.bytes // cache.batch)
+        tokens = full * cache.cached_tokens + min(cache.cached_tokens, max(rest - state, 0) // per_token)
     return CacheBudget(budget, weights, fit(cfg, serving, budget).max_batch, tokens)
