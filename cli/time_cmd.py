@@ -203,7 +203,7 @@ def _notes(hw: Hardware, rec: dict) -> list[str]:
             lines.append(f"{exp['tokens_per_s']:,.0f} tokens/s expected on {util['gpus']} GPU(s): MFU {exp['mfu']:.1%} "
                          f"(llmcalc's {si(round(util['model_flops_per_token']), 'FLOP')}/token); at the ideal's "
                          f"{util['tokens_per_s']:,.0f} tokens/s: MFU {util['mfu']:.1%}, HFU {util['hfu']:.1%}")
-        if max(util["mfu"], exp.get("mfu", 0.0)) > 1:
+        if max(util["mfu"], exp.get("mfu", 0.0)) > 1 >= util["hfu"]:  # past the executed FLOPs: warned of
             lines.append("MFU above 100%: the model FLOPs count attention dense, as PaLM's MFU does, and flash "
                          "attention runs its causal half; HFU counts the FLOPs executed")
     run = rec.get("training_run")

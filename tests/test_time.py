@@ -647,6 +647,9 @@ def test_mfu_above_100_percent_is_explained_and_a_throughput_above_the_ideal_war
     assert run(*args, "--tokens-per-s", str(int(ideal))).stderr == ""
     assert run(*args, "--tokens-per-s", str(int(ideal) + 1)).stderr.startswith(
         f"Warning: llama-3.1-8b: --tokens-per-s {int(ideal) + 1:,} is above the ideal's {ideal:,.0f} tokens/s")
+    far = run(*args, "--tokens-per-s", "1e9")  # past what the executed FLOPs allow: the warning, not the note
+    assert far.stderr.startswith("Warning: llama-3.1-8b: --tokens-per-s 1,000,000,000 is above the ideal's")
+    assert "MFU above 100%" not in far.stdout
 
 
 def test_the_title_names_a_weights_format(run):
