@@ -168,6 +168,7 @@ class Ranking(NamedTuple):
 class _Weighed(NamedTuple):
     layout: Split
     batch: int
+    steps: int  # micro-batches a step: the global batch over batch x dp
     recompute: str
     total: int  # the peak GPU's bytes
 
@@ -187,7 +188,7 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
     weighed = _weigh(cfg, gpus, seq, global_batch, hw.gpus_per_node, hw.memory, runs, shared)
 
     def spec(w: _Weighed) -> RunSpec:
-        return runs(w.batch, w.recompute).replace(layout=w.layout.layout(global_batch // (w.batch * w.layout.dp)))
+        return runs(w.batch, w.recompute).replace(layout=w.layout.layout(w.steps))
 
     passes: dict[tuple, RunSpec] = {}  # by (tp, cp, sp, b, recompute): a run of that pass
     computes: dict[tuple, float] = {}  # by (tp, cp, sp, pp, b, recompute): the longest stage's compute
@@ -201,7 +202,7 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
             if run_key not in passes:
                 passes[run_key] = spec(w)
             computes[key] = max(stage_floors(cfg, passes[run_key], hw, eff, shared, lay.pp).values())
-        return (global_batch // (w.batch * lay.dp) + idle_slots(lay.pp)) * computes[key] * (1 - MARGIN)  # vpp 1
+        return (w.steps + idle_slots(lay.pp)) * computes[key] * (1 - MARGIN)  # vpp 1
 
     def bound(w: _Weighed) -> float:
         lay = w.layout
@@ -315,7 +316,7 @@ def _weigh(cfg: ModelConfig, gpus: int, seq: int, global_batch: int, per_node: i
                     state, saved = states[state_key], saves[saves_key]
                     total = attention + max(state[j] + in_flight(pp, s, m) * saved[j]
                                             for j, (s, _) in enumerate(firsts))
-                out.append(_Weighed(layout, b, recompute, total))
+                out.append(_Weighed(layout, b, m, recompute, total))
                 fitted |= total <= budget
             b *= 2
     return out
