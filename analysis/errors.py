@@ -7,7 +7,7 @@ mapper for, which `llmcalc params` can still count through transformers."""
 from __future__ import annotations
 
 import reprlib
-from typing import Any
+from typing import Any, Mapping
 
 SHORT = 80  # characters of a value a message echoes
 LONG = 160  # of a path (a Hugging Face cache snapshot's config.json alone is about 120)
@@ -52,7 +52,7 @@ class ConfigError(ValueError):
                          + shorten(message, 4 * LONG))
 
 
-def key_line(lines: dict[str, int], key: str) -> int | None:
+def key_line(lines: Mapping[str, int], key: str) -> int | None:
     """The line of the dotted ``key`` (``moe.step``) in a file's key lines (``load.files.read_yaml``'s),
     else of the nearest key holding it (a JSON file's, or a YAML list's items: their holder's)."""
     while key not in lines and "." in key:

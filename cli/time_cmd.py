@@ -473,11 +473,11 @@ def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: t
     for m in records:
         e = m["expected"]
         gen = [seconds(e["ttft_s"]), seconds(e["tpot_s"]), f"{e['tokens_per_s']:,.1f}",
-               seconds(e["no_cache_total_s"])] if mode == "generate" else []
-        rows.append((m["model"], count(m["prompt"] if mode == "generate" else m["seq_len"]),
+               seconds(e["no_cache_total_s"])] if generating else []
+        rows.append((m["model"], count(m["prompt"] if generating else m["seq_len"]),
                      *([count(m["batch"])] if several else []), seconds(e["time_s"]), e["bound"],
                      seconds(m["time_s"]), m["bound"], si(m["flops"], "FLOP"), iec(m["bytes"]), *gen))
-    table = Table([text_col("model", key=True), Col("prompt" if mode == "generate" else "seq", key=True),
+    table = Table([text_col("model", key=True), Col("prompt" if generating else "seq", key=True),
                    *([Col("batch", key=True)] if several else []), Col("expected"), text_col("bound"), Col("ideal"),
                    text_col("ideal bound"), Col("prefill FLOPs" if generating else "FLOPs"),
                    Col("prefill bytes" if generating else "bytes"), *map(Col, extra)], [rows],

@@ -281,9 +281,8 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
     per = at_once = 0.0
     for group_key, group in collective_groups(cfg, run, s, shared, data_parallel=False):
         for c, t in zip(group, _timed(hw, layout, group_key, group, shared)[1]):
-            hidden = c.what == REGATHERED or (layout.async_tp and c.what in TP_REGIONS)
-            if c.group not in ("dp", "dp/ep") and not hidden:
-                # as _exposed: the rest is always exposed (async TP may hide the regions' all of it)
+            if _overlap_kind(c) == "exposed" and not (layout.async_tp and c.what in TP_REGIONS):
+                # as _exposed (async TP may hide the regions' all of it)
                 if c.per_micro_batch:
                     per += t
                 else:
@@ -432,6 +431,18 @@ def _region_linears(local: ModelConfig) -> tuple[set[str], set[str]]:
             {k for k in keys if k.startswith(("mlp/", "moe/")) and k not in ROUTERS})
 
 
+def _overlap_kind(c: Collective) -> str:
+    """How a collective meets the compute (module docstring): ``hidden`` (backward's re-gather, beside the
+    input gradient's GEMM: :data:`.comm.REGATHERED`), ``exposed`` (tensor-, context-, expert- and pipeline-
+    parallel; async TP may hide the regions'), or data-parallel ``weights`` (all-gathers) or ``grads``, which
+    run beside the compute up to the overlap."""
+    if c.what == REGATHERED:
+        return "hidden"
+    if c.group not in ("dp", "dp/ep"):
+        return "exposed"
+    return "weights" if c.kind == "all-gather" else "grads"
+
+
 def _exposed(cs: list[Collective], times: list[float], micro_s: float, m: int, overlap: float,
              hidden: float = 0.0) -> tuple[float, float]:
     """The exposed part of a stage's collectives ``cs`` taking ``times``, (per micro-batch, once per
@@ -441,9 +452,9 @@ def _exposed(cs: list[Collective], times: list[float], micro_s: float, m: int, o
     per: dict[str, float] = {}
     once: dict[str, float] = {}
     for c, t in zip(cs, times):
-        if c.what == REGATHERED:  # beside the input gradient's GEMM (comm.REGATHERED)
+        kind = _overlap_kind(c)
+        if kind == "hidden":
             continue
-        kind = "exposed" if c.group not in ("dp", "dp/ep") else "weights" if c.kind == "all-gather" else "grads"
         into = per if c.per_micro_batch else once
         into[kind] = into.get(kind, 0.0) + t
     beside = overlap * micro_s

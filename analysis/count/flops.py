@@ -326,7 +326,6 @@ def _accumulate(into: dict[str, int], d: dict[str, int], factor: int = 1) -> Non
         _add(into, k, v * factor)
 
 
-
 def core_recomputed(cfg: ModelConfig, run: RunSpec) -> bool:
     """Whether backward reruns eager attention's core (selective recomputation); flash keeps no
     score matrix, so it changes nothing there. A learned T5 bias always runs eager attention."""

@@ -50,7 +50,7 @@ class Hardware(NamedTuple):
 
     def at(self, key: str) -> tuple[str | None, str, int | None]:
         """(file, key, line) of ``key`` for a :class:`ConfigError` raised once the spec is in use."""
-        return self.file, key, None if self.lines is None else key_line(dict(self.lines), key)
+        return self.file, key, None if self.lines is None else key_line(self.lines, key)
 
     def peak(self, dtype: str) -> int:
         """Dense FLOP/s in ``dtype`` (no other dtype stands in for a missing one)."""
