@@ -73,7 +73,7 @@ class Scan(nn.Module):
         ys, width = [], dA.shape[2] // len(Cs)
         for t in range(dA.shape[1]):
             h = dBu[:, t] if h is None else dA[:, t] * h + dBu[:, t]  # (B, E, N)
-            heads = [torch.matmul(h[:, i * width:(i + 1) * width], C[:, t].unsqueeze(-1)) for i, C in enumerate(Cs)]
+            heads = [torch.matmul(part, C[:, t].unsqueeze(-1)) for part, C in zip(h.split(width, dim=1), Cs)]
             ys.append(joined(heads, 1))  # (B, E, 1)
         return torch.cat(ys, dim=-1).transpose(1, 2), h  # (B, S, E), the last state
 
@@ -128,9 +128,8 @@ class MambaMixer(nn.Module):
         states = None if cache is None else cache.tensors[self.index]
         c = self.conv1d(u, None if states is None else states[0], start_pos > 0)
         u = F.silu(c.transpose(1, 2).clone(memory_format=torch.contiguous_format))  # (B, S, E), laid out by token
-        H, width = self.heads, E // self.heads
-        heads = [u[..., i * width:(i + 1) * width] for i in range(H)]  # views, (B, S, E/H) each
-        dts, Bs, Cs = zip(*(p.split([R, N, N], dim=-1) for p in self.x_proj(heads)))
+        width = E // self.heads
+        dts, Bs, Cs = zip(*(p.split([R, N, N], dim=-1) for p in self.x_proj(u.split(width, dim=-1))))
         if self.mixer_norms:  # one head (analysis.model.rules)
             (dt,), (B,), (C,) = dts, Bs, Cs
             dt, B, C = rms(dt), rms(B), rms(C)
@@ -140,9 +139,8 @@ class MambaMixer(nn.Module):
         dt = F.softplus(joined(self.dt_proj(list(dts)), -1))  # (B, S, E)
         A = -torch.exp(self.A_log)  # (E, N)
         dA = torch.exp(dt.unsqueeze(-1) * A)  # (B, S, E, N)
-        du = dt * u
-        dBu = joined([du[..., i * width:(i + 1) * width].unsqueeze(-1) * B.unsqueeze(-2)
-                      for i, B in enumerate(Bs)], 2)  # (B, S, E, N)
+        dBu = joined([part.unsqueeze(-1) * B.unsqueeze(-2) for part, B in zip((dt * u).split(width, dim=-1), Bs)],
+                     2)  # (B, S, E, N)
         h0 = states[1].to(u.dtype) if states is not None and start_pos > 0 else None
         y, h = self.scan(dA, dBu, list(Cs), h0)
         if states is not None:
