@@ -381,10 +381,14 @@ class RunSpec:
         """Counted as kernels execute it: flash skips the masked blocks, eager computes them all."""
         return self.replace(causal=self.attention == "flash")
 
-    def one_device(self, function: str) -> None:
+    def one_device(self, function: str, expert_group: bool = False) -> None:
         """SpecError unless the run is on one device: ``function`` gives one model replica's figures
-        (the per-GPU ones under a layout: :mod:`analysis.cluster`)."""
-        if not self.layout.trivial:
+        (the per-GPU ones under a layout: :mod:`analysis.cluster`). ``expert_group``: or one GPU of an
+        expert-parallel group (``dp = ep``, nothing else split), whose pass reads the experts it holds."""
+        layout = self.layout
+        if expert_group and layout.dp == layout.ep == layout.gpus and not layout.zero:
+            return
+        if not layout.trivial:
             raise SpecError("layout", f"{self.layout.describe()}: {function} runs one model replica on one GPU "
                                       "(per GPU under a layout: memory() and step())")
 

@@ -462,8 +462,10 @@ def _recurrent_layers(draw, raw, kind: str):
     if "chunked" not in raw["layer_types"]:
         raw.pop("attention_chunk", None)
     raw[kind] = RECURRENT_MAPPINGS[kind](draw, raw)
-    if draw(st.booleans()):  # their own norm placement (OLMo Hybrid)
-        raw["recurrent_norm_placement"] = draw(st.sampled_from(list(ENUMS["norm_placement"])))
+    if draw(st.booleans()):  # their own norm placement (OLMo Hybrid); Gemma 4's experts beside the MLP: pre or sandwich
+        beside = (raw.get("moe") or {}).get("beside_mlp")
+        raw["recurrent_norm_placement"] = draw(st.sampled_from(["pre", "sandwich"] if beside
+                                                               else list(ENUMS["norm_placement"])))
     raw["parallel_block"] = False
     raw.pop("parallel_norms", None)
     raw.pop("sub_norms", None)  # dense attention layers only

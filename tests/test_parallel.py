@@ -202,17 +202,25 @@ def test_inference_under_tp_holds_the_gathered_logits():
 def test_expert_parallel_splits_the_experts_weights_not_their_work(ep):
     """Mixtral over 8 data-parallel GPUs: at ``--ep e`` a GPU holds 1/e of the 32 x 8 experts (3 x 4,096 x
     14,336 weights each, bf16), but its experts receive from the other e - 1 GPUs as many token-slots as
-    they send away (routing balanced): the same expert FLOPs and saved activations as without ep."""
+    they send away (routing balanced): the same expert FLOPs and saved activations as without ep, and
+    the weights it reads are its own: all it holds in training (forward, and twice in backward), and in
+    a decode step of 2 sequences (2 x 2 choices) min(8 / e, 4) experts a layer, not 4."""
     from llmcalc.analysis.cluster.memory import memory
     from llmcalc.analysis.cluster.step import step
 
-    cfg, experts = load_bundled("mixtral-8x7b"), 32 * 8 * 3 * 4096 * 14336
+    cfg, expert, h100 = load_bundled("mixtral-8x7b"), 3 * 4096 * 14336, load_hardware("h100")
+    experts = 32 * 8 * expert
     runs = [RunSpec("train", 4096, 1, layout=Layout(dp=8, ep=e, micro_batches=1)) for e in (1, ep)]
     alone, dealt = (memory(cfg, run) for run in runs)
     assert alone.parts["weights"] - dealt.parts["weights"] == 2 * experts * (ep - 1) // ep
     assert dealt.activation_components == alone.activation_components
-    alone, dealt = (step(cfg, run, load_hardware("h100")).components["moe/experts"] for run in runs)
+    alone, dealt = (step(cfg, run, h100).components["moe/experts"] for run in runs)
     assert dealt.flops == alone.flops
+    assert alone.bytes - dealt.bytes == 3 * 2 * experts * (ep - 1) // ep
+    decode = [RunSpec("decode", 4096, 2, layout=Layout(dp=8, ep=e)) for e in (1, ep)]
+    alone, dealt = (step(cfg, run, h100).components["moe/experts"] for run in decode)
+    assert dealt.flops == alone.flops
+    assert alone.bytes - dealt.bytes == 2 * 32 * expert * (4 - min(8 // ep, 4))
 
 
 @pytest.mark.unit

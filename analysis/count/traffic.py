@@ -4,7 +4,8 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
 
 - a matrix reads its weights once, its input rows once and writes its output rows once. A
   mixture of experts reads the experts its tokens reach: ``min(E, tokens * k)`` of them, the
-  balanced routing of the reference model. The embedding reads the rows of its tokens;
+  balanced routing of the reference model (on a GPU of an expert-parallel group, of the ``E / ep``
+  it holds: ``count.flops.copies_read``). The embedding reads the rows of its tokens;
 - an elementwise op reads and writes each element the number of times its
   :class:`~analysis.variants.Op` says (a norm reads and writes once; a gated activation reads
   two and writes one; a bias add is fused into its matmul and moves nothing of its own);
@@ -33,6 +34,8 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
@@ -41,7 +44,7 @@ from ..model.parts import Linear
 from ..model.sizes import bytes_per, weight_bytes
 from ..model.variants import Op
 from ..spec import RunSpec
-from .flops import _add, attended_keys, core_keys, core_recomputed, layer_ops, linear_rows, model_ops
+from .flops import _add, attended_keys, copies_read, core_keys, core_recomputed, layer_ops, linear_rows, model_ops
 from .lora import frozen_keys, layer_adapted
 from .memory import trained_state
 from .quant import linear_weight_bytes
@@ -91,7 +94,7 @@ def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
         _add(out, m.key, _linear_bytes(layer, m, run, b))
         if m.key in lora:  # A (d_in -> r) and B (r -> d_out), each read once per copy read
             rows, r = linear_rows(m, layer, run), run.lora.rank
-            read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)
+            read = copies_read(m, rows, run)
             _add(out, m.key + "/lora", read * r * (m.d_in + m.d_out) * b
                  + rows * m.active * (m.d_in + 2 * r + m.d_out) * b)
     for key, n in _attention_bytes(layer, run, b, kv).items():
@@ -109,12 +112,12 @@ def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
 def _linear_bytes(layer: Block, m: Linear, run: RunSpec, b: int) -> int:
     """A linear's forward bytes: the weights of the copies its rows reach, its input and output rows."""
     rows = linear_rows(m, layer, run)
-    read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)
+    read = copies_read(m, rows, run)
     return (linear_weight_bytes(layer.cfg, m, read, run.weights_dtype, run.dtype)
             + rows * m.active * (m.d_in + m.d_out) * b)
 
 
-def _add_ops(out: dict[str, int], run: RunSpec, ops: list[Op], b: int) -> None:
+def _add_ops(out: dict[str, int], run: RunSpec, ops: Sequence[Op], b: int) -> None:
     """Elementwise ops' bytes (flash fuses the ops on the scores into its kernel)."""
     flash = run.attention == "flash"
     for op in ops:

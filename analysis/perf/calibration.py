@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
-from ..count.flops import SCORES_VALUES, layer_ops, linear_rows, model_ops
+from ..count.flops import SCORES_VALUES, copies_read, layer_ops, linear_rows, model_ops
 from ..count.quant import stored_dtype
 from ..count.recompute import rerun_core, rerun_linears, rerun_ops
 from ..errors import ConfigError, SpecError, brief
@@ -156,8 +156,9 @@ def _mixes(cal: Calibration, cfg: ModelConfig, run: RunSpec) -> dict[str, _Mix]:
     for group, block in model.blocks:
         n = group.count
         for m in block.linears():
-            rows = linear_rows(m, block, run) * m.active
-            per_expert = rows / min(m.copies, rows) if m.copies > 1 else rows
+            tokens = linear_rows(m, block, run)
+            rows = tokens * m.active
+            per_expert = rows / copies_read(m, tokens, run)  # rows a copy's GEMM runs over
             mix(m.key).add(n, 2.0 * rows * m.d_in * m.d_out * n, cal.gemm_eff(per_expert, m.d_out, m.d_in), True)
             if run.lora is not None:
                 r = run.lora.rank
