@@ -215,9 +215,9 @@ def _dp_group(run: RunSpec, trained: Sequence[tuple[int, int]], frozen: Sequence
         out = []
         if gathered:  # one call per unit and micro-batch, of that unit's size
             trained_dtype = run.dtype if run.lora is not None else run.weights_dtype
-            base = sum(b for _, b in weights)  # a quantized format's: bytes of its codes (_frozen)
+            stored = sum(b for _, b in weights)  # a quantized format's: bytes of its codes (_frozen)
             nbytes = (weight_bytes(sum(n for n, _ in weights), trained_dtype)
-                      + (base if run.weights_dtype in FORMATS else weight_bytes(base, run.weights_dtype)))
+                      + (stored if run.weights_dtype in FORMATS else weight_bytes(stored, run.weights_dtype)))
             out.append(Collective(f"zero-3 {tag}weights", "all-gather", group, ranks, len(gathered + regathered) * m,
                                   nbytes * m))
         if train and reduced:
