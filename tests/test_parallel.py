@@ -644,3 +644,73 @@ def test_plan_table_ranks_as_the_json_lists(run):
         assert cells[1:7] == [str(rec["layout"][k]) for k in ("tp", "cp", "pp", "dp", "ep", "zero")]
         assert cells[14] == f"{100 * rec['bubble']:.1f}%" and cells[16] == f"{100 * rec['expected']['mfu']:.1f}%"
         assert cells[15] == f"{rec['expected']['tokens_per_s']:,.0f}"
+
+
+# -- quantized weight formats under layouts (analysis/cluster/stored.py) --------------------------------
+
+def _awq(d_in, d_out):  # AutoAWQ: qweight int32 (d_in, d_out/8), qzeros int32 (d_in/128, d_out/8), scales fp16
+    return (d_in + d_in // 128) * (d_out // 8) * 4 + (d_in // 128) * d_out * 2
+
+
+def test_awq_under_tp2_holds_half_of_each_matrix_and_streams_it():
+    """Llama-2-7B (d 4,096, d_ff 11,008 = 86 groups of 128, V 32,000) in AWQ int4 over tp 2: each
+    column shard (q, k, v, up, gate) halves the outputs and their scales, each row shard (o, down) the
+    input groups, so a GPU holds half of every matrix; the embedding and bf16 head are vocab-split,
+    the norms replicated. A decode pass streams the shard's matrices (mlp/down: its weights, then its
+    bf16 input and output of one token)."""
+    cfg = load_bundled("llama-2-7b")
+    L, d, f, V = 32, 4096, 11_008, 32_000
+    layer = 4 * _awq(d, d) + 2 * _awq(d, f) + _awq(f, d)
+    norms = (2 * L + 1) * d * 2
+    run = RunSpec("prefill", 1024, 1, weights_dtype="awq-int4")
+    assert memory(cfg, run).parts["weights"] == L * layer + 2 * V * d * 2 + norms
+    assert memory(cfg, run.replace(layout=Layout(tp=2))).parts["weights"] == L * layer // 2 + V * d * 2 + norms
+    decode = one_pass(cfg, run.replace(mode="decode", layout=Layout(tp=2)), load_hardware("h100"))
+    assert decode.compute.components["mlp/down"].bytes == L * (_awq(f // 2, d) + 2 * (f // 2 + d))
+
+
+def test_qlora_under_zero3_shards_the_codes_and_keeps_the_scales():
+    """NF4 QLoRA on Llama-2-7B over dp 2 with ZeRO-3, as FSDP-QLoRA shards it: each quantized matrix's
+    n/2 bytes of codes split over the 2 GPUs, its fp32 absmax per 64 values (n/16 bytes) and 16-entry
+    fp32 code map whole on each; the bf16 embedding, head and norms and the rank-16 adapters on q and
+    v (4 tensors of 16 x 4,096 a layer) halved. ZeRO-3 all-gathers the codes and the adapters, the root
+    unit once and each layer twice a micro-batch."""
+    from llmcalc.analysis.cluster.stored import held_bytes
+    from llmcalc.analysis.spec import LoRA
+
+    cfg = load_bundled("llama-2-7b")
+    L, d, f, V = 32, 4096, 11_008, 32_000
+    n = 4 * d * d + 3 * d * f  # quantized values a layer
+    root, norms, adapters = (2 * V * d + d) * 2, 2 * d * 2, 4 * 16 * d
+    layout = Layout(dp=2, zero=3)
+    frozen = root // 2 + L * (n // 2 // 2 + n // 16 + 7 * 16 * 4 + norms // 2)
+    assert held_bytes(cfg, layout, 0, "nf4", "bf16", True) == frozen
+    run = RunSpec("train", 1024, 1, weights_dtype="nf4", lora=LoRA(16), layout=layout)
+    assert memory(cfg, run).parts["weights"] == frozen + L * adapters // 2 * 2
+    gathered = next(c for c in collectives(cfg, run, 0) if c.what == "zero-3 weights")
+    assert gathered.payload == root + 2 * L * (n // 2 + norms + adapters * 2)
+
+
+def test_fp8_block_experts_are_whole_on_each_expert_parallel_gpu():
+    """Mixtral-8x7B's experts in fp8-block (one byte a value, an fp32 scale per 128 x 128 block): ep 2
+    deals 4 whole experts of each layer to a GPU, half of the 8."""
+    from llmcalc.analysis.cluster.stored import held_bytes
+
+    cfg = load_bundled("mixtral-8x7b")
+    d, f = 4096, 14_336
+    expert = 3 * (d * f + (d // 128) * (f // 128) * 4)  # up, gate and down
+    for ep in (1, 2):
+        assert held_bytes(cfg, Layout(dp=2, ep=ep), 0, "fp8-block", "bf16", False, expert=True) == 32 * 8 * expert // ep
+
+
+def test_plan_sizes_qlora_as_memory_does(run):
+    """plan weighs QLoRA layouts (nf4 base, adapters) with the per-GPU memory `memory` gives them."""
+    args = ["qwen3-30b-a3b", "--seq", "4096", "--lora-rank", "16", "--weights-dtype", "nf4"]
+    best = json.loads(run("plan", *args, "--gpus", "8", "--hardware", "h100", "--global-batch", "64", "--top", "1",
+                          "--json").stdout)["layouts"][0]
+    layout, flags = best["layout"], ["--recompute", best["recompute"], *(["--sp"] if best["layout"]["sp"] else [])]
+    for k in ("tp", "pp", "dp", "ep", "zero", "cp", "vpp"):
+        flags += [f"--{k}", str(layout[k])]
+    mem = json.loads(run("memory", *args, *flags, "--batch", str(best["micro_batch"]), "--global-batch", "64",
+                         "--json").stdout)
+    assert layout["dp"] > 1 and mem["total"] == best["memory"]

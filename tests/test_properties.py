@@ -301,6 +301,15 @@ def test_pipeline_stages_sum_back_to_the_model(case):
             sharded = {1: state.optimizer, 2: state.gradients, 3: state.weights}[zero]
             rows = sum(t.numel // t.shape[0] for t in tensors)
             assert held[s] <= dp * sharded < held[s] + dp * rows
+    from llmcalc.analysis.model.formats import WEIGHT_FORMATS
+    if cfg.dtype in WEIGHT_FORMATS:  # a quantized checkpoint's stages hold its stored bytes once (the copy in bf16)
+        from llmcalc.analysis.cluster.stored import held_bytes, held_units
+        from llmcalc.analysis.count.quant import weights_bytes
+        stored = [held_bytes(cfg, layout, s, cfg.dtype, "bf16", False) for s in range(pp)]
+        assert sum(stored) == weights_bytes(cfg, cfg.dtype, "bf16") + 2 * copy
+        for s in range(pp):  # ZeRO-3 splits the codes: at least 1/dp of them on rank 0, the scales whole
+            units = held_units(cfg, layout, s, cfg.dtype, "bf16")
+            assert all(u.whole - u.state <= dp * u.shard and u.state <= u.whole for u in units)
 
 
 @pytest.mark.unit
@@ -311,13 +320,12 @@ def test_lora_under_a_layout_trains_the_adapters_alone(case, data):
     shards it) and the base as frozen weights, and a GPU's gradients are its adapters'."""
     from llmcalc.analysis.cluster.memory import memory
     from llmcalc.analysis.cluster.sharding import unit_sizes
+    from llmcalc.analysis.cluster.stored import held_bytes
     from llmcalc.analysis.count.lora import adapter_params
     from llmcalc.analysis.model.formats import WEIGHT_FORMATS
     from llmcalc.analysis.model.sizes import weight_bytes
 
     cfg, layout = case.cfg, case.layout
-    if cfg.dtype in WEIGHT_FORMATS:  # a quantized base (QLoRA) is sized on one GPU only: the same model in bf16
-        cfg = cfg.replace(dtype="bf16", quant_group_size=None, quant_skip=None)
     targets = data.draw(st.one_of(st.just((ALL_LINEAR,)), st.lists(st.sampled_from(linear_keys(cfg)), min_size=1,
                                                                     unique=True).map(tuple)))
     lora = LoRA(data.draw(st.integers(1, 4)), targets)
@@ -335,3 +343,7 @@ def test_lora_under_a_layout_trains_the_adapters_alone(case, data):
     report = memory(cfg, run.replace(layout=layout))
     peak = gpu_state(cfg, layout, report.stage, lora)
     assert report.parts["gradients"] == weight_bytes(peak.gradients, report.run.dtype)
+    weights = report.run.weights_dtype  # QLoRA on a quantized checkpoint: its format, ZeRO-3 splitting the codes
+    base = (held_bytes(cfg, layout, report.stage, weights, report.run.dtype, layout.zero == 3)
+            if weights in WEIGHT_FORMATS else weight_bytes(peak.frozen, weights))
+    assert report.parts["weights"] == base + weight_bytes(peak.weights, report.run.dtype)

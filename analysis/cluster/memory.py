@@ -21,7 +21,9 @@ from ..count.memory import (
     logits_bytes,
     state_bytes,
 )
+from ..count.quant import dequantized_bytes
 from ..model.config import ModelConfig
+from ..model.formats import FORMATS
 from ..model.sizes import weight_bytes
 from ..spec import RunSpec, check_arguments
 from .sharding import (
@@ -35,6 +37,7 @@ from .sharding import (
     tp_local,
     workload,
 )
+from .stored import held_bytes
 
 
 def _train_state(cfg: ModelConfig, run: RunSpec, stage: int) -> dict[str, int]:
@@ -42,8 +45,18 @@ def _train_state(cfg: ModelConfig, run: RunSpec, stage: int) -> dict[str, int]:
     dtype and the adapters), gradients and optimizer state."""
     state = gpu_state(cfg, run.layout, stage, run.lora)
     train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
-    return {"weights": weight_bytes(state.frozen, run.weights_dtype) + train.weights, "gradients": train.gradients,
+    return {"weights": base_bytes(cfg, run, stage, state.frozen) + train.weights, "gradients": train.gradients,
             "optimizer": train.optimizer}
+
+
+def base_bytes(cfg: ModelConfig, run: RunSpec, stage: int, elements: int) -> int:
+    """Bytes of the base weights (every weight in inference, LoRA's frozen base in training) one GPU of
+    ``stage`` holds in ``run.weights_dtype``: ``elements`` of a plain dtype, or as a quantized format
+    stores them (:mod:`.stored`; ZeRO-3 shards its codes)."""
+    if run.weights_dtype not in FORMATS:
+        return weight_bytes(elements, run.weights_dtype)
+    sharded = run.mode == "train" and run.layout.zero >= 3
+    return held_bytes(cfg, run.layout, stage, run.weights_dtype, run.dtype, sharded)
 
 
 def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, int], kv: int) -> MemoryReport:
@@ -52,6 +65,7 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
     layout = run.layout
     local = tp_local(cfg, layout.tp)
     parts = dict.fromkeys(PARTS, 0)
+    parts["dequantization"] = dequantized_bytes(local, run.weights_dtype, run.dtype)  # the TP rank's largest matrix
     state = gpu_state(cfg, layout, stage)
     if run.mode == "train":
         parts.update(_train_state(cfg, run, stage), attention=transient(cfg, run),
@@ -59,7 +73,7 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
         return MemoryReport(run, parts, acts, {}, 0, run.seq, run.seq, stage)
     peak, queries, keys = attention_peak(local, cp_local(run))
     last = stage == layout.pp - 1
-    parts.update(weights=weight_bytes(state.weights, run.weights_dtype), kv_cache=kv, attention=peak,
+    parts.update(weights=base_bytes(cfg, run, stage, state.weights), kv_cache=kv, attention=peak,
                  # the vocab-parallel head's logits, all-gathered whole on every GPU (comm's "tp logits")
                  logits=layout.tp * logits_bytes(local, run.batch, 1, run.dtype) if last else 0)
     return MemoryReport(run, parts, {}, {}, 0, queries, keys, stage)

@@ -128,9 +128,6 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
                             "learned T5 bias"),
         (cp == 1 or run.mode != "decode", "layout.cp", f"{cp}: context parallelism splits a sequence's new "
                                                        "tokens, and a decode step has one"),
-        (run.weights_dtype not in WEIGHT_FORMATS, "weights_dtype",
-         f"{run.weights_dtype} is sized on one GPU only (its scale blocks are not split here): not with a parallel "
-         "layout"),
         (run.chunk is None, "chunk", "(chunked prefill) runs on one GPU: not with a parallel layout"),
     ]
     what = one_gpu_only(cfg)
@@ -141,6 +138,9 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
     for ok, field, rule in rules:
         if not ok:
             raise SpecError(field, rule)
+    if run.weights_dtype in WEIGHT_FORMATS and tp > 1:  # imported here: only a quantized base has groups to split
+        from .stored import check_splits
+        check_splits(cfg, run.weights_dtype, tp)
 
 
 @functools.lru_cache(maxsize=64)  # configs are frozen; `plan` asks for the same few many times
@@ -193,6 +193,7 @@ class Tensor(NamedTuple):
     key: str
     shape: tuple[int, ...]
     expert: bool = False  # a routed expert tensor: split over ep, ZeRO-sharded over dp / ep
+    linear: bool = False  # a linear's weight, which a quantized format can store (analysis.cluster.stored)
 
     @property
     def numel(self) -> int:
@@ -218,11 +219,11 @@ def _layer_tensors(layer: Block, ep: int) -> list[Tensor]:
         expert = m.key == "moe/experts"
         if m.key.startswith("moe/") and m.key not in ROUTERS:
             n = m.copies // ep if expert else m.copies
-            out.append(Tensor(m.key, (n, m.d_in, m.d_out), expert))
+            out.append(Tensor(m.key, (n, m.d_in, m.d_out), expert, True))
             if m.bias:
                 out.append(Tensor(m.key, (n, m.d_out), expert))
         else:
-            out.append(Tensor(m.key, (m.d_out, m.d_in)))
+            out.append(Tensor(m.key, (m.d_out, m.d_in), linear=True))
             if m.bias:
                 out.append(Tensor(m.key, (m.d_out,)))
     for norm in layer.norms():
@@ -256,7 +257,7 @@ def _root_tensors(cfg: ModelConfig, tp: int, pp: int, stage: int) -> tuple[Tenso
             root += _norm_tensors(model.final_norm)
         head = model.head.linear
         if not model.head.tied or pp > 1:  # a tied head on its own stage keeps a copy
-            root.append(Tensor(head.key, (head.d_out, head.d_in)))
+            root.append(Tensor(head.key, (head.d_out, head.d_in), linear=not model.head.tied))
         if head.bias:
             root.append(Tensor(head.key, (head.d_out,)))
     return tuple(root)
