@@ -177,6 +177,10 @@ def _hf(tmp_path, quantization, **extra):
     ({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm"}, "awq-int4", 128, None),
     ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8-block", 128, None),
     ({"quant_method": "fbgemm_fp8"}, "fp8-channel", None, None),
+    # MiniMax-M2.5's list: the router's score correction is a vector, never quantized
+    ({"quant_method": "fp8", "weight_block_size": [128, 128], "modules_to_not_convert": ["e_score_correction_bias",
+                                                                                        "lm_head"]},
+     "fp8-block", 128, ("lm_head",)),
     ({"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "model.embed_tokens",
                                                           "lm_head"]},
      "mxfp4", None, ("attention", "lm_head")),
