@@ -194,6 +194,12 @@ class Layout:
         return self.gpus == 1
 
     @property
+    def one_pass(self) -> bool:
+        """One GPU running one micro-batch a step: the pass is the step (a global batch of several
+        micro-batches accumulates their gradients before one optimizer step: ``cluster.step``)."""
+        return self.trivial and self.steps == 1
+
+    @property
     def steps(self) -> int:
         """Micro-batches per step through the pipeline."""
         return self.micro_batches or self.pp

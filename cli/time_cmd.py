@@ -395,7 +395,7 @@ def time_command(
                          image_size=image_size, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, sp=sp, async_tp=async_tp, gpus=gpus,
                          **given)
     warn_idle(layouts[batch[0]])
-    parallel = not layouts[batch[0]].trivial
+    parallel = not layouts[batch[0]].one_pass
     measured = tokens_per_s if train else None
     run_tokens = tokens if train else None
     hw = load_hardware(hardware_spec)

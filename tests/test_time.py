@@ -235,12 +235,28 @@ def test_op_casts_every_fp8_matmuls_input_again():
 
 def test_mfu_of_a_hand_example():
     """Llama 2 7B: 6,738,415,616 parameters, 131,072,000 of them the token embedding. At 3,000
-    tokens/s on one A100 (312 TFLOP/s bf16), 6N gives 3,000 * 6 * 6,607,343,616 / 312e12."""
+    tokens/s on one A100 (312 TFLOP/s bf16), 6N gives 3,000 * 6 * 6,607,343,616 / 312e12. The model FLOPs
+    (PaLM's: no recomputation, not even flash attention's rerun of the scores) are 6 x the matrices' weights
+    (N less 2 x 32 + 1 norms of 4,096) plus 12 L d S of dense attention."""
     cfg = load_bundled("llama-2-7b")
     u = utilization(cfg, RunSpec("train", 4096, 1), load_hardware("a100-80gb"), 3000.0)
     assert u.of(u.six_n_per_token) == pytest.approx(3000 * 6 * 6_607_343_616 / 312e12, rel=1e-12)
+    assert u.model_flops_per_token == 6 * (6_607_343_616 - 65 * 4096) + 12 * 32 * 4096 * 4096
     assert u.mfu > u.of(u.six_n_per_token)  # attention's FLOPs on top
     assert u.hfu < u.mfu  # flash skips the masked half of the scores
+
+
+def test_a_global_batch_on_one_gpu_accumulates_before_one_optimizer_step(run):
+    """--global-batch 64 on one GPU: 64 micro-batches, each a pass without the optimizer, then one optimizer step
+    (it was each pass with its own optimizer step, the flag ignored)."""
+    args = ["time", "llama-3-8b", "--hardware", "h100", "--seq", "4096", "--json"]
+    one, step = (json.loads(run(*args, *extra).stdout) for extra in ([], ["--global-batch", "64"]))
+    optimizer = one["components"]["optimizer"]
+    for ideal, key in ((True, "time_s"), (False, "expected_s")):
+        pass_s, opt_s = (one if ideal else one["expected"])["time_s"], optimizer[key]
+        got = (step if ideal else step["expected"])["time_s"]
+        assert got == pytest.approx(64 * (pass_s - opt_s) + opt_s, rel=1e-12)
+    assert step["tokens"] == 64 * 4096
 
 
 def test_generate_adds_decode_steps_to_the_prefill_and_caching_pays():

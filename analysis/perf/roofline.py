@@ -353,7 +353,7 @@ class Utilization(NamedTuple):
 
     tokens_per_s: float
     gpus: int
-    model_flops_per_token: float  # llmcalc's matmul FLOPs: dense attention, no recomputation
+    model_flops_per_token: float  # llmcalc's matmul FLOPs: dense attention, no recomputation (flash's neither)
     hardware_flops_per_token: float  # as executed: flash skips masked blocks, recomputation counts
     six_n_per_token: float  # 6N, N the non-embedding (active) parameters
     palm_per_token: float  # 6N + 12 L H Q T
@@ -383,7 +383,8 @@ def utilization(cfg: ModelConfig, run: RunSpec, hw: Hardware, tokens_per_s: floa
     run.no_images("utilization")
     run = run.resolve(cfg)
     tokens = run.tokens
-    model = count_flops(cfg, run.replace(causal=False, recompute="none")).total.matmul_total
+    # model FLOPs (PaLM): no recomputation, not even flash attention's rerun of the scores in backward
+    model = count_flops(cfg, run.replace(causal=False, recompute="none", attention="eager")).total.matmul_total
     executed = count_flops(cfg, run.executed()).total.matmul_total
     approx = approximations(cfg, run)
     return Utilization(tokens_per_s, gpus, model / tokens, executed / tokens, approx.six_n / tokens,
