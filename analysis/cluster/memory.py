@@ -177,15 +177,16 @@ def cache_budget(cfg: ModelConfig, run: RunSpec, budget: int) -> CacheBudget:
     """What ``budget`` bytes serve of the decode ``run``: the largest batch whose inference memory (its
     prefill's, as ``llmcalc memory --mode inference`` counts it) fits, and the cached tokens that fit
     beside the weights (0 when the weights do not fit): ``(budget - weights) // bytes per token``; with
-    recurrent layers, whose state each sequence keeps, sequences of ``run.seq`` tokens, each with its
-    cache (windows bound it) and state, and the cached tokens of each, the last sequence cut short."""
+    recurrent layers, whose state each sequence keeps, or windows that bound some layers' caches and not
+    others' (Gemma 3), sequences of ``run.seq`` tokens, each with its cache and state, and the cached tokens
+    of each, the last sequence cut short."""
     serving = run.replace(mode="prefill")
     weights = memory(cfg, serving).parts["weights"]
     cache = kv_cache(cfg, run)
     per_token, state, free = cache.bytes_per_token, cache.state_bytes // cache.batch, max(budget - weights, 0)
     if not per_token:
         tokens = None
-    elif not state:
+    elif not state and cache.kv_bytes == cache.batch * cache.cached_tokens * per_token:  # a token: every layer's entry
         tokens = free // per_token
     else:
         full, rest = divmod(free, cache.bytes // cache.batch)
