@@ -56,6 +56,7 @@ from typing import NamedTuple, TypeVar
 from ..count.activations import activation_bytes
 from ..count.kvcache import kv_cache
 from ..count.lora import adapted
+from ..count.quant import storage
 from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
@@ -138,9 +139,27 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
     for ok, field, rule in rules:
         if not ok:
             raise SpecError(field, rule)
-    if run.weights_dtype in WEIGHT_FORMATS and tp > 1:  # imported here: only a quantized base has groups to split
-        from .stored import check_splits
+    if run.weights_dtype in WEIGHT_FORMATS and tp > 1:  # only a quantized base has groups to split
         check_splits(cfg, run.weights_dtype, tp)
+
+
+def check_splits(cfg: ModelConfig, weights: str, tp: int) -> None:
+    """SpecError (layout.tp) when ``tp`` splits a matrix that format ``weights`` quantizes into shards
+    that are not a whole number of its units (:mod:`.stored`'s docstring)."""
+    s = storage(cfg, weights)
+    full, local = build(cfg), build(tp_local(cfg, tp))
+    pairs = [(m, n) for (_, a), (_, b) in zip(full.blocks, local.blocks) for m, n in zip(a.linears(), b.linears())]
+    pairs.append((full.head.linear, local.head.linear))
+    out_unit = s.group if s.format.out_blocks else s.format.pack
+    for m, n in pairs:
+        if not s.quantizes(m.key):
+            continue
+        for dim, size, shard, unit in (("input", m.d_in, n.d_in, s.group), ("output", m.d_out, n.d_out, out_unit)):
+            if shard < size and unit > 1 and (shard % unit or size % unit):
+                noun = "blocks" if s.format.out_blocks else "words" if dim == "output" else "groups"
+                raise SpecError("layout.tp", f"{tp} splits the {size:,} {dim}s of {m.key} into shards of "
+                                             f"{shard:,}, not a whole number of {weights}'s {unit}-wide {noun} "
+                                             "(vLLM refuses it)")
 
 
 @functools.lru_cache(maxsize=64)  # configs are frozen; `plan` asks for the same few many times

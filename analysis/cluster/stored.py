@@ -5,7 +5,7 @@ of a format's stored bytes, and the tensor-parallel splits a format allows.
   shard's size (:func:`.sharding.tp_local`'s widths): a column-parallel shard splits the output dim
   and its scales with it, a row-parallel shard the input dim and its groups. As vLLM's quantized
   linears require, a split dim must be a whole number of the format's units per shard
-  (:func:`check_splits`): groups or blocks along the input (GPTQ, AWQ, bitsandbytes' blocks,
+  (:func:`.sharding.check_splits`): groups or blocks along the input (GPTQ, AWQ, bitsandbytes' blocks,
   MXFP4), fp8-block's 128 x 128 blocks along the output too, GPTQ's and AWQ's packed int32 words
   of outputs (8 int4 or 4 int8 values);
 - pipeline and expert parallel: whole layers per stage, whole experts per GPU, each stored as on
@@ -22,12 +22,10 @@ import functools
 from typing import NamedTuple
 
 from ..count.quant import Storage, storage
-from ..errors import SpecError
-from ..model.architecture import build
 from ..model.config import ModelConfig
 from ..model.sizes import ceil_div, weight_bytes
 from ..spec import Layout
-from .sharding import Tensor, stage_units, tp_local
+from .sharding import Tensor, stage_units
 
 
 class Held(NamedTuple):
@@ -36,25 +34,6 @@ class Held(NamedTuple):
     whole: int  # without ZeRO-3
     shard: int  # its ZeRO-3 shard of what FSDP splits (packed codes, unquantized tensors)
     state: int  # what ZeRO-3 keeps whole on every GPU (the quantized matrices' scales, zeros, code maps)
-
-
-def check_splits(cfg: ModelConfig, weights: str, tp: int) -> None:
-    """SpecError (layout.tp) when ``tp`` splits a matrix that format ``weights`` quantizes into shards
-    that are not a whole number of its units (module docstring)."""
-    s = storage(cfg, weights)
-    full, local = build(cfg), build(tp_local(cfg, tp))
-    pairs = [(m, n) for (_, a), (_, b) in zip(full.blocks, local.blocks) for m, n in zip(a.linears(), b.linears())]
-    pairs.append((full.head.linear, local.head.linear))
-    out_unit = s.group if s.format.out_blocks else s.format.pack
-    for m, n in pairs:
-        if not s.quantizes(m.key):
-            continue
-        for dim, size, shard, unit in (("input", m.d_in, n.d_in, s.group), ("output", m.d_out, n.d_out, out_unit)):
-            if shard < size and unit > 1 and (shard % unit or size % unit):
-                noun = "blocks" if s.format.out_blocks else "words" if dim == "output" else "groups"
-                raise SpecError("layout.tp", f"{tp} splits the {size:,} {dim}s of {m.key} into shards of "
-                                             f"{shard:,}, not a whole number of {weights}'s {unit}-wide {noun} "
-                                             "(vLLM refuses it)")
 
 
 def held_bytes(cfg: ModelConfig, layout: Layout, stage: int, weights: str, dtype: str, sharded: bool,
