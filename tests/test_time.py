@@ -8,7 +8,7 @@ import io
 import json
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcalc.analysis.count.flops import count_flops
@@ -300,6 +300,8 @@ def same_generation(cfg, run, prompt, new, hw=H100):
     ("deepseek-v3", 3, 40, 2000, 129),  # MLA and MoE
     ("glm-5", 2000, 60, 4100, 999),  # DSA: each query's keys capped at its top-k (2,048) in both ranges
     ("gpt2-small", 1, 300, 1000, 100),  # learned positions
+    ("qwen3-next-80b-a3b", 100, 40, 3000, 333),  # Gated DeltaNet: the no-cache passes cross a 64-token chunk
+    ("granite-4.0-h-tiny", 230, 40, 2000, 300),  # Mamba-2: they cross its 256-token chunk
 ])
 def test_generate_and_chunked_prefill_equal_the_pass_by_pass_loop(name, prompt, new, seq, chunk):
     cfg = load_bundled(name)
@@ -317,7 +319,6 @@ def test_closed_forms_equal_the_loop_on_random_configs(raw, prompt, new, batch, 
     every pass: the slowest property of this file)."""
     cfg = from_dict(raw, "<test>")
     run = RunSpec("prefill", prompt, batch, attention, chunk=chunk)
-    assume(not cfg.has_recurrent)  # time refuses a recurrent mixer (docs: Conventions)
     slow = loop_prefill(cfg, run)
     same_prefill(prefill(cfg, run, H100), slow)
     same_generation(cfg, run, prompt, new)
@@ -411,7 +412,6 @@ def test_calibration_forms_are_their_closed_forms():
        st.sampled_from(["flash", "eager"]))
 def test_expected_is_never_faster_than_the_ideal(raw, mode, seq, batch, attention):
     cfg = from_dict(raw, "<test>")
-    assume(not cfg.has_recurrent)  # time refuses a recurrent mixer (docs: Conventions)
     r = roofline(cfg, RunSpec(mode, seq, batch, attention), H100)
     for c in r.components.values():
         assert c.expected_compute_s >= c.compute_s and c.expected_memory_s >= c.memory_s
