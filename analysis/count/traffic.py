@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..model.architecture import Block, Recurrent, build
+from ..model.architecture import Block, build
 from ..model.attention import AttentionKind
 from ..model.config import ModelConfig
 from ..model.formats import FORMATS
@@ -89,23 +89,6 @@ def _attention_bytes(attn: AttentionKind, spec: LayerSpec, run: RunSpec, b: int,
             "attention/values": scores + keys * attn.value_dim * kv + o}
 
 
-def attentions(layer: Block) -> list[tuple[AttentionKind, LayerSpec]]:
-    """The attentions a layer runs, each with its span: its own, or a recurrent layer's shared block's."""
-    if layer.spec.recurrent:
-        return [(s.attention, s.spec) for s in layer.shared]
-    return [(layer.attention, layer.spec)]
-
-
-def recurrent_mixers(layer: Block) -> list[Recurrent]:
-    """The recurrent mixers a layer runs: in place of attention, or beside it (``parallel_mixer``)."""
-    return [layer.recurrent] if layer.spec.recurrent else layer.beside
-
-
-def fused_keys(layer: Block) -> set[str]:
-    """The keys of the ops its recurrent mixers' core kernels fuse (:mod:`analysis.model.mixer`)."""
-    return {key for mixer in recurrent_mixers(layer) for key in mixer.core}
-
-
 def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
     """Forward bytes of one layer, by component (``run`` resolved)."""
     b, T = bytes_per(run.dtype), run.tokens
@@ -119,21 +102,21 @@ def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
             read = copies_read(m, rows, run)
             _add(out, m.key + "/lora", read * r * (m.d_in + m.d_out) * b
                  + rows * m.active * (m.d_in + 2 * r + m.d_out) * b)
-    for attn, spec in attentions(layer):
+    for attn, spec in layer.attentions():
         for key, n in _attention_bytes(attn, spec, run, b, kv).items():
             _add(out, key, n)
     table = run.dtype if run.weights_dtype in FORMATS else run.weights_dtype  # a format leaves vectors unquantized
-    for mixer in recurrent_mixers(layer):
+    for mixer in layer.mixers:
         if mixer.core:  # a none layer's mixer has none
             _add(out, mixer.core[0], mixer.core_bytes(run, table))
     if layer.cfg.hyper is not None:  # the hyper-connections' matmuls (their elementwise ops are layer_ops')
         from ..model.hyper import branch_bytes
         for key, n in branch_bytes(layer.cfg, T, layer.branches, b).items():
             _add(out, key, n)
-    _add_ops(out, run, layer_ops(layer, run), b, fused_keys(layer))
+    _add_ops(out, run, layer_ops(layer, run), b, layer.fused())
     if run.mode != "train":
         _add(out, "kv_cache", sum(weight_bytes(T * attn.kv_values_per_token, run.kv_dtype)
-                                  for attn, _ in attentions(layer)))
+                                  for attn, _ in layer.attentions()))
     return out
 
 
@@ -161,10 +144,10 @@ def rerun_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
     for m in rerun_linears(layer, run):
         _add(out, m.key, _linear_bytes(layer, m, run, b))
     if rerun_core(layer.cfg, run):
-        for attn, spec in attentions(layer):
+        for attn, spec in layer.attentions():
             for key, n in _attention_bytes(attn, spec, run, b, b).items():
                 _add(out, key, n)
-    _add_ops(out, run, rerun_ops(layer, run, layer_ops(layer, run)), b, fused_keys(layer))
+    _add_ops(out, run, rerun_ops(layer, run, layer_ops(layer, run)), b, layer.fused())
     return out
 
 

@@ -41,7 +41,6 @@ from typing import Any, Mapping, NamedTuple
 from ..count.flops import SCORES_VALUES, copies_read, layer_ops, linear_rows, model_ops
 from ..count.quant import stored_dtype
 from ..count.recompute import rerun_core, rerun_linears, rerun_ops
-from ..count.traffic import attentions, fused_keys, recurrent_mixers
 from ..errors import ConfigError, SpecError, brief
 from ..model.architecture import build
 from ..model.config import ModelConfig
@@ -170,7 +169,7 @@ def _mixes(cal: Calibration, cfg: ModelConfig, run: RunSpec) -> dict[str, _Mix]:
                 r = run.lora.rank
                 mix(m.key + "/lora").add(2 * n, 2.0 * rows * r * (m.d_in + m.d_out) * n,
                                          cal.gemm_eff(per_expert, r, m.d_in), True)
-        for attn, spec in attentions(block):
+        for attn, spec in block.attentions():
             packed = run.query_len * max(1, attn.heads // attn.kv_heads)
             if flash:  # one kernel for both products
                 eff = cal.flash_eff(packed, attn.score_dim)
@@ -182,12 +181,12 @@ def _mixes(cal: Calibration, cfg: ModelConfig, run: RunSpec) -> dict[str, _Mix]:
                 mix("attention/values").add(n, 1.0, cal.gemm_eff(run.query_len, attn.value_dim, keys), True)
             if run.mode != "train":
                 mix("kv_cache").add(n)
-        for mixer in recurrent_mixers(block):  # its core: one fused kernel at the GEMM fraction, streaming its state
+        for mixer in block.mixers:  # its core: one fused kernel at the GEMM fraction, streaming its state
             if mixer.core:
                 core = mix(mixer.core[0])
                 core.add(n, stream=True)
                 core.fmt = run.state_dtype if run.mode != "train" else run.dtype
-        fused = fused_keys(block)
+        fused = block.fused()
         ops = layer_ops(block, run)
         for op in ops:
             if not (flash and op.scores) and op.key not in fused:  # fused into flash's or a core's kernel

@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
-from ..count.traffic import recurrent_mixers
 from ..model.architecture import build
 from ..model.config import ModelConfig
 from ..model.sizes import DTYPE_BITS
@@ -43,7 +42,7 @@ def thresholds(cfg: ModelConfig, batch: int, top: int) -> set[int]:
             points.add(spec.topk)
         if spec.chunk is not None:
             points.update(range(0, top + spec.chunk, spec.chunk))
-        for mixer in recurrent_mixers(block):  # a first pass runs no state in; a chunked form steps at each chunk
+        for mixer in block.mixers:  # a first pass runs no state in; a chunked form steps at each chunk
             points.add(0)
             if mixer.chunk is not None:
                 points.update(range(0, top + mixer.chunk, mixer.chunk))
