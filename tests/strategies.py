@@ -670,8 +670,8 @@ def valid_configs(draw, layouts: bool = False):
         raw["mlp_bias"] = draw(st.booleans())
     if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
         raw["position_offset"] = draw(st.integers(0, 3))
-    # recurrent layers in one config of 14 for each recurrent kind (layouts, LoRA and bytes moved refuse
-    # them: the properties over those need the rest), alone or beside attention ones, with or without FFN
+    # recurrent layers in one config of 14 for each recurrent kind (layouts and LoRA refuse them: the
+    # properties over those need the rest), alone or beside attention ones, with or without FFN
     recurrent = draw(st.integers(0, 13))
     if layouts or ("dsa" in raw and raw["position"] == "rope"):  # DSA kept: attention layers only
         recurrent = len(RECURRENT_MAPPINGS)
