@@ -187,6 +187,83 @@ def test_plan_and_time_take_the_optimizer():
     assert step.components["optimizer"].bytes == 14 * P
 
 
+P_LLAMA3_8B = 8_030_261_248  # Meta's published count
+
+
+@pytest.mark.unit
+def test_fp32_gradients_are_held_reduced_and_read_in_fp32():
+    """--grad-dtype fp32 (Megatron-LM's --bf16 default: bf16 weights, fp32 main gradients): Llama 3 8B's
+    gradients take 4 bytes a parameter on one GPU (bf16 + Adam: 2 + 4 + 4 + 8 = 18, Megatron's
+    distributed-optimizer table), ZeRO-2 over dp 8 keeps an eighth of them, the data-parallel all-reduce
+    (ZeRO-0) and reduce-scatters (ZeRO-1 to 3) carry 4 bytes a parameter while ZeRO's weight all-gathers
+    stay bf16, and the optimizer step reads fp32 gradients: 2 x (2 + 12) + 4 = 32 bytes a parameter,
+    Adam's 30 with bf16 ones. The default is the compute dtype, as before."""
+    cfg, P = load_bundled("llama-3-8b"), P_LLAMA3_8B
+    run = RunSpec("train", 4096, 1, grad_dtype="fp32")
+    one = memory(cfg, run)
+    assert (one.parts["weights"], one.parts["gradients"], one.parts["optimizer"]) == (2 * P, 4 * P, 12 * P)
+    assert one.parts["gradients"] == 32_121_044_992
+    assert memory(cfg, run.replace(grad_dtype=None)).parts["gradients"] == 2 * P
+    assert memory(cfg, run.replace(grad_dtype="bf16")).parts["gradients"] == 2 * P
+    zero2 = memory(cfg, run.replace(layout=Layout(dp=8, zero=2)))
+    assert (zero2.parts["weights"], zero2.parts["gradients"], zero2.parts["optimizer"]) == (2 * P, 4 * P // 8,
+                                                                                           12 * P // 8)
+    assert zero2.parts["gradients"] == 4_015_130_624
+    payloads = {}
+    for zero in (0, 1, 2, 3):
+        r = run.replace(layout=Layout(dp=8, zero=zero, micro_batches=1))
+        payloads[zero] = {(c.what, c.kind): c.payload for c in collectives(cfg, r, 0)}
+    assert payloads[0] == {("dp gradients", "all-reduce"): 4 * P}
+    assert payloads[1] == {("zero-1 gradients", "reduce-scatter"): 4 * P, ("zero-1 weights", "all-gather"): 2 * P}
+    assert payloads[2] == {("zero-2 gradients", "reduce-scatter"): 4 * P, ("zero-2 weights", "all-gather"): 2 * P}
+    # ZeRO-3: each layer's unit gathered for forward and again for backward, the root unit (embedding,
+    # final norm, head: 2 V d + d) once; every unit's gradients reduce-scattered once
+    V, d = 128_256, 4096
+    root = 2 * V * d + d
+    assert payloads[3] == {("zero-3 weights", "all-gather"): 2 * (2 * P - root),
+                           ("zero-3 gradients", "reduce-scatter"): 4 * P}
+    hw = load_hardware("h100")
+    assert roofline(cfg, run, hw).components["optimizer"].bytes == 32 * P == 256_968_359_936
+    assert roofline(cfg, run.replace(grad_dtype=None), hw).components["optimizer"].bytes == 30 * P
+
+
+@pytest.mark.unit
+def test_a_tied_embedding_reduces_its_gradient_in_the_gradient_dtype():
+    """GPT-2 small's tied embedding over two pipeline stages: the ends all-reduce its 50,257 x 768 gradient,
+    4 bytes a value with fp32 gradients."""
+    cfg = load_bundled("gpt2-small")
+    for grad, size in ((None, 2), ("fp32", 4)):
+        run = RunSpec("train", 1024, 1, grad_dtype=grad, layout=Layout(pp=2))
+        (tied,) = [c for c in collectives(cfg, run, 0) if c.what == "tied embedding gradient"]
+        assert tied.payload == 50_257 * 768 * size
+
+
+@pytest.mark.unit
+def test_plan_takes_the_gradient_dtype():
+    """plan's layouts of plain data parallelism (every GPU holds the whole model and its gradients) hold 2
+    bytes more a parameter with fp32 gradients: GPT-2 small's 124,439,808."""
+    from llmcalc.analysis.cluster.search import candidates
+
+    cfg, hw, P = load_bundled("gpt2-small"), load_hardware("h100"), 124_439_808
+    bf16, fp32 = ({(c.run.layout, c.run.batch, c.run.recompute): c.memory.total
+                   for c in candidates(cfg, hw, 8, 1024, 64, grad_dtype=g)} for g in (None, "fp32"))
+    whole = [k for k in bf16 if k[0].zero < 2 and k[0].tp == k[0].pp == 1]
+    assert whole and all(fp32[k] - bf16[k] == 2 * P for k in whole)
+
+
+@pytest.mark.unit
+def test_grad_dtype_applies_to_training_only():
+    with pytest.raises(SpecError) as raised:
+        RunSpec("prefill", 1024, grad_dtype="fp32")
+    assert raised.value.field == "grad_dtype"
+    with pytest.raises(SpecError) as raised:
+        RunSpec("train", 1024, grad_dtype="int8")
+    assert raised.value.field == "grad_dtype"
+    cfg = load_bundled("gpt2-small")
+    assert RunSpec("decode", 1024).resolve(cfg).grad_dtype is None
+    assert RunSpec("train", 1024, dtype="fp16").resolve(cfg).grad_dtype == "fp16"
+
+
 @pytest.mark.unit
 def test_inference_under_tp_holds_the_gathered_logits():
     """Llama 3.1 70B at tp 8: the vocab-parallel head's 8 x 128,256 bf16 logits are all-gathered whole onto
@@ -558,7 +635,7 @@ def _exhaustive(cfg, hw, gpus, seq, global_batch):
                 totals = []
                 for s, acts in enumerate(saved(stage) for stage in stage_saves(cfg, run)):
                     state = gpu_state(cfg, micro, s)
-                    train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
+                    train = state_bytes(state.weights, state.gradients, state.optimizer, run)
                     totals.append(sum(train) + sum(acts.values())
                                   + attention_bytes(tp_local(cfg, micro.tp), b, seq, seq, run.attention, run.dtype,
                                                     training=True))

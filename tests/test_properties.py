@@ -10,6 +10,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
+from llmcalc.analysis.cluster.comm import collectives
 from llmcalc.analysis.cluster.sharding import check_layout, gpu_state, stage_tensors, zero_stages
 from llmcalc.analysis.cluster.step import link, step
 from llmcalc.analysis.count.flops import count_flops
@@ -33,7 +34,7 @@ H100 = load_hardware("h100")
 
 class Case(NamedTuple):
     cfg: ModelConfig
-    run: RunSpec  # a training step: seq, batch, attention, recomputation, dtype, LoRA
+    run: RunSpec  # a training step: seq, batch, attention, recomputation, dtype, gradients' dtype, LoRA
     layout: Layout  # a layout of pipeline stages, data parallelism and ZeRO the model allows
 
 
@@ -52,7 +53,8 @@ def cases(draw, lora: bool = True, layouts: bool = False) -> Case:
     recompute = draw(st.sampled_from([r for r in ("none", "full", *(["selective"] if attention == "eager" else []),
                                                   "op") if recompute_refusal(cfg, r, adapters) is None]))
     run = RunSpec("train", draw(st.integers(1, 24)), draw(st.integers(1, 3)), attention, recompute=recompute,
-                  dtype=draw(st.sampled_from(["bf16", "fp16", "fp32"])), lora=adapters)
+                  dtype=draw(st.sampled_from(["bf16", "fp16", "fp32"])), lora=adapters,
+                  grad_dtype=draw(st.sampled_from([None, "fp32", "bf16", "fp16"])))
     pp = draw(st.integers(1, min(4, cfg.n_layers)))  # uneven stages where pp does not divide the layers
     vpp = draw(st.sampled_from([v for v in (1, 2) if v == 1 or (pp > 1 and pp * v <= cfg.n_layers)]))
     layout = Layout(pp=pp, dp=draw(st.integers(1, 4)), zero=draw(st.sampled_from(zero_stages(pp))), vpp=vpp)
@@ -292,6 +294,29 @@ def test_the_ideal_step_is_never_slower_than_the_expected(case, rounds, per_node
 
 
 @pytest.mark.unit
+@settings(max_examples=40, deadline=None)
+@given(wide_layouts())
+def test_the_gradient_dtype_sizes_the_gradients_alone(case):
+    """fp32 gradients against bf16 ones (a bf16 run): every GPU's gradients part and the payload of every
+    data-parallel gradient reduction (and a tied embedding's between the pipeline ends) twice as large;
+    the other parts and collectives (ZeRO's weight all-gathers, the activations' gradients under tp, cp
+    and pp) the same."""
+    from llmcalc.analysis.cluster.memory import memory
+
+    cfg = case.cfg
+    runs = [case.run.replace(dtype="bf16", grad_dtype=g, layout=case.layout) for g in ("bf16", "fp32")]
+    half, full = (memory(cfg, r) for r in runs)
+    assert full.parts["gradients"] == 2 * half.parts["gradients"]
+    assert {k: v for k, v in full.parts.items() if k != "gradients"} == {
+        k: v for k, v in half.parts.items() if k != "gradients"}
+    for s in range(case.layout.pp):
+        pairs = list(zip(*(collectives(cfg, r, s) for r in runs), strict=True))
+        for b, f in pairs:
+            reduced = b.group in ("dp", "dp/ep", "pp ends") and b.kind != "all-gather"
+            assert (b.what, b.calls) == (f.what, f.calls) and f.payload == (2 if reduced else 1) * b.payload
+
+
+@pytest.mark.unit
 @settings(max_examples=60, deadline=None)
 @given(cases(lora=False, layouts=True))
 def test_pipeline_stages_sum_back_to_the_model(case):
@@ -350,7 +375,7 @@ def test_lora_under_a_layout_trains_the_adapters_alone(case, data):
             assert state.optimizer <= trained[s]
     report = memory(cfg, run.replace(layout=layout))
     peak = gpu_state(cfg, layout, report.stage, lora)
-    assert report.parts["gradients"] == weight_bytes(peak.gradients, report.run.dtype)
+    assert report.parts["gradients"] == weight_bytes(peak.gradients, report.run.grad_dtype)
     weights = report.run.weights_dtype  # QLoRA on a quantized checkpoint: its format, ZeRO-3 splitting the codes
     base = (held_bytes(cfg, layout, report.stage, weights, report.run.dtype, layout.zero == 3)
             if weights in WEIGHT_FORMATS else weight_bytes(peak.frozen, weights))

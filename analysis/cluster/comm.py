@@ -47,6 +47,8 @@ parameters (group ``dp``); routed experts over the ``dp x cp / ep`` that hold th
 experts. Under LoRA only the adapters are reduced and their updates gathered (the base is
 frozen); ZeRO-3 gathers the base's shards with theirs, its weights in their stored dtype. A tied
 embedding split over pipeline stages all-reduces its gradient between the first and last stage.
+Gradients are reduced in the run's gradient dtype (``grad_dtype``, the dtype they are held in: fp32
+for Megatron-LM's ``--bf16`` default and torchtitan's FSDP), weights gathered in their own.
 """
 
 from collections.abc import Sequence
@@ -191,7 +193,7 @@ def _pp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int) -> list[Coll
     out = [Collective("pp activations", "send", "pp", 2, calls, calls * act)]
     if run.mode == "train" and cfg.tie_embeddings and stage in (0, layout.pp - 1):
         out.append(Collective("tied embedding gradient", "all-reduce", "pp ends", 2, 1,
-                              cfg.vocab_size * cfg.d_model * bytes_per(run.dtype), per_micro_batch=False))
+                              cfg.vocab_size * cfg.d_model * bytes_per(run.grad_dtype), per_micro_batch=False))
     return out
 
 
@@ -222,12 +224,12 @@ def _dp_group(run: RunSpec, trained: Sequence[tuple[int, int]], frozen: Sequence
                                   nbytes * m))
         if train and reduced:
             out.append(Collective(f"zero-3 {tag}gradients", "reduce-scatter", group, ranks, len(reduced) * m,
-                                  weight_bytes(sum(reduced), run.dtype) * m))
+                                  weight_bytes(sum(reduced), run.grad_dtype) * m))
         return out
     total = sum(padded) if layout.zero else sum(n for n, _ in trained)
     if not train or not total:
         return []
-    grads = weight_bytes(total, run.dtype)
+    grads = weight_bytes(total, run.grad_dtype)
     if layout.zero == 0:
         return [Collective(f"dp {tag}gradients", "all-reduce", group, ranks, 1, grads, False)]
     # ZeRO-2 keeps only its gradient shard: every micro-batch's gradients are reduce-scattered

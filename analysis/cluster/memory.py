@@ -44,7 +44,7 @@ def _train_state(cfg: ModelConfig, run: RunSpec, stage: int) -> dict[str, int]:
     """The training state of a GPU of ``stage``: weights (LoRA: the frozen base in its stored
     dtype and the adapters), gradients and optimizer state."""
     state = gpu_state(cfg, run.layout, stage, run.lora)
-    train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
+    train = state_bytes(state.weights, state.gradients, state.optimizer, run)
     return {"weights": base_bytes(cfg, run, stage, state.frozen) + train.weights, "gradients": train.gradients,
             "optimizer": train.optimizer}
 
@@ -83,7 +83,7 @@ def stage_states(cfg: ModelConfig, run: RunSpec, shared: dict, stages: Sequence[
     """Bytes of the training state (:func:`_train_state`) of each stage, or of each of ``stages``,
     ``run`` resolved with its layout: stages holding the same layers (and ends) hold the same,
     figured once in ``shared``; none hangs on the micro-batch or recomputation."""
-    layout, work = run.layout, (run.dtype, run.optimizer, run.weights_dtype, run.lora)
+    layout, work = run.layout, (run.dtype, run.grad_dtype, run.optimizer, run.weights_dtype, run.lora)
     keys = stage_keys(cfg, layout.pp, layout.vpp)
     out = []
     for s in range(layout.pp) if stages is None else stages:

@@ -370,8 +370,8 @@ def workload(run: RunSpec) -> tuple:
 
 
 class GpuState(NamedTuple):
-    """Training state of one GPU, in elements (weights and gradients are stored in the compute
-    dtype, the optimizer state in fp32)."""
+    """Training state of one GPU, in elements (weights are stored in the compute dtype, gradients in
+    the run's gradient dtype, the optimizer state in fp32)."""
 
     weights: int  # of what the optimizer trains
     gradients: int
