@@ -339,9 +339,10 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
         def f(s: int) -> Counts:
             return work_counts(cfg, run.replace(mode=mode, seq=s))
 
-        ideal = time_sum(f, lambda s: peaks, lo, hi, starts, period(run))
+        step = period(cfg, run.replace(mode=mode))
+        ideal = time_sum(f, lambda s: peaks, lo, hi, starts, step)
         latency = sum(r.latency_s for r in _expected(cfg, spec(lo), hw, eff).values())  # the same kernels each pass
-        return ideal, time_sum(f, expected, lo, hi, starts, period(run)) + (hi - lo + 1) * latency
+        return ideal, time_sum(f, expected, lo, hi, starts, step) + (hi - lo + 1) * latency
 
     (decode, expected_decode), (no_cache, expected_no_cache) = sums("decode"), sums("prefill")
     return decode, no_cache, expected_decode, expected_no_cache

@@ -4,11 +4,12 @@ constant time in the new tokens and in the chunks).
 Each component's FLOPs and bytes in a pass are integer polynomials of degree at most 2 in the pass's
 position (the context of a decode step or of a no-cache recompute; the index of a chunk) between
 breakpoints the config fixes: a sliding window W, the boundaries of a chunked layer's chunks, the
-tokens at which a mixture of experts reads every expert, the first pass and the chunk boundaries of a
-recurrent mixer's chunked form (:func:`thresholds`), and within a piece on
-each residue class modulo :func:`period` (int4 packs two values a byte: ``ceil(T d / 2)`` bytes of
-embedding rows alternate with the parity of ``T d``). Each piece's (class's) polynomials are
-interpolated from exact counts at three of its points and summed exactly (integers); a pass's time,
+tokens at which a mixture of experts reads every expert, a recurrent mixer's first pass (no state in)
+(:func:`thresholds`), and within a piece on each residue class modulo :func:`period` (int4 packs two
+values a byte: ``ceil(T d / 2)`` bytes of embedding rows alternate with the parity of ``T d``; a
+recurrent mixer's chunked form runs a partial last chunk of ``s mod chunk`` tokens). Each piece's
+(class's) polynomials are interpolated from exact counts at three of its points and summed exactly
+(integers); a pass's time,
 the larger of compute and memory per component, is summed after splitting each piece where the two
 cross. The ideal sums equal the pass-by-pass ones
 (tests/test_time.py keeps that loop as the reference); the expected ones take each piece's rates
@@ -42,21 +43,21 @@ def thresholds(cfg: ModelConfig, batch: int, top: int) -> set[int]:
             points.add(spec.topk)
         if spec.chunk is not None:
             points.update(range(0, top + spec.chunk, spec.chunk))
-        for mixer in block.mixers:  # a first pass runs no state in; a chunked form steps at each chunk
+        if block.mixers:  # a first pass runs no state in (a chunked form's chunks: period)
             points.add(0)
-            if mixer.chunk is not None:
-                points.update(range(0, top + mixer.chunk, mixer.chunk))
         for m in block.linears():  # a mixture of experts reads all its experts from this many tokens on
             if m.active != m.copies:
                 points.add(-(-m.copies // (batch * m.active)))
     return points
 
 
-def period(run: RunSpec) -> int:
+def period(cfg: ModelConfig, run: RunSpec) -> int:
     """The passes' counts are polynomial on each residue class modulo this: a value of ``bits`` bits
-    packed ``ceil(n bits / 8)`` bytes a tensor repeats its rounding every ``8 / gcd(bits, 8)`` values."""
+    packed ``ceil(n bits / 8)`` bytes a tensor repeats its rounding every ``8 / gcd(bits, 8)`` values,
+    and a recurrent mixer's chunked form (a prefill's) its last, partial chunk every ``chunk`` tokens."""
     dtypes = {run.dtype, run.weights_dtype, run.kv_dtype} & DTYPE_BITS.keys()
-    return math.lcm(*(8 // math.gcd(DTYPE_BITS[d], 8) for d in dtypes)) if dtypes else 1
+    chunks = [] if run.mode == "decode" else [m.chunk for _, b in build(cfg).blocks for m in b.mixers if m.chunk]
+    return math.lcm(*(8 // math.gcd(DTYPE_BITS[d], 8) for d in dtypes), *chunks)
 
 
 def splits(points: Iterable[int]) -> set[int]:
