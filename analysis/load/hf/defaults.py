@@ -888,7 +888,7 @@ DEFAULTS["gemma4_text"] = _config(
 # Gemma3nTextConfig; intermediate_size and activation_sparsity_pattern: a value or a list per layer (its
 # __post_init__; null: the first 10 layers of more than 10 sparse at 0.95); layer_types: its __post_init__
 DEFAULTS["gemma3n_text"] = _config(
-    f"{_COMMON} rms_norm_eps attention_dropout altup_active_idx altup_coef_clip",
+    f"{_COMMON} rms_norm_eps altup_active_idx altup_coef_clip", attention_dropout=_null(0.0),
     vocab_size=262400, hidden_size=2048, intermediate_size=16384, num_hidden_layers=35, num_attention_heads=8,
     num_key_value_heads=2, head_dim=256, hidden_activation="gelu_pytorch_tanh", max_position_embeddings=32768,
     tie_word_embeddings=True, attention_bias=False, sliding_window=512, layer_types=_null(),

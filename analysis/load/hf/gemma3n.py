@@ -81,7 +81,7 @@ def _gemma3n_text(r: Raw) -> dict[str, Any]:
                       "per_layer_width": r.size("hidden_size_per_layer_input"),
                       "per_layer_vocab": r.size("vocab_size_per_layer_input"),
                       "correct_scale": r.flag("altup_correct_scale"), **_sparse_layers(r, layers)}
-    r.ignore("altup_active_idx", "altup_coef_clip")
+    r.ignore("altup_active_idx", "altup_coef_clip", "attention_dropout")
     return out
 
 
