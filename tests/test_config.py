@@ -22,8 +22,8 @@ from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, PARALLEL_MIXERS, QK_NORMS, ModelConfig
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
-from llmcalc.analysis.model.hyper import HyperConfig
 from llmcalc.analysis.model.gemma3n import Gemma3nConfig
+from llmcalc.analysis.model.hyper import HyperConfig
 from llmcalc.analysis.model.mamba import MIXER_NORMS
 from llmcalc.analysis.model.mla import DSAConfig, MLAConfig
 from llmcalc.analysis.model.moe import MoEConfig

@@ -1430,7 +1430,8 @@ def test_gemma3n_text_published_geometries(tmp_path, keys, params, flops, kv):
     from llmcalc.analysis.count.kvcache import kv_cache
     from llmcalc.analysis.spec import RunSpec
 
-    cfg = load_path(_write(tmp_path, {**transformers.Gemma3nTextConfig(**keys).to_dict(), "model_type": "gemma3n_text"}))
+    raw = {**transformers.Gemma3nTextConfig(**keys).to_dict(), "model_type": "gemma3n_text"}
+    cfg = load_path(_write(tmp_path, raw))
     assert count_params(cfg).total == params
     run = RunSpec("train", 8, 1, "eager")
     counted = count_flops(cfg, run)

@@ -98,8 +98,8 @@ def _count_params(cfg: ModelConfig) -> ParamCount:
         inactive += _inactive(block) * group.count
     for weight, blocks in model.shared:  # the shared transformer blocks' weights, once per block
         _add(comps, weight.key, weight.params * blocks)
-    for part in model.gemma3n:  # Gemma 3n's per-layer inputs and streams' (un)embedding
-        comps[part.key] = part.params
+    for g3n in model.gemma3n:  # Gemma 3n's per-layer inputs and streams' (un)embedding
+        comps[g3n.key] = g3n.params
     if model.hyper_head is not None:
         comps[model.hyper_head.key] = model.hyper_head.params
     if model.final_norm is not None and model.final_norm.params:

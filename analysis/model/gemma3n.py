@@ -99,7 +99,8 @@ def model_parts(cfg: ModelConfig) -> tuple[Table | Linear | Norm, ...]:
     """The per-layer inputs' table, projection and norm, and the streams' (un)embedding linears."""
     g, d, L = _g(cfg), cfg.d_model, cfg.n_layers
     N, p = g.streams, g.per_layer_width
-    return (Table("embedding/per_layer", g.per_layer_vocab, L * p), Linear("per_layer/model_projection", d, L * p, False),
+    return (Table("embedding/per_layer", g.per_layer_vocab, L * p),
+            Linear("per_layer/model_projection", d, L * p, False),
             make_norm(cfg, "norm/per_layer_projection", p), Linear("altup/embed", d, d, False, N - 1, N - 1),
             Linear("altup/unembed", d, d, False, N - 1, N - 1))
 

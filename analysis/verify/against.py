@@ -229,7 +229,8 @@ _TOP_NAMES = {
 }
 _TOP_NAMES["final_norm"] = "norm/final"  # RecurrentGemma
 # Gemma 3n's model and layer parts (analysis.model.gemma3n); a layer's own matmul is AltUp's predictions
-_GEMMA3N_TOP = {"embed_tokens_per_layer": "embedding/per_layer", "per_layer_model_projection": "per_layer/model_projection",
+_GEMMA3N_TOP = {"embed_tokens_per_layer": "embedding/per_layer",
+                "per_layer_model_projection": "per_layer/model_projection",
                 "per_layer_projection_norm": "norm/per_layer_projection", "altup_projections": "altup/embed",
                 "altup_unembed_projections": "altup/unembed"}
 _GEMMA3N_LAYER = {"altup.modality_router": "altup/router", "altup.prediction_coefs": "altup/prediction",

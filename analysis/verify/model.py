@@ -73,8 +73,8 @@ from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ..model.config import ModelConfig
 from ..model.layers import LayerSpec, kv_source, layer_config, layer_specs, topk_source
-from .attention import LayerContext, make_attention
 from . import gemma3n
+from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE, dense_and_moe, dense_and_shortcut_moe
 from .gated_deltanet import GatedDeltaNetMixer
 from .hyper import HyperConnection, Mix
