@@ -125,7 +125,12 @@ VARIANTS = {  # together every config key and value
                 "layer_types": ["sliding", "full"], "kv_shared_layers": 2, "embedding_scale": 5.65,
                 "final_logit_softcap": 30, "tie_embeddings": True,
                 "gemma3n": {"streams": 3, "laurel_rank": 4, "per_layer_width": 8, "per_layer_vocab": 40,
-                            "sparse_layers": [True, False, False, False]}},
+                            "sparse_layers": [True, False, False, False], "sparsity": 0.9}},
+    # two streams, no scale of stream 0, no sparse layer (where gemma3n.sparsity applies to nothing)
+    "gemma3n-dense": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_layers": 2,
+                      "norm_placement": "sandwich", "qk_norm": "head",
+                      "gemma3n": {"streams": 2, "laurel_rank": 3, "per_layer_width": 4, "per_layer_vocab": 1000,
+                                  "correct_scale": False}},
     "k-eq-v": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "k_eq_v": True,
                "v_norm": True, "qk_norm": "head"},  # every layer's values are its keys' projection, normed per head
     "opt": {"position": "learned", "position_offset": 2, "activation": "relu", "qkv_bias": True, "out_bias": True,
