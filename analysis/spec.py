@@ -22,6 +22,9 @@ dtype policy lives:
   :mod:`analysis.model.formats`, keeps what it does not quantize in the compute dtype);
 - KV cache: the compute dtype. ``kvcache`` and ``memory`` both resolve through here, so they
   agree for the same model and options;
+- gradients (training): the compute dtype (``grad_dtype``: the dtype the gradients are held, accumulated
+  over micro-batches, and reduced over data-parallel GPUs in; Megatron-LM's ``--bf16`` default and
+  torchtitan's FSDP default are fp32, docs/conventions.md);
 - images (``images`` per sequence, of ``image_size`` pixels, the tower's default when None): the
   sequence the language model runs is ``seq`` text tokens plus each image's tokens (the projector's
   outputs, :func:`analysis.model.vision.image`): the resolved ``seq`` is the whole sequence and
@@ -45,6 +48,7 @@ ZERO_STAGES = (0, 1, 2, 3)
 ATTENTION_IMPLS = ("eager", "flash")
 FP8_SCALINGS = ("tensorwise", "rowwise")  # torchao's float8 recipes (analysis/perf/float8.py)
 RECOMPUTE = ("none", "selective", "op", "full")  # activation recomputation (analysis/count/recompute.py)
+GRAD_DTYPES = FLOAT_DTYPES  # gradients: held, accumulated and reduced in one of these
 OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1}  # fp32 values per parameter
 
 # The fields that apply to some modes only (every other field applies to every mode): set to
@@ -54,6 +58,7 @@ OPTIMIZER_STATES = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1}  # fp32 
 APPLIES = {
     "recompute": ("train",),
     "optimizer": ("train",),
+    "grad_dtype": ("train",),
     "lora": ("train",),
     "layout.zero": ("train",),
     "layout.vpp": ("train",),  # interleaved 1F1B is a training schedule
@@ -194,6 +199,12 @@ class Layout:
         return self.gpus == 1
 
     @property
+    def one_pass(self) -> bool:
+        """One GPU running one micro-batch a step: the pass is the step (a global batch of several
+        micro-batches accumulates their gradients before one optimizer step: ``cluster.step``)."""
+        return self.trivial and self.steps == 1
+
+    @property
     def steps(self) -> int:
         """Micro-batches per step through the pipeline."""
         return self.micro_batches or self.pp
@@ -293,6 +304,7 @@ class RunSpec:
     text: int | None = None  # set by resolve with images: the text tokens of seq, the rest are the images'
     matmul_dtype: str | None = None  # the layers' matmuls (None: the compute dtype; dtype fp8 sets fp8)
     fp8_scaling: str | None = None  # fp8 matmuls: tensorwise | rowwise scales (torchao's recipes; None: tensorwise)
+    grad_dtype: str | None = None  # training: gradients held and reduced in it (None: the compute dtype)
 
     def __post_init__(self) -> None:
         for name, choices in _CHOICES:
@@ -354,6 +366,7 @@ class RunSpec:
             matmul_dtype="fp8" if fp8 else self.matmul_dtype or dtype, weights_dtype=weights,
             fp8_scaling=self.fp8_scaling or ("tensorwise" if fp8 else None),
             kv_dtype=self.kv_dtype or (None if train else dtype),
+            grad_dtype=self.grad_dtype or (dtype if train else None),
             state_dtype=self.state_dtype or (None if train else self.kv_dtype or dtype))
 
     def _check_layout(self) -> None:
@@ -385,10 +398,14 @@ class RunSpec:
         """Counted as kernels execute it: flash skips the masked blocks, eager computes them all."""
         return self.replace(causal=self.attention == "flash")
 
-    def one_device(self, function: str) -> None:
+    def one_device(self, function: str, expert_group: bool = False) -> None:
         """SpecError unless the run is on one device: ``function`` gives one model replica's figures
-        (the per-GPU ones under a layout: :mod:`analysis.cluster`)."""
-        if not self.layout.trivial:
+        (the per-GPU ones under a layout: :mod:`analysis.cluster`). ``expert_group``: or one GPU of an
+        expert-parallel group (``dp = ep``, nothing else split), whose pass reads the experts it holds."""
+        layout = self.layout
+        if expert_group and layout.dp == layout.ep == layout.gpus and not layout.zero:
+            return
+        if not layout.trivial:
             raise SpecError("layout", f"{self.layout.describe()}: {function} runs one model replica on one GPU "
                                       "(per GPU under a layout: memory() and step())")
 
@@ -434,7 +451,8 @@ def runs(mode: str, batches: tuple[int, ...], **options) -> tuple[RunSpec, dict[
 _CHOICES = (("mode", MODES), ("attention", ATTENTION_IMPLS), ("optimizer", tuple(OPTIMIZER_STATES)),
             ("recompute", RECOMPUTE), ("dtype", (None, *COMPUTE_DTYPES)), ("matmul_dtype", (None, *COMPUTE_DTYPES)),
             ("fp8_scaling", (None, *FP8_SCALINGS)), ("weights_dtype", (None, *DTYPE_BITS, *WEIGHT_FORMATS)),
-            ("kv_dtype", (None, *DTYPE_BITS)), ("state_dtype", (None, *DTYPE_BITS)))
+            ("kv_dtype", (None, *DTYPE_BITS)), ("state_dtype", (None, *DTYPE_BITS)),
+            ("grad_dtype", (None, *GRAD_DTYPES)))
 _APPLIES_FIELDS = {in_layout: tuple(
     (field, name, holder.__dataclass_fields__[name].default, modes)
     for field, modes in APPLIES.items()

@@ -33,7 +33,7 @@ LINE = 1000  # characters of an error line: room for every message llmcalc write
 FLAGS = {"mode": "--mode", "seq": "--seq", "batch": "--batch", "attention": "--attention", "causal": "--causal",
          "recompute": "--recompute", "all_logits": "--all-logits", "dtype": "--dtype", "fp8_scaling": "--fp8-scaling",
          "weights_dtype": "--weights-dtype", "kv_dtype": "--kv-dtype", "chunk": "--chunk", "optimizer": "--optimizer",
-         "state_dtype": "--state-dtype",
+         "state_dtype": "--state-dtype", "grad_dtype": "--grad-dtype",
          "layout.tp": "--tp", "layout.pp": "--pp", "layout.dp": "--dp", "layout.ep": "--ep", "layout.cp": "--cp",
          "layout.vpp": "--vpp",
          "layout.zero": "--zero", "layout.sp": "--sp",

@@ -28,6 +28,7 @@ from .options import (
     Format,
     GlobalBatch,
     Gpus,
+    GradDtype,
     Images,
     ImageSize,
     Json,
@@ -56,7 +57,8 @@ from .report import Col, Report, Table, emit, pick, text_col
 def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
     run = m.run
     out = {"model": cfg.name, "mode": mode, "seq_len": run.seq, "batch": run.batch, "dtype": run.dtype,
-           "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype, "attention_impl": run.attention,
+           "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype, "grad_dtype": run.grad_dtype,
+           "attention_impl": run.attention,
            "recompute": run.recompute, **m.parts, "total": m.total}
     if run.lora is not None:
         out["lora"] = lora_record(cfg, run.lora)
@@ -101,6 +103,7 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
     rows = [(k, fmt(m[k]), share(m[k], m["total"])) for k in PARTS if m[k]]
     title = (f"{cfg.name}: {m['mode']} memory, batch {count(m['batch'])} x seq {count(m['seq_len'])}, "
              f"{m['dtype']}" + (f", {m['weights_dtype']} weights" if m["weights_dtype"] != m["dtype"] else "")
+             + (f", {m['grad_dtype']} gradients" if m["grad_dtype"] not in (None, m["dtype"]) else "")
              + f", {m['attention_impl']} attention" + recompute_tag(m["recompute"]) + lora_tag(m.get("lora"))
              + per_gpu)
     blocks: list = [Table([text_col("part", key=True), Col("bytes"), Col("share")], [rows], title,
@@ -150,6 +153,7 @@ def memory(
     dtype: Dtype = None,
     weights_dtype: WeightsDtype = None,
     kv_dtype: KvDtype = None,
+    grad_dtype: GradDtype = None,
     chunk: Chunk = None,
     images: Images = 0,
     image_size: ImageSize = None,
@@ -193,7 +197,7 @@ def memory(
     fmt = output_format(fmt, json_out)
     run_mode = MEMORY_MODES[mode]
     given = applicable((run_mode,), mode, chunk=chunk, kv_dtype=kv_dtype, recompute=recompute, optimizer=optimizer,
-                       zero=zero, vpp=vpp, global_batch=global_batch)
+                       grad_dtype=grad_dtype, zero=zero, vpp=vpp, global_batch=global_batch)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     budget_bytes, hw_name = _budget(budget, hardware_spec)
     base, layouts = runs(run_mode, batch, attention=attention, dtype=dtype, weights_dtype=weights_dtype, lora=lora,
@@ -226,7 +230,7 @@ def memory(
                    *map(Col, shown), Col("total"), *budget_cols], [rows],
                   f"{mode} memory" + ("" if several else f", batch {count(batch[0])}") + per_gpu
                   + (f"; budget {_budget_label(records[0]['budget'])}" if budget_bytes is not None else ""))
-    csv = [pick(m, "model", "mode", "seq_len", "batch", "gpus", "dtype", "weights_dtype", "kv_dtype",
+    csv = [pick(m, "model", "mode", "seq_len", "batch", "gpus", "dtype", "weights_dtype", "kv_dtype", "grad_dtype",
                 "attention_impl", "recompute", *PARTS, "total",
                 *(("budget.bytes", "budget.fits", "budget.max_batch") if budget_bytes is not None else ()))
            for m in records]

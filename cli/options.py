@@ -24,6 +24,7 @@ from ..analysis.model.sizes import COMPUTE_DTYPES, DTYPE_BITS, MAX_INT
 from ..analysis.spec import (
     ATTENTION_IMPLS,
     FP8_SCALINGS,
+    GRAD_DTYPES,
     MODES,
     OPTIMIZER_STATES,
     RECOMPUTE,
@@ -182,6 +183,10 @@ WeightsDtype = Annotated[Optional[Literal[(*DTYPE_BITS, *WEIGHT_FORMATS)]], type
     "--weights-dtype", rich_help_panel=DTYPES, help="Stored weights: a dtype (int4: every weight in 4 bits) or a "
     "format with its scales (docs: Quantized weights). Default: the compute dtype for training, the model's for "
     "inference.")]
+GradDtype = Annotated[Optional[Literal[GRAD_DTYPES]], typer.Option(
+    "--grad-dtype", rich_help_panel=DTYPES, help="train: the dtype gradients are held, accumulated over "
+    "micro-batches and reduced over data-parallel GPUs in (fp32: Megatron-LM's --bf16 default, torchtitan's FSDP). "
+    "Default: the compute dtype.")]
 KvDtype = Annotated[Optional[Literal[tuple(DTYPE_BITS)]], typer.Option(
     "--kv-dtype", help="KV-cache dtype (default: the compute dtype).", rich_help_panel=DTYPES)]
 StateDtype = Annotated[Optional[Literal[tuple(DTYPE_BITS)]], typer.Option(

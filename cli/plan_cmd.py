@@ -16,6 +16,7 @@ from .options import (
     ComputeEfficiency,
     Dtype,
     Format,
+    GradDtype,
     Json,
     LoraAlpha,
     LoraRank,
@@ -55,6 +56,7 @@ def plan(
                                                     "length.")] = None,
     dtype: Dtype = None,
     weights_dtype: WeightsDtype = None,
+    grad_dtype: GradDtype = None,
     lora_rank: LoraRank = None,
     lora_alpha: LoraAlpha = None,
     lora_targets: LoraTargets = None,
@@ -90,11 +92,13 @@ def plan(
     seq_value = seq or cfg.context_length
     records = fmt in ("json", "csv")  # every layout; a table shows the first few, the others figured no further
     if records:
-        found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff, lora, weights_dtype, optimizer)
+        found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff, lora, weights_dtype, optimizer,
+                           grad_dtype)
         fitting = [c for c in found if c.fits]
         n_fit, n_found = len(fitting), len(found)
     else:
-        best = ranked(cfg, hw, gpus, seq_value, global_batch, top, dtype, eff, lora, weights_dtype, optimizer)
+        best = ranked(cfg, hw, gpus, seq_value, global_batch, top, dtype, eff, lora, weights_dtype, optimizer,
+                      grad_dtype)
         found, fitting, n_fit, n_found = [], best.best, best.fitting, best.weighed
     data = {"model": cfg.name, "hardware": hw.name, "gpus": gpus, "seq_len": seq_value, "global_batch": global_batch,
             **({"lora": lora_record(cfg, lora)} if lora else {}),

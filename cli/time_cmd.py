@@ -31,6 +31,7 @@ from .options import (
     Fp8Scaling,
     GlobalBatch,
     Gpus,
+    GradDtype,
     Images,
     ImageSize,
     Json,
@@ -115,7 +116,7 @@ def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff: Effic
     return {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
             "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype,
             "fp8_scaling": run.fp8_scaling, "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype,
-            "chunk": run.chunk, "recompute": run.recompute,
+            "grad_dtype": run.grad_dtype, "chunk": run.chunk, "recompute": run.recompute,
             "efficiency": IDEAL_EFFICIENCY,
             "time_s": r.time_s, "flops": r.flops, "bytes": r.bytes, "bound": r.bound, "components": _components(r),
             "expected": {**expected_head(hw, eff), "time_s": r.expected_s, "bound": r.expected_bound},
@@ -156,9 +157,10 @@ def _generation_csv(rec: dict) -> dict:
 
 
 def _dtypes(run: RunSpec) -> str:
-    """The compute dtype, the matmuls' where they differ (--dtype fp8), and the weights' where they differ
-    (--weights-dtype, a format)."""
-    weights = f", {run.weights_dtype} weights" if run.weights_dtype != run.dtype else ""
+    """The compute dtype, the matmuls' where they differ (--dtype fp8), and the weights' and gradients' where
+    they differ (--weights-dtype, a format; --grad-dtype)."""
+    weights = (f", {run.weights_dtype} weights" if run.weights_dtype != run.dtype else "") + (
+        f", {run.grad_dtype} gradients" if run.grad_dtype not in (None, run.dtype) else "")
     if run.matmul_dtype == run.dtype:
         return run.dtype + weights
     return (f"{run.matmul_dtype} matmuls ({run.fp8_scaling}), {run.dtype}" if run.fp8_scaling else
@@ -239,7 +241,7 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff: Effici
     expected_parts = exp.parts_s
     rec = {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
            "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype,
-           "fp8_scaling": run.fp8_scaling, "recompute": run.recompute,
+           "fp8_scaling": run.fp8_scaling, "grad_dtype": run.grad_dtype, "recompute": run.recompute,
            "efficiency": IDEAL_EFFICIENCY, "gpus": run.layout.gpus,
            "layout": {**dataclasses.asdict(run.layout), "micro_batches": st.micro_batches}, "stage": st.stage,
            "time_s": st.time_s,
@@ -330,6 +332,7 @@ def time_command(
     fp8_scaling: Fp8Scaling = None,
     weights_dtype: WeightsDtype = None,
     kv_dtype: KvDtype = None,
+    grad_dtype: GradDtype = None,
     images: Images = 0,
     image_size: ImageSize = None,
     lora_rank: LoraRank = None,
@@ -387,7 +390,7 @@ def time_command(
             warn(f"{option} does not apply to --mode {mode}; ignored")
     run_modes = ("prefill", "decode") if generating else (mode,)
     given = applicable(run_modes, mode, chunk=chunk, kv_dtype=kv_dtype, recompute=recompute, optimizer=optimizer,
-                       zero=zero, vpp=vpp, global_batch=global_batch)
+                       grad_dtype=grad_dtype, zero=zero, vpp=vpp, global_batch=global_batch)
     train = mode == "train"
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     base, layouts = runs("prefill" if generating else mode, batch, attention=attention, dtype=dtype,
@@ -395,7 +398,7 @@ def time_command(
                          image_size=image_size, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, sp=sp, async_tp=async_tp, gpus=gpus,
                          **given)
     warn_idle(layouts[batch[0]])
-    parallel = not layouts[batch[0]].trivial
+    parallel = not layouts[batch[0]].one_pass
     measured = tokens_per_s if train else None
     run_tokens = tokens if train else None
     hw = load_hardware(hardware_spec)

@@ -491,8 +491,10 @@ def _recurrent_layers(draw, raw, kind: str):
     if "chunked" not in raw["layer_types"]:
         raw.pop("attention_chunk", None)
     raw[kind] = RECURRENT_MAPPINGS[kind](draw, raw)
-    if draw(st.booleans()):  # their own norm placement (OLMo Hybrid)
-        raw["recurrent_norm_placement"] = draw(st.sampled_from(list(ENUMS["norm_placement"])))
+    if draw(st.booleans()):  # their own norm placement (OLMo Hybrid); Gemma 4's experts beside the MLP: pre or sandwich
+        beside = (raw.get("moe") or {}).get("beside_mlp")
+        raw["recurrent_norm_placement"] = draw(st.sampled_from(["pre", "sandwich"] if beside
+                                                               else list(ENUMS["norm_placement"])))
     raw["parallel_block"] = False
     raw.pop("parallel_norms", None)
     raw.pop("sub_norms", None)  # dense attention layers only
@@ -697,8 +699,8 @@ def valid_configs(draw, layouts: bool = False):
         raw["mlp_bias"] = draw(st.booleans())
     if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
         raw["position_offset"] = draw(st.integers(0, 3))
-    # recurrent layers in one config of 14 for each recurrent kind (layouts, LoRA and bytes moved refuse
-    # them: the properties over those need the rest), alone or beside attention ones, with or without FFN
+    # recurrent layers in one config of 14 for each recurrent kind (layouts and LoRA refuse them: the
+    # properties over those need the rest), alone or beside attention ones, with or without FFN
     recurrent = draw(st.integers(0, 13))
     if layouts or ("dsa" in raw and raw["position"] == "rope"):  # DSA kept: attention layers only
         recurrent = len(RECURRENT_MAPPINGS)

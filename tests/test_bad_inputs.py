@@ -336,13 +336,9 @@ def test_fp8_and_generate_on_a_layout_refusals_are_one_line(run, args, line):
 
 @pytest.mark.unit
 @pytest.mark.parametrize("args, line", [
-    (("memory", "llama-2-7b", "--lora-rank", "8", "--weights-dtype", "nf4", "--dp", "2"),
-     "Error: --weights-dtype nf4 is sized on one GPU only (its scale blocks are not split here): not with a "
-     "parallel layout\n"),
-    (("plan", "llama-2-7b", "--gpus", "2", "--hardware", "h100", "--global-batch", "8", "--lora-rank", "8",
-      "--weights-dtype", "nf4"),
-     "Error: --weights-dtype nf4 is sized on one GPU only (its scale blocks are not split here): not with a "
-     "parallel layout\n"),
+    (("memory", "llama-2-7b", "--lora-rank", "8", "--weights-dtype", "nf4", "--tp", "8"),  # 21.5 blocks of 64
+     "Error: --tp 8 splits the 11,008 inputs of mlp/down into shards of 1,376, not a whole number of nf4's "
+     "64-wide groups (vLLM refuses it)\n"),
     (("plan", "llama-2-7b", "--gpus", "2", "--hardware", "h100", "--global-batch", "8", "--lora-alpha", "8"),
      "Error: --lora-alpha and --lora-targets need --lora-rank\n"),
     (("plan", "gpt2-small", "--gpus", "2", "--hardware", "h100", "--global-batch", "8", "--lora-rank", "8",

@@ -180,6 +180,21 @@ def test_a_model_type_transformers_does_not_know_either(tmp_path, run):
 
 
 @pytest.mark.reference
+def test_architectures_naming_a_mapped_class_is_a_hint(tmp_path, run):
+    """Kimi K2's config.json: model_type kimi_k2 (its own code), architectures DeepseekV3ForCausalLM: the message
+    names deepseek_v3, and with it the file reads as DeepSeek-V3 does."""
+    raw = {"model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 64}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    for command in ("params", "kvcache"):
+        line = error_line(run(command, path))
+        assert line.endswith("key 'model_type': unsupported Hugging Face model_type 'kimi_k2'; its architectures "
+                             "list DeepseekV3ForCausalLM, the class of model_type 'deepseek_v3', which llmcalc reads\n")
+    path.write_text(json.dumps({**raw, "model_type": "deepseek_v3"}))
+    assert run("params", path).exit_code == 0
+
+
+@pytest.mark.reference
 def test_transformers_refusing_the_config_is_one_line(tmp_path, run):
     path = tmp_path / "config.json"
     path.write_text('{"model_type": "gpt_neox_japanese", "hidden_size": 64, "num_hidden_layers": 2, '

@@ -196,7 +196,7 @@ def test_a_broken_config_json_is_read_or_refused(tmp_path_factory, data):
 # -- the Python API --------------------------------------------------------------------------------
 
 RUN_FIELDS = ["mode", "seq", "batch", "attention", "causal", "recompute", "all_logits", "dtype", "weights_dtype",
-              "kv_dtype", "chunk", "optimizer", "past", "logits", "layout", "lora"]
+              "kv_dtype", "chunk", "optimizer", "past", "logits", "layout", "lora", "grad_dtype"]
 
 
 @given(st.sampled_from(RUN_FIELDS), JUNK)

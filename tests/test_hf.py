@@ -1257,6 +1257,20 @@ def test_other_families_read_absent_and_null_keys_as_transformers(model_type):
     assert _differ(_shallow({"model_type": model_type, **hp})) == REFUSED_DEFAULTS.get(model_type, {})
 
 
+def test_nemotron_h_reads_the_legacy_block_names_as_transformers():
+    """Nemotron 3 Ultra's config.json lists "mamba" and "attention" in layers_block_type, the names transformers
+    renames in every config (configuration_utils._LEGACY_LAYER_TYPE_REMAP): read as linear_attention and
+    full_attention, the parameters transformers' model has."""
+    legacy = dict(model_type="nemotron_h", vocab_size=1000, hidden_size=64, intermediate_size=96,
+                  num_attention_heads=4, num_key_value_heads=2, head_dim=16, mamba_num_heads=4, mamba_head_dim=16,
+                  n_groups=2, ssm_state_size=16, conv_kernel=4, chunk_size=16, n_routed_experts=4,
+                  num_experts_per_tok=2, moe_intermediate_size=32, moe_shared_expert_intermediate_size=64,
+                  layers_block_type=["mamba", "moe", "attention", "moe"])
+    renamed = {**legacy, "layers_block_type": ["linear_attention", "moe", "full_attention", "moe"]}
+    ours = count_params(from_json(copy.deepcopy(legacy), "config.json")).total
+    assert ours == count_params(from_json(renamed, "config.json")).total == _stored(against.build_hf(legacy))
+
+
 @pytest.mark.parametrize("attn, experts", [((8, 4), (2, 1)), ((3, 0), (1, 0)), ((4, 3), (3, 2)), ((1, 0), (2, 1)),
                                            ((5, 2), (2, 1))])
 def test_jamba_layer_pattern_is_transformers(attn, experts):

@@ -67,6 +67,17 @@ def _filled(budget, weights, per_sequence, state, per_token, cached):
     return tokens
 
 
+def test_gemma3s_budget_holds_sequences_whose_sliding_layers_stop_growing(run):
+    """Gemma 3 27B at 32K: 52 sliding layers cache 1,024 tokens a sequence, 10 full ones all 32,768, 8 KiB a token
+    a layer (2 x 16 KV heads x 128 x bf16): a sequence holds 52 x 1,024 x 8,192 + 10 x 32,768 x 8,192 bytes, so
+    80 GiB beside the weights holds whole sequences of 32,768 tokens and part of one more, not
+    (budget - weights) / 62 layers' bytes a token (62,769)."""
+    data = json.loads(run("kvcache", "gemma-3-27b", "--seq", "32768", "--budget", "80GiB", "--json").stdout)
+    per_sequence, per_token = 52 * 1024 * 8192 + 10 * 32768 * 8192, 62 * 8192
+    assert (data["bytes"], data["bytes_per_token"]) == (per_sequence, per_token)
+    assert data["max_tokens"] == _filled(80 * 2**30, data["weights_bytes"], per_sequence, 0, per_token, 32768)
+
+
 @pytest.mark.parametrize("model, seq, budget", [
     ("granite-4.0-h-tiny", 256, "80GiB"),  # a state of 29,270,016 bytes a sequence beside 2 MiB of KV
     ("granite-4.0-h-tiny", 256, "14002265216B"),  # room for 3 sequences and 100 tokens of a fourth

@@ -210,10 +210,8 @@ def test_memory_budget_cli(run):
     (("time", "llama-2-7b", "--hardware", "h100", "--mode", "generate", "--prompt", "9", "--new", "9", "--lora-rank",
       "8"), "--lora-rank applies to mode train only"),
     (("time", "llama-2-7b", "--hardware", "h100", "--weights-dtype", "nf4"), "--weights-dtype nf4: training stores"),
-    (("memory", "llama-2-7b", "--lora-rank", "8", "--weights-dtype", "nf4", "--tp", "2"),
-     "--weights-dtype nf4 is sized on one GPU only"),
-    (("plan", "llama-2-7b", "--gpus", "2", "--hardware", "h100", "--global-batch", "8", "--lora-rank", "8",
-      "--weights-dtype", "nf4"), "--weights-dtype nf4 is sized on one GPU only"),
+    (("memory", "llama-2-7b", "--lora-rank", "8", "--weights-dtype", "gptq-int4", "--tp", "4"),
+     "--tp 4 splits the 11,008 inputs of mlp/down into shards of 2,752"),  # 21.5 groups of 128
     (("memory", "llama-2-7b", "--budget", "24GiB", "--hardware", "h100"), "--budget and --hardware"),
     (("verify", "gpt2-small", "--lora-rank", "8", "--against", "transformers"), "not with --against"),
     (("flops", "gpt2-small", "--lora-rank", "8", "--lora-targets", "moe/experts"), "gpt2-small has no such linear"),

@@ -73,6 +73,7 @@ def test_inference_parts(run):
     (["--mode", "serve"], "Error: Invalid value for '--mode': 'serve' is not one of 'train', 'inference'.\n"),
     (["--dtype", "int4"], "Error: Invalid value for '--dtype': 'int4' is not one of 'fp32', 'bf16', 'fp16', 'fp8'.\n"),
     (["--seq", "1,x"], "Error: Invalid value for '--seq': expects a whole number such as 4096 or 128k, got 'x'\n"),
+    (["--grad-dtype", "fp8"], "Error: Invalid value for '--grad-dtype': 'fp8' is not one of 'fp32', 'bf16', 'fp16'.\n"),
 ])
 def test_bad_input_exit_2(run, args, message):
     result = run("memory", "gpt2-small", *args)
@@ -122,3 +123,24 @@ def test_quantized_model_caches_in_the_compute_dtype(tmp_path, run):
     kv = json.loads(run("kvcache", path, "--seq", "100", "--json").stdout)
     assert kv["kv_dtype"] == "bf16"
     assert kv["bytes"] == 2 * (24 + 100) * 2 * 64 * 2
+
+
+@pytest.mark.parametrize("command", [("memory", "--mode", "inference"),
+                                     ("time", "--hardware", "h100", "--mode", "decode")])
+def test_grad_dtype_outside_training_is_ignored_with_a_warning(run, command):
+    args = (command[0], "gpt2-small", *command[1:], "--seq", "256", "--json")
+    result, plain = run(*args, "--grad-dtype", "fp32"), run(*args)
+    assert result.exit_code == 0 and result.stdout == plain.stdout
+    assert result.stderr == f"Warning: --grad-dtype does not apply to --mode {command[-1]}; ignored\n"
+
+
+def test_grad_dtype_in_the_json_and_the_title(run):
+    """The JSON names the gradients' dtype (null outside training); the title says it where it is not the
+    compute dtype's."""
+    fp32 = run("memory", "gpt2-small", "--seq", "256", "--grad-dtype", "fp32", "--json")
+    data = json.loads(fp32.stdout)
+    assert (data["grad_dtype"], data["gradients"]) == ("fp32", 4 * 124_439_808)
+    assert json.loads(run("memory", "gpt2-small", "--seq", "256", "--json").stdout)["grad_dtype"] == "bf16"
+    inference = run("memory", "gpt2-small", "--mode", "inference", "--seq", "256", "--json").stdout
+    assert json.loads(inference)["grad_dtype"] is None
+    assert "bf16, fp32 gradients" in run("memory", "gpt2-small", "--seq", "256", "--grad-dtype", "fp32").stdout

@@ -187,6 +187,83 @@ def test_plan_and_time_take_the_optimizer():
     assert step.components["optimizer"].bytes == 14 * P
 
 
+P_LLAMA3_8B = 8_030_261_248  # Meta's published count
+
+
+@pytest.mark.unit
+def test_fp32_gradients_are_held_reduced_and_read_in_fp32():
+    """--grad-dtype fp32 (Megatron-LM's --bf16 default: bf16 weights, fp32 main gradients): Llama 3 8B's
+    gradients take 4 bytes a parameter on one GPU (bf16 + Adam: 2 + 4 + 4 + 8 = 18, Megatron's
+    distributed-optimizer table), ZeRO-2 over dp 8 keeps an eighth of them, the data-parallel all-reduce
+    (ZeRO-0) and reduce-scatters (ZeRO-1 to 3) carry 4 bytes a parameter while ZeRO's weight all-gathers
+    stay bf16, and the optimizer step reads fp32 gradients: 2 x (2 + 12) + 4 = 32 bytes a parameter,
+    Adam's 30 with bf16 ones. The default is the compute dtype, as before."""
+    cfg, P = load_bundled("llama-3-8b"), P_LLAMA3_8B
+    run = RunSpec("train", 4096, 1, grad_dtype="fp32")
+    one = memory(cfg, run)
+    assert (one.parts["weights"], one.parts["gradients"], one.parts["optimizer"]) == (2 * P, 4 * P, 12 * P)
+    assert one.parts["gradients"] == 32_121_044_992
+    assert memory(cfg, run.replace(grad_dtype=None)).parts["gradients"] == 2 * P
+    assert memory(cfg, run.replace(grad_dtype="bf16")).parts["gradients"] == 2 * P
+    zero2 = memory(cfg, run.replace(layout=Layout(dp=8, zero=2)))
+    assert (zero2.parts["weights"], zero2.parts["gradients"], zero2.parts["optimizer"]) == (2 * P, 4 * P // 8,
+                                                                                           12 * P // 8)
+    assert zero2.parts["gradients"] == 4_015_130_624
+    payloads = {}
+    for zero in (0, 1, 2, 3):
+        r = run.replace(layout=Layout(dp=8, zero=zero, micro_batches=1))
+        payloads[zero] = {(c.what, c.kind): c.payload for c in collectives(cfg, r, 0)}
+    assert payloads[0] == {("dp gradients", "all-reduce"): 4 * P}
+    assert payloads[1] == {("zero-1 gradients", "reduce-scatter"): 4 * P, ("zero-1 weights", "all-gather"): 2 * P}
+    assert payloads[2] == {("zero-2 gradients", "reduce-scatter"): 4 * P, ("zero-2 weights", "all-gather"): 2 * P}
+    # ZeRO-3: each layer's unit gathered for forward and again for backward, the root unit (embedding,
+    # final norm, head: 2 V d + d) once; every unit's gradients reduce-scattered once
+    V, d = 128_256, 4096
+    root = 2 * V * d + d
+    assert payloads[3] == {("zero-3 weights", "all-gather"): 2 * (2 * P - root),
+                           ("zero-3 gradients", "reduce-scatter"): 4 * P}
+    hw = load_hardware("h100")
+    assert roofline(cfg, run, hw).components["optimizer"].bytes == 32 * P == 256_968_359_936
+    assert roofline(cfg, run.replace(grad_dtype=None), hw).components["optimizer"].bytes == 30 * P
+
+
+@pytest.mark.unit
+def test_a_tied_embedding_reduces_its_gradient_in_the_gradient_dtype():
+    """GPT-2 small's tied embedding over two pipeline stages: the ends all-reduce its 50,257 x 768 gradient,
+    4 bytes a value with fp32 gradients."""
+    cfg = load_bundled("gpt2-small")
+    for grad, size in ((None, 2), ("fp32", 4)):
+        run = RunSpec("train", 1024, 1, grad_dtype=grad, layout=Layout(pp=2))
+        (tied,) = [c for c in collectives(cfg, run, 0) if c.what == "tied embedding gradient"]
+        assert tied.payload == 50_257 * 768 * size
+
+
+@pytest.mark.unit
+def test_plan_takes_the_gradient_dtype():
+    """plan's layouts of plain data parallelism (every GPU holds the whole model and its gradients) hold 2
+    bytes more a parameter with fp32 gradients: GPT-2 small's 124,439,808."""
+    from llmcalc.analysis.cluster.search import candidates
+
+    cfg, hw, P = load_bundled("gpt2-small"), load_hardware("h100"), 124_439_808
+    bf16, fp32 = ({(c.run.layout, c.run.batch, c.run.recompute): c.memory.total
+                   for c in candidates(cfg, hw, 8, 1024, 64, grad_dtype=g)} for g in (None, "fp32"))
+    whole = [k for k in bf16 if k[0].zero < 2 and k[0].tp == k[0].pp == 1]
+    assert whole and all(fp32[k] - bf16[k] == 2 * P for k in whole)
+
+
+@pytest.mark.unit
+def test_grad_dtype_applies_to_training_only():
+    with pytest.raises(SpecError) as raised:
+        RunSpec("prefill", 1024, grad_dtype="fp32")
+    assert raised.value.field == "grad_dtype"
+    with pytest.raises(SpecError) as raised:
+        RunSpec("train", 1024, grad_dtype="int8")
+    assert raised.value.field == "grad_dtype"
+    cfg = load_bundled("gpt2-small")
+    assert RunSpec("decode", 1024).resolve(cfg).grad_dtype is None
+    assert RunSpec("train", 1024, dtype="fp16").resolve(cfg).grad_dtype == "fp16"
+
+
 @pytest.mark.unit
 def test_inference_under_tp_holds_the_gathered_logits():
     """Llama 3.1 70B at tp 8: the vocab-parallel head's 8 x 128,256 bf16 logits are all-gathered whole onto
@@ -202,17 +279,25 @@ def test_inference_under_tp_holds_the_gathered_logits():
 def test_expert_parallel_splits_the_experts_weights_not_their_work(ep):
     """Mixtral over 8 data-parallel GPUs: at ``--ep e`` a GPU holds 1/e of the 32 x 8 experts (3 x 4,096 x
     14,336 weights each, bf16), but its experts receive from the other e - 1 GPUs as many token-slots as
-    they send away (routing balanced): the same expert FLOPs and saved activations as without ep."""
+    they send away (routing balanced): the same expert FLOPs and saved activations as without ep, and
+    the weights it reads are its own: all it holds in training (forward, and twice in backward), and in
+    a decode step of 2 sequences (2 x 2 choices) min(8 / e, 4) experts a layer, not 4."""
     from llmcalc.analysis.cluster.memory import memory
     from llmcalc.analysis.cluster.step import step
 
-    cfg, experts = load_bundled("mixtral-8x7b"), 32 * 8 * 3 * 4096 * 14336
+    cfg, expert, h100 = load_bundled("mixtral-8x7b"), 3 * 4096 * 14336, load_hardware("h100")
+    experts = 32 * 8 * expert
     runs = [RunSpec("train", 4096, 1, layout=Layout(dp=8, ep=e, micro_batches=1)) for e in (1, ep)]
     alone, dealt = (memory(cfg, run) for run in runs)
     assert alone.parts["weights"] - dealt.parts["weights"] == 2 * experts * (ep - 1) // ep
     assert dealt.activation_components == alone.activation_components
-    alone, dealt = (step(cfg, run, load_hardware("h100")).components["moe/experts"] for run in runs)
+    alone, dealt = (step(cfg, run, h100).components["moe/experts"] for run in runs)
     assert dealt.flops == alone.flops
+    assert alone.bytes - dealt.bytes == 3 * 2 * experts * (ep - 1) // ep
+    decode = [RunSpec("decode", 4096, 2, layout=Layout(dp=8, ep=e)) for e in (1, ep)]
+    alone, dealt = (step(cfg, run, h100).components["moe/experts"] for run in decode)
+    assert dealt.flops == alone.flops
+    assert alone.bytes - dealt.bytes == 2 * 32 * expert * (4 - min(8 // ep, 4))
 
 
 @pytest.mark.unit
@@ -550,7 +635,7 @@ def _exhaustive(cfg, hw, gpus, seq, global_batch):
                 totals = []
                 for s, acts in enumerate(saved(stage) for stage in stage_saves(cfg, run)):
                     state = gpu_state(cfg, micro, s)
-                    train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
+                    train = state_bytes(state.weights, state.gradients, state.optimizer, run)
                     totals.append(sum(train) + sum(acts.values())
                                   + attention_bytes(tp_local(cfg, micro.tp), b, seq, seq, run.attention, run.dtype,
                                                     training=True))
@@ -636,3 +721,73 @@ def test_plan_table_ranks_as_the_json_lists(run):
         assert cells[1:7] == [str(rec["layout"][k]) for k in ("tp", "cp", "pp", "dp", "ep", "zero")]
         assert cells[14] == f"{100 * rec['bubble']:.1f}%" and cells[16] == f"{100 * rec['expected']['mfu']:.1f}%"
         assert cells[15] == f"{rec['expected']['tokens_per_s']:,.0f}"
+
+
+# -- quantized weight formats under layouts (analysis/cluster/stored.py) --------------------------------
+
+def _awq(d_in, d_out):  # AutoAWQ: qweight int32 (d_in, d_out/8), qzeros int32 (d_in/128, d_out/8), scales fp16
+    return (d_in + d_in // 128) * (d_out // 8) * 4 + (d_in // 128) * d_out * 2
+
+
+def test_awq_under_tp2_holds_half_of_each_matrix_and_streams_it():
+    """Llama-2-7B (d 4,096, d_ff 11,008 = 86 groups of 128, V 32,000) in AWQ int4 over tp 2: each
+    column shard (q, k, v, up, gate) halves the outputs and their scales, each row shard (o, down) the
+    input groups, so a GPU holds half of every matrix; the embedding and bf16 head are vocab-split,
+    the norms replicated. A decode pass streams the shard's matrices (mlp/down: its weights, then its
+    bf16 input and output of one token)."""
+    cfg = load_bundled("llama-2-7b")
+    L, d, f, V = 32, 4096, 11_008, 32_000
+    layer = 4 * _awq(d, d) + 2 * _awq(d, f) + _awq(f, d)
+    norms = (2 * L + 1) * d * 2
+    run = RunSpec("prefill", 1024, 1, weights_dtype="awq-int4")
+    assert memory(cfg, run).parts["weights"] == L * layer + 2 * V * d * 2 + norms
+    assert memory(cfg, run.replace(layout=Layout(tp=2))).parts["weights"] == L * layer // 2 + V * d * 2 + norms
+    decode = one_pass(cfg, run.replace(mode="decode", layout=Layout(tp=2)), load_hardware("h100"))
+    assert decode.compute.components["mlp/down"].bytes == L * (_awq(f // 2, d) + 2 * (f // 2 + d))
+
+
+def test_qlora_under_zero3_shards_the_codes_and_keeps_the_scales():
+    """NF4 QLoRA on Llama-2-7B over dp 2 with ZeRO-3, as FSDP-QLoRA shards it: each quantized matrix's
+    n/2 bytes of codes split over the 2 GPUs, its fp32 absmax per 64 values (n/16 bytes) and 16-entry
+    fp32 code map whole on each; the bf16 embedding, head and norms and the rank-16 adapters on q and
+    v (4 tensors of 16 x 4,096 a layer) halved. ZeRO-3 all-gathers the codes and the adapters, the root
+    unit once and each layer twice a micro-batch."""
+    from llmcalc.analysis.cluster.stored import held_bytes
+    from llmcalc.analysis.spec import LoRA
+
+    cfg = load_bundled("llama-2-7b")
+    L, d, f, V = 32, 4096, 11_008, 32_000
+    n = 4 * d * d + 3 * d * f  # quantized values a layer
+    root, norms, adapters = (2 * V * d + d) * 2, 2 * d * 2, 4 * 16 * d
+    layout = Layout(dp=2, zero=3)
+    frozen = root // 2 + L * (n // 2 // 2 + n // 16 + 7 * 16 * 4 + norms // 2)
+    assert held_bytes(cfg, layout, 0, "nf4", "bf16", True) == frozen
+    run = RunSpec("train", 1024, 1, weights_dtype="nf4", lora=LoRA(16), layout=layout)
+    assert memory(cfg, run).parts["weights"] == frozen + L * adapters // 2 * 2
+    gathered = next(c for c in collectives(cfg, run, 0) if c.what == "zero-3 weights")
+    assert gathered.payload == root + 2 * L * (n // 2 + norms + adapters * 2)
+
+
+def test_fp8_block_experts_are_whole_on_each_expert_parallel_gpu():
+    """Mixtral-8x7B's experts in fp8-block (one byte a value, an fp32 scale per 128 x 128 block): ep 2
+    deals 4 whole experts of each layer to a GPU, half of the 8."""
+    from llmcalc.analysis.cluster.stored import held_bytes
+
+    cfg = load_bundled("mixtral-8x7b")
+    d, f = 4096, 14_336
+    expert = 3 * (d * f + (d // 128) * (f // 128) * 4)  # up, gate and down
+    for ep in (1, 2):
+        assert held_bytes(cfg, Layout(dp=2, ep=ep), 0, "fp8-block", "bf16", False, expert=True) == 32 * 8 * expert // ep
+
+
+def test_plan_sizes_qlora_as_memory_does(run):
+    """plan weighs QLoRA layouts (nf4 base, adapters) with the per-GPU memory `memory` gives them."""
+    args = ["qwen3-30b-a3b", "--seq", "4096", "--lora-rank", "16", "--weights-dtype", "nf4"]
+    best = json.loads(run("plan", *args, "--gpus", "8", "--hardware", "h100", "--global-batch", "64", "--top", "1",
+                          "--json").stdout)["layouts"][0]
+    layout, flags = best["layout"], ["--recompute", best["recompute"], *(["--sp"] if best["layout"]["sp"] else [])]
+    for k in ("tp", "pp", "dp", "ep", "zero", "cp", "vpp"):
+        flags += [f"--{k}", str(layout[k])]
+    mem = json.loads(run("memory", *args, *flags, "--batch", str(best["micro_batch"]), "--global-batch", "64",
+                         "--json").stdout)
+    assert layout["dp"] > 1 and mem["total"] == best["memory"]

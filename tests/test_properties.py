@@ -10,6 +10,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
+from llmcalc.analysis.cluster.comm import collectives
 from llmcalc.analysis.cluster.sharding import check_layout, gpu_state, stage_tensors, zero_stages
 from llmcalc.analysis.cluster.step import link, step
 from llmcalc.analysis.count.flops import count_flops
@@ -20,6 +21,7 @@ from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import ModelConfig
 from llmcalc.analysis.model.layers import layer_config, layer_specs
+from llmcalc.analysis.model.mixer import RECURRENT_TYPES
 from llmcalc.analysis.perf.calibration import Efficiency
 from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import prefill, roofline
@@ -32,7 +34,7 @@ H100 = load_hardware("h100")
 
 class Case(NamedTuple):
     cfg: ModelConfig
-    run: RunSpec  # a training step: seq, batch, attention, recomputation, dtype, LoRA
+    run: RunSpec  # a training step: seq, batch, attention, recomputation, dtype, gradients' dtype, LoRA
     layout: Layout  # a layout of pipeline stages, data parallelism and ZeRO the model allows
 
 
@@ -51,7 +53,8 @@ def cases(draw, lora: bool = True, layouts: bool = False) -> Case:
     recompute = draw(st.sampled_from([r for r in ("none", "full", *(["selective"] if attention == "eager" else []),
                                                   "op") if recompute_refusal(cfg, r, adapters) is None]))
     run = RunSpec("train", draw(st.integers(1, 24)), draw(st.integers(1, 3)), attention, recompute=recompute,
-                  dtype=draw(st.sampled_from(["bf16", "fp16", "fp32"])), lora=adapters)
+                  dtype=draw(st.sampled_from(["bf16", "fp16", "fp32"])), lora=adapters,
+                  grad_dtype=draw(st.sampled_from([None, "fp32", "bf16", "fp16"])))
     pp = draw(st.integers(1, min(4, cfg.n_layers)))  # uneven stages where pp does not divide the layers
     vpp = draw(st.sampled_from([v for v in (1, 2) if v == 1 or (pp > 1 and pp * v <= cfg.n_layers)]))
     layout = Layout(pp=pp, dp=draw(st.integers(1, 4)), zero=draw(st.sampled_from(zero_stages(pp))), vpp=vpp)
@@ -81,8 +84,8 @@ def wide_layouts(draw) -> Case:
 
 
 def _recurrent(cfg: ModelConfig) -> bool:
-    """Whether some layer has a recurrent mixer (Mamba): parallel layouts, LoRA and bytes moved
-    refuse it (docs: Conventions)."""
+    """Whether some layer has a recurrent mixer (Mamba): parallel layouts and LoRA refuse it (docs:
+    Conventions)."""
     return any(s.recurrent or s.beside is not None for s in layer_specs(cfg))
 
 
@@ -234,9 +237,10 @@ def test_parameters_and_flops_identities(case):
 def test_time_identities(case, more_bw, more_flops, mode, chunk):
     """More bandwidth or FLOP/s is never slower, half the efficiency twice the time; a chunked
     prefill's FLOPs telescope to the unchunked causal count (MLA decompresses its cached latents
-    again in every chunk: more FLOPs, by design, so it is left out of that one)."""
+    again in every chunk: more FLOPs, by design, so it is left out of that one; a recurrent mixer's
+    scan restarts its chunks at each prefill chunk and its conv continues the cached inputs: all
+    but its components telescope, and the pass-by-pass loop of tests/test_time.py checks those)."""
     cfg = case.cfg
-    assume(not _recurrent(cfg))  # bytes moved refuse a recurrent mixer (docs: Conventions)
     run = RunSpec(mode, cfg.context_length, 2, dtype="bf16")
     faster = H100._replace(memory_bandwidth=int(H100.memory_bandwidth * more_bw),
                                  peak_flops={k: int(v * more_flops) for k, v in H100.peak_flops.items()})
@@ -250,8 +254,14 @@ def test_time_identities(case, more_bw, more_flops, mode, chunk):
     seq = case.run.seq
     chunks = RunSpec("prefill", seq, 2, chunk=chunk)
     chunked, whole = prefill(cfg, chunks, H100), count_flops(cfg, chunks.replace(causal=True)).total
-    assert chunked.flops == whole.total
-    assert sum(c.matmul_flops for c in chunked.components.values()) == whole.matmul_total
+    if _recurrent(cfg):
+        for key, c in chunked.components.items():
+            if key.split("/")[0] not in RECURRENT_TYPES:
+                assert c.matmul_flops == whole.matmul.get(key, 0)
+                assert c.elementwise_flops == whole.elementwise.get(key, 0)
+    else:
+        assert chunked.flops == whole.total
+        assert sum(c.matmul_flops for c in chunked.components.values()) == whole.matmul_total
     assert (chunked.run.seq, chunked.run.past, chunked.run.tokens) == (seq, 0, 2 * seq)  # the whole prefill's
 
 
@@ -284,6 +294,29 @@ def test_the_ideal_step_is_never_slower_than_the_expected(case, rounds, per_node
 
 
 @pytest.mark.unit
+@settings(max_examples=40, deadline=None)
+@given(wide_layouts())
+def test_the_gradient_dtype_sizes_the_gradients_alone(case):
+    """fp32 gradients against bf16 ones (a bf16 run): every GPU's gradients part and the payload of every
+    data-parallel gradient reduction (and a tied embedding's between the pipeline ends) twice as large;
+    the other parts and collectives (ZeRO's weight all-gathers, the activations' gradients under tp, cp
+    and pp) the same."""
+    from llmcalc.analysis.cluster.memory import memory
+
+    cfg = case.cfg
+    runs = [case.run.replace(dtype="bf16", grad_dtype=g, layout=case.layout) for g in ("bf16", "fp32")]
+    half, full = (memory(cfg, r) for r in runs)
+    assert full.parts["gradients"] == 2 * half.parts["gradients"]
+    assert {k: v for k, v in full.parts.items() if k != "gradients"} == {
+        k: v for k, v in half.parts.items() if k != "gradients"}
+    for s in range(case.layout.pp):
+        pairs = list(zip(*(collectives(cfg, r, s) for r in runs), strict=True))
+        for b, f in pairs:
+            reduced = b.group in ("dp", "dp/ep", "pp ends") and b.kind != "all-gather"
+            assert (b.what, b.calls) == (f.what, f.calls) and f.payload == (2 if reduced else 1) * b.payload
+
+
+@pytest.mark.unit
 @settings(max_examples=60, deadline=None)
 @given(cases(lora=False, layouts=True))
 def test_pipeline_stages_sum_back_to_the_model(case):
@@ -301,6 +334,15 @@ def test_pipeline_stages_sum_back_to_the_model(case):
             sharded = {1: state.optimizer, 2: state.gradients, 3: state.weights}[zero]
             rows = sum(t.numel // t.shape[0] for t in tensors)
             assert held[s] <= dp * sharded < held[s] + dp * rows
+    from llmcalc.analysis.model.formats import WEIGHT_FORMATS
+    if cfg.dtype in WEIGHT_FORMATS:  # a quantized checkpoint's stages hold its stored bytes once (the copy in bf16)
+        from llmcalc.analysis.cluster.stored import held_bytes, held_units
+        from llmcalc.analysis.count.quant import weights_bytes
+        stored = [held_bytes(cfg, layout, s, cfg.dtype, "bf16", False) for s in range(pp)]
+        assert sum(stored) == weights_bytes(cfg, cfg.dtype, "bf16") + 2 * copy
+        for s in range(pp):  # ZeRO-3 splits the codes: at least 1/dp of them on rank 0, the scales whole
+            units = held_units(cfg, layout, s, cfg.dtype, "bf16")
+            assert all(u.whole - u.state <= dp * u.shard and u.state <= u.whole for u in units)
 
 
 @pytest.mark.unit
@@ -311,13 +353,12 @@ def test_lora_under_a_layout_trains_the_adapters_alone(case, data):
     shards it) and the base as frozen weights, and a GPU's gradients are its adapters'."""
     from llmcalc.analysis.cluster.memory import memory
     from llmcalc.analysis.cluster.sharding import unit_sizes
+    from llmcalc.analysis.cluster.stored import held_bytes
     from llmcalc.analysis.count.lora import adapter_params
     from llmcalc.analysis.model.formats import WEIGHT_FORMATS
     from llmcalc.analysis.model.sizes import weight_bytes
 
     cfg, layout = case.cfg, case.layout
-    if cfg.dtype in WEIGHT_FORMATS:  # a quantized base (QLoRA) is sized on one GPU only: the same model in bf16
-        cfg = cfg.replace(dtype="bf16", quant_group_size=None, quant_skip=None)
     targets = data.draw(st.one_of(st.just((ALL_LINEAR,)), st.lists(st.sampled_from(linear_keys(cfg)), min_size=1,
                                                                     unique=True).map(tuple)))
     lora = LoRA(data.draw(st.integers(1, 4)), targets)
@@ -334,4 +375,8 @@ def test_lora_under_a_layout_trains_the_adapters_alone(case, data):
             assert state.optimizer <= trained[s]
     report = memory(cfg, run.replace(layout=layout))
     peak = gpu_state(cfg, layout, report.stage, lora)
-    assert report.parts["gradients"] == weight_bytes(peak.gradients, report.run.dtype)
+    assert report.parts["gradients"] == weight_bytes(peak.gradients, report.run.grad_dtype)
+    weights = report.run.weights_dtype  # QLoRA on a quantized checkpoint: its format, ZeRO-3 splitting the codes
+    base = (held_bytes(cfg, layout, report.stage, weights, report.run.dtype, layout.zero == 3)
+            if weights in WEIGHT_FORMATS else weight_bytes(peak.frozen, weights))
+    assert report.parts["weights"] == base + weight_bytes(peak.weights, report.run.dtype)

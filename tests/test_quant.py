@@ -177,6 +177,10 @@ def _hf(tmp_path, quantization, **extra):
     ({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm"}, "awq-int4", 128, None),
     ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8-block", 128, None),
     ({"quant_method": "fbgemm_fp8"}, "fp8-channel", None, None),
+    # MiniMax-M2.5's list: the router's score correction is a vector, never quantized
+    ({"quant_method": "fp8", "weight_block_size": [128, 128], "modules_to_not_convert": ["e_score_correction_bias",
+                                                                                        "lm_head"]},
+     "fp8-block", 128, ("lm_head",)),
     ({"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "model.embed_tokens",
                                                           "lm_head"]},
      "mxfp4", None, ("attention", "lm_head")),
@@ -229,8 +233,14 @@ def test_memory_inference_with_a_format(run):
 @pytest.mark.parametrize("args, message", [
     (("memory", "llama-2-7b", "--mode", "inference", "--weights-dtype", "nf5"), "--weights-dtype"),
     (("kvcache", "llama-2-7b", "--kv-dtype", "nf4"), "--kv-dtype"),
-    (("memory", "llama-2-7b", "--mode", "inference", "--weights-dtype", "nf4", "--tp", "2"),
-     "--weights-dtype nf4 is sized on one GPU only"),
+    # d_ff 11,008 over 8 GPUs: 1,376 inputs of mlp/down per shard, 10.75 groups of 128
+    (("memory", "llama-2-7b", "--mode", "inference", "--weights-dtype", "awq-int4", "--tp", "8"),
+     "--tp 8 splits the 11,008 inputs of mlp/down into shards of 1,376, not a whole number of awq-int4's 128-wide "
+     "groups (vLLM refuses it)"),
+    # fp8-block's 128 x 128 blocks on the output dim too: mlp/up's 11,008 outputs over 4 GPUs, 21.5 blocks each
+    (("memory", "llama-2-7b", "--mode", "inference", "--weights-dtype", "fp8-block", "--tp", "4"),
+     "--tp 4 splits the 11,008 outputs of mlp/up into shards of 2,752, not a whole number of fp8-block's "
+     "128-wide blocks (vLLM refuses it)"),
 ])
 def test_format_usage_errors_exit_2(run, args, message):
     result = run(*args)

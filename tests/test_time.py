@@ -8,7 +8,7 @@ import io
 import json
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcalc.analysis.count.flops import count_flops
@@ -235,12 +235,28 @@ def test_op_casts_every_fp8_matmuls_input_again():
 
 def test_mfu_of_a_hand_example():
     """Llama 2 7B: 6,738,415,616 parameters, 131,072,000 of them the token embedding. At 3,000
-    tokens/s on one A100 (312 TFLOP/s bf16), 6N gives 3,000 * 6 * 6,607,343,616 / 312e12."""
+    tokens/s on one A100 (312 TFLOP/s bf16), 6N gives 3,000 * 6 * 6,607,343,616 / 312e12. The model FLOPs
+    (PaLM's: no recomputation, not even flash attention's rerun of the scores) are 6 x the matrices' weights
+    (N less 2 x 32 + 1 norms of 4,096) plus 12 L d S of dense attention."""
     cfg = load_bundled("llama-2-7b")
     u = utilization(cfg, RunSpec("train", 4096, 1), load_hardware("a100-80gb"), 3000.0)
     assert u.of(u.six_n_per_token) == pytest.approx(3000 * 6 * 6_607_343_616 / 312e12, rel=1e-12)
+    assert u.model_flops_per_token == 6 * (6_607_343_616 - 65 * 4096) + 12 * 32 * 4096 * 4096
     assert u.mfu > u.of(u.six_n_per_token)  # attention's FLOPs on top
     assert u.hfu < u.mfu  # flash skips the masked half of the scores
+
+
+def test_a_global_batch_on_one_gpu_accumulates_before_one_optimizer_step(run):
+    """--global-batch 64 on one GPU: 64 micro-batches, each a pass without the optimizer, then one optimizer step
+    (it was each pass with its own optimizer step, the flag ignored)."""
+    args = ["time", "llama-3-8b", "--hardware", "h100", "--seq", "4096", "--json"]
+    one, step = (json.loads(run(*args, *extra).stdout) for extra in ([], ["--global-batch", "64"]))
+    optimizer = one["components"]["optimizer"]
+    for ideal, key in ((True, "time_s"), (False, "expected_s")):
+        pass_s, opt_s = (one if ideal else one["expected"])["time_s"], optimizer[key]
+        got = (step if ideal else step["expected"])["time_s"]
+        assert got == pytest.approx(64 * (pass_s - opt_s) + opt_s, rel=1e-12)
+    assert step["tokens"] == 64 * 4096
 
 
 def test_generate_adds_decode_steps_to_the_prefill_and_caching_pays():
@@ -300,6 +316,8 @@ def same_generation(cfg, run, prompt, new, hw=H100):
     ("deepseek-v3", 3, 40, 2000, 129),  # MLA and MoE
     ("glm-5", 2000, 60, 4100, 999),  # DSA: each query's keys capped at its top-k (2,048) in both ranges
     ("gpt2-small", 1, 300, 1000, 100),  # learned positions
+    ("qwen3-next-80b-a3b", 100, 40, 3000, 333),  # Gated DeltaNet: the no-cache passes cross a 64-token chunk
+    ("granite-4.0-h-tiny", 230, 40, 2000, 300),  # Mamba-2: they cross its 256-token chunk
 ])
 def test_generate_and_chunked_prefill_equal_the_pass_by_pass_loop(name, prompt, new, seq, chunk):
     cfg = load_bundled(name)
@@ -317,7 +335,6 @@ def test_closed_forms_equal_the_loop_on_random_configs(raw, prompt, new, batch, 
     every pass: the slowest property of this file)."""
     cfg = from_dict(raw, "<test>")
     run = RunSpec("prefill", prompt, batch, attention, chunk=chunk)
-    assume(not cfg.has_recurrent)  # time refuses a recurrent mixer (docs: Conventions)
     slow = loop_prefill(cfg, run)
     same_prefill(prefill(cfg, run, H100), slow)
     same_generation(cfg, run, prompt, new)
@@ -411,7 +428,6 @@ def test_calibration_forms_are_their_closed_forms():
        st.sampled_from(["flash", "eager"]))
 def test_expected_is_never_faster_than_the_ideal(raw, mode, seq, batch, attention):
     cfg = from_dict(raw, "<test>")
-    assume(not cfg.has_recurrent)  # time refuses a recurrent mixer (docs: Conventions)
     r = roofline(cfg, RunSpec(mode, seq, batch, attention), H100)
     for c in r.components.values():
         assert c.expected_compute_s >= c.compute_s and c.expected_memory_s >= c.memory_s
@@ -674,3 +690,77 @@ def test_generate_tables_and_csv_say_what_each_figure_is(run):
             row = next(r for r in rows if r["model"] == rec["model"])
             for key in ("ttft_s", "tpot_s", "tokens_per_s", "total_s"):
                 assert (float(row[key]), float(row[f"expected.{key}"])) == (rec[key], rec["expected"][key])
+
+
+MAMBA2 = {"name": "m2", "vocab_size": 1000, "context_length": 4096, "d_model": 256, "n_layers": 2, "n_heads": 4,
+          "d_ff": 0, "norm": "rmsnorm", "position": "none", "dtype": "bf16",
+          "layer_types": ["mamba2"], "mamba2": {"d_state": 16, "d_conv": 4, "n_heads": 8, "head_dim": 64, "n_groups": 2,
+                                                "conv_bias": True, "chunk_size": 32}}
+
+
+def MAMBA2_DECODE_BYTES(B, L):  # noqa: N802 (a table of closed forms)
+    """A decode step of ``L`` Mamba-2 layers (d 256, E = 8 heads x 64 = 512, N 16, G 2, K 4, no FFN, an untied
+    head of 1,000 tokens) over ``B`` sequences, bf16 with an fp32 state: each linear its weights and rows; the
+    core kernel (conv and scan) reads x, B, C (E + 2GN) and dt (H) and writes y (E) a token, reads its conv
+    weights and biases and A_log, and reads and writes each sequence's state, the conv's last K inputs of x, B
+    and C and the H x P x N SSM state; the ops outside it read and write as their Op says."""
+    d, E, H, N, G, K, V, b, s = 256, 512, 8, 16, 2, 4, 1000, 2, 4
+    conv = E + 2 * G * N
+    linear = lambda d_in, d_out: L * (d_in * d_out + B * (d_in + d_out)) * b  # noqa: E731
+    return {"mamba2/in_proj": linear(d, 2 * E + 2 * G * N + H), "mamba2/out_proj": linear(E, d),
+            "mamba2/scan": L * (B * (conv + H + E) * b + (conv * K + conv + H) * b + 2 * B * (conv * K + E * N) * s),
+            "mamba2/dt": L * B * H * 2 * b,  # + dt_bias, softplus: a read, a write
+            "mamba2/output": L * B * E * 3 * b,  # y + x * D
+            "mamba2/norm": L * B * E * 3 * b,  # the gated norm: y and z read, a write
+            "norm": (L + 1) * B * d * 2 * b,  # the layers' and the final norm
+            "residual": L * B * d * 3 * b,
+            "embedding": 2 * B * d * b, "lm_head": d * V * b + B * (d + V) * b}
+
+
+@pytest.mark.parametrize("B", [1, 3])
+def test_a_mamba2_decode_step_moves_weights_rows_and_the_state_read_and_written(B):
+    cfg = from_dict(MAMBA2, "<test>")
+    assert pass_bytes(cfg, RunSpec("decode", 100, B, state_dtype="fp32")) == MAMBA2_DECODE_BYTES(B, 2)
+
+
+def test_a_mixer_beside_attention_adds_its_parts_and_one_residual_add():
+    """Falcon-H1's layout: the Mamba-2 mixer beside each attention layer moves what a Mamba-2 layer does, and
+    the layer adds its output to the residual stream once more; attention's bytes are unchanged."""
+    raw = {**MAMBA2, "layer_types": ["full"], "n_kv_heads": 2, "d_ff": 64, "activation": "swiglu"}
+    attention = {k: v for k, v in raw.items() if k != "mamba2"}
+    run = RunSpec("decode", 100, 3, state_dtype="fp32")
+    alone, beside = (pass_bytes(from_dict(r, "<test>"), run) for r in (attention, {**raw, "parallel_mixer": "mamba2"}))
+    mixer = {k: v for k, v in MAMBA2_DECODE_BYTES(3, 2).items() if k.startswith("mamba2/")}
+    assert beside == alone | mixer | {"residual": alone["residual"] + 2 * 3 * 256 * 3 * 2}
+
+
+def test_a_gated_deltanet_prefill_moves_weights_rows_and_writes_the_state():
+    """One Gated DeltaNet layer (d 128; 2 key heads of 32, 4 value heads of 16: C = 2*2*32 + 4*16 = 192 conv
+    channels, K 4, chunks of 16) prefilling B 2 x 50 tokens in bf16: the core reads q, k, v (C), beta and the
+    decay (Hv each) and writes the output (Hv*dv) a token, reads its conv weights, and writes each sequence's
+    state (C*K + Hv*dk*dv, the cache); the head and the final norm run over the last token of each sequence."""
+    raw = {**MAMBA2, "vocab_size": 500, "d_model": 128, "n_layers": 1, "layer_types": ["gated_deltanet"],
+           "gated_deltanet": {"linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 32,
+                              "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4, "chunk_size": 16}}
+    del raw["mamba2"]
+    d, Hv, dk, dv, K, V, B, T, b = 128, 4, 32, 16, 4, 500, 2, 100, 2
+    C = 2 * 2 * dk + Hv * dv
+    linear = lambda d_in, d_out: (d_in * d_out + T * (d_in + d_out)) * b  # noqa: E731
+    assert pass_bytes(from_dict(raw, "<test>"), RunSpec("prefill", 50, B)) == {
+        "gated_deltanet/in_proj_qkv": linear(d, C), "gated_deltanet/in_proj_z": linear(d, Hv * dv),
+        "gated_deltanet/in_proj_b": linear(d, Hv), "gated_deltanet/in_proj_a": linear(d, Hv),
+        "gated_deltanet/out_proj": linear(Hv * dv, d),
+        "gated_deltanet/scan": T * (C + 2 * Hv + Hv * dv) * b + C * K * b + B * (C * K + Hv * dk * dv) * b,
+        "gated_deltanet/gates": (T * Hv + Hv) * 2 * b,  # beta and the decay; -exp(A_log) once
+        "gated_deltanet/norm": T * Hv * dv * 3 * b,
+        "norm": (T + B) * d * 2 * b, "residual": T * d * 3 * b,
+        "embedding": 2 * T * d * b, "lm_head": d * V * b + B * (d + V) * b}
+
+
+def test_time_runs_recurrent_models_and_refuses_their_layouts_in_one_line(run):
+    ok = run("time", "qwen3-next-80b-a3b", "--hardware", "h100", "--mode", "decode", "--seq", "4096")
+    assert ok.exit_code == 0, ok.stderr
+    assert "gated_deltanet/scan" in ok.stdout
+    refused = run("time", "qwen3-next-80b-a3b", "--hardware", "h100", "--mode", "decode", "--seq", "4096", "--tp", "2")
+    assert (refused.exit_code, refused.stderr) == (2, "Error: --tp 2: qwen3-next-80b-a3b has gated_deltanet layers, "
+                                                      "which are sized on one GPU only: not with a parallel layout\n")

@@ -47,6 +47,8 @@ parameters (group ``dp``); routed experts over the ``dp x cp / ep`` that hold th
 experts. Under LoRA only the adapters are reduced and their updates gathered (the base is
 frozen); ZeRO-3 gathers the base's shards with theirs, its weights in their stored dtype. A tied
 embedding split over pipeline stages all-reduces its gradient between the first and last stage.
+Gradients are reduced in the run's gradient dtype (``grad_dtype``, the dtype they are held in: fp32
+for Megatron-LM's ``--bf16`` default and torchtitan's FSDP), weights gathered in their own.
 """
 
 from collections.abc import Sequence
@@ -54,10 +56,12 @@ from typing import NamedTuple
 
 from ..model.architecture import Block
 from ..model.config import ModelConfig
+from ..model.formats import FORMATS
 from ..model.layers import layer_specs
 from ..model.sizes import FP32, bytes_per, ceil_div, weight_bytes
 from ..spec import Layout, RunSpec
 from .sharding import cp_local, stage_keys, stages, tp_local, unit_sizes, workload
+from .stored import held_units
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send")
 
@@ -189,7 +193,7 @@ def _pp(cfg: ModelConfig, run: RunSpec, layout: Layout, stage: int) -> list[Coll
     out = [Collective("pp activations", "send", "pp", 2, calls, calls * act)]
     if run.mode == "train" and cfg.tie_embeddings and stage in (0, layout.pp - 1):
         out.append(Collective("tied embedding gradient", "all-reduce", "pp ends", 2, 1,
-                              cfg.vocab_size * cfg.d_model * bytes_per(run.dtype), per_micro_batch=False))
+                              cfg.vocab_size * cfg.d_model * bytes_per(run.grad_dtype), per_micro_batch=False))
     return out
 
 
@@ -213,18 +217,19 @@ def _dp_group(run: RunSpec, trained: Sequence[tuple[int, int]], frozen: Sequence
         out = []
         if gathered:  # one call per unit and micro-batch, of that unit's size
             trained_dtype = run.dtype if run.lora is not None else run.weights_dtype
+            stored = sum(b for _, b in weights)  # a quantized format's: bytes of its codes (_frozen)
             nbytes = (weight_bytes(sum(n for n, _ in weights), trained_dtype)
-                      + weight_bytes(sum(b for _, b in weights), run.weights_dtype))
+                      + (stored if run.weights_dtype in FORMATS else weight_bytes(stored, run.weights_dtype)))
             out.append(Collective(f"zero-3 {tag}weights", "all-gather", group, ranks, len(gathered + regathered) * m,
                                   nbytes * m))
         if train and reduced:
             out.append(Collective(f"zero-3 {tag}gradients", "reduce-scatter", group, ranks, len(reduced) * m,
-                                  weight_bytes(sum(reduced), run.dtype) * m))
+                                  weight_bytes(sum(reduced), run.grad_dtype) * m))
         return out
     total = sum(padded) if layout.zero else sum(n for n, _ in trained)
     if not train or not total:
         return []
-    grads = weight_bytes(total, run.dtype)
+    grads = weight_bytes(total, run.grad_dtype)
     if layout.zero == 0:
         return [Collective(f"dp {tag}gradients", "all-reduce", group, ranks, 1, grads, False)]
     # ZeRO-2 keeps only its gradient shard: every micro-batch's gradients are reduce-scattered
@@ -241,14 +246,22 @@ def _dp(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
     layout, lora = run.layout, run.lora
     replicas = layout.replicas
     if layout.ep == 1:  # routed experts are ZeRO-sharded with the rest
-        return (_dp_group(run, unit_sizes(cfg, layout, stage, lora), unit_sizes(cfg, layout, stage, lora, True),
-                          "dp", replicas) if replicas > 1 else [])
+        return (_dp_group(run, unit_sizes(cfg, layout, stage, lora), _frozen(cfg, run, stage, None), "dp", replicas)
+                if replicas > 1 else [])
     out = []
     for expert, group, ranks in ((False, "dp", replicas), (True, "dp/ep", replicas // layout.ep)):
         if ranks > 1:
             out += _dp_group(run, unit_sizes(cfg, layout, stage, lora, False, expert),
-                             unit_sizes(cfg, layout, stage, lora, True, expert), group, ranks)
+                             _frozen(cfg, run, stage, expert), group, ranks)
     return out
+
+
+def _frozen(cfg: ModelConfig, run: RunSpec, stage: int, expert: bool | None) -> Sequence[tuple[int, int]]:
+    """(size, ZeRO shard) of each FSDP unit of LoRA's frozen base: elements of a plain dtype; bytes of a
+    quantized format, its shard the codes' alone (the scales stay whole and are never gathered: stored.py)."""
+    if run.lora is None or run.weights_dtype not in FORMATS:
+        return unit_sizes(cfg, run.layout, stage, run.lora, True, expert)
+    return [(u.whole, u.shard) for u in held_units(cfg, run.layout, stage, run.weights_dtype, run.dtype, expert)]
 
 
 def collectives(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:

@@ -21,7 +21,9 @@ from ..count.memory import (
     logits_bytes,
     state_bytes,
 )
+from ..count.quant import dequantized_bytes
 from ..model.config import ModelConfig
+from ..model.formats import FORMATS
 from ..model.sizes import weight_bytes
 from ..spec import RunSpec, check_arguments
 from .sharding import (
@@ -35,15 +37,26 @@ from .sharding import (
     tp_local,
     workload,
 )
+from .stored import held_bytes
 
 
 def _train_state(cfg: ModelConfig, run: RunSpec, stage: int) -> dict[str, int]:
     """The training state of a GPU of ``stage``: weights (LoRA: the frozen base in its stored
     dtype and the adapters), gradients and optimizer state."""
     state = gpu_state(cfg, run.layout, stage, run.lora)
-    train = state_bytes(state.weights, state.gradients, state.optimizer, run.dtype, run.optimizer)
-    return {"weights": weight_bytes(state.frozen, run.weights_dtype) + train.weights, "gradients": train.gradients,
+    train = state_bytes(state.weights, state.gradients, state.optimizer, run)
+    return {"weights": base_bytes(cfg, run, stage, state.frozen) + train.weights, "gradients": train.gradients,
             "optimizer": train.optimizer}
+
+
+def base_bytes(cfg: ModelConfig, run: RunSpec, stage: int, elements: int) -> int:
+    """Bytes of the base weights (every weight in inference, LoRA's frozen base in training) one GPU of
+    ``stage`` holds in ``run.weights_dtype``: ``elements`` of a plain dtype, or as a quantized format
+    stores them (:mod:`.stored`; ZeRO-3 shards its codes)."""
+    if run.weights_dtype not in FORMATS:
+        return weight_bytes(elements, run.weights_dtype)
+    sharded = run.mode == "train" and run.layout.zero >= 3
+    return held_bytes(cfg, run.layout, stage, run.weights_dtype, run.dtype, sharded)
 
 
 def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, int], kv: int) -> MemoryReport:
@@ -52,6 +65,7 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
     layout = run.layout
     local = tp_local(cfg, layout.tp)
     parts = dict.fromkeys(PARTS, 0)
+    parts["dequantization"] = dequantized_bytes(local, run.weights_dtype, run.dtype)  # the TP rank's largest matrix
     state = gpu_state(cfg, layout, stage)
     if run.mode == "train":
         parts.update(_train_state(cfg, run, stage), attention=transient(cfg, run),
@@ -59,7 +73,7 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
         return MemoryReport(run, parts, acts, {}, 0, run.seq, run.seq, stage)
     peak, queries, keys = attention_peak(local, cp_local(run))
     last = stage == layout.pp - 1
-    parts.update(weights=weight_bytes(state.weights, run.weights_dtype), kv_cache=kv, attention=peak,
+    parts.update(weights=base_bytes(cfg, run, stage, state.weights), kv_cache=kv, attention=peak,
                  # the vocab-parallel head's logits, all-gathered whole on every GPU (comm's "tp logits")
                  logits=layout.tp * logits_bytes(local, run.batch, 1, run.dtype) if last else 0)
     return MemoryReport(run, parts, {}, {}, 0, queries, keys, stage)
@@ -69,7 +83,7 @@ def stage_states(cfg: ModelConfig, run: RunSpec, shared: dict, stages: Sequence[
     """Bytes of the training state (:func:`_train_state`) of each stage, or of each of ``stages``,
     ``run`` resolved with its layout: stages holding the same layers (and ends) hold the same,
     figured once in ``shared``; none hangs on the micro-batch or recomputation."""
-    layout, work = run.layout, (run.dtype, run.optimizer, run.weights_dtype, run.lora)
+    layout, work = run.layout, (run.dtype, run.grad_dtype, run.optimizer, run.weights_dtype, run.lora)
     keys = stage_keys(cfg, layout.pp, layout.vpp)
     out = []
     for s in range(layout.pp) if stages is None else stages:
@@ -163,15 +177,16 @@ def cache_budget(cfg: ModelConfig, run: RunSpec, budget: int) -> CacheBudget:
     """What ``budget`` bytes serve of the decode ``run``: the largest batch whose inference memory (its
     prefill's, as ``llmcalc memory --mode inference`` counts it) fits, and the cached tokens that fit
     beside the weights (0 when the weights do not fit): ``(budget - weights) // bytes per token``; with
-    recurrent layers, whose state each sequence keeps, sequences of ``run.seq`` tokens, each with its
-    cache (windows bound it) and state, and the cached tokens of each, the last sequence cut short."""
+    recurrent layers, whose state each sequence keeps, or windows that bound some layers' caches and not
+    others' (Gemma 3), sequences of ``run.seq`` tokens, each with its cache and state, and the cached tokens
+    of each, the last sequence cut short."""
     serving = run.replace(mode="prefill")
     weights = memory(cfg, serving).parts["weights"]
     cache = kv_cache(cfg, run)
     per_token, state, free = cache.bytes_per_token, cache.state_bytes // cache.batch, max(budget - weights, 0)
     if not per_token:
         tokens = None
-    elif not state:
+    elif not state and cache.kv_bytes == cache.batch * cache.cached_tokens * per_token:  # a token: every layer's entry
         tokens = free // per_token
     else:
         full, rest = divmod(free, cache.bytes // cache.batch)

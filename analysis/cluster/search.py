@@ -127,12 +127,13 @@ def _check(cfg: ModelConfig, gpus: int) -> None:
 
 def candidates(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: int,
                dtype: str | None = None, eff: Efficiency | None = None, lora: LoRA | None = None,
-               weights_dtype: str | None = None, optimizer: str = "adam") -> list[Candidate]:
+               weights_dtype: str | None = None, optimizer: str = "adam",
+               grad_dtype: str | None = None) -> list[Candidate]:
     """Every valid layout with its peak memory, and step time and MFU where it fits; fitting
     layouts first, fastest (expected) first. ``lora``: adapters on a frozen base stored as
     ``weights_dtype`` (QLoRA), as :func:`analysis.cluster.memory.memory` and :func:`step` size them."""
     _check(cfg, gpus)
-    runs = _workloads(cfg, seq, dtype, weights_dtype, lora, optimizer)
+    runs = _workloads(cfg, seq, dtype, weights_dtype, lora, optimizer, grad_dtype)
     out = []
     shared: dict = {}  # work the candidates share (memory, step)
     per_gpu: dict[tuple[int, str], Utilization] = {}  # MFU's FLOPs per token, by micro-batch and recomputation
@@ -175,7 +176,7 @@ class _Weighed(NamedTuple):
 
 def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: int, top: int,
            dtype: str | None = None, eff: Efficiency | None = None, lora: LoRA | None = None,
-           weights_dtype: str | None = None, optimizer: str = "adam") -> Ranking:
+           weights_dtype: str | None = None, optimizer: str = "adam", grad_dtype: str | None = None) -> Ranking:
     """The first ``top`` of :func:`candidates` that fit, the same candidates in the same order,
     and how many fit of how many, without figuring every step: every candidate's peak memory (its
     totals alone), then the fitting ones best first by a lower bound of their expected step time
@@ -184,7 +185,7 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
     until the next bound is past the ``top``-th step so far."""
     _check(cfg, gpus)
     shared: dict = {}
-    runs = _workloads(cfg, seq, dtype, weights_dtype, lora, optimizer)
+    runs = _workloads(cfg, seq, dtype, weights_dtype, lora, optimizer, grad_dtype)
     weighed = _weigh(cfg, gpus, seq, global_batch, hw.gpus_per_node, hw.memory, runs, shared)
 
     def spec(w: _Weighed) -> RunSpec:
@@ -251,13 +252,13 @@ def _mfus(cfg: ModelConfig, hw: Hardware, s: Step, gpus: int,
 
 
 def _workloads(cfg: ModelConfig, seq: int, dtype: str | None, weights_dtype: str | None,
-               lora: LoRA | None, optimizer: str) -> Callable[[int, str], RunSpec]:
+               lora: LoRA | None, optimizer: str, grad_dtype: str | None) -> Callable[[int, str], RunSpec]:
     """One GPU's micro-batch of ``b`` sequences under ``recompute``, resolved, before its layout
     (which ``replace`` gives it: resolving does not read the layout), each made once."""
     @functools.cache
     def run(b: int, recompute: str) -> RunSpec:
         return RunSpec("train", seq, b, recompute=recompute, dtype=dtype, weights_dtype=weights_dtype,
-                       lora=lora, optimizer=optimizer).resolve(cfg)
+                       lora=lora, optimizer=optimizer, grad_dtype=grad_dtype).resolve(cfg)
     return run
 
 

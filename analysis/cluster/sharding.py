@@ -56,6 +56,7 @@ from typing import NamedTuple, TypeVar
 from ..count.activations import activation_bytes
 from ..count.kvcache import kv_cache
 from ..count.lora import adapted
+from ..count.quant import storage
 from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
@@ -129,9 +130,6 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
                             "learned T5 bias"),
         (cp == 1 or run.mode != "decode", "layout.cp", f"{cp}: context parallelism splits a sequence's new "
                                                        "tokens, and a decode step has one"),
-        (run.weights_dtype not in WEIGHT_FORMATS, "weights_dtype",
-         f"{run.weights_dtype} is sized on one GPU only (its scale blocks are not split here): not with a parallel "
-         "layout"),
         (run.chunk is None, "chunk", "(chunked prefill) runs on one GPU: not with a parallel layout"),
     ]
     what = one_gpu_only(cfg)
@@ -142,6 +140,27 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
     for ok, field, rule in rules:
         if not ok:
             raise SpecError(field, rule)
+    if run.weights_dtype in WEIGHT_FORMATS and tp > 1:  # only a quantized base has groups to split
+        check_splits(cfg, run.weights_dtype, tp)
+
+
+def check_splits(cfg: ModelConfig, weights: str, tp: int) -> None:
+    """SpecError (layout.tp) when ``tp`` splits a matrix that format ``weights`` quantizes into shards
+    that are not a whole number of its units (:mod:`.stored`'s docstring)."""
+    s = storage(cfg, weights)
+    full, local = build(cfg), build(tp_local(cfg, tp))
+    pairs = [(m, n) for (_, a), (_, b) in zip(full.blocks, local.blocks) for m, n in zip(a.linears(), b.linears())]
+    pairs.append((full.head.linear, local.head.linear))
+    out_unit = s.group if s.format.out_blocks else s.format.pack
+    for m, n in pairs:
+        if not s.quantizes(m.key):
+            continue
+        for dim, size, shard, unit in (("input", m.d_in, n.d_in, s.group), ("output", m.d_out, n.d_out, out_unit)):
+            if shard < size and unit > 1 and (shard % unit or size % unit):
+                noun = "blocks" if s.format.out_blocks else "words" if dim == "output" else "groups"
+                raise SpecError("layout.tp", f"{tp} splits the {size:,} {dim}s of {m.key} into shards of "
+                                             f"{shard:,}, not a whole number of {weights}'s {unit}-wide {noun} "
+                                             "(vLLM refuses it)")
 
 
 @functools.lru_cache(maxsize=64)  # configs are frozen; `plan` asks for the same few many times
@@ -194,6 +213,7 @@ class Tensor(NamedTuple):
     key: str
     shape: tuple[int, ...]
     expert: bool = False  # a routed expert tensor: split over ep, ZeRO-sharded over dp / ep
+    linear: bool = False  # a linear's weight, which a quantized format can store (analysis.cluster.stored)
 
     @property
     def numel(self) -> int:
@@ -219,11 +239,11 @@ def _layer_tensors(layer: Block, ep: int) -> list[Tensor]:
         expert = m.key == "moe/experts"
         if m.key.startswith("moe/") and m.key not in ROUTERS:
             n = m.copies // ep if expert else m.copies
-            out.append(Tensor(m.key, (n, m.d_in, m.d_out), expert))
+            out.append(Tensor(m.key, (n, m.d_in, m.d_out), expert, True))
             if m.bias:
                 out.append(Tensor(m.key, (n, m.d_out), expert))
         else:
-            out.append(Tensor(m.key, (m.d_out, m.d_in)))
+            out.append(Tensor(m.key, (m.d_out, m.d_in), linear=True))
             if m.bias:
                 out.append(Tensor(m.key, (m.d_out,)))
     for norm in layer.norms():
@@ -257,7 +277,7 @@ def _root_tensors(cfg: ModelConfig, tp: int, pp: int, stage: int) -> tuple[Tenso
             root += _norm_tensors(model.final_norm)
         head = model.head.linear
         if not model.head.tied or pp > 1:  # a tied head on its own stage keeps a copy
-            root.append(Tensor(head.key, (head.d_out, head.d_in)))
+            root.append(Tensor(head.key, (head.d_out, head.d_in), linear=not model.head.tied))
         if head.bias:
             root.append(Tensor(head.key, (head.d_out,)))
     return tuple(root)
@@ -351,8 +371,8 @@ def workload(run: RunSpec) -> tuple:
 
 
 class GpuState(NamedTuple):
-    """Training state of one GPU, in elements (weights and gradients are stored in the compute
-    dtype, the optimizer state in fp32)."""
+    """Training state of one GPU, in elements (weights are stored in the compute dtype, gradients in
+    the run's gradient dtype, the optimizer state in fp32)."""
 
     weights: int  # of what the optimizer trains
     gradients: int

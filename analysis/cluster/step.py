@@ -305,10 +305,11 @@ def _timed(hw: Hardware, layout: Layout, group_key: tuple, group: tuple[Collecti
 def stage_floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None, shared: dict, pp: int,
                  vpp: int = 1) -> dict[tuple, float]:
     """Each stage's expected micro-batch compute (by :func:`stage_keys`, those alike once) under
-    ``pp`` stages of ``vpp`` chunks, of ``run``'s pass (resolved, its layout's tp and cp), as
-    :func:`_stage_compute` figures it but summed in another order: less a margin for the rounding.
-    Kept in ``shared`` (each pp of a pass is asked for again): not to be changed."""
-    work_key, (_, parts, _, work, whole, _) = _pass(cfg, run, hw, eff or Efficiency(), shared)
+    ``pp`` stages of ``vpp`` chunks, of ``run``'s pass (resolved, its layout's tp and cp, and
+    :func:`fastest_ep`'s, which bounds every ep's), as :func:`_stage_compute` figures it but summed in
+    another order: less a margin for the rounding. Kept in ``shared`` (each pp of a pass is asked for
+    again): not to be changed."""
+    work_key, (_, parts, _, work, whole, _) = _pass(cfg, run, hw, eff or Efficiency(), shared, fastest_ep(cfg))
     sums_key = ("floor", work_key)
     if sums_key not in shared:  # the expected times of the layers' components, the first stage's, the last's
         shared[sums_key] = (work, whole,
@@ -323,29 +324,39 @@ def stage_floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency |
     return shared[stages_key]
 
 
-def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared: dict) -> tuple[tuple, tuple]:
+def fastest_ep(cfg: ModelConfig) -> int:
+    """The expert parallelism whose pass is the fastest: a GPU of an expert-parallel group is never slower
+    with fewer experts to read (fewer bytes, more rows a GEMM), so one expert a GPU bounds every ep's."""
+    return cfg.moe.num_experts if cfg.moe is not None else 1
+
+
+def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared: dict,
+          ep: int | None = None) -> tuple[tuple, tuple]:
     """One micro-batch on the TP rank's model (``run`` resolved, with its layout): the model, its
     components (context parallel: the attention core 1/cp of the whole sequence's; sequence
     parallel: the residual stream's elementwise ops on 1/tp of the tokens), the optimizer step, each
     layer group's forward matmul FLOPs, their sum over the layers, and the parameters the optimizer
-    steps; kept in ``shared`` under the key returned with it (it depends on tp, cp, sp and the
-    workload alone)."""
+    steps; kept in ``shared`` under the key returned with it (it depends on tp, cp, sp, ep and the
+    workload alone). Expert parallelism: the pass of one GPU of its group of ``ep`` (unless given, the
+    layout's), reading the experts it holds."""
     layout = run.layout
-    key = ("pass", layout.tp, layout.cp, layout.sp, workload(run))
+    ep = layout.ep if ep is None else ep
+    key = ("pass", layout.tp, layout.cp, layout.sp, ep, workload(run))
     if key in shared:
         return key, shared[key]
     local = tp_local(cfg, layout.tp)
 
     def pass_of(one: RunSpec) -> Roofline:  # whole sequences: also the pass of the layouts without cp
-        roofline_key = ("roofline", layout.tp, workload(one))
+        roofline_key = ("roofline", layout.tp, ep, workload(one))
         if roofline_key not in shared:
             shared[roofline_key] = roofline(local, one, hw, eff)
         return shared[roofline_key]
 
-    pass_ = pass_of(cp_local(run).replace(layout=Layout()))
+    experts = Layout(dp=ep, ep=ep)  # split no further: one GPU of an expert-parallel group
+    pass_ = pass_of(cp_local(run).replace(layout=experts))
     parts = dict(pass_.components)
     if layout.cp > 1:  # ring attention: each GPU computes 1/cp of the whole sequence's attention
-        sequence = pass_of(run.replace(layout=Layout())).components
+        sequence = pass_of(run.replace(layout=experts)).components
         parts.update({k: _scaled(sequence[k], 1 / layout.cp) for k in core_keys(local, pass_.run) if k in sequence})
     if layout.sp:  # the residual stream's elementwise ops run on the 1/tp of the tokens a GPU holds
         for k in SEQUENCE_SHARDED:

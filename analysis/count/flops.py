@@ -27,6 +27,8 @@ Conventions (README "FLOPs"):
   peak (:mod:`analysis.memory`), not these counts.
 """
 
+import functools
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..errors import SpecError
@@ -181,6 +183,16 @@ def linear_rows(m: Linear, layer: Block, run: RunSpec) -> int:
     return run.batch * attended_keys(layer.spec, run) if m.over_keys else run.tokens
 
 
+def copies_read(m: Linear, rows: int, run: RunSpec) -> int:
+    """The copies of ``m`` a pass over ``rows`` rows reads: every copy of a matrix all tokens use; of
+    routed experts, those the rows' choices reach under balanced routing, ``min(E, rows x k)``, and on a
+    GPU of an expert-parallel group (``run.layout.ep``) of the ``E / ep`` it holds, which take as many
+    choices as its own rows make."""
+    if m.active == m.copies:
+        return m.copies
+    return min(m.copies // run.layout.ep, rows * m.active)
+
+
 def _scores_values(out: dict[str, int], attn: AttentionKind, spec: LayerSpec, run: RunSpec) -> None:
     """An attention's two matmuls over the query-key pairs its spec lets it see."""
     pairs = run.batch * attn.heads * attended_pairs(spec, run)
@@ -218,8 +230,13 @@ def layer_matmul(layer: Block, run: RunSpec) -> dict[str, int]:
     return out
 
 
-def layer_ops(layer: Block, run: RunSpec) -> list[Op]:
+@functools.lru_cache(maxsize=1024)  # a pass asks for each layer's ops several times (FLOPs, bytes, rates, reruns)
+def layer_ops(layer: Block, run: RunSpec) -> tuple[Op, ...]:
     """Forward elementwise ops of one layer (costs in :mod:`analysis.variants`)."""
+    return tuple(_layer_ops(layer, run))
+
+
+def _layer_ops(layer: Block, run: RunSpec) -> list[Op]:
     cfg, T = layer.cfg, run.tokens
     ops = [Op("norm", T * n.size * n.rows, norm_cost(cfg.norm, n.weight, n.bias), 2) for n in layer.norms()]
     ops += [Op("bias", linear_rows(m, layer, run) * m.d_out * m.active, 1, 0) for m in layer.linears() if m.bias]
@@ -289,7 +306,7 @@ def _recurrent_ops(layer: Block, run: RunSpec, ops: list[Op]) -> list[Op]:
     return ops
 
 
-def totals(ops: list[Op]) -> dict[str, int]:
+def totals(ops: Sequence[Op]) -> dict[str, int]:
     """FLOPs by key."""
     out: dict[str, int] = {}
     for op in ops:
@@ -345,7 +362,7 @@ def core_recomputed(cfg: ModelConfig, run: RunSpec) -> bool:
     return run.recompute == "selective" and (run.attention == "eager" or POSITIONS[cfg.position].learned_bias)
 
 
-def core_ops(ops: list[Op]) -> list[Op]:
+def core_ops(ops: Sequence[Op]) -> list[Op]:
     return [op for op in ops if op.scores]
 
 

@@ -1,9 +1,10 @@
 """Memory: training state, attention working memory, activations and inference totals.
 
 Conventions (the docs' "Conventions: memory"):
-- weights and gradients in the compute dtype; mixed precision (any dtype but fp32) adds
-  fp32 master weights; Adam/AdamW keep two fp32 moments, SGD with momentum one, SGD none.
-  bf16 + Adam = 2 + 2 + 4 + 8 = 16 bytes per parameter before activations;
+- weights in the compute dtype, gradients in ``run.grad_dtype`` (by default the compute dtype);
+  mixed precision (any dtype but fp32) adds fp32 master weights; Adam/AdamW keep two fp32 moments,
+  SGD with momentum one, SGD none. bf16 + Adam = 2 + 2 + 4 + 8 = 16 bytes per parameter before
+  activations, 2 + 4 + 4 + 8 = 18 with fp32 gradients (Megatron-LM's ``--bf16`` default);
 - attention working memory is one layer's transient peak on top of weights and cache:
   eager attention holds the ``B*h*S*S_kv`` scores and the softmax output at once (the
   softmax reads one and writes the other); flash attention keeps only ``B*h*S`` fp32
@@ -53,14 +54,15 @@ def trained_state(cfg: ModelConfig, run: RunSpec) -> TrainingState:
     """The state of what the optimizer steps: every parameter, or LoRA's adapters alone (whose
     frozen base holds only its weights, :func:`memory`); run resolved."""
     n = count_params(cfg).total if run.lora is None else sum(adapter_params(cfg, run.lora).values())
-    return state_bytes(n, n, n, run.dtype, run.optimizer)
+    return state_bytes(n, n, n, run)
 
 
-def state_bytes(weights: int, gradients: int, optimized: int, dtype: str, optimizer: str) -> TrainingState:
-    """Bytes of the training state for these element counts (each can be a shard of the model)."""
-    master = FP32 if dtype != "fp32" else 0
-    return TrainingState(weight_bytes(weights, dtype), weight_bytes(gradients, dtype),
-                         optimized * (OPTIMIZER_STATES[optimizer] * FP32 + master))
+def state_bytes(weights: int, gradients: int, optimized: int, run: RunSpec) -> TrainingState:
+    """Bytes of the training state for these element counts (each can be a shard of the model) under
+    ``run`` (resolved): its compute dtype, gradient dtype and optimizer."""
+    master = FP32 if run.dtype != "fp32" else 0
+    return TrainingState(weight_bytes(weights, run.dtype), weight_bytes(gradients, run.grad_dtype),
+                         optimized * (OPTIMIZER_STATES[run.optimizer] * FP32 + master))
 
 
 def chunk_spans(cfg: ModelConfig, seq: int, chunk: int | None) -> list[tuple[int, int]]:

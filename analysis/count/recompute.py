@@ -24,6 +24,8 @@ what a layer keeps for it instead of what autograd would save (the docs' Convent
 - ``full``: every layer checkpointed whole: it keeps its input, and backward runs its forward again.
 """
 
+from collections.abc import Sequence
+
 from ..model.architecture import Block
 from ..model.config import ModelConfig
 from ..model.parts import Linear
@@ -61,7 +63,7 @@ def rerun_core(cfg: ModelConfig, run: RunSpec) -> bool:
     return run.recompute == "full" or (run.recompute in ("selective", "op") and eager_core(cfg, run))
 
 
-def rerun_ops(layer: Block, run: RunSpec, ops: list[Op]) -> list[Op]:
+def rerun_ops(layer: Block, run: RunSpec, ops: Sequence[Op]) -> list[Op]:
     """Of one layer's forward elementwise ops ``ops`` (``run`` resolved), those ``op`` runs again: all but
     the ops on the scores inside a flash kernel whose output it keeps and the bias adds of the linears it
     keeps (fused into their matmuls)."""

@@ -4,7 +4,8 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
 
 - a matrix reads its weights once, its input rows once and writes its output rows once. A
   mixture of experts reads the experts its tokens reach: ``min(E, tokens * k)`` of them, the
-  balanced routing of the reference model. The embedding reads the rows of its tokens;
+  balanced routing of the reference model (on a GPU of an expert-parallel group, of the ``E / ep``
+  it holds: ``count.flops.copies_read``). The embedding reads the rows of its tokens;
 - an elementwise op reads and writes each element the number of times its
   :class:`~analysis.variants.Op` says (a norm reads and writes once; a gated activation reads
   two and writes one; a bias add is fused into its matmul and moves nothing of its own);
@@ -19,6 +20,14 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
   reads (GQA), so a decode step reads each cached K/V head once;
 - inference writes each new token's KV-cache entry (``kv_cache``); attention reads K and V in the
   KV-cache dtype (inference) or the compute dtype (training);
+- a recurrent mixer (in place of attention, or beside it: ``parallel_mixer``) runs its linears and its
+  elementwise ops as above and its **core** (the conv, the scan or rule, the ops between them) as one
+  fused kernel a layer (:mod:`analysis.model.mixer`), its bytes under the first of its ``core`` keys:
+  it reads its inputs once, writes its outputs once and reads its own vectors once; a pass continuing
+  cached sequences (a decode step, a later prefill chunk) reads each sequence's conv and recurrent
+  state first, and an inference pass writes it back, in ``run.state_dtype`` (the cache's size, from
+  the descriptor's ``state_values``); training keeps no state. A shared transformer block (Zamba)
+  moves its attention's bytes and writes its K/V as an attention layer's;
 - backward moves twice the forward's bytes per component (each matmul's input and weight
   gradients are two matmuls of the forward's size; each elementwise op reads its saved input and
   the incoming gradient and writes one); full recomputation adds one more forward of the layers,
@@ -33,15 +42,18 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
 
 from __future__ import annotations
 
-from ..errors import SpecError
+from collections.abc import Sequence
+
 from ..model.architecture import Block, build
+from ..model.attention import AttentionKind
 from ..model.config import ModelConfig
 from ..model.formats import FORMATS
+from ..model.layers import LayerSpec
 from ..model.parts import Linear
 from ..model.sizes import bytes_per, weight_bytes
 from ..model.variants import Op
 from ..spec import RunSpec
-from .flops import _add, attended_keys, core_keys, core_recomputed, layer_ops, linear_rows, model_ops
+from .flops import _add, attended_keys, copies_read, core_keys, core_recomputed, layer_ops, linear_rows, model_ops
 from .lora import frozen_keys, layer_adapted
 from .memory import trained_state
 from .quant import linear_weight_bytes
@@ -56,20 +68,19 @@ def attended_span(past: int, n: int, window: int | None, chunk: int | None) -> i
     return past + n if window is None else min(past + n, n + window - 1)
 
 
-def flash_kv_bytes(layer: Block, run: RunSpec, kv: int) -> tuple[int, int]:
+def flash_kv_bytes(attn: AttentionKind, spec: LayerSpec, run: RunSpec, kv: int) -> tuple[int, int]:
     """(K, V) bytes one layer's flash kernel reads from HBM (module docstring), ``kv`` bytes an element."""
-    spec, attn, n = layer.spec, layer.attention, run.query_len
+    n = run.query_len
     reads = run.batch * attn.kv_heads * attended_span(run.seq - n, n, spec.window, spec.chunk)
     return reads * attn.score_dim * kv, reads * attn.value_dim * kv
 
 
-def _attention_bytes(layer: Block, run: RunSpec, b: int, kv: int) -> dict[str, int]:
-    """Scores and values of one layer: flash (one kernel) or eager (module docstring)."""
-    spec, attn = layer.spec, layer.attention
+def _attention_bytes(attn: AttentionKind, spec: LayerSpec, run: RunSpec, b: int, kv: int) -> dict[str, int]:
+    """Scores and values of one attention: flash (one kernel) or eager (module docstring)."""
     B, n, h, heads = run.batch, run.query_len, attn.heads, attn.kv_heads
     q, o = B * n * h * attn.score_dim * b, B * n * h * attn.value_dim * b
     if run.attention == "flash":
-        k, v = flash_kv_bytes(layer, run, kv)
+        k, v = flash_kv_bytes(attn, spec, run, kv)
         return {"attention/scores": q + k, "attention/values": v + o}
     seen = attended_keys(spec, run)
     keys = B * heads * seen
@@ -80,9 +91,6 @@ def _attention_bytes(layer: Block, run: RunSpec, b: int, kv: int) -> dict[str, i
 
 def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
     """Forward bytes of one layer, by component (``run`` resolved)."""
-    if layer.spec.recurrent or layer.spec.beside is not None:
-        kind = layer.spec.beside or layer.spec.attention
-        raise SpecError("mode", f"bytes moved by {kind} layers are not modeled yet (time and roofline refuse them)")
     b, T = bytes_per(run.dtype), run.tokens
     kv = b if run.mode == "train" else bytes_per(run.kv_dtype)
     out: dict[str, int] = {}
@@ -91,34 +99,41 @@ def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
         _add(out, m.key, _linear_bytes(layer, m, run, b))
         if m.key in lora:  # A (d_in -> r) and B (r -> d_out), each read once per copy read
             rows, r = linear_rows(m, layer, run), run.lora.rank
-            read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)
+            read = copies_read(m, rows, run)
             _add(out, m.key + "/lora", read * r * (m.d_in + m.d_out) * b
                  + rows * m.active * (m.d_in + 2 * r + m.d_out) * b)
-    for key, n in _attention_bytes(layer, run, b, kv).items():
-        _add(out, key, n)
+    for attn, spec in layer.attentions():
+        for key, n in _attention_bytes(attn, spec, run, b, kv).items():
+            _add(out, key, n)
+    table = run.dtype if run.weights_dtype in FORMATS else run.weights_dtype  # a format leaves vectors unquantized
+    for mixer in layer.mixers:
+        if mixer.core:  # a none layer's mixer has none
+            _add(out, mixer.core[0], mixer.core_bytes(run, table))
     if layer.cfg.hyper is not None:  # the hyper-connections' matmuls (their elementwise ops are layer_ops')
         from ..model.hyper import branch_bytes
         for key, n in branch_bytes(layer.cfg, T, layer.branches, b).items():
             _add(out, key, n)
-    _add_ops(out, run, layer_ops(layer, run), b)
+    _add_ops(out, run, layer_ops(layer, run), b, layer.fused())
     if run.mode != "train":
-        _add(out, "kv_cache", weight_bytes(T * layer.attention.kv_values_per_token, run.kv_dtype))
+        _add(out, "kv_cache", sum(weight_bytes(T * attn.kv_values_per_token, run.kv_dtype)
+                                  for attn, _ in layer.attentions()))
     return out
 
 
 def _linear_bytes(layer: Block, m: Linear, run: RunSpec, b: int) -> int:
     """A linear's forward bytes: the weights of the copies its rows reach, its input and output rows."""
     rows = linear_rows(m, layer, run)
-    read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)
+    read = copies_read(m, rows, run)
     return (linear_weight_bytes(layer.cfg, m, read, run.weights_dtype, run.dtype)
             + rows * m.active * (m.d_in + m.d_out) * b)
 
 
-def _add_ops(out: dict[str, int], run: RunSpec, ops: list[Op], b: int) -> None:
-    """Elementwise ops' bytes (flash fuses the ops on the scores into its kernel)."""
+def _add_ops(out: dict[str, int], run: RunSpec, ops: Sequence[Op], b: int, fused: set[str]) -> None:
+    """Elementwise ops' bytes (flash fuses the ops on the scores into its kernel, a recurrent mixer's core
+    kernel those of its ``fused`` keys)."""
     flash = run.attention == "flash"
     for op in ops:
-        _add(out, op.key, 0 if flash and op.scores else op.io * op.elements * b)
+        _add(out, op.key, 0 if (flash and op.scores) or op.key in fused else op.io * op.elements * b)
 
 
 def rerun_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
@@ -129,9 +144,10 @@ def rerun_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
     for m in rerun_linears(layer, run):
         _add(out, m.key, _linear_bytes(layer, m, run, b))
     if rerun_core(layer.cfg, run):
-        for key, n in _attention_bytes(layer, run, b, b).items():
-            _add(out, key, n)
-    _add_ops(out, run, rerun_ops(layer, run, layer_ops(layer, run)), b)
+        for attn, spec in layer.attentions():
+            for key, n in _attention_bytes(attn, spec, run, b, b).items():
+                _add(out, key, n)
+    _add_ops(out, run, rerun_ops(layer, run, layer_ops(layer, run)), b, layer.fused())
     return out
 
 

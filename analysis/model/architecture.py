@@ -132,6 +132,21 @@ class Block:
         return [] if self.spec.beside is None else [mixer_kind(self.spec.beside)(self.cfg)]
 
     @property
+    def mixers(self) -> "list[Recurrent]":
+        """The recurrent mixers the layer runs: in place of attention, or beside it (``parallel_mixer``)."""
+        return [self.recurrent] if self.spec.recurrent else self.beside
+
+    def attentions(self) -> list[tuple[AttentionKind, LayerSpec]]:
+        """The attentions the layer runs, each with its span: its own, or a recurrent layer's shared block's."""
+        if self.spec.recurrent:
+            return [(s.attention, s.spec) for s in self.shared]
+        return [(self.attention, self.spec)]
+
+    def fused(self) -> set[str]:
+        """The keys of the ops its recurrent mixers' core kernels fuse (:mod:`.mixer`)."""
+        return {key for mixer in self.mixers for key in mixer.core}
+
+    @property
     def ffn(self) -> FFNKind:
         if self.spec.ffn is None:
             raise ValueError("the layer has no FFN")

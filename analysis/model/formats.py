@@ -25,7 +25,10 @@ weights" page has the table and the sources):
 - ``mxfp4`` (OCP microscaling, GPT-OSS): ``n/2`` bytes of E2M1 codes and one E8M0 byte per 32
   values along the input: 4.25 bits per value. GPT-OSS quantizes its experts only.
 
-A partial block or group (``d_in`` not a multiple of it) takes a whole one.
+A partial block or group (``d_in`` not a multiple of it) takes a whole one. ``codes`` counts a
+matrix's packed values alone (``qweight``, the 4-bit or fp8 data), the rest being its quantization
+state (scales, zeros, code maps, ``g_idx``): what ZeRO-3 shards and what it keeps whole
+(:mod:`analysis.cluster.stored`).
 """
 
 from typing import Callable, NamedTuple
@@ -54,6 +57,26 @@ def _awq(d_in: int, d_out: int, group: int) -> int:
     return (d_in + groups) * cols * INT32 + groups * d_out * FP16
 
 
+def _bnb4_codes(d_in: int, d_out: int, group: int) -> int:
+    return ceil_div(d_in * d_out, 2)
+
+
+def _gptq_codes(bits: int) -> Callable[[int, int, int], int]:
+    return lambda d_in, d_out, group: ceil_div(d_in, 32 // bits) * d_out * INT32
+
+
+def _awq_codes(d_in: int, d_out: int, group: int) -> int:
+    return d_in * ceil_div(d_out, 8) * INT32
+
+
+def _values(d_in: int, d_out: int, group: int) -> int:  # one byte per value: int8 and fp8
+    return d_in * d_out
+
+
+def _mxfp4_codes(d_in: int, d_out: int, group: int) -> int:
+    return d_out * ceil_div(d_in, group) * group // 2
+
+
 def _fp8(scales: Callable[[int, int, int], int]) -> Callable[[int, int, int], int]:
     return lambda d_in, d_out, group: d_in * d_out + scales(d_in, d_out, group) * FP32
 
@@ -74,28 +97,31 @@ class Format(NamedTuple):
 
     name: str
     matrix_bytes: Callable[[int, int, int], int]  # (d_in, d_out, group) -> bytes of one matrix
+    codes: Callable[[int, int, int], int]  # (d_in, d_out, group) -> bytes of its packed values alone
     group: int  # values per block or group (the formula's ``g``); 1: the format has none
     skip: tuple[str, ...]  # linears kept in the compute dtype by default: keys or key prefixes
     fixed: tuple[str, ...] = ()  # linears the format's integration cannot quantize (no skip list changes it)
     dequantizes: bool = False  # each matmul first expands its whole matrix to the compute dtype
+    pack: int = 1  # output values packed in one int32 word (GPTQ's qzeros, AWQ's qweight): a column shard's unit
+    out_blocks: bool = False  # blocks span the output dim too (fp8-block's 128 x 128): a column shard's unit
 
 
 FORMATS = {f.name: f for f in (
-    Format("nf4", _bnb4(False), 64, ("lm_head",), BNB_FIXED, True),
-    Format("nf4-dq", _bnb4(True), 64, ("lm_head",), BNB_FIXED, True),
-    Format("fp4", _bnb4(False), 64, ("lm_head",), BNB_FIXED, True),
-    Format("fp4-dq", _bnb4(True), 64, ("lm_head",), BNB_FIXED, True),
-    Format("llm-int8", lambda d_in, d_out, g: d_in * d_out + d_out * FP32 + 1, 1, ("lm_head",), BNB_FIXED),
-    Format("gptq-int4", _gptq(4), 128, ("lm_head", *ROUTERS)),
-    Format("gptq-int8", _gptq(8), 128, ("lm_head", *ROUTERS)),
-    Format("awq-int4", _awq, 128, ("lm_head", *ROUTERS)),
-    Format("fp8-tensor", _fp8(lambda d_in, d_out, g: 1), 1, ("lm_head", *ROUTERS)),
-    Format("fp8-channel", _fp8(lambda d_in, d_out, g: d_out), 1, ("lm_head", *ROUTERS)),
-    Format("fp8-block", _fp8(lambda d_in, d_out, g: ceil_div(d_in, g) * ceil_div(d_out, g)), 128,
-           ("lm_head", *ROUTERS)),
+    Format("nf4", _bnb4(False), _bnb4_codes, 64, ("lm_head",), BNB_FIXED, True),
+    Format("nf4-dq", _bnb4(True), _bnb4_codes, 64, ("lm_head",), BNB_FIXED, True),
+    Format("fp4", _bnb4(False), _bnb4_codes, 64, ("lm_head",), BNB_FIXED, True),
+    Format("fp4-dq", _bnb4(True), _bnb4_codes, 64, ("lm_head",), BNB_FIXED, True),
+    Format("llm-int8", lambda d_in, d_out, g: d_in * d_out + d_out * FP32 + 1, _values, 1, ("lm_head",), BNB_FIXED),
+    Format("gptq-int4", _gptq(4), _gptq_codes(4), 128, ("lm_head", *ROUTERS), pack=8),
+    Format("gptq-int8", _gptq(8), _gptq_codes(8), 128, ("lm_head", *ROUTERS), pack=4),
+    Format("awq-int4", _awq, _awq_codes, 128, ("lm_head", *ROUTERS), pack=8),
+    Format("fp8-tensor", _fp8(lambda d_in, d_out, g: 1), _values, 1, ("lm_head", *ROUTERS)),
+    Format("fp8-channel", _fp8(lambda d_in, d_out, g: d_out), _values, 1, ("lm_head", *ROUTERS)),
+    Format("fp8-block", _fp8(lambda d_in, d_out, g: ceil_div(d_in, g) * ceil_div(d_out, g)), _values, 128,
+           ("lm_head", *ROUTERS), out_blocks=True),
     # GPT-OSS: the experts only
-    Format("mxfp4", _mxfp4, 32, ("lm_head", "attention", "mlp", "moe/router", "moe/shared_experts",
-                                 "moe/shared_expert_gate")),
+    Format("mxfp4", _mxfp4, _mxfp4_codes, 32, ("lm_head", "attention", "mlp", "moe/router", "moe/shared_experts",
+                                               "moe/shared_expert_gate")),
 )}
 WEIGHT_FORMATS = tuple(FORMATS)
 

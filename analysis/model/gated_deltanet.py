@@ -68,6 +68,18 @@ class GatedDeltaNetConfig:
 class GatedDeltaNet(Mixer):
     """The Gated DeltaNet mixer of a layer (module docstring)."""
 
+    core = ("gated_deltanet/scan", "gated_deltanet/conv1d")  # the conv and the chunked rule: one kernel
+
+    @property
+    def chunk(self) -> int:
+        return self.sizes[5]
+
+    @property
+    def core_io(self) -> tuple[int, int]:
+        """q, k and v into the conv (C), beta and the decay (Hv each) in; the rule's output (Hv*dv) out."""
+        _, Hv, _, dv, _, _ = self.sizes
+        return self.channels + 2 * Hv, Hv * dv
+
     @property
     def sizes(self) -> tuple[int, int, int, int, int, int]:
         """(Hk, Hv, dk, dv, K, Q)."""

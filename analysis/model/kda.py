@@ -68,6 +68,18 @@ class KDAConfig:
 class KDA(Mixer):
     """The KDA mixer of a layer (module docstring)."""
 
+    core = ("kda/scan", "kda/conv1d")  # the conv and the chunked rule: one kernel
+
+    @property
+    def chunk(self) -> int:
+        return self.sizes[3]
+
+    @property
+    def core_io(self) -> tuple[int, int]:
+        """q, k and v into the conv (3E), the per-channel decays (E) and beta (H) in; the rule's output (E) out."""
+        H, d, _, _ = self.sizes
+        return self.channels + H * d + H, H * d
+
     @property
     def sizes(self) -> tuple[int, int, int, int]:
         """(H, d, K, Q)."""

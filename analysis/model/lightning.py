@@ -57,6 +57,18 @@ def blocks(S: int, Q: int) -> list[int]:
 class Lightning(Mixer):
     """The lightning attention of a layer (module docstring)."""
 
+    core = ("lightning/attention",)  # the blocked attention and its decays: one kernel
+
+    @property
+    def chunk(self) -> int:
+        return self.sizes[2]
+
+    @property
+    def core_io(self) -> tuple[int, int]:
+        """q, k and v (3E) in; the attention's output (E) out."""
+        h, hd, _ = self.sizes
+        return 3 * h * hd, h * hd
+
     @property
     def sizes(self) -> tuple[int, int, int]:
         """(h, hd, Q)."""

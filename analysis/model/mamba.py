@@ -75,6 +75,14 @@ class MambaConfig:
 class Mamba(Mixer):
     """The Mamba-1 mixer of a layer (module docstring)."""
 
+    core = ("mamba/scan", "mamba/conv1d", "mamba/A_log")  # the conv, the scan and A = -exp(A_log): one kernel
+
+    @property
+    def core_io(self) -> tuple[int, int]:
+        """The conv's input x and dt (E each) and each head's B and C (2N) in; y (E) out."""
+        E, N, _, _ = self.sizes
+        return 2 * E + 2 * N * self.cfg.mamba.heads, E
+
     @property
     def sizes(self) -> tuple[int, int, int, int]:
         """(E, N, R, K)."""

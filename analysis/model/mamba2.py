@@ -64,6 +64,18 @@ class Mamba2Config:
 class Mamba2(Mixer):
     """The Mamba-2 mixer of a layer (module docstring)."""
 
+    core = ("mamba2/scan", "mamba2/conv1d", "mamba2/A_log")  # the conv, the chunked scan and A: one kernel
+
+    @property
+    def chunk(self) -> int:
+        return self.sizes[6]
+
+    @property
+    def core_io(self) -> tuple[int, int]:
+        """x, B and C into the conv (E + 2GN) and dt (H) in; y (E) out."""
+        E, H, _, N, G, _, _ = self.sizes
+        return E + 2 * G * N + H, E
+
     @property
     def sizes(self) -> tuple[int, int, int, int, int, int, int]:
         """(E, H, P, N, G, K, Q)."""

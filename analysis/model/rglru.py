@@ -61,6 +61,15 @@ class RGLRUConfig:
 class RGLRU(Mixer):
     """The recurrent block of an rglru layer (module docstring)."""
 
+    # the conv, the gates' batched matmuls and the recurrence: one kernel
+    core = ("rglru/scan", "rglru/conv1d", "rglru/input_gate", "rglru/recurrent_gate", "rglru/recurrent_param")
+
+    @property
+    def core_io(self) -> tuple[int, int]:
+        """x into the conv (E) in; the recurrence's h (E) out."""
+        E, _, _ = self.sizes
+        return E, E
+
     @property
     def sizes(self) -> tuple[int, int, int]:
         """(E, H, K)."""

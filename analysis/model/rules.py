@@ -184,9 +184,11 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
         if not any(moe.is_moe_layer(i) and cfg.has_ffn(i) for i in range(cfg.n_layers)):
             check.fail("moe", f"no layer is MoE (first_dense_layers {moe.first_dense_layers}, "
                               f"step {moe.step}, {cfg.n_layers} layers)")
-        if moe.beside_mlp and (cfg.parallel_block or cfg.norm_placement not in ("pre", "sandwich")):
+        placements = {cfg.norm_placement, cfg.recurrent_norm_placement or cfg.norm_placement}  # every layer's
+        if moe.beside_mlp and (cfg.parallel_block or not placements <= {"pre", "sandwich"}):
             check.fail("moe.beside_mlp", "is modeled in a sequential block with norm_placement pre or sandwich "
-                                         "(Gemma 4's), not with parallel_block or post norms")
+                                         "(Gemma 4's; recurrent_norm_placement too), not with parallel_block or "
+                                         "post norms")
         if moe.beside_mlp and (moe.shortcut or moe.zero_experts):  # Gemma's router scales real experts alone
             check.fail("moe.beside_mlp", "Gemma 4's experts beside the MLP: not with LongCat-Flash's MoE "
                                          "(moe.shortcut, moe.zero_experts)")

@@ -45,6 +45,14 @@ class ShortConvConfig:
 class ShortConv(Mixer):
     """The gated short convolution of a layer (module docstring)."""
 
+    core = ("short_conv/conv1d",)  # the conv: one kernel
+
+    @property
+    def core_io(self) -> tuple[int, int]:
+        """B * x (d) in; the conv's output (d) out."""
+        d, _ = self.sizes
+        return d, d
+
     @property
     def sizes(self) -> tuple[int, int]:
         """(d, L)."""

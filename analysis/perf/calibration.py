@@ -15,6 +15,9 @@ with, for each kernel the component launches (:func:`rates`):
 - flash attention over ``q`` query rows a K/V head (positions x the query heads sharing it, packed
   as FlashAttention-3 and FlashDecoding pack them) of head size ``d``:
   ``flash x q/(q + q0) x d/(d + d0)``; eager attention's two products are GEMMs;
+- a recurrent mixer's core (its conv, scan or rule and the ops between them, :mod:`analysis.model.mixer`):
+  one fused kernel a layer, its FLOPs at ``gemm`` (no published measurement of these kernels among the
+  sources) and its bytes streaming as K/V do, in the state's dtype (inference) or the compute dtype;
 - elementwise kernels (norms, activations, softmax, the optimizer step): ``elementwise`` of the
   bandwidth and of the vector peak;
 - streaming weights and K/V: ``streaming[format] x b/(b + b0)`` of the bandwidth, ``b`` the bytes
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
-from ..count.flops import SCORES_VALUES, layer_ops, linear_rows, model_ops
+from ..count.flops import SCORES_VALUES, copies_read, layer_ops, linear_rows, model_ops
 from ..count.quant import stored_dtype
 from ..count.recompute import rerun_core, rerun_linears, rerun_ops
 from ..errors import ConfigError, SpecError, brief
@@ -127,10 +130,12 @@ class Rates(NamedTuple):
 
 class _Mix:
     """A component's kernels and the FLOP-weighted harmonic mean of their compute efficiencies; ``rerun``
-    the kernels per-op checkpointing runs again in backward."""
+    the kernels per-op checkpointing runs again in backward; ``fmt`` what its streaming reads are stored as
+    (None: its weights' dtype)."""
 
     def __init__(self) -> None:
         self.flops, self.cost, self.kernels, self.stream, self.rerun = 0.0, 0.0, 0, False, 0
+        self.fmt: str | None = None
 
     def add(self, kernels: int, flops: float = 0.0, eff: float = 1.0, stream: bool = False) -> None:
         self.kernels += kernels
@@ -156,39 +161,45 @@ def _mixes(cal: Calibration, cfg: ModelConfig, run: RunSpec) -> dict[str, _Mix]:
     for group, block in model.blocks:
         n = group.count
         for m in block.linears():
-            rows = linear_rows(m, block, run) * m.active
-            per_expert = rows / min(m.copies, rows) if m.copies > 1 else rows
+            tokens = linear_rows(m, block, run)
+            rows = tokens * m.active
+            per_expert = rows / copies_read(m, tokens, run)  # rows a copy's GEMM runs over
             mix(m.key).add(n, 2.0 * rows * m.d_in * m.d_out * n, cal.gemm_eff(per_expert, m.d_out, m.d_in), True)
             if run.lora is not None:
                 r = run.lora.rank
                 mix(m.key + "/lora").add(2 * n, 2.0 * rows * r * (m.d_in + m.d_out) * n,
                                          cal.gemm_eff(per_expert, r, m.d_in), True)
-        if not block.spec.recurrent:
-            attn = block.attention
+        for attn, spec in block.attentions():
             packed = run.query_len * max(1, attn.heads // attn.kv_heads)
             if flash:  # one kernel for both products
                 eff = cal.flash_eff(packed, attn.score_dim)
                 mix("attention/scores").add(n, 1.0, eff, True)
                 mix("attention/values").add(0, 1.0, eff, True)
             else:
-                keys = run.seq if block.spec.window is None else min(run.seq, block.spec.window)
+                keys = run.seq if spec.window is None else min(run.seq, spec.window)
                 mix("attention/scores").add(n, 1.0, cal.gemm_eff(run.query_len, keys, attn.score_dim), True)
                 mix("attention/values").add(n, 1.0, cal.gemm_eff(run.query_len, attn.value_dim, keys), True)
+            if run.mode != "train":
+                mix("kv_cache").add(n)
+        for mixer in block.mixers:  # its core: one fused kernel at the GEMM fraction, streaming its state
+            if mixer.core:
+                core = mix(mixer.core[0])
+                core.add(n, stream=True)
+                core.fmt = run.state_dtype if run.mode != "train" else run.dtype
+        fused = block.fused()
         ops = layer_ops(block, run)
         for op in ops:
-            if not (flash and op.scores):  # flash fuses the score ops into its kernel
+            if not (flash and op.scores) and op.key not in fused:  # fused into flash's or a core's kernel
                 mix(op.key).add(n)
         if op_again:  # the linears it keeps no output of, eager attention's core, the elementwise ops
             for op in rerun_ops(block, run, ops):
-                if not (flash and op.scores):
+                if not (flash and op.scores) and op.key not in fused:
                     mix(op.key).rerun += n
             for m in rerun_linears(block, run):
                 mix(m.key).rerun += n
             if rerun_core(cfg, run):
                 mix("attention/scores").rerun += n
                 mix("attention/values").rerun += n
-        if run.mode != "train":
-            mix("kv_cache").add(n)
     mix("embedding").add(1)
     if run.logit_tokens:
         head = model.head.linear
@@ -210,8 +221,8 @@ def rates(cal: Calibration, peaks: tuple[float, float, float], cfg: ModelConfig,
         mx = mixes.get(key, _Mix())
         kernels = mx.kernels * passes + mx.rerun
         per_kernel = moved.get(key, 0) / max(1, kernels)
-        fmt = (run.kv_dtype if run.mode != "train" else run.dtype) if key in SCORES_VALUES \
-            else stored_dtype(cfg, key, run.weights_dtype, run.dtype)
+        fmt = mx.fmt or ((run.kv_dtype if run.mode != "train" else run.dtype) if key in SCORES_VALUES
+                         else stored_dtype(cfg, key, run.weights_dtype, run.dtype))
         stream = cal.streaming_eff(fmt, per_kernel) if mx.stream else cal.elementwise
         out[key] = Rates(matmul * (eff.compute or mx.eff or cal.gemm), vector * (eff.compute or cal.elementwise),
                          bandwidth * (eff.bandwidth or stream), kernels * cal.kernel_s)

@@ -39,7 +39,7 @@ off by default; the published torchtitan rows do not say they turned it on): the
 gathered in bf16, as in a bf16 run.
 """
 
-from ..count.flops import linear_rows
+from ..count.flops import copies_read, linear_rows
 from ..model.architecture import build
 from ..model.config import ModelConfig
 from ..model.formats import ROUTERS, fp8_weights
@@ -78,7 +78,7 @@ def casts(cfg: ModelConfig, run: RunSpec, shard: int = 1) -> tuple[int, int]:
             if m.key in ROUTERS:
                 continue
             rows = linear_rows(m, block, run)
-            read = m.copies if m.active == m.copies else min(m.copies, rows * m.active)  # as traffic reads them
+            read = copies_read(m, rows, run)  # as traffic reads them
             x, g = rows * m.active * m.d_in, rows * m.active * m.d_out if train else 0
             if shard > 1:
                 region = next((keys for keys in SHARED_INPUTS if m.key in keys), None)

@@ -27,11 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..count.flops import approximations, count_flops
+from ..count.flops import FlopBreakdown, approximations, count_flops
 from ..count.traffic import pass_bytes
 from ..errors import SpecError
 from ..model.config import ModelConfig
-from ..spec import RunSpec
+from ..spec import Layout, RunSpec
 from .calibration import CALIBRATED, Efficiency, Rates, rates
 from .float8 import CASTS, casts, fp8_keys
 from .hardware import Hardware
@@ -164,8 +164,9 @@ class Roofline:
 
 def roofline(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALIBRATED) -> Roofline:
     """One pass (train: forward, backward and the optimizer step), unchunked, on one device (a
-    GPU's step under a layout: :func:`analysis.cluster.step.step`)."""
-    run.one_device("roofline")
+    GPU's step under a layout: :func:`analysis.cluster.step.step`; one GPU of an expert-parallel group
+    reads only the experts it holds, ``count.flops.copies_read``)."""
+    run.one_device("roofline", expert_group=True)
     run.no_images("roofline")
     run = run.resolve(cfg).executed()
     matmul, elementwise, moved = _work(cfg, run)
@@ -179,11 +180,16 @@ def roofline(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CAL
 def _work(cfg: ModelConfig, run: RunSpec) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """Matmul FLOPs, elementwise FLOPs and bytes by component of a pass (``run`` resolved and
     executed): the counted ones, and fp8's casts."""
-    flops = count_flops(cfg, run).total
+    flops = _flops(cfg, run.replace(layout=Layout()))  # an expert-parallel GPU's: balanced routing
     matmul, elementwise, moved = dict(flops.matmul), dict(flops.elementwise), pass_bytes(cfg, run)
     if run.matmul_dtype == "fp8":
         elementwise[CASTS], moved[CASTS] = casts(cfg, run)
     return matmul, elementwise, moved
+
+
+@functools.lru_cache(maxsize=256)  # `plan` asks for the pass of each expert-parallel group: the same FLOPs
+def _flops(cfg: ModelConfig, run: RunSpec) -> FlopBreakdown:
+    return count_flops(cfg, run).total
 
 
 Peaks = Callable[[str], tuple[float, float, float]]
@@ -347,7 +353,7 @@ class Utilization(NamedTuple):
 
     tokens_per_s: float
     gpus: int
-    model_flops_per_token: float  # llmcalc's matmul FLOPs: dense attention, no recomputation
+    model_flops_per_token: float  # llmcalc's matmul FLOPs: dense attention, no recomputation (flash's neither)
     hardware_flops_per_token: float  # as executed: flash skips masked blocks, recomputation counts
     six_n_per_token: float  # 6N, N the non-embedding (active) parameters
     palm_per_token: float  # 6N + 12 L H Q T
@@ -377,7 +383,8 @@ def utilization(cfg: ModelConfig, run: RunSpec, hw: Hardware, tokens_per_s: floa
     run.no_images("utilization")
     run = run.resolve(cfg)
     tokens = run.tokens
-    model = count_flops(cfg, run.replace(causal=False, recompute="none")).total.matmul_total
+    # model FLOPs (PaLM): no recomputation, not even flash attention's rerun of the scores in backward
+    model = count_flops(cfg, run.replace(causal=False, recompute="none", attention="eager")).total.matmul_total
     executed = count_flops(cfg, run.executed()).total.matmul_total
     approx = approximations(cfg, run)
     return Utilization(tokens_per_s, gpus, model / tokens, executed / tokens, approx.six_n / tokens,

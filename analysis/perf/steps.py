@@ -4,7 +4,8 @@ constant time in the new tokens and in the chunks).
 Each component's FLOPs and bytes in a pass are integer polynomials of degree at most 2 in the pass's
 position (the context of a decode step or of a no-cache recompute; the index of a chunk) between
 breakpoints the config fixes: a sliding window W, the boundaries of a chunked layer's chunks, the
-tokens at which a mixture of experts reads every expert (:func:`thresholds`), and within a piece on
+tokens at which a mixture of experts reads every expert, the first pass and the chunk boundaries of a
+recurrent mixer's chunked form (:func:`thresholds`), and within a piece on
 each residue class modulo :func:`period` (int4 packs two values a byte: ``ceil(T d / 2)`` bytes of
 embedding rows alternate with the parity of ``T d``). Each piece's (class's) polynomials are
 interpolated from exact counts at three of its points and summed exactly (integers); a pass's time,
@@ -41,6 +42,10 @@ def thresholds(cfg: ModelConfig, batch: int, top: int) -> set[int]:
             points.add(spec.topk)
         if spec.chunk is not None:
             points.update(range(0, top + spec.chunk, spec.chunk))
+        for mixer in block.mixers:  # a first pass runs no state in; a chunked form steps at each chunk
+            points.add(0)
+            if mixer.chunk is not None:
+                points.update(range(0, top + mixer.chunk, mixer.chunk))
         for m in block.linears():  # a mixture of experts reads all its experts from this many tokens on
             if m.active != m.copies:
                 points.add(-(-m.copies // (batch * m.active)))

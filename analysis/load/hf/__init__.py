@@ -28,6 +28,7 @@ Policy for the keys of a config (docs/huggingface.md):
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from ...errors import ConfigError, UnmappedModelType, brief
@@ -195,6 +196,19 @@ def _top_level(out: dict[str, Any], raw: dict[str, Any], source: str, family: Fa
     return out
 
 
+def _architecture_hint(raw: dict[str, Any]) -> str:
+    """For a model_type no mapper reads, whose ``architectures`` name the class of one a mapper does (Kimi K2's
+    ``kimi_k2`` and DeepseekV3ForCausalLM): that model_type, as a hint (never read as it silently); else ""."""
+    for arch in raw.get("architectures") or []:
+        if not isinstance(arch, str):
+            continue
+        stem = re.sub(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$", "", arch).lower()
+        kind = next((k for k in MAPPERS if k.replace("_", "") == stem), None)
+        if kind is not None:
+            return f"its architectures list {arch}, the class of model_type {kind!r}, which llmcalc reads"
+    return ""
+
+
 def _read(raw: dict[str, Any], source: str, inside: bool = False) -> tuple[dict[str, Any], Raw]:
     """llmcalc's keys for ``raw`` and what was read of it; ``inside``: the language model of a
     multimodal checkpoint."""
@@ -205,8 +219,9 @@ def _read(raw: dict[str, Any], source: str, inside: bool = False) -> tuple[dict[
         return _multimodal(raw, source, MULTIMODAL[kind])
     mapper = MAPPERS.get(kind) or (_INSIDE.get(kind) if inside else None)
     if mapper is None:  # `llmcalc params` may count it through transformers (analysis.verify.fallback)
-        raise UnmappedModelType(f"unsupported Hugging Face model_type {brief(kind)}; the {len(MAPPERS)} supported "
-                                "are listed in the docs (Hugging Face configs, Supported model types)", source, raw,
+        hint = _architecture_hint(raw) or (f"the {len(MAPPERS)} supported are listed in the docs (Hugging Face "
+                                           "configs, Supported model types)")
+        raise UnmappedModelType(f"unsupported Hugging Face model_type {brief(kind)}; {hint}", source, raw,
                                 _name(raw, source))
     for key, what in REJECTED.items():
         if raw.get(key) not in (None, {}, []) and key not in _READS_REJECTED.get(kind, ()):

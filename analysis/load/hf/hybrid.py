@@ -17,6 +17,9 @@ from .recurrent import _mamba2_mixer
 _NEMOTRON_BLOCKS = {"linear_attention": ("mamba2", False), "full_attention": ("full", False),
                     "mlp": ("none", True), "moe": ("none", True)}
 _NEMOTRON_LETTERS = {"M": "linear_attention", "*": "full_attention", "-": "mlp", "E": "moe"}
+# the names earlier checkpoints list (Nemotron 3 Ultra's "mamba", "attention"), as transformers renames them in
+# every config (configuration_utils._LEGACY_LAYER_TYPE_REMAP)
+_LEGACY_BLOCKS = {"mamba": "linear_attention", "attention": "full_attention"}
 
 
 def _nemotron_blocks(r: Raw) -> list[str]:
@@ -31,6 +34,8 @@ def _nemotron_blocks(r: Raw) -> list[str]:
     else:
         r.read.add("hybrid_override_pattern")
     kinds = ["linear_attention", "moe", "full_attention", "mlp"] if kinds is None else kinds
+    if isinstance(kinds, list):
+        kinds = [_LEGACY_BLOCKS.get(k, k) if isinstance(k, str) else k for k in kinds]
     if not isinstance(kinds, list) or not kinds or len(kinds) > MAX_LAYERS or \
             any(k not in _NEMOTRON_BLOCKS for k in kinds):
         r.fail("layers_block_type", f"must list 'linear_attention', 'full_attention', 'mlp' or 'moe' per layer, "

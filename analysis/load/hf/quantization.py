@@ -8,10 +8,10 @@ from ...errors import brief
 from ...model.sizes import MAX_INT
 from .raw import Raw
 
-# The last part of a module name in a skip list -> the breakdown key it names (None: embeddings,
-# never quantized). A name for one layer only (``model.layers.3.mlp``) is refused: llmcalc's
-# formats apply to every layer alike.
-_MODULES = {"lm_head": "lm_head", "embed_tokens": None, "wte": None, "wpe": None,
+# The last part of a module name in a skip list -> the breakdown key it names (None: embeddings and
+# the router's score correction, a vector, never quantized; MiniMax-M2.5 lists it). A name for one
+# layer only (``model.layers.3.mlp``) is refused: llmcalc's formats apply to every layer alike.
+_MODULES = {"lm_head": "lm_head", "embed_tokens": None, "wte": None, "wpe": None, "e_score_correction_bias": None,
             "self_attn": "attention", "attn": "attention", "attention": "attention",
             "q_proj": "attention/q", "k_proj": "attention/k", "v_proj": "attention/v", "o_proj": "attention/o",
             "q_a_proj": "attention/q_a", "q_b_proj": "attention/q_b", "kv_a_proj_with_mqa": "attention/kv_a",
