@@ -1472,10 +1472,12 @@ def _gemma3n_closed_forms(c, B: int, S: int) -> tuple[int, int, int]:
     return params, flops, kv
 
 
-def test_gemma3n_text_small_closed_forms(tmp_path):
+@pytest.mark.parametrize("scale", [True, False], ids=["scaled", "unscaled"])
+def test_gemma3n_text_small_closed_forms(tmp_path, scale):
     """6 layers: 3 streams, per-layer inputs from a table smaller than the vocabulary, a window of 4 that binds,
     the last 2 layers reading layers 2's and 3's K/V, 2 sparse layers: llmcalc's figures are the closed forms,
-    and verify --against transformers agrees on every component."""
+    and verify --against transformers agrees on every component. Without ``altup_correct_scale`` transformers
+    still builds each layer's ``correct_output_scale`` (only its multiply depends on the flag)."""
     from llmcalc.analysis.count.flops import count_flops
     from llmcalc.analysis.count.kvcache import kv_cache
     from llmcalc.analysis.spec import RunSpec
@@ -1484,7 +1486,8 @@ def test_gemma3n_text_small_closed_forms(tmp_path):
         hidden_size=64, num_hidden_layers=6, intermediate_size=96, num_kv_shared_layers=2, vocab_size=300,
         activation_sparsity_pattern=[0.95, 0.95, 0.0, 0.0, 0.0, 0.0], vocab_size_per_layer_input=200,
         hidden_size_per_layer_input=16, laurel_rank=8, altup_num_inputs=3, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, sliding_window=4, layer_types=["sliding_attention", "full_attention"] * 3)
+        num_key_value_heads=2, head_dim=16, sliding_window=4, layer_types=["sliding_attention", "full_attention"] * 3,
+        altup_correct_scale=scale)
     raw = {**c.to_dict(), "model_type": "gemma3n_text"}
     path = _write(tmp_path, raw)
     cfg = load_path(path)

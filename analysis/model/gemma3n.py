@@ -17,7 +17,8 @@ A layer (streams ``X``; ``n_*`` the model's norms; attention and FFN as a ``sand
   a sparse layer (``sparse_layers``) the gate's output ``g`` becomes ``relu(g - mean(g) - std(g) * z)``
   (``z`` the normal quantile of ``sparsity``: elementwise only);
 - correct: ``c = altup/correction(tanh(altup/router(altup/router_norm(y) / d))) + 1``,
-  ``Z_j = P_j + c_j * (y - P_0)``; ``f = Z_0 * altup/scale`` (``correct_scale``);
+  ``Z_j = P_j + c_j * (y - P_0)``; ``f = Z_0 * altup/scale`` (with ``correct_scale``; else ``f = Z_0``, the
+  vector a parameter still);
 - ``Z_j += n_per_layer(per_layer/projection(gelu(per_layer/gate(f)) * input_i))`` for the streams j >= 1.
 
 After the last layer, streams 1..N-1 go through ``altup/unembed`` (rescaled to stream 0's root mean square
@@ -55,7 +56,9 @@ class Gemma3nConfig:
     laurel_rank: int = checked(integer())
     per_layer_width: int = checked(integer())  # p: hidden_size_per_layer_input
     per_layer_vocab: int = checked(integer())  # vocab_size_per_layer_input
-    correct_scale: bool = checked(boolean, True)  # altup_correct_scale: stream 0 times a learned vector
+    # altup_correct_scale: stream 0 times the learned vector altup/scale (a parameter either way, as transformers
+    # builds it)
+    correct_scale: bool = checked(boolean, True)
     # layers whose gate output is cut at its mean + z * std (cyclic, as ffn_layers); None: none
     sparse_layers: tuple[bool, ...] | None = checked(optional(pattern(boolean)), None)
     sparsity: float = checked(number(0.999999), 0.95)  # the target share of zeros: z its normal quantile
@@ -88,11 +91,11 @@ def layer_norms(cfg: ModelConfig) -> list[Norm]:
 
 
 def layer_vectors(cfg: ModelConfig) -> list[Vector]:
-    """AltUp's small matrices (their matmuls are :func:`layer_matmul`'s) and stream 0's scale."""
-    g, d = _g(cfg), cfg.d_model
-    N = g.streams
-    out = [Vector("altup/router", d * N), Vector("altup/prediction", N * N * N), Vector("altup/correction", N * N)]
-    return out + ([Vector("altup/scale", d)] if g.correct_scale else [])
+    """AltUp's small matrices (their matmuls are :func:`layer_matmul`'s) and stream 0's scale (built whether or not
+    ``correct_scale`` multiplies by it)."""
+    N, d = _g(cfg).streams, cfg.d_model
+    return [Vector("altup/router", d * N), Vector("altup/prediction", N * N * N), Vector("altup/correction", N * N),
+            Vector("altup/scale", d)]
 
 
 def model_parts(cfg: ModelConfig) -> tuple[Table | Linear | Norm, ...]:

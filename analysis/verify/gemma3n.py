@@ -49,8 +49,8 @@ class AltUp(nn.Module):
         self.prediction = nn.Linear(g.streams, g.streams ** 2, bias=False)
         self.correction = nn.Linear(g.streams, g.streams, bias=False)
         self.predict_mix = PredictMix()
-        if g.correct_scale:
-            self.scale = nn.Parameter(torch.ones(d))
+        self.scale = nn.Parameter(torch.ones(d))  # built either way, as transformers' correct_output_scale
+        self.scaled = g.correct_scale
 
     def forward(self, x: torch.Tensor, predictions: torch.Tensor | None = None):
         """The predictions from the streams ``x``; with ``predictions``, their correction by the layer's output
@@ -68,7 +68,7 @@ class AltUp(nn.Module):
         """The corrected streams and stream 0 scaled (the per-layer input's gate reads it)."""
         c = self.correction(self.route(y)) + 1  # (B, S, N)
         corrected = predictions + c.unsqueeze(-1) * (y - predictions[:, :, 0]).unsqueeze(-2)
-        first = corrected[:, :, 0] * self.scale if hasattr(self, "scale") else corrected[:, :, 0].contiguous()
+        first = corrected[:, :, 0] * self.scale if self.scaled else corrected[:, :, 0].contiguous()
         return corrected, first
 
 
