@@ -1502,6 +1502,8 @@ def test_gemma3n_text_small_closed_forms(tmp_path, scale):
 @pytest.mark.parametrize("changes, key", [
     ({"intermediate_size": [96, 128, 96, 64]}, "intermediate_size"),
     ({"activation_sparsity_pattern": [0.95, 0.9, 0.0, 0.0]}, "activation_sparsity_pattern"),
+    # transformers' __post_init__ takes its len(): a TypeError
+    ({"activation_sparsity_pattern": 0.95}, "activation_sparsity_pattern"),
     ({"hidden_activation": "silu"}, "hidden_activation")])
 def test_gemma3n_text_refusals_name_the_key(tmp_path, changes, key):
     raw = {**transformers.Gemma3nTextConfig(num_hidden_layers=4, num_kv_shared_layers=1).to_dict(),

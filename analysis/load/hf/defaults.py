@@ -885,8 +885,8 @@ DEFAULTS["gemma4_text"] = _config(
     attention_k_eq_v=False, num_kv_shared_layers=0, enable_moe_block=False, use_double_wide_mlp=False,
     num_experts=_null(), top_k_experts=_null(), moe_intermediate_size=_null(), global_head_dim=512,
     num_global_key_value_heads=_null(), per_layer_config=_null())
-# Gemma3nTextConfig; intermediate_size and activation_sparsity_pattern: a value or a list per layer (its
-# __post_init__; null: the first 10 layers of more than 10 sparse at 0.95); layer_types: its __post_init__
+# Gemma3nTextConfig; intermediate_size: a value or a list per layer, activation_sparsity_pattern: a list per layer
+# (its __post_init__; null: the first 10 layers of more than 10 sparse at 0.95); layer_types: its __post_init__
 DEFAULTS["gemma3n_text"] = _config(
     f"{_COMMON} rms_norm_eps altup_active_idx altup_coef_clip", attention_dropout=_null(0.0),
     vocab_size=262400, hidden_size=2048, intermediate_size=16384, num_hidden_layers=35, num_attention_heads=8,

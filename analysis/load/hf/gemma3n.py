@@ -9,7 +9,8 @@ whose ``activation_sparsity_pattern`` entry is above 0 (one target for all of th
 (which stream the layer computes), ``altup_coef_clip`` (training's clamp) and the score scale change no count.
 
 Refused, naming the key: an ``intermediate_size`` list whose widths differ (every published checkpoint has
-one width), sparse layers of different targets, a ``hidden_activation`` other than GeLU. The multimodal
+one width), sparse layers of different targets, an ``activation_sparsity_pattern`` that is not a list (transformers'
+__post_init__ fails on one value), a ``hidden_activation`` other than GeLU. The multimodal
 ``gemma3n`` (a MobileNetV5 vision tower through timm and an audio tower) has no mapper: docs/huggingface.md,
 Models without a mapper.
 """
@@ -42,10 +43,9 @@ def _sparse_layers(r: Raw, layers: int) -> dict[str, Any]:
     pattern = r.get("activation_sparsity_pattern")
     if pattern is None:
         pattern = [0.95] * (10 if layers > 10 else 0) + [0.0] * (layers - (10 if layers > 10 else 0))
-    if not isinstance(pattern, list):
-        pattern = [pattern] * layers
-    if len(pattern) != layers or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1
-                                     for v in pattern):
+    # a single value is refused as transformers' __post_init__ refuses it (it takes its len())
+    if not isinstance(pattern, list) or len(pattern) != layers or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1 for v in pattern):
         r.fail("activation_sparsity_pattern", f"must list a sparsity in [0, 1) per layer ({layers}), "
                                               f"got {brief(pattern)}")
     targets = {v for v in pattern if v > 0}
