@@ -1504,7 +1504,7 @@ def test_gemma3n_text_small_closed_forms(tmp_path, scale):
     ({"activation_sparsity_pattern": [0.95, 0.9, 0.0, 0.0]}, "activation_sparsity_pattern"),
     # transformers' __post_init__ takes its len(): a TypeError
     ({"activation_sparsity_pattern": 0.95}, "activation_sparsity_pattern"),
-    ({"hidden_activation": "silu"}, "hidden_activation")])
+    ({"hidden_activation": "silu"}, "hidden_activation"), ({"altup_num_inputs": 1}, "altup_num_inputs")])
 def test_gemma3n_text_refusals_name_the_key(tmp_path, changes, key):
     raw = {**transformers.Gemma3nTextConfig(num_hidden_layers=4, num_kv_shared_layers=1).to_dict(),
            "model_type": "gemma3n_text", **changes}

@@ -10,7 +10,8 @@ whose ``activation_sparsity_pattern`` entry is above 0 (one target for all of th
 
 Refused, naming the key: an ``intermediate_size`` list whose widths differ (every published checkpoint has
 one width), sparse layers of different targets, an ``activation_sparsity_pattern`` that is not a list (transformers'
-__post_init__ fails on one value), a ``hidden_activation`` other than GeLU. The multimodal
+__post_init__ fails on one value), a ``hidden_activation`` other than GeLU, fewer than 2 streams (``altup_num_inputs``;
+every published checkpoint has 4). The multimodal
 ``gemma3n`` (a MobileNetV5 vision tower through timm and an audio tower) has no mapper: docs/huggingface.md,
 Models without a mapper.
 """
