@@ -25,9 +25,9 @@ After the last layer, streams 1..N-1 go through ``altup/unembed`` (rescaled to s
 again) and the N are averaged before the final norm (over the tokens the LM head reads).
 
 Elementwise costs (forward FLOPs per element): tanh 1, the router's scale 1, the predictions' and
-corrections' adds and multiplies 1 each, a root mean square 2 per element (square, sum), a rescale 1,
-gelu 8 (as :data:`.variants.ACTIVATIONS`), the sparsity's mean 1, standard deviation 3, subtraction 1 and
-relu 1. Saved for backward: see :func:`layer_saves` and :func:`model_saves`, what the reference
+corrections' adds and multiplies 1 each, a root mean square 2 per element (square, sum), a rescale 1, gelu
+:data:`.variants.ACTIVATIONS`' (the tanh approximation), the sparsity's mean 1, standard deviation 3, subtraction 1
+and relu 1. Saved for backward: see :func:`layer_saves` and :func:`model_saves`, what the reference
 (:mod:`analysis.verify.gemma3n`) keeps.
 """
 
@@ -39,12 +39,11 @@ from typing import TYPE_CHECKING
 from .keys import boolean, checked, integer, number, optional, pattern
 from .parts import Linear, Norm, Table, Vector, make_norm
 from .tape import INDEX, STAT, Tape
-from .variants import Op, norm_cost
+from .variants import ACTIVATIONS, Op, norm_cost
 
 if TYPE_CHECKING:
     from .config import ModelConfig
 
-GELU_COST = 8  # the per-layer gate's gelu (tanh), as ACTIVATIONS["gelu"]
 SPARSITY_COST = 6  # mean 1, standard deviation 3, subtract 1, relu 1
 
 
@@ -133,7 +132,7 @@ def layer_ops(cfg: ModelConfig, tokens: int, sparse: bool) -> list[Op]:
            Op("altup", T * N * d, 1, 3),  # the predictions plus the streams
            Op("altup", T * N, 1, 2), Op("altup", T * d, 1, 3), Op("altup", T * N * d, 2, 3),  # +1, innovation, Z
            Op("laurel", T * d, 1, 3), Op("residual", T * d, 1, 3), Op("residual", T * d, 1, 2),  # l, + l, / sqrt 2
-           Op("per_layer", T * p, GELU_COST, 2), Op("per_layer", T * p, 1, 3),
+           Op("per_layer", T * p, ACTIVATIONS["gelu"].cost, 2), Op("per_layer", T * p, 1, 3),
            Op("per_layer", (N - 1) * T * d, 1, 3)]  # added to streams 1..N-1
     if g.correct_scale:
         ops.append(Op("altup/scale", T * d, 1, 2))
