@@ -568,7 +568,7 @@ def _shared_transformer(draw, raw):
     if draw(st.booleans()):
         shared["blocks"] = draw(st.integers(1, len(layers)))
     if draw(st.booleans()):
-        shared["adapter_rank"] = draw(st.integers(0, 3))
+        shared["adapter_rank"] = draw(st.integers(1, 3))  # 0 is the default: left out
     if shared.get("adapter_rank"):
         shared["attention_adapters"] = draw(st.booleans())
     raw["shared_transformer"] = shared
