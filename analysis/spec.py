@@ -257,7 +257,11 @@ class LoRA:
 def recompute_refusal(cfg: ModelConfig, recompute: str, lora: LoRA | None = None) -> str | None:
     """Why ``recompute`` is refused for ``cfg`` (with ``lora``), or None. Per-op checkpointing
     (analysis/count/recompute.py): its policy counts the linears of attention and FFN layers alone. Full
-    recomputation: with K/V shared across layers, a checkpointed layer reads K and V kept outside it."""
+    recomputation: with K/V shared across layers, a checkpointed layer reads K and V kept outside it. Neither
+    with Gemma 3n's layers, whose checkpoint would keep the streams and the per-layer input: not modeled."""
+    if recompute in ("full", "op") and cfg.gemma3n is not None:
+        return (f"{recompute} recomputation with Gemma 3n's layers (gemma3n) is not modeled: a checkpointed layer "
+                "keeps its streams and its per-layer input")
     if recompute == "full" and cfg.kv_shared_layers:
         return ("full recomputation with layers reading an earlier layer's K/V (kv_shared_layers) is not modeled: "
                 "the K and V a checkpointed layer reads from another are kept outside its checkpoint")

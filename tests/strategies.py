@@ -119,6 +119,18 @@ VARIANTS = {  # together every config key and value
                    "head_dim": 8, "qk_norm": "head", "v_norm": True, "norm_placement": "sandwich", "sliding_window": 4,
                    "layer_types": ["sliding", "sliding", "full"], "kv_shared_layers": 3, "embedding_scale": 5.65,
                    "final_logit_softcap": 30, "tie_embeddings": True},
+    # Gemma 3n's layers: three streams, Laurel, per-layer inputs (ids past their table), a sparse FFN layer
+    "gemma3n": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_kv_heads": 2, "n_layers": 4,
+                "head_dim": 8, "qk_norm": "head", "v_norm": True, "norm_placement": "sandwich", "sliding_window": 4,
+                "layer_types": ["sliding", "full"], "kv_shared_layers": 2, "embedding_scale": 5.65,
+                "final_logit_softcap": 30, "tie_embeddings": True,
+                "gemma3n": {"streams": 3, "laurel_rank": 4, "per_layer_width": 8, "per_layer_vocab": 40,
+                            "sparse_layers": [True, False, False, False], "sparsity": 0.9}},
+    # two streams, no scale of stream 0, no sparse layer (where gemma3n.sparsity applies to nothing)
+    "gemma3n-dense": {"position": "rope", "norm": "rmsnorm", "activation": "geglu", "n_layers": 2,
+                      "norm_placement": "sandwich", "qk_norm": "head",
+                      "gemma3n": {"streams": 2, "laurel_rank": 3, "per_layer_width": 4, "per_layer_vocab": 1000,
+                                  "correct_scale": False}},
     "k-eq-v": {"position": "rope", "norm": "rmsnorm", "activation": "swiglu", "n_kv_heads": 2, "k_eq_v": True,
                "v_norm": True, "qk_norm": "head"},  # every layer's values are its keys' projection, normed per head
     "opt": {"position": "learned", "position_offset": 2, "activation": "relu", "qkv_bias": True, "out_bias": True,
@@ -275,6 +287,23 @@ def _longcat_moe(draw, raw, attention_only):
         raw.update(norm_placement="pre", parallel_block=False, layer_scalar=False)
         for key in ("ffn_layers", "parallel_norms"):
             raw.pop(key, None)
+
+
+def _gemma3n(draw, raw):
+    """Gemma 3n's layers: sequential sandwich RMSNorm layers of MHA and a dense GeGLU MLP in every layer."""
+    raw.update(norm="rmsnorm", norm_placement="sandwich", parallel_block=False, activation="geglu",
+               layer_scalar=False, d_ff=max(raw["d_ff"], 8))
+    for key in ("ffn_layers", "parallel_norms", "norm_bias", "sub_norms", "moe"):
+        raw.pop(key, None)
+    g = {"streams": draw(st.integers(2, 3)), "laurel_rank": draw(st.integers(1, 6)),
+         "per_layer_width": draw(st.integers(1, 8)), "per_layer_vocab": draw(st.integers(1, raw["vocab_size"] + 4))}
+    if draw(st.booleans()):
+        g["correct_scale"] = draw(st.booleans())
+    if draw(st.booleans()):
+        g["sparse_layers"] = draw(st.lists(st.booleans(), min_size=1, max_size=3))
+        if True in g["sparse_layers"]:
+            g["sparsity"] = draw(st.sampled_from([0.5, 0.8]))
+    raw["gemma3n"] = g
 
 
 def _hyper(draw, raw):
@@ -539,7 +568,7 @@ def _shared_transformer(draw, raw):
     if draw(st.booleans()):
         shared["blocks"] = draw(st.integers(1, len(layers)))
     if draw(st.booleans()):
-        shared["adapter_rank"] = draw(st.integers(0, 3))
+        shared["adapter_rank"] = draw(st.integers(1, 3))  # 0 is the default: left out
     if shared.get("adapter_rank"):
         shared["attention_adapters"] = draw(st.booleans())
     raw["shared_transformer"] = shared
@@ -708,6 +737,10 @@ def valid_configs(draw, layouts: bool = False):
         tails = [k for k in range(1, n) if set(kinds[n - k:]) <= set(kinds[:n - k])]  # a source for each span
         if tails:
             raw["kv_shared_layers"] = draw(st.sampled_from(tails))
+    if raw.get("attention") != "mla" and recurrent >= len(RECURRENT_MAPPINGS) and "hyper" not in raw \
+            and not layouts and not (raw.get("moe") or {}).get("shortcut") and raw.get("d_ff") \
+            and draw(st.integers(0, 3)) == 0:  # Gemma 3n's layers
+        _gemma3n(draw, raw)
     if "dsa" in raw and draw(st.booleans()):  # layers reusing the previous indexer's top-k (Hy4); layer 0 indexes
         raw["dsa"]["shared"] = [False] + draw(st.lists(st.booleans(), min_size=1, max_size=3))
     # leave some keys at their defaults: drop each chosen key unless the config then breaks a rule

@@ -101,6 +101,9 @@ EXTRA["minimax"] = {"block_size": 3}
 EXTRA["kimi_linear"] = {"layer_types": ["linear_attention", "full_attention", "linear_attention", "linear_attention"]}
 # Gemma 4: its class default (hidden_size_per_layer_input 256) turns on per-layer embeddings, refused
 EXTRA["gemma4_text"] = {"hidden_size_per_layer_input": 0}
+# Gemma 3n: 4 layers, the last 2 reading earlier K/V (the class's 15 need more), a full layer, 2 sparse layers
+EXTRA["gemma3n_text"] = {"num_kv_shared_layers": 2, "layer_types": ["sliding_attention", "full_attention"] * 2,
+                         "activation_sparsity_pattern": [0.95, 0.95, 0.0, 0.0]}
 # LongCat-Flash runs on the CPU (against.NOT_ON_META): its checkpoint's experts (512 and 256 identity ones), small
 EXTRA["longcat_flash"] = dict(vocab_size=1000, hidden_size=64, num_attention_heads=4, ffn_hidden_size=96,
                               q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, head_dim=8,

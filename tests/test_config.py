@@ -22,6 +22,7 @@ from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, PARALLEL_MIXERS, QK_NORMS, ModelConfig
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
+from llmcalc.analysis.model.gemma3n import Gemma3nConfig
 from llmcalc.analysis.model.hyper import HyperConfig
 from llmcalc.analysis.model.mamba import MIXER_NORMS
 from llmcalc.analysis.model.mla import DSAConfig, MLAConfig
@@ -410,6 +411,7 @@ def test_strategy_covers_every_key_and_value():
                              (VisionConfig, visions, VISION_ENUMS),
                              (ProjectorConfig, [v["projector"] for v in visions], {"norm": ("none", *NORMS)}),
                              (HyperConfig, [raw.get("hyper") for raw in drawn], {}),
+                             (Gemma3nConfig, [raw.get("gemma3n") for raw in drawn], {}),
                              (DSAConfig, [raw.get("dsa") for raw in drawn], {}),
                              (SharedTransformerConfig, [raw.get("shared_transformer") for raw in drawn], {}),
                              *((mixer_schema(kind), [raw.get(kind) for raw in drawn], MIXER_ENUMS.get(kind, {}))

@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 
 from llmcalc.analysis.cluster.comm import collectives
 from llmcalc.analysis.cluster.memory import memory
+from llmcalc.analysis.cluster.sharding import one_gpu_only
 from llmcalc.analysis.cluster.step import step
 from llmcalc.analysis.count.params import count_params
+from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_model
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.perf.hardware import load_hardware
@@ -80,18 +82,28 @@ def test_dense_layouts_match_torch(cfg, layout):
     assert any(c.name.startswith("comm/") for c in checks)
 
 
+ONE_GPU = sorted(k for k, v in VARIANTS.items() if one_gpu_only(from_dict({**BASE, **v})))
+
+
+@pytest.mark.parametrize("variant", ONE_GPU)
+def test_variants_on_one_gpu_only_are_not_sharded_on_torch(variant):
+    """A variant whose layouts check_layout refuses (sharding.one_gpu_only) is one unsupported() names too, so
+    that no caller draws it for torch.distributed."""
+    cfg = from_dict({**BASE, **VARIANTS[variant]})
+    assert "sized on one GPU only" in unsupported(cfg, Layout(dp=2, zero=3))
+    with pytest.raises(SpecError, match="sized on one GPU only"):
+        check_layout_on_torch(cfg, Layout(dp=2, zero=3), 8, 2)
+
+
 @pytest.mark.slow
-@given(variant=st.sampled_from(sorted(k for k, v in VARIANTS.items()
-                                     if not {"vision", "mamba", "mamba2", "short_conv", "lightning",
-                                             "gated_deltanet", "rglru", "kda", "ffn_layers", "dsa", "hyper",
-                                             "kv_shared_layers"} & v.keys()
-                                     and not {"shortcut", "beside_mlp"} & (v.get("moe") or {}).keys())),
+@given(variant=st.sampled_from(sorted(set(VARIANTS) - set(ONE_GPU) - {k for k, v in VARIANTS.items()
+                                                                       if "ffn_layers" in v})),
        tp=st.sampled_from([1, 2]), dp=st.integers(1, 3))
 @settings(max_examples=25, deadline=None)
 def test_random_variants_match_torch(variant, tp, dp):
-    """Every variant FSDP2 can shard (all but those with a vision tower or mamba, mamba2 or short_conv layers,
-    hyper-connections, KV shared across layers, LongCat-Flash's MoE or a dense MLP beside the experts, whose
-    layouts llmcalc refuses), with TP where DTensor's plans apply."""
+    """Every variant FSDP2 can shard (all but those with layers without an MLP and those llmcalc sizes on one GPU
+    only: a vision tower, recurrent layers, hyper-connections, KV shared across layers, Gemma 3n's layers ...),
+    with TP where DTensor's plans apply."""
     cfg = from_dict({**BASE, **VARIANTS[variant]})
     layout = Layout(tp=tp, dp=dp, zero=3 if dp > 1 else 0)
     if layout.trivial or unsupported(cfg, layout) or cfg.n_heads % tp:

@@ -567,6 +567,9 @@ CHECKPOINTS: dict[str, tuple[str, dict, int | None]] = {
         pad_token_id=154820, eos_token_id=[154820, 154827, 154829]), None),
     # the language model of the multimodal checkpoint (its text_config; a vision tower beside it): 30,697,345,340 as
     # transformers counts it, the preset gemma-4-31b; the checkpoint's own total includes the tower: not pinned
+    # Gemma3nTextConfig's defaults: google/gemma-3n-E4B's text geometry (35 layers, the last 15 reading earlier
+    # K/V); the total is transformers' (docs/huggingface.md), the E4B checkpoint's text weights
+    "gemma3n_text": ("Gemma3nTextConfig() (google/gemma-3n-E4B's text geometry)", dict(), 6_835_235_568),
     "gemma4_text": ("google/gemma-4-31B-it (text_config)", dict(
         vocab_size=262144, hidden_size=5376, intermediate_size=21504, num_hidden_layers=60, num_attention_heads=32,
         num_key_value_heads=16, head_dim=256, global_head_dim=512, num_global_key_value_heads=4,
@@ -1424,3 +1427,87 @@ def test_longcat_layers_are_its_sublayers():
     assert [s.ffn for s in layer_specs(from_dict(keys))] == ["dense+shortcut_moe", "dense"] * 3
     assert keys["moe"] == {"num_experts": 4, "experts_per_token": 3, "expert_d_ff": 32, "router_bias": True,
                            "shortcut": True, "zero_experts": 2}
+
+
+# Gemma 3n's language model: (keys of Gemma3nTextConfig, params, forward matmul FLOPs of a prefill of 8 tokens with
+# every position's logits, eager, and the KV bytes (bf16) of decoding at context 8), each transformers' own figure
+# (Gemma3nForCausalLM on meta, FlopCounterMode, DynamicCache): its defaults (E4B) and E2B's text geometry
+GEMMA3N_E2B = dict(hidden_size=2048, num_hidden_layers=30, intermediate_size=[8192] * 30, num_kv_shared_layers=10,
+                   activation_sparsity_pattern=[0.95] * 10 + [0.0] * 20, laurel_rank=64, altup_num_inputs=4)
+
+
+@pytest.mark.parametrize("keys, params, flops, kv", [
+    ({}, 6_835_235_568, 71_814_655_744, 327_680), (GEMMA3N_E2B, 4_435_182_688, 38_777_951_744, 327_680)],
+    ids=["E4B", "E2B"])
+def test_gemma3n_text_published_geometries(tmp_path, keys, params, flops, kv):
+    from llmcalc.analysis.count.flops import count_flops
+    from llmcalc.analysis.count.kvcache import kv_cache
+    from llmcalc.analysis.spec import RunSpec
+
+    raw = {**transformers.Gemma3nTextConfig(**keys).to_dict(), "model_type": "gemma3n_text"}
+    cfg = load_path(_write(tmp_path, raw))
+    assert count_params(cfg).total == params
+    run = RunSpec("train", 8, 1, "eager")
+    counted = count_flops(cfg, run)
+    assert counted.forward.matmul_total == flops and counted.backward.matmul_total == 2 * flops
+    assert kv_cache(cfg, RunSpec("decode", 8, 1)).bytes == kv
+
+
+def _gemma3n_closed_forms(c, B: int, S: int) -> tuple[int, int, int]:
+    """Parameters, forward matmul FLOPs (every position's logits, eager) and the KV bytes (bf16) at context S of a
+    Gemma3nTextConfig ``c`` with one intermediate size: each part transformers' model builds, written out."""
+    d, L, N, p, r = c.hidden_size, c.num_hidden_layers, c.altup_num_inputs, c.hidden_size_per_layer_input, c.laurel_rank
+    h, g, hd, f, T = c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.intermediate_size[0], B * S
+    reuse = [m == "reuse" for m in c.kv_sharing_modes]
+    params = c.vocab_size * d + c.vocab_size_per_layer_input * L * p + d * L * p + p + 2 * (N - 1) * d * d + d
+    flops = 2 * T * d * L * p + 4 * (N - 1) * T * d * d + 2 * T * d * c.vocab_size
+    kv = 0
+    for i in range(L):
+        params += 2 * d * h * hd + hd + (0 if reuse[i] else 2 * d * g * hd + hd) + 3 * d * f + 4 * d
+        params += 2 * d + N * N + N ** 3 + d * N + 2 * d * r + d + 2 * d * p + d
+        flops += 4 * T * d * h * hd + (0 if reuse[i] else 4 * T * d * g * hd) + 4 * B * h * S * S * hd + 6 * T * d * f
+        flops += 4 * T * d * N + 2 * T * (N ** 3 + N * N) + 2 * T * d * N * N + 4 * T * d * r + 4 * T * d * p
+        window = c.sliding_window if c.layer_types[i] == "sliding_attention" else S
+        kv += 0 if reuse[i] else 2 * B * g * hd * min(S, window) * 2
+    return params, flops, kv
+
+
+@pytest.mark.parametrize("scale", [True, False], ids=["scaled", "unscaled"])
+def test_gemma3n_text_small_closed_forms(tmp_path, scale):
+    """6 layers: 3 streams, per-layer inputs from a table smaller than the vocabulary, a window of 4 that binds,
+    the last 2 layers reading layers 2's and 3's K/V, 2 sparse layers: llmcalc's figures are the closed forms,
+    and verify --against transformers agrees on every component. Without ``altup_correct_scale`` transformers
+    still builds each layer's ``correct_output_scale`` (only its multiply depends on the flag)."""
+    from llmcalc.analysis.count.flops import count_flops
+    from llmcalc.analysis.count.kvcache import kv_cache
+    from llmcalc.analysis.spec import RunSpec
+
+    c = transformers.Gemma3nTextConfig(
+        hidden_size=64, num_hidden_layers=6, intermediate_size=96, num_kv_shared_layers=2, vocab_size=300,
+        activation_sparsity_pattern=[0.95, 0.95, 0.0, 0.0, 0.0, 0.0], vocab_size_per_layer_input=200,
+        hidden_size_per_layer_input=16, laurel_rank=8, altup_num_inputs=3, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, sliding_window=4, layer_types=["sliding_attention", "full_attention"] * 3,
+        altup_correct_scale=scale)
+    raw = {**c.to_dict(), "model_type": "gemma3n_text"}
+    path = _write(tmp_path, raw)
+    cfg = load_path(path)
+    params, flops, kv = _gemma3n_closed_forms(c, 2, 6)
+    assert count_params(cfg).total == params
+    assert count_flops(cfg, RunSpec("train", 6, 2, "eager")).forward.matmul_total == flops
+    assert kv_cache(cfg, RunSpec("decode", 6, 2)).bytes == kv
+    checks = against.against_transformers(cfg, raw, 6, 2, str(path))
+    assert [ch for ch in checks if not ch.ok or "unmatched" in ch.name] == []
+
+
+@pytest.mark.parametrize("changes, key", [
+    ({"intermediate_size": [96, 128, 96, 64]}, "intermediate_size"),
+    ({"activation_sparsity_pattern": [0.95, 0.9, 0.0, 0.0]}, "activation_sparsity_pattern"),
+    # transformers' __post_init__ takes its len(): a TypeError
+    ({"activation_sparsity_pattern": 0.95}, "activation_sparsity_pattern"),
+    ({"hidden_activation": "silu"}, "hidden_activation"), ({"altup_num_inputs": 1}, "altup_num_inputs")])
+def test_gemma3n_text_refusals_name_the_key(tmp_path, changes, key):
+    raw = {**transformers.Gemma3nTextConfig(num_hidden_layers=4, num_kv_shared_layers=1).to_dict(),
+           "model_type": "gemma3n_text", **changes}
+    with pytest.raises(ConfigError) as err:
+        load_path(_write(tmp_path, raw))
+    assert err.value.key == key

@@ -110,8 +110,9 @@ def test_llama_2_7b_flops_closed_form():
 
 
 RECURRENT = {name for name, cfg in CONFIGS.items() if cfg.has_recurrent}
-# hyper-connections refuse LoRA too (their coefficients' linears are parameters PEFT does not adapt)
-RECURRENT |= {name for name, cfg in CONFIGS.items() if cfg.hyper is not None}
+# hyper-connections refuse LoRA too (their coefficients' linears are parameters PEFT does not adapt); so do
+# Gemma 3n's layers (AltUp's and the per-layer inputs' matrices have no adapter targets yet)
+RECURRENT |= {name for name, cfg in CONFIGS.items() if cfg.hyper is not None or cfg.gemma3n is not None}
 
 
 @pytest.mark.parametrize("name", sorted(set(CONFIGS) - RECURRENT))
@@ -125,10 +126,11 @@ def test_variants_against_the_reference_with_adapters(name):
 
 @pytest.mark.parametrize("name", sorted(RECURRENT))
 def test_adapters_on_a_recurrent_mixer_are_refused(name):
-    """Adapters on a model with Mamba layers (or hyper-connections) are not modeled: refused, naming the option."""
+    """Adapters on a model with Mamba layers (or hyper-connections, or Gemma 3n's layers) are not modeled: refused,
+    naming the option."""
     cfg = CONFIGS[name]
-    refused = ("adapters on a model with ((mamba2?|short_conv|lightning|gated_deltanet|rglru|kda) layers|"
-               r"hyper-connections \(hyper\)) are not modeled")
+    refused = (r"adapters on (a model with ((mamba2?|short_conv|lightning|gated_deltanet|rglru|kda) layers|"
+               r"hyper-connections \(hyper\))|Gemma 3n's layers \(gemma3n\)) are not modeled")
     with pytest.raises(SpecError, match=refused):
         count_flops(cfg, RunSpec("train", 12, 2, lora=LoRA(3, tuple(linear_keys(cfg)[-2:]), alpha=6)))
 

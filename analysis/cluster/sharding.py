@@ -80,6 +80,7 @@ def one_gpu_only(cfg: ModelConfig) -> str | None:
         (cfg.dsa is not None, "DSA's indexer (dsa), which is"),
         (moe is not None and moe.beside_mlp, "a dense MLP beside its experts (moe.beside_mlp), which is"),
         (cfg.hyper is not None, "hyper-connections (hyper), which are"),
+        (cfg.gemma3n is not None, "Gemma 3n's streams and per-layer inputs (gemma3n), which are"),
         (cfg.kv_shared_layers > 0, "layers reading an earlier layer's K/V (kv_shared_layers), which are"),
         (moe is not None and bool(moe.zero_experts or moe.shortcut),
          "LongCat-Flash's MoE (moe.zero_experts, moe.shortcut), which is"),

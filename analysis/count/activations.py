@@ -133,7 +133,10 @@ def layer_bytes(layer: Block, batch: int, seq: int, attention: str, b: int,
         if post_norms:
             tape.norm("norm/mlp_post", None, T, d)
 
-    if cfg.hyper is not None:  # hyper-connections (sequential pre-norm layers: a rule)
+    if cfg.gemma3n is not None:  # Gemma 3n's layer (sandwich: a rule) around its attention and FFN
+        from ..model.gemma3n import layer_saves
+        layer_saves(tape, T, attn, ffn, spec.sparse)
+    elif cfg.hyper is not None:  # hyper-connections (sequential pre-norm layers: a rule)
         from ..model.hyper import coefficient_saves, expansion_saves
         for branch, run, x in (("attention", attn, "x"), ("mlp", ffn, "x + attention")):
             if branch in layer.branches:
@@ -197,6 +200,8 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
         raise SpecError("lora", f"adapters on a model with {cfg.recurrent_kind} layers are not modeled")
     if run.lora is not None and cfg.hyper is not None:
         raise SpecError("lora", "adapters on a model with hyper-connections (hyper) are not modeled")
+    if run.lora is not None and cfg.gemma3n is not None:
+        raise SpecError("lora", "adapters on Gemma 3n's layers (gemma3n) are not modeled")
     batch, seq, attention, full, op = run.batch, run.seq, run.attention, run.recompute == "full", run.recompute == "op"
     selective = core_recomputed(cfg, run)
     b = bytes_per(run.dtype)
@@ -242,6 +247,10 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     if model.hyper_head is not None:  # the streams' collapse: as a branch's, over the last layer's output
         from ..model.hyper import head_saves
         comps[model.hyper_head.key] = head_saves(cfg, T, b)
+    if cfg.gemma3n is not None:  # the per-layer inputs, the streams' embedding and unembedding
+        from ..model.gemma3n import model_saves
+        for key, n in model_saves(cfg, T, T, b).items():
+            comps[key] = comps.get(key, 0) + n
     if model.final_norm is not None:
         comps[model.final_norm.key] = T * (d * b + norm_stat_bytes(cfg))
     if run.lora is None:  # a frozen head keeps nothing: its input gradient needs only its weight

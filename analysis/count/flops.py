@@ -124,6 +124,10 @@ def family(key: str) -> str:
         return "attn proj"
     if key in SCORES_VALUES or key == "attention/indexer":
         return "attn scores+values"
+    if key.startswith("laurel/"):  # Gemma 3n: Laurel reads the attention's input beside it; AltUp's streams
+        return "attn proj"  # and the per-layer inputs go with the MLP
+    if key.startswith(("altup/", "per_layer/")):
+        return "mlp"
     if key.startswith("hyper/"):  # a branch's hyper-connection goes with it; the final collapse with the head
         return {"attention": "attn proj", "mlp": "mlp", "head": "lm head"}[key[6:].partition("_")[0]]
     return {"attention": "attn proj", "mlp": "mlp", "moe": "mlp"}.get(key.split("/")[0], key.replace("_", " "))
@@ -209,6 +213,9 @@ def layer_matmul(layer: Block, run: RunSpec) -> dict[str, int]:
     if layer.cfg.hyper is not None:  # the hyper-connections' linears and stream mixes (analysis.model.hyper)
         from ..model.hyper import branch_matmul
         out.update(branch_matmul(layer.cfg, run.tokens, layer.branches))
+    if layer.cfg.gemma3n is not None:  # AltUp's router, coefficients and predictions (analysis.model.gemma3n)
+        from ..model.gemma3n import layer_matmul as altup_matmul
+        out.update(altup_matmul(layer.cfg, run.tokens))
     if layer.spec.recurrent:  # the mamba mixer's conv and scan (analysis.model.mamba)
         out.update(layer.recurrent.matmul(run.batch, run.query_len, run.seq - run.query_len))
         for shared in layer.shared:  # a shared transformer block's attention, run by this layer
@@ -252,6 +259,9 @@ def _layer_ops(layer: Block, run: RunSpec) -> list[Op]:
     if cfg.hyper is not None:
         from ..model.hyper import branch_ops
         ops += branch_ops(cfg, T, layer.branches)
+    if cfg.gemma3n is not None:
+        from ..model.gemma3n import layer_ops as altup_ops
+        ops += altup_ops(cfg, T, layer.spec.sparse)
     return ops
 
 
@@ -331,6 +341,9 @@ def model_ops(cfg: ModelConfig, run: RunSpec) -> list[Op]:
     if model.embedding_norm is not None:  # every token, after the scale and positions
         norm = model.embedding_norm
         ops.append(Op(norm.key, T * d, norm_cost(cfg.norm, norm.weight, norm.bias), 2))
+    if cfg.gemma3n is not None:  # the per-layer inputs, the streams' embedding and unembedding
+        from ..model.gemma3n import model_ops as gemma3n_ops
+        ops += gemma3n_ops(cfg, T, n)
     return ops
 
 
@@ -376,6 +389,8 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
         raise SpecError("lora", f"adapters on a model with {cfg.recurrent_kind} layers are not modeled")
     if run.lora is not None and cfg.hyper is not None:
         raise SpecError("lora", "adapters on a model with hyper-connections (hyper) are not modeled")
+    if run.lora is not None and cfg.gemma3n is not None:
+        raise SpecError("lora", "adapters on Gemma 3n's layers (gemma3n) are not modeled")
     model = build(cfg)
     layers_mm: dict[str, int] = {}
     layers_ew: dict[str, int] = {}
@@ -399,6 +414,9 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     if model.hyper_head is not None:  # the streams' collapse, over the tokens the head reads
         from ..model.hyper import head_matmul
         fwd_mm[model.hyper_head.key] = head_matmul(cfg, run.logit_tokens)
+    if cfg.gemma3n is not None:  # the per-layer inputs' projection, the streams' embedding and unembedding
+        from ..model.gemma3n import model_matmul
+        fwd_mm.update(model_matmul(cfg, run.tokens, run.logit_tokens))
     fwd_ew = {**vision_ew, **layers_ew}
     _accumulate(fwd_ew, totals(model_ops(cfg, run)))
     forward = FlopBreakdown(fwd_mm, fwd_ew)

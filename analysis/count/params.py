@@ -7,7 +7,7 @@ Conventions:
   ``embedding/token``; ``lm_head`` then holds only its bias, if any;
 - ``active`` is what one token touches: for MoE layers the router, ``experts_per_token``
   routed experts and the shared experts; equal to ``total`` for dense models;
-- ``embedding`` counts the token and position tables; ``non_embedding`` is the rest
+- ``embedding`` counts the token and position tables (and Gemma 3n's per-layer table); ``non_embedding`` is the rest
   (the N of ``6 * N * tokens``), LM head included;
 - a shared transformer block's weights (Zamba) count once per block, in the model's components, not
   in the layer groups of the layers that use it (a use's own adapters and projection do);
@@ -35,7 +35,7 @@ class ParamCount(NamedTuple):
 
     @property
     def embedding(self) -> int:
-        return self.components.get("embedding/token", 0) + self.components.get("embedding/position", 0)
+        return sum(self.components.get(k, 0) for k in ("embedding/token", "embedding/position", "embedding/per_layer"))
 
     @property
     def non_embedding(self) -> int:
@@ -98,6 +98,8 @@ def _count_params(cfg: ModelConfig) -> ParamCount:
         inactive += _inactive(block) * group.count
     for weight, blocks in model.shared:  # the shared transformer blocks' weights, once per block
         _add(comps, weight.key, weight.params * blocks)
+    for g3n in model.gemma3n:  # Gemma 3n's per-layer inputs and streams' (un)embedding
+        comps[g3n.key] = g3n.params
     if model.hyper_head is not None:
         comps[model.hyper_head.key] = model.hyper_head.params
     if model.final_norm is not None and model.final_norm.params:

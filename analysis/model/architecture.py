@@ -169,7 +169,8 @@ class Block:
         """Every linear the layer runs (a shared block's too: :meth:`held` for what it holds)."""
         if self._linears is None:  # kept: a block is built once per config (build), and `plan` asks thousands of times
             self._linears = tuple(self.mixer.linears() + [m for b in self.beside for m in b.linears()] + [
-                m for f in self.ffns for m in f.linears()] + [m for s in self.shared for m in s.linears()])
+                m for f in self.ffns for m in f.linears()] + [m for s in self.shared for m in s.linears()]
+                + self._gemma3n("layer_linears"))
         return list(self._linears)
 
     def norms(self) -> list[Norm]:
@@ -180,13 +181,20 @@ class Block:
             norms = [n for n in norms if not n.key.startswith("norm/attention")]
         return (norms + self.mixer.norms() + [n for b in self.beside for n in b.norms()]
                 + rope_norms(self.cfg, self.spec) + sub_norms(self.cfg) + [n for f in self.ffns for n in f.norms()]
-                + [n for s in self.shared for n in s.norms()])
+                + [n for s in self.shared for n in s.norms()] + self._gemma3n("layer_norms"))
 
     def vectors(self) -> list[Vector]:
         scalar = [Vector("layer_scalar", 1)] if self.cfg.layer_scalar else []  # Gemma 4: the output's scale
         return (self.mixer.vectors() + [v for b in self.beside for v in b.vectors()]
                 + [v for f in self.ffns for v in f.vectors()] + scalar + self.hyper()
-                + [v for s in self.shared for v in s.vectors()])
+                + [v for s in self.shared for v in s.vectors()] + self._gemma3n("layer_vectors"))
+
+    def _gemma3n(self, parts: str) -> list:
+        """Gemma 3n's parts of a layer (``gemma3n``: :mod:`.gemma3n`, imported for a model with them)."""
+        if self.cfg.gemma3n is None:
+            return []
+        from . import gemma3n
+        return getattr(gemma3n, parts)(self.cfg)
 
     def held(self) -> list[Linear | Norm | Vector]:
         """The parts the layer holds, its parameters: all it runs but a shared block's weights, which the
@@ -249,6 +257,7 @@ class Model(NamedTuple):
     hyper_head: Vector | None = None  # hyper/head: the residual streams' collapse before the final norm
     # the shared transformer blocks' weights (Zamba), each part with the number of blocks holding it
     shared: tuple[tuple[Linear | Norm | Vector, int], ...] = ()
+    gemma3n: tuple[Table | Linear | Norm, ...] = ()  # Gemma 3n's per-layer inputs and streams (:mod:`.gemma3n`)
 
     def layer_linears(self) -> list[tuple[Linear, int]]:
         """Every layer linear, one per group, with the number of layers holding it (a shared block's:
@@ -298,7 +307,14 @@ def build(cfg: ModelConfig) -> Model:
                  Head(Linear("lm_head", cfg.d_model, cfg.vocab_size, cfg.lm_head_bias), cfg.tie_embeddings),
                  _vision(cfg),
                  make_norm(cfg, "norm/embedding", cfg.d_model) if cfg.embedding_norm else None, _hyper_head(cfg),
-                 _shared(cfg))
+                 _shared(cfg), _gemma3n(cfg))
+
+
+def _gemma3n(cfg: ModelConfig) -> tuple[Table | Linear | Norm, ...]:
+    if cfg.gemma3n is None:
+        return ()
+    from .gemma3n import model_parts
+    return model_parts(cfg)
 
 
 def _hyper_head(cfg: ModelConfig) -> Vector | None:

@@ -45,6 +45,7 @@ from .variants import ACTIVATIONS, NORMS, POSITIONS
 
 if TYPE_CHECKING:  # the nested schemas, each in its own module (:func:`.keys.nested`)
     from .gated_deltanet import GatedDeltaNetConfig
+    from .gemma3n import Gemma3nConfig
     from .hyper import HyperConfig
     from .kda import KDAConfig
     from .lightning import LightningConfig
@@ -151,6 +152,8 @@ class ModelConfig:
         nested("shared_transformer", "SharedTransformerConfig"), None)
     vision: VisionConfig | None = checked(nested("vision", "VisionConfig"), None)
     hyper: HyperConfig | None = checked(nested("hyper", "HyperConfig"), None)  # residual streams (DeepSeek V4, Hy4)
+    # AltUp's streams, Laurel, per-layer inputs, activation sparsity (Gemma 3n)
+    gemma3n: Gemma3nConfig | None = checked(nested("gemma3n", "Gemma3nConfig"), None)
     dtype: str = checked(choice((*DTYPE_BITS, *WEIGHT_FORMATS)), "bf16")  # stored weights: a dtype or a format
     quant_group_size: int | None = checked(optional(integer()), None)  # a format's block or group (None: its default)
     quant_skip: tuple[str, ...] | None = checked(optional(names), None)  # linears kept unquantized

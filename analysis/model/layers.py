@@ -51,6 +51,7 @@ class LayerSpec(NamedTuple):
     shared_topk: bool = False  # DSA: the top-k of the previous indexed layer, no indexer of its own (dsa.shared)
     shared: bool = False  # a shared transformer block runs before the (recurrent) mixer (``shared_transformer``)
     kv_reuse: bool = False  # attends to an earlier layer's K and V, computing and caching none (``kv_shared_layers``)
+    sparse: bool = False  # its FFN's gate output cut at a Gaussian top-k (``gemma3n.sparse_layers``)
 
     @property
     def mixer(self) -> str:
@@ -87,9 +88,10 @@ class LayerSpec(NamedTuple):
             window = f"chunked attention {self.chunk:,}"
         rope = "" if self.rope else ", no RoPE"
         rope += ", an earlier layer's K/V" if self.kv_reuse else ""
+        ffn_sparse = ", sparse" if self.sparse else ""
         if self.topk is not None:
             rope += f", top-{self.topk:,} keys" + (" (the previous indexer's)" if self.shared_topk else "")
-        ffn = "no FFN" if self.ffn is None else f"{self.ffn} FFN"
+        ffn = "no FFN" if self.ffn is None else f"{self.ffn} FFN{ffn_sparse}"
         if self.attention == "none":
             return f"no mixer, {ffn}"
         if self.recurrent:
@@ -105,6 +107,7 @@ class LayerSpec(NamedTuple):
         out = {**out, "shared_topk": True} if self.shared_topk else out
         out = {**out, "shared": True} if self.shared else out
         out = {**out, "kv_reuse": True} if self.kv_reuse else out
+        out = {**out, "sparse": True} if self.sparse else out
         return out if self.chunk is None else {**out, "chunk": self.chunk}
 
 
@@ -137,7 +140,8 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
         topk = cfg.dsa.topk if cfg.dsa is not None and cfg.attention == "mla" else None
         shared = topk is not None and cfg.dsa.shared is not None and cfg.dsa.shared[i % len(cfg.dsa.shared)]
         specs.append(LayerSpec(cfg.attention, window, rope[i % len(rope)], ffn, chunk, topk, cfg.parallel_mixer,
-                               shared, kv_reuse=i >= cfg.n_layers - cfg.kv_shared_layers))
+                               shared, kv_reuse=i >= cfg.n_layers - cfg.kv_shared_layers,
+                               sparse=cfg.gemma3n is not None and cfg.gemma3n.sparse(i)))
     return tuple(specs)
 
 

@@ -95,6 +95,8 @@ APPLIES: dict[str, tuple[Callable[["ModelConfig"], bool], str]] = {
     "moe.shared_expert_d_ff": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
     "moe.shared_expert_gate": (lambda c: c.moe is not None and c.moe.shared_experts > 0, "moe.shared_experts >= 1"),
     "hyper.sinkhorn_iters": (lambda c: c.hyper is not None and c.hyper.mix, "hyper.mix: true"),
+    "gemma3n.sparsity": (lambda c: c.gemma3n is not None and True in (c.gemma3n.sparse_layers or ()),
+                         "gemma3n.sparse_layers with a true entry"),
 }
 
 
@@ -194,6 +196,14 @@ def _cross_checks(cfg: ModelConfig, check: Checker) -> None:
                                   or cfg.layer_scalar or (moe is not None and (moe.shortcut or moe.beside_mlp))):
         check.fail("hyper", "hyper-connections are modeled on sequential pre-norm layers (no parallel_block, other "
                             "norm_placement, recurrent layers, layer_scalar, moe.shortcut or moe.beside_mlp)")
+    if cfg.gemma3n is not None and (cfg.norm_placement != "sandwich" or cfg.norm != "rmsnorm" or cfg.parallel_block
+                                    or cfg.attention != "mha" or cfg.activation != "geglu" or cfg.has_recurrent
+                                    or moe is not None or cfg.hyper is not None or cfg.layer_scalar
+                                    or cfg.ffn_layers is not None or cfg.d_ff == 0 or cfg.sub_norms
+                                    or cfg.parallel_mixer is not None):
+        check.fail("gemma3n", "Gemma 3n's layers are modeled as its own: sequential sandwich rmsnorm layers of mha "
+                              "and a dense geglu MLP in every layer (no moe, hyper, recurrent layers, ffn_layers, "
+                              "layer_scalar, sub_norms or parallel_block)")
     if moe is not None and ACTIVATIONS[cfg.activation].scalars:  # xIELU: its scalars belong to a dense MLP
         check.fail("activation", f"{cfg.activation} learns scalars per dense MLP: not with moe")
     _mamba_checks(cfg, check)

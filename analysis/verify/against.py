@@ -228,6 +228,17 @@ _TOP_NAMES = {
     "embedding_norm": "norm/final",  # LFM2: after the last layer, whatever its name
 }
 _TOP_NAMES["final_norm"] = "norm/final"  # RecurrentGemma
+# Gemma 3n's model and layer parts (analysis.model.gemma3n); a layer's own matmul is AltUp's predictions
+_GEMMA3N_TOP = {"embed_tokens_per_layer": "embedding/per_layer",
+                "per_layer_model_projection": "per_layer/model_projection",
+                "per_layer_projection_norm": "norm/per_layer_projection", "altup_projections": "altup/embed",
+                "altup_unembed_projections": "altup/unembed"}
+_GEMMA3N_LAYER = {"altup.modality_router": "altup/router", "altup.prediction_coefs": "altup/prediction",
+                  "altup.correction_coefs": "altup/correction", "altup.router_norm": "altup/router_norm",
+                  "altup.correct_output_scale": "altup/scale", "altup": "altup/scale",
+                  "laurel.linear_left": "laurel/left", "laurel.linear_right": "laurel/right",
+                  "laurel.post_laurel_norm": "norm/laurel", "per_layer_input_gate": "per_layer/gate",
+                  "per_layer_projection": "per_layer/projection", "post_per_layer_input_norm": "norm/per_layer"}
 _LAYER_PATH = re.compile(r"^(?:.*\.)?(?:layers|h|blocks)\.\d+(?:\.(.*))?$")
 _VISUAL = re.compile(r"(?:^|\.)visual(?:\.|$)")  # Qwen-VL's vision tower
 
@@ -325,6 +336,10 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False, head_mixer: bool 
     if path.rpartition(".")[2] == "hc_head" or ".hc_head." in path:  # hyper-connections' final collapse
         return "hyper/head"
     m = _LAYER_PATH.match(path)
+    if m is None and cfg.gemma3n is not None:  # Gemma 3n's per-layer inputs and streams' ends
+        key = next((_GEMMA3N_TOP[p] for p in path.split(".") if p in _GEMMA3N_TOP), None)
+        if key is not None:
+            return key
     if m is None:  # outside the decoder layers
         last = path.rpartition(".")[2]
         return _TOP_NAMES.get(last, "model" if not path or last in ("model", "transformer", "gpt_neox", "backbone")
@@ -333,6 +348,8 @@ def component(path: str, cfg: ModelConfig, glm4: bool = False, head_mixer: bool 
     parts = local.split(".") if local else []
     if len(parts) >= 2 and parts[0] in _SUBLAYER_LISTS and parts[1].isdigit():  # LongCat-Flash: the sublayer's own
         parts = [parts[0], *parts[2:]]
+    if cfg.gemma3n is not None and (local in _GEMMA3N_LAYER or not parts):  # its own matmul: the predictions
+        return _GEMMA3N_LAYER.get(local, "altup/predict_mix")
     if not parts:  # the layer's own ops: with mixed hyper-connections, the streams' mixes after both branches
         return "hyper/attention_mix+hyper/mlp_mix" if cfg.hyper is not None and cfg.hyper.mix else "layer"
     if parts[0] in _HYPER:  # a branch's hyper-connection (its norm has no parameters)

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from ..cluster.comm import collectives
-from ..cluster.sharding import check_layout, gpu_state
+from ..cluster.sharding import check_layout, gpu_state, one_gpu_only
 from ..errors import SpecError
 from ..model.config import ModelConfig
 from ..spec import OPTIMIZER_STATES, Layout, RunSpec
@@ -49,6 +49,9 @@ MAX_LOCAL_BYTES = 8 * 2**30  # rank 0's materialized shards and their Adam state
 
 def unsupported(cfg: ModelConfig, layout: Layout) -> str | None:
     """Why ``layout`` of ``cfg`` cannot be checked on torch.distributed here (None: it can)."""
+    what = one_gpu_only(cfg)
+    if what is not None and not layout.trivial:  # check_layout refuses it, as memory and time do
+        return f"{cfg.name} has {what} sized on one GPU only: not with a parallel layout"
     if layout.pp > 1 or layout.ep > 1 or layout.sp or layout.cp > 1:
         return ("pipeline, expert, sequence and context parallelism are checked on the formulas only (use memory "
                 "or time)")

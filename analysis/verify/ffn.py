@@ -133,7 +133,11 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.up(x)  # (B, S, f)
-        h = self.act(self.gate(x)) * h if hasattr(self, "gate") else self.act(h)
+        if hasattr(self, "gate"):  # a Gemma 3n sparse layer cuts the gate's output first (.gemma3n.Sparsity)
+            g = self.gate(x)
+            h = self.act(self.sparsity(g) if hasattr(self, "sparsity") else g) * h
+        else:
+            h = self.act(h)
         if hasattr(self, "sub_norm"):
             h = self.sub_norm(h)
         return self.down(h)  # (B, S, d)

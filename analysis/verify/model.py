@@ -73,6 +73,7 @@ from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from ..model.config import ModelConfig
 from ..model.layers import LayerSpec, kv_source, layer_config, layer_specs, topk_source
+from . import gemma3n
 from .attention import LayerContext, make_attention
 from .ffn import MLP, MoE, dense_and_moe, dense_and_shortcut_moe
 from .gated_deltanet import GatedDeltaNetMixer
@@ -105,6 +106,7 @@ class Context:
     indices: dict = field(default_factory=dict)  # DSA: each indexed layer's top-k, for the shared layers
     embeddings: torch.Tensor | None = None  # shared_transformer: the embeddings entering layer 0
     kv: dict = field(default_factory=dict)  # kv_shared_layers: each source layer's K and V, for the layers reusing them
+    per_layer: list = field(default_factory=list)  # gemma3n: each layer's per-layer input
 
 
 def sinusoid_table(n: int, d: int) -> torch.Tensor:
@@ -207,6 +209,8 @@ class Block(nn.Module):
         self.norm = nn.ModuleDict({name: make_norm(cfg, cfg.d_model) for name in names})
         if shared is not None:
             self.norm.update(shared.norms)
+        if cfg.gemma3n is not None:  # AltUp, Laurel, the per-layer input, the MLP's sparsity
+            gemma3n.add_layer(self, cfg, spec.sparse)
         # per-op checkpointing: the policy's contexts (a plain checkpoint's for full recomputation)
         self.per_op = PerOp(self) if recompute == "op" else None
 
@@ -226,6 +230,9 @@ class Block(nn.Module):
         bias = ctx.biases[self.spec.span]
         rope = ctx.rope[self.rope_dims] if self.rotates and ctx.rope is not None else None
         e = ctx.embeddings if hasattr(self, "shared") else None  # a shared block reads them
+        if hasattr(self, "altup"):  # Gemma 3n's layer over the streams (full and op recomputation: refused)
+            lctx = LayerContext(bias, rope, ctx.cache, ctx.start_pos, kv=ctx.kv)
+            return gemma3n.run_layer(self, x, lambda h: self.attention(h, lctx), ctx.per_layer[self.index])
         if not self.recompute:
             return self.run(x, LayerContext(bias, rope, ctx.cache, ctx.start_pos, ctx.carry, ctx.indices, e, ctx.kv))
 
@@ -382,6 +389,8 @@ class Transformer(nn.Module):
         add_vision(self, cfg)  # parameters only: no image runs through it
         if cfg.hyper is not None:  # the residual streams' collapse after the last layer
             self.hyper = nn.ModuleDict({"head": HyperConnection(cfg, head=True)})
+        if cfg.gemma3n is not None:  # the per-layer inputs and the streams' ends
+            gemma3n.add_model(self, cfg)
 
     def _shared_block(self, index: int) -> SharedBlock | None:
         """The shared transformer block layer ``index`` runs, or None: the j-th using layer runs block
@@ -478,12 +487,17 @@ class Transformer(nn.Module):
         ctx = Context(self.attention_biases(qpos, cache, start_pos, x.dtype), rope, cache, start_pos, embeddings=x)
         if cfg.hyper is not None:  # the embeddings copied into every residual stream
             x = x.unsqueeze(-2).expand(B, S, cfg.hyper.streams, cfg.d_model).contiguous()
+        if cfg.gemma3n is not None:  # the per-layer inputs, then the streams
+            ctx.per_layer = gemma3n.layer_inputs(self, tokens, x)
+            x = gemma3n.embed(self, x)
         for layer in self.layers:
             x = layer(x, ctx)
         if logits == "last":
             x = x[:, -1:]
         if cfg.hyper is not None:
             x = self.hyper["head"](x)[0]
+        if cfg.gemma3n is not None:
+            x = gemma3n.unembed(self, x)
         if "final" in self.norm:
             x = self.norm["final"](x)
         x = self.lm_head(x)  # (B, S or 1, V)

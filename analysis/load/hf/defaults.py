@@ -885,6 +885,16 @@ DEFAULTS["gemma4_text"] = _config(
     attention_k_eq_v=False, num_kv_shared_layers=0, enable_moe_block=False, use_double_wide_mlp=False,
     num_experts=_null(), top_k_experts=_null(), moe_intermediate_size=_null(), global_head_dim=512,
     num_global_key_value_heads=_null(), per_layer_config=_null())
+# Gemma3nTextConfig; intermediate_size: a value or a list per layer, activation_sparsity_pattern: a list per layer
+# (its __post_init__; null: the first 10 layers of more than 10 sparse at 0.95); layer_types: its __post_init__
+DEFAULTS["gemma3n_text"] = _config(
+    f"{_COMMON} rms_norm_eps altup_active_idx altup_coef_clip", attention_dropout=_null(0.0),
+    vocab_size=262400, hidden_size=2048, intermediate_size=16384, num_hidden_layers=35, num_attention_heads=8,
+    num_key_value_heads=2, head_dim=256, hidden_activation="gelu_pytorch_tanh", max_position_embeddings=32768,
+    tie_word_embeddings=True, attention_bias=False, sliding_window=512, layer_types=_null(),
+    final_logit_softcapping=30.0, pad_token_id=_null(0), rope_parameters=_null(), vocab_size_per_layer_input=262144,
+    hidden_size_per_layer_input=256, altup_correct_scale=True, altup_num_inputs=4, num_kv_shared_layers=15,
+    laurel_rank=64, activation_sparsity_pattern=_null())
 # LongcatFlashConfig; num_hidden_layers: a property setting num_layers to half (null fails it); head_dim sizes
 # the RoPE tables; qk_head_dim: None is qk_nope_head_dim + qk_rope_head_dim (its __post_init__); rope_theta:
 # its default_theta
