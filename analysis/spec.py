@@ -254,6 +254,15 @@ class LoRA:
         return (self.rank if self.alpha is None else self.alpha) / self.rank
 
 
+def lora_refusal(cfg: ModelConfig) -> str | None:
+    """Why LoRA adapters on ``cfg`` are refused, or None: their placement on a recurrent mixer's, the
+    hyper-connections' or Gemma 3n's own matrices is not modeled."""
+    what = (f"a model with {cfg.recurrent_kind} layers" if cfg.has_recurrent
+            else "a model with hyper-connections (hyper)" if cfg.hyper is not None
+            else "Gemma 3n's layers (gemma3n)" if cfg.gemma3n is not None else None)
+    return None if what is None else f"adapters on {what} are not modeled"
+
+
 def recompute_refusal(cfg: ModelConfig, recompute: str, lora: LoRA | None = None) -> str | None:
     """Why ``recompute`` is refused for ``cfg`` (with ``lora``), or None. Per-op checkpointing
     (analysis/count/recompute.py): its policy counts the linears of attention and FFN layers alone. Full

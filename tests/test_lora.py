@@ -16,7 +16,7 @@ from llmcalc.analysis.count.lora import adapter_params, linear_keys
 from llmcalc.analysis.count.traffic import pass_bytes
 from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_bundled, load_model
-from llmcalc.analysis.spec import Layout, LoRA, RunSpec
+from llmcalc.analysis.spec import Layout, LoRA, RunSpec, lora_refusal
 from tests.strategies import CONFIGS
 
 pytestmark = pytest.mark.reference
@@ -109,10 +109,9 @@ def test_llama_2_7b_flops_closed_form():
     assert flops["attention/scores"] == flops["attention/values"] == 3 * 2 * T * T * d * L  # eager: 3x forward
 
 
-RECURRENT = {name for name, cfg in CONFIGS.items() if cfg.has_recurrent}
-# hyper-connections refuse LoRA too (their coefficients' linears are parameters PEFT does not adapt); so do
-# Gemma 3n's layers (AltUp's and the per-layer inputs' matrices have no adapter targets yet)
-RECURRENT |= {name for name, cfg in CONFIGS.items() if cfg.hyper is not None or cfg.gemma3n is not None}
+# recurrent mixers, hyper-connections (their coefficients' linears are parameters PEFT does not adapt) and Gemma
+# 3n's layers (AltUp's and the per-layer inputs' matrices have no adapter targets yet) refuse LoRA
+RECURRENT = {name for name, cfg in CONFIGS.items() if lora_refusal(cfg) is not None}
 
 
 @pytest.mark.parametrize("name", sorted(set(CONFIGS) - RECURRENT))

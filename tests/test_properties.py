@@ -25,7 +25,7 @@ from llmcalc.analysis.model.mixer import RECURRENT_TYPES
 from llmcalc.analysis.perf.calibration import Efficiency
 from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import prefill, roofline
-from llmcalc.analysis.spec import ALL_LINEAR, Layout, LoRA, RunSpec, recompute_refusal
+from llmcalc.analysis.spec import ALL_LINEAR, Layout, LoRA, RunSpec, lora_refusal, recompute_refusal
 from tests.strategies import valid_configs, vision_configs
 from tests.tower import image_flops
 
@@ -43,8 +43,7 @@ def cases(draw, lora: bool = True, layouts: bool = False) -> Case:
     cfg = from_dict(draw(valid_configs(layouts)), "random.yaml")
     attention = draw(st.sampled_from(["eager", "flash"]))
     adapters: Optional[LoRA] = None
-    if lora and not _recurrent(cfg) and cfg.hyper is None and draw(st.booleans()):  # refused: LoRA on a
-        # recurrent mixer or with hyper-connections
+    if lora and lora_refusal(cfg) is None and draw(st.booleans()):
         keys = linear_keys(cfg)
         targets = draw(st.one_of(st.just((ALL_LINEAR,)), st.lists(st.sampled_from(keys), min_size=1,
                                                                     unique=True).map(tuple)))

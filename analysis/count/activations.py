@@ -82,7 +82,7 @@ from ..model.layers import LayerGroup, layer_specs
 from ..model.sizes import bytes_per
 from ..model.tape import FFN_RESIDUAL, INDEX, Tape, norm_stat_bytes
 from ..model.variants import POSITIONS
-from ..spec import LoRA, RunSpec, check_arguments
+from ..spec import LoRA, RunSpec, check_arguments, lora_refusal
 from .flops import core_recomputed
 from .lora import layer_adapted
 from .recompute import kept_bytes
@@ -196,12 +196,8 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     run.one_device("activation_bytes")
     run.no_images("activation_bytes")
     run = run.resolve(cfg)
-    if run.lora is not None and cfg.has_recurrent:
-        raise SpecError("lora", f"adapters on a model with {cfg.recurrent_kind} layers are not modeled")
-    if run.lora is not None and cfg.hyper is not None:
-        raise SpecError("lora", "adapters on a model with hyper-connections (hyper) are not modeled")
-    if run.lora is not None and cfg.gemma3n is not None:
-        raise SpecError("lora", "adapters on Gemma 3n's layers (gemma3n) are not modeled")
+    if run.lora is not None and (why := lora_refusal(cfg)) is not None:
+        raise SpecError("lora", why)
     batch, seq, attention, full, op = run.batch, run.seq, run.attention, run.recompute == "full", run.recompute == "op"
     selective = core_recomputed(cfg, run)
     b = bytes_per(run.dtype)

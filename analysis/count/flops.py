@@ -48,7 +48,7 @@ from ..model.variants import (
     Op,
     norm_cost,
 )
-from ..spec import RunSpec, check_arguments
+from ..spec import RunSpec, check_arguments, lora_refusal
 from .lora import frozen_keys, layer_adapted
 from .params import count_params
 from .recompute import rerun_core, rerun_linears, rerun_ops
@@ -385,12 +385,8 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     check_arguments(cfg, run)
     run.one_device("count_flops")
     run = run.resolve(cfg)
-    if run.lora is not None and cfg.has_recurrent:
-        raise SpecError("lora", f"adapters on a model with {cfg.recurrent_kind} layers are not modeled")
-    if run.lora is not None and cfg.hyper is not None:
-        raise SpecError("lora", "adapters on a model with hyper-connections (hyper) are not modeled")
-    if run.lora is not None and cfg.gemma3n is not None:
-        raise SpecError("lora", "adapters on Gemma 3n's layers (gemma3n) are not modeled")
+    if run.lora is not None and (why := lora_refusal(cfg)) is not None:
+        raise SpecError("lora", why)
     model = build(cfg)
     layers_mm: dict[str, int] = {}
     layers_ew: dict[str, int] = {}
