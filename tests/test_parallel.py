@@ -2,6 +2,7 @@
 written here from the published parameter count and the Megatron/ZeRO conventions, and sums over
 the GPUs of a layout back to the unsharded figures."""
 
+import dataclasses
 import json
 
 import pytest
@@ -298,6 +299,9 @@ def test_expert_parallel_splits_the_experts_weights_not_their_work(ep):
     alone, dealt = (step(cfg, run, h100).components["moe/experts"] for run in decode)
     assert dealt.flops == alone.flops
     assert alone.bytes - dealt.bytes == 2 * 32 * expert * (4 - min(8 // ep, 4))
+    every = cfg.replace(moe=dataclasses.replace(cfg.moe, experts_per_token=8))  # each token to every expert
+    alone, dealt = (step(every, run, h100).components["moe/experts"] for run in decode)
+    assert alone.bytes - dealt.bytes == 2 * 32 * expert * (8 - 8 // ep)
 
 
 @pytest.mark.unit

@@ -60,6 +60,7 @@ from ..count.quant import storage
 from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
+from ..model.ffn import ROUTED_EXPERTS
 from ..model.formats import ROUTERS, WEIGHT_FORMATS
 from ..model.layers import LayerSpec, layer_plan, layer_specs
 from ..model.parts import Norm
@@ -236,7 +237,7 @@ def _norm_tensors(norm: Norm) -> list[Tensor]:
 def _layer_tensors(layer: Block, ep: int) -> list[Tensor]:
     out = []
     for m in layer.linears():
-        expert = m.key == "moe/experts"
+        expert = m.key == ROUTED_EXPERTS
         if m.key.startswith("moe/") and m.key not in ROUTERS:
             n = m.copies // ep if expert else m.copies
             out.append(Tensor(m.key, (n, m.d_in, m.d_out), expert, True))
@@ -308,7 +309,7 @@ def _adapter_tensors(cfg: ModelConfig, lora: LoRA, tp: int, ep: int) -> dict[Lay
         for m in block.linears():
             if m.key not in keys:
                 continue
-            expert = m.key == "moe/experts"
+            expert = m.key == ROUTED_EXPERTS
             if m.key.startswith("moe/") and m.key not in ROUTERS:
                 n = m.copies // ep if expert else m.copies
                 out += [Tensor(m.key + "/lora_A", (n, r, m.d_in), expert),

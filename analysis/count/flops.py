@@ -35,7 +35,7 @@ from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.attention import AttentionKind, temperature_ops
 from ..model.config import ModelConfig
-from ..model.ffn import SIGMOID_COST
+from ..model.ffn import ROUTED_EXPERTS, SIGMOID_COST
 from ..model.layers import LayerGroup, LayerSpec
 from ..model.parts import Linear
 from ..model.variants import (
@@ -187,9 +187,9 @@ def copies_read(m: Linear, rows: int, run: RunSpec) -> int:
     """The copies of ``m`` a pass over ``rows`` rows reads: every copy of a matrix all tokens use; of
     routed experts, those the rows' choices reach under balanced routing, ``min(E, rows x k)``, and on a
     GPU of an expert-parallel group (``run.layout.ep``) of the ``E / ep`` it holds, which take as many
-    choices as its own rows make."""
-    if m.active == m.copies:
-        return m.copies
+    choices as its own rows make (all it holds when each token routes to every expert)."""
+    if m.key != ROUTED_EXPERTS:
+        return m.copies if m.active == m.copies else min(m.copies, rows * m.active)
     return min(m.copies // run.layout.ep, rows * m.active)
 
 

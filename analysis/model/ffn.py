@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # see attention.py
     from .config import ModelConfig
 
 SIGMOID_COST = 3  # exp, add, divide
+ROUTED_EXPERTS = "moe/experts"  # the routed experts' key: expert parallelism deals them over its GPUs
 
 
 def mlp(cfg: ModelConfig, key: str, width: int, bias: bool, copies: int = 1, active: int = 1,
@@ -122,7 +123,7 @@ class MoE(_FFN):
     def linears(self) -> list[Linear]:
         c, moe = self.cfg, self.cfg.moe
         mats = [Linear("moe/router", c.d_model, moe.num_experts + moe.zero_experts, moe.router_bias)]
-        mats += mlp(c, "moe/experts", c.expert_width, moe.expert_bias, moe.num_experts, moe.real_experts_per_token)
+        mats += mlp(c, ROUTED_EXPERTS, c.expert_width, moe.expert_bias, moe.num_experts, moe.real_experts_per_token)
         if moe.shared_experts:
             mats += mlp(c, "moe/shared_experts", c.shared_expert_width, moe.expert_bias,
                         moe.shared_experts, moe.shared_experts)

@@ -68,7 +68,8 @@ class AltUp(nn.Module):
         """The corrected streams and stream 0 scaled (the per-layer input's gate reads it)."""
         c = self.correction(self.route(y)) + 1  # (B, S, N)
         corrected = predictions + c.unsqueeze(-1) * (y - predictions[:, :, 0]).unsqueeze(-2)
-        first = corrected[:, :, 0] * self.scale if self.scaled else corrected[:, :, 0].contiguous()
+        # a copy of its own either way (contiguous() returns the view itself where a slice is already contiguous)
+        first = corrected[:, :, 0] * self.scale if self.scaled else corrected[:, :, 0].clone()
         return corrected, first
 
 
