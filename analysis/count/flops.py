@@ -188,8 +188,8 @@ def copies_read(m: Linear, rows: int, run: RunSpec) -> int:
     routed experts, those the rows' choices reach under balanced routing, ``min(E, rows x k)``, and on a
     GPU of an expert-parallel group (``run.layout.ep``) of the ``E / ep`` it holds, which take as many
     choices as its own rows make (all it holds when each token routes to every expert)."""
-    if m.key != ROUTED_EXPERTS:
-        return m.copies if m.active == m.copies else min(m.copies, rows * m.active)
+    if m.key != ROUTED_EXPERTS:  # every other matrix's copies (shared experts) are each token's
+        return m.copies
     return min(m.copies // run.layout.ep, rows * m.active)
 
 

@@ -44,7 +44,8 @@ class Mixer:
 
     @property
     def chunk(self) -> int | None:
-        """The chunked (or blocked) form's chunk, at whose multiples a pass's FLOPs step (None: no chunks)."""
+        """The chunked (or blocked) form's chunk: a prefill's FLOPs repeat their pattern modulo it
+        (:func:`analysis.perf.steps.period`; None: no chunks)."""
         return None
 
     def __init__(self, cfg: ModelConfig) -> None:
