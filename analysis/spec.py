@@ -39,8 +39,9 @@ import math
 from dataclasses import dataclass
 
 from .errors import SpecError, brief
+from .model.architecture import build
 from .model.config import ModelConfig
-from .model.formats import WEIGHT_FORMATS, fp8_weights
+from .model.formats import FORMATS, WEIGHT_FORMATS, fp8_weights, quantized
 from .model.sizes import COMPUTE_DTYPES, DTYPE_BITS, FLOAT_DTYPES, MAX_INT
 
 MODES = ("train", "prefill", "decode")
@@ -367,6 +368,11 @@ class RunSpec:
             text, image_size = seq, img.size
             seq += self.images * img.tokens
         weights = self.weights_dtype or (cfg.dtype if stored else dtype)
+        if weights in FORMATS and weights != cfg.dtype:  # a checkpoint's own format keeps its own skip list
+            kept = FORMATS[weights].skip + FORMATS[weights].fixed
+            if not any(quantized(m.key, kept) for m, _ in build(cfg).linears()):  # MXFP4 on a model without experts
+                raise SpecError("weights_dtype", f"{weights} quantizes none of {cfg.name}'s matrices: it keeps "
+                                                 f"{', '.join(kept)} in the compute dtype")
         if fp8 and weights not in FLOAT_DTYPES and not fp8_weights(weights):
             raise SpecError("dtype", f"fp8 (matmuls in fp8) reads float or fp8 weights, got {weights}: give "
                                      "--weights-dtype bf16 or an fp8 format")

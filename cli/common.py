@@ -11,7 +11,7 @@ from ..analysis.count.params import ParamCount, count_params
 from ..analysis.errors import SpecError
 from ..analysis.load.catalog import bundled_names, load_model
 from ..analysis.model.config import ModelConfig
-from ..analysis.spec import Layout, LoRA
+from ..analysis.spec import Layout, LoRA, RunSpec
 from .errors import UsageError
 from .format import count
 from .terminal import warn
@@ -150,3 +150,14 @@ def image_record(run) -> dict:
         return {}
     return {"text_tokens": run.text, "images": run.images, "image_size": run.image_size,
             "image_tokens": (run.seq - run.text) // run.images}
+
+
+def dtypes_tag(run: RunSpec) -> str:
+    """The compute dtype, the matmuls' where they differ (--dtype fp8), and the weights' and gradients' where
+    they differ (--weights-dtype, a format; --grad-dtype)."""
+    weights = (f", {run.weights_dtype} weights" if run.weights_dtype != run.dtype else "") + (
+        f", {run.grad_dtype} gradients" if run.grad_dtype not in (None, run.dtype) else "")
+    if run.matmul_dtype == run.dtype:
+        return run.dtype + weights
+    return (f"{run.matmul_dtype} matmuls ({run.fp8_scaling}), {run.dtype}" if run.fp8_scaling else
+            f"{run.matmul_dtype} matmuls, {run.dtype}") + weights

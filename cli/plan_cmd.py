@@ -8,7 +8,8 @@ import typer
 from ..analysis.cluster.search import candidates, ranked
 from ..analysis.perf.calibration import Efficiency
 from ..analysis.perf.hardware import load_hardware
-from .common import expected_head, lora_models, lora_record, lora_spec, lora_tag
+from ..analysis.spec import RunSpec
+from .common import dtypes_tag, expected_head, lora_models, lora_record, lora_spec, lora_tag
 from .format import count, iec, rate, seconds
 from .options import (
     WORKLOAD,
@@ -90,6 +91,8 @@ def plan(
     (cfg,) = lora_models([model], lora)
     hw = load_hardware(hardware_spec)
     seq_value = seq or cfg.context_length
+    workload = RunSpec("train", seq_value, dtype=dtype, weights_dtype=weights_dtype, lora=lora,
+                       grad_dtype=grad_dtype).resolve(cfg)
     records = fmt in ("json", "csv")  # every layout; a table shows the first few, the others figured no further
     if records:
         found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff, lora, weights_dtype, optimizer,
@@ -101,6 +104,7 @@ def plan(
                       grad_dtype)
         found, fitting, n_fit, n_found = [], best.best, best.fitting, best.weighed
     data = {"model": cfg.name, "hardware": hw.name, "gpus": gpus, "seq_len": seq_value, "global_batch": global_batch,
+            **{k: getattr(workload, k) for k in ("dtype", "matmul_dtype", "weights_dtype", "grad_dtype")},
             **({"lora": lora_record(cfg, lora)} if lora else {}),
             "efficiency": {"mfu": 1.0},  # the ideal's
             "expected": expected_head(hw, eff),
@@ -114,8 +118,8 @@ def plan(
                      f"{count(c.run.batch)} x {count(layout.steps)}", iec(c.memory.total), iec(s.sent),
                      seconds(s.expected.time_s), seconds(s.time_s), f"{100 * s.bubble:.1f}%",
                      f"{s.expected_tokens_per_s:,.0f}", f"{100 * c.expected_mfu:.1f}%"))
-    title = (f"{cfg.name} on {gpus:,} x {hw.name}: seq {count(seq_value)}, global batch {count(global_batch)}"
-             f"{lora_tag(data.get('lora'))}, {n_fit:,} of {n_found:,} layouts fit")
+    title = (f"{cfg.name} on {gpus:,} x {hw.name}: seq {count(seq_value)}, global batch {count(global_batch)}, "
+             f"{dtypes_tag(workload)}{lora_tag(data.get('lora'))}, {n_fit:,} of {n_found:,} layouts fit")
     table = Table([Col("#", key=True), *map(Col, ("tp", "cp", "pp", "dp", "ep", "zero")), text_col("sp"),
                    text_col("recompute"), Col("micro-batches"), Col("memory/GPU"), Col("sent/GPU"), Col("step"),
                    Col("ideal"), Col("bubble"), Col("tokens/s"), Col("MFU")], [rows], title)

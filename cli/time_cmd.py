@@ -10,8 +10,18 @@ from ..analysis.model.config import ModelConfig
 from ..analysis.perf.calibration import IDEAL, Efficiency
 from ..analysis.perf.hardware import PEAK_DTYPES, Hardware, bundled_hardware, load_hardware
 from ..analysis.perf.roofline import Roofline, generate, prefill, roofline, utilization
-from ..analysis.spec import MODES, Layout, RunSpec, runs
-from .common import expected_head, lora_models, lora_record, lora_spec, lora_tag, one_or_list, warn_idle, workloads
+from ..analysis.spec import MODES, Layout, runs
+from .common import (
+    dtypes_tag,
+    expected_head,
+    lora_models,
+    lora_record,
+    lora_spec,
+    lora_tag,
+    one_or_list,
+    warn_idle,
+    workloads,
+)
 from .errors import UsageError
 from .format import count, iec, rate, seconds, si
 from .options import (
@@ -133,7 +143,7 @@ def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report
     what = (f"prefill of {count(run.seq)} tokens (time to first token)" if rec["mode"] == "generate"
             else f"{rec['mode']}, seq {count(run.seq)}")
     gpus = f"{rec['gpus']:,} x " if "gpus" in rec else ""
-    title = (f"{cfg.name} on {gpus}{hw.name}: {what}, batch {count(run.batch)}, {_dtypes(run)}, {run.attention} "
+    title = (f"{cfg.name} on {gpus}{hw.name}: {what}, batch {count(run.batch)}, {dtypes_tag(run)}, {run.attention} "
              "attention" + (f", {run.layout.describe()}" if gpus else "")
              + (f", chunks of {count(run.chunk)}" if run.chunk else "") + lora_tag(rec.get("lora")))
     table = Table([text_col("component", key=True), Col("FLOPs"), Col("bytes"), Col("FLOP/B"), Col("expected"),
@@ -154,17 +164,6 @@ def _generation_csv(rec: dict) -> dict:
     if rec["mode"] != "generate":
         return {}
     return {**pick(rec, "prompt", "new", *GENERATION), **{f"expected.{k}": rec["expected"][k] for k in GENERATION}}
-
-
-def _dtypes(run: RunSpec) -> str:
-    """The compute dtype, the matmuls' where they differ (--dtype fp8), and the weights' and gradients' where
-    they differ (--weights-dtype, a format; --grad-dtype)."""
-    weights = (f", {run.weights_dtype} weights" if run.weights_dtype != run.dtype else "") + (
-        f", {run.grad_dtype} gradients" if run.grad_dtype not in (None, run.dtype) else "")
-    if run.matmul_dtype == run.dtype:
-        return run.dtype + weights
-    return (f"{run.matmul_dtype} matmuls ({run.fp8_scaling}), {run.dtype}" if run.fp8_scaling else
-            f"{run.matmul_dtype} matmuls, {run.dtype}") + weights
 
 
 def _notes(hw: Hardware, rec: dict) -> list[str]:
@@ -266,7 +265,7 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
     total = exp["time_s"]
     what = "step" if rec["mode"] == "train" else "pass"
     title = (f"{cfg.name} on {rec['gpus']:,} x {hw.name}: {rec['mode']} {what}, {run.layout.describe()}, seq "
-             f"{count(run.seq)}, micro-batch {count(run.batch)} x {count(st.micro_batches)}, {_dtypes(run)}")
+             f"{count(run.seq)}, micro-batch {count(run.batch)} x {count(st.micro_batches)}, {dtypes_tag(run)}")
     names = {"communication": "communication (exposed)"}
     parts = Table([text_col("part", key=True), Col("expected"), Col("share"), Col("ideal")],
                   [[(names.get(k, k), seconds(v), f"{100 * v / total:.1f}%", seconds(rec["parts_s"][k]))

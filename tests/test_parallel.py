@@ -787,8 +787,10 @@ def test_fp8_block_experts_are_whole_on_each_expert_parallel_gpu():
 def test_plan_sizes_qlora_as_memory_does(run):
     """plan weighs QLoRA layouts (nf4 base, adapters) with the per-GPU memory `memory` gives them."""
     args = ["qwen3-30b-a3b", "--seq", "4096", "--lora-rank", "16", "--weights-dtype", "nf4"]
-    best = json.loads(run("plan", *args, "--gpus", "8", "--hardware", "h100", "--global-batch", "64", "--top", "1",
-                          "--json").stdout)["layouts"][0]
+    data = json.loads(run("plan", *args, "--gpus", "8", "--hardware", "h100", "--global-batch", "64", "--top", "1",
+                          "--json").stdout)
+    best = data["layouts"][0]
+    assert (data["dtype"], data["weights_dtype"]) == ("bf16", "nf4")
     layout, flags = best["layout"], ["--recompute", best["recompute"], *(["--sp"] if best["layout"]["sp"] else [])]
     for k in ("tp", "pp", "dp", "ep", "zero", "cp", "vpp"):
         flags += [f"--{k}", str(layout[k])]

@@ -233,6 +233,10 @@ def test_memory_inference_with_a_format(run):
 @pytest.mark.parametrize("args, message", [
     (("memory", "llama-2-7b", "--mode", "inference", "--weights-dtype", "nf5"), "--weights-dtype"),
     (("kvcache", "llama-2-7b", "--kv-dtype", "nf4"), "--kv-dtype"),
+    # MXFP4 quantizes routed experts alone (GPT-OSS): a dense model would stay in bf16 whole
+    (("memory", "llama-2-7b", "--mode", "inference", "--weights-dtype", "mxfp4"),
+     "--weights-dtype mxfp4 quantizes none of llama-2-7b's matrices: it keeps lm_head, attention, mlp, moe/router, "
+     "moe/shared_experts, moe/shared_expert_gate in the compute dtype"),
     # d_ff 11,008 over 8 GPUs: 1,376 inputs of mlp/down per shard, 10.75 groups of 128
     (("memory", "llama-2-7b", "--mode", "inference", "--weights-dtype", "awq-int4", "--tp", "8"),
      "--tp 8 splits the 11,008 inputs of mlp/down into shards of 1,376, not a whole number of awq-int4's 128-wide "

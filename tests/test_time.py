@@ -626,12 +626,14 @@ def test_int4_embedding_rows_alternate_with_the_token_count():
 
 
 def test_a_format_streams_only_the_matrices_it_quantizes():
-    """MXFP4 quantizes routed experts alone: a dense Llama 3 8B under it keeps every matrix in bf16, and
-    decodes at bf16's expected rates. bitsandbytes cannot reach Mixtral's stacked experts: under NF4 they
+    """MXFP4 quantizes routed experts alone: GPT-OSS's attention under it streams at bf16's expected rates,
+    its experts fewer bytes. bitsandbytes cannot reach Mixtral's stacked experts: under NF4 they
     stream as bf16 does, while its attention matrices stream at NF4's rate (a kernel a layer)."""
     run = RunSpec("decode", 1024, 1)
-    cfg = load_bundled("llama-3-8b")
-    assert roofline(cfg, run.replace(weights_dtype="mxfp4"), H100).components == roofline(cfg, run, H100).components
+    cfg = load_bundled("gpt-oss-20b")
+    plain, mxfp4 = (roofline(cfg, run.replace(weights_dtype=w), H100).components for w in (None, "mxfp4"))
+    assert mxfp4["attention/q"] == plain["attention/q"]
+    assert mxfp4["moe/experts"].bytes < plain["moe/experts"].bytes
     cfg = load_bundled("mixtral-8x7b")
     plain, nf4 = (roofline(cfg, run.replace(weights_dtype=w), H100).components for w in (None, "nf4"))
     assert nf4["moe/experts"].expected_memory_s == plain["moe/experts"].expected_memory_s
