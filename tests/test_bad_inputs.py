@@ -5,6 +5,7 @@ generated cases, drawn by hypothesis over the same classes, are in test_fuzz.py.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -382,19 +383,27 @@ def test_verify_window_past_what_torch_can_address(config_file, run):
 @pytest.mark.slow
 def test_checks_run_on_a_stack_deep_enough_to_free_a_deep_graph():
     """torch frees an autograd graph recursively through nodes that have a Python object; a
-    chain of 200,000 of them overflows the main thread's 8 MiB stack (a segfault, as a
-    2,000-layer model did in verify)."""
+    chain of them overflows the main thread's stack (a segfault, as a 2,000-layer model did in
+    verify): here 25,000 on a main thread of 1 MiB (`ulimit -s 1024`), which overflows past
+    10,000 as the default 8 MiB does past 50,000: the same chain then crashes on the main thread."""
+    import resource
+
+    def small_stack():
+        resource.setrlimit(resource.RLIMIT_STACK, (1 << 20, resource.getrlimit(resource.RLIMIT_STACK)[1]))
+
     code = ("import torch\nfrom llmcalc.analysis.verify.report import on_deep_stack\n"
             "def chain():\n"
             "    y = torch.zeros(1, requires_grad=True)\n"
-            "    for _ in range(200_000):\n"
+            "    for _ in range(25_000):\n"
             "        y = y * 1\n"
             "        y.grad_fn\n"
             "    del y\n"
             "    return 'freed'\n"
-            "print(on_deep_stack(chain))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "freed\n", "")
+            "print(on_deep_stack(chain), flush=True)\n"
+            "chain()\n")  # then on the main thread
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          preexec_fn=small_stack)
+    assert (proc.returncode, proc.stdout) == (-signal.SIGSEGV, "freed\n"), proc.stderr
 
 
 @pytest.mark.reference
