@@ -424,12 +424,12 @@ class RunSpec:
             raise SpecError("layout", f"{self.layout.describe()}: {function} runs one model replica on one GPU "
                                       "(per GPU under a layout: memory() and step())")
 
-    def no_images(self, function: str) -> None:
-        """SpecError unless the run has no images: ``function`` does not count the vision tower's
+    def no_images(self) -> None:
+        """SpecError unless the run has no images: the caller does not count the vision tower's
         activations, bytes moved or time (``count_flops`` and ``kv_cache`` take images)."""
         if self.images:
-            raise SpecError("images", f"(the vision tower's activations, bytes moved and time) are not counted by "
-                                      f"{function} yet: flops and kvcache (without --budget) take images")
+            raise SpecError("images", "(the vision tower's activations, bytes moved and time) are not counted by "
+                                      "memory, time and plan yet: flops and kvcache (without --budget) take images")
 
     @property
     def query_len(self) -> int:

@@ -43,6 +43,7 @@ from .options import (
     Recompute,
     Seqs,
     Sp,
+    StateDtype,
     Tp,
     Vpp,
     WeightsDtype,
@@ -57,9 +58,9 @@ from .report import Col, Report, Table, emit, pick, text_col
 def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
     run = m.run
     out = {"model": cfg.name, "mode": mode, "seq_len": run.seq, "batch": run.batch, "dtype": run.dtype,
-           "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype, "grad_dtype": run.grad_dtype,
-           "attention_impl": run.attention,
-           "recompute": run.recompute, **m.parts, "total": m.total}
+           "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype, "state_dtype": run.state_dtype,
+           "grad_dtype": run.grad_dtype, "attention_impl": run.attention, "recompute": run.recompute, **m.parts,
+           "total": m.total}
     if run.lora is not None:
         out["lora"] = lora_record(cfg, run.lora)
     if not run.layout.trivial:
@@ -153,6 +154,7 @@ def memory(
     dtype: Dtype = None,
     weights_dtype: WeightsDtype = None,
     kv_dtype: KvDtype = None,
+    state_dtype: StateDtype = None,
     grad_dtype: GradDtype = None,
     chunk: Chunk = None,
     images: Images = 0,
@@ -196,8 +198,8 @@ def memory(
     """
     fmt = output_format(fmt, json_out)
     run_mode = MEMORY_MODES[mode]
-    given = applicable((run_mode,), mode, chunk=chunk, kv_dtype=kv_dtype, recompute=recompute, optimizer=optimizer,
-                       grad_dtype=grad_dtype, zero=zero, vpp=vpp, global_batch=global_batch)
+    given = applicable((run_mode,), mode, chunk=chunk, kv_dtype=kv_dtype, state_dtype=state_dtype, recompute=recompute,
+                       optimizer=optimizer, grad_dtype=grad_dtype, zero=zero, vpp=vpp, global_batch=global_batch)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     budget_bytes, hw_name = _budget(budget, hardware_spec)
     base, layouts = runs(run_mode, batch, attention=attention, dtype=dtype, weights_dtype=weights_dtype, lora=lora,
@@ -230,8 +232,8 @@ def memory(
                    *map(Col, shown), Col("total"), *budget_cols], [rows],
                   f"{mode} memory" + ("" if several else f", batch {count(batch[0])}") + per_gpu
                   + (f"; budget {_budget_label(records[0]['budget'])}" if budget_bytes is not None else ""))
-    csv = [pick(m, "model", "mode", "seq_len", "batch", "gpus", "dtype", "weights_dtype", "kv_dtype", "grad_dtype",
-                "attention_impl", "recompute", *PARTS, "total",
+    csv = [pick(m, "model", "mode", "seq_len", "batch", "gpus", "dtype", "weights_dtype", "kv_dtype", "state_dtype",
+                "grad_dtype", "attention_impl", "recompute", *PARTS, "total",
                 *(("budget.bytes", "budget.fits", "budget.max_batch") if budget_bytes is not None else ()))
            for m in records]
     emit(Report(one_or_list(records, models), csv, [table]), fmt)

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..analysis.cluster.search import candidates, ranked
+from ..analysis.cluster.sharding import one_gpu_only
 from ..analysis.perf.calibration import Efficiency
 from ..analysis.perf.hardware import load_hardware
 from ..analysis.spec import RunSpec
@@ -134,8 +135,8 @@ def plan(
         notes.insert(0, f"no valid layout of {gpus:,} GPUs for {cfg.name}: the heads, layers or global batch do "
                         "not divide (docs: \"llmcalc plan\")")
     elif not n_fit:
-        notes.insert(0, f"no layout fits in {iec(hw.memory)}: more GPUs, a shorter --seq or a smaller "
-                        "--global-batch")
+        more = "" if one_gpu_only(cfg) else "more GPUs, "  # a vision tower: sized on one GPU only
+        notes.insert(0, f"no layout fits in {iec(hw.memory)}: {more}a shorter --seq or a smaller --global-batch")
     csv = [{**pick(data, "model", "hardware", "gpus", "seq_len", "global_batch"),
             **{f"layout.{k}": v for k, v in r["layout"].items()},
             **pick(r, "micro_batch", "recompute", "memory", "fits", "step_s", "bubble", "communication_s",

@@ -55,6 +55,7 @@ from .options import (
     Pp,
     Recompute,
     Sp,
+    StateDtype,
     Tp,
     Vpp,
     WeightsDtype,
@@ -126,8 +127,8 @@ def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff: Effic
     return {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
             "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype,
             "fp8_scaling": run.fp8_scaling, "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype,
-            "grad_dtype": run.grad_dtype, "chunk": run.chunk, "recompute": run.recompute,
-            "efficiency": IDEAL_EFFICIENCY,
+            "state_dtype": run.state_dtype, "grad_dtype": run.grad_dtype, "chunk": run.chunk,
+            "recompute": run.recompute, "efficiency": IDEAL_EFFICIENCY,
             "time_s": r.time_s, "flops": r.flops, "bytes": r.bytes, "bound": r.bound, "components": _components(r),
             "expected": {**expected_head(hw, eff), "time_s": r.expected_s, "bound": r.expected_bound},
             **({"lora": lora_record(cfg, run.lora)} if run.lora else {})}
@@ -174,7 +175,7 @@ def _notes(hw: Hardware, rec: dict) -> list[str]:
            else "calibrated efficiencies (docs: Hardware, Calibration)" if exp["calibration"]
            else "no calibration in this hardware file: expected = ideal")
     lines = [f"expected: {how}; ideal: the roofline per component, max(FLOPs / peak, bytes / bandwidth) on "
-             f"{hw.description}: {si(hw.peak(rec['dtype']), 'FLOP/s')} {rec['dtype']} dense, "
+             f"{hw.description or hw.name}: {si(hw.peak(rec['dtype']), 'FLOP/s')} {rec['dtype']} dense, "
              + (f"{si(hw.peak(rec['matmul_dtype']), 'FLOP/s')} {rec['matmul_dtype']} for the layers' matmuls, "
                 if rec["matmul_dtype"] != rec["dtype"] else "") +
              f"{si(hw.memory_bandwidth, 'B/s')}, a bound no run beats"]
@@ -331,6 +332,7 @@ def time_command(
     fp8_scaling: Fp8Scaling = None,
     weights_dtype: WeightsDtype = None,
     kv_dtype: KvDtype = None,
+    state_dtype: StateDtype = None,
     grad_dtype: GradDtype = None,
     images: Images = 0,
     image_size: ImageSize = None,
@@ -388,8 +390,8 @@ def time_command(
         if value is not None and mode != "train":
             warn(f"{option} does not apply to --mode {mode}; ignored")
     run_modes = ("prefill", "decode") if generating else (mode,)
-    given = applicable(run_modes, mode, chunk=chunk, kv_dtype=kv_dtype, recompute=recompute, optimizer=optimizer,
-                       grad_dtype=grad_dtype, zero=zero, vpp=vpp, global_batch=global_batch)
+    given = applicable(run_modes, mode, chunk=chunk, kv_dtype=kv_dtype, state_dtype=state_dtype, recompute=recompute,
+                       optimizer=optimizer, grad_dtype=grad_dtype, zero=zero, vpp=vpp, global_batch=global_batch)
     train = mode == "train"
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     base, layouts = runs("prefill" if generating else mode, batch, attention=attention, dtype=dtype,

@@ -270,7 +270,10 @@ def test_time_with_a_layout_matches_plan_and_memory(run):
     (["llama-2-7b", "--gpus", "8", "--hardware", "h100", "--global-batch", "8", "--seq", "1,2"], 2,
      "Invalid value for '--seq': expects a whole number such as 4096 or 128k, got '1,2'"),
     (["llama-3.1-405b", "--gpus", "1", "--hardware", "l4", "--global-batch", "1", "--seq", "1024"], 0,
-     "no layout fits in"),
+     "no layout fits in 22.35 GiB: more GPUs, a shorter --seq or a smaller --global-batch"),
+    # a vision tower is sized on one GPU only: more GPUs would be refused
+    (["gemma-3-27b-it", "--gpus", "1", "--hardware", "h100", "--global-batch", "8", "--seq", "8192"], 0,
+     "no layout fits in 74.51 GiB: a shorter --seq or a smaller --global-batch"),
     (["gpt2-small", "--gpus", "1048576", "--hardware", "h100", "--global-batch", "8"], 0,
      "no valid layout of 1,048,576 GPUs for gpt2-small"),
 ])
@@ -344,9 +347,14 @@ def test_context_parallel_rules(run, args, message):
     assert result.exit_code == 2 and message in result.output, result.output
 
 
-def test_decode_cannot_split_its_token(run):
-    result = run("time", "llama-2-7b", "--hardware", "h100", "--mode", "decode", "--seq", "4096", "--cp", "2")
-    assert result.exit_code == 2 and "a decode step has one" in result.output
+@pytest.mark.parametrize("args", [["--mode", "decode", "--seq", "4096", "--cp", "2"],
+                                  ["--mode", "decode", "--seq", "4096", "--tp", "2", "--sp"],
+                                  ["--mode", "generate", "--prompt", "511", "--new", "2", "--tp", "2", "--sp"]])
+def test_decode_cannot_split_its_token(run, args):
+    """Context and sequence parallelism split a sequence's new tokens: a decode step has one, which no
+    prompt length changes (generate names the decode steps' rule before the prompt's)."""
+    result = run("time", "llama-2-7b", "--hardware", "h100", *args)
+    assert result.exit_code == 2 and "a decode step has one" in result.output, result.output
 
 
 def test_plan_considers_context_parallelism_for_long_sequences(run):

@@ -249,6 +249,6 @@ def test_hybrid_state_is_constant_in_seq_while_kv_grows(run):
 def test_a_budget_with_images_is_refused_naming_what_takes_them(run):
     result = run("kvcache", "gemma-3-27b-it", "--images", "2", "--budget", "80GiB")
     assert (result.exit_code, result.stderr) == (2, "Error: --images (the vision tower's activations, bytes moved and "
-                                                    "time) are not counted by memory yet: flops and kvcache (without "
-                                                    "--budget) take images\n")
+                                                    "time) are not counted by memory, time and plan yet: flops and "
+                                                    "kvcache (without --budget) take images\n")
     assert run("kvcache", "gemma-3-27b-it", "--images", "2").exit_code == 0

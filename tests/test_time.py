@@ -131,6 +131,13 @@ source: "datasheet"
 """
 
 
+def test_a_user_yaml_without_a_description_is_named_by_its_name(tmp_path, run):
+    path = tmp_path / "gpu.yaml"
+    path.write_text(H100_AS_USER_YAML.replace("description: the H100 SXM written in other units\n", ""))
+    out = run("time", "gpt2-small", "--hardware", path).stdout
+    assert "max(FLOPs / peak, bytes / bandwidth) on my-h100: 989.40 TFLOP/s bf16 dense" in out
+
+
 def test_a_user_yaml_gives_the_same_closed_forms(tmp_path, run):
     path = tmp_path / "gpu.yaml"
     path.write_text(H100_AS_USER_YAML)
@@ -157,6 +164,9 @@ def test_a_calibration_from_a_bundled_accelerator_is_its_own(tmp_path, run):
     capped = load_hardware("h100-96gb-500w").calibration
     assert (capped.gemm, capped.flash) == (0.50, 0.22)
     assert capped._replace(gemm=CAL.gemm, flash=CAL.flash, source="") == CAL._replace(source="")
+    # one streaming kind changed, the other four h100's
+    path.write_text(H100_AS_USER_YAML + "calibration:\n  from: h100\n  streaming: {int8: 0.25}\n")
+    assert load_hardware(str(path)).calibration.streaming == {**CAL.streaming, "int8": 0.25} != CAL.streaming
 
 
 @settings(max_examples=300, deadline=None)
@@ -517,8 +527,10 @@ calibration:  # 8
      "expected a fraction in (0, 1], got 1.5"),
     (FROM_YAML, "from: h100", "from: h200", 9, "calibration.from",  # h200's is itself from h100's: no chains
      "h200 has no calibration of its own to start from"),
+    (FROM_YAML, "flash: 0.5", "streaming: {int9: 0.5}", 11, "calibration.streaming",
+     "expected a fraction for some of float, fp8, int8, int4, nf4"),
 ], ids=["kernel_us", "gemm_m0", "unknown", "streaming.int8", "streaming", "peak_flops.bf16", "from-bus_inter",
-        "from"])
+        "from", "from-streaming"])
 def test_a_bad_calibration_names_the_keys_own_line(run, tmp_path, text, old, new, line, key, message):
     assert old in text
     path = tmp_path / "numbered.yaml"
@@ -723,6 +735,20 @@ def MAMBA2_DECODE_BYTES(B, L):  # noqa: N802 (a table of closed forms)
 def test_a_mamba2_decode_step_moves_weights_rows_and_the_state_read_and_written(B):
     cfg = from_dict(MAMBA2, "<test>")
     assert pass_bytes(cfg, RunSpec("decode", 100, B, state_dtype="fp32")) == MAMBA2_DECODE_BYTES(B, 2)
+
+
+def test_state_dtype_reaches_time_and_memory(run, config_file):
+    """--state-dtype on `time` and `memory`: a decode step reads and writes each sequence's state in it,
+    and the inference memory holds it, 2 layers x 3 sequences x (the conv's K inputs of E + 2GN channels
+    and the H x P x N SSM state) of 4 bytes."""
+    path = config_file(json.dumps(MAMBA2))
+    args = ["--mode", "decode", "--seq", "100", "--batch", "3", "--state-dtype", "fp32", "--json"]
+    data = json.loads(run("time", path, "--hardware", "h100", *args).stdout)
+    scan = data["components"]["mamba2/scan"]["bytes"]
+    assert (data["state_dtype"], scan) == ("fp32", MAMBA2_DECODE_BYTES(3, 2)["mamba2/scan"])
+    args[1] = "inference"
+    memory = json.loads(run("memory", path, *args).stdout)
+    assert (memory["state_dtype"], memory["kv_cache"]) == ("fp32", 2 * 3 * ((512 + 2 * 2 * 16) * 4 + 512 * 16) * 4)
 
 
 def test_a_mixer_beside_attention_adds_its_parts_and_one_residual_add():

@@ -267,7 +267,7 @@ def _frozen(cfg: ModelConfig, run: RunSpec, stage: int, expert: bool | None) -> 
 def collectives(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collective]:
     """The collectives one GPU of pipeline stage ``stage`` takes part in over one training step
     (``run.layout.steps`` micro-batches of ``run.batch`` sequences) or one inference pass."""
-    run.no_images("collectives")
+    run.no_images()
     return stage_collectives(cfg, run.resolve(cfg), stage)
 
 

@@ -80,8 +80,8 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
             raise SpecError(f"layout.{name}", f"{getattr(layout, name)}: generate runs on one tensor-parallel "
                                               "group (--tp), as gpt-fast does")
     run = run.replace(mode="prefill", seq=prompt, layout=dataclasses.replace(layout, micro_batches=1))
-    first = one_pass(cfg, run, hw, eff)
-    decode = one_pass(cfg, run.replace(mode="decode", seq=prompt + 1, chunk=None), hw, eff)
+    decode = one_pass(cfg, run.replace(mode="decode", seq=prompt + 1, chunk=None), hw, eff)  # its rules first:
+    first = one_pass(cfg, run, hw, eff)  # the prompt's are those of a prefill, which a length can fix
     local = decode_sums(shard(cfg, layout.tp), run.replace(layout=Layout()), hw, prompt, new, eff)
     sums = [_comm(cfg, run.replace(mode=mode, chunk=None), hw, prompt, new) for mode in ("decode", "prefill")]
     gen = Generation(new, first.compute, local[0] + sums[0][1], local[1] + sums[1][1], local[2] + sums[0][2],

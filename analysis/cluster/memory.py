@@ -106,7 +106,7 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = Non
     ``shared``: work kept between calls on the same ``cfg`` (`plan`'s candidates): the saves of a
     layout's stages are those of its ZeRO variants, a stage's state that of its sp variant."""
     check_arguments(cfg, run)
-    run.no_images("memory")
+    run.no_images()
     run = run.resolve(cfg)
     if run.layout.trivial:
         return device_memory(cfg, run)

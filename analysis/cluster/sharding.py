@@ -123,14 +123,16 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
                                                              f"and {name} has no experts"),
         (experts == 0 or experts % layout.ep == 0, "layout.ep", f"{layout.ep} must divide the {experts} experts "
                                                                  f"of {name}"),
+        (cp == 1 or run.mode != "decode", "layout.cp", f"{cp}: context parallelism splits a sequence's new "
+                                                       "tokens, and a decode step has one"),
+        (not layout.sp or run.mode != "decode", "layout.sp", "(sequence parallelism) splits a sequence's new tokens "
+                                                             "over tp, and a decode step has one"),
         (seq % cp == 0, "layout.cp", f"{cp} must divide the {seq:,} tokens of a sequence"),
         (not layout.sp or (seq // cp) % tp == 0, "layout.sp",
          f"(sequence parallelism) needs tp {tp} to divide the {seq // cp:,} tokens of a sequence"
          + (" on a GPU" if cp > 1 else "")),
         (ring, "layout.cp", f"{cp}: context parallelism runs ring flash attention, not eager attention or a "
                             "learned T5 bias"),
-        (cp == 1 or run.mode != "decode", "layout.cp", f"{cp}: context parallelism splits a sequence's new "
-                                                       "tokens, and a decode step has one"),
         (run.chunk is None, "chunk", "(chunked prefill) runs on one GPU: not with a parallel layout"),
     ]
     what = one_gpu_only(cfg)

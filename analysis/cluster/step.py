@@ -210,7 +210,7 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
     ``cfg``, ``hw`` and ``eff`` (`plan`'s candidates): a pass of the TP rank's model depends on
     (tp, cp, sp) and the workload only, a stage's share of it on the layers the stage holds."""
     eff, cal = eff or Efficiency(), hw.calibration
-    run.no_images("step")
+    run.no_images()
     run = run.resolve(cfg)
     layout = run.layout
     if run.mode != "train" and layout.micro_batches is None:

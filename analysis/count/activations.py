@@ -194,7 +194,7 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     dtype; a GPU's share under a layout: ``memory``'s activations)."""
     check_arguments(cfg, run)
     run.one_device("activation_bytes")
-    run.no_images("activation_bytes")
+    run.no_images()
     run = run.resolve(cfg)
     if run.lora is not None and (why := lora_refusal(cfg)) is not None:
         raise SpecError("lora", why)

@@ -98,7 +98,7 @@ def attention_bytes(cfg: ModelConfig, batch: int, queries: int, keys: int, atten
 
 def attention_peak(cfg: ModelConfig, run: RunSpec) -> tuple[int, int, int]:
     """(bytes, queries, keys) of the largest attention call of an inference run."""
-    run.no_images("attention_peak")
+    run.no_images()
     run = run.resolve(cfg)
     if run.mode == "decode":
         spans = [(1, g.spec.keys_seen(run.seq)) for g in layer_plan(cfg)]
@@ -131,7 +131,7 @@ def device_memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
     """Bytes by part (PARTS) for a training step or an inference run of one model replica on one
     device (with a layout, every GPU's: :func:`analysis.cluster.memory.memory`)."""
     run.one_device("device_memory")
-    run.no_images("device_memory")
+    run.no_images()
     run = run.resolve(cfg)
     parts = dict.fromkeys(PARTS, 0)
     parts["dequantization"] = dequantized_bytes(cfg, run.weights_dtype, run.dtype)

@@ -177,7 +177,7 @@ def forward_bytes(cfg: ModelConfig, run: RunSpec) -> tuple[dict[str, int], dict[
 
 def pass_bytes(cfg: ModelConfig, run: RunSpec) -> dict[str, int]:
     """Bytes moved by the whole pass (forward; training adds backward and the optimizer step)."""
-    run.no_images("pass_bytes")
+    run.no_images()
     run = run.resolve(cfg)
     layers, rest = forward_bytes(cfg, run)
     out: dict[str, int] = {}

@@ -278,10 +278,14 @@ def calibration_from_dict(raw: Any, where: Any, base: Calibration = IDEAL) -> Ca
             if not isinstance(value, str) or not value.isprintable():
                 raise ConfigError(f"expected one line of text, got {brief(value)}", *where(name))
             values["source"] = value
-        elif key == "streaming":
-            if not isinstance(value, dict) or set(value) != set(STREAMING):
-                raise ConfigError(f"expected a fraction for each of {', '.join(STREAMING)}", *where(name))
-            values["streaming"] = {k: _number(v, f"{name}.{k}", where, 1.0) for k, v in value.items()}
+        elif key == "streaming":  # all five, or over a bundled section (``from``) the kinds to change
+            whole = base is IDEAL
+            if not isinstance(value, dict) or not value or not set(value) <= set(STREAMING) or (
+                    whole and set(value) != set(STREAMING)):
+                raise ConfigError(f"expected a fraction for {'each' if whole else 'some'} of {', '.join(STREAMING)}",
+                                  *where(name))
+            values["streaming"] = {**base.streaming, **{k: _number(v, f"{name}.{k}", where, 1.0)
+                                                        for k, v in value.items()}}
         else:
             spec = KEYS[key]
             number = _number(value, name, where, spec.top)

@@ -167,7 +167,7 @@ def roofline(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CAL
     GPU's step under a layout: :func:`analysis.cluster.step.step`; one GPU of an expert-parallel group
     reads only the experts it holds, ``count.flops.copies_read``)."""
     run.one_device("roofline", expert_group=True)
-    run.no_images("roofline")
+    run.no_images()
     run = run.resolve(cfg).executed()
     matmul, elementwise, moved = _work(cfg, run)
     keys = list(dict.fromkeys([*matmul, *elementwise, *moved]))
@@ -235,7 +235,7 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALI
     queries against the cache and itself; only the last computes logits), the chunks before the last
     summed in closed form (:mod:`.steps`; their expected rates those of the middle chunk)."""
     run.one_device("prefill")
-    run.no_images("prefill")
+    run.no_images()
     run = run.resolve(cfg)
     last = run.replace(mode="prefill", chunk=None)
     if run.chunk is None or run.chunk >= run.seq:
@@ -381,7 +381,7 @@ class Utilization(NamedTuple):
 
 def utilization(cfg: ModelConfig, run: RunSpec, hw: Hardware, tokens_per_s: float, gpus: int = 1) -> Utilization:
     """``run`` is one GPU's training step; ``tokens_per_s`` the throughput of all ``gpus``."""
-    run.no_images("utilization")
+    run.no_images()
     run = run.resolve(cfg)
     tokens = run.tokens
     # model FLOPs (PaLM): no recomputation, not even flash attention's rerun of the scores in backward
