@@ -66,6 +66,25 @@ def test_csv_rows_are_the_json_records(run, args):
 
 
 @pytest.mark.unit
+def test_plan_csv_rows_are_its_layouts_beside_the_run(run):
+    """A row per layout of the JSON, the run's own columns (model, dtypes ...) on each."""
+    args = ("plan", "qwen3-30b-a3b", "--gpus", "8", "--hardware", "h100", "--seq", "4096", "--global-batch", "64",
+            "--lora-rank", "16", "--weights-dtype", "nf4")
+    data = json.loads(run(*args, "--json").stdout)
+    rows = _csv(run(*args, "--format", "csv").stdout)
+    assert len(rows) == len(data["layouts"]) > 1
+    for row, layout in zip(rows, data["layouts"]):
+        assert row["weights_dtype"] == "nf4" and row["dtype"] == "bf16"
+        for path, cell in row.items():
+            record = data if path.split(".")[0] in data.keys() - {"layouts"} else layout
+            keys = path.replace("expected_", "expected.", 1).split(".")
+            value = record
+            for key in keys:  # a layout that does not fit has no step: a blank cell
+                value = value.get(key) if isinstance(value, dict) else None
+            assert cell == "" if value is None else _same(cell, value), (path, cell)
+
+
+@pytest.mark.unit
 def test_csv_of_one_model_and_workload_is_its_json_object(run):
     args = ("kvcache", "mistral-7b", "--seq", "8192", "--kv-dtype", "fp16", "--budget", "80GiB")
     data = json.loads(run(*args, "--json").stdout)
