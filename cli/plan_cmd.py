@@ -137,8 +137,8 @@ def plan(
     elif not n_fit:
         more = "" if one_gpu_only(cfg) else "more GPUs, "  # a vision tower: sized on one GPU only
         notes.insert(0, f"no layout fits in {iec(hw.memory)}: {more}a shorter --seq or a smaller --global-batch")
-    csv = [{**pick(data, "model", "hardware", "gpus", "seq_len", "global_batch", "dtype", "matmul_dtype", "weights_dtype",
-                   "grad_dtype"),
+    csv = [{**pick(data, "model", "hardware", "gpus", "seq_len", "global_batch", "dtype", "matmul_dtype",
+                   "weights_dtype", "grad_dtype"),
             **{f"layout.{k}": v for k, v in r["layout"].items()},
             **pick(r, "micro_batch", "recompute", "memory", "fits", "step_s", "bubble", "communication_s",
                    "sent_bytes", "tokens_per_s", "mfu"),
