@@ -14,12 +14,10 @@ from llmcalc.analysis.load.catalog import bundled_names, load_model
 from llmcalc.analysis.load.hf import MAPPERS
 from llmcalc.analysis.model.layers import layer_specs
 from llmcalc.analysis.spec import RunSpec
+from llmcalc.analysis.verify import against
+from llmcalc.analysis.verify.meta_kernels import use_cpp_meta
 
 pytestmark = pytest.mark.reference
-
-against = pytest.importorskip("llmcalc.analysis.verify.against")
-use_cpp_meta = pytest.importorskip("llmcalc.analysis.verify.meta_kernels").use_cpp_meta
-pytest.importorskip("transformers")
 
 ARGS = ("--against", "transformers", "--seq", "16", "--batch", "1")
 

@@ -16,18 +16,18 @@ import json
 import logging
 
 import pytest
+import torch
+import transformers
 
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import ConfigError
 from llmcalc.analysis.load.catalog import HF_DIR, from_json, load_bundled, load_path
 from llmcalc.analysis.load.hf import MAPPERS, from_hf_config, unclassified
 from llmcalc.analysis.model.layers import layer_plan
+from llmcalc.analysis.verify import against
 
 pytestmark = pytest.mark.reference
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-against = pytest.importorskip("llmcalc.analysis.verify.against")
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
 # model_type -> (checkpoint, published hyperparameters, the published parameter total or None).

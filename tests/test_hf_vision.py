@@ -10,6 +10,8 @@ import json
 import logging
 
 import pytest
+import torch
+import transformers
 
 from llmcalc.analysis.count.flops import count_flops
 from llmcalc.analysis.count.params import count_params
@@ -18,13 +20,11 @@ from llmcalc.analysis.load.catalog import load_model, load_path
 from llmcalc.analysis.load.hf import unclassified
 from llmcalc.analysis.load.hf.vision import MULTIMODAL
 from llmcalc.analysis.spec import RunSpec
+from llmcalc.analysis.verify import against
 from tests.tower import image_flops
 
 pytestmark = pytest.mark.reference
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-against = pytest.importorskip("llmcalc.analysis.verify.against")
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
 # google/gemma-3-27b-it's config.json as published (transformers 4.50's layout)

@@ -78,22 +78,38 @@ def test_gemma3s_budget_holds_sequences_whose_sliding_layers_stop_growing(run):
     assert data["max_tokens"] == _filled(80 * 2**30, data["weights_bytes"], per_sequence, 0, per_token, 32768)
 
 
-@pytest.mark.parametrize("model, seq, budget", [
-    ("granite-4.0-h-tiny", 256, "80GiB"),  # a state of 29,270,016 bytes a sequence beside 2 MiB of KV
-    ("granite-4.0-h-tiny", 256, "14002265216B"),  # room for 3 sequences and 100 tokens of a fourth
-    ({"model_type": "recurrent_gemma"}, 8192, "80GiB"),  # its local attention caches a window of 2,048
+# Granite 4.0-H Tiny: 36 Mamba-2 layers, each a conv state of K 4 x (E 3,072 + 2 G N 2 x 1 x 128) and an SSM
+# state of 48 heads x 64 x N 128; 4 attention layers of 4 KV heads x 128; the checkpoint's 6,939,037,248
+# parameters, bf16
+GRANITE = dict(state=36 * (4 * (3072 + 2 * 128) + 48 * 64 * 128) * 2, per_token=4 * 2 * 4 * 128 * 2,
+               weights=6_939_037_248 * 2)
+# RecurrentGemma's class defaults: 18 RG-LRU layers, each a conv state of (4 - 1) x 2,560 and an h of 2,560;
+# 8 local attention layers of 10 KV heads x 256 over a window of 2,048; 2,010,263,040 parameters
+# (transformers' count: test_hf), bf16
+RECURRENT_GEMMA = dict(state=18 * (3 + 1) * 2560 * 2, per_token=8 * 2 * 10 * 256 * 2, weights=2_010_263_040 * 2)
+
+
+@pytest.mark.parametrize("model, seq, budget, sizes, cached, max_tokens", [
+    ("granite-4.0-h-tiny", 256, 80 * 2**30, GRANITE, 256, None),
+    # room for 3 sequences with their states, and the state and 100 tokens of a fourth
+    ("granite-4.0-h-tiny", 256, 13_878_074_496 + 3 * (29_270_016 + 256 * 8192) + 29_270_016 + 100 * 8192, GRANITE,
+     256, 3 * 256 + 100),
+    ({"model_type": "recurrent_gemma"}, 8192, 80 * 2**30, RECURRENT_GEMMA, 2048, None),
 ])
-def test_a_hybrid_models_budget_keeps_a_state_per_sequence(run, tmp_path, model, seq, budget):
+def test_a_hybrid_models_budget_keeps_a_state_per_sequence(run, tmp_path, model, seq, budget, sizes, cached,
+                                                            max_tokens):
     """With recurrent layers each sequence keeps a state: the cached tokens a budget holds are those of
     whole sequences of --seq tokens (their KV bound by the window) with their states, then of one more
     cut short, not tokens as if states cost nothing."""
     if isinstance(model, dict):
         (tmp_path / "config.json").write_text(json.dumps(model))
         model = str(tmp_path / "config.json")
-    data = json.loads(run("kvcache", model, "--seq", str(seq), "--budget", budget, "--json").stdout)
-    assert data["state_bytes"] > 0
-    assert data["max_tokens"] == _filled(data["budget"], data["weights_bytes"], data["bytes"], data["state_bytes"],
-                                         data["bytes_per_token"], data["cached_tokens"])
+    data = json.loads(run("kvcache", model, "--seq", str(seq), "--budget", f"{budget}B", "--json").stdout)
+    state, per_token, weights = sizes["state"], sizes["per_token"], sizes["weights"]
+    assert (data["state_bytes"], data["bytes_per_token"], data["cached_tokens"]) == (state, per_token, cached)
+    assert (data["weights_bytes"], data["bytes"]) == (weights, state + cached * per_token)
+    filled = _filled(budget, weights, state + cached * per_token, state, per_token, cached)
+    assert data["max_tokens"] == filled == (max_tokens or filled)
 
 
 @pytest.mark.parametrize("size, expected", [("80GiB", 80 * 2**30), ("80GB", 80 * 10**9),

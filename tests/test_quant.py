@@ -53,7 +53,6 @@ def test_bitsandbytes_checkpoints(tmp_path, model, fmt):
     """A bf16 model saved, loaded back quantized by transformers + bitsandbytes, saved again: its
     tensors' bytes (less bitsandbytes' JSON header per matrix) are llmcalc's figure for the
     config.json it writes, whose quantization_config llmcalc reads."""
-    pytest.importorskip("bitsandbytes")
     import transformers
 
     config_cls, model_cls, sizes = TINY[model]

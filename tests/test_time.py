@@ -39,9 +39,12 @@ def test_decode_is_memory_bound_weights_plus_kv_over_bandwidth():
     assert r.bound == "memory"
     assert r.bytes == sum(MISTRAL_DECODE_BYTES(1, 4096).values())
     assert weights - embedding + kv < r.bytes < weights - embedding + kv + 20 * 2**20  # the token's activations
-    # every component that moves bytes is memory-bound; flash's fused softmax moves none of its own
+    # every component that moves bytes is memory-bound; flash's fused softmax and scale move none of their own
+    # and run at the fp32 peak (elementwise work)
     assert all(c.time_s == c.bytes / BW for c in r.components.values() if c.bytes)
-    assert r.time_s == pytest.approx(r.bytes / BW, rel=1e-4)
+    fused = [c for c in r.components.values() if not c.bytes]
+    assert len(fused) == 2 and all(c.time_s == c.flops / 66_900_000_000_000 for c in fused)
+    assert r.time_s == pytest.approx(r.bytes / BW + sum(c.time_s for c in fused), rel=1e-12)
 
 
 def MISTRAL_DECODE_BYTES(B, seq):  # noqa: N802 (a table of closed forms)
@@ -116,7 +119,6 @@ def test_long_prefill_is_compute_bound_flops_over_peak():
     for key in ("attention/q", "attention/scores", "attention/values", "mlp/up", "mlp/down"):
         assert r.components[key].time_s == counted.matmul[key] / fp32
     assert counted.total / fp32 < r.time_s < counted.total / fp32 + r.bytes / BW
-    assert r.time_s == pytest.approx(counted.total / fp32, rel=0.03)
 
 
 H100_AS_USER_YAML = """
@@ -291,11 +293,21 @@ def loop_prefill(cfg, run, hw=H100):
 
 
 def loop_generate(cfg, run, prompt, new, hw=H100):
-    decode = no_cache = 0.0
+    """The decode steps' and the no-cache passes' times summed one by one: ideal, then expected."""
+    sums = [0.0] * 4
     for k in range(1, new):
-        decode += roofline(cfg, run.replace(mode="decode", seq=prompt + k, chunk=None), hw).time_s
-        no_cache += roofline(cfg, run.replace(mode="prefill", seq=prompt + k, chunk=None), hw).time_s
-    return decode, no_cache
+        for i, mode in enumerate(("decode", "prefill")):
+            r = roofline(cfg, run.replace(mode=mode, seq=prompt + k, chunk=None), hw)
+            sums[i] += r.time_s
+            sums[2 + i] += r.expected_s
+    return sums
+
+
+# The expected sums take each piece of steps (between two breakpoints, and for no-cache passes each doubling of
+# the context) at its middle step's calibrated rates (analysis/perf/roofline.decode_sums): measured at worst
+# 0.13% from the step-by-step sum on the bundled models (GPT-2 small's no-cache passes from 1 to 300 tokens),
+# 0.35% on random configs on an H100 (a few passes of a few tokens, whose GEMM rates differ most)
+EXPECTED_SUM_REL = 1e-2
 
 
 def same_prefill(fast, passes):
@@ -313,9 +325,11 @@ def same_prefill(fast, passes):
 def same_generation(cfg, run, prompt, new, hw=H100):
     g = generate(cfg, run, hw, prompt, new)
     same_prefill(g.first, loop_prefill(cfg, run.replace(seq=prompt), hw))
-    decode, no_cache = loop_generate(cfg, run, prompt, new, hw)
+    decode, no_cache, expected_decode, expected_no_cache = loop_generate(cfg, run, prompt, new, hw)
     assert g.decode_s == pytest.approx(decode, rel=1e-9, abs=0)
     assert g.no_cache_s == pytest.approx(no_cache, rel=1e-9, abs=0)
+    assert g.expected_decode_s == pytest.approx(expected_decode, rel=EXPECTED_SUM_REL, abs=0)
+    assert g.expected_no_cache_s == pytest.approx(expected_no_cache, rel=EXPECTED_SUM_REL, abs=0)
 
 
 @pytest.mark.parametrize("name, prompt, new, seq, chunk", [

@@ -3,7 +3,7 @@ parts that need a CUDA device (events, peak memory) are the tests marked ``gpu``
 default run deselects (pyproject's ``addopts``); ``python -m pytest -q -m gpu`` runs them."""
 
 import json
-import time
+import types
 
 import pytest
 import torch
@@ -12,6 +12,7 @@ from llmcalc.analysis.load.catalog import load_bundled
 from llmcalc.analysis.perf.hardware import for_device, load_hardware
 from llmcalc.analysis.perf.roofline import roofline
 from llmcalc.analysis.spec import RunSpec
+from llmcalc.analysis.verify import timed
 from llmcalc.analysis.verify.checks import small_config
 from llmcalc.analysis.verify.timed import PEAK_TOLERANCE, RUNS, WARMUP, median_seconds, timed_checks
 
@@ -25,16 +26,16 @@ peak_flops: {fp32: 1TFLOP/s}
 METRICS = ("time (s)", "achieved TFLOP/s", "achieved GB/s", "fraction of roofline")
 
 
-def test_median_seconds_runs_warmup_then_takes_the_median():
+def test_median_seconds_runs_warmup_then_takes_the_median(monkeypatch):
+    """A scripted clock: the warm-up runs untimed, then timed runs of 10, 200, 10, 30 and 20 ms, whose
+    median is 20 ms (their mean 54 ms)."""
+    durations = [0.010, 0.200, 0.010, 0.030, 0.020]
+    assert RUNS == len(durations)
+    ticks = iter(t for d in durations for t in (0.0, d))  # each timed run reads the clock before and after
+    monkeypatch.setattr(timed, "time", types.SimpleNamespace(perf_counter=lambda: next(ticks)))  # timed's clock
     calls = []
-
-    def step():
-        calls.append(None)
-        time.sleep(0.01 if len(calls) != WARMUP + 1 else 0.2)  # one slow timed run: the median ignores it
-
-    seconds = median_seconds(step, "cpu")
-    assert len(calls) == WARMUP + RUNS
-    assert 0.01 <= seconds < 0.1
+    assert median_seconds(lambda: calls.append(None), "cpu") == 0.020
+    assert len(calls) == WARMUP + RUNS and next(ticks, None) is None
 
 
 @pytest.mark.parametrize("name, spec", [
