@@ -59,7 +59,7 @@ def test_inference_parts(run):
     data = json.loads(run("memory", "mistral-7b", "--mode", "inference", "--seq", "16384", "--chunk",
                           "4096", "--batch", "4", "--attention", "eager", "--json").stdout)
     assert (data["gradients"], data["optimizer"], data["activations"]) == (0, 0, 0)
-    assert data["kv_cache"] == 4 * 4096 * 131_072
+    assert data["kv_cache"] == 4 * 4096 * (32 * 2 * 8 * 128 * 2)  # 4 x the 4,096-token window x 32 layers' K and V
     # one layer's scores and softmax output: 4 chunks of 4,096 queries x (4,096 cached + 4,096) keys
     assert data["attention"] == 2 * 4 * 32 * 4096 * 8192 * 2
     assert data["logits"] == 4 * 32000 * 2

@@ -147,7 +147,9 @@ def test_user_yaml_gpt2_xl_shapes_rmsnorm_rope_untied(tmp_path, run):
                     "position: rope\n")
     result = run("params", path, "--json")
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["total"] == 1_635_537_600
+    # 48 x (4 d^2 + 2 d f + 2 d) + an untied head and embedding 2 V d + the final norm d
+    total = 48 * (4 * 1600**2 + 2 * 1600 * 6400 + 2 * 1600) + 2 * 50257 * 1600 + 1600
+    assert json.loads(result.stdout)["total"] == total == 1_635_537_600
 
 
 def test_mixtral_json(run):
