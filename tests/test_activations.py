@@ -10,7 +10,7 @@ from llmcalc.analysis.count.activations import activation_bytes, korthikanti_byt
 from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import bundled_names, load_bundled
 from llmcalc.analysis.spec import RunSpec, recompute_refusal
-from llmcalc.analysis.verify.measure import build, measure_saved_bytes
+from llmcalc.analysis.verify.measure import build, measure_saved_bytes, training_loss
 from llmcalc.analysis.verify.norms import LayerNorm, RMSNorm
 from tests.strategies import CONFIGS
 
@@ -72,7 +72,17 @@ def test_groups_times_counts():
     (group, per_layer), = acts.groups
     assert group.count == cfg.n_layers
     assert acts.components["mlp/up"] == cfg.n_layers * per_layer["mlp/up"]
-    assert acts.loss == 2 * 8 * cfg.vocab_size * 2 + 2  # bf16 log-softmax and a scalar
+    assert acts.loss == 2 * 8 * cfg.vocab_size * 4 + 4  # fp32 log-softmax and scalar, though the run is bf16
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_loss_keeps_an_fp32_log_softmax(dtype):
+    """The reference's loss upcasts the logits as transformers, torchtitan and Megatron-LM do: whatever the
+    compute dtype, autograd keeps the fp32 log-softmax over T x V logits and nll_loss's fp32 total weight."""
+    cfg = CONFIGS["llama"]
+    measured, _ = _measured(cfg, 2, 8, "flash", dtype)
+    assert measured["loss"] == 2 * 8 * cfg.vocab_size * 4 + 4
+    assert _acts(cfg, 2, 8, dtype=dtype).loss == measured["loss"]
 
 
 def test_mixed_layers_sum_over_groups():
@@ -199,7 +209,7 @@ def test_recompute_gives_the_same_gradients():
     for recompute in ("none", "selective", "op", "full"):
         torch.manual_seed(0)
         model = build(cfg, "eager", device="cpu", dtype=torch.float64, recompute=recompute)
-        torch.nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten()).backward()
+        training_loss(model(tokens), tokens).backward()
         grads.append([p.grad for p in model.parameters()])
     for other in grads[1:]:
         assert all(torch.allclose(a, b) for a, b in zip(grads[0], other))
@@ -215,7 +225,7 @@ def test_op_gives_the_same_gradients_with_flash(name):
     for recompute in ("none", "op"):
         torch.manual_seed(0)
         model = build(cfg, "flash", device="cpu", dtype=torch.float64, recompute=recompute)
-        torch.nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten()).backward()
+        training_loss(model(tokens), tokens).backward()
         grads.append([p.grad for p in model.parameters()])
     assert all((a is None and b is None) or torch.allclose(a, b) for a, b in zip(*grads))
 

@@ -81,6 +81,47 @@ def test_dense_layouts_match_torch(cfg, layout):
     assert any(c.name.startswith("comm/") for c in checks)
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_vocab_parallel_loss_keeps_its_share_of_the_fp32_log_softmax(dtype):
+    """torch's vocab-parallel cross-entropy (``loss_parallel``, as verify runs it) on the reference's loss, measured
+    on rank 0 of a fake group of 4: it keeps the fp32 log-softmax of its ceil(V/4) vocabulary columns and the fp32
+    total weight, whatever the logits' dtype (the targets are the token ids the embedding keeps): memory's
+    ``logits`` on a GPU of --tp 4."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+    from torch.distributed.tensor.parallel import loss_parallel
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    from llmcalc.analysis.verify.measure import training_loss
+
+    cfg, tp, B, S = load_model("gpt2-small"), 4, 2, 8  # V = 50,257: rank 0 has 12,565 columns
+    torch_dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
+    tokens = torch.zeros(B, S, dtype=torch.long)
+    saved: dict[int, int] = {}
+
+    def pack(t):
+        local = t.to_local() if hasattr(t, "to_local") else t
+        storage = local.untyped_storage()
+        if storage._cdata != tokens.untyped_storage()._cdata:
+            saved[storage._cdata] = storage.nbytes()
+        return t
+
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=tp)
+    try:
+        mesh = init_device_mesh("cpu", (tp,))
+        full = torch.zeros(B, S, cfg.vocab_size, dtype=torch_dtype, requires_grad=True)
+        logits = distribute_tensor(full, mesh, [Shard(2)])
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), loss_parallel():
+            training_loss(logits, tokens)
+    finally:
+        dist.destroy_process_group()
+    assert sum(saved.values()) == B * S * 12565 * 4 + 4
+    run = RunSpec("train", S, B, dtype=dtype, layout=Layout(tp=tp))
+    assert memory(cfg, run).parts["logits"] == sum(saved.values())
+
+
 ONE_GPU = sorted(k for k, v in VARIANTS.items() if one_gpu_only(from_dict({**BASE, **v})))
 
 
@@ -306,11 +347,11 @@ def test_generate_runs_on_one_tensor_parallel_group(run):
 def test_context_parallel_splits_each_sequence():
     """A GPU of a cp group keeps the activations of S/cp tokens: with flash attention over full
     layers everything it saves is per token but the RoPE tables (per position, S x hd x 2) and the
-    loss's scalar, so cp GPUs together keep one GPU's activations plus cp - 1 more scalars."""
-    cfg, S, c, b = load_model("llama-2-7b"), 8192, 4, 2
+    loss's fp32 scalar, so cp GPUs together keep one GPU's activations plus cp - 1 more scalars."""
+    cfg, S, c, scalar = load_model("llama-2-7b"), 8192, 4, 4
     whole = memory(cfg, RunSpec("train", S, 1)).parts
     split = memory(cfg, RunSpec("train", S, 1, layout=Layout(cp=c))).parts
-    assert c * (split["activations"] + split["logits"]) == whole["activations"] + whole["logits"] + (c - 1) * b
+    assert c * (split["activations"] + split["logits"]) == whole["activations"] + whole["logits"] + (c - 1) * scalar
 
 
 def test_context_parallel_ranks_are_zero_replicas():

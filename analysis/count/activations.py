@@ -5,7 +5,7 @@ pass and the loss, counted once (a tensor saved by two ops, or saved as two view
 storage) under the component that saves it first; parameters and buffers are excluded
 (they are not activations). It is exactly what ``analysis.verify.measure.measure_saved_bytes``
 measures for llmcalc's reference model; values are in the compute dtype (``b`` bytes), token
-ids and indices are int64 (8 bytes), norm statistics and flash's log-sum-exp fp32 (4 bytes,
+ids and indices are int64 (8 bytes), norm statistics, flash's log-sum-exp and the loss fp32 (4 bytes,
 as on CUDA and meta; the CPU LayerNorm kernel keeps its mean/rstd in the input dtype).
 
 The model is summed over its layer plan (:func:`analysis.model.layers.layer_plan`): each group's
@@ -46,8 +46,9 @@ value head sizes):
   after the two FFNs their inputs and statistics;
 - embeddings: the token ids, learned positions' ids (``S``), T5 relative buckets (``S*S``);
   a norm over the embeddings (``embedding_norm``) its input (``T*d``) and its statistics;
-  the LM head its input; final soft-capping its tanh output; the loss the log-softmax over the
-  vocabulary (``T*V``) and a scalar.
+  the LM head its input; final soft-capping its tanh output; the loss, computed in fp32 whatever the
+  compute dtype (the logits upcast, as transformers, torchtitan and Megatron-LM train), the fp32
+  log-softmax over the vocabulary (``T*V*4`` bytes) and an fp32 scalar (with LoRA also the targets).
 
 With ``recompute="full"`` (full activation recomputation: each block checkpointed, backward
 runs it again) a block keeps only its input, ``T*d`` values, under ``layer``; the checkpoint
@@ -79,7 +80,7 @@ from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
 from ..model.layers import LayerGroup, layer_specs
-from ..model.sizes import bytes_per
+from ..model.sizes import FP32, bytes_per
 from ..model.tape import FFN_RESIDUAL, INDEX, Tape, norm_stat_bytes
 from ..model.variants import POSITIONS
 from ..spec import LoRA, RunSpec, check_arguments, lora_refusal
@@ -253,7 +254,9 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
         comps[model.head.linear.key] = T * d * b
     if cfg.final_logit_softcap is not None:
         comps["logit_softcap"] = T * cfg.vocab_size * b  # tanh's output
-    comps["loss"] = T * cfg.vocab_size * b + b  # log-softmax, and nll_loss's total weight
+    # the loss upcasts the logits to fp32 (as transformers, torchtitan and Megatron-LM train): its log-softmax and
+    # nll_loss's total weight are fp32 whatever the compute dtype (the cast itself keeps nothing)
+    comps["loss"] = T * cfg.vocab_size * FP32 + FP32
     if run.lora is not None:  # the targets, which are the token ids the trained embedding keeps otherwise
         comps["loss"] += T * INDEX
     return Activations(tuple(groups), comps)

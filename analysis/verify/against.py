@@ -69,7 +69,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from ..count.flops import SCORES_VALUES, count_flops
 from ..count.params import count_params
@@ -82,7 +81,7 @@ from ..model.layers import LayerSpec, layer_config, layer_plan, layer_specs
 from ..model.sizes import bytes_per
 from ..spec import RunSpec
 from .check import Check
-from .measure import ModuleScope, _Counter, _storage_id
+from .measure import ModuleScope, _Counter, _storage_id, training_loss
 from .report import check_sizes, on_deep_stack
 
 # the last module names of a decoder layer's submodules -> llmcalc component
@@ -583,7 +582,7 @@ def measure_flops(model: torch.nn.Module, cfg: ModelConfig, batch: int, seq: int
     with ModuleScope(model, lambda path: component(path, cfg, glm4, heads)) as scope:
         with _Counter(scope) as fwd:
             logits = model(**inputs, use_cache=False).logits
-        loss = F.cross_entropy(logits.flatten(0, 1), inputs["input_ids"].flatten())
+        loss = training_loss(logits, inputs["input_ids"])
     with _Counter(scope) as bwd:
         loss.backward()
     return fwd.result(), bwd.result()

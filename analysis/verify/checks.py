@@ -15,7 +15,7 @@ import torch
 from ..model.config import RECURRENT_TYPES, ModelConfig
 from .attention import apply_rope
 from .cache import KVCache
-from .measure import build
+from .measure import build, training_loss
 from .model import Transformer, rope_dims, rope_tables
 
 TOL = 1e-9
@@ -230,8 +230,7 @@ def check_flash_gradients(cfg: ModelConfig) -> tuple[bool, float]:
     grads = []
     for kind in ("eager", "flash"):
         model = _model(cfg, kind)
-        loss = torch.nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten())
-        loss.backward()
+        training_loss(model(tokens), tokens).backward()
         grads.append({name: p.grad for name, p in model.named_parameters()
                       # no image runs through the tower; DSA's indexer has no gradient
                       if not name.startswith(("vision.", "projector.")) and p.grad is not None})

@@ -31,7 +31,6 @@ import warnings
 from collections import Counter
 
 import torch
-import torch.nn.functional as F
 
 from ..cluster.comm import collectives
 from ..cluster.sharding import check_layout, gpu_state, one_gpu_only
@@ -39,6 +38,7 @@ from ..errors import SpecError
 from ..model.config import ModelConfig
 from ..spec import OPTIMIZER_STATES, Layout, RunSpec
 from .check import Check
+from .measure import training_loss
 from .model import Transformer
 
 KIND_OF = (("all_reduce", "all-reduce"), ("allreduce", "all-reduce"), ("all_gather", "all-gather"),
@@ -222,7 +222,7 @@ def check_layout_on_torch(cfg: ModelConfig, layout: Layout, seq: int, batch: int
             warnings.filterwarnings("ignore", "Full backward hook", UserWarning)
             logits = model(tokens)  # (B, S, V): a DTensor split on the vocabulary under tp
             with loss_parallel() if layout.tp > 1 else contextlib.nullcontext():
-                F.cross_entropy(logits.flatten(0, 1).float(), tokens.flatten()).backward()
+                training_loss(logits, tokens).backward()
         params = list(model.parameters())
         optimizer = torch.optim.Adam(params)
         optimizer.step()

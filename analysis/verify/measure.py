@@ -209,8 +209,11 @@ def measure_params(model: torch.nn.Module, trainable: bool = False) -> dict[str,
 
 
 def training_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """The cross-entropy of next-token logits against the tokens (the reference's training loss)."""
+    """The cross-entropy of next-token logits against the tokens (the reference's training loss), in
+    fp32 whatever the compute dtype, as transformers' ``ForCausalLMLoss``, torchtitan and Megatron-LM
+    compute it: the log-softmax it saves is fp32. float64 logits (the real-tensor checks) stay float64."""
     targets = tokens[:, -logits.shape[1]:]  # shapes only matter for counting
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
 
