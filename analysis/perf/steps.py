@@ -150,13 +150,19 @@ class _Times:
         return sum(m / P + e / V + b / B for (P, V, B), (m, e, b) in self.sums.items())
 
 
+# a piece of fewer passes is summed pass by pass, each at its own rates: the middle pass of two or three
+# tokens' passes stands for them worst (a pass of 2 tokens has two thirds of the GEMM rows of one of 3)
+SHORT = 4
+
+
 def time_sum(f: Callable[[int], Counts], rates: Callable[[int], Callable[[str], Rates]], lo: int, hi: int,
              starts: set[int], step: int = 1) -> float:
     """sum_{x=lo..hi} of a pass's time, the sum over components of max(compute, memory), f polynomial
     on each residue class modulo ``step`` of each piece; ``rates(x)(key)``: a component's rates on the
     piece whose middle pass is x."""
     times = _Times()
-    for a, b in pieces(lo, hi, starts):
+    short = {x for a, b in pieces(lo, hi, starts) if b - a < SHORT for x in range(a, b + 1)}
+    for a, b in pieces(lo, hi, starts | short):
         rate = rates((a + b) // 2)
         for first, n in _classes(a, b, step):
             counts = [f(first + step * t) for t in range(min(n, 3))]
