@@ -490,7 +490,7 @@ def test_sparse_core_gradcheck(flash, with_sinks):
     valid = allowed.expand(B, S, S).gather(-1, idx)
 
     def f(q, k, v, sinks):
-        return SparseCore.apply(q, k, v, idx, valid, sinks, flash)
+        return SparseCore.apply(q, k, v, idx, valid, sinks, flash, 5 ** -0.5)
 
     assert torch.autograd.gradcheck(f, (q, k, v, sinks))
 
