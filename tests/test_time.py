@@ -176,10 +176,11 @@ def test_mla_decode_bytes_are_the_absorbed_closed_forms():
     query (h x (r + rope)) and each cached latent with its rope key once (scores and values both) and writes
     the latent output (h x r); the new token's latent and rope key written to the cache."""
     B, S, L, d, h, qr, r, nope, rope, v, f, V, b = 3, 20, 2, 32, 4, 16, 12, 8, 4, 6, 40, 61, 2
-    cfg = from_dict(dict(name="mla", vocab_size=V, context_length=64, d_model=d, n_layers=L, n_heads=h, d_ff=f,
-                         attention="mla", position="rope", norm="rmsnorm", activation="swiglu",
-                         mla={"q_lora_rank": qr, "kv_lora_rank": r, "qk_nope_head_dim": nope,
-                              "qk_rope_head_dim": rope, "v_head_dim": v}))
+    raw = dict(name="mla", vocab_size=V, context_length=64, d_model=d, n_layers=L, n_heads=h, d_ff=f,
+               attention="mla", position="rope", norm="rmsnorm", activation="swiglu",
+               mla={"q_lora_rank": qr, "kv_lora_rank": r, "qk_nope_head_dim": nope, "qk_rope_head_dim": rope,
+                    "v_head_dim": v})
+    cfg = from_dict(raw)
     linear = lambda d_in, d_out: L * (d_in * d_out + B * (d_in + d_out)) * b  # noqa: E731
     assert pass_bytes(cfg, RunSpec("decode", S, B)) == {
         "attention/q_a": linear(d, qr), "attention/q_b": linear(qr, h * (nope + rope)),
@@ -194,6 +195,10 @@ def test_mla_decode_bytes_are_the_absorbed_closed_forms():
     # eager decompresses: kv_b over every key, the scores and values read each head's K and V
     eager = pass_bytes(cfg, RunSpec("decode", S, B, attention="eager"))
     assert eager["attention/kv_b"] == L * (r * h * (nope + v) + B * S * (r + h * (nope + v))) * b
+    # DSA (top 5 of the 20 keys): the sparse absorbed kernel reads the 5 selected latents, not all 20
+    sparse = pass_bytes(from_dict({**raw, "dsa": {"n_heads": 2, "head_dim": 6, "topk": 5}}), RunSpec("decode", S, B))
+    assert (sparse["attention/scores"], sparse["attention/values"]) == (L * B * (h + 5) * (r + rope) * b,
+                                                                        L * B * h * r * b)
 
 
 @settings(max_examples=300, deadline=None)
