@@ -186,11 +186,9 @@ def _add(d: dict[str, int], key: str, n: int) -> None:
 def absorbed(layer: Block, run: RunSpec) -> bool:
     """Whether the layer's MLA runs absorbed (:class:`~analysis.model.attention.AbsorbedMLA`): in a decode step
     under flash attention, as serving engines run MLA's decode (vLLM, SGLang, FlashMLA). Eager attention is
-    transformers' way, which decompresses; an adapter on ``kv_b`` would have to be merged into the absorbed
-    weights first, so a decode with one decompresses too (transformers with PEFT)."""
+    transformers' way, which decompresses (LoRA adapters, training only, never meet a decode step)."""
     return (layer.spec.attention == "mla" and run.mode == "decode" and run.attention == "flash"
-            and not POSITIONS[layer.cfg.position].learned_bias  # a learned bias runs eager attention
-            and not layer_adapted(["attention/kv_b"], run.lora))
+            and not POSITIONS[layer.cfg.position].learned_bias)  # a learned bias runs eager attention
 
 
 def run_attentions(layer: Block, run: RunSpec) -> list[tuple[AttentionKind, LayerSpec]]:

@@ -450,7 +450,7 @@ class LatentAttention(_Attention):
             c, k_pe = ctx.cache.update(self.index, (c, k_pe), ctx.start_pos)  # (B, S_kv, r), (B, 1, S_kv, rope)
         if self.source is not None:  # a shared layer: the top-k of the indexed layer before it
             chosen = ctx.indices[self.source]
-        if self.kind == "flash" and S == 1 and ctx.start_pos > 0 and isinstance(self.kv_b, LatentUp):
+        if self.kind == "flash" and S == 1 and ctx.start_pos > 0:  # a decode step under flash: absorbed
             y = self.absorbed(q_nope, q_pe, c, k_pe, chosen, ctx.bias)  # (B, h, S, v)
             return self._out(y, x)
         S_kv = c.shape[1]
@@ -484,17 +484,16 @@ class LatentAttention(_Attention):
         k = torch.cat([c[:, None], k_pe], dim=-1)  # (B, 1, S_kv, r + rope)
         v = c[:, None]  # (B, 1, S_kv, r): the keys' first columns
         if chosen is not None:  # the sparse core gathers each head's keys: the one latent head, expanded (a view)
-            scale = (self.nope + self.rope_dims) ** -0.5  # MLA's, not the latent query's width
-            y = self.sparse(q, k.expand(B, h, -1, -1), v.expand(B, h, -1, -1), *chosen, bias, scale)
+            y = self.sparse(q, k.expand(B, h, -1, -1), v.expand(B, h, -1, -1), *chosen, bias)
         else:
             y = self.attend(q, k, v, bias)  # (B, h, 1, r)
         return self.kv_b(y, "values")
 
-    def sparse(self, q, k, v, idx, valid, bias, scale: float | None = None):
-        """DSA's core over the selected keys at ``scale`` (``1/sqrt(d_qk)`` of q's width by default);
+    def sparse(self, q, k, v, idx, valid, bias):
+        """DSA's core over the selected keys, at MLA's scale ``1/sqrt(nope + rope)`` (an absorbed query is wider);
         selective recomputation checkpoints it (with the bias the layer is given, as the dense core)."""
         flash, sinks = self.kind == "flash", getattr(self, "sinks", None)
-        scale = q.shape[-1] ** -0.5 if scale is None else scale
+        scale = (self.nope + self.rope_dims) ** -0.5
         if self.selective and not flash:
             with set_checkpoint_early_stop(False):
                 return checkpoint(lambda q, k, v, idx, valid, bias: self.sdpa(q, k, v, idx, valid, sinks, False,
