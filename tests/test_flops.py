@@ -6,6 +6,7 @@ import pytest
 
 from llmcalc.analysis.count.flops import FAMILIES, count_flops
 from llmcalc.analysis.load.catalog import load_bundled
+from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.spec import RunSpec
 from tests.strategies import CONFIGS
 
@@ -106,6 +107,36 @@ def test_prefill_last_logits_and_decode():
     d1k = count_flops(cfg, RunSpec("decode", 1000, 4)).forward.matmul
     assert d1k["attention/scores"] == 2 * 4 * 32 * 1000 * 128 * 32
     assert d1k["attention/q"] == 2 * 4 * 4096 * 4096 * 32
+
+
+# a small dense MLA model: d 32, 4 heads, 2 layers, low-rank query of 16, latent of 12, nope 8, rope 4, values 6
+MLA = dict(name="mla", vocab_size=61, context_length=64, d_model=32, n_layers=2, n_heads=4, d_ff=40,
+           attention="mla", position="rope", norm="rmsnorm", activation="swiglu",
+           mla={"q_lora_rank": 16, "kv_lora_rank": 12, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 6})
+
+
+@pytest.mark.parametrize("attention", ["flash", "eager"])
+def test_mla_decode_is_absorbed_under_flash(attention):
+    """A decode step at context S: under flash, absorbed as serving engines run it (kv_b's two halves on the
+    new token's query and output, 2*B*h*r*(nope + v); the scores and values over the S cached latents, r + rope
+    and r wide); eager decompresses every cached latent through kv_b (transformers), with the scores and values
+    at nope + rope and v. Written out from the DeepSeek-V2 paper's and vLLM's shapes, per key over 2 layers."""
+    cfg = from_dict(MLA)
+    B, S, L, d, h, qr, r, nope, rope, v, f, V = 3, 20, 2, 32, 4, 16, 12, 8, 4, 6, 40, 61
+    got = count_flops(cfg, RunSpec("decode", S, B, attention)).forward.matmul
+    absorbed = attention == "flash"
+    rows = B if absorbed else B * S  # kv_b: on the new tokens, or over every key
+    score, value = (r + rope, r) if absorbed else (nope + rope, v)
+    assert got == {"attention/q_a": L * 2 * B * d * qr, "attention/q_b": L * 2 * B * qr * h * (nope + rope),
+                   "attention/kv_a": L * 2 * B * d * (r + rope), "attention/kv_b": L * 2 * rows * r * h * (nope + v),
+                   "attention/o": L * 2 * B * h * v * d,
+                   "mlp/up": L * 2 * B * d * f, "mlp/gate": L * 2 * B * d * f, "mlp/down": L * 2 * B * f * d,
+                   "attention/scores": L * 2 * B * h * S * score, "attention/values": L * 2 * B * h * S * value,
+                   "lm_head": 2 * B * d * V}
+    # a prefill (a chunk of one token after cached ones too) decompresses under flash as well
+    prefill = count_flops(cfg, RunSpec("prefill", S, B, attention)).forward.matmul
+    assert prefill["attention/kv_b"] == L * 2 * B * S * r * h * (nope + v)
+    assert prefill["attention/scores"] == L * 2 * B * h * S * S * (nope + rope)
 
 
 def test_mixtral_experts_scale_with_top_k():

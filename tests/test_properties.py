@@ -179,16 +179,20 @@ def _seen(i: int, window: Optional[int], chunk: Optional[int]) -> int:
     return i % chunk + 1 if chunk is not None else min(i + 1, window or i + 1)
 
 
-def _spans(cfg: ModelConfig) -> list[tuple[Optional[int], Optional[int], int, int]]:
+def _spans(cfg: ModelConfig, absorbed: bool = False) -> list[tuple[Optional[int], Optional[int], int, int]]:
     """(window, chunk, score and value head sizes) of every attention layer (a recurrent mixer attends
     nowhere; a full layer may have heads of its own size: full_head_dim), and of every use of a shared
-    transformer block (full causal MHA over twice the model's width)."""
-    spans = [(s.window, s.chunk, *_head_sizes(layer_config(cfg, s))) for s in layer_specs(cfg) if not s.recurrent]
+    transformer block (full causal MHA over twice the model's width). ``absorbed``: MLA's decode step
+    under flash attention, over the latents."""
+    spans = [(s.window, s.chunk, *_head_sizes(layer_config(cfg, s), absorbed))
+             for s in layer_specs(cfg) if not s.recurrent]
     wide = dataclasses.replace(cfg, d_model=2 * cfg.d_model)
     return spans + [(None, None, wide.head_size, wide.head_size) for s in layer_specs(cfg) if s.shared]
 
 
-def _head_sizes(cfg: ModelConfig) -> tuple[int, int]:
+def _head_sizes(cfg: ModelConfig, absorbed: bool = False) -> tuple[int, int]:
+    if cfg.attention == "mla" and absorbed:  # scores over the latent and rope key, values the latents
+        return cfg.mla.kv_lora_rank + cfg.mla.qk_rope_head_dim, cfg.mla.kv_lora_rank
     if cfg.attention == "mla":
         return cfg.mla.qk_nope_head_dim + cfg.mla.qk_rope_head_dim, cfg.mla.v_head_dim
     return cfg.head_size, cfg.head_size
@@ -224,9 +228,21 @@ def test_parameters_and_flops_identities(case):
         k: 2 * v for k, v in eager.forward.matmul.items() if k not in skips}
     recomputed = 0 if cfg.position == "relative" else dense.forward.matmul.get("attention/scores", 0)
     assert dense.backward.matmul_total - eager.backward.matmul_total == recomputed
-    dec = count_flops(cfg, RunSpec("decode", seq, batch)).forward.matmul
-    assert dec.get("attention/scores", 0) == sum(2 * batch * h * _seen(seq - 1, W, C) * sc for W, C, sc, _ in spans)
-    assert dec.get("attention/values", 0) == sum(2 * batch * h * _seen(seq - 1, W, C) * v for W, C, _, v in spans)
+    # MLA decodes absorbed under flash (not with a T5 bias, which runs eager): kv_b on the one new token, the
+    # scores and values over the latents; eager decompresses every key it reads
+    mla = [s for s in layer_specs(cfg) if s.attention == "mla"]
+    for attention in ("flash", "eager"):
+        absorbed = attention == "flash" and cfg.position != "relative"
+        dec = count_flops(cfg, RunSpec("decode", seq, batch, attention)).forward.matmul
+        spans = _spans(cfg, absorbed)
+        assert dec.get("attention/scores", 0) == sum(2 * batch * h * _seen(seq - 1, W, C) * sc
+                                                     for W, C, sc, _ in spans)
+        assert dec.get("attention/values", 0) == sum(2 * batch * h * _seen(seq - 1, W, C) * v for W, C, _, v in spans)
+        if mla:
+            m = cfg.mla
+            rows = [batch if absorbed else batch * _seen(seq - 1, s.window, s.chunk) for s in mla]
+            assert dec["attention/kv_b"] == sum(2 * n * m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim)
+                                                for n in rows)
 
 
 @pytest.mark.unit

@@ -209,6 +209,17 @@ def test_mla_cache_holds_latent_and_rope_key(name):
     assert got == 3 * slots * (m.kv_lora_rank + m.qk_rope_head_dim) * 2
 
 
+@pytest.mark.parametrize("name", [n for n, c in CONFIGS.items() if c.attention == "mla"])
+def test_mla_decode_flops_equal_the_reference(name):
+    """Prefill and decode matmul FLOPs per key, eager and flash, below and past every window: the reference
+    decompresses in a prefill and under eager attention and runs a flash decode step absorbed, as the analytic
+    count says (DSA's top-k, sinks, the output gate and recurrent layers beside included)."""
+    from llmcalc.analysis.verify.report import inference_flop_checks
+
+    checks = inference_flop_checks(CONFIGS[name], "meta", 2)
+    assert checks and not [c for c in checks if not c.ok]
+
+
 # MLA has no K/V head groups: the GQA check applies to mha only
 @pytest.mark.parametrize("name, check", [(n, c) for n in CONFIGS
                                          for c in ("cached decode", "rolling buffer", "chunked prefill", "gqa")
@@ -489,7 +500,7 @@ def test_sparse_core_gradcheck(flash, with_sinks):
     valid = allowed.expand(B, S, S).gather(-1, idx)
 
     def f(q, k, v, sinks):
-        return SparseCore.apply(q, k, v, idx, valid, sinks, flash)
+        return SparseCore.apply(q, k, v, idx, valid, sinks, flash, 5 ** -0.5)
 
     assert torch.autograd.gradcheck(f, (q, k, v, sinks))
 

@@ -63,6 +63,9 @@ class Layer:
     window: int | None  # None: full causal attention
     rope: bool
     ffn: str  # "dense" or "moe"
+    # MLA: (score, value) head sizes of an absorbed decode step under flash, over the latents (r + rope, r),
+    # where its over_keys matrix (kv_b) runs on the new tokens instead
+    absorbed: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -195,7 +198,7 @@ moe:
     moe = ((Mat("moe/router", d, 64),) + gated_experts("moe/experts", d, 1408, 64, 6)
            + gated_experts("moe/shared_experts", d, 1408, 2, 2))
     layers = tuple(Layer(attn + (gated_mlp(d, 10944) if i == 0 else moe), vectors, h, nope + rope, v,
-                         r + rope, None, True, "dense" if i == 0 else "moe") for i in range(L))
+                         r + rope, None, True, "dense" if i == 0 else "moe", (r + rope, r)) for i in range(L))
     return Model(yaml, d, V, layers, {"embedding/token": V * d, "norm/final": d, "lm_head": V * d})
 
 
@@ -228,7 +231,7 @@ moe: {{num_experts: 256, experts_per_token: 8, expert_d_ff: 2048, shared_experts
     moe = ((Mat("moe/router", d, 256, True),) + gated_experts("moe/experts", d, 2048, 256, 8)
            + gated_experts("moe/shared_experts", d, 2048, 1, 1))
     layers = tuple(Layer(attn + (gated_mlp(d, 18432) if i < 3 else moe), vectors, h, nope + rope, v,
-                         r + rope, None, True, "dense" if i < 3 else "moe") for i in range(L))
+                         r + rope, None, True, "dense" if i < 3 else "moe", (r + rope, r)) for i in range(L))
     return Model(yaml, d, V, layers, {"embedding/token": V * d, "norm/final": d, "lm_head": V * d})
 
 
@@ -549,7 +552,8 @@ def causal_pairs(seq: int, window: int | None) -> int:
     return sum(min(i + 1, window or seq) for i in range(seq))
 
 
-def expected_forward(m: Model, mode: str, seq: int, batch: int, causal: bool) -> dict[str, int]:
+def expected_forward(m: Model, mode: str, seq: int, batch: int, causal: bool,
+                     attention: str = "flash") -> dict[str, int]:
     tokens = batch if mode == "decode" else batch * seq
     logit_tokens = batch * seq if mode == "train" else batch  # prefill: the last position's logits
     out: dict[str, int] = {}
@@ -559,15 +563,17 @@ def expected_forward(m: Model, mode: str, seq: int, batch: int, causal: bool) ->
 
     for layer in m.layers:
         keys = min(seq, layer.window or seq) if mode == "decode" else seq
+        absorbed = layer.absorbed is not None and mode == "decode" and attention == "flash"
         for mat in layer.mats:
-            rows = batch * keys if mat.over_keys else tokens
+            rows = batch * keys if mat.over_keys and not absorbed else tokens
             add(mat.key, 2 * rows * mat.d_in * mat.d_out * mat.used)
         if mode == "decode":
             pairs = keys  # one query against the cached keys
         else:
             pairs = causal_pairs(seq, layer.window) if causal else seq * seq
-        add("attention/scores", 2 * batch * layer.heads * pairs * layer.score_dim)
-        add("attention/values", 2 * batch * layer.heads * pairs * layer.value_dim)
+        score, value = layer.absorbed if absorbed else (layer.score_dim, layer.value_dim)
+        add("attention/scores", 2 * batch * layer.heads * pairs * score)
+        add("attention/values", 2 * batch * layer.heads * pairs * value)
     add("lm_head", 2 * logit_tokens * m.d * m.vocab)
     return out
 
@@ -621,7 +627,7 @@ RUNS = [("train", "eager", False), ("train", "flash", False), ("train", "eager",
 def test_matmul_flops(name, mode, attention, causal):
     m, seq, batch = MODELS[name], SEQ.get(name, 640), 2
     r = count_flops(m.cfg, RunSpec(mode=mode, seq=seq, batch=batch, attention=attention, causal=causal))
-    forward = expected_forward(m, mode, seq, batch, causal)
+    forward = expected_forward(m, mode, seq, batch, causal, attention)
     assert r.forward.matmul == forward
     assert r.forward.matmul_total == sum(forward.values())
     backward = expected_backward(forward, attention) if mode == "train" else {}
@@ -639,14 +645,22 @@ def test_recompute_adds_one_forward_of_the_layers(name):
     assert r.backward.matmul == {k: v + layers.get(k, 0) for k, v in backward.items()}
 
 
-def test_mla_decode_decompresses_every_cached_key():
-    # DeepSeek-V2-Lite, one new token against 1,000 cached ones: kv_b runs over the 1,000 latents
+def test_mla_decode_decompresses_every_cached_key_eager_and_absorbs_under_flash():
+    # DeepSeek-V2-Lite, one new token against 1,000 cached ones. Eager (transformers): kv_b runs over the 1,000
+    # latents, the scores and values at nope + rope and v
     m = MODELS["deepseek_v2_lite"]
-    f = count_flops(m.cfg, RunSpec(mode="decode", seq=1000, batch=3)).forward.matmul
+    f = count_flops(m.cfg, RunSpec(mode="decode", seq=1000, batch=3, attention="eager")).forward.matmul
     assert f["attention/kv_b"] == 27 * 2 * 3 * 1000 * 512 * 16 * (128 + 128)
     assert f["attention/kv_a"] == 27 * 2 * 3 * 2048 * (512 + 64)
     assert f["attention/scores"] == 27 * 2 * 3 * 16 * 1000 * (128 + 64)
     assert f["attention/values"] == 27 * 2 * 3 * 16 * 1000 * 128
+    # flash, absorbed (vLLM's MLA decode): W_UK on q_nope and W_UV on the output, for the 3 new tokens; MQA over
+    # the 1,000 latents, 512 + 64 wide for the scores, 512 for the values
+    f = count_flops(m.cfg, RunSpec(mode="decode", seq=1000, batch=3, attention="flash")).forward.matmul
+    assert f["attention/kv_b"] == 27 * (2 * 3 * 16 * 128 * 512 + 2 * 3 * 16 * 512 * 128)
+    assert f["attention/kv_a"] == 27 * 2 * 3 * 2048 * (512 + 64)
+    assert f["attention/scores"] == 27 * 2 * 3 * 16 * 1000 * (512 + 64)
+    assert f["attention/values"] == 27 * 2 * 3 * 16 * 1000 * 512
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp8", "fp32"])

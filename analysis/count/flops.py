@@ -23,6 +23,11 @@ Conventions (README "FLOPs"):
   not keep, of eager attention's core and of the layers' elementwise ops (not those a flash kernel
   whose output it keeps fuses, nor a kept linear's bias add).
   Elementwise backward is estimated as 2x its forward;
+- MLA runs a decode step under flash attention absorbed (:func:`absorbed`,
+  :class:`~analysis.model.attention.AbsorbedMLA`), as serving engines run it: ``attention/kv_b`` over the new tokens
+  (W_UK on the query, W_UV on the output), the scores and values over the cached latents (``kv_lora_rank +
+  qk_rope_head_dim`` and ``kv_lora_rank`` wide, one K/V head); everywhere else (prefill, training, eager attention)
+  as transformers runs it, ``kv_b`` decompressing every key;
 - a prefill is one pass over the prompt: ``run.chunk`` (chunked prefill) changes the memory
   peak (:mod:`analysis.memory`), not these counts.
 """
@@ -33,7 +38,7 @@ from typing import NamedTuple
 
 from ..errors import SpecError
 from ..model.architecture import Block, build
-from ..model.attention import AttentionKind, temperature_ops
+from ..model.attention import AbsorbedMLA, AttentionKind, temperature_ops
 from ..model.config import ModelConfig
 from ..model.ffn import ROUTED_EXPERTS, SIGMOID_COST
 from ..model.layers import LayerGroup, LayerSpec
@@ -178,9 +183,24 @@ def _add(d: dict[str, int], key: str, n: int) -> None:
         d[key] = d.get(key, 0) + n
 
 
+def absorbed(layer: Block, run: RunSpec) -> bool:
+    """Whether the layer's MLA runs absorbed (:class:`~analysis.model.attention.AbsorbedMLA`): in a decode step
+    under flash attention, as serving engines run MLA's decode (vLLM, SGLang, FlashMLA). Eager attention is
+    transformers' way, which decompresses (LoRA adapters, training only, never meet a decode step)."""
+    return (layer.spec.attention == "mla" and run.mode == "decode" and run.attention == "flash"
+            and not POSITIONS[layer.cfg.position].learned_bias)  # a learned bias runs eager attention
+
+
+def run_attentions(layer: Block, run: RunSpec) -> list[tuple[AttentionKind, LayerSpec]]:
+    """The attentions the layer runs in ``run``, each with its span: MLA absorbed where :func:`absorbed` says."""
+    if absorbed(layer, run):
+        return [(AbsorbedMLA(layer.cfg), layer.spec)]
+    return layer.attentions()
+
+
 def linear_rows(m: Linear, layer: Block, run: RunSpec) -> int:
-    """Rows a linear runs over: every new token, or every attended key (``over_keys``)."""
-    return run.batch * attended_keys(layer.spec, run) if m.over_keys else run.tokens
+    """Rows a linear runs over: every new token, or every attended key (``over_keys``, but absorbed)."""
+    return run.batch * attended_keys(layer.spec, run) if m.over_keys and not absorbed(layer, run) else run.tokens
 
 
 def copies_read(m: Linear, rows: int, run: RunSpec) -> int:
@@ -221,7 +241,8 @@ def layer_matmul(layer: Block, run: RunSpec) -> dict[str, int]:
         for shared in layer.shared:  # a shared transformer block's attention, run by this layer
             _scores_values(out, shared.attention, shared.spec, run)
         return out
-    _scores_values(out, layer.attention, layer.spec, run)
+    for attn, spec in run_attentions(layer, run):
+        _scores_values(out, attn, spec, run)
     if layer.cfg.dsa is not None and layer.spec.topk is not None:  # the indexer: q.k, then its heads' weighted sum
         dsa = layer.cfg.dsa
         out["attention/indexer"] = 2 * run.batch * dsa.n_heads * indexed_pairs(layer.spec, run) * (dsa.head_dim + 1)

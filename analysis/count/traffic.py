@@ -17,7 +17,10 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
   and re-read the same K/V blocks, which L2 serves (FlashAttention-2/3 reach 50-75% of tensor
   peak on long sequences, which re-reading K/V from HBM per tile would not allow): the compulsory
   traffic, so the ideal stays a bound on speed. The query heads that share a K/V head share its
-  reads (GQA), so a decode step reads each cached K/V head once;
+  reads (GQA), so a decode step reads each cached K/V head once. MLA's absorbed decode step
+  (:func:`~analysis.count.flops.absorbed`) reads each latent it attends to once, for its scores and its values
+  (the values are the latents' first columns), and its two ``kv_b`` matmuls read ``kv_b``'s weights once and
+  each head's query and output (:attr:`~analysis.model.attention.AbsorbedMLA.kv_b_io`);
 - inference writes each new token's KV-cache entry (``kv_cache``); attention reads K and V in the
   KV-cache dtype (inference) or the compute dtype (training);
 - a recurrent mixer (in place of attention, or beside it: ``parallel_mixer``) runs its linears and its
@@ -45,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..model.architecture import Block, build
-from ..model.attention import AttentionKind
+from ..model.attention import AbsorbedMLA, AttentionKind
 from ..model.config import ModelConfig
 from ..model.formats import FORMATS
 from ..model.layers import LayerSpec
@@ -53,7 +56,19 @@ from ..model.parts import Linear
 from ..model.sizes import bytes_per, weight_bytes
 from ..model.variants import Op
 from ..spec import RunSpec
-from .flops import _add, attended_keys, copies_read, core_keys, core_recomputed, layer_ops, linear_rows, model_ops
+from .flops import (
+    _add,
+    absorbed,
+    attended_keys,
+    attended_pairs,
+    copies_read,
+    core_keys,
+    core_recomputed,
+    layer_ops,
+    linear_rows,
+    model_ops,
+    run_attentions,
+)
 from .lora import frozen_keys, layer_adapted
 from .memory import trained_state
 from .quant import linear_weight_bytes
@@ -69,8 +84,12 @@ def attended_span(past: int, n: int, window: int | None, chunk: int | None) -> i
 
 
 def flash_kv_bytes(attn: AttentionKind, spec: LayerSpec, run: RunSpec, kv: int) -> tuple[int, int]:
-    """(K, V) bytes one layer's flash kernel reads from HBM (module docstring), ``kv`` bytes an element."""
+    """(K, V) bytes one layer's flash kernel reads from HBM (module docstring), ``kv`` bytes an element. Values
+    read with the keys (absorbed MLA's latents: a decode step's one query reads its keys, its top-k with DSA)
+    cost nothing more."""
     n = run.query_len
+    if attn.values_in_keys:
+        return run.batch * attn.kv_heads * attended_pairs(spec, run) * attn.score_dim * kv, 0
     reads = run.batch * attn.kv_heads * attended_span(run.seq - n, n, spec.window, spec.chunk)
     return reads * attn.score_dim * kv, reads * attn.value_dim * kv
 
@@ -102,7 +121,7 @@ def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
             read = copies_read(m, rows, run)
             _add(out, m.key + "/lora", read * r * (m.d_in + m.d_out) * b
                  + rows * m.active * (m.d_in + 2 * r + m.d_out) * b)
-    for attn, spec in layer.attentions():
+    for attn, spec in run_attentions(layer, run):
         for key, n in _attention_bytes(attn, spec, run, b, kv).items():
             _add(out, key, n)
     table = run.dtype if run.weights_dtype in FORMATS else run.weights_dtype  # a format leaves vectors unquantized
@@ -121,11 +140,12 @@ def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
 
 
 def _linear_bytes(layer: Block, m: Linear, run: RunSpec, b: int) -> int:
-    """A linear's forward bytes: the weights of the copies its rows reach, its input and output rows."""
+    """A linear's forward bytes: the weights of the copies its rows reach, its input and output rows (MLA's
+    absorbed ``kv_b``: each head's query and output, :attr:`~analysis.model.attention.AbsorbedMLA.kv_b_io`)."""
     rows = linear_rows(m, layer, run)
     read = copies_read(m, rows, run)
-    return (linear_weight_bytes(layer.cfg, m, read, run.weights_dtype, run.dtype)
-            + rows * m.active * (m.d_in + m.d_out) * b)
+    width = AbsorbedMLA(layer.cfg).kv_b_io if m.over_keys and absorbed(layer, run) else m.d_in + m.d_out
+    return linear_weight_bytes(layer.cfg, m, read, run.weights_dtype, run.dtype) + rows * m.active * width * b
 
 
 def _add_ops(out: dict[str, int], run: RunSpec, ops: Sequence[Op], b: int, fused: set[str]) -> None:

@@ -13,8 +13,10 @@ whose sigmoid multiplies the merged heads before ``o``.
 ``mla``: multi-head latent attention (DeepSeek-V2/V3): the query optionally through a
 low-rank ``q_a -> norm -> q_b``; K and V compressed into one latent of ``kv_lora_rank`` per
 token plus one RoPE key of ``qk_rope_head_dim`` shared by all heads (``kv_a``), decompressed
-per head by ``kv_b``. The cache holds the normed latent and the rotated shared key, so every
-forward decompresses all the keys it attends to (``kv_b`` runs over keys, not new tokens).
+per head by ``kv_b``. The cache holds the normed latent and the rotated shared key, so a forward
+decompresses all the keys it attends to (``kv_b`` runs over keys, not new tokens), as transformers runs it.
+A decode step under flash attention runs **absorbed** instead (:class:`AbsorbedMLA`), as serving engines
+run it; which layers of a run do is :func:`analysis.count.flops.absorbed`'s rule.
 With ``dsa`` (DeepSeek Sparse Attention: DeepSeek-V3.2, GLM-5) a lightning indexer joins MLA:
 ``attention/indexer/wq_b`` (q_lora_rank -> n*D) of the normed low-rank query,
 ``attention/indexer/wk`` (d -> D, one key per token, LayerNorm ``attention/indexer/k_norm`` with
@@ -64,6 +66,9 @@ class AttentionKind(Protocol):
     @property
     def rope_dims(self) -> int: ...  # per-head width of the RoPE tables
 
+    @property
+    def values_in_keys(self) -> bool: ...  # the values are the keys' first value_dim columns, read with them
+
     def linears(self) -> list[Linear]: ...
 
     def norms(self) -> list[Norm]: ...
@@ -85,6 +90,8 @@ class _Attention:
     @property
     def heads(self) -> int:
         return self.cfg.n_heads
+
+    values_in_keys = False
 
     def vectors(self) -> list[Vector]:
         """Attention sinks (GPT-OSS): one learned logit per head joins each softmax."""
@@ -330,6 +337,40 @@ class MLA(_Attention):
         v = kv_b_out if B == 1 or S == 1 or h == 1 else T * h * d_v
         eager_core(tape, cfg, B, S, d_qk, T * h * d_qk, v)
         _output(tape, cfg, T, None, h * d_v)  # heads merged back: a copy
+
+
+class AbsorbedMLA(MLA):
+    """MLA's decode step with weight absorption, as serving engines run it (vLLM's MLA backend, its
+    "data-movement friendly approach", ``vllm/v1/attention/backends/mla/common.py``; SGLang; FlashMLA; the
+    DeepSeek-V2 paper, arXiv:2405.04434, section 2.1.2): ``kv_b``'s key half W_UK turns each head's ``q_nope``
+    into a query over the latent (``nope -> kv_lora_rank``), the scores are taken against the cached latent and rope key
+    (``kv_lora_rank + qk_rope_head_dim`` wide, one K/V head for all query heads: MQA), the values are the
+    latents themselves (``kv_lora_rank`` wide, the keys' first columns, read with them), and ``kv_b``'s value
+    half W_UV turns each head's output back into ``v_head_dim``. ``kv_b`` runs on the new tokens, not on
+    the keys: two batched matmuls, ``2*T*h*kv_lora_rank*(nope + v)`` FLOPs together, as the linear over
+    ``T`` rows. Parameters, the cache and the elementwise ops are MLA's."""
+
+    @property
+    def kv_heads(self) -> int:
+        return 1
+
+    @property
+    def score_dim(self) -> int:
+        m = self.cfg.mla
+        return m.kv_lora_rank + m.qk_rope_head_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.cfg.mla.kv_lora_rank
+
+    values_in_keys = True
+
+    @property
+    def kv_b_io(self) -> int:
+        """Values ``kv_b``'s two absorbed matmuls read and write per token: ``q_nope`` in, the latent
+        query out (W_UK); the latent output in, the heads' values out (W_UV)."""
+        m, h = self.cfg.mla, self.cfg.n_heads
+        return h * (m.qk_nope_head_dim + 2 * m.kv_lora_rank + m.v_head_dim)
 
 
 def indexer_linears(cfg: ModelConfig) -> list[Linear]:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
-from ..count.flops import SCORES_VALUES, copies_read, layer_ops, linear_rows, model_ops
+from ..count.flops import SCORES_VALUES, absorbed, copies_read, layer_ops, linear_rows, model_ops, run_attentions
 from ..count.quant import stored_dtype
 from ..count.recompute import rerun_core, rerun_linears, rerun_ops
 from ..errors import ConfigError, SpecError, brief
@@ -164,12 +164,13 @@ def _mixes(cal: Calibration, cfg: ModelConfig, run: RunSpec) -> dict[str, _Mix]:
             tokens = linear_rows(m, block, run)
             rows = tokens * m.active
             per_expert = rows / copies_read(m, tokens, run)  # rows a copy's GEMM runs over
-            mix(m.key).add(n, 2.0 * rows * m.d_in * m.d_out * n, cal.gemm_eff(per_expert, m.d_out, m.d_in), True)
+            kernels = 2 * n if m.over_keys and absorbed(block, run) else n  # absorbed kv_b: on the query, on the output
+            mix(m.key).add(kernels, 2.0 * rows * m.d_in * m.d_out * n, cal.gemm_eff(per_expert, m.d_out, m.d_in), True)
             if run.lora is not None:
                 r = run.lora.rank
                 mix(m.key + "/lora").add(2 * n, 2.0 * rows * r * (m.d_in + m.d_out) * n,
                                          cal.gemm_eff(per_expert, r, m.d_in), True)
-        for attn, spec in block.attentions():
+        for attn, spec in run_attentions(block, run):
             packed = run.query_len * max(1, attn.heads // attn.kv_heads)
             if flash:  # one kernel for both products
                 eff = cal.flash_eff(packed, attn.score_dim)

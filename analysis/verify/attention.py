@@ -388,7 +388,8 @@ class LatentAttention(_Attention):
     latent c, normed by ``kv_a_norm``, and one rope key k_pe shared by all heads; ``kv_b``
     (kv_lora_rank -> h*(nope+v)) decompresses per head k_nope and v. k = (k_nope, k_pe),
     q = (q_nope, q_pe); RoPE on q_pe and k_pe only. The KV cache keeps the normed latent and
-    the rotated k_pe, and every forward decompresses all attended latents through ``kv_b``.
+    the rotated k_pe, and a forward decompresses all attended latents through ``kv_b``, but a decode step
+    (one new token a sequence after cached ones) under flash attention, which runs absorbed (:meth:`absorbed`).
     With DSA the sparse core reads each query's top-k keys, from the layer's own indexer or, on a
     shared layer (``spec.shared_topk``), from the indexer of layer ``source``; with ``attention_gate``
     (Hy4) a ``gate`` linear (d -> h*v) of the input whose sigmoid multiplies the merged heads before o.
@@ -408,7 +409,7 @@ class LatentAttention(_Attention):
             self.q = nn.Linear(d, h * d_qk, bias=cfg.qkv_bias)
         self.kv_a = nn.Linear(d, self.rank + self.rope_dims, bias=cfg.qkv_bias)
         self.kv_a_norm = make_norm(cfg, self.rank)
-        self.kv_b = nn.Linear(self.rank, h * (self.nope + self.vd), bias=False)
+        self.kv_b = LatentUp(self.rank, h, self.nope, self.vd)
         self.o = nn.Linear(h * self.vd, d, bias=cfg.out_bias)
         if cfg.attention_gate:  # Hy4: the merged heads times sigmoid(gate(x)), elementwise
             self.gate = nn.Linear(d, h * self.vd, bias=False)
@@ -449,6 +450,9 @@ class LatentAttention(_Attention):
             c, k_pe = ctx.cache.update(self.index, (c, k_pe), ctx.start_pos)  # (B, S_kv, r), (B, 1, S_kv, rope)
         if self.source is not None:  # a shared layer: the top-k of the indexed layer before it
             chosen = ctx.indices[self.source]
+        if self.kind == "flash" and S == 1 and ctx.start_pos > 0:  # a decode step under flash: absorbed
+            y = self.absorbed(q_nope, q_pe, c, k_pe, chosen, ctx.bias)  # (B, h, S, v)
+            return self._out(y, x)
         S_kv = c.shape[1]
         kv = self.kv_b(c).view(B, S_kv, h, self.nope + self.vd).transpose(1, 2)  # (B, h, S_kv, nope+v)
         k_nope, v = kv.split([self.nope, self.vd], dim=-1)
@@ -458,27 +462,70 @@ class LatentAttention(_Attention):
             y = self.sparse(q, k, v, *chosen, ctx.bias)
         else:
             y = self.attend(q, k, v, ctx.bias)  # (B, h, S, v)
-        y = y.transpose(1, 2).reshape(B, S, h * self.vd)
+        return self._out(y, x)
+
+    def _out(self, y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """The heads' outputs y (B, h, S, v) merged, gated (``gate``), through ``o``."""
+        B, _, S, _ = y.shape
+        y = y.transpose(1, 2).reshape(B, S, self.h * self.vd)
         if hasattr(self, "gate"):
             y = y * torch.sigmoid(self.gate(x))  # (B, S, h*v)
         return self.o(y)
 
+    def absorbed(self, q_nope, q_pe, c, k_pe, chosen, bias) -> torch.Tensor:
+        """A decode step with weight absorption, as serving engines run MLA's decode (vLLM's MLA backend, SGLang,
+        FlashMLA; DeepSeek-V2, section 2.1.2): ``kv_b``'s key half turns q_nope into a query over the latent,
+        which with q_pe scores the cached latent and k_pe (one K/V head for all query heads, ``rank + rope``
+        wide) at MLA's scale; the values are the latents (``rank`` wide); ``kv_b``'s value half turns each head's
+        output into its values. q_nope (B, h, 1, nope), q_pe (B, h, 1, rope), c (B, S_kv, r), k_pe (B, 1, S_kv,
+        rope) -> (B, h, 1, v)."""
+        B, h = q_nope.shape[:2]
+        q = torch.cat([self.kv_b(q_nope, "keys"), q_pe], dim=-1)  # (B, h, 1, r + rope)
+        k = torch.cat([c[:, None], k_pe], dim=-1)  # (B, 1, S_kv, r + rope)
+        v = c[:, None]  # (B, 1, S_kv, r): the keys' first columns
+        if chosen is not None:  # the sparse core gathers each head's keys: the one latent head, expanded (a view)
+            y = self.sparse(q, k.expand(B, h, -1, -1), v.expand(B, h, -1, -1), *chosen, bias)
+        else:
+            y = self.attend(q, k, v, bias)  # (B, h, 1, r)
+        return self.kv_b(y, "values")
+
     def sparse(self, q, k, v, idx, valid, bias):
-        """DSA's core over the selected keys; selective recomputation checkpoints it (with the bias the
-        layer is given, as the dense core)."""
+        """DSA's core over the selected keys, at MLA's scale ``1/sqrt(nope + rope)`` (an absorbed query is wider);
+        selective recomputation checkpoints it (with the bias the layer is given, as the dense core)."""
         flash, sinks = self.kind == "flash", getattr(self, "sinks", None)
+        scale = (self.nope + self.rope_dims) ** -0.5
         if self.selective and not flash:
             with set_checkpoint_early_stop(False):
-                return checkpoint(lambda q, k, v, idx, valid, bias: self.sdpa(q, k, v, idx, valid, sinks, False),
+                return checkpoint(lambda q, k, v, idx, valid, bias: self.sdpa(q, k, v, idx, valid, sinks, False,
+                                                                              scale),
                                   q, k, v, idx, valid, bias, use_reentrant=False, preserve_rng_state=False)
-        return self.sdpa(q, k, v, idx, valid, sinks, flash)
+        return self.sdpa(q, k, v, idx, valid, sinks, flash, scale)
+
+
+class LatentUp(nn.Linear):
+    """MLA's ``kv_b`` (rank -> h*(nope + v), no bias): a linear decompressing latents, or, in an absorbed decode
+    step, one of its halves on a head's query or output (``half``), so that its FLOPs count under ``kv_b``:
+    ``"keys"``: q_nope (B, h, S, nope) times W_UK -> (B, h, S, rank), since q . (W_UK c) = (W_UK^T q) . c;
+    ``"values"``: a head's latent output (B, h, S, rank) times W_UV -> (B, h, S, v)."""
+
+    def __init__(self, rank: int, h: int, nope: int, vd: int):
+        super().__init__(rank, h * (nope + vd), bias=False)
+        self.h, self.nope, self.vd = h, nope, vd
+
+    def forward(self, x: torch.Tensor, half: str | None = None) -> torch.Tensor:
+        if half is None:
+            return super().forward(x)
+        w = self.weight.view(self.h, self.nope + self.vd, self.in_features)  # per head: (nope + v, rank)
+        if half == "keys":
+            return x @ w[:, :self.nope]  # (B, h, S, nope) @ (h, nope, rank)
+        return x @ w[:, self.nope:].transpose(1, 2)  # (B, h, S, rank) @ (h, rank, v)
 
 
 class SparseSDPA(nn.Module):
     """DSA's sparse attention kernel (:class:`SparseCore`): the component ``attention/sdpa``."""
 
-    def forward(self, q, k, v, idx, valid, sinks, flash: bool):
-        return SparseCore.apply(q, k, v, idx, valid, sinks, flash)
+    def forward(self, q, k, v, idx, valid, sinks, flash: bool, scale: float):
+        return SparseCore.apply(q, k, v, idx, valid, sinks, flash, scale)
 
 
 class Indexer(nn.Module):
@@ -544,8 +591,7 @@ class SparseCore(torch.autograd.Function):
         return s.masked_fill(~valid[:, None], float("-inf"))
 
     @staticmethod
-    def forward(ctx, q, k, v, idx, valid, sinks, flash: bool):
-        scale = q.shape[-1] ** -0.5
+    def forward(ctx, q, k, v, idx, valid, sinks, flash: bool, scale: float):
         ks, vs = SparseCore._gather(k, idx), SparseCore._gather(v, idx)
         logits = SparseCore._logits(q, ks, valid, scale)
         full = logits
@@ -589,7 +635,7 @@ class SparseCore(torch.autograd.Function):
         where = idx.view(B, 1, S * K, 1)
         dk = torch.zeros_like(k).scatter_add(2, where.expand(B, h, S * K, k.shape[-1]), dks.flatten(2, 3))
         dv = torch.zeros_like(v).scatter_add(2, where.expand(B, h, S * K, v.shape[-1]), dvs.flatten(2, 3))
-        return dq, dk, dv, None, None, dsinks, None
+        return dq, dk, dv, None, None, dsinks, None, None
 
 
 def make_attention(cfg: ModelConfig, index: int, spec: LayerSpec, kind: str) -> nn.Module:
