@@ -189,7 +189,7 @@ def test_architectures_naming_a_mapped_class_is_a_hint(tmp_path, run):
     for command in ("params", "kvcache"):
         line = error_line(run(command, path))
         assert line.endswith("key 'model_type': unsupported Hugging Face model_type 'kimi_k2'; its architectures "
-                             "list DeepseekV3ForCausalLM, the class of model_type 'deepseek_v3', which llmcalc reads\n")
+                             "name DeepseekV3ForCausalLM: model_type 'deepseek_v3' reads it\n")
     path.write_text(json.dumps({**raw, "model_type": "deepseek_v3"}))
     assert run("params", path).exit_code == 0
 
@@ -211,5 +211,5 @@ def test_without_the_hf_extra_the_error_says_how_to_get_it(tmp_path, run, monkey
         result = run(command, path)
         assert result.exit_code == 2 and result.stdout == "" and result.stderr.count("\n") == 1
         assert "unsupported Hugging Face model_type 'gpt_neox_japanese'; the" in result.stderr
-        assert result.stderr.endswith("`llmcalc params` can count it through transformers: "
+        assert result.stderr.endswith("`llmcalc params` counts it through transformers: "
                                       "pip install 'llmcalc-exact[hf]'\n")

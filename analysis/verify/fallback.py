@@ -69,7 +69,7 @@ def unmapped_message(exc: UnmappedModelType) -> str:
     for a model_type transformers has no causal LM for either, it is ``exc``'s own line."""
     lms = _causal_lms()
     if lms is None:
-        return f"{exc}; `llmcalc params` can count it through transformers: {EXTRA}"
+        return f"{exc}; `llmcalc params` counts it through transformers: {EXTRA}"
     if exc.model_type not in lms:
         return str(exc)
     return str(ConfigError(f"{brief(exc.model_type)} has no llmcalc mapper, so only `llmcalc params` counts it, "

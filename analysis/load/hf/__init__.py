@@ -205,7 +205,7 @@ def _architecture_hint(raw: dict[str, Any]) -> str:
         stem = re.sub(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$", "", arch).lower()
         kind = next((k for k in MAPPERS if k.replace("_", "") == stem), None)
         if kind is not None:
-            return f"its architectures list {arch}, the class of model_type {kind!r}, which llmcalc reads"
+            return f"its architectures name {arch}: model_type {kind!r} reads it"
     return ""
 
 
