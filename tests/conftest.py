@@ -13,7 +13,7 @@ import pytest
 from llmcalc.analysis.load.catalog import MODEL_DIR
 from tests.console import llmcalc
 
-TIERS = ("unit", "reference")  # unit: no torch, the whole tier in under 30 s on 2 cores; reference: torch
+TIERS = ("unit", "reference")  # unit: no torch, the whole tier in about 40 s on 2 cores; reference: torch
 
 
 def pytest_configure(config):
