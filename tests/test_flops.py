@@ -133,10 +133,13 @@ def test_mla_decode_is_absorbed_under_flash(attention):
                    "mlp/up": L * 2 * B * d * f, "mlp/gate": L * 2 * B * d * f, "mlp/down": L * 2 * B * f * d,
                    "attention/scores": L * 2 * B * h * S * score, "attention/values": L * 2 * B * h * S * value,
                    "lm_head": 2 * B * d * V}
-    # a prefill (a chunk of one token after cached ones too) decompresses under flash as well
+    # a prefill decompresses under flash as well; a one-token chunk after cached ones runs as a decode step
     prefill = count_flops(cfg, RunSpec("prefill", S, B, attention)).forward.matmul
     assert prefill["attention/kv_b"] == L * 2 * B * S * r * h * (nope + v)
     assert prefill["attention/scores"] == L * 2 * B * h * S * S * (nope + rope)
+    chunk = count_flops(cfg, RunSpec("prefill", S, B, attention, past=S - 1)).forward.matmul
+    assert {k: chunk[k] for k in ("attention/kv_b", "attention/scores", "attention/values")} == {
+        k: got[k] for k in ("attention/kv_b", "attention/scores", "attention/values")}
 
 
 def test_mixtral_experts_scale_with_top_k():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from llmcalc.analysis.cluster.comm import collectives
 from llmcalc.analysis.cluster.generation import generate as generate_parallel
-from llmcalc.analysis.cluster.generation import one_pass
+from llmcalc.analysis.cluster.generation import one_pass, shard
 from llmcalc.analysis.cluster.memory import memory
 from llmcalc.analysis.cluster.pipeline import chunks, held, split
 from llmcalc.analysis.cluster.sharding import REDUCE_SCATTERED, saved, stage_saves, stage_tensors, stages
@@ -23,7 +23,7 @@ from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_bundled, load_text
 from llmcalc.analysis.perf.hardware import load_hardware
-from llmcalc.analysis.perf.roofline import roofline
+from llmcalc.analysis.perf.roofline import decode_sums, roofline
 from llmcalc.analysis.spec import Layout, RunSpec
 
 pytestmark = pytest.mark.unit
@@ -591,15 +591,20 @@ def test_generate_on_tp_sums_the_parallel_steps_in_closed_form(name, tp, prompt,
     for mode in ("decode", "prefill"):
         passes = [one_pass(cfg, RunSpec(mode, prompt + k, 2, layout=Layout(tp=tp)), hw) for k in range(1, new)]
         loops[mode] = (sum(p.sent for p in passes), sum(p.compute.time_s + p.communication_s for p in passes),
-                       sum(p.compute.expected_s + p.expected_communication_s for p in passes))
+                       sum(p.compute.expected_s + p.expected_communication_s for p in passes),
+                       sum(p.expected_communication_s for p in passes))
     assert (pg.decode_sent, pg.no_cache_sent) == (loops["decode"][0], loops["prefill"][0])
     assert pg.decode_sent == (new - 1) * pg.decode.sent
     assert g.decode_s == pytest.approx(loops["decode"][1], rel=1e-9, abs=0)
     assert g.no_cache_s == pytest.approx(loops["prefill"][1], rel=1e-9, abs=0)
     # expected: each piece of passes at its middle pass's calibrated rates (analysis/perf/steps.py), within
-    # 1% of the loop as on one GPU (tests/test_time.py's EXPECTED_SUM_REL), the collectives' alpha-beta time added
+    # 1% of the loop as on one GPU (tests/test_time.py's EXPECTED_SUM_REL); past the shard's compute summed as on
+    # one GPU, the collectives' alpha-beta time equals the loop's to rounding
     assert g.expected_decode_s == pytest.approx(loops["decode"][2], rel=1e-2, abs=0)
     assert g.expected_no_cache_s == pytest.approx(loops["prefill"][2], rel=1e-2, abs=0)
+    local = decode_sums(shard(cfg, tp), RunSpec("prefill", prompt, 2), hw, prompt, new)
+    assert g.expected_decode_s - local[2] == pytest.approx(loops["decode"][3], rel=1e-9, abs=0)
+    assert g.expected_no_cache_s - local[3] == pytest.approx(loops["prefill"][3], rel=1e-9, abs=0)
 
 
 def test_time_generate_on_tp_reports_the_communication(run):

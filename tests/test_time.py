@@ -336,7 +336,7 @@ def loop_generate(cfg, run, prompt, new, hw=H100):
 
 
 # The expected sums take each piece of steps (between two breakpoints, and for no-cache passes each doubling of
-# the context) at its middle step's calibrated rates, a piece of fewer than 4 steps step by step
+# the context) at its middle step's calibrated rates, a piece of at most 4 steps step by step
 # (analysis/perf/steps.time_sum): measured at worst 0.11% from the step-by-step sum on the bundled models
 # (GPT-2 small's no-cache passes from 1 to 300 tokens), 0.20% on 300 random configs on an H100, 0.86% on an A100
 EXPECTED_SUM_REL = 1e-2

@@ -23,7 +23,7 @@ Conventions (README "FLOPs"):
   not keep, of eager attention's core and of the layers' elementwise ops (not those a flash kernel
   whose output it keeps fuses, nor a kept linear's bias add).
   Elementwise backward is estimated as 2x its forward;
-- MLA runs a decode step under flash attention absorbed (:func:`absorbed`,
+- MLA runs a pass of one new token after cached ones under flash attention absorbed (:func:`absorbed`,
   :class:`~analysis.model.attention.AbsorbedMLA`), as serving engines run it: ``attention/kv_b`` over the new tokens
   (W_UK on the query, W_UV on the output), the scores and values over the cached latents (``kv_lora_rank +
   qk_rope_head_dim`` and ``kv_lora_rank`` wide, one K/V head); everywhere else (prefill, training, eager attention)
@@ -184,10 +184,12 @@ def _add(d: dict[str, int], key: str, n: int) -> None:
 
 
 def absorbed(layer: Block, run: RunSpec) -> bool:
-    """Whether the layer's MLA runs absorbed (:class:`~analysis.model.attention.AbsorbedMLA`): in a decode step
-    under flash attention, as serving engines run MLA's decode (vLLM, SGLang, FlashMLA). Eager attention is
-    transformers' way, which decompresses (LoRA adapters, training only, never meet a decode step)."""
-    return (layer.spec.attention == "mla" and run.mode == "decode" and run.attention == "flash"
+    """Whether the layer's MLA runs absorbed (:class:`~analysis.model.attention.AbsorbedMLA`): in a pass of one
+    new token a sequence after cached ones (a decode step, or a one-token chunk of a chunked prefill) under
+    flash attention, as serving engines route such passes (vLLM's MLA backend, SGLang, FlashMLA) and as the
+    reference runs them. Eager attention is transformers' way, which decompresses (LoRA adapters, training
+    only, never meet such a pass)."""
+    return (layer.spec.attention == "mla" and run.query_len == 1 and run.seq > 1 and run.attention == "flash"
             and not POSITIONS[layer.cfg.position].learned_bias)  # a learned bias runs eager attention
 
 

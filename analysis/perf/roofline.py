@@ -326,7 +326,8 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
     peaks, (lo, hi) = _peaks(cfg, run, hw), (prompt + 1, prompt + new - 1)
     starts = splits(thresholds(cfg, run.batch, hi))
     # a piece's passes take its middle pass's calibrated rates; a no-cache pass's GEMM rows grow with the
-    # context (a decode step's are the batch), and their rates with them: its pieces split at each doubling
+    # context (a decode step's are the batch, but eager MLA's kv_b over the keys), and their rates with them:
+    # its pieces split at each doubling
     doublings = {1 << k for k in range(lo.bit_length(), hi.bit_length())}
 
     def sums(mode: str) -> tuple[float, float]:

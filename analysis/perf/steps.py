@@ -150,7 +150,7 @@ class _Times:
         return sum(m / P + e / V + b / B for (P, V, B), (m, e, b) in self.sums.items())
 
 
-# a piece of fewer passes is summed pass by pass, each at its own rates: the middle pass of two or three
+# a piece of at most SHORT passes is summed pass by pass, each at its own rates: the middle pass of a few
 # tokens' passes stands for them worst (a pass of 2 tokens has two thirds of the GEMM rows of one of 3)
 SHORT = 4
 
@@ -161,7 +161,7 @@ def time_sum(f: Callable[[int], Counts], rates: Callable[[int], Callable[[str], 
     on each residue class modulo ``step`` of each piece; ``rates(x)(key)``: a component's rates on the
     piece whose middle pass is x."""
     times = _Times()
-    short = {x for a, b in pieces(lo, hi, starts) if b - a < SHORT for x in range(a, b + 1)}
+    short = {x for a, b in pieces(lo, hi, starts) if b - a + 1 <= SHORT for x in range(a, b + 1)}
     for a, b in pieces(lo, hi, starts | short):
         rate = rates((a + b) // 2)
         for first, n in _classes(a, b, step):
