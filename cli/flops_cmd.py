@@ -4,7 +4,15 @@ from typing import Annotated
 
 import typer
 
-from ..analysis.count.flops import FAMILIES, SCORES_VALUES, FlopBreakdown, FlopReport, approximations, count_flops
+from ..analysis.count.flops import (
+    FAMILIES,
+    SCORES_VALUES,
+    FlopBreakdown,
+    FlopReport,
+    approximations,
+    count_flops,
+    mla_absorbed,
+)
 from ..analysis.model.config import ModelConfig
 from ..analysis.spec import RunSpec
 from .common import image_record, lora_models, lora_record, lora_spec, lora_tag, one_or_list, recompute_tag, workloads
@@ -74,7 +82,8 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
     images = f" ({count(w.text)} text + {w.images} image{'s' if w.images > 1 else ''} of {w.image_size} px)" \
         if w.images else ""
     title = (f"{cfg.name}: {w.mode}, batch {w.batch} x seq {count(w.seq)}{images}, {conv} attention, "
-             f"{w.attention} backward" + recompute_tag(w.recompute) + lora_tag(record.get("lora")))
+             f"{w.attention} backward" + (", MLA absorbed" if mla_absorbed(cfg, w) else "")
+             + recompute_tag(w.recompute) + lora_tag(record.get("lora")))
     other = "dense" if w.causal else "causal"
     unit = "MACs" if macs else "FLOPs"
     rows = []

@@ -6,11 +6,12 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
 import typer
 
+from ..analysis.count.flops import mla_absorbed
 from ..analysis.model.config import ModelConfig
 from ..analysis.perf.calibration import IDEAL, Efficiency
 from ..analysis.perf.hardware import PEAK_DTYPES, Hardware, bundled_hardware, load_hardware
 from ..analysis.perf.roofline import Roofline, generate, prefill, roofline, utilization
-from ..analysis.spec import MODES, Layout, runs
+from ..analysis.spec import MODES, Layout, RunSpec, runs
 from .common import (
     dtypes_tag,
     expected_head,
@@ -145,13 +146,14 @@ def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report
             else f"{rec['mode']}, seq {count(run.seq)}")
     gpus = f"{rec['gpus']:,} x " if "gpus" in rec else ""
     title = (f"{cfg.name} on {gpus}{hw.name}: {what}, batch {count(run.batch)}, {dtypes_tag(run)}, {run.attention} "
-             "attention" + (f", {run.layout.describe()}" if gpus else "")
+             "attention" + (", MLA absorbed" if mla_absorbed(cfg, run) else "")
+             + (f", {run.layout.describe()}" if gpus else "")
              + (f", chunks of {count(run.chunk)}" if run.chunk else "") + lora_tag(rec.get("lora")))
     table = Table([text_col("component", key=True), Col("FLOPs"), Col("bytes"), Col("FLOP/B"), Col("expected"),
                    text_col("bound"), Col("share"), Col("ideal"), text_col("ideal bound")], [rows], title,
                   footer=["total", si(r.flops, "FLOP"), iec(r.bytes), f"{r.intensity:,.1f}",
                           seconds(total), r.expected_bound, "100.0%", seconds(r.time_s), r.bound])
-    blocks: list = [table, *_notes(hw, rec)]
+    blocks: list = [table, *_notes(cfg, hw, rec, r.run)]
     csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch"), **_generation_csv(rec), "component": k,
             **{f: v for f, v in c.items() if f != "intensity"}} for k, c in rec["components"].items()]
     return Report(rec, csv, blocks)
@@ -167,7 +169,7 @@ def _generation_csv(rec: dict) -> dict:
     return {**pick(rec, "prompt", "new", *GENERATION), **{f"expected.{k}": rec["expected"][k] for k in GENERATION}}
 
 
-def _notes(hw: Hardware, rec: dict) -> list[str]:
+def _notes(cfg: ModelConfig, hw: Hardware, rec: dict, run: RunSpec) -> list[str]:
     eff, exp = rec["expected"]["efficiency"], rec["expected"]
     overrides = [f"{v:g} of {what}" for v, what in ((eff["compute"], "peak FLOP/s"), (eff["bandwidth"], "bandwidth"))
                  if v is not None]
@@ -180,9 +182,11 @@ def _notes(hw: Hardware, rec: dict) -> list[str]:
                 if rec["matmul_dtype"] != rec["dtype"] else "") +
              f"{si(hw.memory_bandwidth, 'B/s')}, a bound no run beats"]
     if rec["mode"] == "generate":
+        steps = run.replace(mode="decode", seq=rec["prompt"] + 1, chunk=None)
+        absorbed = ", MLA absorbed" if mla_absorbed(cfg, steps) else ""
         lines += [f"time to first token: {seconds(exp['ttft_s'])} (ideal {seconds(rec['ttft_s'])}); time per output "
                   f"token: {seconds(exp['tpot_s'])} (ideal {seconds(rec['tpot_s'])}, mean of {count(rec['new'] - 1)} "
-                  "decode steps)",
+                  f"decode steps{absorbed})",
                   f"{count(rec['new'])} new tokens x batch {count(rec['batch'])}: {seconds(exp['total_s'])}, "
                   f"{exp['tokens_per_s']:,.1f} tokens/s (ideal {seconds(rec['total_s'])}, {rec['tokens_per_s']:,.1f})",
                   f"without a KV cache (each step recomputes the prefix): {seconds(exp['no_cache_total_s'])}, "
@@ -266,7 +270,8 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
     total = exp["time_s"]
     what = "step" if rec["mode"] == "train" else "pass"
     title = (f"{cfg.name} on {rec['gpus']:,} x {hw.name}: {rec['mode']} {what}, {run.layout.describe()}, seq "
-             f"{count(run.seq)}, micro-batch {count(run.batch)} x {count(st.micro_batches)}, {dtypes_tag(run)}")
+             f"{count(run.seq)}, micro-batch {count(run.batch)} x {count(st.micro_batches)}, {dtypes_tag(run)}"
+             + (", MLA absorbed" if mla_absorbed(cfg, run) else ""))
     names = {"communication": "communication (exposed)"}
     parts = Table([text_col("part", key=True), Col("expected"), Col("share"), Col("ideal")],
                   [[(names.get(k, k), seconds(v), f"{100 * v / total:.1f}%", seconds(rec["parts_s"][k]))
@@ -287,7 +292,7 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
              f"{rate(hw.inter_node)} across nodes; expected: latency per call, NCCL's bus bandwidth, data-parallel "
              "communication partly hidden by the compute it runs beside; ideal: peak links, hidden by all of "
              "that compute",
-             *_notes(hw, rec)]
+             *_notes(cfg, hw, rec, run)]
     csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s"),
             **{f"layout.{k}": v for k, v in rec["layout"].items()}, "part": k, "part_s": v,
             "expected_part_s": exp["parts_s"][k]} for k, v in rec["parts_s"].items()]

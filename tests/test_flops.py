@@ -142,6 +142,15 @@ def test_mla_decode_is_absorbed_under_flash(attention):
         k: got[k] for k in ("attention/kv_b", "attention/scores", "attention/values")}
 
 
+@pytest.mark.parametrize("command", [("flops",), ("time", "--hardware", "h100")])
+def test_titles_say_when_mla_decodes_absorbed(run, command):
+    """The same breakdown keys mean the absorbed kernel under flash and transformers' decompression under eager:
+    the title says which."""
+    args = (command[0], "deepseek-v3", *command[1:], "--mode", "decode", "--seq", "4096")
+    assert run(*args).stdout.splitlines()[0].endswith(", MLA absorbed")
+    assert "absorbed" not in run(*args, "--attention", "eager").stdout.splitlines()[0]
+
+
 def test_mixtral_experts_scale_with_top_k():
     cfg = load_bundled("mixtral-8x7b")
     w = RunSpec("train", 1024)

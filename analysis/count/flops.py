@@ -193,6 +193,12 @@ def absorbed(layer: Block, run: RunSpec) -> bool:
             and not POSITIONS[layer.cfg.position].learned_bias)  # a learned bias runs eager attention
 
 
+def mla_absorbed(cfg: ModelConfig, run: RunSpec) -> bool:
+    """Whether some MLA layer of ``cfg`` runs absorbed in ``run`` (:func:`absorbed`): the titles say so."""
+    run = run.resolve(cfg)
+    return any(absorbed(block, run) for _, block in build(cfg).blocks)
+
+
 def run_attentions(layer: Block, run: RunSpec) -> list[tuple[AttentionKind, LayerSpec]]:
     """The attentions the layer runs in ``run``, each with its span: MLA absorbed where :func:`absorbed` says."""
     if absorbed(layer, run):
