@@ -26,6 +26,7 @@ from .options import (
     seqs_option,
 )
 from .report import Col, Report, Table, emit, group_json, pick, text_col
+from .terminal import warn
 
 
 def kvcache(
@@ -57,6 +58,8 @@ def kvcache(
       llmcalc kvcache gemma-3-27b-it --seq 1000 --images 4
     """
     fmt = output_format(fmt, json_out)
+    if weights_dtype is not None and budget is None:
+        warn("--weights-dtype sizes the weights beside the cache under --budget; ignored without it")
     rows, out, groups, states = [], [], [], []
     fmt_bytes = count if exact else iec
     for cfg, s, b in workloads(load_models(models), seq, batch):

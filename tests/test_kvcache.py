@@ -262,6 +262,12 @@ def test_hybrid_state_is_constant_in_seq_while_kv_grows(run):
     assert long["kv_bytes"] == 64 * short["kv_bytes"]
 
 
+def test_weights_dtype_without_a_budget_warns_that_it_is_ignored(run):
+    result = run("kvcache", "llama-2-7b", "--seq", "512", "--weights-dtype", "nf4")
+    assert result.exit_code == 0 and result.stderr == (
+        "Warning: --weights-dtype sizes the weights beside the cache under --budget; ignored without it\n")
+
+
 def test_a_budget_with_images_is_refused_naming_what_takes_them(run):
     result = run("kvcache", "gemma-3-27b-it", "--images", "2", "--budget", "80GiB")
     assert (result.exit_code, result.stderr) == (2, "Error: --images (the vision tower's activations, bytes moved and "

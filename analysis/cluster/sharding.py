@@ -161,9 +161,11 @@ def check_splits(cfg: ModelConfig, weights: str, tp: int) -> None:
         for dim, size, shard, unit in (("input", m.d_in, n.d_in, s.group), ("output", m.d_out, n.d_out, out_unit)):
             if shard < size and unit > 1 and (shard % unit or size % unit):
                 noun = "blocks" if s.format.out_blocks else "words" if dim == "output" else "groups"
+                engine = "vLLM refuses it" if s.format.pads == 1 else (
+                    f"vLLM pads each shard to a multiple of {s.format.pads}, which llmcalc does not size yet")
                 raise SpecError("layout.tp", f"{tp} splits the {size:,} {dim}s of {m.key} into shards of "
                                              f"{shard:,}, not a whole number of {weights}'s {unit}-wide {noun} "
-                                             "(vLLM refuses it)")
+                                             f"({engine})")
 
 
 @functools.lru_cache(maxsize=64)  # configs are frozen; `plan` asks for the same few many times

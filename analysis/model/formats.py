@@ -104,6 +104,7 @@ class Format(NamedTuple):
     dequantizes: bool = False  # each matmul first expands its whole matrix to the compute dtype
     pack: int = 1  # output values packed in one int32 word (GPTQ's qzeros, AWQ's qweight): a column shard's unit
     out_blocks: bool = False  # blocks span the output dim too (fp8-block's 128 x 128): a column shard's unit
+    pads: int = 1  # vLLM pads a split that is not whole units to a multiple of this (MXFP4's MoE: 64); 1: refuses
 
 
 FORMATS = {f.name: f for f in (
@@ -121,7 +122,7 @@ FORMATS = {f.name: f for f in (
            ("lm_head", *ROUTERS), out_blocks=True),
     # GPT-OSS: the experts only
     Format("mxfp4", _mxfp4, _mxfp4_codes, 32, ("lm_head", "attention", "mlp", "moe/router", "moe/shared_experts",
-                                               "moe/shared_expert_gate")),
+                                               "moe/shared_expert_gate"), pads=64),
 )}
 WEIGHT_FORMATS = tuple(FORMATS)
 
