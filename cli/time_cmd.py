@@ -478,6 +478,9 @@ def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: t
     several = len(batches) > 1
     generating = mode == "generate"
     extra = ["TTFT", "TPOT", "tokens/s", "no cache"] if generating else []
+    parallel = "layout" in records[0]  # a generation on a tensor-parallel group: its GPUs and layout
+    gpus = f"{records[0]['gpus']:,} x " if parallel else ""
+    layout = Layout(**records[0]["layout"]).describe() if parallel else ""
     rows = []
     for m in records:
         e = m["expected"]
@@ -490,7 +493,8 @@ def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: t
                    *([Col("batch", key=True)] if several else []), Col("expected"), text_col("bound"), Col("ideal"),
                    text_col("ideal bound"), Col("prefill FLOPs" if generating else "FLOPs"),
                    Col("prefill bytes" if generating else "bytes"), *map(Col, extra)], [rows],
-                  f"{mode} on {hw.name}" + ("" if several else f", batch {count(batches[0])}"))
+                  f"{mode} on {gpus}{hw.name}" + ("" if several else f", batch {count(batches[0])}")
+                  + (f", {layout}: FLOPs and bytes per GPU" if layout else ""))
     csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "time_s", "bound", "flops", "bytes"),
             "expected.time_s": m["expected"]["time_s"], **_generation_csv(m)} for m in records]
     return Report(data, csv, [table])

@@ -607,6 +607,12 @@ def test_generate_on_tp_sums_the_parallel_steps_in_closed_form(name, tp, prompt,
     assert g.expected_no_cache_s - local[3] == pytest.approx(loops["prefill"][3], rel=1e-9, abs=0)
 
 
+def test_several_generations_on_tp_are_titled_per_gpu(run):
+    out = run("time", "llama-2-7b", "--hardware", "h100", "--mode", "generate", "--prompt", "64", "--new", "4",
+              "--tp", "2", "--batch", "1,8").stdout
+    assert out.splitlines()[0] == "generate on 2 x h100, tp 2: FLOPs and bytes per GPU"
+
+
 def test_time_generate_on_tp_reports_the_communication(run):
     data = json.loads(run("time", "llama-2-7b", "--hardware", "a100-80gb", "--mode", "generate", "--prompt", "5",
                           "--new", "200", "--tp", "8", "--json").stdout)
