@@ -57,16 +57,18 @@ MAX_ROWS = 1_000  # of a sweep: each row costs milliseconds, and a table of more
 
 
 def workloads(cfgs: list[ModelConfig], seqs: Optional[tuple[int, ...]], batches: tuple[int, ...],
-              new: int = 0) -> Iterator[tuple[ModelConfig, int, int]]:
+              new: int = 0, state_dtype: Optional[str] = None) -> Iterator[tuple[ModelConfig, int, int]]:
     """Every (model, seq, batch) of a sweep, in that order; no seq is the model's context length,
     and a seq past it (with ``new`` tokens generated after it: a generation's prompt) is computed
-    with a warning (once per model and seq). At most MAX_ROWS of them, counted before any is
-    computed."""
+    with a warning (once per model and seq), as is a ``state_dtype`` for a model without recurrent
+    state (once per model). At most MAX_ROWS of them, counted before any is computed."""
     rows = len(cfgs) * len(seqs or (0,)) * len(batches)
     if rows > MAX_ROWS:
         raise UsageError(f"{len(cfgs)} model(s) x {len(seqs or (0,))} --seq x {len(batches)} --batch make "
                          f"{rows:,} rows: at most {MAX_ROWS:,}")
     for cfg in cfgs:
+        if state_dtype is not None and not cfg.has_recurrent:
+            warn(f"--state-dtype: {cfg.name} keeps no recurrent state; ignored")
         for s in seqs or (cfg.context_length,):
             warn_past_context(cfg, s + new, "--prompt + --new" if new else "--seq")
             for b in batches:

@@ -62,7 +62,7 @@ def kvcache(
         warn("--weights-dtype sizes the weights beside the cache under --budget; ignored without it")
     rows, out, groups, states = [], [], [], []
     fmt_bytes = count if exact else iec
-    for cfg, s, b in workloads(load_models(models), seq, batch):
+    for cfg, s, b in workloads(load_models(models), seq, batch, state_dtype=state_dtype):
         run = RunSpec("decode", s, b, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
                       state_dtype=state_dtype, images=images, image_size=image_size).resolve(cfg)
         c = kv_cache(cfg, run)

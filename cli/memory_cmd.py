@@ -207,7 +207,7 @@ def memory(
                          **given)
     warn_idle(layouts[batch[0]])
     results = []
-    for cfg, s, b in workloads(lora_models(models, lora), seq, batch):
+    for cfg, s, b in workloads(lora_models(models, lora), seq, batch, state_dtype=given["state_dtype"]):
         run = base.replace(seq=s, batch=b, layout=layouts[b])
         record = memory_json(cfg, memory_report(cfg, run), mode)
         if budget_bytes is not None:

@@ -410,7 +410,7 @@ def time_command(
     hw = load_hardware(hardware_spec)
     records, shown_runs = [], []
     for cfg, s, b in workloads(lora_models(models, lora), (prompt,) if generating else seq, batch,
-                               new if generating else 0):
+                               new if generating else 0, given["state_dtype"]):
         spec = base.replace(seq=s, batch=b)
         if parallel and not generating:
             from ..analysis.cluster.step import step

@@ -262,6 +262,14 @@ def test_hybrid_state_is_constant_in_seq_while_kv_grows(run):
     assert long["kv_bytes"] == 64 * short["kv_bytes"]
 
 
+@pytest.mark.parametrize("command", [("kvcache",), ("memory", "--mode", "inference"),
+                                     ("time", "--hardware", "h100", "--mode", "decode")])
+def test_a_state_dtype_for_a_model_without_recurrent_state_warns(run, command):
+    result = run(command[0], "llama-3-8b", *command[1:], "--seq", "512", "--state-dtype", "fp32")
+    assert result.exit_code == 0
+    assert result.stderr == "Warning: --state-dtype: llama-3-8b keeps no recurrent state; ignored\n"
+
+
 def test_weights_dtype_without_a_budget_warns_that_it_is_ignored(run):
     result = run("kvcache", "llama-2-7b", "--seq", "512", "--weights-dtype", "nf4")
     assert result.exit_code == 0 and result.stderr == (
