@@ -369,7 +369,7 @@ class RunSpec:
             seq += self.images * img.tokens
         weights = self.weights_dtype or (cfg.dtype if stored else dtype)
         if weights in FORMATS and weights != cfg.dtype:  # a checkpoint's own format keeps its own skip list
-            kept = FORMATS[weights].skip + FORMATS[weights].fixed
+            kept = FORMATS[weights].kept()
             if not any(quantized(m.key, kept) for m, _ in build(cfg).linears()):  # MXFP4 on a model without experts
                 raise SpecError("weights_dtype", f"{weights} quantizes none of {cfg.name}'s matrices: it keeps "
                                                  f"{', '.join(kept)} in the compute dtype")

@@ -598,9 +598,10 @@ def test_generate_on_tp_sums_the_parallel_steps_in_closed_form(name, tp, prompt,
     assert g.decode_s == pytest.approx(loops["decode"][1], rel=1e-9, abs=0)
     assert g.no_cache_s == pytest.approx(loops["prefill"][1], rel=1e-9, abs=0)
     # expected: each piece of passes at its middle pass's calibrated rates (analysis/perf/steps.py), within
-    # 1% of the loop as on one GPU (tests/test_time.py's EXPECTED_SUM_REL); past the shard's compute summed as on
-    # one GPU, the collectives' alpha-beta time equals the loop's to rounding
-    assert g.expected_decode_s == pytest.approx(loops["decode"][2], rel=1e-2, abs=0)
+    # 1% of the loop as on one GPU (tests/test_time.py's EXPECTED_SUM_REL), and the decode steps, whose GEMM rows
+    # are the batch, within 1e-4 (5e-5 on Mixtral's); past the shard's compute summed as on one GPU, the
+    # collectives' alpha-beta time equals the loop's to rounding
+    assert g.expected_decode_s == pytest.approx(loops["decode"][2], rel=1e-4, abs=0)
     assert g.expected_no_cache_s == pytest.approx(loops["prefill"][2], rel=1e-2, abs=0)
     local = decode_sums(shard(cfg, tp), RunSpec("prefill", prompt, 2), hw, prompt, new)
     assert g.expected_decode_s - local[2] == pytest.approx(loops["decode"][3], rel=1e-9, abs=0)

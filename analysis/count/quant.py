@@ -27,7 +27,7 @@ class Storage(NamedTuple):
         return cls(f, f.group if group is None else group, f.skip if skip is None else skip)
 
     def quantizes(self, key: str) -> bool:
-        return quantized(key, self.skip + self.format.fixed)
+        return quantized(key, self.format.kept(self.skip))
 
     def linear_bytes(self, m: Linear, dtype: str) -> int:
         """Bytes of one copy of ``m``, its bias in ``dtype``."""

@@ -106,6 +106,11 @@ class Format(NamedTuple):
     out_blocks: bool = False  # blocks span the output dim too (fp8-block's 128 x 128): a column shard's unit
     pads: int = 1  # vLLM pads a split that is not whole units to a multiple of this (MXFP4's MoE: 64); 1: refuses
 
+    def kept(self, skip: tuple[str, ...] | None = None) -> tuple[str, ...]:
+        """The linears left in the compute dtype: ``skip`` (None: the format's defaults) and those its
+        integration cannot quantize."""
+        return (self.skip if skip is None else skip) + self.fixed
+
 
 FORMATS = {f.name: f for f in (
     Format("nf4", _bnb4(False), _bnb4_codes, 64, ("lm_head",), BNB_FIXED, True),
