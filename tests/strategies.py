@@ -580,7 +580,7 @@ def _shared_transformer(draw, raw):
 def valid_configs(draw, layouts: bool = False):
     """Raw config mappings over every ModelConfig key and value (test_config checks the
     coverage); sizes stay tiny, since verify tests build these on the meta device. With `layouts`,
-    only what parallel layouts accept: no vision tower, DSA indexer, recurrent mixer, dense MLP beside
+    only what parallel layouts accept: no vision tower, recurrent mixer, dense MLP beside
     the experts, LongCat-Flash's MoE or hyper-connections (sharding.check_layout refuses them), so no
     test filters out most draws."""
     n_layers = draw(st.integers(1, 4))
@@ -598,7 +598,7 @@ def valid_configs(draw, layouts: bool = False):
         raw["n_heads"] = draw(st.integers(1, 4))
         raw["d_model"] = draw(st.integers(1, 48))
         raw["mla"] = draw(_mla(rope))
-        if rope and not layouts and draw(st.booleans()):  # DSA's indexer, on the low-rank query
+        if rope and draw(st.booleans()):  # DSA's indexer, on the low-rank query
             raw["mla"]["q_lora_rank"] = raw["mla"].get("q_lora_rank") or draw(st.integers(1, 16))
             raw["dsa"] = {"n_heads": draw(st.integers(1, 4)), "topk": draw(st.integers(1, 8)),
                           "head_dim": raw["mla"]["qk_rope_head_dim"] + draw(st.integers(0, 4))}

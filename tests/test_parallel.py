@@ -75,6 +75,21 @@ def test_mla_latent_is_replicated_over_tp():
     assert memory(cfg, RunSpec("prefill", 1024, 1, layout=Layout(tp=8))).parts["kv_cache"] == one
 
 
+def test_dsa_indexer_is_replicated_over_tp(run):
+    """DeepSeek-V3.2's indexer is whole on every TP rank, as vLLM and SGLang build it (ReplicatedLinear wq_b,
+    wk, weights_proj): its 61 x 13,959,424 parameters and its cached key of 128 per token beside MLA's 576."""
+    cfg = load_bundled("deepseek-v3.2")
+    indexer = 1536 * 64 * 128 + 7168 * 128 + 7168 * 64 + 2 * 128  # wq_b, wk, weights_proj, k_norm's weight and bias
+    rank = stage_tensors(cfg, Layout(tp=8), 0)
+    assert sum(t.numel for t in rank if t.key.startswith("attention/indexer/")) == 61 * indexer
+    kv = memory(cfg, RunSpec("decode", 4096, 2, layout=Layout(tp=8))).parts["kv_cache"]
+    assert kv == 61 * 2 * 4096 * (512 + 64 + 128) * 2  # layers, batch, tokens, latent + rope key + indexer key, bf16
+    refused = run("time", "deepseek-v3.2", "--hardware", "h100", "--seq", "4096", "--tp", "8", "--cp", "2")
+    assert (refused.exit_code, refused.stderr) == (
+        2, "Error: --cp 2: DSA's indexer (dsa) picks each query's keys among all of a sequence's, which ring "
+           "attention passes around: not sized here\n")
+
+
 @pytest.mark.parametrize("tp, sp", [(1, False), (2, False), (4, False), (4, True), (12, True)])
 def test_gpt2_activations_under_tp_match_korthikanti(tp, sp):
     """Korthikanti et al. 2022: sbh(10 + 24/t + 5as/(ht)) with TP, sbh(34/t + 5as/(ht)) with SP.
@@ -663,7 +678,6 @@ def _exhaustive(cfg, hw, gpus, seq, global_batch):
 
 
 @pytest.mark.parametrize("model, what", [
-    ("deepseek-v3.2", "DSA's indexer (dsa), which is"),
     ("gemma-4-26b-a4b", "a dense MLP beside its experts (moe.beside_mlp), which is"),
     ("granite-4.0-h-tiny", "mamba2 layers, which are"),
     ("gemma-3-27b-it", "a vision tower, which is"),

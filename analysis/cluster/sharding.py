@@ -9,7 +9,8 @@ A :class:`Layout` splits a model over ``tp * cp * pp * dp`` GPUs:
   runs is the model's layer at those sizes, so parameters, KV cache and the activations inside
   the TP region come from the ordinary analytic functions over it. Everything on the residual
   stream is replicated: norms, routers, position tables, row-parallel biases (o, down), MLA's
-  latent projections (q_a, kv_a and their norms: their outputs are not split by heads), and the
+  latent projections (q_a, kv_a and their norms: their outputs are not split by heads), DSA's indexer
+  (each rank scores every key with all its heads, ``ReplicatedLinear`` in vLLM and SGLang), and the
   activations saved outside the TP region (norm inputs, the inputs of q/k/v, up/gate and the
   router). With ``sp`` (Megatron sequence parallelism) those activations are split over ``tp``
   too. Widths that ``tp`` does not divide go as ``torch.chunk`` splits them: the first ranks
@@ -78,7 +79,6 @@ def one_gpu_only(cfg: ModelConfig) -> str | None:
     moe = cfg.moe
     one_gpu = [
         (cfg.has_recurrent, f"{cfg.recurrent_kind} layers, which are"),
-        (cfg.dsa is not None, "DSA's indexer (dsa), which is"),
         (moe is not None and moe.beside_mlp, "a dense MLP beside its experts (moe.beside_mlp), which is"),
         (cfg.hyper is not None, "hyper-connections (hyper), which are"),
         (cfg.gemma3n is not None, "Gemma 3n's streams and per-layer inputs (gemma3n), which are"),
@@ -133,6 +133,8 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
          + (" on a GPU" if cp > 1 else "")),
         (ring, "layout.cp", f"{cp}: context parallelism runs ring flash attention, not eager attention or a "
                             "learned T5 bias"),
+        (cp == 1 or cfg.dsa is None, "layout.cp", f"{cp}: DSA's indexer (dsa) picks each query's keys among all of "
+                                                  "a sequence's, which ring attention passes around: not sized here"),
         (run.chunk is None, "chunk", "(chunked prefill) runs on one GPU: not with a parallel layout"),
     ]
     what = one_gpu_only(cfg)

@@ -1,19 +1,18 @@
 """Sums over the passes of a generation or a chunked prefill, in closed form (DESIGN.md section 6:
 constant time in the new tokens and in the chunks).
 
-Each component's FLOPs and bytes in a pass are integer polynomials of degree at most 2 in the pass's
-position (the context of a decode step or of a no-cache recompute; the index of a chunk) between
-breakpoints the config fixes: a sliding window W, the boundaries of a chunked layer's chunks, the
-tokens at which a mixture of experts reads every expert, a recurrent mixer's first pass (no state in)
-(:func:`thresholds`), and within a piece on each residue class modulo :func:`period` (int4 packs two
-values a byte: ``ceil(T d / 2)`` bytes of embedding rows alternate with the parity of ``T d``; a
-recurrent mixer's chunked form runs a partial last chunk of ``s mod chunk`` tokens). Each piece's
-(class's) polynomials are interpolated from exact counts at three of its points and summed exactly
-(integers); a pass's time,
-the larger of compute and memory per component, is summed after splitting each piece where the two
-cross. The ideal sums equal the pass-by-pass ones
-(tests/test_time.py keeps that loop as the reference); the expected ones take each piece's rates
-(the calibrated efficiencies, which vary slowly with the pass) at its middle pass.
+Each component's FLOPs and bytes in a pass are integer polynomials of degree at most 2 in the pass's position
+(the context of a decode step or of a no-cache recompute; the index of a chunk) between breakpoints the config
+fixes: a sliding window W, the boundaries of a chunked layer's chunks, the tokens at which a mixture of
+experts reads every expert, a recurrent mixer's first pass (no state in), MLA's first pass (absorbed only
+after cached tokens) (:func:`thresholds`), and within a piece on each residue class modulo :func:`period`
+(int4 packs two values a byte: ``ceil(T d / 2)`` bytes of embedding rows alternate with the parity of ``T d``;
+a recurrent mixer's chunked form runs a partial last chunk of ``s mod chunk`` tokens). Each piece's (class's)
+polynomials are interpolated from exact counts at three of its points and summed exactly (integers); a pass's
+time, the larger of compute and memory per component, is summed after splitting each piece where the two
+cross. The ideal sums equal the pass-by-pass ones (tests/test_time.py keeps that loop as the reference); the
+expected ones take each piece's rates (the calibrated efficiencies, which vary slowly with the pass) at its
+middle pass.
 """
 
 from __future__ import annotations
@@ -44,6 +43,8 @@ def thresholds(cfg: ModelConfig, batch: int, top: int) -> set[int]:
         if spec.chunk is not None:
             points.update(range(0, top + spec.chunk, spec.chunk))
         if block.mixers:  # a first pass runs no state in (a chunked form's chunks: period)
+            points.add(0)
+        if spec.attention == "mla":  # a one-token pass runs absorbed after cached tokens, not on the first
             points.add(0)
         for m in block.linears():  # a mixture of experts reads all its experts from this many tokens on
             if m.active != m.copies:

@@ -21,7 +21,9 @@ bytes.
 What it covers: dense MHA/GQA models (tensor parallelism needs ``tp`` to divide the KV heads;
 ALiBi, T5 buckets, attention sinks and whole-projection qk-norm are split by heads differently
 and are not sharded here), any model with ``tp`` 1; ZeRO-3 for ``dp`` > 1 (FSDP2 is ZeRO-3;
-ZeRO-0 to 2 and pipeline, expert and sequence parallelism are checked on the formulas only).
+ZeRO-0 to 2 and pipeline, expert and sequence parallelism are checked on the formulas only). DSA's
+indexer runs without gradient in the reference (transformers'), where llmcalc's training state counts
+its gradients and optimizer state (DeepSeek-V3.2 trains it by a loss of its own): formulas only.
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ def unsupported(cfg: ModelConfig, layout: Layout) -> str | None:
     if layout.pp > 1 or layout.ep > 1 or layout.sp or layout.cp > 1:
         return ("pipeline, expert, sequence and context parallelism are checked on the formulas only (use memory "
                 "or time)")
+    if cfg.dsa is not None and not layout.trivial:
+        # the reference runs transformers' indexer, which has no gradient; llmcalc's training state counts its
+        # gradients and optimizer state, as DeepSeek-V3.2 trains it by a loss of its own
+        return ("DSA's indexer runs without gradient in the reference, and llmcalc counts its gradients and "
+                "optimizer state: checked on the formulas only")
     if layout.dp > 1 and layout.zero != 3:
         return "data parallelism is checked with FSDP2, which is ZeRO-3: add --zero 3"
     if layout.tp > 1:
