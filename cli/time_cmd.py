@@ -6,9 +6,11 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
 import typer
 
+from ..analysis.cluster.memory import memory
 from ..analysis.count.flops import mla_absorbed
 from ..analysis.model.config import ModelConfig
 from ..analysis.perf.calibration import IDEAL, Efficiency
+from ..analysis.perf.float8 import serving
 from ..analysis.perf.hardware import PEAK_DTYPES, Hardware, bundled_hardware, load_hardware
 from ..analysis.perf.roofline import Roofline, generate, prefill, roofline, utilization
 from ..analysis.spec import MODES, Layout, RunSpec, runs
@@ -302,16 +304,18 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
 def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: tuple[int, ...]) -> Report:
     rows = [(m["model"], count(m["seq_len"]), count(m["batch"]), count(m["layout"]["micro_batches"]),
              seconds(m["expected"]["time_s"]), seconds(m["time_s"]), m["expected"]["largest"],
-             f"{100 * m['bubble']:.1f}%", iec(m["sent_bytes"]), f"{m['expected']['tokens_per_s']:,.0f}")
+             f"{100 * m['bubble']:.1f}%", iec(m["sent_bytes"]), iec(m["memory_bytes"]),
+             f"{m['expected']['tokens_per_s']:,.0f}")
             for m in records]
     layout = Layout(**{**records[0]["layout"], "micro_batches": None})
     table = Table([text_col("model", key=True), Col("seq", key=True), Col("batch", key=True),
                    Col("micro-batches", key=True), Col("expected"), Col("ideal"), text_col("largest part"),
                    Col("bubble"),
-                   Col("sent/GPU"), Col("tokens/s")], [rows],
+                   Col("sent/GPU"), Col("memory"), Col("tokens/s")], [rows],
                   f"{mode} on {records[0]['gpus']:,} x {hw.name}, {layout.describe()}")
     csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s", "largest", "bubble",
-                   "sent_bytes", "tokens_per_s"), "expected.time_s": m["expected"]["time_s"]} for m in records]
+                   "sent_bytes", "memory_bytes", "tokens_per_s"), "expected.time_s": m["expected"]["time_s"]}
+           for m in records]
     return Report(data, csv, [table])
 
 
@@ -408,10 +412,10 @@ def time_command(
     measured = tokens_per_s if train else None
     run_tokens = tokens if train else None
     hw = load_hardware(hardware_spec)
-    records, shown_runs = [], []
+    records, shown_runs, needs = [], [], []
     for cfg, s, b in workloads(lora_models(models, lora), (prompt,) if generating else seq, batch,
                                new if generating else 0, given["state_dtype"]):
-        spec = base.replace(seq=s, batch=b)
+        spec = serving(cfg, base.replace(seq=s, batch=b), hw)  # fp8 weights: fp8 matmuls where the GPU has them
         if parallel and not generating:
             from ..analysis.cluster.step import step
 
@@ -420,6 +424,7 @@ def time_command(
                             st.run.layout.gpus)
             records.append(step_json(cfg, hw, mode, st, eff, u if train else None, measured is not None, run_tokens))
             shown_runs.append((cfg, st))
+            needs.append((st.run,))
             continue
         spec = spec.replace(layout=layouts[b])
         if generating and parallel:
@@ -446,6 +451,8 @@ def time_command(
                                     run_tokens, rec["expected"], r.run.tokens / r.expected_s))
         records.append(rec)
         shown_runs.append((cfg, r))
+        needs.append((spec, spec.replace(mode="decode", seq=s + new)) if generating else (spec,))  # prefill, last step
+    _check_memory(hw, records, [cfg for cfg, _ in shown_runs], needs)
     if measured is not None:
         for cfg, ran in shown_runs:  # a roofline, or a step on a layout: the ideal's throughput over its GPUs
             if measured > ran.tokens_per_s:
@@ -458,6 +465,31 @@ def time_command(
         return
     side_by_side = _steps_side_by_side if steps else _side_by_side
     emit(side_by_side(records, one_or_list(records, models), hw, mode, batch), fmt)
+
+
+def _check_memory(hw: Hardware, records: list[dict], cfgs: list[ModelConfig],
+                  runs: list[tuple[RunSpec, ...]]) -> None:
+    """Each record's ``memory_bytes``: what its GPU holds at its peak (the peak GPU under a layout; a generation's
+    larger of its prefill and its last decode step), as `llmcalc memory` sizes each; a warning where that exceeds
+    the hardware's memory, since the time of a run that cannot start means nothing without it (several rows: one
+    warning, the tables' memory column)."""
+    over = []
+    for rec, cfg, passes in zip(records, cfgs, runs):
+        rec["memory_bytes"] = max(memory(cfg, run).total for run in passes)
+        if rec["memory_bytes"] > hw.memory:
+            over.append((rec, passes[0]))
+    capacity = f"the {hw.name}'s {iec(hw.memory)}"
+    if len(records) == 1 and over:
+        rec, run = over[0]
+        gpu = "the peak GPU" if not run.layout.trivial else "the GPU"
+        at = (f"--prompt {count(run.seq)} --new {count(rec['new'])}" if rec["mode"] == "generate"
+              else f"--seq {count(run.seq)}")
+        warn(f"{rec['model']} at {at}, batch {count(run.batch)}: {gpu} needs {iec(rec['memory_bytes'])}, more than "
+             f"{capacity} (llmcalc memory gives the parts); timed as if it fit")
+    elif over:
+        models = ", ".join(dict.fromkeys(rec["model"] for rec, _ in over))
+        warn(f"{len(over)} of {len(records)} rows need more memory than {capacity} (the memory column): {models}; "
+             "timed as if they fit")
 
 
 def _communication(pg: "ParallelGeneration") -> dict:
@@ -488,13 +520,15 @@ def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: t
                seconds(e["no_cache_total_s"])] if generating else []
         rows.append((m["model"], count(m["prompt"] if generating else m["seq_len"]),
                      *([count(m["batch"])] if several else []), seconds(e["time_s"]), e["bound"],
-                     seconds(m["time_s"]), m["bound"], si(m["flops"], "FLOP"), iec(m["bytes"]), *gen))
+                     seconds(m["time_s"]), m["bound"], si(m["flops"], "FLOP"), iec(m["bytes"]),
+                     iec(m["memory_bytes"]), *gen))
     table = Table([text_col("model", key=True), Col("prompt" if generating else "seq", key=True),
                    *([Col("batch", key=True)] if several else []), Col("expected"), text_col("bound"), Col("ideal"),
                    text_col("ideal bound"), Col("prefill FLOPs" if generating else "FLOPs"),
-                   Col("prefill bytes" if generating else "bytes"), *map(Col, extra)], [rows],
+                   Col("prefill bytes" if generating else "bytes"), Col("memory"), *map(Col, extra)], [rows],
                   f"{mode} on {gpus}{hw.name}" + ("" if several else f", batch {count(batches[0])}")
                   + (f", {layout}: FLOPs and bytes per GPU" if layout else ""))
-    csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "time_s", "bound", "flops", "bytes"),
+    csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "time_s", "bound", "flops", "bytes",
+                   "memory_bytes"),
             "expected.time_s": m["expected"]["time_s"], **_generation_csv(m)} for m in records]
     return Report(data, csv, [table])

@@ -155,10 +155,10 @@ def test_invalid_layouts_exit_2_with_the_rule(run, args, message):
 
 @pytest.mark.parametrize("command", [["memory"], ["time", "--hardware", "h100"]])
 def test_zero_without_replicas_is_ignored_with_a_warning(run, command):
-    warned = run(*command, "llama-3-8b", "--zero", "3", "--json")
+    warned = run(*command, "gpt2-small", "--zero", "3", "--json")
     assert (warned.exit_code, warned.stderr) == (0, "Warning: --zero 3 shards over the data-parallel GPUs (dp x cp), "
                                                     "and there is one; ignored\n")
-    assert warned.stdout == run(*command, "llama-3-8b", "--json").stdout
+    assert warned.stdout == run(*command, "gpt2-small", "--json").stdout
 
 
 # -- every analytic function honours the layout or refuses it -----------------------------------------

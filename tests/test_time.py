@@ -6,6 +6,7 @@ sizes; the keys flash attention reads are checked against a loop over the querie
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -630,14 +631,27 @@ def test_fp8_runs_the_layers_matmuls_at_the_fp8_peak_and_adds_their_casts():
 
 
 def test_fp8_inference_casts_once_and_fp8_weights_are_not_cast():
+    """Inference casts each input once however many linears read it (q, k, v: one qkv_proj in vLLM; gate and
+    up: one gate_up_proj), read in bf16 and written in fp8; bf16 weights read twice and written once."""
     cfg = load_bundled("llama-3-8b")
     T, L, d, kv, f = 512, 32, 4096, 1024, 14336
     linears = [(d, d), (d, kv), (d, kv), (d, d), (d, f), (d, f), (f, d)]
-    x, w = T * sum(i for i, _ in linears), sum(i * o for i, o in linears)
+    x, w = T * (d + d + d + f), sum(i * o for i, o in linears)  # qkv's input, o's, gate/up's, down's
     bf16_weights = roofline(cfg, RunSpec("prefill", T, 1, dtype="fp8"), H100).components["float8/casts"]
     assert bf16_weights.bytes == L * (3 * x + 5 * w)  # one layout written
     fp8_weights = roofline(cfg, RunSpec("prefill", T, 1, dtype="fp8", weights_dtype="fp8"), H100)
     assert fp8_weights.components["float8/casts"].bytes == L * 3 * x
+
+
+def test_fp8_inference_casts_a_moe_tokens_input_once_before_routing():
+    """Qwen3-30B-A3B (48 layers, d 2,048, 32 heads and 4 KV heads of 128, 128 experts of 768, top 8) on fp8
+    weights: each token's attention input (q, k, v), o's input, the experts' input before routing (gate and
+    up of its 8 experts, vLLM's w13), then each of its 8 expert slots' activation (down's input)."""
+    cfg = load_bundled("qwen3-30b-a3b")
+    T, L, d, f = 1024, 48, 2048, 768
+    x = T * (d + 32 * 128 + d + 8 * f)
+    casts = roofline(cfg, RunSpec("prefill", T, 1, dtype="fp8", weights_dtype="fp8-block"), H100)
+    assert casts.components["float8/casts"].bytes == L * 3 * x
 
 
 def test_fp8_rowwise_casts_each_axis_and_its_gemms_run_at_the_calibrated_fraction():
@@ -662,7 +676,7 @@ def test_fp8_rowwise_casts_each_axis_and_its_gemms_run_at_the_calibrated_fractio
     for key in ("lm_head", "attention/scores", "norm"):  # bf16 work: no rowwise GEMM
         assert rowwise.components[key] == tensorwise.components[key]
     inference = roofline(cfg, RunSpec("prefill", 512, 1, dtype="fp8", fp8_scaling="rowwise"), H100)
-    x = 512 * sum(i for i, _ in linears)
+    x = 512 * (d + d + d + f)  # each input once: qkv's, o's, gate/up's, down's
     assert inference.components["float8/casts"].bytes == L * (3 * x + 3 * w)  # read, written in fp8, once
 
 
@@ -723,11 +737,13 @@ def test_mfu_above_100_percent_is_explained_and_a_throughput_above_the_ideal_war
     assert data["utilization"]["mfu"] > 1 > data["utilization"]["hfu"]
     assert run(*args).stdout.splitlines()[-1].startswith("MFU above 100%: the model FLOPs count attention dense")
     ideal = data["utilization"]["tokens_per_s"]
-    assert run(*args, "--tokens-per-s", str(int(ideal))).stderr == ""
+    full = run(*args).stderr  # its 32,768 tokens' training state and activations exceed an H100's memory
+    assert full.startswith("Warning: llama-3.1-8b at --seq 32,768, batch 1: the GPU needs ")
+    assert run(*args, "--tokens-per-s", str(int(ideal))).stderr == full
     assert run(*args, "--tokens-per-s", str(int(ideal) + 1)).stderr.startswith(
-        f"Warning: llama-3.1-8b: --tokens-per-s {int(ideal) + 1:,} is above the ideal's {ideal:,.0f} tokens/s")
+        f"{full}Warning: llama-3.1-8b: --tokens-per-s {int(ideal) + 1:,} is above the ideal's {ideal:,.0f} tokens/s")
     far = run(*args, "--tokens-per-s", "1e9")  # past what the executed FLOPs allow: the warning, not the note
-    assert far.stderr.startswith("Warning: llama-3.1-8b: --tokens-per-s 1,000,000,000 is above the ideal's")
+    assert far.stderr.startswith(f"{full}Warning: llama-3.1-8b: --tokens-per-s 1,000,000,000 is above the ideal's")
     assert "MFU above 100%" not in far.stdout
 
 
@@ -840,3 +856,82 @@ def test_time_runs_recurrent_models_and_refuses_their_layouts_in_one_line(run):
     refused = run("time", "qwen3-next-80b-a3b", "--hardware", "h100", "--mode", "decode", "--seq", "4096", "--tp", "2")
     assert (refused.exit_code, refused.stderr) == (2, "Error: --tp 2: qwen3-next-80b-a3b has gated_deltanet layers, "
                                                       "which are sized on one GPU only: not with a parallel layout\n")
+
+
+@pytest.mark.parametrize("mode, args", [
+    ("train", ["--seq", "2048"]),
+    ("train", ["--seq", "4096", "--tp", "2", "--pp", "2", "--dp", "2", "--global-batch", "8"]),
+    ("prefill", ["--seq", "8192", "--batch", "4", "--attention", "eager"]),
+])
+def test_time_sizes_memory_as_memory_does(run, mode, args):
+    """time's memory_bytes is `llmcalc memory`'s total for the same workload (a prefill: --mode inference)."""
+    timed = json.loads(run("time", "mistral-7b", "--hardware", "h100", "--mode", mode, *args, "--json").stdout)
+    sized = json.loads(run("memory", "mistral-7b", "--mode", "train" if mode == "train" else "inference", *args,
+                           "--json").stdout)
+    assert timed["memory_bytes"] == sized["total"]
+
+
+@pytest.mark.parametrize("attention, expected", [
+    # the prefill's 1,000 x 1,000 fp32 scores of each of 32 heads and 8 sequences dominate
+    ("eager", 8 * 32 * 1000 * 1000 * 4 + 32 * 2 * 8 * 128 * 1000 * 8 * 2),
+    # the last step's cache of 1,100 tokens (and its queries' fp32 softmax statistics)
+    ("flash", 8 * 32 * 4 + 32 * 2 * 8 * 128 * 1100 * 8 * 2),
+])
+def test_a_generation_needs_the_larger_of_its_prefill_and_its_last_step(run, attention, expected):
+    """Mistral 7B (7,241,732,096 parameters, 32 layers of 8 KV heads of 128), 8 sequences: bf16 weights, the
+    attention and KV cache of the larger pass, the last position's logits (32,000 in bf16)."""
+    data = json.loads(run("time", "mistral-7b", "--hardware", "h100", "--mode", "generate", "--prompt", "1000",
+                          "--new", "100", "--batch", "8", "--attention", attention, "--json").stdout)
+    assert data["memory_bytes"] == 2 * 7_241_732_096 + expected + 8 * 32_000 * 2
+
+
+def test_time_warns_where_the_gpu_cannot_hold_the_run(run):
+    one = run("time", "deepseek-v3.2", "--hardware", "h100", "--mode", "decode", "--seq", "32768", "--tp", "8",
+              "--batch", "32")
+    assert one.exit_code == 0
+    assert one.stderr == ("Warning: deepseek-v3.2 at --seq 32,768, batch 32: the peak GPU needs 243.38 GiB, more than "
+                          "the h100's 74.51 GiB (llmcalc memory gives the parts); timed as if it fit\n")
+    rows = run("time", "mistral-7b", "llama-2-7b", "--hardware", "h100", "--mode", "decode", "--seq", "4096",
+               "--batch", "1,64", "--json")
+    needs = [r["memory_bytes"] for r in json.loads(rows.stdout)]
+    assert [n > 80 * 10**9 for n in needs] == [False, False, False, True]  # the h100's 80 GB
+    assert rows.stderr == ("Warning: 1 of 4 rows need more memory than the h100's 74.51 GiB (the memory column): "
+                           "llama-2-7b; timed as if they fit\n")
+    fits = run("time", "mistral-7b", "--hardware", "h100", "--mode", "decode", "--seq", "4096")
+    assert (fits.exit_code, fits.stderr) == (0, "")
+
+
+def _timed(run, *args):
+    result = run("time", *args, "--json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("weights, scaling", [("fp8-block", "rowwise"), ("fp8-channel", "rowwise"),
+                                              ("fp8-tensor", "tensorwise"), ("fp8", "tensorwise")])
+def test_inference_on_fp8_weights_runs_fp8_matmuls_where_the_gpu_has_them(run, weights, scaling):
+    """As vLLM and SGLang serve an fp8 checkpoint: W8A8 on an H100 (each input quantized on the fly, per tensor,
+    per token or per token group: the rowwise rate for the last two), weight-only on an A100 (no fp8 peak), and
+    as --dtype says where it is given."""
+    args = ("qwen3-30b-a3b", "--mode", "prefill", "--seq", "2048", "--weights-dtype", weights)
+    served = _timed(run, *args, "--hardware", "h100")
+    assert (served["matmul_dtype"], served["fp8_scaling"]) == ("fp8", scaling)
+    assert served == _timed(run, *args, "--hardware", "h100", "--dtype", "fp8", "--fp8-scaling", scaling)
+    weight_only = _timed(run, *args, "--hardware", "h100", "--dtype", "bf16")
+    assert (weight_only["matmul_dtype"], weight_only["fp8_scaling"]) == ("bf16", None)
+    q = served["components"]["attention/q"]
+    assert q["compute_s"] == pytest.approx(q["matmul_flops"] / FP8 + q["elementwise_flops"] / FP32, rel=1e-12)
+    ampere = _timed(run, *args, "--hardware", "a100-80gb")
+    assert ampere == _timed(run, *args, "--hardware", "a100-80gb", "--dtype", "bf16")
+    trained = _timed(run, "qwen3-30b-a3b", "--mode", "train", "--seq", "2048", "--hardware", "h100")
+    assert trained["matmul_dtype"] == "bf16"
+
+
+def test_an_fp8_checkpoint_is_served_with_fp8_matmuls(run, tmp_path):
+    """A config.json whose quantization_config is DeepSeek's fp8 blocks, without --weights-dtype."""
+    raw = json.loads((Path(__file__).parents[1] / "model_configs" / "hf" / "qwen3-8b.json").read_text())
+    raw["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    data = _timed(run, str(path), "--hardware", "h100", "--mode", "decode", "--seq", "4096")
+    assert (data["matmul_dtype"], data["fp8_scaling"], data["weights_dtype"]) == ("fp8", "rowwise", "fp8-block")

@@ -19,7 +19,9 @@ swaps in) and TransformerEngine run it.
   gradient is scaled along both axes, which no kernel fuses: written in fp8 and as a transposed bf16
   copy, which a second kernel reads and writes in fp8 (6 bytes a value, training); a weight is read,
   cast, transposed and cast again (``4 x`` its bytes ``+ 2``). Inference casts each input once
-  (read, written in fp8) and each weight once. Weights already in fp8 (``--weights-dtype fp8`` or an
+  (read, written in fp8), once however many linears read it (q, k and v; gate and up; MLA's q_a and kv_a;
+  a MoE layer's experts cast each token's input once, before it is routed, then each of their own
+  activations), and each weight once. Weights already in fp8 (``--weights-dtype fp8`` or an
   fp8 format) are not cast. Full recomputation casts the forward's again, and so does per-op
   checkpointing, which keeps no fp8 matmul's output (:mod:`analysis.count.recompute`). Each value cast costs 3
   elementwise FLOPs (absolute value and maximum for the amax, the multiply by the scale), rowwise
@@ -34,6 +36,14 @@ swaps in) and TransformerEngine run it.
   (``matmul_with_hp_or_float8_args.forward``: ``ctx.save_for_backward(input_hp, weight_hp_t)``) and
   casts them again there; the fp8 copies live for one matmul.
 
+Inference on fp8 weights (:func:`serving`): serving engines run such a checkpoint W8A8 where the GPU has
+fp8 tensor cores (vLLM's and SGLang's fp8 linear methods quantize each input on the fly: per tensor for
+``fp8-tensor``, per token for ``fp8-channel``, per token group of 128 for ``fp8-block``), and weight-only
+(Marlin's W8A16, at the compute dtype's peak) where it has none; so does llmcalc unless ``dtype`` is given.
+Per-channel and block scales are priced at the rowwise rate (a scale per row of each operand, as CUTLASS's
+rowwise GEMM, which vLLM runs for per-token, per-channel fp8): no named calibration source measures
+block-scaled GEMMs.
+
 Not modeled: FSDP's fp8 all-gather of the weights (torchtitan's ``enable_fsdp_float8_all_gather``,
 off by default; the published torchtitan rows do not say they turned it on): the weights are
 gathered in bf16, as in a bf16 run.
@@ -45,9 +55,25 @@ from ..model.config import ModelConfig
 from ..model.formats import ROUTERS, fp8_weights
 from ..model.sizes import bytes_per
 from ..spec import RunSpec
+from .hardware import Hardware
 
 CASTS = "float8/casts"  # the casts' component
 CAST_FLOPS = 3  # per value: abs, max (the amax), the multiply by the scale
+
+
+SERVING_SCALES = {"fp8": "tensorwise", "fp8-tensor": "tensorwise", "fp8-channel": "rowwise", "fp8-block": "rowwise"}
+
+
+def serving(cfg: ModelConfig, run: RunSpec, hw: Hardware) -> RunSpec:
+    """``run`` with fp8 matmuls where an engine would run them on ``hw`` (module docstring: inference on fp8
+    weights, no ``dtype`` given, an fp8 peak), the scaling of its weights' format unless ``fp8_scaling`` is given;
+    else ``run`` unchanged."""
+    if run.mode == "train" or run.dtype is not None or "fp8" not in hw.peak_flops:
+        return run
+    weights = run.replace(fp8_scaling=None).resolve(cfg).weights_dtype  # a checkpoint's own format, or the option's
+    if weights not in SERVING_SCALES:
+        return run
+    return run.replace(dtype="fp8", fp8_scaling=run.fp8_scaling or SERVING_SCALES[weights])
 
 
 def fp8_keys(cfg: ModelConfig) -> set[str]:
@@ -56,6 +82,9 @@ def fp8_keys(cfg: ModelConfig) -> set[str]:
 
 
 SHARED_INPUTS = (("attention/q", "attention/k", "attention/v"), ("mlp/gate", "mlp/up"))  # a region's input
+# inference casts each tensor once, however many linears read it: engines fuse those linears (qkv_proj,
+# gate_up_proj, MLA's fused_qkv_a_proj, a MoE's w13) and quantize their input once, as torch.compile's CSE does
+INFERENCE_SHARED = (*SHARED_INPUTS, ("attention/q_a", "attention/kv_a"))
 ROW_PARALLEL = ("attention/o", "mlp/down")  # their output gradients are sequence-sharded
 
 
@@ -73,19 +102,24 @@ def casts(cfg: ModelConfig, run: RunSpec, shard: int = 1) -> tuple[int, int]:
                                        bytes_per(stored) + 1 if rowwise else 2 * bytes_per(stored) + layouts)
     values = nbytes = 0
     for group, block in build(cfg).blocks:
-        shared = set()
-        for m in block.linears():
+        shared: set = set()
+        linears = block.linears()
+        last = {m.key: i for i, m in enumerate(linears)}  # an FFN's down: the last linear of its key
+        for i, m in enumerate(linears):
             if m.key in ROUTERS:
                 continue
             rows = linear_rows(m, block, run)
             read = copies_read(m, rows, run)  # as traffic reads them
             x, g = rows * m.active * m.d_in, rows * m.active * m.d_out if train else 0
-            if shard > 1:
-                region = next((keys for keys in SHARED_INPUTS if m.key in keys), None)
-                if region is not None:
-                    x = 0 if region in shared else rows // shard * m.d_in
+            if shard > 1 or not train:
+                region: tuple[str, ...] | str | None = next(
+                    (keys for keys in (SHARED_INPUTS if train else INFERENCE_SHARED) if m.key in keys), None)
+                if region is None and not train and i < last[m.key]:  # experts' gate and up: each token's input,
+                    region = m.key  # before it is routed to its experts
+                if region is not None:  # torchao's TP plans cast a region's input on the GPU's sequence shard
+                    x = 0 if region in shared else rows // (shard if region in SHARED_INPUTS else 1) * m.d_in
                     shared.add(region)
-                if m.key in ROW_PARALLEL:
+                if m.key in ROW_PARALLEL and train:
                     g = rows // shard * m.d_out
             w = 0 if stored is None else read * m.d_in * m.d_out
             values += group.count * axes * (forwards * (x + w) + g)
