@@ -135,7 +135,7 @@ def plan(
         notes.insert(0, f"no valid layout of {gpus:,} GPUs for {cfg.name}: the heads, layers or global batch do "
                         "not divide (docs: \"llmcalc plan\")")
     elif not n_fit:
-        more = "" if one_gpu_only(cfg) else "more GPUs, "  # a vision tower: sized on one GPU only
+        more = "" if one_gpu_only(cfg) else "more GPUs, "  # recurrent layers, ...: sized on one GPU only
         notes.insert(0, f"no layout fits in {iec(hw.memory)}: {more}a shorter --seq or a smaller --global-batch")
     csv = [{**pick(data, "model", "hardware", "gpus", "seq_len", "global_batch", "dtype", "matmul_dtype",
                    "weights_dtype", "grad_dtype"),

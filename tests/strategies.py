@@ -580,7 +580,7 @@ def _shared_transformer(draw, raw):
 def valid_configs(draw, layouts: bool = False):
     """Raw config mappings over every ModelConfig key and value (test_config checks the
     coverage); sizes stay tiny, since verify tests build these on the meta device. With `layouts`,
-    only what parallel layouts accept: no vision tower, recurrent mixer, dense MLP beside
+    only what parallel layouts accept: no recurrent mixer, dense MLP beside
     the experts, LongCat-Flash's MoE or hyper-connections (sharding.check_layout refuses them), so no
     test filters out most draws."""
     n_layers = draw(st.integers(1, 4))
@@ -691,7 +691,7 @@ def valid_configs(draw, layouts: bool = False):
         raw.pop("sub_norms", None)
         if raw["norm_placement"] in ("pre", "sandwich") and not raw["parallel_block"] and not layouts:  # Gemma 4
             raw["moe"]["beside_mlp"] = draw(st.booleans())
-    if not layouts and draw(st.booleans()):
+    if draw(st.booleans()):
         raw["vision"] = draw(_vision())
     moe = raw.get("moe")
     if moe is None or moe.get("first_dense_layers", 0) or moe.get("step", 1) > 1 or moe.get("beside_mlp"):

@@ -311,9 +311,11 @@ def test_time_with_a_layout_matches_plan_and_memory(run):
      "Invalid value for '--seq': expects a whole number such as 4096 or 128k, got '1,2'"),
     (["llama-3.1-405b", "--gpus", "1", "--hardware", "l4", "--global-batch", "1", "--seq", "1024"], 0,
      "no layout fits in 22.35 GiB: more GPUs, a shorter --seq or a smaller --global-batch"),
-    # a vision tower is sized on one GPU only: more GPUs would be refused
-    (["gemma-3-27b-it", "--gpus", "1", "--hardware", "h100", "--global-batch", "8", "--seq", "8192"], 0,
+    # recurrent layers are sized on one GPU only: more GPUs would be refused
+    (["granite-4.0-h-tiny", "--gpus", "1", "--hardware", "h100", "--global-batch", "8", "--seq", "8192"], 0,
      "no layout fits in 74.51 GiB: a shorter --seq or a smaller --global-batch"),
+    (["gemma-3-27b-it", "--gpus", "1", "--hardware", "h100", "--global-batch", "8", "--seq", "8192"], 0,
+     "no layout fits in 74.51 GiB: more GPUs, a shorter --seq or a smaller --global-batch"),
     (["gpt2-small", "--gpus", "1048576", "--hardware", "h100", "--global-batch", "8"], 0,
      "no valid layout of 1,048,576 GPUs for gpt2-small"),
 ])

@@ -90,6 +90,24 @@ def test_dsa_indexer_is_replicated_over_tp(run):
            "attention passes around: not sized here\n")
 
 
+def test_a_vision_tower_is_split_over_tp_on_the_first_stage(run):
+    """Gemma 3 27B -it's SigLIP tower (27 layers of width 1,152, MLP 4,304, 16 heads; patches of 14 pixels, 896
+    pixels a side) and projector (an RMSNorm, 1,152 -> 5,376) beside Gemma 3 27B's language model: at tp 2 its
+    layers split as vLLM shards the encoder (q, k, v, up column-parallel, o and down row-parallel with whole
+    biases), the rest whole, all on pipeline stage 0."""
+    d, f, h = 1152, 4304, 1152 // 2
+    layer = 3 * (h * d + h) + (d * h + d) + (f // 2 * d + f // 2) + (d * f // 2 + d) + 2 * 2 * d
+    rest = (3 * 14 * 14 * d + d) + (896 // 14) ** 2 * d + 2 * d + (d + d * 5376)  # patch, positions, norm, projector
+    args = ("--mode", "inference", "--seq", "4096", "--tp", "2", "--pp", "2", "--json")
+    tower = json.loads(run("memory", "gemma-3-27b-it", *args).stdout)
+    text = json.loads(run("memory", "gemma-3-27b", *args).stdout)
+    assert tower["stage_totals"][0] - text["stage_totals"][0] == 2 * (27 * layer + rest)  # bf16
+    assert tower["stage_totals"][1] == text["stage_totals"][1]
+    refused = run("memory", "gemma-3-27b-it", "--tp", "32")
+    assert (refused.exit_code, refused.stderr) == (
+        2, "Error: --tp 32 must divide the 16 attention heads of gemma-3-27b-it's vision tower\n")
+
+
 @pytest.mark.parametrize("tp, sp", [(1, False), (2, False), (4, False), (4, True), (12, True)])
 def test_gpt2_activations_under_tp_match_korthikanti(tp, sp):
     """Korthikanti et al. 2022: sbh(10 + 24/t + 5as/(ht)) with TP, sbh(34/t + 5as/(ht)) with SP.
@@ -680,7 +698,6 @@ def _exhaustive(cfg, hw, gpus, seq, global_batch):
 @pytest.mark.parametrize("model, what", [
     ("gemma-4-26b-a4b", "a dense MLP beside its experts (moe.beside_mlp), which is"),
     ("granite-4.0-h-tiny", "mamba2 layers, which are"),
-    ("gemma-3-27b-it", "a vision tower, which is"),
 ])
 def test_plan_and_memory_refuse_what_is_sized_on_one_gpu_alike(run, model, what):
     """plan names the feature memory names for the same model: not "the heads, layers or global batch

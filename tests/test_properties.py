@@ -133,9 +133,13 @@ def _replicated(name: str, cfg: ModelConfig) -> bool:
     section 9): norms (a per-head qk-norm too; one over the whole projection splits with it),
     routers and the shared-expert gate, learned position tables (a T5 bias table splits with its
     heads), row-parallel biases, MLA's latent projections and DSA's indexer, xIELU's scalars, Gemma 4's layer
-    scalars."""
+    scalars; a vision tower's stem, norms and row-parallel biases, and its projector."""
     parts = name.split(".")
     module, leaf = parts[-2], parts[-1]
+    if parts[0] == "projector" or (parts[0] == "vision" and parts[1] != "layers"):
+        return True  # the tower's stem, final norm and standardization, and the projector
+    if parts[0] == "vision":  # a tower layer: its norms and o's and down's biases (vLLM's encoder)
+        return "norm" in parts or module.endswith("_norm") or (leaf == "bias" and module in ("o", "down"))
     if "indexer" in parts:  # DSA's, ReplicatedLinear in vLLM and SGLang
         return True
     if name.startswith("embedding.position"):
@@ -164,8 +168,10 @@ def test_tp_ranks_sum_back_to_the_reference(case, tp):
                                           shared_expert_d_ff=cfg.shared_expert_width * tp)
     heads = {} if cfg.attention == "mla" else {"n_kv_heads": cfg.kv_heads * tp, "head_dim": cfg.head_size,
                                                 "full_kv_heads": cfg.full_kv_heads and cfg.full_kv_heads * tp}
+    vision = cfg.vision and dataclasses.replace(cfg.vision, d_model=cfg.vision.d_model * tp,
+                                                n_heads=cfg.vision.n_heads * tp, d_ff=cfg.vision.d_ff * tp)
     cfg = cfg.replace(n_heads=cfg.n_heads * tp, d_ff=cfg.d_ff * tp, vocab_size=cfg.vocab_size * tp, moe=moe,
-                      **heads)
+                      vision=vision, **heads)
     with torch.device("meta"):
         model = Transformer(cfg)
     params = dict(model.named_parameters())

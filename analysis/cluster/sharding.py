@@ -14,11 +14,13 @@ A :class:`Layout` splits a model over ``tp * cp * pp * dp`` GPUs:
   activations saved outside the TP region (norm inputs, the inputs of q/k/v, up/gate and the
   router). With ``sp`` (Megatron sequence parallelism) those activations are split over ``tp``
   too. Widths that ``tp`` does not divide go as ``torch.chunk`` splits them: the first ranks
-  get ``ceil(n/tp)``, and the figures are those of rank 0, the largest;
+  get ``ceil(n/tp)``, and the figures are those of rank 0, the largest. A vision tower's layers split as
+  vLLM shards the encoder, its stem, norms and projector whole (:func:`_tower_tensors`);
 - pipeline parallel, ``pp``: stage ``s`` holds consecutive layers of the layer plan, ``L/pp`` of
   them when ``pp`` divides ``L`` (else :func:`analysis.cluster.pipeline.split`), or ``vpp`` model
   chunks of them (interleaved 1F1B: :mod:`analysis.cluster.pipeline`); the embedding is on the
-  first stage, the final norm and LM head on the last (a tied head keeps its own copy of the
+  first stage (and a vision tower with its projector, :func:`_tower_tensors`), the final norm and LM head on
+  the last (a tied head keeps its own copy of the
   embedding there when ``pp > 1``, as Megatron does). Under 1F1B stage ``s`` keeps the
   activations of ``min(pp - s, m)`` micro-batches (``m`` micro-batches per step, ``pp`` by
   default), under interleaving as :func:`analysis.cluster.pipeline.held` counts them;
@@ -64,7 +66,7 @@ from ..model.config import ModelConfig
 from ..model.ffn import ROUTED_EXPERTS
 from ..model.formats import ROUTERS, WEIGHT_FORMATS
 from ..model.layers import LayerSpec, layer_plan, layer_specs
-from ..model.parts import Norm
+from ..model.parts import Norm, Table, Vector
 from ..model.sizes import ceil_div
 from ..model.variants import POSITIONS
 from ..spec import Layout, LoRA, RunSpec
@@ -85,7 +87,6 @@ def one_gpu_only(cfg: ModelConfig) -> str | None:
         (cfg.kv_shared_layers > 0, "layers reading an earlier layer's K/V (kv_shared_layers), which are"),
         (moe is not None and bool(moe.zero_experts or moe.shortcut),
          "LongCat-Flash's MoE (moe.zero_experts, moe.shortcut), which is"),
-        (cfg.vision is not None, "a vision tower, which is"),
     ]
     return next((what for has, what in one_gpu if has), None)
 
@@ -111,6 +112,8 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
          f"{tp} and the {g} KV heads of {name} must divide one another"),
         (cfg.full_kv_heads is None or cfg.full_kv_heads % tp == 0 or tp % cfg.full_kv_heads == 0, "layout.tp",
          f"{tp} and the {cfg.full_kv_heads} KV heads of the full layers of {name} must divide one another"),
+        (cfg.vision is None or cfg.vision.n_heads % tp == 0, "layout.tp",
+         f"{tp} must divide the {cfg.vision and cfg.vision.n_heads} attention heads of {name}'s vision tower"),
         (layout.pp <= cfg.n_layers, "layout.pp", f"{layout.pp} must be at most the {cfg.n_layers} layers of {name}"),
         (layout.pp * layout.vpp <= cfg.n_layers, "layout.vpp",
          f"{layout.vpp}: {layout.pp} x {layout.vpp} virtual stages need a layer each, and {name} has "
@@ -279,6 +282,7 @@ def _root_tensors(cfg: ModelConfig, tp: int, pp: int, stage: int) -> tuple[Tenso
         root += [Tensor(t.key, (t.rows, t.width)) for t in (model.token, model.position) if t is not None]
         if model.embedding_norm is not None:
             root += _norm_tensors(model.embedding_norm)
+        root += _tower_tensors(cfg, tp)
     if stage == pp - 1:
         if model.final_norm is not None:
             root += _norm_tensors(model.final_norm)
@@ -288,6 +292,32 @@ def _root_tensors(cfg: ModelConfig, tp: int, pp: int, stage: int) -> tuple[Tenso
         if head.bias:
             root.append(Tensor(head.key, (head.d_out,)))
     return tuple(root)
+
+
+TOWER_COLUMNS = ("vision/attention/q", "vision/attention/k", "vision/attention/v", "vision/mlp/up", "vision/mlp/gate")
+TOWER_ROWS = ("vision/attention/o", "vision/mlp/down")
+
+
+def _tower_tensors(cfg: ModelConfig, tp: int) -> list[Tensor]:
+    """The vision tower and projector, on the first stage (module docstring): each layer's tensors (one a layer,
+    as the reference stores them), its linears split over ``tp`` as vLLM shards the encoder (q, k, v, up and gate
+    column-parallel, o and down row-parallel with their biases whole), everything else whole."""
+    vision = build(cfg).vision
+    out: list[Tensor] = []
+    for part, copies in vision.parts() if vision is not None else ():
+        if isinstance(part, Norm):
+            tensors = _norm_tensors(part)
+        elif isinstance(part, Table):
+            tensors = [Tensor(part.key, (part.rows, part.width))]
+        elif isinstance(part, Vector):
+            tensors = [Tensor(part.key, (part.size,))]
+        else:
+            column, row = part.key in TOWER_COLUMNS, part.key in TOWER_ROWS
+            d_out = ceil_div(part.d_out, tp) if column else part.d_out
+            d_in = ceil_div(part.d_in, tp) if row else part.d_in
+            tensors = [Tensor(part.key, (d_out, d_in))] + ([Tensor(part.key, (d_out,))] if part.bias else [])
+        out += tensors * copies
+    return out
 
 
 def _layer_units(cfg: ModelConfig, per_spec: dict[LayerSpec, T], tp: int, pp: int, stage: int, vpp: int) -> list[T]:

@@ -23,7 +23,8 @@ ALiBi, T5 buckets, attention sinks and whole-projection qk-norm are split by hea
 and are not sharded here), any model with ``tp`` 1; ZeRO-3 for ``dp`` > 1 (FSDP2 is ZeRO-3;
 ZeRO-0 to 2 and pipeline, expert and sequence parallelism are checked on the formulas only). DSA's
 indexer runs without gradient in the reference (transformers'), where llmcalc's training state counts
-its gradients and optimizer state (DeepSeek-V3.2 trains it by a loss of its own): formulas only.
+its gradients and optimizer state (DeepSeek-V3.2 trains it by a loss of its own): formulas only; so
+does a vision tower, through which the reference's text-only step runs no image.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ def unsupported(cfg: ModelConfig, layout: Layout) -> str | None:
         # gradients and optimizer state, as DeepSeek-V3.2 trains it by a loss of its own
         return ("DSA's indexer runs without gradient in the reference, and llmcalc counts its gradients and "
                 "optimizer state: checked on the formulas only")
+    if cfg.vision is not None and not layout.trivial:  # no image runs through the reference's tower
+        return ("the vision tower gets no gradient without images, and llmcalc counts its gradients and optimizer "
+                "state (as with images): checked on the formulas only")
     if layout.dp > 1 and layout.zero != 3:
         return "data parallelism is checked with FSDP2, which is ZeRO-3: add --zero 3"
     if layout.tp > 1:
