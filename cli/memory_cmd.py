@@ -43,6 +43,7 @@ from .options import (
     Recompute,
     Seqs,
     Sp,
+    Stage,
     StateDtype,
     Tp,
     Vpp,
@@ -94,9 +95,10 @@ def _budget_label(b: dict) -> str:
     return f"{iec(b['bytes'])}" + (f" ({b['hardware']})" if b["hardware"] else "")
 
 
-def _per_gpu(layout: Layout) -> str:
-    """The title's note of a parallel layout ("" on one GPU)."""
-    return "" if layout.trivial else f"; per GPU of {count(layout.gpus)}: {layout.describe()}"
+def _per_gpu(layout: Layout, stage: Optional[int]) -> str:
+    """The title's note of a parallel layout ("" on one GPU), and of the stage asked for."""
+    at = "" if stage is None or layout.pp == 1 else f", pipeline stage {stage}"
+    return "" if layout.trivial else f"; per GPU of {count(layout.gpus)}: {layout.describe()}{at}"
 
 
 def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
@@ -117,8 +119,11 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
     if "layout" in m:
         lay = m["layout"]
         if lay["pp"] > 1:
-            blocks.append(f"the peak GPU is on pipeline stage {m['stage']} of 0-{lay['pp'] - 1}; one GPU's total "
-                          "by stage: " + ", ".join(fmt(t) for t in m["stage_totals"]))
+            totals = m["stage_totals"]
+            peak = max(range(len(totals)), key=totals.__getitem__)
+            shown = "" if m["stage"] == peak else f"the figures are a GPU's of stage {m['stage']} (--stage); "
+            blocks.append(f"{shown}the peak GPU is on pipeline stage {peak} of 0-{lay['pp'] - 1}; one GPU's total "
+                          "by stage: " + ", ".join(fmt(t) for t in totals))
         if m["mode"] == "train" and lay["pp"] > 1 and lay["vpp"] > 1:
             blocks.append(f"interleaved 1F1B, {lay['vpp']} model chunks a stage: each stage keeps the activations "
                           "of the chunks Megatron-LM's schedule has in flight (docs: Parallelism)")
@@ -176,6 +181,7 @@ def memory(
     sp: Sp = False,
     global_batch: GlobalBatch = None,
     gpus: Gpus = None,
+    stage: Stage = None,
     exact: Exact = False,
     fmt: Format = "table",
     json_out: Json = False,
@@ -192,6 +198,7 @@ def memory(
       llmcalc memory --mode inference --seq 4096
       llmcalc memory llama-2-7b --seq 4096 --dp 8 --zero 3
       llmcalc memory llama-3.1-70b --tp 8 --pp 4 --sp
+      llmcalc memory llama-3.1-70b --tp 8 --pp 4 --sp --stage 3
       llmcalc memory llama-3.1-405b --tp 8 --pp 16 --vpp 2
       llmcalc memory llama-3-8b --lora-rank 16 \\
         --weights-dtype nf4-dq --hardware rtx-4090
@@ -209,14 +216,14 @@ def memory(
     results = []
     for cfg, s, b in workloads(lora_models(models, lora), seq, batch, state_dtype=given["state_dtype"]):
         run = base.replace(seq=s, batch=b, layout=layouts[b])
-        record = memory_json(cfg, memory_report(cfg, run), mode)
+        record = memory_json(cfg, memory_report(cfg, run, stage=stage), mode)
         if budget_bytes is not None:
             f = fit(cfg, run, budget_bytes)
             record["budget"] = {"bytes": f.budget, "hardware": hw_name, "fits": f.fits, "free": f.budget - f.total,
                                 "max_batch": f.max_batch}
         results.append((cfg, record))
     fmt_bytes = count if exact else iec
-    per_gpu = _per_gpu(layouts[batch[0]])  # the batch changes only the micro-batches per step
+    per_gpu = _per_gpu(layouts[batch[0]], stage)  # the batch changes only the micro-batches per step
     if len(results) == 1 and models:
         emit(_explain(*results[0], fmt_bytes, per_gpu), fmt)
         return

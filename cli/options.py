@@ -201,6 +201,9 @@ Pp = Annotated[int, _count_option("--pp", "Pipeline stages (1F1B); figures are t
                                   LAYOUT)]
 Vpp = Annotated[int, _count_option("--vpp", "train: model chunks per pipeline stage (interleaved 1F1B, Megatron's "
                                    "virtual pipeline stages); the micro-batches must be a multiple of --pp.", LAYOUT)]
+Stage = Annotated[Optional[int], typer.Option(
+    "--stage", min=0, metavar="S", rich_help_panel=LAYOUT,
+    help="memory: the figures of a GPU of pipeline stage S (0 to --pp - 1) instead of the peak one's.")]
 Dp = Annotated[int, _count_option("--dp", "Data-parallel GPUs; --batch is each GPU's micro-batch.", LAYOUT)]
 Ep = Annotated[int, _count_option("--ep", "Expert-parallel GPUs, out of the data-parallel ones (MoE).", LAYOUT)]
 Zero = Annotated[int, typer.Option("--zero", min=ZERO_STAGES[0], max=ZERO_STAGES[-1],

@@ -837,3 +837,17 @@ def test_plan_sizes_qlora_as_memory_does(run):
     mem = json.loads(run("memory", *args, *flags, "--batch", str(best["micro_batch"]), "--global-batch", "64",
                          "--json").stdout)
     assert layout["dp"] > 1 and mem["total"] == best["memory"]
+
+
+def test_memory_names_the_stage_it_shows(run):
+    """--stage 1 of GPT-2 small over 2 stages: 6 layers (each 12d^2 + 13d), the final norm and a copy of the tied
+    embedding as its LM head (V = 50,257, d = 768), as its fp32 checkpoint stores them; the peak is stage 0."""
+    d, V = 768, 50257
+    args = ("gpt2-small", "--mode", "inference", "--seq", "1024", "--pp", "2", "--json")
+    peak = json.loads(run("memory", *args).stdout)
+    last = json.loads(run("memory", *args, "--stage", "1").stdout)
+    assert last["weights"] == 4 * (6 * (12 * d * d + 13 * d) + 2 * d + V * d)
+    assert (peak["stage"], last["stage"], last["total"]) == (0, 1, peak["stage_totals"][1])
+    assert last["stage_totals"] == peak["stage_totals"]
+    past = run("memory", *args, "--stage", "2")
+    assert (past.exit_code, past.stderr) == (2, "Error: --stage 2: the layout has 2 pipeline stages, 0 to 1\n")

@@ -22,6 +22,7 @@ from ..count.memory import (
     state_bytes,
 )
 from ..count.quant import dequantized_bytes
+from ..errors import SpecError
 from ..model.config import ModelConfig
 from ..model.formats import FORMATS
 from ..model.sizes import weight_bytes
@@ -100,18 +101,22 @@ def transient(cfg: ModelConfig, run: RunSpec) -> int:
                            training=True)
 
 
-def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = None) -> MemoryReport:
+def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = None,
+           stage: int | None = None) -> MemoryReport:
     """Bytes by part (PARTS) for a training step or an inference run; with a parallel layout, of
-    the GPU that needs the most (the peak pipeline stage's), ``stage_totals`` giving every stage's.
-    ``shared``: work kept between calls on the same ``cfg`` (`plan`'s candidates): the saves of a
-    layout's stages are those of its ZeRO variants, a stage's state that of its sp variant."""
+    the GPU that needs the most (the peak pipeline stage's) or of a GPU of ``stage``, ``stage_totals``
+    giving every stage's. ``shared``: work kept between calls on the same ``cfg`` (`plan`'s candidates):
+    the saves of a layout's stages are those of its ZeRO variants, a stage's state that of its sp variant."""
     check_arguments(cfg, run)
     run.no_images()
     run = run.resolve(cfg)
+    pp = run.layout.pp
+    if stage is not None and not 0 <= stage < pp:
+        raise SpecError("stage", f"{stage}: the layout has {pp} pipeline stage{'s' * (pp > 1)}, "
+                                 f"{'0' if pp == 1 else f'0 to {pp - 1}'}")
     if run.layout.trivial:
         return device_memory(cfg, run)
     check_layout(cfg, run)
-    pp = run.layout.pp
     if run.mode == "train":  # every stage's total, then the breakdown of the peak's alone (`plan` asks often)
         layout, shared = run.layout, {} if shared is None else shared
         work = workload(run)
@@ -121,12 +126,12 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = Non
         saves = shared[saves_key]
         state, attention = stage_states(cfg, run, shared), transient(cfg, run)
         totals = [state[s] + attention + sum(c.kept * c.total for c in saves[s]) for s in range(pp)]
-        peak = max(range(pp), key=totals.__getitem__)
-        return _stage_memory(cfg, run, peak, saved(saves[peak]), 0)._replace(stage_totals=tuple(totals))
+        shown = max(range(pp), key=totals.__getitem__) if stage is None else stage
+        return _stage_memory(cfg, run, shown, saved(saves[shown]), 0)._replace(stage_totals=tuple(totals))
     kv = stage_kv_bytes(cfg, run)
     reports = [_stage_memory(cfg, run, s, {}, kv[s]) for s in range(pp)]
-    peak_report = max(reports, key=lambda m: m.total)
-    return peak_report._replace(stage_totals=tuple(m.total for m in reports))
+    shown_report = max(reports, key=lambda m: m.total) if stage is None else reports[stage]
+    return shown_report._replace(stage_totals=tuple(m.total for m in reports))
 
 
 class Fit(NamedTuple):
