@@ -1,10 +1,10 @@
 """`llmcalc kvcache`: KV-cache bytes, and how many sequences fit in a memory budget."""
 
+import dataclasses
 from typing import Annotated, Optional
 
-from ..analysis.cluster.memory import cache_budget
-from ..analysis.count.kvcache import kv_cache
-from ..analysis.spec import RunSpec
+from ..analysis.cluster.memory import cache_budget, gpu_kv_cache
+from ..analysis.spec import runs
 from .common import image_record, load_models, one_or_list, workloads
 from .format import count, group_label, iec
 from .options import (
@@ -12,15 +12,20 @@ from .options import (
     Batches,
     Budget,
     Counts,
+    Dp,
     Dtype,
+    Ep,
     Exact,
     Format,
+    Gpus,
     Images,
     ImageSize,
     Json,
     KvDtype,
     Models,
+    Pp,
     StateDtype,
+    Tp,
     WeightsDtype,
     output_format,
     seqs_option,
@@ -41,6 +46,11 @@ def kvcache(
     weights_dtype: WeightsDtype = None,
     images: Images = 0,
     image_size: ImageSize = None,
+    tp: Tp = 1,
+    pp: Pp = 1,
+    dp: Dp = 1,
+    ep: Ep = 1,
+    gpus: Gpus = None,
     exact: Exact = False,
     fmt: Format = "table",
     json_out: Json = False,
@@ -48,7 +58,8 @@ def kvcache(
     """KV-cache size: bytes per token, cached tokens (a sliding window caps them), total; a row
     for each model x seq x batch. With --budget: the largest batch whose inference memory fits
     (as `llmcalc memory --mode inference --budget` finds it) and the cached tokens that fit beside
-    the weights.
+    the weights. With a parallel layout (--tp, --pp, ...): one GPU's cache, of the pipeline stage that holds
+    the most, and its weights under --budget.
 
     Examples:
       llmcalc kvcache llama-2-7b --seq 4096 --kv-dtype fp16
@@ -56,16 +67,21 @@ def kvcache(
       llmcalc kvcache mistral-7b --seq 1024,4096,32768
       llmcalc kvcache llama-3-8b --batch 1,8,64 --format csv
       llmcalc kvcache gemma-3-27b-it --seq 1000 --images 4
+      llmcalc kvcache llama-3.1-70b --tp 8 --budget 80GB
     """
     fmt = output_format(fmt, json_out)
     if weights_dtype is not None and budget is None:
         warn("--weights-dtype sizes the weights beside the cache under --budget; ignored without it")
     rows, out, groups, states = [], [], [], []
     fmt_bytes = count if exact else iec
+    base, layouts = runs("decode", batch, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+                         state_dtype=state_dtype, images=images, image_size=image_size, tp=tp, pp=pp, dp=dp,
+                         ep=ep, gpus=gpus)
+    layout = layouts[batch[0]]
     for cfg, s, b in workloads(load_models(models), seq, batch, state_dtype=state_dtype):
-        run = RunSpec("decode", s, b, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-                      state_dtype=state_dtype, images=images, image_size=image_size).resolve(cfg)
-        c = kv_cache(cfg, run)
+        run = base.replace(seq=s, batch=b, layout=layout).resolve(cfg)
+        gpu = gpu_kv_cache(cfg, run)
+        c = gpu.cache
         s = run.seq  # with images, their tokens too
         item = {"model": cfg.name, "seq_len": s, "batch": b, "kv_dtype": run.kv_dtype, **image_record(run),
                 "cached_tokens": c.cached_tokens, "bytes_per_token": c.bytes_per_token,
@@ -74,6 +90,9 @@ def kvcache(
                 "layer_groups": [group_json(g.group, cached_tokens=g.cached_tokens,
                                             bytes_per_token=g.bytes_per_token, bytes=g.bytes)
                                  for g in c.groups]}
+        if not layout.trivial:
+            item.update(gpus=layout.gpus, layout=dataclasses.asdict(layout), stage=gpu.stage,
+                        stage_totals=list(gpu.stage_totals))
         key = [cfg.name, count(s)] + ([count(b)] if len(batch) > 1 else [])
         if len(c.groups) > 1:
             groups += [(f"{cfg.name} {group_label(g.group)}", *key[1:], count(g.cached_tokens),
@@ -101,6 +120,9 @@ def kvcache(
     if budget is not None:
         cols += [Col("weights"), Col("max batch"), Col("max tokens")]
     title = f"KV cache of every layer ({', '.join(sorted({o['kv_dtype'] for o in out}))})"
+    if not layout.trivial:
+        title = (f"KV cache ({', '.join(sorted({o['kv_dtype'] for o in out}))}) per GPU of {count(layout.gpus)}: "
+                 f"{layout.describe()}" + (", the pipeline stage holding the most" if layout.pp > 1 else ""))
     if budget is not None:
         title += f"; budget {iec(budget)} = {count(budget)} bytes"
     blocks: list = [Table(cols, [rows], title)]

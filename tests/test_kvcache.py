@@ -282,3 +282,31 @@ def test_a_budget_with_images_is_refused_naming_what_takes_them(run):
                                                     "time) are not counted by memory, time and plan yet: flops and "
                                                     "kvcache (without --budget) take images\n")
     assert run("kvcache", "gemma-3-27b-it", "--images", "2").exit_code == 0
+
+
+def test_a_layout_gives_one_gpus_cache(run):
+    """--tp splits the KV heads (one replicated a GPU past them), --pp the layers (GPT-2 small over 2 stages: 6
+    layers each), the JSON adds the layout and every stage's bytes."""
+    mistral = json.loads(run("kvcache", "mistral-7b", "--tp", "16", "--json").stdout)  # 8 KV heads of 128
+    assert (mistral["bytes_per_token"], mistral["bytes"]) == (32 * 2 * 1 * 128 * 2, 32 * 4096 * 2 * 128 * 2)
+    gpt2 = json.loads(run("kvcache", "gpt2-small", "--seq", "1024", "--batch", "2", "--tp", "2", "--pp", "2",
+                          "--json").stdout)
+    per_layer = 2 * 6 * 64 * 4  # K and V of 6 of its 12 heads of 64, in its fp32
+    assert (gpt2["gpus"], gpt2["stage"], gpt2["stage_totals"]) == (4, 0, [6 * 2 * 1024 * per_layer] * 2)
+    assert (gpt2["bytes_per_token"], gpt2["bytes"]) == (6 * per_layer, 6 * 2 * 1024 * per_layer)
+    assert [g["layers"] for g in gpt2["layer_groups"]] == [[0, 1, 2, 3, 4, 5]]
+    refused = run("kvcache", "gpt2-small", "--tp", "5")
+    assert (refused.exit_code, refused.stderr) == (
+        2, "Error: --tp 5 must divide the 12 attention heads of gpt2-small\n")
+
+
+def test_a_layouts_budget_is_each_gpus(run):
+    """Llama 3.1 70B at --tp 8 in 80 GB a GPU: the tokens that fit beside a GPU's weights (memory's) at 80 layers x
+    K and V of its one KV head of 128 in bf16, and the largest batch memory fits."""
+    args = ("llama-3.1-70b", "--seq", "32768", "--tp", "8")
+    served = json.loads(run("kvcache", *args, "--budget", "80GB", "--json").stdout)
+    sized = json.loads(run("memory", *args, "--mode", "inference", "--json").stdout)
+    assert served["weights_bytes"] == sized["weights"]
+    assert served["max_tokens"] == (80 * 10**9 - sized["weights"]) // (80 * 2 * 128 * 2)
+    fitted = json.loads(run("memory", *args, "--mode", "inference", "--budget", "80GB", "--json").stdout)
+    assert served["max_batch"] == fitted["budget"]["max_batch"]

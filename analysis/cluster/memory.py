@@ -11,7 +11,7 @@ and the largest batch that fits in a GPU's memory.
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..count.kvcache import kv_cache
+from ..count.kvcache import KVCache
 from ..count.memory import (
     PARTS,
     MemoryReport,
@@ -34,6 +34,7 @@ from .sharding import (
     saved,
     stage_keys,
     stage_kv_bytes,
+    stage_kv_cache,
     stage_saves,
     tp_local,
     workload,
@@ -179,21 +180,46 @@ class CacheBudget(NamedTuple):
 
 
 def cache_budget(cfg: ModelConfig, run: RunSpec, budget: int) -> CacheBudget:
-    """What ``budget`` bytes serve of the decode ``run``: the largest batch whose inference memory (its
-    prefill's, as ``llmcalc memory --mode inference`` counts it) fits, and the cached tokens that fit
+    """What ``budget`` bytes of each GPU serve of the decode ``run``: the largest batch whose inference memory
+    (its prefill's, as ``llmcalc memory --mode inference`` counts it) fits, and the cached tokens that fit
     beside the weights (0 when the weights do not fit): ``(budget - weights) // bytes per token``; with
     recurrent layers, whose state each sequence keeps, or windows that bound some layers' caches and not
     others' (Gemma 3), sequences of ``run.seq`` tokens, each with its cache and state, and the cached tokens
-    of each, the last sequence cut short."""
-    serving = run.replace(mode="prefill")
-    weights = memory(cfg, serving).parts["weights"]
-    cache = kv_cache(cfg, run)
-    per_token, state, free = cache.bytes_per_token, cache.state_bytes // cache.batch, max(budget - weights, 0)
-    if not per_token:
-        tokens = None
-    elif not state and cache.kv_bytes == cache.batch * cache.cached_tokens * per_token:  # a token: every layer's entry
-        tokens = free // per_token
-    else:
-        full, rest = divmod(free, cache.bytes // cache.batch)
-        tokens = full * cache.cached_tokens + min(cache.cached_tokens, max(rest - state, 0) // per_token)
+    of each, the last sequence cut short. Under a layout, a GPU's weights and cache on each pipeline stage,
+    and the stage that fits the fewest tokens (its weights reported)."""
+    serving, resolved = run.replace(mode="prefill"), run.resolve(cfg)
+    stages = []
+    for stage in range(resolved.layout.pp):
+        weights = memory(cfg, serving, stage=stage).parts["weights"]
+        stages.append((_cached_tokens(stage_kv_cache(cfg, resolved, stage), max(budget - weights, 0)), weights))
+    limited = [s for s in stages if s[0] is not None]  # a stage of recurrent layers alone caches no token
+    tokens, weights = min(limited) if limited else (None, max(w for _, w in stages))
     return CacheBudget(budget, weights, fit(cfg, serving, budget).max_batch, tokens)
+
+
+def _cached_tokens(cache: KVCache, free: int) -> int | None:
+    """The cached tokens ``free`` bytes hold (:func:`cache_budget`); None where no token is cached."""
+    per_token, state = cache.bytes_per_token, cache.state_bytes // cache.batch
+    if not per_token:
+        return None
+    if not state and cache.kv_bytes == cache.batch * cache.cached_tokens * per_token:  # a token: every layer's entry
+        return free // per_token
+    full, rest = divmod(free, cache.bytes // cache.batch)
+    return full * cache.cached_tokens + min(cache.cached_tokens, max(rest - state, 0) // per_token)
+
+
+class GpuCache(NamedTuple):
+    cache: KVCache  # one GPU's, of ``stage``
+    stage: int  # the pipeline stage whose GPUs hold the most
+    stage_totals: tuple[int, ...]  # one GPU's cache bytes on each stage
+
+
+def gpu_kv_cache(cfg: ModelConfig, run: RunSpec) -> GpuCache:
+    """The KV cache under ``run``'s layout: one GPU's of the stage that holds the most (its layers, its KV
+    heads: :func:`.sharding.stage_kv_cache`), and every stage's bytes."""
+    check_arguments(cfg, run)
+    run = run.resolve(cfg)
+    check_layout(cfg, run)
+    caches = [stage_kv_cache(cfg, run, stage) for stage in range(run.layout.pp)]
+    peak = max(range(len(caches)), key=lambda s: caches[s].bytes)
+    return GpuCache(caches[peak], peak, tuple(c.bytes for c in caches))

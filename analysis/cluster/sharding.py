@@ -57,7 +57,7 @@ from collections.abc import Sequence
 from typing import NamedTuple, TypeVar
 
 from ..count.activations import activation_bytes
-from ..count.kvcache import kv_cache
+from ..count.kvcache import KVCache, kv_cache
 from ..count.lora import adapted
 from ..count.quant import storage
 from ..errors import SpecError
@@ -624,7 +624,19 @@ def saved(stage: Sequence[ChunkSaves]) -> dict[str, int]:
 
 def stage_kv_bytes(cfg: ModelConfig, run: RunSpec) -> list[int]:
     """KV cache one GPU of each stage holds: its layers, its KV heads (or MLA's replicated latent)."""
+    return [stage_kv_cache(cfg, run, stage).bytes for stage in range(run.layout.pp)]
+
+
+def stage_kv_cache(cfg: ModelConfig, run: RunSpec, stage: int) -> KVCache:
+    """The cache one GPU of ``stage`` holds, as :func:`kv_cache` gives one replica's: the layer groups of its
+    layers, each at the TP rank's KV heads (``run`` resolved; one GPU: :func:`kv_cache`'s)."""
     local = tp_local(cfg, run.layout.tp)
     cache = kv_cache(local, cp_local(run).replace(layout=Layout()))
-    return [sum(cache.groups[i].bytes * count for i, count in in_stage(local, run.layout, stage))
-            for stage in range(run.layout.pp)]
+    mine = set(stages(cfg, run.layout)[stage])
+    groups = [g._replace(group=dataclasses.replace(g.group, layers=tuple(i for i in g.group.layers if i in mine)))
+              for g in cache.groups]
+    groups = [g for g in groups if g.group.count]
+    return cache._replace(n_layers=len(mine), cached_tokens=max(g.cached_tokens for g in groups),
+                          bytes_per_token=sum(g.bytes_per_token * g.group.count for g in groups),
+                          bytes=sum(g.bytes * g.group.count for g in groups), groups=tuple(groups),
+                          state_bytes=sum(g.state_bytes * g.group.count for g in groups))
