@@ -178,8 +178,9 @@ def test_mla_decode_bytes_are_the_absorbed_closed_forms():
     """A decode step of a small MLA model (d 32, 4 heads, 2 layers, low-rank query 16, latent 12, nope 8, rope 4,
     values 6, SwiGLU of 40, 61 tokens, bf16) under flash, absorbed: kv_b's weights read once and each head's
     query (nope in, r out) and output (r in, v out) of the two absorbed matmuls; the kernel reads the absorbed
-    query (h x (r + rope)) and each cached latent with its rope key once (scores and values both) and writes
-    the latent output (h x r); the new token's latent and rope key written to the cache."""
+    query (h x (r + rope)) and each cached latent with its rope key once, that read shared by the scores and
+    the values as their FLOPs are (r + rope : r, to the byte), and writes the latent output (h x r); the new
+    token's latent and rope key written to the cache."""
     B, S, L, d, h, qr, r, nope, rope, v, f, V, b = 3, 20, 2, 32, 4, 16, 12, 8, 4, 6, 40, 61, 2
     raw = dict(name="mla", vocab_size=V, context_length=64, d_model=d, n_layers=L, n_heads=h, d_ff=f,
                attention="mla", position="rope", norm="rmsnorm", activation="swiglu",
@@ -187,11 +188,14 @@ def test_mla_decode_bytes_are_the_absorbed_closed_forms():
                     "v_head_dim": v})
     cfg = from_dict(raw)
     linear = lambda d_in, d_out: L * (d_in * d_out + B * (d_in + d_out)) * b  # noqa: E731
+    latent = (r + rope) * b  # a key's read
+    to_scores = latent * (r + rope) // (2 * r + rope)  # 18 of its 32 bytes
     assert pass_bytes(cfg, RunSpec("decode", S, B)) == {
         "attention/q_a": linear(d, qr), "attention/q_b": linear(qr, h * (nope + rope)),
         "attention/kv_a": linear(d, r + rope), "attention/o": linear(h * v, d),
         "attention/kv_b": L * (r * h * (nope + v) + B * h * (nope + 2 * r + v)) * b,
-        "attention/scores": L * B * (h + S) * (r + rope) * b, "attention/values": L * B * h * r * b,
+        "attention/scores": L * B * (h * (r + rope) * b + S * to_scores),
+        "attention/values": L * B * (h * r * b + S * (latent - to_scores)),
         "mlp/up": linear(d, f), "mlp/gate": linear(d, f), "mlp/down": linear(f, d),
         "norm": (L * (qr + r + 2 * d) + d) * B * 2 * b,  # q_a_norm, kv_a_norm, two a layer, the final: read, write
         "attention/rope": L * B * (h + 1) * rope * 2 * b, "activation": L * B * f * 3 * b,
@@ -202,8 +206,8 @@ def test_mla_decode_bytes_are_the_absorbed_closed_forms():
     assert eager["attention/kv_b"] == L * (r * h * (nope + v) + B * S * (r + h * (nope + v))) * b
     # DSA (top 5 of the 20 keys): the sparse absorbed kernel reads the 5 selected latents, not all 20
     sparse = pass_bytes(from_dict({**raw, "dsa": {"n_heads": 2, "head_dim": 6, "topk": 5}}), RunSpec("decode", S, B))
-    assert (sparse["attention/scores"], sparse["attention/values"]) == (L * B * (h + 5) * (r + rope) * b,
-                                                                        L * B * h * r * b)
+    assert (sparse["attention/scores"], sparse["attention/values"]) == (
+        L * B * (h * (r + rope) * b + 5 * to_scores), L * B * (h * r * b + 5 * (latent - to_scores)))
 
 
 @settings(max_examples=300, deadline=None)

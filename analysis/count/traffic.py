@@ -17,10 +17,13 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
   and re-read the same K/V blocks, which L2 serves (FlashAttention-2/3 reach 50-75% of tensor
   peak on long sequences, which re-reading K/V from HBM per tile would not allow): the compulsory
   traffic, so the ideal stays a bound on speed. The query heads that share a K/V head share its
-  reads (GQA), so a decode step reads each cached K/V head once. MLA's absorbed decode step
-  (:func:`~analysis.count.flops.absorbed`) reads each latent it attends to once, for its scores and its values
-  (the values are the latents' first columns), and its two ``kv_b`` matmuls read ``kv_b``'s weights once and
-  each head's query and output (:attr:`~analysis.model.attention.AbsorbedMLA.kv_b_io`);
+  reads (GQA), so a decode step reads each cached K/V head once. The kernel's bytes go to its two
+  products in proportion to their FLOPs, so that both have the kernel's intensity and their times add
+  up to the one kernel's roofline: Q and K's to the scores (``score_dim`` wide), V and O's to the values
+  (``value_dim``). MLA's absorbed decode step (:func:`~analysis.count.flops.absorbed`) reads each latent
+  it attends to once, for its scores and its values (the values are the latents' first columns: that read
+  shared between the two as their FLOPs are), and its two ``kv_b`` matmuls read ``kv_b``'s weights once
+  and each head's query and output (:attr:`~analysis.model.attention.AbsorbedMLA.kv_b_io`);
 - inference writes each new token's KV-cache entry (``kv_cache``); attention reads K and V in the
   KV-cache dtype (inference) or the compute dtype (training);
 - a recurrent mixer (in place of attention, or beside it: ``parallel_mixer``) runs its linears and its
@@ -86,10 +89,14 @@ def attended_span(past: int, n: int, window: int | None, chunk: int | None) -> i
 def flash_kv_bytes(attn: AttentionKind, spec: LayerSpec, run: RunSpec, kv: int) -> tuple[int, int]:
     """(K, V) bytes one layer's flash kernel reads from HBM (module docstring), ``kv`` bytes an element. Values
     read with the keys (absorbed MLA's latents: a decode step's one query reads its keys, its top-k with DSA)
-    cost nothing more."""
+    cost nothing more: each key's one read is shared by the scores and the values in proportion to their
+    FLOPs (``score_dim : value_dim``, to the byte), as Q and K are to V and O's."""
     n = run.query_len
     if attn.values_in_keys:
-        return run.batch * attn.kv_heads * attended_pairs(spec, run) * attn.score_dim * kv, 0
+        unit = attn.score_dim * kv  # one key's latent, read once
+        scores = unit * attn.score_dim // (attn.score_dim + attn.value_dim)
+        reads = run.batch * attn.kv_heads * attended_pairs(spec, run)
+        return reads * scores, reads * (unit - scores)
     reads = run.batch * attn.kv_heads * attended_span(run.seq - n, n, spec.window, spec.chunk)
     return reads * attn.score_dim * kv, reads * attn.value_dim * kv
 
