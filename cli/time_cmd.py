@@ -171,6 +171,12 @@ def _generation_csv(rec: dict) -> dict:
     return {**pick(rec, "prompt", "new", *GENERATION), **{f"expected.{k}": rec["expected"][k] for k in GENERATION}}
 
 
+def _replicas(rec: dict) -> str:
+    """A generation's data-parallel GPUs, each with its own batch ("" without)."""
+    dp = rec["layout"]["dp"] if "layout" in rec else 1
+    return f" on each of {count(dp)} data-parallel GPUs" if dp > 1 else ""
+
+
 def _notes(cfg: ModelConfig, hw: Hardware, rec: dict, run: RunSpec) -> list[str]:
     eff, exp = rec["expected"]["efficiency"], rec["expected"]
     overrides = [f"{v:g} of {what}" for v, what in ((eff["compute"], "peak FLOP/s"), (eff["bandwidth"], "bandwidth"))
@@ -189,14 +195,15 @@ def _notes(cfg: ModelConfig, hw: Hardware, rec: dict, run: RunSpec) -> list[str]
         lines += [f"time to first token: {seconds(exp['ttft_s'])} (ideal {seconds(rec['ttft_s'])}); time per output "
                   f"token: {seconds(exp['tpot_s'])} (ideal {seconds(rec['tpot_s'])}, mean of {count(rec['new'] - 1)} "
                   f"decode steps{absorbed})",
-                  f"{count(rec['new'])} new tokens x batch {count(rec['batch'])}: {seconds(exp['total_s'])}, "
+                  f"{count(rec['new'])} new tokens x batch {count(rec['batch'])}{_replicas(rec)}: "
+                  f"{seconds(exp['total_s'])}, "
                   f"{exp['tokens_per_s']:,.1f} tokens/s (ideal {seconds(rec['total_s'])}, {rec['tokens_per_s']:,.1f})",
                   f"without a KV cache (each step recomputes the prefix): {seconds(exp['no_cache_total_s'])}, "
                   f"{exp['no_cache_total_s'] / exp['total_s']:,.1f}x longer"]
     comm = rec.get("communication")
     if comm:
         kinds = ", ".join(f"{count(c['calls'])} x {c['kind']} ({c['what']})" for c in comm["collectives"])
-        lines.append("tensor-parallel communication (included above): prefill "
+        lines.append("communication (included above): prefill "
                      f"{seconds(comm['expected']['prefill_s'])} "
                      f"(ideal {seconds(comm['prefill_s'])}), each decode step {seconds(comm['expected']['step_s'])} "
                      f"(ideal {seconds(comm['step_s'])}): {kinds}, {iec(comm['step_sent'])} sent per GPU")
@@ -439,7 +446,9 @@ def time_command(
             r = prefill(cfg, spec, hw, eff) if mode == "prefill" else roofline(cfg, spec, hw, eff)
         rec = time_json(cfg, hw, mode, r, eff)
         if generating:
-            figures = {e: {"ttft_s": gen.ttft_s(e), "tpot_s": gen.tpot_s(e), "tokens_per_s": gen.tokens_per_s(b, e),
+            sequences = b * spec.layout.dp  # data-parallel GPUs: each its own batch
+            figures = {e: {"ttft_s": gen.ttft_s(e), "tpot_s": gen.tpot_s(e),
+                           "tokens_per_s": gen.tokens_per_s(sequences, e),
                            "total_s": gen.total_s(e), "no_cache_total_s": gen.no_cache_total_s(e),
                            "time_s": gen.total_s(e)} for e in (False, True)}
             rec.update(prompt=s, new=new, **figures[False])

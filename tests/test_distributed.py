@@ -338,10 +338,11 @@ def test_chunked_prefill_takes_no_layout(run):
     assert result.exit_code == 2 and "--chunk (chunked prefill) runs on one GPU" in result.output
 
 
-def test_generate_runs_on_one_tensor_parallel_group(run):
+@pytest.mark.parametrize("layout", [("--pp", "2"), ("--tp", "2", "--dp", "2")])
+def test_generate_runs_on_one_tensor_parallel_group_or_data_parallel_gpus(run, layout):
     result = run("time", "llama-2-7b", "--hardware", "h100", "--mode", "generate", "--prompt", "10", "--new", "2",
-                 "--pp", "2")
-    assert result.exit_code == 2 and "generate runs on one tensor-parallel group (--tp)" in result.output
+                 *layout)
+    assert result.exit_code == 2 and "generate runs on one tensor-parallel group (--tp" in result.output
 
 
 # --- context parallelism -------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_bundled, load_text
 from llmcalc.analysis.perf.hardware import load_hardware
-from llmcalc.analysis.perf.roofline import decode_sums, roofline
+from llmcalc.analysis.perf.roofline import decode_sums, generate, roofline
 from llmcalc.analysis.spec import Layout, RunSpec
 
 pytestmark = pytest.mark.unit
@@ -641,6 +641,33 @@ def test_generate_on_tp_sums_the_parallel_steps_in_closed_form(name, tp, prompt,
     assert g.expected_no_cache_s - local[3] == pytest.approx(loops["prefill"][3], rel=1e-9, abs=0)
 
 
+@pytest.mark.parametrize("name, dp, ep, prompt, new", [
+    ("qwen3-30b-a3b", 2, 2, 1, 12),  # a GPU's 64 experts all read from the fourth token of a no-cache pass on
+    ("mixtral-8x7b", 4, 4, 30, 9),
+    ("llama-3.1-8b", 3, 1, 5, 7),  # data-parallel replicas alone: one GPU's generation, no collective
+])
+def test_generate_on_data_parallel_gpus_sums_the_expert_parallel_steps(name, dp, ep, prompt, new):
+    """SGLang's and vLLM's MoE serving (--dp --ep): each GPU its own batch through the whole attention and the
+    experts it holds, each pass's dispatch and combine an all-to-all over ep; the closed form equals the loop
+    of passes as on tp."""
+    cfg, hw = load_bundled(name), load_hardware("h100")
+    layout = Layout(dp=dp, ep=ep)
+    pg = generate_parallel(cfg, RunSpec("prefill", prompt, 2, layout=layout), hw, prompt, new)
+    g = pg.generation
+    for mode, sent, ideal, expected in (("decode", pg.decode_sent, g.decode_s, g.expected_decode_s),
+                                        ("prefill", pg.no_cache_sent, g.no_cache_s, g.expected_no_cache_s)):
+        passes = [one_pass(cfg, RunSpec(mode, prompt + k, 2, layout=layout), hw) for k in range(1, new)]
+        assert sent == sum(p.sent for p in passes)
+        assert ideal == pytest.approx(sum(p.compute.time_s + p.communication_s for p in passes), rel=1e-9, abs=0)
+        assert expected == pytest.approx(sum(p.compute.expected_s + p.expected_communication_s for p in passes),
+                                         rel=1e-4 if mode == "decode" else 1e-2, abs=0)
+    kinds = {(c.what, c.kind, c.group) for c in pg.decode.collectives}
+    assert kinds == ({("ep dispatch and combine", "all-to-all", "ep")} if ep > 1 else set())
+    if ep == 1:  # a replica is one GPU's generation
+        alone = generate(cfg, RunSpec("prefill", prompt, 2), hw, prompt, new)
+        assert (g.decode_s, g.expected_decode_s) == (alone.decode_s, alone.expected_decode_s)
+
+
 def test_several_generations_on_tp_are_titled_per_gpu(run):
     out = run("time", "llama-2-7b", "--hardware", "h100", "--mode", "generate", "--prompt", "64", "--new", "4",
               "--tp", "2", "--batch", "1,8").stdout
@@ -654,7 +681,7 @@ def test_time_generate_on_tp_reports_the_communication(run):
     assert data["gpus"] == 8 and data["layout"]["tp"] == 8 and data["time_s"] == data["total_s"]
     assert comm["decode_sent"] == 199 * comm["step_sent"] > 0
     assert {(c["what"], c["kind"]) for c in comm["collectives"]} == {("tp region outputs", "all-reduce")}
-    assert "tensor-parallel communication" in run("time", "llama-2-7b", "--hardware", "a100-80gb", "--mode",
+    assert "communication (included above)" in run("time", "llama-2-7b", "--hardware", "a100-80gb", "--mode",
                                                   "generate", "--prompt", "5", "--new", "200", "--tp", "8").stdout
 
 

@@ -14,8 +14,13 @@ whole prefix), so their bytes are summed exactly from three steps
 expected: the alpha-beta model (:func:`analysis.perf.calibration.collective_s`), every call exposed,
 tensor parallelism being on the critical path, as :func:`.step.step` has it.
 
-Only ``tp``: gpt-fast generates on one tensor-parallel group; pipeline, context, data and expert
-parallel generation are refused.
+Or on data-parallel replicas (``dp``) whose routed experts may be dealt over ``ep`` of them, without ``tp``:
+the data-parallel attention and expert parallelism of SGLang's and vLLM's MoE serving (``--dp --ep``). Each
+GPU runs its own ``batch`` sequences through the whole attention and the experts it holds
+(:func:`.sharding.tp_local` of nothing; the pass of one GPU of an expert-parallel group,
+``count.flops.copies_read``), and a pass's collectives are the experts' dispatch and combine (all-to-all over
+``ep``), whose payloads follow the tokens of a pass as the all-reduces do. Pipeline and context parallel
+generation, and ``tp`` with ``dp``, are refused.
 """
 
 import dataclasses
@@ -75,14 +80,16 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
              eff: Efficiency = CALIBRATED) -> ParallelGeneration:
     """``prompt`` tokens, then ``new`` tokens per sequence, on the tensor-parallel layout of ``run``."""
     layout = run.layout
-    for name in ("pp", "cp", "dp", "ep"):
-        if getattr(layout, name) > 1:
+    for name in ("pp", "cp", "dp"):
+        if getattr(layout, name) > 1 and (name != "dp" or layout.tp > 1):
             raise SpecError(f"layout.{name}", f"{getattr(layout, name)}: generate runs on one tensor-parallel "
-                                              "group (--tp), as gpt-fast does")
+                                              "group (--tp, as gpt-fast does) or on data-parallel GPUs whose "
+                                              "experts --ep may deal out (--dp, as SGLang and vLLM serve MoE "
+                                              "models), not with --tp")
     run = run.replace(mode="prefill", seq=prompt, layout=dataclasses.replace(layout, micro_batches=1))
     decode = one_pass(cfg, run.replace(mode="decode", seq=prompt + 1, chunk=None), hw, eff)  # its rules first:
     first = one_pass(cfg, run, hw, eff)  # the prompt's are those of a prefill, which a length can fix
-    local = decode_sums(shard(cfg, layout.tp), run.replace(layout=Layout()), hw, prompt, new, eff)
+    local = decode_sums(shard(cfg, layout.tp), run.replace(layout=_local(layout)), hw, prompt, new, eff)
     sums = [_comm(cfg, run.replace(mode=mode, chunk=None), hw, prompt, new) for mode in ("decode", "prefill")]
     gen = Generation(new, first.compute, local[0] + sums[0][1], local[1] + sums[1][1], local[2] + sums[0][2],
                      local[3] + sums[1][2], first.communication_s, first.expected_communication_s)
@@ -93,11 +100,16 @@ def one_pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CAL
     """An inference pass of ``run`` (one micro-batch) on its tensor-parallel layout."""
     run = run.resolve(cfg)
     check_layout(cfg, run)
-    compute = roofline(shard(cfg, run.layout.tp), run.replace(layout=Layout()), hw, eff)
+    compute = roofline(shard(cfg, run.layout.tp), run.replace(layout=_local(run.layout)), hw, eff)
     cs = tuple(_collectives(cfg, run))
     links = [link(hw, run.layout, c.group) for c in cs]
     return Pass(run, compute, cs, tuple(c.sent / k.rate for c, k in zip(cs, links)),
                 tuple(collective_s(hw.calibration, c.calls, c.sent, k) for c, k in zip(cs, links)))
+
+
+def _local(layout: Layout) -> Layout:
+    """What one GPU's pass sees of ``layout``: nothing, or the experts it holds of an expert-parallel group."""
+    return Layout(dp=layout.ep, ep=layout.ep) if layout.ep > 1 else Layout()
 
 
 def _collectives(cfg: ModelConfig, run: RunSpec) -> list[Collective]:

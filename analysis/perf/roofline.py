@@ -318,13 +318,14 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
 
 def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int,
                 eff: Efficiency = CALIBRATED) -> tuple[float, float, float, float]:
-    """The ``new - 1`` decode steps after a prompt on one device, summed in closed form: ideal,
-    then without a KV cache (each step a prefill of the prefix), and the same two expected."""
+    """The ``new - 1`` decode steps after a prompt on one device (or one GPU of an expert-parallel group),
+    summed in closed form: ideal, then without a KV cache (each step a prefill of the prefix), and the same
+    two expected."""
     if new == 1:
         return 0.0, 0.0, 0.0, 0.0
     run = run.replace(mode="prefill", seq=prompt + 1, chunk=None).resolve(cfg)
     peaks, (lo, hi) = _peaks(cfg, run, hw), (prompt + 1, prompt + new - 1)
-    starts = splits(thresholds(cfg, run.batch, hi))
+    starts = splits(thresholds(cfg, run.batch, hi, run.layout.ep))
     # a piece's passes take its middle pass's calibrated rates; a no-cache pass's GEMM rows grow with the
     # context (a decode step's are the batch, but eager MLA's kv_b over the keys), and their rates with them:
     # its pieces split at each doubling

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 
 from ..model.architecture import build
 from ..model.config import ModelConfig
+from ..model.ffn import ROUTED_EXPERTS
 from ..model.sizes import DTYPE_BITS
 from ..spec import RunSpec
 
@@ -30,9 +31,9 @@ Rates = tuple[float, float, float]  # matmul FLOP/s, elementwise FLOP/s, bytes/s
 ZERO = (0, 0, 0)
 
 
-def thresholds(cfg: ModelConfig, batch: int, top: int) -> set[int]:
+def thresholds(cfg: ModelConfig, batch: int, top: int, ep: int = 1) -> set[int]:
     """Positions up to ``top`` near which a pass's counts change form: splitting there leaves
-    polynomial pieces."""
+    polynomial pieces (``ep``: on a GPU of an expert-parallel group, which holds ``1/ep`` of the experts)."""
     points = set()
     for _, block in build(cfg).blocks:
         spec = block.spec
@@ -48,7 +49,7 @@ def thresholds(cfg: ModelConfig, batch: int, top: int) -> set[int]:
             points.add(0)
         for m in block.linears():  # a mixture of experts reads all its experts from this many tokens on
             if m.active != m.copies:
-                points.add(-(-m.copies // (batch * m.active)))
+                points.add(-(-(m.copies // ep if m.key == ROUTED_EXPERTS else m.copies) // (batch * m.active)))
     return points
 
 
