@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from .errors import SpecError, brief
 from .model.architecture import build
 from .model.config import ModelConfig
-from .model.formats import FORMATS, WEIGHT_FORMATS, fp8_weights, quantized
+from .model.formats import FORMATS, FP8_SCALES, WEIGHT_FORMATS, fp8_weights, quantized
 from .model.sizes import COMPUTE_DTYPES, DTYPE_BITS, FLOAT_DTYPES, MAX_INT
 
 MODES = ("train", "prefill", "decode")
@@ -379,7 +379,8 @@ class RunSpec:
         return dataclasses.replace(
             self, seq=seq, text=text, image_size=image_size, dtype=dtype,
             matmul_dtype="fp8" if fp8 else self.matmul_dtype or dtype, weights_dtype=weights,
-            fp8_scaling=self.fp8_scaling or ("tensorwise" if fp8 else None),
+            fp8_scaling=self.fp8_scaling or (None if not fp8 else "tensorwise" if train
+                                             else FP8_SCALES.get(weights, "tensorwise")),
             kv_dtype=self.kv_dtype or (None if train else dtype),
             grad_dtype=self.grad_dtype or (dtype if train else None),
             state_dtype=self.state_dtype or (None if train else self.kv_dtype or dtype))

@@ -105,6 +105,8 @@ def kvcache(
             served = cache_budget(cfg, run, budget)
             item.update(budget=budget, weights_dtype=run.weights_dtype, weights_bytes=served.weights,
                         max_batch=served.max_batch, max_tokens=served.max_tokens)
+            if layout.pp > 1:  # the weights and tokens are those of the stage that fits the fewest
+                item["budget_stage"] = served.stage
             row += [fmt_bytes(served.weights) + f" ({run.weights_dtype})",
                     count(served.max_batch) if served.weights_fit else "weights do not fit",
                     count(served.max_tokens) if served.weights_fit and served.max_tokens is not None else "-"]
@@ -126,6 +128,9 @@ def kvcache(
     if budget is not None:
         title += f"; budget {iec(budget)} = {count(budget)} bytes"
     blocks: list = [Table(cols, [rows], title)]
+    if budget is not None and layout.pp > 1:
+        blocks.append("weights and max tokens: a GPU's of the pipeline stage that fits the fewest tokens "
+                      "(the JSON's budget_stage); the cache columns: the stage holding the most")
     if groups:
         blocks.append(Table([text_col("layers", key=True), *key_cols, Col("cached tokens"),
                              Col("bytes/token per layer"), Col("per layer"), Col("all its layers")],

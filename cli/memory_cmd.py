@@ -67,7 +67,7 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
     if not run.layout.trivial:
         lay = run.layout
         out.update(gpus=lay.gpus, layout={**dataclasses.asdict(lay), "micro_batches": lay.steps},
-                   stage=m.stage, stage_totals=list(m.stage_totals))
+                   stage=m.stage, peak_stage=m.peak_stage, stage_totals=list(m.stage_totals))
         if mode == "train":
             out["activation_components"] = m.activation_components
         return out
@@ -115,15 +115,15 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
         b = m["budget"]
         room = f"yes, {fmt(b['free'])} free" if b["fits"] else f"no, {fmt(-b['free'])} over"
         largest = count(b["max_batch"]) if b["max_batch"] else "none (not even 1)"
-        blocks.append(f"fits in {_budget_label(b)}: {room}; the largest batch that fits: {largest}")
+        peak = f" (the peak GPU, stage {m['peak_stage']})" if m.get("stage", 0) != m.get("peak_stage", 0) else ""
+        blocks.append(f"fits in {_budget_label(b)}{peak}: {room}; the largest batch that fits: {largest}")
     if "layout" in m:
         lay = m["layout"]
         if lay["pp"] > 1:
-            totals = m["stage_totals"]
-            peak = max(range(len(totals)), key=totals.__getitem__)
+            peak = m["peak_stage"]
             shown = "" if m["stage"] == peak else f"the figures are a GPU's of stage {m['stage']} (--stage); "
             blocks.append(f"{shown}the peak GPU is on pipeline stage {peak} of 0-{lay['pp'] - 1}; one GPU's total "
-                          "by stage: " + ", ".join(fmt(t) for t in totals))
+                          "by stage: " + ", ".join(fmt(t) for t in m["stage_totals"]))
         if m["mode"] == "train" and lay["pp"] > 1 and lay["vpp"] > 1:
             blocks.append(f"interleaved 1F1B, {lay['vpp']} model chunks a stage: each stage keeps the activations "
                           "of the chunks Megatron-LM's schedule has in flight (docs: Parallelism)")

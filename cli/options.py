@@ -45,14 +45,14 @@ def shown(value: str) -> str:
 
 # -- readers of the values Typer has no type for ------------------------------------------------
 
-def whole(text: str | int) -> int:
-    """A whole number from 1 to 2^53 (``128k`` = 131,072)."""
+def whole(text: str | int, least: int = 1) -> int:
+    """A whole number from ``least`` to 2^53 (``128k`` = 131,072)."""
     try:
         value = numbers.count(str(text))  # an int: the option's default
     except numbers.NumberError as exc:
         raise typer.BadParameter(f"{exc}, got {shown(str(text))}") from None
-    if value < 1:
-        raise typer.BadParameter(f"must be >= 1, got {value}")
+    if value < least:
+        raise typer.BadParameter(f"must be >= {least}, got {value}")
     if value > MAX_INT:
         raise typer.BadParameter(f"must be <= 2^53 = {MAX_INT:,}, got {shorten(str(value))}")
     return value
@@ -202,7 +202,7 @@ Pp = Annotated[int, _count_option("--pp", "Pipeline stages (1F1B); figures are t
 Vpp = Annotated[int, _count_option("--vpp", "train: model chunks per pipeline stage (interleaved 1F1B, Megatron's "
                                    "virtual pipeline stages); the micro-batches must be a multiple of --pp.", LAYOUT)]
 Stage = Annotated[Optional[int], typer.Option(
-    "--stage", min=0, metavar="S", rich_help_panel=LAYOUT,
+    "--stage", parser=lambda text: whole(text, 0), metavar="S", rich_help_panel=LAYOUT,
     help="memory: the figures of a GPU of pipeline stage S (0 to --pp - 1) instead of the peak one's.")]
 Dp = Annotated[int, _count_option("--dp", "Data-parallel GPUs; --batch is each GPU's micro-batch.", LAYOUT)]
 Ep = Annotated[int, _count_option("--ep", "Expert-parallel GPUs, out of the data-parallel ones (MoE).", LAYOUT)]

@@ -19,6 +19,7 @@ from ..analysis.count.flops import FAMILIES, count_flops, family
 from ..analysis.count.kvcache import kv_cache
 from ..analysis.count.memory import MEMORY_MODES, PARTS
 from ..analysis.model.config import ModelConfig
+from ..analysis.perf.float8 import serving
 from ..analysis.perf.hardware import Hardware, load_hardware
 from ..analysis.perf.roofline import roofline
 from ..analysis.spec import ATTENTION_IMPLS, MODES, RunSpec
@@ -176,14 +177,15 @@ def _roofline(fig: Figure, cfgs: list[ModelConfig], seqs: Optional[Counts], run:
         s = _one_seq(cfg, seqs)
         points = []
         for mode, marker in ROOFLINE_MODES.items():
-            r = roofline(cfg, run.replace(mode=mode, seq=s), hw)
+            r = roofline(cfg, serving(cfg, run.replace(mode=mode, seq=s), hw), hw)  # fp8 weights: as time runs them
             points += [(c.intensity, c.flops_per_s, family(k), marker)
                        for k, c in r.components.items() if c.intensity]
-        dtype = r.run.dtype
+        dtype, matmuls = r.run.dtype, r.run.matmul_dtype
         lo = min(p[0] for p in points) / 4
-        hi = max(max(p[0] for p in points) * 4, 4 * hw.ridge(dtype))
+        hi = max(max(p[0] for p in points) * 4, 4 * hw.ridge(matmuls))
         x = np.geomspace(lo, hi, 200)
-        for peak_dtype, style in ((dtype, "-"), ("fp32", "--")):  # the roofline needs both peaks
+        roofs = ((dtype, "-"), ("fp32", "--")) + (((matmuls, ":"),) if matmuls != dtype else ())
+        for peak_dtype, style in roofs:  # the roofline needs every peak its points run at
             ax.plot(x, [hw.attainable(peak_dtype, i) for i in x], color="black",
                     linestyle=style, linewidth=1.2, label=f"roof, {peak_dtype}")
         for intensity, rate, fam, marker in points:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
 import typer
 
-from ..analysis.cluster.memory import memory
+from ..analysis.cluster.memory import generation_memory, memory
 from ..analysis.count.flops import mla_absorbed
 from ..analysis.model.config import ModelConfig
 from ..analysis.perf.calibration import IDEAL, Efficiency
@@ -149,14 +149,15 @@ def _breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, r: Roofline) -> Report
     gpus = f"{rec['gpus']:,} x " if "gpus" in rec else ""
     title = (f"{cfg.name} on {gpus}{hw.name}: {what}, batch {count(run.batch)}, {dtypes_tag(run)}, {run.attention} "
              "attention" + (", MLA absorbed" if mla_absorbed(cfg, run) else "")
-             + (f", {run.layout.describe()}" if gpus else "")
+             + (f", {Layout(**rec['layout']).describe()}: one GPU's FLOPs and bytes" if gpus else "")
              + (f", chunks of {count(run.chunk)}" if run.chunk else "") + lora_tag(rec.get("lora")))
     table = Table([text_col("component", key=True), Col("FLOPs"), Col("bytes"), Col("FLOP/B"), Col("expected"),
                    text_col("bound"), Col("share"), Col("ideal"), text_col("ideal bound")], [rows], title,
                   footer=["total", si(r.flops, "FLOP"), iec(r.bytes), f"{r.intensity:,.1f}",
                           seconds(total), r.expected_bound, "100.0%", seconds(r.time_s), r.bound])
     blocks: list = [table, *_notes(cfg, hw, rec, r.run)]
-    csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch"), **_generation_csv(rec), "component": k,
+    csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch", "memory_bytes"), **_generation_csv(rec),
+            "component": k,
             **{f: v for f, v in c.items() if f != "intensity"}} for k, c in rec["components"].items()]
     return Report(rec, csv, blocks)
 
@@ -201,7 +202,7 @@ def _notes(cfg: ModelConfig, hw: Hardware, rec: dict, run: RunSpec) -> list[str]
                   f"without a KV cache (each step recomputes the prefix): {seconds(exp['no_cache_total_s'])}, "
                   f"{exp['no_cache_total_s'] / exp['total_s']:,.1f}x longer"]
     comm = rec.get("communication")
-    if comm:
+    if comm and comm["collectives"]:  # data-parallel replicas alone communicate nothing
         kinds = ", ".join(f"{count(c['calls'])} x {c['kind']} ({c['what']})" for c in comm["collectives"])
         lines.append("communication (included above): prefill "
                      f"{seconds(comm['expected']['prefill_s'])} "
@@ -302,7 +303,7 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
              "communication partly hidden by the compute it runs beside; ideal: peak links, hidden by all of "
              "that compute",
              *_notes(cfg, hw, rec, run)]
-    csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s"),
+    csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s", "memory_bytes"),
             **{f"layout.{k}": v for k, v in rec["layout"].items()}, "part": k, "part_s": v,
             "expected_part_s": exp["parts_s"][k]} for k, v in rec["parts_s"].items()]
     return Report(rec, csv, [parts, comm, *lines])
@@ -431,7 +432,8 @@ def time_command(
                             st.run.layout.gpus)
             records.append(step_json(cfg, hw, mode, st, eff, u if train else None, measured is not None, run_tokens))
             shown_runs.append((cfg, st))
-            needs.append((st.run,))
+            records[-1]["memory_bytes"] = memory(cfg, st.run).total
+            needs.append(st.run)
             continue
         spec = spec.replace(layout=layouts[b])
         if generating and parallel:
@@ -446,9 +448,8 @@ def time_command(
             r = prefill(cfg, spec, hw, eff) if mode == "prefill" else roofline(cfg, spec, hw, eff)
         rec = time_json(cfg, hw, mode, r, eff)
         if generating:
-            sequences = b * spec.layout.dp  # data-parallel GPUs: each its own batch
-            figures = {e: {"ttft_s": gen.ttft_s(e), "tpot_s": gen.tpot_s(e),
-                           "tokens_per_s": gen.tokens_per_s(sequences, e),
+            per_s = pg.tokens_per_s if parallel else gen.tokens_per_s  # over every data-parallel GPU's batch
+            figures = {e: {"ttft_s": gen.ttft_s(e), "tpot_s": gen.tpot_s(e), "tokens_per_s": per_s(b, e),
                            "total_s": gen.total_s(e), "no_cache_total_s": gen.no_cache_total_s(e),
                            "time_s": gen.total_s(e)} for e in (False, True)}
             rec.update(prompt=s, new=new, **figures[False])
@@ -460,8 +461,9 @@ def time_command(
                                     run_tokens, rec["expected"], r.run.tokens / r.expected_s))
         records.append(rec)
         shown_runs.append((cfg, r))
-        needs.append((spec, spec.replace(mode="decode", seq=s + new)) if generating else (spec,))  # prefill, last step
-    _check_memory(hw, records, [cfg for cfg, _ in shown_runs], needs)
+        rec["memory_bytes"] = generation_memory(cfg, spec, s, new) if generating else memory(cfg, spec).total
+        needs.append(spec)
+    _check_memory(hw, records, needs)
     if measured is not None:
         for cfg, ran in shown_runs:  # a roofline, or a step on a layout: the ideal's throughput over its GPUs
             if measured > ran.tokens_per_s:
@@ -476,17 +478,12 @@ def time_command(
     emit(side_by_side(records, one_or_list(records, models), hw, mode, batch), fmt)
 
 
-def _check_memory(hw: Hardware, records: list[dict], cfgs: list[ModelConfig],
-                  runs: list[tuple[RunSpec, ...]]) -> None:
-    """Each record's ``memory_bytes``: what its GPU holds at its peak (the peak GPU under a layout; a generation's
-    larger of its prefill and its last decode step), as `llmcalc memory` sizes each; a warning where that exceeds
-    the hardware's memory, since the time of a run that cannot start means nothing without it (several rows: one
+def _check_memory(hw: Hardware, records: list[dict], runs: list[RunSpec]) -> None:
+    """A warning where a record's ``memory_bytes`` (what its GPU holds at its peak, the peak GPU under a layout, as
+    the memory function sizes it: :func:`analysis.cluster.memory.generation_memory` for a generation) exceeds the
+    hardware's memory, since the time of a run that cannot start means nothing without it (several rows: one
     warning, the tables' memory column)."""
-    over = []
-    for rec, cfg, passes in zip(records, cfgs, runs):
-        rec["memory_bytes"] = max(memory(cfg, run).total for run in passes)
-        if rec["memory_bytes"] > hw.memory:
-            over.append((rec, passes[0]))
+    over = [(rec, run) for rec, run in zip(records, runs) if rec["memory_bytes"] > hw.memory]
     capacity = f"the {hw.name}'s {iec(hw.memory)}"
     if len(records) == 1 and over:
         rec, run = over[0]

@@ -310,3 +310,34 @@ def test_a_layouts_budget_is_each_gpus(run):
     assert served["max_tokens"] == (80 * 10**9 - sized["weights"]) // (80 * 2 * 128 * 2)
     fitted = json.loads(run("memory", *args, "--mode", "inference", "--budget", "80GB", "--json").stdout)
     assert served["max_batch"] == fitted["budget"]["max_batch"]
+
+
+def test_a_pipelines_budget_is_its_tightest_stages(run):
+    """Llama 3.1 70B at --tp 2 --pp 3 in 80 GiB a GPU: each stage's GPUs hold (80 GiB - their weights) //
+    (their layers x K and V of 4 KV heads of 128 in bf16) tokens; the fewest are reported, with that stage."""
+    from llmcalc.analysis.cluster.sharding import stages
+    from llmcalc.analysis.spec import Layout
+
+    args = ("llama-3.1-70b", "--seq", "8192", "--tp", "2", "--pp", "3")
+    layers = [len(s) for s in stages(load_bundled("llama-3.1-70b"), Layout(pp=3))]
+    weights = [json.loads(run("memory", *args, "--mode", "inference", "--stage", str(s), "--json").stdout)["weights"]
+               for s in range(3)]
+    tokens = [(80 * 2**30 - w) // (n * 2 * 4 * 128 * 2) for w, n in zip(weights, layers)]
+    served = json.loads(run("kvcache", *args, "--budget", "80GiB", "--json").stdout)
+    stage = tokens.index(min(tokens))
+    assert (served["max_tokens"], served["budget_stage"], served["weights_bytes"]) == (min(tokens), stage,
+                                                                                     weights[stage])
+
+
+def test_data_parallel_gpus_keep_their_own_cache_and_experts_shrink_the_weights(run):
+    """--dp leaves a GPU's cache that of its own batch; --ep deals Mixtral's 8 experts out, so the tokens that fit
+    beside a GPU's weights grow (32 layers x K and V of 8 KV heads of 128 in bf16 a token)."""
+    one = json.loads(run("kvcache", "mixtral-8x7b", "--seq", "4096", "--batch", "4", "--budget", "80GB",
+                         "--json").stdout)
+    split = json.loads(run("kvcache", "mixtral-8x7b", "--seq", "4096", "--batch", "4", "--budget", "80GB", "--dp", "4",
+                           "--ep", "4", "--json").stdout)
+    assert split["bytes"] == one["bytes"] == 32 * 4 * 4096 * 2 * 8 * 128 * 2
+    held = json.loads(run("memory", "mixtral-8x7b", "--mode", "inference", "--seq", "4096", "--dp", "4", "--ep", "4",
+                          "--json").stdout)["weights"]
+    assert split["weights_bytes"] == held < one["weights_bytes"]
+    assert split["max_tokens"] == (80 * 10**9 - held) // (32 * 2 * 8 * 128 * 2)

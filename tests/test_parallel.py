@@ -878,3 +878,17 @@ def test_memory_names_the_stage_it_shows(run):
     assert last["stage_totals"] == peak["stage_totals"]
     past = run("memory", *args, "--stage", "2")
     assert (past.exit_code, past.stderr) == (2, "Error: --stage 2: the layout has 2 pipeline stages, 0 to 1\n")
+
+
+def test_time_generate_on_data_parallel_gpus_counts_every_gpus_sequences(run):
+    args = ("qwen3-30b-a3b", "--hardware", "h100", "--mode", "generate", "--prompt", "100", "--new", "50", "--dp", "4",
+            "--ep", "2", "--batch", "8")
+    data = json.loads(run("time", *args, "--json").stdout)
+    assert data["tokens_per_s"] == 4 * 8 * 50 / data["total_s"]
+    assert data["expected"]["tokens_per_s"] == 4 * 8 * 50 / data["expected"]["total_s"]
+    out = run("time", *args).stdout
+    assert out.splitlines()[0].endswith("dp 4, ep 2: one GPU's FLOPs and bytes")
+    assert "50 new tokens x batch 8 on each of 4 data-parallel GPUs" in out
+    replicas = run("time", "llama-3.1-8b", "--hardware", "h100", "--mode", "generate", "--prompt", "100", "--new",
+                   "50", "--dp", "4").stdout
+    assert "communication" not in replicas  # replicas alone send nothing

@@ -377,6 +377,7 @@ def same_generation(cfg, run, prompt, new, hw=H100):
     ("llama-4-scout", 8150, 100, 17000, 1000),  # chunked layers: 8,192-token chunks crossed
     ("mixtral-8x7b", 1, 60, 3000, 7),  # MoE: every expert read from the fourth token on
     ("deepseek-v3", 3, 40, 2000, 129),  # MLA and MoE
+    ("deepseek-v3", 3, 4, 7, 1),  # one-token chunks: decompressed on the first, absorbed on the rest
     ("glm-5", 2000, 60, 4100, 999),  # DSA: each query's keys capped at its top-k (2,048) in both ranges
     ("gpt2-small", 1, 300, 1000, 100),  # learned positions
     ("qwen3-next-80b-a3b", 100, 40, 3000, 333),  # Gated DeltaNet: the no-cache passes cross a 64-token chunk
@@ -890,11 +891,14 @@ def test_a_generation_needs_the_larger_of_its_prefill_and_its_last_step(run, att
 
 
 def test_time_warns_where_the_gpu_cannot_hold_the_run(run):
-    one = run("time", "deepseek-v3.2", "--hardware", "h100", "--mode", "decode", "--seq", "32768", "--tp", "8",
-              "--batch", "32")
-    assert one.exit_code == 0
-    assert one.stderr == ("Warning: deepseek-v3.2 at --seq 32,768, batch 32: the peak GPU needs 243.38 GiB, more than "
-                          "the h100's 74.51 GiB (llmcalc memory gives the parts); timed as if it fit\n")
+    from llmcalc.cli.format import iec
+
+    args = ("deepseek-v3.2", "--seq", "32768", "--tp", "8", "--batch", "32")
+    one = run("time", *args, "--hardware", "h100", "--mode", "prefill")
+    need = json.loads(run("memory", *args, "--mode", "inference", "--json").stdout)["total"]
+    assert one.exit_code == 0 and need > 80 * 10**9  # the h100's 80 GB
+    assert one.stderr == (f"Warning: deepseek-v3.2 at --seq 32,768, batch 32: the peak GPU needs {iec(need)}, more "
+                          "than the h100's 74.51 GiB (llmcalc memory gives the parts); timed as if it fit\n")
     rows = run("time", "mistral-7b", "llama-2-7b", "--hardware", "h100", "--mode", "decode", "--seq", "4096",
                "--batch", "1,64", "--json")
     needs = [r["memory_bytes"] for r in json.loads(rows.stdout)]
@@ -927,8 +931,10 @@ def test_inference_on_fp8_weights_runs_fp8_matmuls_where_the_gpu_has_them(run, w
     assert q["compute_s"] == pytest.approx(q["matmul_flops"] / FP8 + q["elementwise_flops"] / FP32, rel=1e-12)
     ampere = _timed(run, *args, "--hardware", "a100-80gb")
     assert ampere == _timed(run, *args, "--hardware", "a100-80gb", "--dtype", "bf16")
-    trained = _timed(run, "qwen3-30b-a3b", "--mode", "train", "--seq", "2048", "--hardware", "h100")
-    assert trained["matmul_dtype"] == "bf16"
+    # training on an fp8 base (LoRA): the bf16 matmuls of --dtype's default, whatever the weights
+    trained = _timed(run, "qwen3-8b", "--mode", "train", "--seq", "2048", "--hardware", "h100", "--lora-rank", "16",
+                     "--weights-dtype", weights)
+    assert (trained["matmul_dtype"], trained["fp8_scaling"]) == ("bf16", None)
 
 
 def test_an_fp8_checkpoint_is_served_with_fp8_matmuls(run, tmp_path):

@@ -70,6 +70,10 @@ class ParallelGeneration(NamedTuple):
     decode_sent: int  # bytes one GPU sends over the new - 1 decode steps
     no_cache_sent: int  # over the same steps without a KV cache
 
+    def tokens_per_s(self, batch: int, expected: bool) -> float:
+        """New tokens a second over every GPU: each data-parallel GPU generates for its own ``batch`` sequences."""
+        return self.generation.tokens_per_s(batch * self.decode.run.layout.dp, expected)
+
 
 def shard(cfg: ModelConfig, tp: int) -> ModelConfig:
     """The model one GPU runs: its tensor-parallel shard of the layers, the whole vocabulary."""
@@ -80,12 +84,15 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
              eff: Efficiency = CALIBRATED) -> ParallelGeneration:
     """``prompt`` tokens, then ``new`` tokens per sequence, on the tensor-parallel layout of ``run``."""
     layout = run.layout
-    for name in ("pp", "cp", "dp"):
-        if getattr(layout, name) > 1 and (name != "dp" or layout.tp > 1):
-            raise SpecError(f"layout.{name}", f"{getattr(layout, name)}: generate runs on one tensor-parallel "
-                                              "group (--tp, as gpt-fast does) or on data-parallel GPUs whose "
-                                              "experts --ep may deal out (--dp, as SGLang and vLLM serve MoE "
-                                              "models), not with --tp")
+    for name in ("pp", "cp"):
+        if getattr(layout, name) > 1:
+            raise SpecError(f"layout.{name}", f"{getattr(layout, name)}: generate runs on one tensor-parallel group "
+                                              "or on data-parallel GPUs, without pipeline stages or context "
+                                              "parallelism")
+    if layout.dp > 1 and layout.tp > 1:
+        raise SpecError("layout.dp", f"{layout.dp} with tp {layout.tp}: generate runs on one tensor-parallel group "
+                                     "(--tp, as gpt-fast does) or on data-parallel GPUs whose experts --ep may deal "
+                                     "out (--dp, as SGLang and vLLM serve MoE models), not both")
     run = run.replace(mode="prefill", seq=prompt, layout=dataclasses.replace(layout, micro_batches=1))
     decode = one_pass(cfg, run.replace(mode="decode", seq=prompt + 1, chunk=None), hw, eff)  # its rules first:
     first = one_pass(cfg, run, hw, eff)  # the prompt's are those of a prefill, which a length can fix

@@ -129,10 +129,24 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = Non
         totals = [state[s] + attention + sum(c.kept * c.total for c in saves[s]) for s in range(pp)]
         shown = max(range(pp), key=totals.__getitem__) if stage is None else stage
         return _stage_memory(cfg, run, shown, saved(saves[shown]), 0)._replace(stage_totals=tuple(totals))
-    kv = stage_kv_bytes(cfg, run)
-    reports = [_stage_memory(cfg, run, s, {}, kv[s]) for s in range(pp)]
+    reports = _inference_stages(cfg, run)
     shown_report = max(reports, key=lambda m: m.total) if stage is None else reports[stage]
     return shown_report._replace(stage_totals=tuple(m.total for m in reports))
+
+
+def _inference_stages(cfg: ModelConfig, run: RunSpec) -> list[MemoryReport]:
+    """Every stage's report of an inference ``run`` (resolved, its layout checked)."""
+    if run.layout.trivial:
+        return [device_memory(cfg, run)]
+    kv = stage_kv_bytes(cfg, run)
+    return [_stage_memory(cfg, run, s, {}, kv[s]) for s in range(run.layout.pp)]
+
+
+def generation_memory(cfg: ModelConfig, run: RunSpec, prompt: int, new: int) -> int:
+    """What a generation of ``new`` tokens after a ``prompt`` needs of the GPU that needs the most: the larger
+    of its prompt's prefill and its last decode step (the cache of ``prompt + new`` tokens)."""
+    return max(memory(cfg, run.replace(mode="prefill", seq=prompt)).total,
+               memory(cfg, run.replace(mode="decode", seq=prompt + new, chunk=None)).total)
 
 
 class Fit(NamedTuple):
@@ -169,9 +183,10 @@ def fit(cfg: ModelConfig, run: RunSpec, budget: int) -> Fit:
 
 class CacheBudget(NamedTuple):
     budget: int  # bytes of one GPU's memory
-    weights: int  # the weights' bytes, what the cache shares the budget with
+    weights: int  # the weights' bytes, what the cache shares the budget with (on ``stage``'s GPUs)
     max_batch: int  # fit's: the largest batch whose inference memory fits
     max_tokens: int | None  # cached tokens (every layer's entry each) beside the weights; None: none cached per token
+    stage: int = 0  # the pipeline stage whose GPUs fit the fewest tokens
 
     @property
     def weights_fit(self) -> bool:
@@ -188,13 +203,15 @@ def cache_budget(cfg: ModelConfig, run: RunSpec, budget: int) -> CacheBudget:
     of each, the last sequence cut short. Under a layout, a GPU's weights and cache on each pipeline stage,
     and the stage that fits the fewest tokens (its weights reported)."""
     serving, resolved = run.replace(mode="prefill"), run.resolve(cfg)
-    stages = []
-    for stage in range(resolved.layout.pp):
-        weights = memory(cfg, serving, stage=stage).parts["weights"]
-        stages.append((_cached_tokens(stage_kv_cache(cfg, resolved, stage), max(budget - weights, 0)), weights))
-    limited = [s for s in stages if s[0] is not None]  # a stage of recurrent layers alone caches no token
-    tokens, weights = min(limited) if limited else (None, max(w for _, w in stages))
-    return CacheBudget(budget, weights, fit(cfg, serving, budget).max_batch, tokens)
+    check_arguments(cfg, serving)
+    serving.no_images()
+    if not resolved.layout.trivial:
+        check_layout(cfg, resolved)
+    weights = [r.parts["weights"] for r in _inference_stages(cfg, serving.resolve(cfg))]
+    stages = [(_cached_tokens(stage_kv_cache(cfg, resolved, s), max(budget - w, 0)), s) for s, w in enumerate(weights)]
+    limited = [t for t in stages if t[0] is not None]  # a stage of recurrent layers alone caches no token
+    tokens, stage = min(limited) if limited else (None, max(range(len(weights)), key=weights.__getitem__))
+    return CacheBudget(budget, weights[stage], fit(cfg, serving, budget).max_batch, tokens, stage)
 
 
 def _cached_tokens(cache: KVCache, free: int) -> int | None:

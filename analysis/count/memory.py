@@ -126,6 +126,12 @@ class MemoryReport(NamedTuple):
     def total(self) -> int:
         return sum(self.parts.values())
 
+    @property
+    def peak_stage(self) -> int:
+        """The pipeline stage of the GPU that needs the most (0 on one GPU)."""
+        totals = self.stage_totals
+        return max(range(len(totals)), key=totals.__getitem__) if totals else 0
+
 
 def device_memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
     """Bytes by part (PARTS) for a training step or an inference run of one model replica on one

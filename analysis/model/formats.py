@@ -138,6 +138,11 @@ def fp8_weights(weights: str) -> bool:
     return weights == "fp8" or weights.startswith("fp8-")
 
 
+# the scales an inference's fp8 matmuls take on fp8 weights, as the engines quantize each input: per tensor, or
+# per token (a channel's scales, CUTLASS's rowwise GEMM) and per token group of 128 (blocks: priced as rowwise)
+FP8_SCALES = {"fp8": "tensorwise", "fp8-tensor": "tensorwise", "fp8-channel": "rowwise", "fp8-block": "rowwise"}
+
+
 def quantized(key: str, skip: tuple[str, ...]) -> bool:
     """Whether a linear of breakdown key ``key`` is quantized when ``skip`` is kept."""
     return not any(key == s or key.startswith(s + "/") for s in skip)

@@ -19,7 +19,8 @@ swaps in) and TransformerEngine run it.
   gradient is scaled along both axes, which no kernel fuses: written in fp8 and as a transposed bf16
   copy, which a second kernel reads and writes in fp8 (6 bytes a value, training); a weight is read,
   cast, transposed and cast again (``4 x`` its bytes ``+ 2``). Inference casts each input once
-  (read, written in fp8), once however many linears read it (q, k and v; gate and up; MLA's q_a and kv_a;
+  (read, written in fp8), once however many linears read it (q, k and v; gate and up; MLA's q_a and kv_a and
+  DSA's indexer's wk and weights_proj; q_b and the indexer's wq_b;
   a MoE layer's experts cast each token's input once, before it is routed, then each of their own
   activations), and each weight once. Weights already in fp8 (``--weights-dtype fp8`` or an
   fp8 format) are not cast. Full recomputation casts the forward's again, and so does per-op
@@ -61,19 +62,14 @@ CASTS = "float8/casts"  # the casts' component
 CAST_FLOPS = 3  # per value: abs, max (the amax), the multiply by the scale
 
 
-SERVING_SCALES = {"fp8": "tensorwise", "fp8-tensor": "tensorwise", "fp8-channel": "rowwise", "fp8-block": "rowwise"}
-
-
 def serving(cfg: ModelConfig, run: RunSpec, hw: Hardware) -> RunSpec:
     """``run`` with fp8 matmuls where an engine would run them on ``hw`` (module docstring: inference on fp8
-    weights, no ``dtype`` given, an fp8 peak), the scaling of its weights' format unless ``fp8_scaling`` is given;
-    else ``run`` unchanged."""
+    weights, no ``dtype`` given, an fp8 peak; their scales those of the weights' format,
+    :data:`~analysis.model.formats.FP8_SCALES`, as ``RunSpec.resolve`` gives them), else ``run`` unchanged."""
     if run.mode == "train" or run.dtype is not None or "fp8" not in hw.peak_flops:
         return run
     weights = run.replace(fp8_scaling=None).resolve(cfg).weights_dtype  # a checkpoint's own format, or the option's
-    if weights not in SERVING_SCALES:
-        return run
-    return run.replace(dtype="fp8", fp8_scaling=run.fp8_scaling or SERVING_SCALES[weights])
+    return run.replace(dtype="fp8") if fp8_weights(weights) else run
 
 
 def fp8_keys(cfg: ModelConfig) -> set[str]:
@@ -84,7 +80,9 @@ def fp8_keys(cfg: ModelConfig) -> set[str]:
 SHARED_INPUTS = (("attention/q", "attention/k", "attention/v"), ("mlp/gate", "mlp/up"))  # a region's input
 # inference casts each tensor once, however many linears read it: engines fuse those linears (qkv_proj,
 # gate_up_proj, MLA's fused_qkv_a_proj, a MoE's w13) and quantize their input once, as torch.compile's CSE does
-INFERENCE_SHARED = (*SHARED_INPUTS, ("attention/q_a", "attention/kv_a"))
+INFERENCE_SHARED = (*SHARED_INPUTS, ("attention/q_a", "attention/kv_a", "attention/indexer/wk",
+                                      "attention/indexer/weights_proj"),  # the layer's normed input
+                    ("attention/q_b", "attention/indexer/wq_b"))  # MLA's normed low-rank query (DSA's indexer)
 ROW_PARALLEL = ("attention/o", "mlp/down")  # their output gradients are sequence-sharded
 
 
