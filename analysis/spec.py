@@ -313,7 +313,7 @@ class RunSpec:
     image_size: int | None = None  # pixels a side (square); None: the tower's default resolution
     text: int | None = None  # set by resolve with images: the text tokens of seq, the rest are the images'
     matmul_dtype: str | None = None  # the layers' matmuls (None: the compute dtype; dtype fp8 sets fp8)
-    fp8_scaling: str | None = None  # fp8 matmuls: tensorwise | rowwise scales (torchao's recipes; None: tensorwise)
+    fp8_scaling: str | None = None  # fp8 matmuls: tensorwise | rowwise scales (None: tensorwise, fp8 weights' own)
     grad_dtype: str | None = None  # training: gradients held and reduced in it (None: the compute dtype)
 
     def __post_init__(self) -> None:
@@ -350,7 +350,8 @@ class RunSpec:
         if refusal is not None:
             raise SpecError("recompute", refusal)
         if self.fp8_scaling is not None and not fp8:
-            raise SpecError("fp8_scaling", f"{self.fp8_scaling} scales fp8 matmuls: it needs --dtype fp8")
+            raise SpecError("fp8_scaling", f"{self.fp8_scaling} scales fp8 matmuls, which this run has none of "
+                                           "(--dtype fp8, or an inference on fp8 weights on a GPU with an fp8 peak)")
         dtype = "bf16" if self.dtype == "fp8" else self.dtype or (
             "bf16" if train or cfg.dtype not in FLOAT_DTYPES else cfg.dtype)
         stored = not train or (self.lora is not None and cfg.dtype in WEIGHT_FORMATS)  # QLoRA on its checkpoint

@@ -42,7 +42,7 @@ FLAGS = {"mode": "--mode", "seq": "--seq", "batch": "--batch", "attention": "--a
          "lora.targets": "--lora-targets", "efficiency.compute": "--compute-efficiency",
          "efficiency.bandwidth": "--bandwidth-efficiency",
          "new": "--new"}
-FLAGS.update({"images": "--images", "image_size": "--image-size", "stage": "--stage"})
+FLAGS.update({"images": "--images", "image_size": "--image-size", "stage": "--stage", "budget": "--budget"})
 
 
 def flag(field: str) -> str:

@@ -135,6 +135,7 @@ def kvcache(
         blocks.append(Table([text_col("layers", key=True), *key_cols, Col("cached tokens"),
                              Col("bytes/token per layer"), Col("per layer"), Col("all its layers")],
                             [groups], "per layer kind"))
-    csv = [pick(o, "model", "seq_len", "batch", "kv_dtype", "cached_tokens", "bytes_per_token", "bytes_per_layer",
-                "bytes", "budget", "weights_dtype", "weights_bytes", "max_batch", "max_tokens") for o in out]
+    csv = [pick(o, "model", "seq_len", "batch", "gpus", "stage", "kv_dtype", "cached_tokens", "bytes_per_token",
+                "bytes_per_layer", "bytes", "budget", "budget_stage", "weights_dtype", "weights_bytes", "max_batch",
+                "max_tokens") for o in out]
     emit(Report(one_or_list(out, models), csv, blocks), fmt)

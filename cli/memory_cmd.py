@@ -238,8 +238,10 @@ def memory(
     table = Table([text_col("model", key=True), Col("seq", key=True), *([Col("batch", key=True)] if several else []),
                    *map(Col, shown), Col("total"), *budget_cols], [rows],
                   f"{mode} memory" + ("" if several else f", batch {count(batch[0])}") + per_gpu
-                  + (f"; budget {_budget_label(records[0]['budget'])}" if budget_bytes is not None else ""))
-    csv = [pick(m, "model", "mode", "seq_len", "batch", "gpus", "dtype", "weights_dtype", "kv_dtype", "state_dtype",
+                  + (f"; budget {_budget_label(records[0]['budget'])}" if budget_bytes is not None else "")
+                  + ("; fits and max batch: the peak GPU's" if budget_bytes is not None and stage is not None else ""))
+    csv = [pick(m, "model", "mode", "seq_len", "batch", "gpus", "stage", "peak_stage", "dtype", "weights_dtype",
+                "kv_dtype", "state_dtype",
                 "grad_dtype", "attention_impl", "recompute", *PARTS, "total",
                 *(("budget.bytes", "budget.fits", "budget.max_batch") if budget_bytes is not None else ()))
            for m in records]

@@ -198,7 +198,8 @@ def _roofline(fig: Figure, cfgs: list[ModelConfig], seqs: Optional[Counts], run:
         ax.grid(True, which="major", alpha=0.3)
         if ax.get_subplotspec().is_first_col():
             ax.set_ylabel("attainable FLOP/s")
-    handles = [*fig.axes[0].get_legend_handles_labels()[0],
+    roofs = {label: h for ax in fig.axes for h, label in zip(*ax.get_legend_handles_labels())}  # every panel's
+    handles = [*roofs.values(),
                *(Line2D([], [], marker=m, linestyle="", color="grey", label=mode)
                  for mode, m in ROOFLINE_MODES.items()),
                *(Line2D([], [], marker="s", linestyle="", color=c, label=f) for f, c in colours.items())]

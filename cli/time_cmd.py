@@ -534,7 +534,7 @@ def _side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: t
                    Col("prefill bytes" if generating else "bytes"), Col("memory"), *map(Col, extra)], [rows],
                   f"{mode} on {gpus}{hw.name}" + ("" if several else f", batch {count(batches[0])}")
                   + (f", {layout}: FLOPs and bytes per GPU" if layout else ""))
-    csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "time_s", "bound", "flops", "bytes",
+    csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s", "bound", "flops", "bytes",
                    "memory_bytes"),
             "expected.time_s": m["expected"]["time_s"], **_generation_csv(m)} for m in records]
     return Report(data, csv, [table])

@@ -330,7 +330,7 @@ def test_refused_pipelines_are_one_line(run, args, line):
       "--pp", "2"), "Error: --pp 2: generate runs on one tensor-parallel group or on data-parallel GPUs, without "
                     "pipeline stages or context parallelism\n"),
     (("time", "llama-3-8b", "--hardware", "h100", "--mode", "generate", "--prompt", "5", "--new", "9", "--tp", "2",
-      "--dp", "2"), "Error: --dp 2 with tp 2: generate runs on one tensor-parallel group (--tp, as gpt-fast does) or "
+      "--dp", "2"), "Error: --dp 2 with --tp 2: generate runs on one tensor-parallel group (--tp, as gpt-fast does) or "
                     "on data-parallel GPUs whose experts --ep may deal out (--dp, as SGLang and vLLM serve MoE "
                     "models), not both\n"),
     (("time", "llama-3-8b", "--hardware", "h100", "--mode", "generate", "--prompt", "5", "--new", "9", "--tp", "3"),

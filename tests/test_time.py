@@ -424,8 +424,9 @@ def test_time_generate_prints_ttft_tpot_and_the_no_cache_comparison(run):
     (["--hardware", "h100", "--mode", "generate"], "Error: --mode generate needs --prompt and --new"),
     (["--hardware", "h100", "--tokens-per-s", "-3"],
      "Error: Invalid value for '--tokens-per-s': must be a positive number"),
-    (["--hardware", "h100", "--fp8-scaling", "rowwise"], "Error: --fp8-scaling rowwise scales fp8 matmuls: it needs "
-                                                         "--dtype fp8"),
+    (["--hardware", "h100", "--fp8-scaling", "rowwise"], "Error: --fp8-scaling rowwise scales fp8 matmuls, which this "
+                                                         "run has none of (--dtype fp8, or an inference on fp8 weights "
+                                                         "on a GPU with an fp8 peak)"),
     (["--hardware", "h100", "--tp", "2", "--async-tp"], "Error: --async-tp (asynchronous tensor parallelism) "),
 ])
 def test_bad_time_options_exit_2_with_one_line(run, args, message):

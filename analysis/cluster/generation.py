@@ -90,7 +90,7 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
                                               "or on data-parallel GPUs, without pipeline stages or context "
                                               "parallelism")
     if layout.dp > 1 and layout.tp > 1:
-        raise SpecError("layout.dp", f"{layout.dp} with tp {layout.tp}: generate runs on one tensor-parallel group "
+        raise SpecError("layout.dp", f"{layout.dp} with --tp {layout.tp}: generate runs on one tensor-parallel group "
                                      "(--tp, as gpt-fast does) or on data-parallel GPUs whose experts --ep may deal "
                                      "out (--dp, as SGLang and vLLM serve MoE models), not both")
     run = run.replace(mode="prefill", seq=prompt, layout=dataclasses.replace(layout, micro_batches=1))

@@ -22,7 +22,7 @@ from ..count.memory import (
     state_bytes,
 )
 from ..count.quant import dequantized_bytes
-from ..errors import SpecError
+from ..errors import SpecError, brief
 from ..model.config import ModelConfig
 from ..model.formats import FORMATS
 from ..model.sizes import weight_bytes
@@ -145,6 +145,8 @@ def _inference_stages(cfg: ModelConfig, run: RunSpec) -> list[MemoryReport]:
 def generation_memory(cfg: ModelConfig, run: RunSpec, prompt: int, new: int) -> int:
     """What a generation of ``new`` tokens after a ``prompt`` needs of the GPU that needs the most: the larger
     of its prompt's prefill and its last decode step (the cache of ``prompt + new`` tokens)."""
+    if isinstance(new, bool) or not isinstance(new, int) or new < 1:
+        raise SpecError("new", f"must be a positive integer (the tokens generated), got {brief(new)}")
     return max(memory(cfg, run.replace(mode="prefill", seq=prompt)).total,
                memory(cfg, run.replace(mode="decode", seq=prompt + new, chunk=None)).total)
 
@@ -202,6 +204,8 @@ def cache_budget(cfg: ModelConfig, run: RunSpec, budget: int) -> CacheBudget:
     others' (Gemma 3), sequences of ``run.seq`` tokens, each with its cache and state, and the cached tokens
     of each, the last sequence cut short. Under a layout, a GPU's weights and cache on each pipeline stage,
     and the stage that fits the fewest tokens (its weights reported)."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise SpecError("budget", f"must be a positive number of bytes, got {brief(budget)}")
     serving, resolved = run.replace(mode="prefill"), run.resolve(cfg)
     check_arguments(cfg, serving)
     serving.no_images()
