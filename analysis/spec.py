@@ -63,7 +63,7 @@ APPLIES = {
     "lora": ("train",),
     "layout.zero": ("train",),
     "layout.vpp": ("train",),  # interleaved 1F1B is a training schedule
-    "global_batch": ("train",),
+    "global_batch": ("train", "prefill", "decode"),  # inference: the sequences in flight over the pipeline
     "all_logits": ("prefill",),
     "chunk": ("prefill",),
     "past": ("prefill",),

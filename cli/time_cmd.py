@@ -294,7 +294,9 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
                  f"communication of stage {st.stage} (the slowest), per {what}, before overlap",
                  footer=["total", "", "", "", "", "", iec(st.sent), "", ""])
     chunks = f" of {run.layout.vpp} chunks (interleaved)" if run.layout.vpp > 1 else ""
-    pipeline = (f"pipeline: {count(st.micro_batches)} micro-batches through {run.layout.pp} stages{chunks}, bubble "
+    flowing = ("micro-batches" if rec["mode"] == "train"
+               else "batches in flight (passes follow one another, the pipeline never drained)")
+    pipeline = (f"pipeline: {count(st.micro_batches)} {flowing} through {run.layout.pp} stages{chunks}, bubble "
                 f"{100 * st.bubble:.1f}% of the pipelined time; " if run.layout.pp > 1 else "")
     lines = [f"{pipeline}{si(rec['tokens'])} tokens per {what}, {exp['tokens_per_s']:,.0f} tokens/s expected "
              f"(ideal {rec['tokens_per_s']:,.0f})",

@@ -892,3 +892,28 @@ def test_time_generate_on_data_parallel_gpus_counts_every_gpus_sequences(run):
     replicas = run("time", "llama-3.1-8b", "--hardware", "h100", "--mode", "generate", "--prompt", "100", "--new",
                    "50", "--dp", "4").stdout
     assert "communication" not in replicas  # replicas alone send nothing
+
+
+@pytest.mark.parametrize("in_flight", [1, 2, 4, 6])
+def test_batches_in_flight_keep_an_inference_pipeline_full(in_flight):
+    """Serving over 4 pipeline stages with m batches in flight (vLLM keeps pp of them): the passes follow one
+    another without the pipeline draining, max(m, 4) slots of the pacing stage for a pass of each, m batches'
+    tokens; each stage's GPUs hold the cache of all m."""
+    cfg, hw = load_bundled("llama-3.1-70b"), load_hardware("h200")
+    run = RunSpec("decode", 4096, 8, layout=Layout(pp=4, micro_batches=in_flight))
+    one = step(cfg, run.replace(layout=Layout(pp=4)), hw)
+    st = step(cfg, run, hw)
+    slot = one.slot_s(one.stage)
+    assert st.time_s == pytest.approx(max(in_flight, 4) * slot, rel=1e-12)
+    assert st.tokens == in_flight * 8 and st.bubble == max(0, 4 - in_flight) / max(in_flight, 4)
+    kv = memory(cfg, run).parts["kv_cache"]
+    assert kv == in_flight * memory(cfg, run.replace(layout=Layout(pp=4))).parts["kv_cache"]
+    assert kv == in_flight * 20 * 8 * 4096 * 2 * 8 * 128 * 2  # 20 of the 80 layers on the peak stage
+
+
+def test_generate_takes_no_batches_in_flight(run):
+    result = run("time", "llama-3.1-8b", "--hardware", "h100", "--mode", "generate", "--prompt", "10", "--new", "5",
+                 "--dp", "2", "--global-batch", "8")
+    assert (result.exit_code, result.stderr) == (
+        2, "Error: --global-batch (batches in flight through a pipeline) does not apply to generate, which runs one "
+           "batch a GPU: give --batch\n")

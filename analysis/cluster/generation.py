@@ -89,6 +89,9 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
             raise SpecError(f"layout.{name}", f"{getattr(layout, name)}: generate runs on one tensor-parallel group "
                                               "or on data-parallel GPUs, without pipeline stages or context "
                                               "parallelism")
+    if layout.micro_batches not in (None, 1):
+        raise SpecError("global_batch", "(batches in flight through a pipeline) does not apply to generate, which "
+                                        "runs one batch a GPU: give --batch")
     if layout.dp > 1 and layout.tp > 1:
         raise SpecError("layout.dp", f"{layout.dp} with --tp {layout.tp}: generate runs on one tensor-parallel group "
                                      "(--tp, as gpt-fast does) or on data-parallel GPUs whose experts --ep may deal "

@@ -48,7 +48,7 @@ from ..perf.roofline import Utilization, utilization
 from ..spec import Layout, LoRA, RunSpec, in_flight
 from .memory import memory, stage_states, transient
 from .sharding import check_layout, cp_local, distinct_stages, one_gpu_only, save_terms, zero_stages
-from .step import MARGIN, Step, floors, idle_slots, stage_floors, step
+from .step import MARGIN, Step, floors, stage_floors, step, training_idle_slots
 
 MAX_GPUS = 1 << 20
 MIN_CP_CHUNK = 4096  # tokens of a sequence per context-parallel GPU
@@ -203,7 +203,7 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
             if run_key not in passes:
                 passes[run_key] = spec(w)
             computes[key] = max(stage_floors(cfg, passes[run_key], hw, eff, shared, lay.pp).values())
-        return (w.steps + idle_slots(lay.pp)) * computes[key] * (1 - MARGIN)  # vpp 1
+        return (w.steps + training_idle_slots(lay.pp)) * computes[key] * (1 - MARGIN)  # vpp 1
 
     def bound(w: _Weighed) -> float:
         lay = w.layout

@@ -11,7 +11,9 @@
   slowest stage (its compute plus its per-micro-batch communication); the bubble is the
   ``p - 1`` idle slots, ``(p - 1) / (m + p - 1)`` of the pipelined time; interleaved over ``v``
   model chunks a stage, ``(p - 1) / v`` idle slots (Narayanan et al. 2021). An inference pass is
-  one micro-batch unless ``micro_batches`` says otherwise;
+  one micro-batch unless ``micro_batches`` says otherwise: ``m`` batches in flight, as a serving engine
+  keeps them (vLLM runs ``pp`` of them at once), whose passes follow one another without the pipeline
+  draining: ``max(m, p)`` slots for a pass of each, ``p - m`` of them idle when fewer batches than stages;
 - context parallelism: a GPU runs the ``S/cp`` tokens it holds, and ``1/cp`` of the whole
   sequence's attention core (scores, softmax, values: causal load balancing, as Megatron's CP
   splits each sequence into ``2 cp`` chunks);
@@ -88,7 +90,7 @@ class Step(NamedTuple):
 
     @property
     def idle_slots(self) -> float:
-        return idle_slots(self.run.layout.pp, self.run.layout.vpp)
+        return idle_slots(self.run)
 
     @property
     def bubble_s(self) -> float:
@@ -174,8 +176,18 @@ def pacing_stage(compute_s: tuple[float, ...], comm_s: tuple[float, ...], micro_
     return max(range(len(compute_s)), key=lambda s: slot_s(compute_s[s], comm_s[s], micro_batches))
 
 
-def idle_slots(pp: int, vpp: int = 1) -> float:
-    """Slots of the pacing stage a pipeline of ``pp`` stages idles: ``p - 1``, ``(p - 1) / v`` interleaved."""
+def idle_slots(run: RunSpec) -> float:
+    """Slots of the pacing stage a pipeline idles in a step of ``run``: :func:`training_idle_slots`; in
+    inference ``max(0, p - m)``, ``m`` batches in flight (module docstring)."""
+    layout = run.layout
+    if run.mode != "train":
+        return max(0, layout.pp - layout.steps)
+    return training_idle_slots(layout.pp, layout.vpp)
+
+
+def training_idle_slots(pp: int, vpp: int = 1) -> float:
+    """Slots of the pacing stage a training step's pipeline of ``pp`` stages idles: ``p - 1``, ``(p - 1) / v``
+    interleaved."""
     return (pp - 1) / vpp
 
 
@@ -252,8 +264,7 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
     (stage_parts, computes, comms, drains, opts, stage_cs, ideal_collectives, e_computes, e_collectives, e_comms,
      e_drains, e_opts) = map(tuple, zip(*stage_figures))
     slowest = pacing_stage(computes, comms, m)
-    expected = Expected(e_computes, e_comms, max(e_drains), max(e_opts), e_collectives[slowest], m,
-                        idle_slots(layout.pp, layout.vpp))
+    expected = Expected(e_computes, e_comms, max(e_drains), max(e_opts), e_collectives[slowest], m, idle_slots(run))
     return Step(run, computes, comms, max(drains), max(opts), stage_cs[slowest], ideal_collectives[slowest], slowest,
                 stage_parts[slowest], expected)
 
@@ -272,7 +283,7 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
     layout = run.layout
     shared = {} if shared is None else shared
     micros = stage_floors(cfg, run, hw, eff, shared, layout.pp, layout.vpp)
-    m, slots = layout.steps, layout.steps + idle_slots(layout.pp, layout.vpp)
+    m, slots = layout.steps, layout.steps + idle_slots(run)
     compute = slots * max(micros.values()) * (1 - MARGIN)
     if not comm:
         return compute, 0.0
