@@ -174,6 +174,9 @@ class Layout:
                 raise SpecError("global_batch", f"{global_batch:,} must be a multiple of batch x dp "
                                                 f"({batch:,} x {dp:,})")
             micro = global_batch // (batch * dp)
+            if mode != "train" and pp == 1:
+                raise SpecError("global_batch", "in inference, the sequences in flight through a pipeline: it needs "
+                                                "--pp > 1 (one GPU's batch is --batch)")
         layout = cls(tp, pp, dp, ep, zero, sp, micro, cp, vpp, async_tp)
         if gpus is not None and gpus != layout.gpus:
             raise SpecError("gpus", f"{gpus:,} must equal tp x cp x pp x dp = {layout.gpus:,}")

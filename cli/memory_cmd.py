@@ -66,7 +66,8 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
         out["lora"] = lora_record(cfg, run.lora)
     if not run.layout.trivial:
         lay = run.layout
-        out.update(gpus=lay.gpus, layout={**dataclasses.asdict(lay), "micro_batches": lay.steps},
+        in_flight = lay.steps if mode == "train" else lay.micro_batches or 1  # inference: batches in flight
+        out.update(gpus=lay.gpus, layout={**dataclasses.asdict(lay), "micro_batches": in_flight},
                    stage=m.stage, peak_stage=m.peak_stage, stage_totals=list(m.stage_totals))
         if mode == "train":
             out["activation_components"] = m.activation_components
@@ -130,6 +131,9 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
         elif m["mode"] == "train" and lay["pp"] > 1:
             blocks.append(f"1F1B: stage s keeps the activations of min({lay['pp']} - s, "
                           f"{lay['micro_batches']}) micro-batches of {count(m['batch'])}")
+        elif lay["micro_batches"] > 1:
+            blocks.append(f"kv_cache: the {lay['micro_batches']} batches of {count(m['batch'])} in flight through the "
+                          "pipeline (--budget's largest batch: each of them)")
     elif m["mode"] == "train":
         kinds = m["activation_layer_groups"]
         if len(kinds) == 1:

@@ -217,8 +217,8 @@ AsyncTp = Annotated[bool, typer.Option("--async-tp", rich_help_panel=LAYOUT, hel
                                        "matmuls.")]
 GlobalBatch = Annotated[Optional[int], _count_option(
     "--global-batch", "train: sequences per step over all GPUs: sets the micro-batches per step, global / "
-    "(batch x dp). Default: --pp of them. prefill, decode: sequences in flight over all GPUs, global / (batch x "
-    "dp) batches through the pipeline (default: one).", LAYOUT)]
+    "(batch x dp). Default: --pp of them. Inference (prefill, decode) with --pp: sequences in flight over all "
+    "GPUs, global / (batch x dp) batches through the pipeline (default: one).", LAYOUT)]
 Gpus = Annotated[Optional[int], _count_option("--gpus", "The GPUs the layout must use: tp x cp x pp x dp.", LAYOUT)]
 
 LoraRank = Annotated[Optional[int], _count_option("--lora-rank", "Adapters of rank R on --lora-targets, on a "

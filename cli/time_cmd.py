@@ -280,7 +280,8 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
     total = exp["time_s"]
     what = "step" if rec["mode"] == "train" else "pass"
     title = (f"{cfg.name} on {rec['gpus']:,} x {hw.name}: {rec['mode']} {what}, {run.layout.describe()}, seq "
-             f"{count(run.seq)}, micro-batch {count(run.batch)} x {count(st.micro_batches)}, {dtypes_tag(run)}"
+             f"{count(run.seq)}, {'micro-batch' if rec['mode'] == 'train' else 'batch'} {count(run.batch)} x "
+             f"{count(st.micro_batches)}{'' if rec['mode'] == 'train' else ' in flight'}, {dtypes_tag(run)}"
              + (", MLA absorbed" if mla_absorbed(cfg, run) else ""))
     names = {"communication": "communication (exposed)"}
     parts = Table([text_col("part", key=True), Col("expected"), Col("share"), Col("ideal")],
@@ -294,7 +295,7 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
                  f"communication of stage {st.stage} (the slowest), per {what}, before overlap",
                  footer=["total", "", "", "", "", "", iec(st.sent), "", ""])
     chunks = f" of {run.layout.vpp} chunks (interleaved)" if run.layout.vpp > 1 else ""
-    flowing = ("micro-batches" if rec["mode"] == "train"
+    flowing = ("micro-batches" if rec["mode"] == "train" else "batch in flight" if st.micro_batches == 1
                else "batches in flight (passes follow one another, the pipeline never drained)")
     pipeline = (f"pipeline: {count(st.micro_batches)} {flowing} through {run.layout.pp} stages{chunks}, bubble "
                 f"{100 * st.bubble:.1f}% of the pipelined time; " if run.layout.pp > 1 else "")

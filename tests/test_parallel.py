@@ -911,9 +911,18 @@ def test_batches_in_flight_keep_an_inference_pipeline_full(in_flight):
     assert kv == in_flight * 20 * 8 * 4096 * 2 * 8 * 128 * 2  # 20 of the 80 layers on the peak stage
 
 
-def test_generate_takes_no_batches_in_flight(run):
-    result = run("time", "llama-3.1-8b", "--hardware", "h100", "--mode", "generate", "--prompt", "10", "--new", "5",
-                 "--dp", "2", "--global-batch", "8")
-    assert (result.exit_code, result.stderr) == (
-        2, "Error: --global-batch (batches in flight through a pipeline) does not apply to generate, which runs one "
-           "batch a GPU: give --batch\n")
+def test_batches_in_flight_need_a_pipeline_and_memory_names_them(run):
+    one_gpu = run("time", "llama-3.1-8b", "--hardware", "h100", "--mode", "decode", "--batch", "8", "--global-batch",
+                  "32", "--tp", "2")
+    assert (one_gpu.exit_code, one_gpu.stderr) == (
+        2, "Error: --global-batch in inference, the sequences in flight through a pipeline: it needs --pp > 1 (one "
+           "GPU's batch is --batch)\n")
+    args = ("llama-3.1-70b", "--mode", "inference", "--seq", "4096", "--pp", "2", "--batch", "4", "--json")
+    assert json.loads(run("memory", *args).stdout)["layout"]["micro_batches"] == 1
+    assert json.loads(run("memory", *args, "--global-batch", "12").stdout)["layout"]["micro_batches"] == 3
+
+
+def test_generate_takes_no_batches_in_flight():
+    cfg, hw = load_bundled("llama-3.1-8b"), load_hardware("h100")
+    with pytest.raises(SpecError, match="does not apply to generate, which runs one batch a GPU"):
+        generate_parallel(cfg, RunSpec("prefill", 10, 1, layout=Layout(dp=2, micro_batches=4)), hw, 10, 5)

@@ -181,7 +181,7 @@ def idle_slots(run: RunSpec) -> float:
     inference ``max(0, p - m)``, ``m`` batches in flight (module docstring)."""
     layout = run.layout
     if run.mode != "train":
-        return max(0, layout.pp - layout.steps)
+        return max(0, layout.pp - (layout.micro_batches or 1))
     return training_idle_slots(layout.pp, layout.vpp)
 
 
