@@ -380,8 +380,11 @@ class RunSpec:
         if fp8 and weights not in FLOAT_DTYPES and not fp8_weights(weights):
             raise SpecError("dtype", f"fp8 (matmuls in fp8) reads float or fp8 weights, got {weights}: give "
                                      "--weights-dtype bf16 or an fp8 format")
+        layout = self.layout  # an inference pass: one batch through the pipeline unless more are in flight
+        if not train and layout.micro_batches is None:
+            layout = dataclasses.replace(layout, micro_batches=1)
         return dataclasses.replace(
-            self, seq=seq, text=text, image_size=image_size, dtype=dtype,
+            self, seq=seq, text=text, image_size=image_size, dtype=dtype, layout=layout,
             matmul_dtype="fp8" if fp8 else self.matmul_dtype or dtype, weights_dtype=weights,
             fp8_scaling=self.fp8_scaling or (None if not fp8 else "tensorwise" if train
                                              else FP8_SCALES.get(weights, "tensorwise")),

@@ -66,8 +66,7 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
         out["lora"] = lora_record(cfg, run.lora)
     if not run.layout.trivial:
         lay = run.layout
-        in_flight = lay.steps if mode == "train" else lay.micro_batches or 1  # inference: batches in flight
-        out.update(gpus=lay.gpus, layout={**dataclasses.asdict(lay), "micro_batches": in_flight},
+        out.update(gpus=lay.gpus, layout={**dataclasses.asdict(lay), "micro_batches": lay.steps},
                    stage=m.stage, peak_stage=m.peak_stage, stage_totals=list(m.stage_totals))
         if mode == "train":
             out["activation_components"] = m.activation_components

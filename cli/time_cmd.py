@@ -423,7 +423,7 @@ def time_command(
     measured = tokens_per_s if train else None
     run_tokens = tokens if train else None
     hw = load_hardware(hardware_spec)
-    records, shown_runs, needs = [], [], []
+    records, shown_runs = [], []
     for cfg, s, b in workloads(lora_models(models, lora), (prompt,) if generating else seq, batch,
                                new if generating else 0, given["state_dtype"]):
         spec = serving(cfg, base.replace(seq=s, batch=b), hw)  # fp8 weights: fp8 matmuls where the GPU has them
@@ -436,7 +436,6 @@ def time_command(
             records.append(step_json(cfg, hw, mode, st, eff, u if train else None, measured is not None, run_tokens))
             shown_runs.append((cfg, st))
             records[-1]["memory_bytes"] = memory(cfg, st.run).total
-            needs.append(st.run)
             continue
         spec = spec.replace(layout=layouts[b])
         if generating and parallel:
@@ -465,8 +464,7 @@ def time_command(
         records.append(rec)
         shown_runs.append((cfg, r))
         rec["memory_bytes"] = generation_memory(cfg, spec, s, new) if generating else memory(cfg, spec).total
-        needs.append(spec)
-    _check_memory(hw, records, needs)
+    _check_memory(hw, records)
     if measured is not None:
         for cfg, ran in shown_runs:  # a roofline, or a step on a layout: the ideal's throughput over its GPUs
             if measured > ran.tokens_per_s:
@@ -481,22 +479,22 @@ def time_command(
     emit(side_by_side(records, one_or_list(records, models), hw, mode, batch), fmt)
 
 
-def _check_memory(hw: Hardware, records: list[dict], runs: list[RunSpec]) -> None:
+def _check_memory(hw: Hardware, records: list[dict]) -> None:
     """A warning where a record's ``memory_bytes`` (what its GPU holds at its peak, the peak GPU under a layout, as
     the memory function sizes it: :func:`analysis.cluster.memory.generation_memory` for a generation) exceeds the
     hardware's memory, since the time of a run that cannot start means nothing without it (several rows: one
     warning, the tables' memory column)."""
-    over = [(rec, run) for rec, run in zip(records, runs) if rec["memory_bytes"] > hw.memory]
+    over = [rec for rec in records if rec["memory_bytes"] > hw.memory]
     capacity = f"the {hw.name}'s {iec(hw.memory)}"
     if len(records) == 1 and over:
-        rec, run = over[0]
-        gpu = "the peak GPU" if not run.layout.trivial else "the GPU"
-        at = (f"--prompt {count(run.seq)} --new {count(rec['new'])}" if rec["mode"] == "generate"
-              else f"--seq {count(run.seq)}")
-        warn(f"{rec['model']} at {at}, batch {count(run.batch)}: {gpu} needs {iec(rec['memory_bytes'])}, more than "
-             f"{capacity} (llmcalc memory gives the parts); timed as if it fit")
+        rec = over[0]
+        gpu = "the peak GPU" if rec.get("gpus", 1) > 1 else "the GPU"
+        at = (f"--prompt {count(rec['prompt'])} --new {count(rec['new'])}" if rec["mode"] == "generate"
+              else f"--seq {count(rec['seq_len'])}")
+        warn(f"{rec['model']} at {at}, batch {count(rec['batch'])}: {gpu} needs {iec(rec['memory_bytes'])}, more "
+             f"than {capacity} (llmcalc memory gives the parts); timed as if it fit")
     elif over:
-        models = ", ".join(dict.fromkeys(rec["model"] for rec, _ in over))
+        models = ", ".join(dict.fromkeys(rec["model"] for rec in over))
         warn(f"{len(over)} of {len(records)} rows need more memory than {capacity} (the memory column): {models}; "
              "timed as if they fit")
 

@@ -96,7 +96,7 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
         raise SpecError("layout.dp", f"{layout.dp} with --tp {layout.tp}: generate runs on one tensor-parallel group "
                                      "(--tp, as gpt-fast does) or on data-parallel GPUs whose experts --ep may deal "
                                      "out (--dp, as SGLang and vLLM serve MoE models), not both")
-    run = run.replace(mode="prefill", seq=prompt, layout=dataclasses.replace(layout, micro_batches=1))
+    run = run.replace(mode="prefill", seq=prompt)
     decode = one_pass(cfg, run.replace(mode="decode", seq=prompt + 1, chunk=None), hw, eff)  # its rules first:
     first = one_pass(cfg, run, hw, eff)  # the prompt's are those of a prefill, which a length can fix
     local = decode_sums(shard(cfg, layout.tp), run.replace(layout=_local(layout)), hw, prompt, new, eff)

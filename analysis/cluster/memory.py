@@ -136,11 +136,11 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = Non
 
 def _inference_stages(cfg: ModelConfig, run: RunSpec) -> list[MemoryReport]:
     """Every stage's report of an inference ``run`` (resolved, its layout checked): a stage's GPUs hold the
-    cache of every batch in flight through the pipeline (``micro_batches``, 1 unless given), and work on one."""
+    cache of every batch in flight through the pipeline (``RunSpec.resolve``: 1 unless given), and work on one."""
     if run.layout.trivial:
         return [device_memory(cfg, run)]
-    kv, in_flight = stage_kv_bytes(cfg, run), run.layout.micro_batches or 1
-    return [_stage_memory(cfg, run, s, {}, in_flight * kv[s]) for s in range(run.layout.pp)]
+    kv = stage_kv_bytes(cfg, run)
+    return [_stage_memory(cfg, run, s, {}, run.layout.steps * kv[s]) for s in range(run.layout.pp)]
 
 
 def generation_memory(cfg: ModelConfig, run: RunSpec, prompt: int, new: int) -> int:

@@ -57,7 +57,8 @@ from collections.abc import Sequence
 from typing import NamedTuple, TypeVar
 
 from ..count.activations import activation_bytes
-from ..count.kvcache import KVCache, kv_cache
+from ..count.flops import held_copies
+from ..count.kvcache import KVCache, kv_cache, of_groups
 from ..count.lora import adapted
 from ..count.quant import storage
 from ..errors import SpecError
@@ -248,7 +249,7 @@ def _layer_tensors(layer: Block, ep: int) -> list[Tensor]:
     for m in layer.linears():
         expert = m.key == ROUTED_EXPERTS
         if m.key.startswith("moe/") and m.key not in ROUTERS:
-            n = m.copies // ep if expert else m.copies
+            n = held_copies(m, ep)
             out.append(Tensor(m.key, (n, m.d_in, m.d_out), expert, True))
             if m.bias:
                 out.append(Tensor(m.key, (n, m.d_out), expert))
@@ -347,7 +348,7 @@ def _adapter_tensors(cfg: ModelConfig, lora: LoRA, tp: int, ep: int) -> dict[Lay
                 continue
             expert = m.key == ROUTED_EXPERTS
             if m.key.startswith("moe/") and m.key not in ROUTERS:
-                n = m.copies // ep if expert else m.copies
+                n = held_copies(m, ep)
                 out += [Tensor(m.key + "/lora_A", (n, r, m.d_in), expert),
                         Tensor(m.key + "/lora_B", (n, m.d_out, r), expert)]
             else:
@@ -635,8 +636,4 @@ def stage_kv_cache(cfg: ModelConfig, run: RunSpec, stage: int) -> KVCache:
     mine = set(stages(cfg, run.layout)[stage])
     groups = [g._replace(group=dataclasses.replace(g.group, layers=tuple(i for i in g.group.layers if i in mine)))
               for g in cache.groups]
-    groups = [g for g in groups if g.group.count]
-    return cache._replace(n_layers=len(mine), cached_tokens=max(g.cached_tokens for g in groups),
-                          bytes_per_token=sum(g.bytes_per_token * g.group.count for g in groups),
-                          bytes=sum(g.bytes * g.group.count for g in groups), groups=tuple(groups),
-                          state_bytes=sum(g.state_bytes * g.group.count for g in groups))
+    return of_groups(cache.seq, cache.batch, cache.kv_dtype, [g for g in groups if g.group.count], cache.state_dtype)

@@ -45,7 +45,6 @@ collective by the alpha-beta model (:func:`analysis.perf.calibration.collective_
 ``overlap``.
 """
 
-import dataclasses
 from typing import NamedTuple
 
 from ..count.flops import core_keys, layer_matmul
@@ -177,11 +176,11 @@ def pacing_stage(compute_s: tuple[float, ...], comm_s: tuple[float, ...], micro_
 
 
 def idle_slots(run: RunSpec) -> float:
-    """Slots of the pacing stage a pipeline idles in a step of ``run``: :func:`training_idle_slots`; in
-    inference ``max(0, p - m)``, ``m`` batches in flight (module docstring)."""
+    """Slots of the pacing stage a pipeline idles in a step of ``run`` (resolved): :func:`training_idle_slots`;
+    in inference ``max(0, p - m)``, ``m`` batches in flight (module docstring)."""
     layout = run.layout
     if run.mode != "train":
-        return max(0, layout.pp - (layout.micro_batches or 1))
+        return max(0, layout.pp - layout.steps)
     return training_idle_slots(layout.pp, layout.vpp)
 
 
@@ -225,9 +224,6 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
     run.no_images()
     run = run.resolve(cfg)
     layout = run.layout
-    if run.mode != "train" and layout.micro_batches is None:
-        layout = dataclasses.replace(layout, micro_batches=1)
-        run = run.replace(layout=layout)
     check_layout(cfg, run)
     shared = {} if shared is None else shared
     work_key, (local, parts, optimizer, work, whole, trained) = _pass(cfg, run, hw, eff, shared)

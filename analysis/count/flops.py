@@ -211,6 +211,12 @@ def linear_rows(m: Linear, layer: Block, run: RunSpec) -> int:
     return run.batch * attended_keys(layer.spec, run) if m.over_keys and not absorbed(layer, run) else run.tokens
 
 
+def held_copies(m: Linear, ep: int) -> int:
+    """The copies of ``m`` one GPU of an expert-parallel group of ``ep`` holds: ``E / ep`` routed experts, every
+    copy of any other matrix."""
+    return m.copies // ep if m.key == ROUTED_EXPERTS else m.copies
+
+
 def copies_read(m: Linear, rows: int, run: RunSpec) -> int:
     """The copies of ``m`` a pass over ``rows`` rows reads: every copy of a matrix all tokens use; of
     routed experts, those the rows' choices reach under balanced routing, ``min(E, rows x k)``, and on a
@@ -218,7 +224,7 @@ def copies_read(m: Linear, rows: int, run: RunSpec) -> int:
     choices as its own rows make (all it holds when each token routes to every expert)."""
     if m.key != ROUTED_EXPERTS:  # every other matrix's copies (shared experts) are each token's
         return m.copies
-    return min(m.copies // run.layout.ep, rows * m.active)
+    return min(held_copies(m, run.layout.ep), rows * m.active)
 
 
 def _scores_values(out: dict[str, int], attn: AttentionKind, spec: LayerSpec, run: RunSpec) -> None:

@@ -76,7 +76,11 @@ def kv_cache(cfg: ModelConfig, run: RunSpec = RunSpec(mode="decode")) -> KVCache
         cached = group.spec.cached(run.seq)
         state = sum(run.batch * weight_bytes(m.state_values, state_dtype) for m in block.beside)
         groups.append(GroupCache(group, cached, per_token, run.batch * cached * per_token + state, state))
-    per_token = sum(g.bytes_per_token * g.group.count for g in groups)
-    return KVCache(run.seq, run.batch, run.kv_dtype, cfg.n_layers, max(g.cached_tokens for g in groups),
-                   per_token, sum(g.bytes * g.group.count for g in groups), tuple(groups),
-                   sum(g.state_bytes * g.group.count for g in groups), state_dtype)
+    return of_groups(run.seq, run.batch, run.kv_dtype, groups, state_dtype)
+
+
+def of_groups(seq: int, batch: int, kv_dtype: str, groups: list[GroupCache], state_dtype: str | None) -> KVCache:
+    """The cache of the layers of ``groups`` (every layer's, or a pipeline stage's), their figures summed."""
+    return KVCache(seq, batch, kv_dtype, sum(g.group.count for g in groups), max(g.cached_tokens for g in groups),
+                   sum(g.bytes_per_token * g.group.count for g in groups), sum(g.bytes * g.group.count for g in groups),
+                   tuple(groups), sum(g.state_bytes * g.group.count for g in groups), state_dtype)

@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
+from ..count.flops import held_copies
 from ..model.architecture import build
 from ..model.config import ModelConfig
-from ..model.ffn import ROUTED_EXPERTS
 from ..model.sizes import DTYPE_BITS
 from ..spec import RunSpec
 
@@ -49,7 +49,7 @@ def thresholds(cfg: ModelConfig, batch: int, top: int, ep: int = 1) -> set[int]:
             points.add(0)
         for m in block.linears():  # a mixture of experts reads all its experts from this many tokens on
             if m.active != m.copies:
-                points.add(-(-(m.copies // ep if m.key == ROUTED_EXPERTS else m.copies) // (batch * m.active)))
+                points.add(-(-held_copies(m, ep) // (batch * m.active)))
     return points
 
 
