@@ -1,6 +1,7 @@
 """The command line as Typer declares it: choices in --help, shell completion, the version."""
 
 import os
+import shlex
 import subprocess
 import sys
 
@@ -62,8 +63,11 @@ def test_completion_offers_commands_options_and_choices():
 
 
 def test_install_completion_writes_the_script(tmp_path):
+    # Typer finds the shell among the process's parents (shellingham), as a user types it in bash: the
+    # command runs in a bash that waits for it (not exec'd), whatever started the tests.
     env = {**os.environ, "HOME": str(tmp_path)}
-    out = subprocess.run([*LLMCALC, "--install-completion", "bash"], env=env, capture_output=True, text=True)
+    line = f"{shlex.join(LLMCALC)} --install-completion; exit $?"
+    out = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     script = (tmp_path / ".bash_completions" / "llmcalc.sh").read_text()
     assert "_LLMCALC_COMPLETE=complete_bash" in script
