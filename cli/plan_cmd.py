@@ -31,6 +31,9 @@ from .options import (
     whole,
 )
 from .report import Col, Report, Table, emit, pick, text_col
+from .terminal import warn
+
+TOP = 10  # layouts listed unless --top or --all says otherwise
 
 
 def _record(c) -> dict:
@@ -65,8 +68,11 @@ def plan(
     optimizer: Optimizer = "adam",
     compute_efficiency: ComputeEfficiency = None,
     bandwidth_efficiency: BandwidthEfficiency = None,
-    top: Annotated[int, typer.Option("--top", parser=whole, metavar="N", help="Layouts shown in the table (--json "
-                                     "and csv list them all).")] = 10,
+    top: Annotated[int, typer.Option("--top", parser=whole, metavar="N",
+                                     help="The best N layouts that fit, in every format.")] = TOP,
+    every: Annotated[bool, typer.Option("--all", help="Every layout enumerated, each evaluated: JSON and CSV list "
+                                        "them all, fitting or not, the table every one that fits (slower: seconds "
+                                        "for MoE models on thousands of GPUs).")] = False,
     fmt: Format = "table",
     json_out: Json = False,
 ) -> None:
@@ -94,24 +100,25 @@ def plan(
     seq_value = seq or cfg.context_length
     workload = RunSpec("train", seq_value, dtype=dtype, weights_dtype=weights_dtype, lora=lora,
                        grad_dtype=grad_dtype).resolve(cfg)
-    records = fmt in ("json", "csv")  # every layout; a table shows the first few, the others figured no further
-    if records:
-        found = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff, lora, weights_dtype, optimizer,
-                           grad_dtype)
-        fitting = [c for c in found if c.fits]
-        n_fit, n_found = len(fitting), len(found)
-    else:
+    if every and top != TOP:
+        warn("--all lists every layout: --top is ignored")
+    if every:  # every layout's step figured
+        listed = candidates(cfg, hw, gpus, seq_value, global_batch, dtype, eff, lora, weights_dtype, optimizer,
+                            grad_dtype)
+        fitting = [c for c in listed if c.fits]
+        n_fit, n_found = len(fitting), len(listed)
+    else:  # the best --top, the others figured no further than their bounds
         best = ranked(cfg, hw, gpus, seq_value, global_batch, top, dtype, eff, lora, weights_dtype, optimizer,
                       grad_dtype)
-        found, fitting, n_fit, n_found = [], best.best, best.fitting, best.weighed
+        listed, fitting, n_fit, n_found = best.best, best.best, best.fitting, best.weighed
     data = {"model": cfg.name, "hardware": hw.name, "gpus": gpus, "seq_len": seq_value, "global_batch": global_batch,
             **{k: getattr(workload, k) for k in ("dtype", "matmul_dtype", "weights_dtype", "grad_dtype")},
             **({"lora": lora_record(cfg, lora)} if lora else {}),
             "efficiency": {"mfu": 1.0},  # the ideal's
-            "expected": expected_head(hw, eff),
-            "layouts": [_record(c) for c in found] if records else []}
+            "expected": expected_head(hw, eff), "fitting": n_fit, "enumerated": n_found,
+            "layouts": [_record(c) for c in listed]}
     rows = []
-    for rank, c in enumerate(fitting[:top], 1):
+    for rank, c in enumerate(fitting, 1):
         layout, s = c.run.layout, c.step
         rows.append((str(rank), str(layout.tp), str(layout.cp), str(layout.pp), str(layout.dp), str(layout.ep),
                      str(layout.zero), "yes" if layout.sp else "-",

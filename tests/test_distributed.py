@@ -284,7 +284,7 @@ def test_a_link_the_hardware_lacks_exits_2(run, config_file):
 def test_time_with_a_layout_matches_plan_and_memory(run):
     """The plan's best layout, timed and sized by `time` and `memory` with the same options."""
     result = run("plan", "llama-3.1-70b", "--gpus", "64", "--hardware", "h100", "--seq", "8192",
-                 "--global-batch", "512", "--json")
+                 "--global-batch", "512", "--all", "--json")
     assert result.exit_code == 0, result.output
     layouts = json.loads(result.stdout)["layouts"]
     fitting = [r for r in layouts if r["fits"]]
@@ -402,6 +402,6 @@ def test_decode_cannot_split_its_token(run, args):
 
 def test_plan_considers_context_parallelism_for_long_sequences(run):
     data = json.loads(run("plan", "llama-3.1-8b", "--gpus", "16", "--hardware", "h100", "--seq", "65536",
-                          "--global-batch", "16", "--json").stdout)
+                          "--global-batch", "16", "--all", "--json").stdout)
     cps = {r["layout"]["cp"] for r in data["layouts"] if r["fits"]}
     assert cps > {1} and all(65536 // cp >= 4096 for cp in cps)

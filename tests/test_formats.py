@@ -69,7 +69,7 @@ def test_csv_rows_are_the_json_records(run, args):
 def test_plan_csv_rows_are_its_layouts_beside_the_run(run):
     """A row per layout of the JSON, the run's own columns (model, dtypes ...) on each."""
     args = ("plan", "qwen3-30b-a3b", "--gpus", "8", "--hardware", "h100", "--seq", "4096", "--global-batch", "64",
-            "--lora-rank", "16", "--weights-dtype", "nf4")
+            "--lora-rank", "16", "--weights-dtype", "nf4", "--all")
     data = json.loads(run(*args, "--json").stdout)
     rows = _csv(run(*args, "--format", "csv").stdout)
     assert len(rows) == len(data["layouts"]) > 1

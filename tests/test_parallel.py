@@ -777,14 +777,18 @@ def test_plan_ranking_keeps_ties_in_enumeration_order():
 
 
 def test_plan_table_ranks_as_the_json_lists(run):
-    """The table (pruned: search.ranked) shows the first --top fitting layouts of --json (every layout
-    evaluated), and the same counts in its title."""
+    """The table and the JSON (pruned: search.ranked) give the first --top fitting layouts of --all's JSON
+    (every layout evaluated), and its counts."""
     args = ("plan", "mixtral-8x7b", "--gpus", "16", "--hardware", "h100", "--seq", "4096", "--global-batch", "256",
             "--top", "3")
+    every = json.loads(run(*args[:-2], "--all", "--json").stdout)
     data = json.loads(run(*args, "--json").stdout)
     table = run(*args, "--format", "table").stdout
-    fitting = [r for r in data["layouts"] if r["fits"]]
-    assert f"{len(fitting):,} of {len(data['layouts']):,} layouts fit" in table
+    fitting = [r for r in every["layouts"] if r["fits"]]
+    assert (every["fitting"], every["enumerated"]) == (data["fitting"], data["enumerated"]) \
+        == (len(fitting), len(every["layouts"]))
+    assert data["layouts"] == fitting[:3]
+    assert f"{len(fitting):,} of {len(every['layouts']):,} layouts fit" in table
     rows = [line.split("│")[1:-1] for line in table.splitlines() if line.startswith("│")]
     assert len(rows) == 3
     for row, rec in zip(rows, fitting):
@@ -792,6 +796,14 @@ def test_plan_table_ranks_as_the_json_lists(run):
         assert cells[1:7] == [str(rec["layout"][k]) for k in ("tp", "cp", "pp", "dp", "ep", "zero")]
         assert cells[14] == f"{100 * rec['bubble']:.1f}%" and cells[16] == f"{100 * rec['expected']['mfu']:.1f}%"
         assert cells[15] == f"{rec['expected']['tokens_per_s']:,.0f}"
+
+
+def test_plan_all_ignores_top_with_a_warning(run):
+    result = run("plan", "gpt2-small", "--gpus", "2", "--hardware", "h100", "--seq", "1024", "--global-batch", "8",
+                 "--all", "--top", "1", "--json")
+    data = json.loads(result.stdout)
+    assert result.stderr == "Warning: --all lists every layout: --top is ignored\n"
+    assert len(data["layouts"]) == data["enumerated"] > 1
 
 
 # -- quantized weight formats under layouts (analysis/cluster/stored.py) --------------------------------
