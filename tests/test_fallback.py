@@ -194,6 +194,34 @@ def test_architectures_naming_a_mapped_class_is_a_hint(tmp_path, run):
     assert run("params", path).exit_code == 0
 
 
+KIMI_K2 = {  # moonshotai/Kimi-K2-Instruct's config.json, its architecture's keys (model_configs/kimi-k2.yaml)
+    "model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"],
+    "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config",
+                 "AutoModel": "modeling_deepseek.DeepseekV3Model",
+                 "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM"},
+    "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 64, "num_key_value_heads": 64,
+    "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+    "intermediate_size": 18432, "first_k_dense_replace": 1, "n_routed_experts": 384, "num_experts_per_tok": 8,
+    "moe_intermediate_size": 2048, "n_shared_experts": 1, "vocab_size": 163840, "rope_theta": 50000.0,
+    "tie_word_embeddings": False, "num_nextn_predict_layers": 0, "max_position_embeddings": 131072}
+
+
+@pytest.mark.unit
+def test_kimi_k2_reads_as_the_deepseek_v3_code_it_ships(tmp_path, run):
+    """Kimi K2's model_type kimi_k2 is DeepSeek-V3's code under another name (its auto_map's AutoConfig is
+    configuration_deepseek.DeepseekV3Config; Moonshot's deployment guide: "Kimi-K2 reuses the DeepseekV3CausalLM
+    architecture"): read as deepseek_v3, 1,026,408,232,448 parameters, the checkpoint's count. Without that
+    AutoConfig it is refused with the hint, as any model_type of remote code."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(KIMI_K2))
+    result = run("params", path, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["total"] == 1_026_408_232_448
+    path.write_text(json.dumps({k: v for k, v in KIMI_K2.items() if k != "auto_map"}))
+    assert error_line(run("params", path)).endswith("its architectures name DeepseekV3ForCausalLM: model_type "
+                                                    "'deepseek_v3' reads it\n")
+
+
 @pytest.mark.reference
 def test_transformers_refusing_the_config_is_one_line(tmp_path, run):
     path = tmp_path / "config.json"

@@ -209,9 +209,27 @@ def _architecture_hint(raw: dict[str, Any]) -> str:
     return ""
 
 
+# model_types of remote code whose ``auto_map`` names a configuration class transformers has, read as that class's
+# model_type when the file's AutoConfig is that class: Kimi K2 ships DeepSeek-V3's code
+# (configuration_deepseek.DeepseekV3Config) under model_type kimi_k2, which transformers does not register
+REMOTE_CODE = {"kimi_k2": ("DeepseekV3Config", "deepseek_v3")}
+
+
+def _remote_code(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` as the model_type its remote code's configuration class reads (:data:`REMOTE_CODE`), else as it is."""
+    kind = raw.get("model_type")
+    if not isinstance(kind, str) or kind not in REMOTE_CODE:
+        return raw
+    cls, reads = REMOTE_CODE[kind]
+    auto = raw.get("auto_map")
+    config = auto.get("AutoConfig") if isinstance(auto, dict) else None
+    return {**raw, "model_type": reads} if isinstance(config, str) and config.rsplit(".", 1)[-1] == cls else raw
+
+
 def _read(raw: dict[str, Any], source: str, inside: bool = False) -> tuple[dict[str, Any], Raw]:
     """llmcalc's keys for ``raw`` and what was read of it; ``inside``: the language model of a
     multimodal checkpoint."""
+    raw = _remote_code(raw)
     kind = raw.get("model_type")
     if not isinstance(kind, str):
         raise ConfigError(f"must be a string, got {brief(kind)}", source, "model_type")
