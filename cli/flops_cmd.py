@@ -1,9 +1,11 @@
 """`llmcalc flops`: forward, backward and total FLOPs per component."""
 
+import dataclasses
 from typing import Annotated
 
 import typer
 
+from ..analysis.cluster.flops import GpuFlops, gpu_flops
 from ..analysis.count.flops import (
     FAMILIES,
     SCORES_VALUES,
@@ -14,16 +16,30 @@ from ..analysis.count.flops import (
     mla_absorbed,
 )
 from ..analysis.model.config import ModelConfig
-from ..analysis.spec import RunSpec
-from .common import image_record, lora_models, lora_record, lora_spec, lora_tag, one_or_list, recompute_tag, workloads
+from ..analysis.spec import Layout, RunSpec
+from .common import (
+    image_record,
+    lora_models,
+    lora_record,
+    lora_spec,
+    lora_tag,
+    one_or_list,
+    recompute_tag,
+    warn_idle,
+    workloads,
+)
 from .format import count, group_label, share, si
 from .options import (
     ONE,
     WORKLOAD,
     Attention,
     Batches,
+    Cp,
+    Dp,
+    Ep,
     Exact,
     Format,
+    Gpus,
     Images,
     ImageSize,
     Json,
@@ -32,8 +48,11 @@ from .options import (
     LoraTargets,
     Mode,
     Models,
+    Pp,
     Recompute,
     Seqs,
+    Tp,
+    Zero,
     applicable,
     output_format,
 )
@@ -46,24 +65,39 @@ def _breakdown_json(b: FlopBreakdown) -> dict:
             "components": b.matmul, "elementwise_components": b.elementwise}
 
 
-def flops_json(cfg: ModelConfig, r: FlopReport, other: FlopReport) -> dict:
-    """``other``: the same run in the other attention convention."""
+def flops_json(cfg: ModelConfig, r: FlopReport, other: FlopReport, gpu: GpuFlops | None = None) -> dict:
+    """``other``: the same run in the other attention convention; ``gpu``: ``r`` is one GPU's under a layout,
+    without the whole model's approximations."""
     causal = r if r.run.causal else other
     run = r.run
-    approx = approximations(cfg, run)
-    return {"model": cfg.name, "seq_len": run.seq, "batch": run.batch,
-            "mode": run.mode, "attention": run.attention,
-            "convention": "causal" if run.causal else "dense", "recompute": run.recompute,
-            "forward": _breakdown_json(r.forward), "backward": _breakdown_json(r.backward),
-            "total": _breakdown_json(r.total),
-            "layer_groups": [group_json(g, forward_matmul=sum(mm.values()), forward_components=mm)
-                             for g, mm in r.groups],
-            "causal_total_matmul": causal.total.matmul_total,
-            "approximations": {"six_n_tokens": approx.six_n,
-                               "six_n_tokens_with_embeddings": approx.six_n_with_embeddings,
-                               "palm": approx.palm},
-            **({"lora": lora_record(cfg, run.lora)} if run.lora else {}),
-            **image_record(run)}
+    out = {"model": cfg.name, "seq_len": run.seq, "batch": run.batch,
+           "mode": run.mode, "attention": run.attention,
+           "convention": "causal" if run.causal else "dense", "recompute": run.recompute,
+           "forward": _breakdown_json(r.forward), "backward": _breakdown_json(r.backward),
+           "total": _breakdown_json(r.total),
+           "layer_groups": [group_json(g, forward_matmul=sum(mm.values()), forward_components=mm)
+                            for g, mm in r.groups],
+           "causal_total_matmul": causal.total.matmul_total}
+    if gpu is None:
+        approx = approximations(cfg, run)
+        out["approximations"] = {"six_n_tokens": approx.six_n,
+                                 "six_n_tokens_with_embeddings": approx.six_n_with_embeddings, "palm": approx.palm}
+    else:
+        out.update(gpus=run.layout.gpus, layout=dataclasses.asdict(run.layout), stage=gpu.stage,
+                   stage_totals=list(gpu.stage_totals), cp_rank=gpu.rank)
+    return {**out, **({"lora": lora_record(cfg, run.lora)} if run.lora else {}), **image_record(run)}
+
+
+def _per_gpu(record: dict, several: bool = False) -> str:
+    """The title's note of a layout ("" on one GPU): whose figures they are (``several``: each row its model's
+    busiest GPU, the CSV's stage and cp_rank)."""
+    if "gpus" not in record:
+        return ""
+    layout = Layout(**record["layout"])
+    which = [f"pipeline stage {record['stage']}"] if layout.pp > 1 else []
+    which += [f"context-parallel rank {record['cp_rank']}"] if layout.cp > 1 else []
+    busiest = (", each model's busiest GPU" if several else f", the busiest ({', '.join(which)})") if which else ""
+    return f"; per GPU of {count(layout.gpus)}: {layout.describe()}{busiest}"
 
 
 def _fmt(n: int, exact: bool, macs: bool = False) -> str:
@@ -83,7 +117,7 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
         if w.images else ""
     title = (f"{cfg.name}: {w.mode}, batch {w.batch} x seq {count(w.seq)}{images}, {conv} attention, "
              f"{w.attention} backward" + (", MLA absorbed" if mla_absorbed(cfg, w) else "")
-             + recompute_tag(w.recompute) + lora_tag(record.get("lora")))
+             + recompute_tag(w.recompute) + lora_tag(record.get("lora")) + _per_gpu(record))
     other = "dense" if w.causal else "causal"
     unit = "MACs" if macs else "FLOPs"
     rows = []
@@ -116,13 +150,13 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
         blocks.append(f"backward: {_fmt(r.backward.total, exact)} (matmul {_fmt(r.backward.matmul_total, exact)})")
     blocks.append(f"total:    {_fmt(tot.total, exact)} (matmul {_fmt(tot.matmul_total, exact)}, "
                   f"elementwise {_fmt(tot.elementwise_total, exact)})")
-    approx = record["approximations"]
+    approx = record.get("approximations", {})  # the whole model's: not beside one GPU's figures
     rule = "6" if w.mode == "train" else "2"
-    for label, value in ((f"{rule}*N*tokens (N = non-embedding{' active' if cfg.moe else ''})",
-                          approx["six_n_tokens"]),
-                         (f"{rule}*N*tokens with embeddings", approx["six_n_tokens_with_embeddings"]),
-                         ("PaLM (6N + 12LHQT) per token" if rule == "6" else
-                          "PaLM forward (2N + 4LHQT) per token", approx["palm"])):
+    for label, value in () if not approx else (
+            (f"{rule}*N*tokens (N = non-embedding{' active' if cfg.moe else ''})", approx["six_n_tokens"]),
+            (f"{rule}*N*tokens with embeddings", approx["six_n_tokens_with_embeddings"]),
+            ("PaLM (6N + 12LHQT) per token" if rule == "6" else "PaLM forward (2N + 4LHQT) per token",
+             approx["palm"])):
         blocks.append(f"  {label}: {_fmt(value, exact)}  (exact matmul / this = {tot.matmul_total / value:.3f})")
     workload = pick(record, "model", "seq_len", "batch", "mode", "attention", "convention", "recompute")
     csv = [{**workload, "kind": kind, "component": k, "forward": fwd.get(k, 0), "backward": bwd.get(k, 0),
@@ -148,13 +182,14 @@ def _side_by_side(runs: list, data: dict | list, records: list[dict], batches: l
     conv = "causal" if causal else "dense"
     extra = [] if causal else ["scores+values if causal"]
     batch_cols = [Col("batch", key=True)] if len(batches) > 1 else []
-    title = f"{mode} FLOPs, {f'batch {batches[0]}, ' if len(batches) == 1 else ''}{conv} attention; " \
+    title = f"{mode} FLOPs, {f'batch {batches[0]}, ' if len(batches) == 1 else ''}{conv} attention" \
+            f"{_per_gpu(records[0], several=True)}; " \
             "shares of the matmul FLOPs"
     table = Table([text_col("model", key=True), Col("seq", key=True), *batch_cols, Col("total"),
                    Col("matmul MACs" if macs else "matmul"),
                    *map(Col, FAMILIES), *map(Col, extra)], [rows], title)
-    csv = [pick(rec, "model", "seq_len", "batch", "mode", "attention", "convention", "recompute",
-                *(f"{part}.{kind}" for part in ("forward", "backward", "total")
+    csv = [pick(rec, "model", "seq_len", "batch", "mode", "attention", "convention", "recompute", "gpus", "stage",
+                "cp_rank", *(f"{part}.{kind}" for part in ("forward", "backward", "total")
                   for kind in ("matmul", "elementwise", "total")),
                 "causal_total_matmul", "approximations.six_n_tokens", "approximations.six_n_tokens_with_embeddings",
                 "approximations.palm") for rec in records]
@@ -177,13 +212,21 @@ def flops(
     lora_targets: LoraTargets = None,
     images: Images = 0,
     image_size: ImageSize = None,
+    tp: Tp = 1,
+    cp: Cp = 1,
+    pp: Pp = 1,
+    dp: Dp = 1,
+    ep: Ep = 1,
+    zero: Zero = 0,
+    gpus: Gpus = None,
     exact: Exact = False,
     macs: Annotated[bool, typer.Option("--macs", help="Show matmul multiply-accumulates (FLOPs / 2).")] = False,
     fmt: Format = "table",
     json_out: Json = False,
 ) -> None:
     """FLOPs per component: matmul and elementwise, forward, backward and total. One model and
-    one workload: a breakdown; several: a row for each model x seq x batch.
+    one workload: a breakdown; several: a row for each model x seq x batch. With a parallel layout
+    (--tp, --pp, --cp, ...): one GPU's pass of its micro-batch, the busiest GPU's.
 
     Examples:
       llmcalc flops gpt2-xl --seq 16384
@@ -193,6 +236,7 @@ def flops(
       llmcalc flops --mode decode --seq 4096
       llmcalc flops llama-2-7b --seq 2048 --lora-rank 16
       llmcalc flops gemma-3-27b-it --seq 100 --images 1
+      llmcalc flops llama-3.1-70b --seq 8192 --tp 8 --pp 4
     """
     fmt = output_format(fmt, json_out)
     if macs and fmt in ("json", "csv"):
@@ -202,11 +246,18 @@ def flops(
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     base = RunSpec(mode, None, 1, attention, causal, given["recompute"], given["all_logits"], lora=lora, images=images,
                    image_size=image_size)
-    runs = []
+    layout = Layout.of(tp, pp, dp, ep, zero, cp=cp, gpus=gpus, mode=mode)
+    warn_idle(layout)
+    runs, records = [], []
     for cfg, s, b in workloads(lora_models(models, lora), seq, batch):
-        run = base.replace(seq=s, batch=b)
-        runs.append((cfg, count_flops(cfg, run), count_flops(cfg, run.replace(causal=not causal))))
-    records = [flops_json(*run) for run in runs]
+        run = base.replace(seq=s, batch=b, layout=layout)
+        if layout.trivial:
+            gpu, r, other = None, count_flops(cfg, run), count_flops(cfg, run.replace(causal=not causal))
+        else:  # the other convention on the same GPU
+            gpu = gpu_flops(cfg, run)
+            r, other = gpu.report, gpu_flops(cfg, run.replace(causal=not causal), gpu.stage, gpu.rank).report
+        runs.append((cfg, r, other))
+        records.append(flops_json(cfg, r, other, gpu))
     if len(runs) == 1 and models:
         emit(_breakdown(*runs[0], records[0], exact=exact, macs=macs), fmt)
         return

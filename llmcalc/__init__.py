@@ -24,7 +24,7 @@ _API = {
     "load_model": "load.catalog", "ModelConfig": "model.config", "ConfigError": "errors", "SpecError": "errors",
     "RunSpec": "spec", "Layout": "spec", "LoRA": "spec", "layer_plan": "model.layers", "build": "model.architecture",
     "count_params": "count.params", "count_flops": "count.flops", "kv_cache": "count.kvcache",
-    "activation_bytes": "count.activations", "memory": "cluster.memory",
+    "activation_bytes": "count.activations", "memory": "cluster.memory", "gpu_flops": "cluster.flops",
 }
 
 __all__ = sorted(_API)

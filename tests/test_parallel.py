@@ -806,6 +806,66 @@ def test_plan_all_ignores_top_with_a_warning(run):
     assert len(data["layouts"]) == data["enumerated"] > 1
 
 
+# -- flops under a layout (analysis/cluster/flops.py) ----------------------------------------------------
+
+def test_flops_under_tp_and_pp_are_the_last_stages_gpu(run):
+    """Llama 3.1 70B (80 layers of d 8,192, 64 heads of 128, 8 KV heads, vocabulary 128,256) over tp 8 and pp 4: a
+    GPU of each stage holds 20 layers' 1/8; the last adds the head's 1/8 of the vocabulary and is the busiest,
+    the middle two equal. One GPU's forward q and LM head, written out."""
+    data = json.loads(run("flops", "llama-3.1-70b", "--seq", "8192", "--tp", "8", "--pp", "4", "--json").stdout)
+    fwd = data["forward"]["components"]
+    assert (data["gpus"], data["stage"], data["cp_rank"]) == (32, 3, 0) and "approximations" not in data
+    assert fwd["attention/q"] == 20 * 2 * 8192 * 8192 * (64 // 8 * 128)
+    assert fwd["attention/k"] == 20 * 2 * 8192 * 8192 * 128  # one KV head a GPU
+    assert fwd["lm_head"] == 2 * 8192 * 8192 * (128256 // 8)
+    totals = data["stage_totals"]
+    assert totals[1] == totals[2] and max(totals) == totals[3] == data["total"]["total"] > totals[0]
+    assert [g["count"] for g in data["layer_groups"]] == [20]
+
+
+def _window_pairs(positions, window):
+    return sum(min(p + 1, window) for p in positions)
+
+
+def test_flops_under_cp_are_the_busiest_ranks_chunks(run):
+    """Mistral 7B (32 layers, 32 heads of 128, a 4,096 window) at 8,192 tokens over cp 2: each sequence in 4 chunks
+    of 2,048, GPU 0 holding the first and last, GPU 1 the middle two, more pairs under the window (causal); the
+    dense convention gives each GPU its 4,096 queries against every key."""
+    args = ("flops", "mistral-7b", "--seq", "8192", "--cp", "2", "--json")
+    causal = json.loads(run(*args, "--causal").stdout)
+    assert causal["cp_rank"] == 1
+    pairs, first = _window_pairs(range(2048, 6144), 4096), _window_pairs([*range(2048), *range(6144, 8192)], 4096)
+    assert pairs > first
+    assert causal["forward"]["components"]["attention/scores"] == 32 * 2 * 32 * pairs * 128
+    assert causal["forward"]["components"]["attention/q"] == 32 * 2 * 4096 * 4096 * 4096  # its 4,096 tokens
+    dense = json.loads(run(*args).stdout)
+    assert dense["cp_rank"] == 0  # every GPU alike
+    assert dense["forward"]["components"]["attention/scores"] == 32 * 2 * 32 * 4096 * 8192 * 128
+    # beside it, GPU 0's causal matmuls: each pair of a head 2 x 128 FLOPs in q k^T, four times with its two
+    # gradients and the flash backward's recomputation, and three times in P V with its two gradients
+    per_pair = 32 * 32 * 2 * 128 * (4 + 3)
+    assert dense["causal_total_matmul"] == causal["total"]["matmul"] - (pairs - first) * per_pair
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--seq", "8190", "--cp", "2", "--causal"), "Error: --cp 2 splits each sequence in 4 chunks (Megatron's causal "
+     "load balancing), which must divide the 8,190 tokens of a sequence\n"),
+    (("--mode", "decode", "--cp", "2"), "Error: --cp 2: context parallelism splits a sequence's new tokens, and a "
+     "decode step has one\n"),
+    (("--tp", "3"), "Error: --tp 3 must divide the 32 attention heads of mistral-7b\n"),
+])
+def test_flops_refuses_a_layout_it_cannot_split(run, args, message):
+    result = run("flops", "mistral-7b", *args)
+    assert (result.exit_code, result.stderr) == (2, message)
+
+
+def test_flops_refuses_images_under_a_layout(run):
+    result = run("flops", "gemma-3-27b-it", "--seq", "100", "--images", "1", "--tp", "2")
+    assert (result.exit_code, result.stderr) == (2, "Error: --images with a parallel layout: the vision tower's "
+                                                    "split over tp is not counted by flops (without a layout, flops "
+                                                    "counts the tower)\n")
+
+
 # -- quantized weight formats under layouts (analysis/cluster/stored.py) --------------------------------
 
 def _awq(d_in, d_out):  # AutoAWQ: qweight int32 (d_in, d_out/8), qzeros int32 (d_in/128, d_out/8), scales fp16

@@ -376,6 +376,39 @@ def test_pipeline_stages_sum_back_to_the_model(case):
 
 @pytest.mark.unit
 @settings(max_examples=60, deadline=None)
+@given(cases(layouts=True), st.data())
+def test_gpus_flops_sum_back_to_the_model(case, data):
+    """Without TP, the GPUs of a pipeline stage and context-parallel rank each (flops under a layout: the stage's
+    layers, the embedding's ops on the first, the final norm and head on the last; a rank's tokens, its queries'
+    pairs, a prefill's logits on rank 0) add up to the model's pass, component by component, in either
+    convention: no FLOP lost or counted twice by the split."""
+    from llmcalc.analysis.cluster.flops import gpu_flops
+
+    cfg, layout = case.cfg, case.layout
+    mode, causal = data.draw(st.sampled_from(["train", "prefill"])), data.draw(st.booleans())
+    cp = data.draw(st.sampled_from([1, 2, 3])) if case.run.attention == "flash" else 1
+    run = case.run.replace(seq=2 * cp * data.draw(st.integers(1, 6)), causal=causal)
+    if mode == "prefill":  # the step's own fields back to their defaults
+        run = RunSpec("prefill", run.seq, run.batch, run.attention, causal, all_logits=data.draw(st.booleans()),
+                      dtype=run.dtype)
+    wide = dataclasses.replace(layout, cp=cp, vpp=layout.vpp if mode == "train" else 1)
+    try:
+        check_layout(cfg, run.replace(layout=wide))
+    except SpecError:
+        assume(False)
+    whole = count_flops(cfg, run)
+    gpus = [gpu_flops(cfg, run.replace(layout=wide), s, r).report for s in range(wide.pp) for r in range(cp)]
+    for part in ("forward", "backward"):
+        for kind in ("matmul", "elementwise"):
+            summed: dict[str, int] = {}
+            for g in gpus:
+                for k, v in getattr(getattr(g, part), kind).items():
+                    summed[k] = summed.get(k, 0) + v
+            assert {k: v for k, v in summed.items() if v} == getattr(getattr(whole, part), kind), (part, kind)
+
+
+@pytest.mark.unit
+@settings(max_examples=60, deadline=None)
 @given(cases(lora=False, layouts=True), st.data())
 def test_lora_under_a_layout_trains_the_adapters_alone(case, data):
     """With adapters, a layout's stages hold every adapter parameter once as trained state (ZeRO

@@ -47,7 +47,7 @@ collective by the alpha-beta model (:func:`analysis.perf.calibration.collective_
 
 from typing import NamedTuple
 
-from ..count.flops import core_keys, layer_matmul
+from ..count.flops import FIRST_STAGE, LAST_STAGE, core_keys, layer_matmul
 from ..count.lora import adapter_params
 from ..count.params import count_params
 from ..count.recompute import rerun_linears
@@ -63,8 +63,6 @@ from ..spec import Layout, RunSpec
 from .comm import REGATHERED, Collective, collective_groups
 from .sharding import check_layout, cp_local, gpu_state, stage_keys, tp_local, workload
 
-FIRST_STAGE = ("embedding", "embedding/scale", "position", "norm/embedding")
-LAST_STAGE = ("lm_head", "lm_head/softcap")
 MARGIN = 1e-9  # :func:`floors`' below the figures they bound, for sums rounded in another order
 
 

@@ -415,21 +415,38 @@ def tower_forward(cfg: ModelConfig, run: RunSpec, gradient: bool = False) -> tup
     return vision_forward(cfg, run.image_size, run.batch * run.images, gradient)
 
 
+# the model's parts outside its layers by the pipeline stage that runs them: what precedes layer 0 on the first
+# (these breakdown keys; the vision tower), the final norm and the LM head with what follows them on the last
+FIRST_STAGE = ("embedding", "embedding/scale", "position", "norm/embedding")
+LAST_STAGE = ("lm_head", "lm_head/softcap")
+
+
 def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
-    """The FLOPs of one model replica's pass (per-GPU work under a layout: ``step``)."""
+    """The FLOPs of one model replica's pass (one GPU's under a layout: :func:`analysis.cluster.flops.gpu_flops`)."""
     check_arguments(cfg, run)
     run.one_device("count_flops")
     run = run.resolve(cfg)
     if run.lora is not None and (why := lora_refusal(cfg)) is not None:
         raise SpecError("lora", why)
+    return part_flops(cfg, run)
+
+
+def part_flops(cfg: ModelConfig, run: RunSpec, layers: frozenset[int] | None = None, first: bool = True,
+               last: bool = True) -> FlopReport:
+    """The FLOPs of ``run`` (resolved, its layout ignored) over the layers ``layers`` (indices; None: every
+    one), with the parts before layer 0 if ``first`` and those after the last layer if ``last``
+    (:data:`FIRST_STAGE`, :data:`LAST_STAGE`): a pipeline stage's share of the pass."""
     model = build(cfg)
+    blocks = [(g if layers is None else LayerGroup(g.spec, tuple(i for i in g.layers if i in layers)), layer)
+              for g, layer in model.blocks]
+    blocks = [(g, layer) for g, layer in blocks if g.count]
     layers_mm: dict[str, int] = {}
     layers_ew: dict[str, int] = {}
     core_ew: dict[str, int] = {}
     op_mm: dict[str, int] = {}  # what backward runs again under op
     op_ew: dict[str, int] = {}
     groups = []
-    for group, layer in model.blocks:
+    for group, layer in blocks:
         mm = layer_matmul(layer, run)
         groups.append((group, mm))
         _accumulate(layers_mm, mm, group.count)
@@ -440,21 +457,23 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
         _accumulate(layers_ew, layer_elementwise(layer, run), group.count)
         _accumulate(core_ew, totals(core_ops(layer_ops(layer, run))), group.count)
     head = model.head.linear
-    vision_mm, vision_ew = tower_forward(cfg, run)
-    fwd_mm = {**vision_mm, **layers_mm, head.key: 2 * run.logit_tokens * head.d_in * head.d_out}
-    if model.hyper_head is not None:  # the streams' collapse, over the tokens the head reads
+    vision_mm, vision_ew = tower_forward(cfg, run) if first else ({}, {})
+    fwd_mm = {**vision_mm, **layers_mm}
+    if last:
+        fwd_mm[head.key] = 2 * run.logit_tokens * head.d_in * head.d_out
+    if model.hyper_head is not None and last:  # the streams' collapse, over the tokens the head reads
         from ..model.hyper import head_matmul
         fwd_mm[model.hyper_head.key] = head_matmul(cfg, run.logit_tokens)
     if cfg.gemma3n is not None:  # the per-layer inputs' projection, the streams' embedding and unembedding
-        from ..model.gemma3n import model_matmul
+        from ..model.gemma3n import model_matmul  # (on one GPU only: both ends)
         fwd_mm.update(model_matmul(cfg, run.tokens, run.logit_tokens))
     fwd_ew = {**vision_ew, **layers_ew}
-    _accumulate(fwd_ew, totals(model_ops(cfg, run)))
+    _accumulate(fwd_ew, totals([op for op in model_ops(cfg, run) if (first if op.key in FIRST_STAGE else last)]))
     forward = FlopBreakdown(fwd_mm, fwd_ew)
     if run.mode != "train":
         return FlopReport(run, forward, FlopBreakdown({}, {}), tuple(groups))
     bwd_mm = _scaled(fwd_mm, 2)
-    for group, layer in model.blocks:  # a mixer whose backward is not twice its forward (lightning, gated_deltanet)
+    for group, layer in blocks:  # a mixer whose backward is not twice its forward (lightning, gated_deltanet)
         for mixer in [layer.recurrent] if group.spec.recurrent else layer.beside:
             _accumulate(bwd_mm, mixer.backward_matmul(run.batch, run.seq), group.count)
     if vision_mm:  # the layers no feature reads get no gradient
@@ -473,7 +492,8 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
                 del bwd_mm[key]
     if run.lora is not None:  # frozen: the base linears and the head compute input gradients only
         for key in frozen_keys(cfg):
-            bwd_mm[key] = fwd_mm[key]
+            if key in fwd_mm:  # (the stage's)
+                bwd_mm[key] = fwd_mm[key]
     for key in [k for k in bwd_mm if k.startswith("attention/indexer")]:  # DSA's indexer: no gradient
         del bwd_mm[key]
     if run.attention == "flash" and not POSITIONS[cfg.position].learned_bias and "attention/scores" in fwd_mm:
