@@ -163,3 +163,9 @@ def dtypes_tag(run: RunSpec) -> str:
         return run.dtype + weights
     return (f"{run.matmul_dtype} matmuls ({run.fp8_scaling}), {run.dtype}" if run.fp8_scaling else
             f"{run.matmul_dtype} matmuls, {run.dtype}") + weights
+
+
+# under an MoE training step's expected time (time, plan): what it leaves out, which the held-out runs show
+MOE_TRAINING = ("MoE training: the expected step counts the experts' GEMMs, the tokens' permutation and the "
+                "all-to-alls, not padding, load imbalance or grouped-GEMM scheduling; Megatron's published MoE runs "
+                "are slower than it predicts (docs: llmcalc time, Held-out runs)")

@@ -10,7 +10,7 @@ from ..analysis.cluster.sharding import one_gpu_only
 from ..analysis.perf.calibration import Efficiency
 from ..analysis.perf.hardware import load_hardware
 from ..analysis.spec import RunSpec
-from .common import dtypes_tag, expected_head, lora_models, lora_record, lora_spec, lora_tag
+from .common import MOE_TRAINING, dtypes_tag, expected_head, lora_models, lora_record, lora_spec, lora_tag
 from .format import count, iec, rate, seconds
 from .options import (
     WORKLOAD,
@@ -138,6 +138,8 @@ def plan(
              "nodes: docs \"Hardware\", Calibration), the ranking; ideal: at the peaks, data-parallel "
              "communication hidden by all the compute it runs beside, a bound; "
              "tokens/s and MFU expected"]
+    if cfg.moe is not None:
+        notes.append(MOE_TRAINING)
     if not n_found:
         notes.insert(0, f"no valid layout of {gpus:,} GPUs for {cfg.name}: the heads, layers or global batch do "
                         "not divide (docs: \"llmcalc plan\")")

@@ -15,6 +15,7 @@ from ..analysis.perf.hardware import PEAK_DTYPES, Hardware, bundled_hardware, lo
 from ..analysis.perf.roofline import Roofline, generate, prefill, roofline, utilization
 from ..analysis.spec import MODES, Layout, RunSpec, runs
 from .common import (
+    MOE_TRAINING,
     dtypes_tag,
     expected_head,
     lora_models,
@@ -222,6 +223,8 @@ def _notes(cfg: ModelConfig, hw: Hardware, rec: dict, run: RunSpec) -> list[str]
         if max(util["mfu"], exp.get("mfu", 0.0)) > 1 >= util["hfu"]:  # past the executed FLOPs: warned of
             lines.append("MFU above 100%: the model FLOPs count attention dense, as PaLM's MFU does, and flash "
                          "attention runs its causal half; HFU counts the FLOPs executed")
+    if rec["mode"] == "train" and cfg.moe is not None:
+        lines.append(MOE_TRAINING)
     run = rec.get("training_run")
     if run:
         lines.append(f"{si(run['tokens'])} tokens on {run['gpus']} GPU(s): {seconds(exp['run_time_s'])} expected, "
