@@ -131,11 +131,13 @@ class Rates(NamedTuple):
 class _Mix:
     """A component's kernels and the FLOP-weighted harmonic mean of their compute efficiencies; ``rerun``
     the kernels per-op checkpointing runs again in backward; ``fmt`` what its streaming reads are stored as
-    (None: its weights' dtype)."""
+    (None: its weights' dtype); ``inside`` the component whose kernels run it (flash attention's values, in the
+    scores' kernel): its bytes are part of that kernel's transfer."""
 
     def __init__(self) -> None:
         self.flops, self.cost, self.kernels, self.stream, self.rerun = 0.0, 0.0, 0, False, 0
         self.fmt: str | None = None
+        self.inside: str | None = None
 
     def add(self, kernels: int, flops: float = 0.0, eff: float = 1.0, stream: bool = False) -> None:
         self.kernels += kernels
@@ -176,6 +178,7 @@ def _mixes(cal: Calibration, cfg: ModelConfig, run: RunSpec) -> dict[str, _Mix]:
                 eff = cal.flash_eff(packed, attn.score_dim)
                 mix("attention/scores").add(n, 1.0, eff, True)
                 mix("attention/values").add(0, 1.0, eff, True)
+                mix("attention/values").inside = "attention/scores"
             else:
                 keys = run.seq if spec.window is None else min(run.seq, spec.window)
                 mix("attention/scores").add(n, 1.0, cal.gemm_eff(run.query_len, keys, attn.score_dim), True)
@@ -189,12 +192,12 @@ def _mixes(cal: Calibration, cfg: ModelConfig, run: RunSpec) -> dict[str, _Mix]:
                 core.fmt = run.state_dtype if run.mode != "train" else run.dtype
         fused = block.fused()
         ops = layer_ops(block, run)
-        for op in ops:
+        for op in ops:  # an op of no traffic of its own (a bias) runs in the matmul's kernel
             if not (flash and op.scores) and op.key not in fused:  # fused into flash's or a core's kernel
-                mix(op.key).add(n)
+                mix(op.key).add(n if op.io else 0)
         if op_again:  # the linears it keeps no output of, eager attention's core, the elementwise ops
             for op in rerun_ops(block, run, ops):
-                if not (flash and op.scores) and op.key not in fused:
+                if not (flash and op.scores) and op.key not in fused and op.io:
                     mix(op.key).rerun += n
             for m in rerun_linears(block, run):
                 mix(m.key).rerun += n
@@ -206,7 +209,7 @@ def _mixes(cal: Calibration, cfg: ModelConfig, run: RunSpec) -> dict[str, _Mix]:
         head = model.head.linear
         mix(head.key).add(1, 1.0, cal.gemm_eff(run.logit_tokens, head.d_out, head.d_in), True)
     for op in model_ops(cfg, run):
-        mix(op.key).add(1)
+        mix(op.key).add(1 if op.io else 0)
     return out
 
 
@@ -221,7 +224,11 @@ def rates(cal: Calibration, peaks: tuple[float, float, float], cfg: ModelConfig,
     for key in keys:
         mx = mixes.get(key, _Mix())
         kernels = mx.kernels * passes + mx.rerun
-        per_kernel = moved.get(key, 0) / max(1, kernels)
+        if mx.inside is None:
+            per_kernel = moved.get(key, 0) / max(1, kernels)
+        else:  # one kernel's transfer with the component it runs inside
+            host = mixes[mx.inside]
+            per_kernel = (moved.get(key, 0) + moved.get(mx.inside, 0)) / max(1, host.kernels * passes + host.rerun)
         fmt = mx.fmt or ((run.kv_dtype if run.mode != "train" else run.dtype) if key in SCORES_VALUES
                          else stored_dtype(cfg, key, run.weights_dtype, run.dtype))
         stream = cal.streaming_eff(fmt, per_kernel) if mx.stream else cal.elementwise

@@ -329,8 +329,8 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
     peaks, (lo, hi) = _peaks(cfg, run, hw), (prompt + 1, prompt + new - 1)
     starts = splits(thresholds(cfg, run.batch, hi, run.layout.ep))
     # a piece's passes take its middle pass's calibrated rates; a no-cache pass's GEMM rows grow with the
-    # context (a decode step's are the batch, but eager MLA's kv_b over the keys), and their rates with them:
-    # its pieces split at each doubling
+    # context (a decode step's are the batch, but eager MLA's kv_b over the keys), and a decode step's attention
+    # transfer with it (the streaming fraction of its K, V, query and output together): pieces split at each doubling
     doublings = {1 << k for k in range(lo.bit_length(), hi.bit_length())}
 
     def sums(mode: str) -> tuple[float, float]:
@@ -349,8 +349,7 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
         step = period(cfg, run.replace(mode=mode))
         ideal = time_sum(f, lambda s: peaks, lo, hi, starts, step)
         latency = sum(r.latency_s for r in _expected(cfg, spec(lo), hw, eff).values())  # the same kernels each pass
-        pieces = starts | doublings if mode == "prefill" else starts
-        return ideal, time_sum(f, expected, lo, hi, pieces, step) + (hi - lo + 1) * latency
+        return ideal, time_sum(f, expected, lo, hi, starts | doublings, step) + (hi - lo + 1) * latency
 
     (decode, expected_decode), (no_cache, expected_no_cache) = sums("decode"), sums("prefill")
     return decode, no_cache, expected_decode, expected_no_cache
