@@ -641,6 +641,18 @@ def test_generate_on_tp_sums_the_parallel_steps_in_closed_form(name, tp, prompt,
     assert g.expected_no_cache_s - local[3] == pytest.approx(loops["prefill"][3], rel=1e-9, abs=0)
 
 
+def test_generate_under_tp_sizes_the_whole_vocabulary_it_times(run):
+    """generate's tp is gpt-fast's, the token embedding and LM head whole on every GPU: its memory is memory's
+    per-GPU figure (vocabulary split over tp) of the larger of the prefill and the last decode step, plus the 7/8
+    of Llama 3.1 70B's two 128,256 x 8,192 bf16 tensors a GPU of tp 8 holds beyond its shard."""
+    timed = json.loads(run("time", "llama-3.1-70b", "--batch", "8", "--tp", "8", "--hardware", "h100", "--mode",
+                           "generate", "--prompt", "1000", "--new", "2", "--json").stdout)
+    cfg, layout = load_bundled("llama-3.1-70b"), Layout(tp=8)
+    split = max(memory(cfg, RunSpec("prefill", 1000, 8, layout=layout)).total,
+                memory(cfg, RunSpec("decode", 1002, 8, layout=layout)).total)
+    assert timed["memory_bytes"] == split + 2 * (128256 - 128256 // 8) * 8192 * 2
+
+
 @pytest.mark.parametrize("name, dp, ep, prompt, new", [
     ("qwen3-30b-a3b", 2, 2, 1, 12),  # a GPU's 64 experts all read from the fourth token of a no-cache pass on
     ("mixtral-8x7b", 4, 4, 30, 9),

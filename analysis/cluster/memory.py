@@ -21,7 +21,7 @@ from ..count.memory import (
     logits_bytes,
     state_bytes,
 )
-from ..count.quant import dequantized_bytes
+from ..count.quant import component_bytes, dequantized_bytes
 from ..errors import SpecError, brief
 from ..model.config import ModelConfig
 from ..model.formats import FORMATS
@@ -40,6 +40,8 @@ from .sharding import (
     workload,
 )
 from .stored import held_bytes
+
+VOCABULARY = ("embedding/token", "lm_head")  # the tensors tp splits by vocabulary
 
 
 def _train_state(cfg: ModelConfig, run: RunSpec, stage: int) -> dict[str, int]:
@@ -145,11 +147,19 @@ def _inference_stages(cfg: ModelConfig, run: RunSpec) -> list[MemoryReport]:
 
 def generation_memory(cfg: ModelConfig, run: RunSpec, prompt: int, new: int) -> int:
     """What a generation of ``new`` tokens after a ``prompt`` needs of the GPU that needs the most: the larger
-    of its prompt's prefill and its last decode step (the cache of ``prompt + new`` tokens)."""
+    of its prompt's prefill and its last decode step (the cache of ``prompt + new`` tokens). Under ``tp``, the
+    model generation times (:func:`.generation.shard`, gpt-fast's): the token embedding and LM head whole on
+    every GPU, where :func:`memory` splits their vocabulary."""
     if isinstance(new, bool) or not isinstance(new, int) or new < 1:
         raise SpecError("new", f"must be a positive integer (the tokens generated), got {brief(new)}")
-    return max(memory(cfg, run.replace(mode="prefill", seq=prompt)).total,
-               memory(cfg, run.replace(mode="decode", seq=prompt + new, chunk=None)).total)
+    tp = run.layout.tp
+    whole_vocabulary = 0
+    if tp > 1:
+        resolved = run.resolve(cfg)
+        split, whole = (component_bytes(c, resolved.weights_dtype, resolved.dtype) for c in (tp_local(cfg, tp), cfg))
+        whole_vocabulary = sum(whole[k] - split[k] for k in VOCABULARY if k in whole)
+    return whole_vocabulary + max(memory(cfg, run.replace(mode="prefill", seq=prompt)).total,
+                                  memory(cfg, run.replace(mode="decode", seq=prompt + new, chunk=None)).total)
 
 
 class Fit(NamedTuple):

@@ -54,6 +54,14 @@ def stored_dtype(cfg: ModelConfig, key: str, weights: str, dtype: str) -> str:
     return weights
 
 
+def component_bytes(cfg: ModelConfig, weights: str, dtype: str) -> dict[str, int]:
+    """The model's weights by component stored as ``weights`` (a dtype, or a format whose unquantized tensors are
+    in ``dtype``)."""
+    if weights in FORMATS:
+        return stored_bytes(cfg, storage(cfg, weights), dtype)
+    return {k: weight_bytes(n, weights) for k, n in count_params(cfg).components.items()}
+
+
 def weights_bytes(cfg: ModelConfig, weights: str, dtype: str) -> int:
     """Bytes of all the model's weights stored as ``weights`` (a dtype, or a format whose
     unquantized tensors are in the compute dtype ``dtype``)."""
