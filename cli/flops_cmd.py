@@ -115,8 +115,9 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
     conv = "causal" if w.causal else "dense"
     images = f" ({count(w.text)} text + {w.images} image{'s' if w.images > 1 else ''} of {w.image_size} px)" \
         if w.images else ""
-    title = (f"{cfg.name}: {w.mode}, batch {w.batch} x seq {count(w.seq)}{images}, {conv} attention, "
-             f"{w.attention} backward" + (", MLA absorbed" if mla_absorbed(cfg, w) else "")
+    kernel = f", {w.attention} backward" if w.mode == "train" else f" ({w.attention})"  # a pass without one
+    title = (f"{cfg.name}: {w.mode}, batch {w.batch} x seq {count(w.seq)}{images}, {conv} attention{kernel}"
+             + (", MLA absorbed" if mla_absorbed(cfg, w) else "")
              + recompute_tag(w.recompute) + lora_tag(record.get("lora")) + _per_gpu(record))
     other = "dense" if w.causal else "causal"
     unit = "MACs" if macs else "FLOPs"

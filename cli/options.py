@@ -68,7 +68,11 @@ ONE = Counts((1,))  # --batch's default
 def counts(text: str | Counts) -> Counts:
     if isinstance(text, Counts):  # a default, already read
         return text
-    return Counts(whole(part) for part in text.split(","))
+    parts = text.split(",")
+    if any(len(p) == 3 and p.isdigit() and p.startswith("0") for p in parts[1:]):  # 1,024 is not 1 and 24
+        raise typer.BadParameter(f"a comma separates entries of a list, got {shown(text)}: write "
+                                 f"{''.join(parts)} without separators (or 1k-style: 32k, 128k)")
+    return Counts(whole(part) for part in parts)
 
 
 class Names(tuple):

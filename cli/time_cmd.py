@@ -302,17 +302,16 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
                else "batches in flight (passes follow one another, the pipeline never drained)")
     pipeline = (f"pipeline: {count(st.micro_batches)} {flowing} through {run.layout.pp} stages{chunks}, bubble "
                 f"{100 * st.bubble:.1f}% of the pipelined time; " if run.layout.pp > 1 else "")
-    lines = [f"{pipeline}{si(rec['tokens'])} tokens per {what}, {exp['tokens_per_s']:,.0f} tokens/s expected "
-             f"(ideal {rec['tokens_per_s']:,.0f})",
-             f"links: {rate(hw.intra_node)} per GPU within a node of {hw.gpus_per_node or rec['gpus']}, "
+    links = [f"links: {rate(hw.intra_node)} per GPU within a node of {hw.gpus_per_node or rec['gpus']}, "
              f"{rate(hw.inter_node)} across nodes; expected: latency per call, NCCL's bus bandwidth, data-parallel "
              "communication partly hidden by the compute it runs beside; ideal: peak links, hidden by all of "
-             "that compute",
-             *_notes(cfg, hw, rec, run)]
+             "that compute"] if rec["collectives"] else []  # one GPU: nothing sent
+    lines = [f"{pipeline}{si(rec['tokens'])} tokens per {what}, {exp['tokens_per_s']:,.0f} tokens/s expected "
+             f"(ideal {rec['tokens_per_s']:,.0f})", *links, *_notes(cfg, hw, rec, run)]
     csv = [{**pick(rec, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s", "memory_bytes"),
             **{f"layout.{k}": v for k, v in rec["layout"].items()}, "part": k, "part_s": v,
             "expected_part_s": exp["parts_s"][k]} for k, v in rec["parts_s"].items()]
-    return Report(rec, csv, [parts, comm, *lines])
+    return Report(rec, csv, [parts, *([comm] if rec["collectives"] else []), *lines])
 
 
 def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: tuple[int, ...]) -> Report:

@@ -163,6 +163,9 @@ def test_mixtral_experts_scale_with_top_k():
 @pytest.mark.parametrize("args, message", [
     (["--seq", "0"], "Error: Invalid value for '--seq': must be >= 1, got 0\n"),
     (["--seq", "abc"], "Error: Invalid value for '--seq': expects a whole number such as 4096 or 128k, got 'abc'\n"),
+    # a thousands separator, not the list 1 and 24
+    (["--seq", "1,024"], "Error: Invalid value for '--seq': a comma separates entries of a list, got '1,024': write "
+                         "1024 without separators (or 1k-style: 32k, 128k)\n"),
     (["--batch", "-1"], "Error: Invalid value for '--batch': must be >= 1, got -1\n"),
     (["--mode", "infer"], "Error: Invalid value for '--mode': 'infer' is not one of 'train', 'prefill', 'decode'.\n"),
     (["--attention", "sdpa"], "Error: Invalid value for '--attention': 'sdpa' is not one of 'eager', 'flash'.\n"),
