@@ -315,7 +315,9 @@ def test_expert_parallel_splits_the_experts_weights_not_their_work(ep):
     14,336 weights each, bf16), but its experts receive from the other e - 1 GPUs as many token-slots as
     they send away (routing balanced): the same expert FLOPs and saved activations as without ep, and
     the weights it reads are its own: all it holds in training (forward, and twice in backward), and in
-    a decode step of 2 sequences (2 x 2 choices) min(8 / e, 4) experts a layer, not 4."""
+    a decode step of 2 sequences (2 x 2 choices, each expert missed by a token with probability 3/4) those
+    of its 8 / e the group's 2e tokens reach, 8/e (1 - (3/4)^2e) rounded: 3 at ep 2, 1 at ep 8; one GPU alone
+    8 (1 - (3/4)^2) = 3.5, rounded 4."""
     from llmcalc.analysis.cluster.memory import memory
     from llmcalc.analysis.cluster.step import step
 
@@ -331,7 +333,7 @@ def test_expert_parallel_splits_the_experts_weights_not_their_work(ep):
     decode = [RunSpec("decode", 4096, 2, layout=Layout(dp=8, ep=e)) for e in (1, ep)]
     alone, dealt = (step(cfg, run, h100).components["moe/experts"] for run in decode)
     assert dealt.flops == alone.flops
-    assert alone.bytes - dealt.bytes == 2 * 32 * expert * (4 - min(8 // ep, 4))
+    assert alone.bytes - dealt.bytes == 2 * 32 * expert * (4 - {2: 3, 8: 1}[ep])
     every = cfg.replace(moe=dataclasses.replace(cfg.moe, experts_per_token=8))  # each token to every expert
     alone, dealt = (step(every, run, h100).components["moe/experts"] for run in decode)
     assert alone.bytes - dealt.bytes == 2 * 32 * expert * (8 - 8 // ep)

@@ -71,6 +71,25 @@ def MISTRAL_DECODE_BYTES(B, seq):  # noqa: N802 (a table of closed forms)
             "lm_head": d * V * b + B * (d + V) * b}
 
 
+@pytest.mark.parametrize("held, experts, k, tokens", [(4, 4, 2, 1), (4, 4, 2, 3), (6, 6, 1, 4), (5, 5, 3, 2),
+                                                     (8, 8, 2, 2), (2, 4, 1, 3), (3, 6, 2, 2)])
+def test_experts_reached_is_the_mean_over_every_routing(held, experts, k, tokens):
+    """The routed experts a pass reads: over every way ``tokens`` tokens can each choose ``k`` distinct experts of
+    ``experts``, all alike, the mean number of the first ``held`` (a GPU's, under expert parallelism) some token
+    chose, rounded half up (8 experts, top 2, two tokens: 3.5, read as 4)."""
+    import itertools
+    import math
+    from fractions import Fraction
+
+    from llmcalc.analysis.count.flops import experts_reached
+
+    choices = list(itertools.combinations(range(experts), k))
+    reached = sum(len({e for pick in picks for e in pick if e < held})
+                  for picks in itertools.product(choices, repeat=tokens))
+    mean = Fraction(reached, len(choices) ** tokens)
+    assert experts_reached(held, experts, k, tokens) == math.floor(mean + Fraction(1, 2))
+
+
 @pytest.mark.parametrize("B, seq", [(1, 4096), (4, 8192)])
 def test_decode_bytes_are_the_closed_forms_component_by_component(B, seq):
     """At 8,192 tokens of context the window still reads 4,096 K/V rows."""

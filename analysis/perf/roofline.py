@@ -35,7 +35,7 @@ from ..spec import Layout, RunSpec
 from .calibration import CALIBRATED, Efficiency, Rates, rates
 from .float8 import CASTS, casts, fp8_keys
 from .hardware import Hardware
-from .steps import Counts, count_sum, period, splits, thresholds, time_sum
+from .steps import Counts, count_sum, period, reached_steps, splits, thresholds, time_sum
 
 
 @dataclass(frozen=True)  # not a NamedTuple: + adds the work, it does not join tuples
@@ -253,7 +253,7 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALI
         return lambda i: {key: chunk(i).get(key, (0, 0, 0))}
 
     margin = 4  # a chunk whose span comes this near a threshold is a piece of its own
-    starts = {i + k for p in thresholds(cfg, run.batch, run.seq)
+    starts = {i + k for p in thresholds(cfg, run.seq)
               for i in range((p - margin) // size - 1, (p + margin) // size + 1) for k in (0, 1)}
     summed = count_sum(chunk, 0, n - 2, starts)
     final = roofline(cfg, last.replace(past=(n - 1) * size), hw, eff)
@@ -327,7 +327,7 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
         return 0.0, 0.0, 0.0, 0.0
     run = run.replace(mode="prefill", seq=prompt + 1, chunk=None).resolve(cfg)
     peaks, (lo, hi) = _peaks(cfg, run, hw), (prompt + 1, prompt + new - 1)
-    starts = splits(thresholds(cfg, run.batch, hi, run.layout.ep))
+    starts = splits(thresholds(cfg, hi)) | reached_steps(cfg, run.batch, hi, run.layout.ep)
     # a piece's passes take its middle pass's calibrated rates; a no-cache pass's GEMM rows grow with the
     # context (a decode step's are the batch, but eager MLA's kv_b over the keys), and a decode step's attention
     # transfer with it (the streaming fraction of its K, V, query and output together): pieces split at each doubling

@@ -3,11 +3,12 @@ constant time in the new tokens and in the chunks).
 
 Each component's FLOPs and bytes in a pass are integer polynomials of degree at most 2 in the pass's position
 (the context of a decode step or of a no-cache recompute; the index of a chunk) between breakpoints the config
-fixes: a sliding window W, the boundaries of a chunked layer's chunks, the tokens at which a mixture of
-experts reads every expert, a recurrent mixer's first pass (no state in), MLA's first pass (absorbed only
-after cached tokens) (:func:`thresholds`), and within a piece on each residue class modulo :func:`period`
-(int4 packs two values a byte: ``ceil(T d / 2)`` bytes of embedding rows alternate with the parity of ``T d``;
-a recurrent mixer's chunked form runs a partial last chunk of ``s mod chunk`` tokens). Each piece's (class's)
+fixes: a sliding window W, the boundaries of a chunked layer's chunks, a recurrent mixer's first pass (no state
+in), MLA's first pass (absorbed only after cached tokens) (:func:`thresholds`), the tokens from which a pass
+reaches one more of its routed experts (:func:`reached_steps`), and within a piece on each residue class
+modulo :func:`period` (int4 packs two values a byte: ``ceil(T d / 2)`` bytes of embedding rows alternate with
+the parity of ``T d``; a recurrent mixer's chunked form runs a partial last chunk of ``s mod chunk`` tokens).
+Each piece's (class's)
 polynomials are interpolated from exact counts at three of its points and summed exactly (integers); a pass's
 time, the larger of compute and memory per component, is summed after splitting each piece where the two
 cross. The ideal sums equal the pass-by-pass ones (tests/test_time.py keeps that loop as the reference); the
@@ -17,10 +18,11 @@ middle pass.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 
-from ..count.flops import held_copies
+from ..count.flops import experts_reached, held_copies
 from ..model.architecture import build
 from ..model.config import ModelConfig
 from ..model.sizes import DTYPE_BITS
@@ -31,9 +33,9 @@ Rates = tuple[float, float, float]  # matmul FLOP/s, elementwise FLOP/s, bytes/s
 ZERO = (0, 0, 0)
 
 
-def thresholds(cfg: ModelConfig, batch: int, top: int, ep: int = 1) -> set[int]:
+def thresholds(cfg: ModelConfig, top: int) -> set[int]:
     """Positions up to ``top`` near which a pass's counts change form: splitting there leaves
-    polynomial pieces (``ep``: on a GPU of an expert-parallel group, which holds ``1/ep`` of the experts)."""
+    polynomial pieces (the routed experts a pass reaches: :func:`reached_steps`)."""
     points = set()
     for _, block in build(cfg).blocks:
         spec = block.spec
@@ -47,10 +49,30 @@ def thresholds(cfg: ModelConfig, batch: int, top: int, ep: int = 1) -> set[int]:
             points.add(0)
         if spec.attention == "mla":  # a one-token pass runs absorbed after cached tokens, not on the first
             points.add(0)
-        for m in block.linears():  # a mixture of experts reads all its experts from this many tokens on
-            if m.active != m.copies:
-                points.add(-(-held_copies(m, ep) // (batch * m.active)))
     return points
+
+
+def reached_steps(cfg: ModelConfig, per_position: int, top: int, ep: int = 1) -> set[int]:
+    """The positions up to ``top`` from which a pass of ``per_position`` tokens a position (a batch's no-cache
+    recompute of its prefix) reaches one more of a layer's routed experts (:func:`~analysis.count.flops
+    .experts_reached`, non-decreasing in the tokens; on a GPU of an expert-parallel group of ``ep``, of those it
+    holds, which the group's tokens reach): for each count, the first position reaching it, by bisection. Pieces
+    start there exactly."""
+    out: set[int] = set()
+    routed = {(held_copies(m, ep), m.copies, m.active) for m, _ in build(cfg).linears() if m.active != m.copies}
+    for held, experts, k in routed:  # (every token to every expert reaches all of them, always)
+        reached = functools.partial(_reached, held, experts, k, per_position * ep)
+        for n in range(reached(1) + 1, reached(top) + 1):
+            lo, hi = 1, top  # reached(lo) < n <= reached(hi)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if reached(mid) < n else (lo, mid)
+            out.add(hi)
+    return out
+
+
+def _reached(held: int, experts: int, k: int, per_position: int, position: int) -> int:
+    return experts_reached(held, experts, k, per_position * position)
 
 
 def period(cfg: ModelConfig, run: RunSpec) -> int:
