@@ -141,7 +141,8 @@ def test_memory_csv_is_a_row_per_part(run):
     data = json.loads(run(*args, "--json").stdout)
     rows = _csv(run(*args, "--format", "csv").stdout)
     assert {r["part"]: int(r["bytes"]) for r in rows} == {k: data[k] for k in (
-        "weights", "gradients", "optimizer", "activations", "attention", "dequantization", "kv_cache", "logits")}
+        "weights", "gradients", "optimizer", "activations", "recomputed", "attention", "dequantization", "kv_cache",
+        "logits")}
     assert sum(int(r["bytes"]) for r in rows) == data["total"]
     assert rows[0] == {"model": "mistral-7b", "mode": "train", "seq_len": "4096", "batch": "1", "part": "weights",
                        "bytes": str(2 * 7_241_732_096)}

@@ -7,7 +7,7 @@ import pytest
 from llmcalc.analysis.count.memory import trained_state
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.load.catalog import load_bundled
-from llmcalc.analysis.spec import RunSpec
+from llmcalc.analysis.spec import Layout, RunSpec
 
 pytestmark = pytest.mark.unit
 
@@ -144,3 +144,30 @@ def test_grad_dtype_in_the_json_and_the_title(run):
     inference = run("memory", "gpt2-small", "--mode", "inference", "--seq", "256", "--json").stdout
     assert json.loads(inference)["grad_dtype"] is None
     assert "bf16, fp32 gradients" in run("memory", "gpt2-small", "--seq", "256", "--grad-dtype", "fp32").stdout
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "deepseek-v3", "gemma-3-27b", "qwen3-next-80b-a3b"])
+def test_full_recomputation_holds_one_layer_saved_again(run, model):
+    """Under --recompute full a GPU keeps each layer's input and, while backward reruns a layer, what that layer
+    saves without recomputation: `recomputed` is the largest layer's saves of the run without recomputation (its
+    `activations_per_layer`, the per-layer saves the reference checks), and nothing else changes but the kept
+    activations."""
+    args = ("memory", model, "--seq", "2048", "--batch", "2", "--json")
+    full = json.loads(run(*args, "--recompute", "full").stdout)
+    none = json.loads(run(*args).stdout)
+    assert full["recomputed"] == none["activations_per_layer"] > 0 and none["recomputed"] == 0
+    assert full["total"] - full["activations"] - full["recomputed"] == none["total"] - none["activations"]
+
+
+def test_full_recomputation_under_a_layout_holds_a_tp_ranks_layer():
+    """On a GPU of tp 2 with sequence parallelism, the layer rerun is the TP rank's, split as its saves are:
+    the difference between the saves (no recomputation) of Llama 3.1 8B and of the same model one layer
+    shorter, on one stage of one micro-batch."""
+    from llmcalc.analysis.cluster.memory import memory
+
+    cfg = load_bundled("llama-3.1-8b")
+    layout = Layout(tp=2, sp=True, micro_batches=1)
+    full = memory(cfg, RunSpec("train", 4096, 2, recompute="full", layout=layout))
+    layers = [memory(c, RunSpec("train", 4096, 2, layout=layout)).parts["activations"]
+              for c in (cfg, cfg.replace(n_layers=cfg.n_layers - 1))]
+    assert full.parts["recomputed"] == layers[0] - layers[1] > 0

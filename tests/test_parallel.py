@@ -702,8 +702,8 @@ def test_time_generate_on_tp_reports_the_communication(run):
 def _exhaustive(cfg, hw, gpus, seq, global_batch):
     """`plan`'s candidates evaluated one by one from first principles: every stage's report from its
     full breakdown (no stage figured once for several), a fresh step per layout (nothing shared)."""
+    from llmcalc.analysis.cluster import sharding
     from llmcalc.analysis.cluster.search import layouts
-    from llmcalc.analysis.cluster.sharding import check_layout, gpu_state, saved, stage_saves, tp_local
     from llmcalc.analysis.count.memory import attention_bytes, state_bytes
 
     out = []
@@ -716,16 +716,18 @@ def _exhaustive(cfg, hw, gpus, seq, global_batch):
             for recompute in ("none", "full"):
                 run = RunSpec("train", seq, b, recompute=recompute, layout=micro).resolve(cfg)
                 try:
-                    check_layout(cfg, run)
+                    sharding.check_layout(cfg, run)
                 except SpecError:
                     break
                 totals = []
-                for s, acts in enumerate(saved(stage) for stage in stage_saves(cfg, run)):
-                    state = gpu_state(cfg, micro, s)
+                for s, acts in enumerate(sharding.saved(stage) for stage in sharding.stage_saves(cfg, run)):
+                    state = sharding.gpu_state(cfg, micro, s)
                     train = state_bytes(state.weights, state.gradients, state.optimizer, run)
-                    totals.append(sum(train) + sum(acts.values())
-                                  + attention_bytes(tp_local(cfg, micro.tp), b, seq, seq, run.attention, run.dtype,
-                                                    training=True))
+                    rerun = sharding.recomputed_layer(cfg, sharding.cp_local(run).replace(layout=Layout()), micro.tp,
+                                                      micro.sp, sharding.in_stage(cfg, micro, s))
+                    totals.append(sum(train) + sum(acts.values()) + rerun
+                                  + attention_bytes(sharding.tp_local(cfg, micro.tp), b, seq, seq, run.attention,
+                                                    run.dtype, training=True))
                 total = max(totals)
                 fits = total <= hw.memory
                 s = step(cfg, run, hw) if fits else None

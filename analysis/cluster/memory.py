@@ -26,11 +26,13 @@ from ..errors import SpecError, brief
 from ..model.config import ModelConfig
 from ..model.formats import FORMATS
 from ..model.sizes import weight_bytes
-from ..spec import RunSpec, check_arguments
+from ..spec import Layout, RunSpec, check_arguments
 from .sharding import (
     check_layout,
     cp_local,
     gpu_state,
+    in_stage,
+    recomputed_layer,
     saved,
     stage_keys,
     stage_kv_bytes,
@@ -128,9 +130,12 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = Non
             shared[saves_key] = stage_saves(cfg, run)
         saves = shared[saves_key]
         state, attention = stage_states(cfg, run, shared), transient(cfg, run)
-        totals = [state[s] + attention + sum(c.kept * c.total for c in saves[s]) for s in range(pp)]
+        mine = cp_local(run).replace(layout=Layout())
+        rerun = [recomputed_layer(cfg, mine, layout.tp, layout.sp, in_stage(cfg, layout, s)) for s in range(pp)]
+        totals = [state[s] + attention + rerun[s] + sum(c.kept * c.total for c in saves[s]) for s in range(pp)]
         shown = max(range(pp), key=totals.__getitem__) if stage is None else stage
-        return _stage_memory(cfg, run, shown, saved(saves[shown]), 0)._replace(stage_totals=tuple(totals))
+        report = _stage_memory(cfg, run, shown, saved(saves[shown]), 0)
+        return report._replace(parts={**report.parts, "recomputed": rerun[shown]}, stage_totals=tuple(totals))
     reports = _inference_stages(cfg, run)
     shown_report = max(reports, key=lambda m: m.total) if stage is None else reports[stage]
     return shown_report._replace(stage_totals=tuple(m.total for m in reports))

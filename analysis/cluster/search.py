@@ -47,7 +47,15 @@ from ..perf.hardware import Hardware
 from ..perf.roofline import Utilization, utilization
 from ..spec import Layout, LoRA, RunSpec, in_flight
 from .memory import memory, stage_states, transient
-from .sharding import check_layout, cp_local, distinct_stages, one_gpu_only, save_terms, zero_stages
+from .sharding import (
+    check_layout,
+    cp_local,
+    distinct_stages,
+    one_gpu_only,
+    recomputed_layer,
+    save_terms,
+    zero_stages,
+)
 from .step import MARGIN, Step, floors, stage_floors, step, training_idle_slots
 
 MAX_GPUS = 1 << 20
@@ -266,15 +274,16 @@ def _weigh(cfg: ModelConfig, gpus: int, seq: int, global_batch: int, per_node: i
            runs: Callable[[int, str], RunSpec], shared: dict) -> list[_Weighed]:
     """The candidates of :func:`candidates` in its order, each with its peak GPU's total bytes,
     :func:`memory`'s, from each stage's state and what one micro-batch saves on it, of which 1F1B
-    keeps ``min(p - s, m)`` (:func:`analysis.cluster.pipeline.held`), plus the attention transient
-    (``runs``: :func:`_workloads`). The model's rules a layout breaks (:func:`check_layout`, whose
-    refusal ends a layout in :func:`candidates`) hang on its (tp, cp, pp, ep, sp) alone: checked
-    once for each."""
+    keeps ``min(p - s, m)`` (:func:`analysis.cluster.pipeline.held`), plus the attention transient and full
+    recomputation's (:func:`.sharding.recomputed_layer`) (``runs``: :func:`_workloads`). The model's rules a
+    layout breaks (:func:`check_layout`, whose refusal ends a layout in :func:`candidates`) hang on its (tp, cp,
+    pp, ep, sp) alone: checked once for each."""
     out: list[_Weighed] = []
     broken: dict[tuple, bool] = {}  # (tp, cp, pp, ep, sp): breaks one of the model's rules
     states: dict[tuple, list[int]] = {}  # by (tp, pp, ep, zero): each distinct stage's state
     mine: dict[tuple, tuple[RunSpec, int]] = {}  # by (b, recompute, tp, cp): a GPU's share of the run, its transient
-    saves: dict[tuple, list[int]] = {}  # by (b, recompute, tp, cp, sp, pp): each distinct stage's saves a micro-batch
+    saves: dict[tuple, list[tuple[int, int]]] = {}  # by (b, recompute, tp, cp, sp, pp): each distinct stage's saves a
+    # micro-batch, and its full recomputation's transient
     for layout in splits(cfg, gpus, per_node, seq):
         tp, cp, pp, ep, sp = rules = layout.tp, layout.cp, layout.pp, layout.ep, layout.sp
         if broken.get(rules):
@@ -313,10 +322,11 @@ def _weigh(cfg: ModelConfig, gpus: int, seq: int, global_batch: int, per_node: i
                     saves_key = (b, recompute, tp, cp, sp, pp)
                     if saves_key not in saves:
                         terms = save_terms(cfg, one, tp, sp)
-                        saves[saves_key] = [terms.chunk(layers, s == 0, s == pp - 1) for s, layers in firsts]
+                        saves[saves_key] = [(terms.chunk(layers, s == 0, s == pp - 1),
+                                             recomputed_layer(cfg, one, tp, sp, layers)) for s, layers in firsts]
                     state, saved = states[state_key], saves[saves_key]
-                    total = attention + max(state[j] + in_flight(pp, s, m) * saved[j]
-                                            for j, (s, _) in enumerate(firsts))
+                    total = attention + max(state[j] + in_flight(pp, s, m) * kept + rerun
+                                            for j, ((s, _), (kept, rerun)) in enumerate(zip(firsts, saved)))
                 out.append(_Weighed(layout, b, m, recompute, total))
                 fitted |= total <= budget
             b *= 2

@@ -595,6 +595,18 @@ def _chunk_saves(cfg: ModelConfig, run: RunSpec, tp: int, sp: bool, layers: tupl
     return saves, sum(n for _, n in saves)
 
 
+def recomputed_layer(cfg: ModelConfig, mine: RunSpec, tp: int, sp: bool, layers: tuple[tuple[int, int], ...]) -> int:
+    """Full recomputation's transient on one GPU (:func:`analysis.count.memory.recomputed_layer`): the largest
+    per-layer save without recomputation among ``layers`` ((layer-plan group, count) of a stage), one micro-batch
+    on the TP rank (``mine``: :func:`cp_local`, resolved, no layout), split as :func:`stage_saves` splits it; 0
+    without full recomputation."""
+    if mine.mode != "train" or mine.recompute != "full":
+        return 0
+    groups = save_terms(cfg, mine.replace(recompute="none"), tp, sp).groups
+    return max((whole + sum(ceil_div(n, d) for n, d in split)
+                for i, count in layers if count for whole, split in [groups[i]]), default=0)
+
+
 def _once_on(key: str) -> str:
     """The model chunks a once-per-forward save ``key`` is on: the embeddings' on the first stage's
     first ("first"), the final norm's, LM head's, soft-capping's and loss's on the last stage's last

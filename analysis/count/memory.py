@@ -14,6 +14,10 @@ Conventions (the docs' "Conventions: memory"):
 - chunked prefill runs queries in chunks of C tokens against ``min(cached, W) + C`` keys
   on a layer with window W (``cached + C`` on a full layer; ``o % A + C`` at offset o on a layer
   with attention chunks of A); the peak is over chunks and layers;
+- full recomputation (``recompute="full"``) keeps each layer's input; backward reruns one layer's forward
+  at a time, which saves what the layer saves without recomputation until its backward is done: the
+  largest layer's such saves, ``recomputed``, on top of the kept ones (Korthikanti et al.'s 2sbhL counts the
+  kept inputs alone);
 - inference (``prefill`` and ``decode``): weights in their stored dtype, the KV cache for
   ``seq`` tokens, the attention peak, and the logits of the last position of each sequence;
 - MoE: every expert's weights, gradients and optimizer state, activations for the
@@ -41,7 +45,8 @@ from .quant import dequantized_bytes, weights_bytes
 # `llmcalc memory --mode` -> the RunSpec mode: inference is a prefill of the sequence (weights,
 # KV cache, attention working memory, last-position logits)
 MEMORY_MODES = {"train": "train", "inference": "prefill"}
-PARTS = ("weights", "gradients", "optimizer", "activations", "attention", "dequantization", "kv_cache", "logits")
+PARTS = ("weights", "gradients", "optimizer", "activations", "recomputed", "attention", "dequantization", "kv_cache",
+         "logits")
 
 
 class TrainingState(NamedTuple):
@@ -96,6 +101,14 @@ def attention_bytes(cfg: ModelConfig, batch: int, queries: int, keys: int, atten
     return scores if training else 2 * scores
 
 
+def recomputed_layer(cfg: ModelConfig, run: RunSpec) -> int:
+    """Full recomputation's transient (``run`` resolved): backward reruns one layer's forward at a time, which
+    saves again what the layer saves without recomputation, held while its backward runs; the largest layer's."""
+    if run.mode != "train" or run.recompute != "full":
+        return 0
+    return max(sum(saved.values()) for _, saved in activation_bytes(cfg, run.replace(recompute="none")).groups)
+
+
 def attention_peak(cfg: ModelConfig, run: RunSpec) -> tuple[int, int, int]:
     """(bytes, queries, keys) of the largest attention call of an inference run."""
     run.no_images()
@@ -146,7 +159,7 @@ def device_memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
         base = 0 if run.lora is None else weights_bytes(cfg, run.weights_dtype, run.dtype)  # frozen (QLoRA: a format)
         acts = activation_bytes(cfg, run)
         parts.update(weights=base + state.weights, gradients=state.gradients, optimizer=state.optimizer,
-                     activations=acts.total - acts.loss, logits=acts.loss,
+                     activations=acts.total - acts.loss, logits=acts.loss, recomputed=recomputed_layer(cfg, run),
                      attention=attention_bytes(cfg, run.batch, run.seq, run.seq, run.attention, run.dtype,
                                                training=True))
         per_layer = {group.spec.describe(): sum(saved.values()) for group, saved in acts.groups}
