@@ -159,7 +159,8 @@ def _breakdown(cfg: ModelConfig, r: FlopReport, other_report: FlopReport, record
             ("PaLM (6N + 12LHQT) per token" if rule == "6" else "PaLM forward (2N + 4LHQT) per token",
              approx["palm"])):
         blocks.append(f"  {label}: {_fmt(value, exact)}  (exact matmul / this = {tot.matmul_total / value:.3f})")
-    workload = pick(record, "model", "seq_len", "batch", "mode", "attention", "convention", "recompute")
+    workload = pick(record, "model", "seq_len", "batch", "mode", "attention", "convention", "recompute", "gpus",
+                    "stage", "cp_rank")
     csv = [{**workload, "kind": kind, "component": k, "forward": fwd.get(k, 0), "backward": bwd.get(k, 0),
             "total": n}
            for kind, fwd, bwd, total in (("matmul", r.forward.matmul, r.backward.matmul, tot.matmul),

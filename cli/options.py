@@ -69,10 +69,21 @@ def counts(text: str | Counts) -> Counts:
     if isinstance(text, Counts):  # a default, already read
         return text
     parts = text.split(",")
-    if any(len(p) == 3 and p.isdigit() and p.startswith("0") for p in parts[1:]):  # 1,024 is not 1 and 24
+    if _thousands(parts):
         raise typer.BadParameter(f"a comma separates entries of a list, got {shown(text)}: write "
-                                 f"{''.join(parts)} without separators (or 1k-style: 32k, 128k)")
+                                 f"{''.join(parts)} without separators (or 1k-style: 32k, 128k); for the "
+                                 f"list, a space after each comma ({', '.join(parts)})")
     return Counts(whole(part) for part in parts)
+
+
+def _thousands(parts: list[str]) -> bool:
+    """Whether a comma list reads as one number with thousands separators: groups of three digits after the
+    first, one of them starting with 0 (1,024: not 1 and 24) or together a power of two (8,192; 32,768)."""
+    if len(parts) < 2 or not all(p.isdigit() for p in parts) or not 1 <= len(parts[0]) <= 3 \
+            or any(len(p) != 3 for p in parts[1:]):
+        return False
+    n = int("".join(parts))
+    return any(p.startswith("0") for p in parts[1:]) or n & (n - 1) == 0
 
 
 class Names(tuple):

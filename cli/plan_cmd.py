@@ -153,4 +153,6 @@ def plan(
                    "sent_bytes", "tokens_per_s", "mfu"),
             **{f"expected_{k}": r.get("expected", {}).get(k) for k in ("step_s", "tokens_per_s", "mfu")}}
            for r in data["layouts"]]
+    if not n_fit and fmt in ("json", "csv"):  # nothing listed: say why, as the table does
+        warn(notes[0])
     emit(Report(data, csv, [table, *notes]), fmt)

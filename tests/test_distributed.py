@@ -324,6 +324,16 @@ def test_plan_usage(run, args, code, message):
     assert message in result.output and result.exit_code == code, result.output
 
 
+def test_plan_lists_no_layout_and_says_why(run):
+    """JSON and CSV list the layouts that fit: with none, the table's reason goes to stderr."""
+    args = ("plan", "llama-3.1-405b", "--gpus", "1", "--hardware", "l4", "--global-batch", "1", "--seq", "1024")
+    for fmt in ("json", "csv"):
+        result = run(*args, "--format", fmt)
+        assert (result.exit_code, result.stderr) == (0, "Warning: no layout fits in 22.35 GiB: more GPUs, a shorter "
+                                                        "--seq or a smaller --global-batch\n")
+    assert json.loads(run(*args, "--json").stdout)["layouts"] == []
+
+
 def test_time_json_keeps_its_keys_with_a_layout(run):
     """DESIGN.md section 8's keys describe the slowest stage's compute over the step."""
     data = json.loads(run("time", "llama-2-7b", "--hardware", "h100", "--seq", "4096", "--tp", "2", "--pp", "2",
@@ -380,7 +390,8 @@ def test_context_parallel_ring_sends_kv():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--cp", "3", "--seq", "4096"], "cp 3 must divide the 4,096 tokens of a sequence"),
+    (["--cp", "3", "--seq", "4096"], "cp 3 splits each sequence into 6 chunks (Megatron's load balancing of causal "
+                                     "attention), which must divide the 4,096 tokens of a sequence"),
     (["--cp", "2", "--attention", "eager"], "context parallelism runs ring flash attention"),
     (["--cp", "2", "--tp", "8", "--sp", "--seq", "4104"],
      "--sp (sequence parallelism) needs tp 8 to divide the 2,052 tokens of a sequence on a GPU"),

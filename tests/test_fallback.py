@@ -241,3 +241,18 @@ def test_without_the_hf_extra_the_error_says_how_to_get_it(tmp_path, run, monkey
         assert "unsupported Hugging Face model_type 'gpt_neox_japanese'; the" in result.stderr
         assert result.stderr.endswith("`llmcalc params` counts it through transformers: "
                                       "pip install 'llmcalc-exact[hf]'\n")
+
+
+@pytest.mark.reference
+def test_kimi_k2_verifies_against_transformers_as_deepseek_v3(tmp_path, run):
+    """verify --against transformers builds a kimi_k2 file as its AutoConfig's class does (DeepseekV3Config): a
+    small one (two layers, eight experts) agrees with transformers' DeepSeek-V3 on every check."""
+    small = {**KIMI_K2, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+             "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8,
+             "intermediate_size": 128, "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+             "vocab_size": 256, "n_group": 1, "topk_group": 1}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(small))
+    result = run("verify", path, "--against", "transformers", "--seq", "8", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ok"]

@@ -163,9 +163,13 @@ def test_mixtral_experts_scale_with_top_k():
 @pytest.mark.parametrize("args, message", [
     (["--seq", "0"], "Error: Invalid value for '--seq': must be >= 1, got 0\n"),
     (["--seq", "abc"], "Error: Invalid value for '--seq': expects a whole number such as 4096 or 128k, got 'abc'\n"),
-    # a thousands separator, not the list 1 and 24
+    # a thousands separator, not the list 1 and 24 (a group starting with 0), nor 8 and 192 (a power of two)
     (["--seq", "1,024"], "Error: Invalid value for '--seq': a comma separates entries of a list, got '1,024': write "
-                         "1024 without separators (or 1k-style: 32k, 128k)\n"),
+                         "1024 without separators (or 1k-style: 32k, 128k); for the list, a space after each comma "
+                         "(1, 024)\n"),
+    (["--seq", "8,192"], "Error: Invalid value for '--seq': a comma separates entries of a list, got '8,192': write "
+                         "8192 without separators (or 1k-style: 32k, 128k); for the list, a space after each comma "
+                         "(8, 192)\n"),
     (["--batch", "-1"], "Error: Invalid value for '--batch': must be >= 1, got -1\n"),
     (["--mode", "infer"], "Error: Invalid value for '--mode': 'infer' is not one of 'train', 'prefill', 'decode'.\n"),
     (["--attention", "sdpa"], "Error: Invalid value for '--attention': 'sdpa' is not one of 'eager', 'flash'.\n"),
@@ -203,3 +207,11 @@ def test_an_option_of_another_mode_is_ignored_with_a_warning(run, mode, option):
     plain = run("flops", "gpt2-small", "--seq", "64", "--mode", mode, "--json")
     assert result.exit_code == 0 and result.stdout == plain.stdout  # nothing counted, nothing claimed
     assert result.stderr == f"Warning: {option} does not apply to --mode {mode}; ignored\n"
+
+
+def test_a_comma_list_of_unlike_groups_is_a_list(run):
+    """128,256 and 64,128 are sweeps (no group starts with 0, no power of two joined); a space after a comma makes
+    any list one: 8, 192."""
+    for text, seqs in (("128,256", [128, 256]), ("64,128", [64, 128]), ("8, 192", [8, 192])):
+        data = json.loads(run("flops", "gpt2-small", "--seq", text, "--json").stdout)
+        assert [r["seq_len"] for r in data] == seqs

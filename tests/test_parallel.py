@@ -863,9 +863,20 @@ def test_flops_under_cp_are_the_busiest_ranks_chunks(run):
     assert dense["causal_total_matmul"] == causal["total"]["matmul"] - (pairs - first) * per_pair
 
 
+@pytest.mark.parametrize("model", ["gemma-3-27b", "mistral-7b", "llama-3.1-8b"])
+def test_time_under_cp_runs_the_busiest_ranks_attention_core(run, model):
+    """time and flops share one rule for a context-parallel GPU's attention core: the busiest rank's (under a
+    sliding window not 1/cp of the sequence's), so a step's scores and values are flops --causal's."""
+    args = (model, "--seq", "8192", "--cp", "2", "--json")
+    timed = json.loads(run("time", *args, "--hardware", "h100").stdout)["components"]
+    counted = json.loads(run("flops", *args, "--causal").stdout)["total"]["components"]
+    for key in ("attention/scores", "attention/values"):
+        assert timed[key]["flops"] == counted[key]
+
+
 @pytest.mark.parametrize("args, message", [
-    (("--seq", "8190", "--cp", "2", "--causal"), "Error: --cp 2 splits each sequence in 4 chunks (Megatron's causal "
-     "load balancing), which must divide the 8,190 tokens of a sequence\n"),
+    (("--seq", "8190", "--cp", "2"), "Error: --cp 2 splits each sequence into 4 chunks (Megatron's load balancing of "
+     "causal attention), which must divide the 8,190 tokens of a sequence\n"),
     (("--mode", "decode", "--cp", "2"), "Error: --cp 2: context parallelism splits a sequence's new tokens, and a "
      "decode step has one\n"),
     (("--tp", "3"), "Error: --tp 3 must divide the 32 attention heads of mistral-7b\n"),
@@ -878,7 +889,7 @@ def test_flops_refuses_a_layout_it_cannot_split(run, args, message):
 def test_flops_refuses_images_under_a_layout(run):
     result = run("flops", "gemma-3-27b-it", "--seq", "100", "--images", "1", "--tp", "2")
     assert (result.exit_code, result.stderr) == (2, "Error: --images with a parallel layout: the vision tower's "
-                                                    "split over tp is not counted by flops (without a layout, flops "
+                                                    "share of a GPU is not counted by flops (without a layout, flops "
                                                     "counts the tower)\n")
 
 

@@ -20,7 +20,7 @@ equals), unless ``stage`` and ``rank`` name one.
 from typing import NamedTuple
 
 from ..count.flops import SCORES_VALUES, FlopBreakdown, FlopReport, core_keys, part_flops
-from ..errors import SpecError
+from ..errors import SpecError, brief
 from ..model.config import ModelConfig
 from ..spec import Layout, RunSpec, check_arguments, lora_refusal
 from .sharding import check_layout, stages, tp_local
@@ -39,21 +39,18 @@ def gpu_flops(cfg: ModelConfig, run: RunSpec, stage: int | None = None, rank: in
     check_arguments(cfg, run)
     if run.lora is not None and (why := lora_refusal(cfg)) is not None:
         raise SpecError("lora", why)
-    if run.images:
-        raise SpecError("images", "with a parallel layout: the vision tower's split over tp is not counted by flops "
+    if run.images and not run.layout.trivial:
+        raise SpecError("images", "with a parallel layout: the vision tower's share of a GPU is not counted by flops "
                                   "(without a layout, flops counts the tower)")
     run = run.resolve(cfg)
     check_layout(cfg, run)
     layout = run.layout
     cp = layout.cp
-    if run.causal and cp > 1 and run.seq % (2 * cp):
-        raise SpecError("layout.cp", f"{cp} splits each sequence in {2 * cp} chunks (Megatron's causal load "
-                                     f"balancing), which must divide the {run.seq:,} tokens of a sequence")
     for name, value, n in (("stage", stage, layout.pp), ("rank", rank, cp)):
-        if value is not None and not 0 <= value < n:
-            raise SpecError(name, f"must be 0 to {n - 1}, got {value}")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n):
+            raise SpecError(name, f"must be a whole number from 0 to {n - 1}, got {brief(value)}")
     local, one = tp_local(cfg, layout.tp), run.replace(layout=Layout())
-    per_stage = [[_rank(local, one, cp, frozenset(held), s == 0, s == layout.pp - 1, r) for r in range(cp)]
+    per_stage = [_stage(local, one, cp, frozenset(held), s == 0, s == layout.pp - 1)
                  for s, held in enumerate(stages(cfg, layout))]
     totals = [[r.total.total for r in ranks] for ranks in per_stage]
     if stage is None:
@@ -64,24 +61,46 @@ def gpu_flops(cfg: ModelConfig, run: RunSpec, stage: int | None = None, rank: in
     return GpuFlops(mine._replace(run=run), stage, rank, tuple(max(t) for t in totals))
 
 
-def _rank(cfg: ModelConfig, run: RunSpec, cp: int, layers: frozenset[int], first: bool, last: bool,
-          rank: int) -> FlopReport:
-    """Context-parallel GPU ``rank``'s pass of a stage (``cfg`` the TP rank's model, ``run`` resolved, on one
-    GPU): the stage's FLOPs over ``S / cp`` tokens, attention's core replaced by that of the GPU's queries."""
-    head = last and (rank == 0 or run.mode == "train" or run.all_logits)  # the logits of its positions
-    mine = part_flops(cfg, run.replace(seq=run.seq // cp), layers, first, head)
-    if cp == 1:
-        return mine
+def core_share(cfg: ModelConfig, run: RunSpec, cp: int) -> dict[str, float]:
+    """Of each component of attention's core, the share of the whole sequence's that the busiest of ``cp``
+    context-parallel GPUs computes (its FLOPs, forward and backward; ``cfg`` the TP rank's model, ``run``
+    resolved, on one GPU): ``1/cp`` where every GPU computes alike (module docstring), for a step's time."""
+    keys, cores = _rank_cores(cfg, run, cp, None)
+    whole = _core(part_flops(cfg, run), keys)
+    busiest = max(cores, key=lambda c: sum(sum(d.values()) for d in c[:4]))
+    return {k: sum(d.get(k, 0) for d in busiest[:4]) / n for k in keys
+            if (n := sum(d.get(k, 0) for d in whole[:4]))}
+
+
+def _stage(cfg: ModelConfig, run: RunSpec, cp: int, layers: frozenset[int], first: bool,
+           last: bool) -> list[FlopReport]:
+    """Each context-parallel GPU's pass of a stage (``cfg`` the TP rank's model, ``run`` resolved, on one GPU): the
+    stage's FLOPs over ``S / cp`` tokens, attention's core replaced by that of the GPU's queries."""
+    out = []
+    cores = _rank_cores(cfg, run, cp, layers) if cp > 1 else None
+    for rank in range(cp):
+        head = last and (rank == 0 or run.mode == "train" or run.all_logits)  # the logits of its positions
+        mine = part_flops(cfg, run.replace(seq=run.seq // cp), layers, first, head)
+        out.append(mine if cores is None else _with_core(mine, cores[1][rank], cores[0]))
+    return out
+
+
+def _rank_cores(cfg: ModelConfig, run: RunSpec, cp: int,
+                layers: frozenset[int] | None) -> tuple[set[str], list["_Core"]]:
+    """Attention's core components, and each context-parallel GPU's core over ``layers``: in the dense convention
+    1/cp of the whole sequence's (every query against every key); causal, the pairs of its two chunks, differences
+    of the core of passes over the first ``j`` chunks."""
     keys = set(SCORES_VALUES) | core_keys(cfg, run)
-    if not run.causal:  # every query against every key: 1/cp of the whole sequence's
-        core = _core(part_flops(cfg, run, layers, False, False), keys, cp)
-    else:  # its chunks' pairs: differences of the core of passes over the first n chunks
-        c = run.seq // (2 * cp)
-        bounds = (rank, rank + 1, 2 * cp - 1 - rank, 2 * cp - rank)
-        prefix = {j: _core(part_flops(cfg, run.replace(seq=c * j), layers, False, False), keys) if j else None
-                  for j in bounds}
-        core = _sum(_sum(prefix[bounds[1]], prefix[bounds[0]], -1), _sum(prefix[bounds[3]], prefix[bounds[2]], -1))
-    return _with_core(mine, core, keys)
+    if not run.causal:
+        return keys, [_core(part_flops(cfg, run, layers, False, False), keys, cp)] * cp
+    c = run.seq // (2 * cp)
+    prefix = [None, *(_core(part_flops(cfg, run.replace(seq=c * j), layers, False, False), keys)
+                      for j in range(1, 2 * cp + 1))]
+
+    def chunk(j: int) -> _Core:
+        return _sum(prefix[j + 1], prefix[j], -1)  # type: ignore[arg-type]
+
+    return keys, [_sum(chunk(r), chunk(2 * cp - 1 - r)) for r in range(cp)]
 
 
 class _Core(NamedTuple):

@@ -26,7 +26,7 @@ the frozen base (:mod:`analysis.cluster.sharding`). The candidates share one sto
 they have in common (``shared`` of :func:`memory` and :func:`step`: a TP rank's pass, a stage's
 layers, a dimension's collectives), so each is figured once.
 
-:func:`ranked` (`plan`'s table) gives the first ``top`` of them without figuring every step: each
+:func:`ranked` (`plan`, but with ``--all``) gives the first ``top`` of them without figuring every step: each
 candidate's memory from each distinct stage's state and saves (:func:`_weigh`), then steps, best
 bound first, only for those whose lower bound (:func:`analysis.cluster.step.floors`) can still
 reach the ``top``, and the memory breakdown of the ``top`` alone.

@@ -131,7 +131,9 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
                                                        "tokens, and a decode step has one"),
         (not layout.sp or run.mode != "decode", "layout.sp", "(sequence parallelism) splits a sequence's new tokens "
                                                              "over tp, and a decode step has one"),
-        (seq % cp == 0, "layout.cp", f"{cp} must divide the {seq:,} tokens of a sequence"),
+        (seq % (2 * cp) == 0 or cp == 1, "layout.cp", f"{cp} splits each sequence into {2 * cp} chunks (Megatron's "
+                                                      "load balancing of causal attention), which must divide the "
+                                                      f"{seq:,} tokens of a sequence"),
         (not layout.sp or (seq // cp) % tp == 0, "layout.sp",
          f"(sequence parallelism) needs tp {tp} to divide the {seq // cp:,} tokens of a sequence"
          + (" on a GPU" if cp > 1 else "")),

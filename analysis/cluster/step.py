@@ -14,9 +14,9 @@
   one micro-batch unless ``micro_batches`` says otherwise: ``m`` batches in flight, as a serving engine
   keeps them (vLLM runs ``pp`` of them at once), whose passes follow one another without the pipeline
   draining: ``max(m, p)`` slots for a pass of each, ``p - m`` of them idle when fewer batches than stages;
-- context parallelism: a GPU runs the ``S/cp`` tokens it holds, and ``1/cp`` of the whole
-  sequence's attention core (scores, softmax, values: causal load balancing, as Megatron's CP
-  splits each sequence into ``2 cp`` chunks);
+- context parallelism: a GPU runs the ``S/cp`` tokens it holds, and its share of the whole sequence's
+  attention core (scores, softmax, values), as Megatron's CP splits each sequence into ``2 cp`` chunks,
+  the busiest GPU's (:func:`.flops.core_share`: ``1/cp`` but under windows and attention chunks);
 - sequence parallelism: the residual stream's elementwise work (:data:`SEQUENCE_SHARDED`, and the
   share of the norms :func:`residual_norms` gives) runs on the ``1/tp`` of the tokens a GPU holds,
   in as many kernels; under fp8 (tensorwise) the casts follow torchao's float8 TP plans
@@ -61,6 +61,7 @@ from ..perf.hardware import Hardware
 from ..perf.roofline import Component, Roofline, roofline
 from ..spec import Layout, RunSpec
 from .comm import REGATHERED, Collective, collective_groups
+from .flops import core_share
 from .sharding import check_layout, cp_local, gpu_state, stage_keys, tp_local, workload
 
 MARGIN = 1e-9  # :func:`floors`' below the figures they bound, for sums rounded in another order
@@ -360,9 +361,10 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
     experts = Layout(dp=ep, ep=ep)  # split no further: one GPU of an expert-parallel group
     pass_ = pass_of(cp_local(run).replace(layout=experts))
     parts = dict(pass_.components)
-    if layout.cp > 1:  # ring attention: each GPU computes 1/cp of the whole sequence's attention
+    if layout.cp > 1:  # ring attention: a GPU computes its share of the whole sequence's attention core
         sequence = pass_of(run.replace(layout=experts)).components
-        parts.update({k: _scaled(sequence[k], 1 / layout.cp) for k in core_keys(local, pass_.run) if k in sequence})
+        share = core_share(local, run.replace(layout=Layout()).executed(), layout.cp)
+        parts.update({k: _scaled(sequence[k], share[k]) for k in core_keys(local, pass_.run) if k in sequence})
     if layout.sp:  # the residual stream's elementwise ops run on the 1/tp of the tokens a GPU holds
         for k in SEQUENCE_SHARDED:
             if k in parts:

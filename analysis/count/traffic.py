@@ -3,9 +3,9 @@
 The model (README "How long"), one kernel per op as PyTorch runs a transformer:
 
 - a matrix reads its weights once, its input rows once and writes its output rows once. A
-  mixture of experts reads the experts its tokens reach: ``min(E, tokens * k)`` of them, the
-  balanced routing of the reference model (on a GPU of an expert-parallel group, of the ``E / ep``
-  it holds: ``count.flops.copies_read``). The embedding reads the rows of its tokens;
+  mixture of experts reads the experts its tokens reach at random, ``E (1 - (1 - k/E)^tokens)`` of them
+  rounded (on a GPU of an expert-parallel group, of the ``E / ep`` it holds, which the group's tokens reach:
+  ``count.flops.copies_read``). The embedding reads the rows of its tokens;
 - an elementwise op reads and writes each element the number of times its
   :class:`~analysis.variants.Op` says (a norm reads and writes once; a gated activation reads
   two and writes one; a bias add is fused into its matmul and moves nothing of its own);

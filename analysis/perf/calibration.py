@@ -224,11 +224,10 @@ def rates(cal: Calibration, peaks: tuple[float, float, float], cfg: ModelConfig,
     for key in keys:
         mx = mixes.get(key, _Mix())
         kernels = mx.kernels * passes + mx.rerun
-        if mx.inside is None:
-            per_kernel = moved.get(key, 0) / max(1, kernels)
-        else:  # one kernel's transfer with the component it runs inside
-            host = mixes[mx.inside]
-            per_kernel = (moved.get(key, 0) + moved.get(mx.inside, 0)) / max(1, host.kernels * passes + host.rerun)
+        host = mx.inside or key  # the kernels' transfer: the bytes of every component they run
+        members = [k for k, other in mixes.items() if k == host or other.inside == host]
+        launched = mixes.get(host, mx)
+        per_kernel = sum(moved.get(k, 0) for k in members) / max(1, launched.kernels * passes + launched.rerun)
         fmt = mx.fmt or ((run.kv_dtype if run.mode != "train" else run.dtype) if key in SCORES_VALUES
                          else stored_dtype(cfg, key, run.weights_dtype, run.dtype))
         stream = cal.streaming_eff(fmt, per_kernel) if mx.stream else cal.elementwise

@@ -75,6 +75,7 @@ from ..count.params import count_params
 from ..errors import ConfigError
 from ..load.catalog import HF_DIR, bundled_names
 from ..load.files import config_file, read_json, read_text
+from ..load.hf import remote_code
 from ..model.architecture import build
 from ..model.config import ModelConfig
 from ..model.layers import LayerSpec, layer_config, layer_plan, layer_specs
@@ -287,7 +288,7 @@ def build_hf(raw: dict[str, Any], source: str | None = None, device: str = "meta
     tests of :data:`NOT_ON_META`), fp32, eager attention, batched_mm experts. A config transformers
     refuses is a ConfigError (exit 2), naming transformers' reason."""
     transformers = import_transformers()
-    raw = {k: v for k, v in raw.items() if k not in ("torch_dtype", "dtype")}
+    raw = {k: v for k, v in remote_code(raw).items() if k not in ("torch_dtype", "dtype")}  # Kimi K2: deepseek_v3
     kind = raw.pop("model_type")
     try:
         config_class = transformers.CONFIG_MAPPING[kind]

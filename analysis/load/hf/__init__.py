@@ -215,7 +215,7 @@ def _architecture_hint(raw: dict[str, Any]) -> str:
 REMOTE_CODE = {"kimi_k2": ("DeepseekV3Config", "deepseek_v3")}
 
 
-def _remote_code(raw: dict[str, Any]) -> dict[str, Any]:
+def remote_code(raw: dict[str, Any]) -> dict[str, Any]:
     """``raw`` as the model_type its remote code's configuration class reads (:data:`REMOTE_CODE`), else as it is."""
     kind = raw.get("model_type")
     if not isinstance(kind, str) or kind not in REMOTE_CODE:
@@ -229,7 +229,7 @@ def _remote_code(raw: dict[str, Any]) -> dict[str, Any]:
 def _read(raw: dict[str, Any], source: str, inside: bool = False) -> tuple[dict[str, Any], Raw]:
     """llmcalc's keys for ``raw`` and what was read of it; ``inside``: the language model of a
     multimodal checkpoint."""
-    raw = _remote_code(raw)
+    raw = remote_code(raw)
     kind = raw.get("model_type")
     if not isinstance(kind, str):
         raise ConfigError(f"must be a string, got {brief(kind)}", source, "model_type")
@@ -272,4 +272,4 @@ def unclassified(raw: dict[str, Any], source: str = "config.json") -> list[str]:
     return sorted(k for k in raw if k not in r.read and k not in IGNORED and k not in REJECTED)
 
 
-__all__ = ["MAPPERS", "IGNORED", "REJECTED", "from_hf_config", "unclassified"]
+__all__ = ["MAPPERS", "IGNORED", "REJECTED", "from_hf_config", "remote_code", "unclassified"]
