@@ -363,7 +363,10 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
     parts = dict(pass_.components)
     if layout.cp > 1:  # ring attention: a GPU computes its share of the whole sequence's attention core
         sequence = pass_of(run.replace(layout=experts)).components
-        share = core_share(local, run.replace(layout=Layout()).executed(), layout.cp)
+        share_key = ("core share", layout.tp, layout.cp, workload(run))  # neither sp nor ep changes it
+        if share_key not in shared:
+            shared[share_key] = core_share(local, run.replace(layout=Layout()).executed(), layout.cp)
+        share = shared[share_key]
         parts.update({k: _scaled(sequence[k], share[k]) for k in core_keys(local, pass_.run) if k in sequence})
     if layout.sp:  # the residual stream's elementwise ops run on the 1/tp of the tokens a GPU holds
         for k in SEQUENCE_SHARDED:
