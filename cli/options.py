@@ -69,21 +69,34 @@ def counts(text: str | Counts) -> Counts:
     if isinstance(text, Counts):  # a default, already read
         return text
     parts = text.split(",")
-    if _thousands(parts):
-        raise typer.BadParameter(f"a comma separates entries of a list, got {shown(text)}: write "
-                                 f"{''.join(parts)} without separators (or 1k-style: 32k, 128k); for the "
-                                 f"list, a space after each comma ({', '.join(parts)})")
+    glued = _thousands(parts)
+    if glued is not None:
+        raise typer.BadParameter(f"a comma separates entries of a list, got {shown(text)}: {glued} reads as one "
+                                 f"number with a thousands separator; write {glued.replace(',', '')} (or 1k-style: "
+                                 "32k, 128k), and a space after each comma between entries (8, 192)")
     return Counts(whole(part) for part in parts)
 
 
-def _thousands(parts: list[str]) -> bool:
-    """Whether a comma list reads as one number with thousands separators: groups of three digits after the
-    first, one of them starting with 0 (1,024: not 1 and 24) or together a power of two (8,192; 32,768)."""
-    if len(parts) < 2 or not all(p.isdigit() for p in parts) or not 1 <= len(parts[0]) <= 3 \
-            or any(len(p) != 3 for p in parts[1:]):
-        return False
-    n = int("".join(parts))
-    return any(p.startswith("0") for p in parts[1:]) or n & (n - 1) == 0
+def _thousands(parts: list[str]) -> str | None:
+    """The first run of a comma list that reads as one number with thousands separators (None: none does): an
+    entry of three digits starting with 0 after a comma (1,024 is not 1 and 24), or 1 to 3 digits followed,
+    comma by comma and without a space, by groups of three digits that together make a power of two (8,192;
+    16,384). Other lists are lists: 128,256 and 64,128."""
+    for i, part in enumerate(parts[1:], 1):
+        if len(part.strip()) == 3 and part.strip().isdigit() and part.strip()[0] == "0":
+            return f"{parts[i - 1].strip()},{part.strip()}"
+    i = 0
+    while i < len(parts):
+        j = i + 1
+        while j < len(parts) and len(parts[j]) == 3 and parts[j].isdigit():
+            j += 1
+        head = parts[i].strip()
+        if j - i > 1 and head.isdigit() and len(head) <= 3 and head[0] != "0":
+            n = int(head + "".join(parts[i + 1:j]))
+            if n & (n - 1) == 0:
+                return ",".join([head, *parts[i + 1:j]])
+        i = j
+    return None
 
 
 class Names(tuple):

@@ -103,6 +103,8 @@ def pick(record: dict, *paths: str) -> dict:
 def _write_csv(rows: list[dict]) -> None:
     import csv  # as json in print_json
 
+    if not rows:  # nothing to list (plan with no layout that fits says why on stderr)
+        return
     header = list(dict.fromkeys(k for row in rows for k in row))  # every column, first seen first
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(header)

@@ -164,12 +164,20 @@ def test_mixtral_experts_scale_with_top_k():
     (["--seq", "0"], "Error: Invalid value for '--seq': must be >= 1, got 0\n"),
     (["--seq", "abc"], "Error: Invalid value for '--seq': expects a whole number such as 4096 or 128k, got 'abc'\n"),
     # a thousands separator, not the list 1 and 24 (a group starting with 0), nor 8 and 192 (a power of two)
-    (["--seq", "1,024"], "Error: Invalid value for '--seq': a comma separates entries of a list, got '1,024': write "
-                         "1024 without separators (or 1k-style: 32k, 128k); for the list, a space after each comma "
-                         "(1, 024)\n"),
-    (["--seq", "8,192"], "Error: Invalid value for '--seq': a comma separates entries of a list, got '8,192': write "
-                         "8192 without separators (or 1k-style: 32k, 128k); for the list, a space after each comma "
-                         "(8, 192)\n"),
+    (["--seq", "1,024"], "Error: Invalid value for '--seq': a comma separates entries of a list, got '1,024': 1,024 "
+                         "reads as one number with a thousands separator; write 1024 (or 1k-style: 32k, 128k), and a "
+                         "space after each comma between entries (8, 192)\n"),
+    (["--seq", "8,192"], "Error: Invalid value for '--seq': a comma separates entries of a list, got '8,192': 8,192 "
+                         "reads as one number with a thousands separator; write 8192 (or 1k-style: 32k, 128k), and a "
+                         "space after each comma between entries (8, 192)\n"),
+    # within a longer list too
+    (["--seq", "2,048,4096"], "Error: Invalid value for '--seq': a comma separates entries of a list, got "
+                              "'2,048,4096': 2,048 reads as one number with a thousands separator; write 2048 (or "
+                              "1k-style: 32k, 128k), and a space after each comma between entries (8, 192)\n"),
+    (["--batch", "16,384,32,768"], "Error: Invalid value for '--batch': a comma separates entries of a list, got "
+                                   "'16,384,32,768': 16,384 reads as one number with a thousands separator; write "
+                                   "16384 (or 1k-style: 32k, 128k), and a space after each comma between entries "
+                                   "(8, 192)\n"),
     (["--batch", "-1"], "Error: Invalid value for '--batch': must be >= 1, got -1\n"),
     (["--mode", "infer"], "Error: Invalid value for '--mode': 'infer' is not one of 'train', 'prefill', 'decode'.\n"),
     (["--attention", "sdpa"], "Error: Invalid value for '--attention': 'sdpa' is not one of 'eager', 'flash'.\n"),

@@ -146,28 +146,35 @@ def test_grad_dtype_in_the_json_and_the_title(run):
     assert "bf16, fp32 gradients" in run("memory", "gpt2-small", "--seq", "256", "--grad-dtype", "fp32").stdout
 
 
-@pytest.mark.parametrize("model", ["llama-3.1-8b", "deepseek-v3", "gemma-3-27b", "qwen3-next-80b-a3b"])
-def test_full_recomputation_holds_one_layer_saved_again(run, model):
-    """Under --recompute full a GPU keeps each layer's input and, while backward reruns a layer, what that layer
-    saves without recomputation: `recomputed` is the largest layer's saves of the run without recomputation (its
-    `activations_per_layer`, the per-layer saves the reference checks), and nothing else changes but the kept
+@pytest.mark.parametrize("model, recompute", [  # per-op checkpointing takes no recurrent mixer (docs: Conventions)
+    (m, r) for m in ("llama-3.1-8b", "deepseek-v3", "gemma-3-27b", "qwen3-next-80b-a3b") for r in ("full", "op")
+    if (m, r) != ("qwen3-next-80b-a3b", "op")])
+def test_recomputation_holds_one_layer_saved_again(run, model, recompute):
+    """Under --recompute full (or op) a GPU keeps each layer's input (and op some outputs) and, while backward
+    reruns a layer, what that layer saves without recomputation beyond what it keeps (the same storage):
+    `recomputed` is the largest of a layer's saves without recomputation less its saves with it, each the
+    per-layer figure the reference checks (`activation_layer_groups`); nothing else changes but the kept
     activations."""
     args = ("memory", model, "--seq", "2048", "--batch", "2", "--json")
-    full = json.loads(run(*args, "--recompute", "full").stdout)
+    kept = json.loads(run(*args, "--recompute", recompute).stdout)
     none = json.loads(run(*args).stdout)
-    assert full["recomputed"] == none["activations_per_layer"] > 0 and none["recomputed"] == 0
-    assert full["total"] - full["activations"] - full["recomputed"] == none["total"] - none["activations"]
+    groups = none["activation_layer_groups"]
+    assert kept["recomputed"] == max(groups[g] - kept["activation_layer_groups"][g] for g in groups) > 0
+    assert none["recomputed"] == 0
+    assert kept["total"] - kept["activations"] - kept["recomputed"] == none["total"] - none["activations"]
 
 
 def test_full_recomputation_under_a_layout_holds_a_tp_ranks_layer():
     """On a GPU of tp 2 with sequence parallelism, the layer rerun is the TP rank's, split as its saves are:
-    the difference between the saves (no recomputation) of Llama 3.1 8B and of the same model one layer
-    shorter, on one stage of one micro-batch."""
+    what a layer adds to the saves of Llama 3.1 8B without recomputation (the model against the same model one
+    layer shorter, one stage, one micro-batch) less what it adds with full recomputation (its input)."""
     from llmcalc.analysis.cluster.memory import memory
 
     cfg = load_bundled("llama-3.1-8b")
     layout = Layout(tp=2, sp=True, micro_batches=1)
     full = memory(cfg, RunSpec("train", 4096, 2, recompute="full", layout=layout))
-    layers = [memory(c, RunSpec("train", 4096, 2, layout=layout)).parts["activations"]
-              for c in (cfg, cfg.replace(n_layers=cfg.n_layers - 1))]
-    assert full.parts["recomputed"] == layers[0] - layers[1] > 0
+    layer = {r: memory(cfg, RunSpec("train", 4096, 2, recompute=r, layout=layout)).parts["activations"]
+             - memory(cfg.replace(n_layers=cfg.n_layers - 1),
+                      RunSpec("train", 4096, 2, recompute=r, layout=layout)).parts["activations"]
+             for r in ("none", "full")}
+    assert full.parts["recomputed"] == layer["none"] - layer["full"] > 0

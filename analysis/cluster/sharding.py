@@ -60,6 +60,7 @@ from ..count.activations import activation_bytes
 from ..count.flops import held_copies
 from ..count.kvcache import KVCache, kv_cache, of_groups
 from ..count.lora import adapted
+from ..count.memory import RERUN
 from ..count.quant import storage
 from ..errors import SpecError
 from ..model.architecture import Block, build
@@ -598,15 +599,19 @@ def _chunk_saves(cfg: ModelConfig, run: RunSpec, tp: int, sp: bool, layers: tupl
 
 
 def recomputed_layer(cfg: ModelConfig, mine: RunSpec, tp: int, sp: bool, layers: tuple[tuple[int, int], ...]) -> int:
-    """Full recomputation's transient on one GPU (:func:`analysis.count.memory.recomputed_layer`): the largest
-    per-layer save without recomputation among ``layers`` ((layer-plan group, count) of a stage), one micro-batch
-    on the TP rank (``mine``: :func:`cp_local`, resolved, no layout), split as :func:`stage_saves` splits it; 0
-    without full recomputation."""
-    if mine.mode != "train" or mine.recompute != "full":
+    """Recomputation's transient on one GPU (:func:`analysis.count.memory.recomputed_layer`): the largest per-layer
+    save without recomputation less what the recomputation keeps, among ``layers`` ((layer-plan group, count) of a
+    stage), one micro-batch on the TP rank (``mine``: :func:`cp_local`, resolved, no layout), split as
+    :func:`stage_saves` splits it; 0 without a recomputation that reruns layers."""
+    if mine.mode != "train" or mine.recompute not in RERUN:
         return 0
-    groups = save_terms(cfg, mine.replace(recompute="none"), tp, sp).groups
-    return max((whole + sum(ceil_div(n, d) for n, d in split)
-                for i, count in layers if count for whole, split in [groups[i]]), default=0)
+    saved, kept = (save_terms(cfg, r, tp, sp).groups for r in (mine.replace(recompute="none"), mine))
+
+    def layer(terms: Terms) -> int:
+        whole, split = terms
+        return whole + sum(ceil_div(n, d) for n, d in split)
+
+    return max((layer(saved[i]) - layer(kept[i]) for i, count in layers if count), default=0)
 
 
 def _once_on(key: str) -> str:

@@ -339,7 +339,7 @@ def fastest_ep(cfg: ModelConfig) -> int:
 def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared: dict,
           ep: int | None = None) -> tuple[tuple, tuple]:
     """One micro-batch on the TP rank's model (``run`` resolved, with its layout): the model, its
-    components (context parallel: the attention core 1/cp of the whole sequence's; sequence
+    components (context parallel: the busiest GPU's share of the whole sequence's attention core; sequence
     parallel: the residual stream's elementwise ops on 1/tp of the tokens), the optimizer step, each
     layer group's forward matmul FLOPs, their sum over the layers, and the parameters the optimizer
     steps; kept in ``shared`` under the key returned with it (it depends on tp, cp, sp, ep and the

@@ -14,10 +14,11 @@ Conventions (the docs' "Conventions: memory"):
 - chunked prefill runs queries in chunks of C tokens against ``min(cached, W) + C`` keys
   on a layer with window W (``cached + C`` on a full layer; ``o % A + C`` at offset o on a layer
   with attention chunks of A); the peak is over chunks and layers;
-- full recomputation (``recompute="full"``) keeps each layer's input; backward reruns one layer's forward
-  at a time, which saves what the layer saves without recomputation until its backward is done: the
-  largest layer's such saves, ``recomputed``, on top of the kept ones (Korthikanti et al.'s 2sbhL counts the
-  kept inputs alone);
+- full recomputation (``recompute="full"``) keeps each layer's input, per-op (``"op"``) some outputs more;
+  backward reruns one layer's forward at a time, which saves what the layer saves without recomputation but
+  keeps until its backward is done: the largest layer's such saves, ``recomputed``, on top of the kept ones
+  (Korthikanti et al.'s 2sbhL counts the kept inputs alone), summed with the loss's saves as every part is,
+  though the loss frees them before backward reruns a layer (a bound by the smaller of the two);
 - inference (``prefill`` and ``decode``): weights in their stored dtype, the KV cache for
   ``seq`` tokens, the attention peak, and the logits of the last position of each sequence;
 - MoE: every expert's weights, gradients and optimizer state, activations for the
@@ -101,12 +102,18 @@ def attention_bytes(cfg: ModelConfig, batch: int, queries: int, keys: int, atten
     return scores if training else 2 * scores
 
 
+RERUN = ("full", "op")  # recomputations that rerun a layer's forward in backward (selective: eager's core alone)
+
+
 def recomputed_layer(cfg: ModelConfig, run: RunSpec) -> int:
-    """Full recomputation's transient (``run`` resolved): backward reruns one layer's forward at a time, which
-    saves again what the layer saves without recomputation, held while its backward runs; the largest layer's."""
-    if run.mode != "train" or run.recompute != "full":
+    """Recomputation's transient (``run`` resolved): backward reruns one layer's forward at a time (full, or
+    per-op), which saves again what the layer saves without recomputation but keeps (its input, per-op's kept
+    outputs: the same storage), held while its backward runs; the largest layer's."""
+    if run.mode != "train" or run.recompute not in RERUN:
         return 0
-    return max(sum(saved.values()) for _, saved in activation_bytes(cfg, run.replace(recompute="none")).groups)
+    kept = activation_bytes(cfg, run).groups
+    return max(sum(saved.values()) - sum(mine.values())
+               for (_, saved), (_, mine) in zip(activation_bytes(cfg, run.replace(recompute="none")).groups, kept))
 
 
 def attention_peak(cfg: ModelConfig, run: RunSpec) -> tuple[int, int, int]:
