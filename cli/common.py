@@ -12,7 +12,7 @@ from ..analysis.errors import SpecError
 from ..analysis.load.catalog import bundled_names, load_model
 from ..analysis.model.config import ModelConfig
 from ..analysis.spec import Layout, LoRA, RunSpec
-from .errors import UsageError
+from .errors import UsageError, flag
 from .format import count
 from .terminal import warn
 
@@ -73,6 +73,31 @@ def workloads(cfgs: list[ModelConfig], seqs: Optional[tuple[int, ...]], batches:
             warn_past_context(cfg, s + new, "--prompt + --new" if new else "--seq")
             for b in batches:
                 yield cfg, s, b
+
+
+def splittable(cfgs: list[ModelConfig], run: RunSpec, every: bool) -> list[ModelConfig]:
+    """The models ``run``'s layout can split (``run`` with the sweep's first seq). With ``every`` (no MODEL given:
+    every bundled model), one it cannot split is left out with a warning naming the rule it breaks, and none left
+    is an error naming the first; a model named stays, to be refused with its rule (exit 2)."""
+    if not every or run.layout.trivial:
+        return cfgs
+    from ..analysis.cluster.sharding import check_layout  # here: only a layout pays its import
+
+    out, left = [], []
+    for cfg in cfgs:
+        try:
+            check_layout(cfg, run.resolve(cfg))
+        except SpecError as e:
+            if not e.field.startswith("layout."):
+                raise
+            left.append(f"{flag(e.field)} {e.message}")
+            continue
+        out.append(cfg)
+    if not out:
+        raise UsageError(f"no bundled model takes {run.layout.describe()} (the first: {left[0]})")
+    for why in left:
+        warn(f"left out: {why}")
+    return out
 
 
 def warn_past_context(cfg: ModelConfig, seq: int, what: str = "--seq") -> None:

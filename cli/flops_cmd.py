@@ -25,6 +25,7 @@ from .common import (
     lora_tag,
     one_or_list,
     recompute_tag,
+    splittable,
     warn_idle,
     workloads,
 )
@@ -251,7 +252,8 @@ def flops(
     layout = Layout.of(tp, pp, dp, ep, zero, cp=cp, gpus=gpus, mode=mode)
     warn_idle(layout)
     runs, records = [], []
-    for cfg, s, b in workloads(lora_models(models, lora), seq, batch):
+    cfgs = splittable(lora_models(models, lora), base.replace(seq=seq and seq[0], layout=layout), models is None)
+    for cfg, s, b in workloads(cfgs, seq, batch):
         run = base.replace(seq=s, batch=b, layout=layout)
         if layout.trivial:
             gpu, r, other = None, count_flops(cfg, run), count_flops(cfg, run.replace(causal=not causal))

@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 from ..analysis.cluster.memory import cache_budget, gpu_kv_cache
 from ..analysis.spec import runs
-from .common import image_record, load_models, one_or_list, workloads
+from .common import image_record, load_models, one_or_list, splittable, workloads
 from .format import count, group_label, iec
 from .options import (
     ONE,
@@ -78,7 +78,8 @@ def kvcache(
                          state_dtype=state_dtype, images=images, image_size=image_size, tp=tp, pp=pp, dp=dp,
                          ep=ep, gpus=gpus)
     layout = layouts[batch[0]]
-    for cfg, s, b in workloads(load_models(models), seq, batch, state_dtype=state_dtype):
+    cfgs = splittable(load_models(models), base.replace(seq=seq and seq[0], layout=layout), models is None)
+    for cfg, s, b in workloads(cfgs, seq, batch, state_dtype=state_dtype):
         run = base.replace(seq=s, batch=b, layout=layout).resolve(cfg)
         gpu = gpu_kv_cache(cfg, run)
         c = gpu.cache

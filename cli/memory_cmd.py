@@ -11,7 +11,17 @@ from ..analysis.count.memory import MEMORY_MODES, PARTS, MemoryReport
 from ..analysis.model.config import ModelConfig
 from ..analysis.perf.hardware import load_hardware
 from ..analysis.spec import Layout, runs
-from .common import lora_models, lora_record, lora_spec, lora_tag, one_or_list, recompute_tag, warn_idle, workloads
+from .common import (
+    lora_models,
+    lora_record,
+    lora_spec,
+    lora_tag,
+    one_or_list,
+    recompute_tag,
+    splittable,
+    warn_idle,
+    workloads,
+)
 from .errors import UsageError
 from .format import count, iec, share
 from .options import (
@@ -217,7 +227,9 @@ def memory(
                          **given)
     warn_idle(layouts[batch[0]])
     results = []
-    for cfg, s, b in workloads(lora_models(models, lora), seq, batch, state_dtype=given["state_dtype"]):
+    cfgs = splittable(lora_models(models, lora), base.replace(seq=seq and seq[0], layout=layouts[batch[0]]),
+                      models is None)
+    for cfg, s, b in workloads(cfgs, seq, batch, state_dtype=given["state_dtype"]):
         run = base.replace(seq=s, batch=b, layout=layouts[b])
         record = memory_json(cfg, memory_report(cfg, run, stage=stage), mode)
         if budget_bytes is not None:

@@ -23,6 +23,7 @@ from .common import (
     lora_spec,
     lora_tag,
     one_or_list,
+    splittable,
     warn_idle,
     workloads,
 )
@@ -426,8 +427,10 @@ def time_command(
     run_tokens = tokens if train else None
     hw = load_hardware(hardware_spec)
     records, shown_runs = [], []
-    for cfg, s, b in workloads(lora_models(models, lora), (prompt,) if generating else seq, batch,
-                               new if generating else 0, given["state_dtype"]):
+    seqs = (prompt,) if generating else seq
+    cfgs = splittable(lora_models(models, lora), base.replace(seq=seqs and seqs[0], layout=layouts[batch[0]]),
+                      models is None)
+    for cfg, s, b in workloads(cfgs, seqs, batch, new if generating else 0, given["state_dtype"]):
         spec = serving(cfg, base.replace(seq=s, batch=b), hw)  # fp8 weights: fp8 matmuls where the GPU has them
         if parallel and not generating:
             from ..analysis.cluster.step import step

@@ -1025,3 +1025,17 @@ def test_generate_takes_no_batches_in_flight():
     cfg, hw = load_bundled("llama-3.1-8b"), load_hardware("h100")
     with pytest.raises(SpecError, match="does not apply to generate, which runs one batch a GPU"):
         generate_parallel(cfg, RunSpec("prefill", 10, 1, layout=Layout(dp=2, micro_batches=4)), hw, 10, 5)
+
+
+@pytest.mark.parametrize("command", [("memory",), ("time", "--hardware", "h100"), ("kvcache",), ("flops",)])
+def test_every_bundled_model_under_a_layout_leaves_out_those_it_cannot_split(run, command):
+    """No MODEL: every bundled model, a row for each the layout splits and a warning for each it cannot (falcon-7b's
+    71 heads over tp 8); a model named is refused with the same rule; a layout no model takes is an error."""
+    every = run(*command, "--tp", "8", "--seq", "4096", "--json")
+    rows = {r["model"] for r in json.loads(every.stdout)}
+    assert every.exit_code == 0 and "llama-3.1-70b" in rows and "falcon-7b" not in rows
+    assert "Warning: left out: --tp 8 must divide the 71 attention heads of falcon-7b\n" in every.stderr
+    named = run(*command, "falcon-7b", "--tp", "8", "--seq", "4096")
+    assert (named.exit_code, named.stderr) == (2, "Error: --tp 8 must divide the 71 attention heads of falcon-7b\n")
+    none = run(*command, "--tp", "7", "--seq", "4096")
+    assert none.exit_code == 2 and none.stderr.startswith("Error: no bundled model takes tp 7 (the first: --tp 7 ")
