@@ -26,7 +26,8 @@ LAZY = {"llmcalc.analysis.load.hf", "json", "csv", "llmcalc.analysis.cluster.ste
         "llmcalc.analysis.model.hyper",  # imported for a model with hyper-connections alone
         "llmcalc.analysis.model.shared_transformer",  # and for one with Zamba's shared blocks alone
         "llmcalc.analysis.model.kv_sharing",  # and for one whose last layers reuse K/V alone
-        "llmcalc.analysis.model.gemma3n"}  # and for one with Gemma 3n's layers alone
+        "llmcalc.analysis.model.gemma3n",  # and for one with Gemma 3n's layers alone
+        "llmcalc.analysis.cluster.sharding"}  # by cli/common for a sweep of every bundled model under a layout alone
 # what each sub-package of analysis may import besides itself (the package docstring's order)
 LAYERS = {
     "errors": set(),
