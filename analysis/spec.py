@@ -182,6 +182,12 @@ class Layout:
             raise SpecError("gpus", f"{gpus:,} must equal tp x cp x pp x dp = {layout.gpus:,}")
         return layout
 
+    @classmethod
+    def expert_gpu(cls, ep: int) -> "Layout":
+        """What one GPU's pass sees of a layout with ``ep`` expert-parallel GPUs: the experts it holds of its
+        group, nothing else split (one GPU without ``ep``)."""
+        return cls(dp=ep, ep=ep)
+
     @property
     def gpus(self) -> int:
         return self.tp * self.cp * self.pp * self.dp
@@ -256,6 +262,12 @@ class LoRA:
     @property
     def scaling(self) -> float:
         return (self.rank if self.alpha is None else self.alpha) / self.rank
+
+
+def check_new(new: object) -> None:
+    """SpecError unless ``new``, the tokens a generation adds, is a positive integer."""
+    if isinstance(new, bool) or not isinstance(new, int) or new < 1:
+        raise SpecError("new", f"must be a positive integer (the tokens generated), got {brief(new)}")
 
 
 def lora_refusal(cfg: ModelConfig) -> str | None:
@@ -380,6 +392,8 @@ class RunSpec:
         if fp8 and weights not in FLOAT_DTYPES and not fp8_weights(weights):
             raise SpecError("dtype", f"fp8 (matmuls in fp8) reads float or fp8 weights, got {weights}: give "
                                      "--weights-dtype bf16 or an fp8 format")
+        if self.lora is not None and (why := lora_refusal(cfg)) is not None:
+            raise SpecError("lora", why)
         layout = self.layout  # an inference pass: one batch through the pipeline unless more are in flight
         if not train and layout.micro_batches is None:
             layout = dataclasses.replace(layout, micro_batches=1)

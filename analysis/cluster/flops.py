@@ -22,7 +22,7 @@ from typing import NamedTuple
 from ..count.flops import SCORES_VALUES, FlopBreakdown, FlopReport, core_keys, part_flops
 from ..errors import SpecError, brief
 from ..model.config import ModelConfig
-from ..spec import Layout, RunSpec, check_arguments, lora_refusal
+from ..spec import Layout, RunSpec, check_arguments
 from .sharding import check_layout, stages, tp_local
 
 
@@ -37,8 +37,6 @@ def gpu_flops(cfg: ModelConfig, run: RunSpec, stage: int | None = None, rank: in
     """One GPU's FLOPs of a pass of ``run`` under its layout (module docstring): the busiest's, or that of
     pipeline stage ``stage`` and context-parallel rank ``rank`` where they are given."""
     check_arguments(cfg, run)
-    if run.lora is not None and (why := lora_refusal(cfg)) is not None:
-        raise SpecError("lora", why)
     if run.images and not run.layout.trivial:
         raise SpecError("images", "with a parallel layout: the vision tower's share of a GPU is not counted by flops "
                                   "(without a layout, flops counts the tower)")
@@ -76,13 +74,12 @@ def _stage(cfg: ModelConfig, run: RunSpec, cp: int, layers: frozenset[int], firs
            last: bool) -> list[FlopReport]:
     """Each context-parallel GPU's pass of a stage (``cfg`` the TP rank's model, ``run`` resolved, on one GPU): the
     stage's FLOPs over ``S / cp`` tokens, attention's core replaced by that of the GPU's queries."""
-    out = []
-    cores = _rank_cores(cfg, run, cp, layers) if cp > 1 else None
-    for rank in range(cp):
-        head = last and (rank == 0 or run.mode == "train" or run.all_logits)  # the logits of its positions
-        mine = part_flops(cfg, run.replace(seq=run.seq // cp), layers, first, head)
-        out.append(mine if cores is None else _with_core(mine, cores[1][rank], cores[0]))
-    return out
+    heads = [last and (rank == 0 or run.mode == "train" or run.all_logits) for rank in range(cp)]  # its logits
+    passes = {head: part_flops(cfg, run.replace(seq=run.seq // cp), layers, first, head) for head in set(heads)}
+    if cp == 1:
+        return [passes[heads[0]]]
+    keys, cores = _rank_cores(cfg, run, cp, layers)
+    return [_with_core(passes[head], core, keys) for head, core in zip(heads, cores)]
 
 
 def _rank_cores(cfg: ModelConfig, run: RunSpec, cp: int,

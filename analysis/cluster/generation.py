@@ -99,7 +99,7 @@ def generate(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: int
     run = run.replace(mode="prefill", seq=prompt)
     decode = one_pass(cfg, run.replace(mode="decode", seq=prompt + 1, chunk=None), hw, eff)  # its rules first:
     first = one_pass(cfg, run, hw, eff)  # the prompt's are those of a prefill, which a length can fix
-    local = decode_sums(shard(cfg, layout.tp), run.replace(layout=_local(layout)), hw, prompt, new, eff)
+    local = decode_sums(shard(cfg, layout.tp), run.replace(layout=Layout.expert_gpu(layout.ep)), hw, prompt, new, eff)
     sums = [_comm(cfg, run.replace(mode=mode, chunk=None), hw, prompt, new) for mode in ("decode", "prefill")]
     gen = Generation(new, first.compute, local[0] + sums[0][1], local[1] + sums[1][1], local[2] + sums[0][2],
                      local[3] + sums[1][2], first.communication_s, first.expected_communication_s)
@@ -110,16 +110,11 @@ def one_pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CAL
     """An inference pass of ``run`` (one micro-batch) on its tensor-parallel layout."""
     run = run.resolve(cfg)
     check_layout(cfg, run)
-    compute = roofline(shard(cfg, run.layout.tp), run.replace(layout=_local(run.layout)), hw, eff)
+    compute = roofline(shard(cfg, run.layout.tp), run.replace(layout=Layout.expert_gpu(run.layout.ep)), hw, eff)
     cs = tuple(_collectives(cfg, run))
     links = [link(hw, run.layout, c.group) for c in cs]
     return Pass(run, compute, cs, tuple(c.sent / k.rate for c, k in zip(cs, links)),
                 tuple(collective_s(hw.calibration, c.calls, c.sent, k) for c, k in zip(cs, links)))
-
-
-def _local(layout: Layout) -> Layout:
-    """What one GPU's pass sees of ``layout``: nothing, or the experts it holds of an expert-parallel group."""
-    return Layout(dp=layout.ep, ep=layout.ep) if layout.ep > 1 else Layout()
 
 
 def _collectives(cfg: ModelConfig, run: RunSpec) -> list[Collective]:

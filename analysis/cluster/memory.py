@@ -26,7 +26,7 @@ from ..errors import SpecError, brief
 from ..model.config import ModelConfig
 from ..model.formats import FORMATS
 from ..model.sizes import weight_bytes
-from ..spec import Layout, RunSpec, check_arguments
+from ..spec import Layout, RunSpec, check_arguments, check_new
 from .sharding import (
     check_layout,
     cp_local,
@@ -155,8 +155,7 @@ def generation_memory(cfg: ModelConfig, run: RunSpec, prompt: int, new: int) -> 
     of its prompt's prefill and its last decode step (the cache of ``prompt + new`` tokens). Under ``tp``, the
     model generation times (:func:`.generation.shard`, gpt-fast's): the token embedding and LM head whole on
     every GPU, where :func:`memory` splits their vocabulary."""
-    if isinstance(new, bool) or not isinstance(new, int) or new < 1:
-        raise SpecError("new", f"must be a positive integer (the tokens generated), got {brief(new)}")
+    check_new(new)
     tp = run.layout.tp
     whole_vocabulary = 0
     if tp > 1:

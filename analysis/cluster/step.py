@@ -358,7 +358,7 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
             shared[roofline_key] = roofline(local, one, hw, eff)
         return shared[roofline_key]
 
-    experts = Layout(dp=ep, ep=ep)  # split no further: one GPU of an expert-parallel group
+    experts = Layout.expert_gpu(ep)
     pass_ = pass_of(cp_local(run).replace(layout=experts))
     parts = dict(pass_.components)
     if layout.cp > 1:  # ring attention: a GPU computes its share of the whole sequence's attention core

@@ -76,14 +76,13 @@ come from the config; for GPT-2 with eager attention in bf16 the two agree exact
 
 from typing import NamedTuple
 
-from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
 from ..model.layers import LayerGroup, layer_specs
 from ..model.sizes import FP32, bytes_per
 from ..model.tape import FFN_RESIDUAL, INDEX, Tape, norm_stat_bytes
 from ..model.variants import POSITIONS
-from ..spec import LoRA, RunSpec, check_arguments, lora_refusal
+from ..spec import LoRA, RunSpec, check_arguments
 from .flops import core_recomputed
 from .lora import layer_adapted
 from .recompute import kept_bytes
@@ -197,8 +196,6 @@ def activation_bytes(cfg: ModelConfig, run: RunSpec) -> Activations:
     run.one_device("activation_bytes")
     run.no_images()
     run = run.resolve(cfg)
-    if run.lora is not None and (why := lora_refusal(cfg)) is not None:
-        raise SpecError("lora", why)
     batch, seq, attention, full, op = run.batch, run.seq, run.attention, run.recompute == "full", run.recompute == "op"
     selective = core_recomputed(cfg, run)
     b = bytes_per(run.dtype)

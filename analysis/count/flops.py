@@ -37,7 +37,6 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..errors import SpecError
 from ..model.architecture import Block, build
 from ..model.attention import AbsorbedMLA, AttentionKind, temperature_ops
 from ..model.config import ModelConfig
@@ -54,7 +53,7 @@ from ..model.variants import (
     Op,
     norm_cost,
 )
-from ..spec import RunSpec, check_arguments, lora_refusal
+from ..spec import RunSpec, check_arguments
 from .lora import frozen_keys, layer_adapted
 from .params import count_params
 from .recompute import rerun_core, rerun_linears, rerun_ops
@@ -434,10 +433,7 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     """The FLOPs of one model replica's pass (one GPU's under a layout: :func:`analysis.cluster.flops.gpu_flops`)."""
     check_arguments(cfg, run)
     run.one_device("count_flops")
-    run = run.resolve(cfg)
-    if run.lora is not None and (why := lora_refusal(cfg)) is not None:
-        raise SpecError("lora", why)
-    return part_flops(cfg, run)
+    return part_flops(cfg, run.resolve(cfg))
 
 
 def part_flops(cfg: ModelConfig, run: RunSpec, layers: frozenset[int] | None = None, first: bool = True,

@@ -221,13 +221,16 @@ def rates(cal: Calibration, peaks: tuple[float, float, float], cfg: ModelConfig,
     passes = 1 if run.mode != "train" else 3 + (run.recompute == "full")  # forward, backward's two
     matmul, vector, bandwidth = peaks
     out = {}
+    inside: dict[str, int] = {}  # the bytes of what runs in another component's kernels, by that component
+    for key, mx in mixes.items():
+        if mx.inside is not None:
+            inside[mx.inside] = inside.get(mx.inside, 0) + moved.get(key, 0)
     for key in keys:
         mx = mixes.get(key, _Mix())
         kernels = mx.kernels * passes + mx.rerun
         host = mx.inside or key  # the kernels' transfer: the bytes of every component they run
-        members = [k for k, other in mixes.items() if k == host or other.inside == host]
         launched = mixes.get(host, mx)
-        per_kernel = sum(moved.get(k, 0) for k in members) / max(1, launched.kernels * passes + launched.rerun)
+        per_kernel = (moved.get(host, 0) + inside.get(host, 0)) / max(1, launched.kernels * passes + launched.rerun)
         fmt = mx.fmt or ((run.kv_dtype if run.mode != "train" else run.dtype) if key in SCORES_VALUES
                          else stored_dtype(cfg, key, run.weights_dtype, run.dtype))
         stream = cal.streaming_eff(fmt, per_kernel) if mx.stream else cal.elementwise

@@ -29,9 +29,9 @@ from typing import NamedTuple
 
 from ..count.flops import FlopBreakdown, approximations, count_flops
 from ..count.traffic import pass_bytes
-from ..errors import SpecError, brief
+from ..errors import SpecError
 from ..model.config import ModelConfig
-from ..spec import Layout, RunSpec
+from ..spec import Layout, RunSpec, check_new
 from .calibration import CALIBRATED, Efficiency, Rates, rates
 from .float8 import CASTS, casts, fp8_keys
 from .hardware import Hardware
@@ -321,8 +321,7 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
     """The ``new - 1`` decode steps after a prompt on one device (or one GPU of an expert-parallel group),
     summed in closed form: ideal, then without a KV cache (each step a prefill of the prefix), and the same
     two expected."""
-    if isinstance(new, bool) or not isinstance(new, int) or new < 1:
-        raise SpecError("new", f"must be a positive integer (the tokens generated), got {brief(new)}")
+    check_new(new)
     if new == 1:
         return 0.0, 0.0, 0.0, 0.0
     run = run.replace(mode="prefill", seq=prompt + 1, chunk=None).resolve(cfg)

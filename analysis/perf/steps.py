@@ -8,12 +8,11 @@ in), MLA's first pass (absorbed only after cached tokens) (:func:`thresholds`), 
 reaches one more of its routed experts (:func:`reached_steps`), and within a piece on each residue class
 modulo :func:`period` (int4 packs two values a byte: ``ceil(T d / 2)`` bytes of embedding rows alternate with
 the parity of ``T d``; a recurrent mixer's chunked form runs a partial last chunk of ``s mod chunk`` tokens).
-Each piece's (class's)
-polynomials are interpolated from exact counts at three of its points and summed exactly (integers); a pass's
-time, the larger of compute and memory per component, is summed after splitting each piece where the two
-cross. The ideal sums equal the pass-by-pass ones (tests/test_time.py keeps that loop as the reference); the
-expected ones take each piece's rates (the calibrated efficiencies, which vary slowly with the pass) at its
-middle pass.
+Each piece's (class's) polynomials are interpolated from exact counts at three of its points and summed exactly
+(integers); a pass's time, the larger of compute and memory per component, is summed after splitting each
+piece where the two cross. The ideal sums equal the pass-by-pass ones (tests/test_time.py keeps that loop as
+the reference); the expected ones take each piece's rates (the calibrated efficiencies, which vary slowly with
+the pass) at its middle pass.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ ZERO = (0, 0, 0)
 
 def thresholds(cfg: ModelConfig, top: int) -> set[int]:
     """Positions up to ``top`` near which a pass's counts change form: splitting there leaves
-    polynomial pieces (the routed experts a pass reaches: :func:`reached_steps`)."""
+    polynomial pieces (but where a pass reaches more routed experts: :func:`reached_steps`)."""
     points = set()
     for _, block in build(cfg).blocks:
         spec = block.spec
