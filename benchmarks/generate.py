@@ -1,7 +1,10 @@
 """`llmcalc time` on a long generation and a many-chunk prefill, summed in closed form.
 
 Issue 26: `--mode generate --new 100000` answers in under 0.2 s (DESIGN.md section 6: constant time in
-`--new` and in the chunks). Runs each command as users do, the console script of a non-editable install
+`--new` and in the chunks). Then the analysis alone of a generation of 10^4 to 10^8 new tokens on each model with
+chunked attention (Llama 4: its chunks recur, summed as blocks) and its ratio to that of 10^5 tokens: the
+breakpoints of the expected time's rates (each doubling of the context) make it grow as the logarithm.
+Runs each command as users do, the console script of a non-editable install
 with bytecode (benchmarks/startup.py's), once to warm up and then ``--runs`` times, and prints the
 median wall time of each, the median of the analysis alone (in this process, the start-up excluded)
 and their ratios to the bar.
@@ -23,6 +26,8 @@ from startup import environment, install, once  # benchmarks/startup.py: the ins
 BAR_S = 0.2
 COMMANDS = (["time", "mistral-7b", "--hardware", "h100", "--mode", "generate", "--prompt", "1024", "--new", "100000"],
             ["time", "mistral-7b", "--hardware", "h100", "--mode", "prefill", "--seq", "1000000", "--chunk", "16"])
+
+SCALING = ("llama-4-scout", "llama-4-maverick")  # chunked attention: a breakpoint every 8,192 positions
 
 
 def analysis(args: list[str]) -> float:
@@ -64,6 +69,12 @@ def main() -> int:
         print(f"  median of {args.runs}: {walls:.3f} s (ratio to the {BAR_S:g} s bar {walls / BAR_S:.2f}); "
               f"the analysis alone {alone:.3f} s (ratio {alone / BAR_S:.2f})")
         over |= walls > BAR_S
+    for name in SCALING:
+        alone = {new: statistics.median(analysis(["time", name, "--hardware", "h100", "--mode", "generate", "--prompt",
+                                                   "1024", "--new", str(new)]) for _ in range(args.runs))
+                 for new in (10**4, 10**5, 10**6, 10**7, 10**8)}
+        print(f"{name}, --prompt 1024, the analysis alone: " + "; ".join(
+            f"--new {new:,} {s:.3f} s ({s / alone[10**5]:.2f}x)" for new, s in alone.items()))
     return 1 if args.check and over else 0
 
 

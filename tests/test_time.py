@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from llmcalc.analysis.count.flops import count_flops
@@ -421,6 +421,42 @@ def test_closed_forms_equal_the_loop_on_random_configs(raw, prompt, new, batch, 
     slow = loop_prefill(cfg, run)
     same_prefill(prefill(cfg, run, H100), slow)
     same_generation(cfg, run, prompt, new)
+
+
+MONOMIALS = 6  # 1, x, r, x^2, x r, r^2: r = x - C (x // C), the keys a pass attends to in its chunk
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 9), st.sampled_from([1, 2, 4]), st.integers(0, 40), st.integers(0, 400),
+       st.sets(st.integers(0, 440), max_size=3),
+       st.lists(st.lists(st.integers(0, 4), min_size=MONOMIALS, max_size=MONOMIALS), min_size=6, max_size=6),
+       st.tuples(*[st.sampled_from([1.0, 3.0, 7.0, 50.0])] * 3))
+# compute less memory time (x - 200)^2 + (r - 4)^2 - 5: positive on the edges of the blocks' rectangle, negative
+# only near its middle (x 200, r 4)
+@example(9, 1, 0, 400, set(), [[40011, 0, 0, 1, 0, 1], [0] * 6, [0, 400, 8, 0, 0, 0], *[[0] * 6] * 3], (1.0, 1.0, 1.0))
+# (x - 200)^2 + r^2 - 3: negative only on the edge of a chunk's first interior position (r 1), near x 200
+@example(9, 1, 0, 400, set(), [[39997, 0, 0, 1, 0, 1], [0] * 6, [0, 400, 0, 0, 0, 0], *[[0] * 6] * 3], (1.0, 1.0, 1.0))
+def test_sums_over_repeating_chunks_equal_the_pass_by_pass_sums(every, step, lo, span, starts, coefficients, rates):
+    """A pass's counts of degree 2 in its position x and its chunk's index x // C together (a chunked layer's keys
+    beside a full layer's), polynomial on each residue class modulo ``step``: count_sum and time_sum, which sum
+    runs of whole chunks in closed form, equal the sums pass by pass, the roofs crossing inside the chunks or
+    not (two components)."""
+    from llmcalc.analysis.perf.steps import Repeat, count_sum, splits, time_sum
+
+    def f(x: int) -> dict[str, tuple[int, int, int]]:
+        r = x - every * (x // every)
+        terms = (1, x, r, x * x, x * r, r * r)
+        counts = [sum(c * m for c, m in zip(row, terms)) + x % step for row in coefficients]
+        return {"a": tuple(counts[:3]), "b": tuple(counts[3:])}
+
+    hi = lo + span
+    repeat = Repeat(every, frozenset(splits([0])))
+    passes = [f(x) for x in range(lo, hi + 1)]
+    assert count_sum(f, lo, hi, starts, step, repeat) == {
+        key: tuple(sum(p[key][i] for p in passes) for i in range(3)) for key in ("a", "b")}
+    P, V, B = rates
+    expected = sum(max(m / P + e / V, n / B) for p in passes for m, e, n in p.values())
+    assert time_sum(f, lambda x: lambda key: rates, lo, hi, starts, step, repeat) == pytest.approx(expected, rel=1e-9)
 
 
 def test_time_generate_prints_ttft_tpot_and_the_no_cache_comparison(run):

@@ -23,6 +23,7 @@ one decode step per further token; without a KV cache each step is a prefill of 
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -35,7 +36,7 @@ from ..spec import Layout, RunSpec, check_new
 from .calibration import CALIBRATED, Efficiency, Rates, rates
 from .float8 import CASTS, casts, fp8_keys
 from .hardware import Hardware
-from .steps import Counts, count_sum, period, reached_steps, splits, thresholds, time_sum
+from .steps import Counts, Repeat, chunk_every, count_sum, period, reached_steps, splits, thresholds, time_sum
 
 
 @dataclass(frozen=True)  # not a NamedTuple: + adds the work, it does not join tuples
@@ -253,17 +254,23 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALI
         return lambda i: {key: chunk(i).get(key, (0, 0, 0))}
 
     margin = 4  # a chunk whose span comes this near a threshold is a piece of its own
-    starts = {i + k for p in thresholds(cfg, run.seq)
-              for i in range((p - margin) // size - 1, (p + margin) // size + 1) for k in (0, 1)}
-    summed = count_sum(chunk, 0, n - 2, starts)
+
+    def near(p: int) -> set[int]:
+        return {i + k for i in range((p - margin) // size - 1, (p + margin) // size + 1) for k in (0, 1)}
+
+    starts = set().union(*map(near, thresholds(cfg)))
+    every = chunk_every(cfg)  # the chunked layers' boundaries recur every lcm(C, size) tokens, lcm / size chunks
+    span = every and math.lcm(every, size)
+    repeat = Repeat(span // size, frozenset().union(*map(near, range(0, span, every)))) if span else None
+    summed = count_sum(chunk, 0, n - 2, starts, repeat=repeat)
     final = roofline(cfg, last.replace(past=(n - 1) * size), hw, eff)
     expected = _expected(cfg, spec((n - 2) // 2).resolve(cfg).executed(), hw, eff)
     peaks = _peaks(cfg, run, hw)
     components = {}
     for key, c in summed.items():  # each chunk's time its own max: the chunks' times summed in closed form
         part = _component(*c, peaks(key), expected[key], n - 1)
-        ideal = time_sum(alone(key), lambda i: peaks, 0, n - 2, starts)
-        calibrated = time_sum(alone(key), lambda i: lambda k: expected[k][:3], 0, n - 2, starts)
+        ideal = time_sum(alone(key), lambda i: peaks, 0, n - 2, starts, repeat=repeat)
+        calibrated = time_sum(alone(key), lambda i: lambda k: expected[k][:3], 0, n - 2, starts, repeat=repeat)
         components[key] = dataclasses.replace(part, passes_s=(ideal, calibrated + part.latency_s))
     total = Roofline(run, components) + final
     return dataclasses.replace(total, run=run.executed())  # the whole prefill's, not its first chunk's
@@ -326,7 +333,9 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
         return 0.0, 0.0, 0.0, 0.0
     run = run.replace(mode="prefill", seq=prompt + 1, chunk=None).resolve(cfg)
     peaks, (lo, hi) = _peaks(cfg, run, hw), (prompt + 1, prompt + new - 1)
-    starts = splits(thresholds(cfg, hi)) | reached_steps(cfg, run.batch, hi, run.layout.ep)
+    starts = splits(thresholds(cfg)) | reached_steps(cfg, run.batch, hi, run.layout.ep)
+    every = chunk_every(cfg)
+    repeat = Repeat(every, frozenset(splits([0]))) if every else None  # each chunk's first position, split alike
     # a piece's passes take its middle pass's calibrated rates; a no-cache pass's GEMM rows grow with the
     # context (a decode step's are the batch, but eager MLA's kv_b over the keys), and a decode step's attention
     # transfer with it (the streaming fraction of its K, V, query and output together): pieces split at each doubling
@@ -346,9 +355,9 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
             return work_counts(cfg, run.replace(mode=mode, seq=s))
 
         step = period(cfg, run.replace(mode=mode))
-        ideal = time_sum(f, lambda s: peaks, lo, hi, starts, step)
+        ideal = time_sum(f, lambda s: peaks, lo, hi, starts, step, repeat)
         latency = sum(r.latency_s for r in _expected(cfg, spec(lo), hw, eff).values())  # the same kernels each pass
-        return ideal, time_sum(f, expected, lo, hi, starts | doublings, step) + (hi - lo + 1) * latency
+        return ideal, time_sum(f, expected, lo, hi, starts | doublings, step, repeat) + (hi - lo + 1) * latency
 
     (decode, expected_decode), (no_cache, expected_no_cache) = sums("decode"), sums("prefill")
     return decode, no_cache, expected_decode, expected_no_cache
