@@ -333,7 +333,9 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
         return 0.0, 0.0, 0.0, 0.0
     run = run.replace(mode="prefill", seq=prompt + 1, chunk=None).resolve(cfg)
     peaks, (lo, hi) = _peaks(cfg, run, hw), (prompt + 1, prompt + new - 1)
-    starts = splits(thresholds(cfg)) | reached_steps(cfg, run.batch, hi, run.layout.ep)
+    starts = splits(thresholds(cfg))
+    # a no-cache pass of a longer prefix reaches more routed experts; a decode step's batch reaches the same ones
+    reached = reached_steps(cfg, run.batch, hi, run.layout.ep)
     every = chunk_every(cfg)
     repeat = Repeat(every, frozenset(splits([0]))) if every else None  # each chunk's first position, split alike
     # a piece's passes take its middle pass's calibrated rates; a no-cache pass's GEMM rows grow with the
@@ -341,7 +343,7 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
     # transfer with it (the streaming fraction of its K, V, query and output together): pieces split at each doubling
     doublings = {1 << k for k in range(lo.bit_length(), hi.bit_length())}
 
-    def sums(mode: str) -> tuple[float, float]:
+    def sums(mode: str, starts: set[int]) -> tuple[float, float]:
         """(ideal, expected) sums of the passes' times."""
         def spec(s: int) -> RunSpec:
             return run.replace(mode=mode, seq=s).resolve(cfg).executed()
@@ -359,7 +361,7 @@ def decode_sums(cfg: ModelConfig, run: RunSpec, hw: Hardware, prompt: int, new: 
         latency = sum(r.latency_s for r in _expected(cfg, spec(lo), hw, eff).values())  # the same kernels each pass
         return ideal, time_sum(f, expected, lo, hi, starts | doublings, step, repeat) + (hi - lo + 1) * latency
 
-    (decode, expected_decode), (no_cache, expected_no_cache) = sums("decode"), sums("prefill")
+    (decode, expected_decode), (no_cache, expected_no_cache) = sums("decode", starts), sums("prefill", starts | reached)
     return decode, no_cache, expected_decode, expected_no_cache
 
 
