@@ -410,6 +410,36 @@ def test_generate_and_chunked_prefill_equal_the_pass_by_pass_loop(name, prompt, 
                  loop_prefill(cfg, RunSpec("prefill", seq, 3, chunk=chunk)))
 
 
+def test_roofs_nearly_equal_far_from_the_first_blocks_are_told_apart_exactly():
+    """Compute less memory time (x - X)^2 + 3 r^2 - R (r = x mod 2), near 0 on blocks thousands past the three the
+    block sums are read from, where a float's rounding of the difference's coefficients outgrows it (the review's
+    case: the wrong roof by 6.7e-11 of the sum): its sign is then decided in fractions."""
+    from fractions import Fraction
+
+    from llmcalc.analysis.perf.blocks import Repeat
+    from llmcalc.analysis.perf.steps import splits, time_sum
+
+    lo, hi, X, R = 1_000_000, 1_027_727, 1_020_244, 909_759
+
+    def f(x: int) -> dict[str, tuple[int, int, int]]:
+        r = x % 2
+        mm, ew = 815_708 * x * x + 912 * x * r + 34 * r * r + x % 2, 7 * x + r
+        return {"k": (mm, ew, mm + ew + (x - X) ** 2 - 3 * r * r - R)}
+
+    exact = sum(max(m + e, n) for x in range(lo, hi + 1) for m, e, n in f(x).values())
+    got = time_sum(f, lambda x: lambda key: (1.0, 1.0, 1.0), lo, hi, set(), 2, Repeat(2, frozenset(splits([0]))))
+    assert abs(Fraction(got) - exact) <= exact * Fraction(1, 10**14)
+
+
+def test_whole_chunks_summed_as_blocks_equal_the_pass_by_pass_loop():
+    """Llama 4 Scout with chunks of 8 positions: a generation's steps and a chunked prefill's chunks span many
+    whole chunks, summed as blocks (analysis/perf/blocks.py)."""
+    cfg = load_bundled("llama-4-scout").replace(attention_chunk=8)
+    same_generation(cfg, RunSpec("prefill", 5, 2), 5, 200)
+    same_prefill(prefill(cfg, RunSpec("prefill", 200, 3, chunk=4), H100),
+                 loop_prefill(cfg, RunSpec("prefill", 200, 3, chunk=4)))
+
+
 @settings(max_examples=25, deadline=None)
 @given(valid_configs(), st.integers(1, 150), st.integers(1, 40), st.integers(1, 3), st.sampled_from(["flash", "eager"]),
        st.integers(1, 30))
@@ -430,18 +460,22 @@ MONOMIALS = 6  # 1, x, r, x^2, x r, r^2: r = x - C (x // C), the keys a pass att
 @given(st.integers(1, 9), st.sampled_from([1, 2, 4]), st.integers(0, 40), st.integers(0, 400),
        st.sets(st.integers(0, 440), max_size=3),
        st.lists(st.lists(st.integers(0, 4), min_size=MONOMIALS, max_size=MONOMIALS), min_size=6, max_size=6),
-       st.tuples(*[st.sampled_from([1.0, 3.0, 7.0, 50.0])] * 3))
+       st.tuples(*[st.sampled_from([1.0, 3.0, 7.0, 50.0])] * 3), st.sets(st.integers(-12, 12), max_size=3))
 # compute less memory time (x - 200)^2 + (r - 4)^2 - 5: positive on the edges of the blocks' rectangle, negative
 # only near its middle (x 200, r 4)
-@example(9, 1, 0, 400, set(), [[40011, 0, 0, 1, 0, 1], [0] * 6, [0, 400, 8, 0, 0, 0], *[[0] * 6] * 3], (1.0, 1.0, 1.0))
+@example(9, 1, 0, 400, set(), [[40011, 0, 0, 1, 0, 1], [0] * 6, [0, 400, 8, 0, 0, 0], *[[0] * 6] * 3], (1.0, 1.0, 1.0),
+         set())
 # (x - 200)^2 + r^2 - 3: negative only on the edge of a chunk's first interior position (r 1), near x 200
-@example(9, 1, 0, 400, set(), [[39997, 0, 0, 1, 0, 1], [0] * 6, [0, 400, 0, 0, 0, 0], *[[0] * 6] * 3], (1.0, 1.0, 1.0))
-def test_sums_over_repeating_chunks_equal_the_pass_by_pass_sums(every, step, lo, span, starts, coefficients, rates):
+@example(9, 1, 0, 400, set(), [[39997, 0, 0, 1, 0, 1], [0] * 6, [0, 400, 0, 0, 0, 0], *[[0] * 6] * 3], (1.0, 1.0, 1.0),
+         set())
+def test_sums_over_repeating_chunks_equal_the_pass_by_pass_sums(every, step, lo, span, starts, coefficients, rates,
+                                                               offsets):
     """A pass's counts of degree 2 in its position x and its chunk's index x // C together (a chunked layer's keys
     beside a full layer's), polynomial on each residue class modulo ``step``: count_sum and time_sum, which sum
     runs of whole chunks in closed form, equal the sums pass by pass, the roofs crossing inside the chunks or
-    not (two components)."""
-    from llmcalc.analysis.perf.steps import Repeat, count_sum, splits, time_sum
+    not (two components); the chunks' breakpoints with more ``offsets`` in each period (a chunked prefill's)."""
+    from llmcalc.analysis.perf.blocks import Repeat
+    from llmcalc.analysis.perf.steps import count_sum, splits, time_sum
 
     def f(x: int) -> dict[str, tuple[int, int, int]]:
         r = x - every * (x // every)
@@ -450,7 +484,7 @@ def test_sums_over_repeating_chunks_equal_the_pass_by_pass_sums(every, step, lo,
         return {"a": tuple(counts[:3]), "b": tuple(counts[3:])}
 
     hi = lo + span
-    repeat = Repeat(every, frozenset(splits([0])))
+    repeat = Repeat(every, frozenset(splits([0]) | offsets))
     passes = [f(x) for x in range(lo, hi + 1)]
     assert count_sum(f, lo, hi, starts, step, repeat) == {
         key: tuple(sum(p[key][i] for p in passes) for i in range(3)) for key in ("a", "b")}

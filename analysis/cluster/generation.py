@@ -10,7 +10,7 @@ shard's compute summed in closed form as on one GPU (:func:`analysis.perf.roofli
 plus the step's all-reduces. Their payloads are polynomials in the step's context (a decode step
 all-reduces ``batch x d`` per region whatever its context; a step without a KV cache all-reduces its
 whole prefix), so their bytes are summed exactly from three steps
-(:class:`analysis.perf.steps.Newton`): constant time in the new tokens. Ideal: at the link's peak;
+(:class:`analysis.perf.polynomial.Newton`): constant time in the new tokens. Ideal: at the link's peak;
 expected: the alpha-beta model (:func:`analysis.perf.calibration.collective_s`), every call exposed,
 tensor parallelism being on the critical path, as :func:`.step.step` has it.
 
@@ -30,8 +30,8 @@ from ..errors import SpecError
 from ..model.config import ModelConfig
 from ..perf.calibration import CALIBRATED, Efficiency, collective_s
 from ..perf.hardware import Hardware
+from ..perf.polynomial import Newton
 from ..perf.roofline import Generation, Roofline, decode_sums, roofline
-from ..perf.steps import Newton
 from ..spec import Layout, RunSpec
 from .comm import Collective, collectives
 from .sharding import check_layout, tp_local

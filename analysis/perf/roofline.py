@@ -33,10 +33,12 @@ from ..count.traffic import pass_bytes
 from ..errors import SpecError
 from ..model.config import ModelConfig
 from ..spec import Layout, RunSpec, check_new
+from .blocks import Repeat
 from .calibration import CALIBRATED, Efficiency, Rates, rates
 from .float8 import CASTS, casts, fp8_keys
 from .hardware import Hardware
-from .steps import Counts, Repeat, chunk_every, count_sum, period, reached_steps, splits, thresholds, time_sum
+from .polynomial import Counts
+from .steps import chunk_every, count_sum, period, reached_steps, splits, thresholds, time_sum
 
 
 @dataclass(frozen=True)  # not a NamedTuple: + adds the work, it does not join tuples
