@@ -80,11 +80,11 @@ def test_wrong_formula_fails_with_exit_1(run, bundled_copy, monkeypatch):
                                                      "difference -1")
 
 
-def test_junit_has_one_case_per_check(run, tmp_path):
-    """`verify gpt2-small --device meta --junit out.xml`: a file a standard parser reads, one test case
-    per check of the JSON, none failed."""
+def test_junit_has_one_case_per_check(run, tmp_path, bundled_copy):
+    """`verify gpt2-small --device meta --junit out.xml` (its shapes with one layer): a file a standard parser
+    reads, one test case per check of the JSON, none failed."""
     junit = tmp_path / "out.xml"
-    result = run("verify", "gpt2-small", "--device", "meta", "--junit", junit, "--json")
+    result = run("verify", bundled_copy("gpt2-small", 1), "--device", "meta", "--junit", junit, "--json")
     assert result.exit_code == 0, result.output
     checks = json.loads(result.stdout)["checks"]
     (suite,) = ET.parse(junit).getroot().iter("testsuite")
