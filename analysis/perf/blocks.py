@@ -9,6 +9,7 @@ last blocks and the blocks halved, block by block only at a crossing a few block
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -24,9 +25,13 @@ class Repeat(NamedTuple):
     offsets: frozenset[int]
 
     def within(self, lo: int, hi: int) -> set[int]:
-        """The breakpoints in ``lo..hi``."""
+        """The breakpoints in ``lo..hi`` (a range a few periods long: one set element a breakpoint)."""
         ks = range((lo - max(self.offsets)) // self.every - 1, (hi - min(self.offsets)) // self.every + 2)
         return {x for k in ks for o in self.offsets if lo <= (x := k * self.every + o) <= hi}
+
+    def first(self, lo: int) -> int:
+        """The first breakpoint at or after ``lo``."""
+        return min(-((o - lo) // self.every) * self.every + o for o in self.offsets)
 
 
 class Blocks(NamedTuple):
@@ -58,17 +63,16 @@ def layout(lo: int, hi: int, starts: set[int], repeat: Repeat | None, step: int,
     length = math.lcm(repeat.every, step)
     out: list[tuple[int, int] | Blocks] = []
     for a, b in pieces(lo, hi, starts):
-        within = repeat.within(a, b)
-        first = min(within, default=a)
+        first = repeat.first(a)  # the breakpoints listed only near the stretch's ends: its length costs nothing
         count = (b + 1 - first) // length
         if count < MIN_BLOCKS:
-            out += _short(pieces(a, b, within), short)
+            out += _short(pieces(a, b, repeat.within(a, b)), short)
             continue
         end = first + count * length
-        out += _short(pieces(a, first - 1, within), short) if first > a else []
-        parts = _short(pieces(first, first + length - 1, within), short)
+        out += _short(pieces(a, first - 1, repeat.within(a, first - 1)), short) if first > a else []
+        parts = _short(pieces(first, first + length - 1, repeat.within(first, first + length - 1)), short)
         out.append(Blocks(first, length, count, [(x - first, y - first) for x, y in parts]))
-        out += _short(pieces(end, b, within), short) if end <= b else []
+        out += _short(pieces(end, b, repeat.within(end, b)), short) if end <= b else []
     return out
 
 
@@ -98,21 +102,15 @@ def blocks_time(times: Times, f: Callable[[int], Counts], rates: Callable[[int],
     for a, b in blocks.parts:
         rate = rates(middle + (a + b) // 2)
         for first, n in classes(a, b, step):
-            def row(j: int, first: int = first, n: int = n) -> list[Counts]:  # a class's first passes in block j
-                return [f(blocks.start(j) + first + step * t) for t in range(min(n, 3))]
-
-            grid = [row(j) for j in range(3)]
+            grid = [[f(blocks.start(j) + first + step * t) for t in range(min(n, 3))] for j in range(3)]
             for key in dict.fromkeys(k for counts in grid for c in counts for k in c):
-                def block(j: int, key: str = key) -> list[Newton]:
-                    return [Newton([c.get(key, ZERO)[i] for c in row(j)]) for i in range(3)]
-
-                _surface_time(times, rate(key), [block(j) for j in range(3)], block, blocks.repeats, n)
+                polys = [[Newton([c.get(key, ZERO)[i] for c in counts]) for i in range(3)] for counts in grid]
+                _surface_time(times, rate(key), polys, blocks.repeats, n)
 
 
-def _surface_time(times: Times, rates: Rates, polys: list[list[Newton]], block: Callable[[int], list[Newton]],
-                  m: int, n: int) -> None:
+def _surface_time(times: Times, rates: Rates, polys: list[list[Newton]], m: int, n: int) -> None:
     """Passes ``t < n`` of blocks ``j < m`` of one component, whose (matmul, elementwise, bytes) polynomials in t
-    on block j are ``block(j)`` (``polys``: blocks 0, 1 and 2's)."""
+    on blocks 0, 1 and 2 are ``polys`` (on block j each count at a pass is a quadratic in j through them)."""
     surface = Surface(polys, rates)
     todo = [(0, m - 1, 0, n - 1, False)]  # blocks j0..j1, passes t0..t1, split at the crossings already
     while todo:
@@ -121,12 +119,14 @@ def _surface_time(times: Times, rates: Rates, polys: list[list[Newton]], block: 
         if roof is not None:
             sums = {i: Newton([p[i].prefix(t1 + 1) - p[i].prefix(t0) for p in polys]) for i in roof}
             times.add_bound(rates, {i: s.prefix(j1 + 1) - s.prefix(j0) for i, s in sums.items()})
-        elif not split:
-            cuts = surface.crossings(j0, j1, t0, t1)
-            todo += [(j0, j1, a, b, True) for a, b in pieces(t0, t1, cuts)]
+            continue
+        parts = [(t0, t1)] if split else pieces(t0, t1, surface.crossings(j0, j1, t0, t1))
+        if len(parts) > 1:
+            todo += [(j0, j1, a, b, True) for a, b in parts]
         elif j1 - j0 < MIN_BLOCKS:
-            for j in range(j0, j1 + 1):  # each polynomial from pass t0 on
-                mm, ew, nbytes = (Newton([p.at(t) for t in range(t0, min(t1, t0 + 2) + 1)]) for p in block(j))
+            for j in range(j0, j1 + 1):  # block j's polynomials from pass t0 on
+                mm, ew, nbytes = (Newton([Newton([p[i].at(t) for p in polys]).at(j)
+                                          for t in range(t0, min(t1, t0 + 2) + 1)]) for i in range(3))
                 times.add(rates, mm, ew, nbytes, t1 - t0 + 1)
         else:
             mid = (j0 + j1) // 2
@@ -134,14 +134,22 @@ def _surface_time(times: Times, rates: Rates, polys: list[list[Newton]], block: 
 
 
 class Surface:
-    """A component's compute time less its memory time on pass t of block j: a polynomial of degree at most 2 in
-    (j, t) together, from its polynomials in t on blocks 0, 1 and 2."""
+    """A component's compute time less its memory time on pass t of block j: a polynomial in (j, t) from its
+    polynomials in t on blocks 0, 1 and 2, of degree at most 2 in both together for the counts a pass has (a
+    pass's counts are of degree 2 in its position and chunk); one of higher degree (none known) has no roof here,
+    and is summed block by block."""
 
     def __init__(self, polys: list[list[Newton]], rates: Rates) -> None:
         self.polys, self.rates = polys, rates
-        self.by_j = _coefficients(polys, rates, float)
-        # the size of the terms behind the coefficient of t^i (its floats' rounding is relative to it)
-        self.sizes = [max(sum(_size(p)[i] / r for p, r in zip(ps, rates)) for ps in polys) for i in range(3)]
+        counts = [_coefficients([p[c] for p in polys]) for c in range(3)]  # matmul, elementwise, bytes
+        self.quadratic = all(count[i][a] == 0 for count in counts for i, a in ((1, 2), (2, 1), (2, 2)))
+        sign = (1, 1, -1)
+        self.by_j = [tuple(sum(sign[c] * (counts[c][i][a] / 4) / rates[c] for c in range(3)) for a in range(3))
+                     for i in range(3)]
+        # the size of the terms behind each coefficient: a float's rounding of the difference is relative to it
+        self.sizes = [tuple(sum(abs(counts[c][i][a]) / 4 / rates[c] for c in range(3)) for a in range(3))
+                      for i in range(3)]
+        self.counts = counts
 
     def at(self, j: float, t: float) -> float:
         return _value(self.by_j, j, t)
@@ -154,18 +162,24 @@ class Surface:
             out |= {math.floor(r) + k for r in roots(*power) if t0 - 2 < r < t1 + 2 for k in (0, 1)}
         return out
 
+    @functools.cached_property
+    def exact(self) -> list[tuple[Fraction, ...]]:
+        """The coefficients in fractions: the rates' floats converted exactly."""
+        rates = [Fraction(r) for r in self.rates]
+        return [tuple(sum((sign * Fraction(self.counts[c][i][a], 4) / rates[c] for c, sign in enumerate((1, 1, -1))),
+                          Fraction(0)) for a in range(3)) for i in range(3)]
+
     def roof(self, j0: int, j1: int, t0: int, t1: int) -> tuple[int, ...] | None:
         """Which sums bound every pass of the rectangle ((0, 1): the FLOPs', (2,): the bytes'), or None where the
         roofs cross: the difference's extremes on it are at a corner, an edge's vertex or its stationary point.
         In floats unless one of those values is too near 0 to trust its sign: then exactly, in fractions."""
+        if not self.quadratic:
+            return None
         points = _extremes(self.by_j, j0, j1, t0, t1)
         values = [self.at(j, t) for j, t in points]
-        sizes = [sum(size * (1 + 4 * abs(j) + 2 * j * j) * abs(t) ** i for i, size in enumerate(self.sizes))
-                 for j, t in points]  # the terms' size at each point: a float's rounding is relative to it
-        if any(abs(v) <= 1e-12 * size for v, size in zip(values, sizes)):
-            exact = _coefficients(self.polys, self.rates, Fraction)
-            values = [_value(exact, j, t) for j, t in _extremes(exact, Fraction(j0), Fraction(j1), Fraction(t0),
-                                                                  Fraction(t1))]
+        if any(abs(v) <= 1e-12 * _value(self.sizes, abs(j), abs(t)) for v, (j, t) in zip(values, points)):
+            values = [_value(self.exact, j, t)
+                      for j, t in _extremes(self.exact, Fraction(j0), Fraction(j1), Fraction(t0), Fraction(t1))]
         if all(v >= 0 for v in values):
             return (0, 1)
         if all(v <= 0 for v in values):
@@ -173,25 +187,15 @@ class Surface:
         return None
 
 
-def _coefficients(polys: list[list[Newton]], rates: Rates, number: type) -> list[tuple]:
-    """[i]: the coefficients (of 1, j, j^2) of t^i, each a quadratic in j through blocks 0, 1 and 2, in ``number``
-    (float or Fraction)."""
-    P, V, B = (number(r) for r in rates)
-
-    def power(p: Newton) -> tuple:  # p's coefficients of 1, t, t^2
-        return number(p.y), number(p.d1) - number(p.d2) / 2, number(p.d2) / 2
-
+def _coefficients(polys: list[Newton]) -> list[tuple[int, int, int]]:
+    """[i]: 4 times the coefficients (of 1, j, j^2) of t^i of a count whose polynomials in t on blocks 0, 1 and 2
+    are ``polys``, integers."""
     out = []
     for i in range(3):
-        v = [power(mm)[i] / P + power(ew)[i] / V - power(nb)[i] / B for mm, ew, nb in polys]
-        d2 = v[2] - 2 * v[1] + v[0]
-        out.append((v[0], v[1] - v[0] - d2 / 2, d2 / 2))
+        v = [(2 * p.y, 2 * p.d1 - p.d2, p.d2)[i] for p in polys]  # twice the coefficient of t^i (Newton.power)
+        d = v[2] - 2 * v[1] + v[0]
+        out.append((2 * v[0], 2 * v[1] - 2 * v[0] - d, d))
     return out
-
-
-def _size(p: Newton) -> tuple[int, float, float]:
-    """Bounds of the sizes of p's coefficients of 1, t and t^2 (:meth:`Newton.power`)."""
-    return abs(p.y), abs(p.d1) + abs(p.d2) / 2, abs(p.d2) / 2
 
 
 def _value(by_j: list[tuple], j, t):

@@ -38,8 +38,8 @@ class Newton:
 
 
 def roots(c: float, b: float, a: float) -> list[float]:
-    """Real roots of a + b x + c x^2 = 0 with the constant first (floats: only where to split,
-    each side then checked exactly)."""
+    """Real roots of c + b x + a x^2 = 0, the constant first (floats: only where to split; each side's roof is
+    then compared at its passes)."""
     if a == 0:
         return [-c / b] if b else []
     disc = b * b - 4 * a * c
