@@ -465,11 +465,11 @@ MONOMIALS = 7
        st.tuples(*[st.sampled_from([1.0, 3.0, 7.0, 50.0])] * 3), st.sets(st.integers(-12, 12), max_size=3))
 # compute less memory time (x - 200)^2 + (r - 4)^2 - 5: positive on the edges of the blocks' rectangle, negative
 # only near its middle (x 200, r 4)
-@example(9, 1, 0, 400, set(), [[40011, 0, 0, 1, 0, 1, 0], [0] * 7, [0, 400, 8, 0, 0, 0, 0], *[[0] * 7] * 3], (1.0, 1.0, 1.0),
-         set())
+@example(9, 1, 0, 400, set(), [[40011, 0, 0, 1, 0, 1, 0], [0] * 7, [0, 400, 8, 0, 0, 0, 0], *[[0] * 7] * 3],
+         (1.0, 1.0, 1.0), set())
 # (x - 200)^2 + r^2 - 3: negative only on the edge of a chunk's first interior position (r 1), near x 200
-@example(9, 1, 0, 400, set(), [[39997, 0, 0, 1, 0, 1, 0], [0] * 7, [0, 400, 0, 0, 0, 0, 0], *[[0] * 7] * 3], (1.0, 1.0, 1.0),
-         set())
+@example(9, 1, 0, 400, set(), [[39997, 0, 0, 1, 0, 1, 0], [0] * 7, [0, 400, 0, 0, 0, 0, 0], *[[0] * 7] * 3],
+         (1.0, 1.0, 1.0), set())
 def test_sums_over_repeating_chunks_equal_the_pass_by_pass_sums(every, step, lo, span, starts, coefficients, rates,
                                                                offsets):
     """A pass's counts of degree 2 in its position x and its chunk's index x // C together (a chunked layer's keys
