@@ -261,9 +261,10 @@ def prefill(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency = CALI
         return {i + k for i in range((p - margin) // size - 1, (p + margin) // size + 1) for k in (0, 1)}
 
     starts = set().union(*map(near, thresholds(cfg)))
-    every = chunk_every(cfg)  # the chunked layers' boundaries recur every lcm(C, size) tokens, lcm / size chunks
-    span = every and math.lcm(every, size)
-    repeat = Repeat(span // size, frozenset().union(*map(near, range(0, span, every)))) if span else None
+    every, repeat = chunk_every(cfg), None
+    if every:  # the chunked layers' boundaries recur every lcm(C, size) tokens: lcm / size chunks
+        span = math.lcm(every, size)
+        repeat = Repeat(span // size, frozenset().union(*map(near, range(0, span, every))))
     summed = count_sum(chunk, 0, n - 2, starts, repeat=repeat)
     final = roofline(cfg, last.replace(past=(n - 1) * size), hw, eff)
     expected = _expected(cfg, spec((n - 2) // 2).resolve(cfg).executed(), hw, eff)

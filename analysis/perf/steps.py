@@ -4,12 +4,12 @@ make it grow as the logarithm).
 
 Each component's FLOPs and bytes in a pass are integer polynomials of degree at most 2 in the pass's position
 (the context of a decode step or of a no-cache recompute; the index of a chunk) between breakpoints the config
-fixes: a sliding window W, the boundaries of a chunked layer's chunks, a recurrent mixer's first pass (no state
-in), MLA's first pass (absorbed only after cached tokens) (:func:`thresholds`), the tokens from which a no-cache
-pass reaches one more of its routed experts (:func:`reached_steps`; a decode step's batch reaches as many at any
-position), and within a piece on each residue class
-modulo :func:`period` (int4 packs two values a byte: ``ceil(T d / 2)`` bytes of embedding rows alternate with
-the parity of ``T d``; a recurrent mixer's chunked form runs a partial last chunk of ``s mod chunk`` tokens).
+fixes: a sliding window W, a recurrent mixer's first pass (no state in), MLA's first pass (absorbed only after
+cached tokens) (:func:`thresholds`), the boundaries of a chunked layer's chunks (:func:`chunk_every`), the tokens
+from which a no-cache pass reaches one more of its routed experts (:func:`reached_steps`; a decode step's batch
+reaches as many at any position), and within a piece on each residue class modulo :func:`period` (int4 packs
+two values a byte: ``ceil(T d / 2)`` bytes of embedding rows alternate with the parity of ``T d``; a recurrent
+mixer's chunked form runs a partial last chunk of ``s mod chunk`` tokens).
 Each piece's (class's) polynomials are interpolated from exact counts at three of its points and summed exactly
 (integers, :mod:`.polynomial`); a pass's time, the larger of compute and memory per component, is summed after
 splitting each piece where the two cross. A chunked layer's chunks recur (:func:`chunk_every`): between two other
