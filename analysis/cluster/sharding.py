@@ -50,6 +50,7 @@ A :class:`Layout` splits a model over ``tp * cp * pp * dp`` GPUs:
   optimizer state are the adapters' alone, ZeRO-sharded as any trained tensor.
 """
 
+import collections
 import dataclasses
 import functools
 import math
@@ -380,8 +381,15 @@ def _unit_sizes(cfg: ModelConfig, lora: LoRA | None, tp: int, pp: int, ep: int, 
     if lora is None and frozen:
         return ()
     adapters = None if frozen else lora  # the units of LoRA's adapters; None: of the base
-    root = _sizes(() if adapters else _root_tensors(cfg, tp, pp, stage), replicas, ep, expert)
+    root = _sizes(() if adapters else _root_distinct(cfg, tp, pp, stage), replicas, ep, expert)
     return root, *_layer_units(cfg, _spec_sizes(cfg, adapters, tp, ep, replicas, expert), tp, pp, stage, vpp)
+
+
+@functools.lru_cache(maxsize=256)
+def _root_distinct(cfg: ModelConfig, tp: int, pp: int, stage: int) -> tuple[tuple[Tensor, int], ...]:
+    """:func:`_root_tensors`, each distinct tensor once with how many there are (a vision tower's layers are
+    alike: hundreds of tensors, a score of kinds)."""
+    return tuple(collections.Counter(_root_tensors(cfg, tp, pp, stage)).items())
 
 
 @functools.lru_cache(maxsize=1024)  # every stage of a pp holds these
@@ -389,14 +397,15 @@ def _spec_sizes(cfg: ModelConfig, adapters: LoRA | None, tp: int, ep: int, repli
                 expert: bool | None) -> dict[LayerSpec, tuple[int, int]]:
     """:func:`_sizes` of one layer of each spec: of its tensors, or of LoRA ``adapters``' on it."""
     per_spec = _spec_tensors(cfg, tp, ep) if adapters is None else _adapter_tensors(cfg, adapters, tp, ep)
-    return {spec: _sizes(unit, replicas, ep, expert) for spec, unit in per_spec.items()}
+    return {spec: _sizes([(t, 1) for t in unit], replicas, ep, expert) for spec, unit in per_spec.items()}
 
 
-def _sizes(unit: tuple[Tensor, ...], replicas: int, ep: int, expert: bool | None) -> tuple[int, int]:
-    """(elements, elements of its ZeRO shard over ``replicas``) of an FSDP unit's tensors: routed
-    experts' alone, or the others, when ``expert`` says."""
-    mine = [t for t in unit if expert is None or t.expert == expert]
-    return sum(t.numel for t in mine), sum(t.shard(replicas // ep if t.expert else replicas) for t in mine)
+def _sizes(unit: Sequence[tuple[Tensor, int]], replicas: int, ep: int, expert: bool | None) -> tuple[int, int]:
+    """(elements, elements of its ZeRO shard over ``replicas``) of an FSDP unit's tensors (each with how many
+    there are): routed experts' alone, or the others, when ``expert`` says."""
+    mine = [(t, n) for t, n in unit if expert is None or t.expert == expert]
+    return (sum(n * t.numel for t, n in mine),
+            sum(n * t.shard(replicas // ep if t.expert else replicas) for t, n in mine))
 
 
 def cp_local(run: RunSpec) -> RunSpec:
