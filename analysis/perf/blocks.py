@@ -15,7 +15,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import NamedTuple
 
-from .polynomial import ZERO, Counts, Newton, Rates, Times, classes, piece_sum, pieces, roots
+from .polynomial import Counts, Newton, Rates, Times, classes, piece_sum, pieces, polynomials, roots
 
 
 class Repeat(NamedTuple):
@@ -103,9 +103,10 @@ def blocks_time(times: Times, f: Callable[[int], Counts], rates: Callable[[int],
         rate = rates(middle + (a + b) // 2)
         for first, n in classes(a, b, step):
             grid = [[f(blocks.start(j) + first + step * t) for t in range(min(n, 3))] for j in range(3)]
-            for key in dict.fromkeys(k for counts in grid for c in counts for k in c):
-                polys = [[Newton([c.get(key, ZERO)[i] for c in counts]) for i in range(3)] for counts in grid]
-                _surface_time(times, rate(key), polys, blocks.repeats, n)
+            keys = dict.fromkeys(k for counts in grid for c in counts for k in c)
+            by_block = [polynomials(counts, keys) for counts in grid]
+            for key in keys:
+                _surface_time(times, rate(key), [polys[key] for polys in by_block], blocks.repeats, n)
 
 
 def _surface_time(times: Times, rates: Rates, polys: list[list[Newton]], m: int, n: int) -> None:
@@ -140,7 +141,7 @@ class Surface:
     and is summed block by block."""
 
     def __init__(self, polys: list[list[Newton]], rates: Rates) -> None:
-        self.polys, self.rates = polys, rates
+        self.rates = rates
         counts = [_coefficients([p[c] for p in polys]) for c in range(3)]  # matmul, elementwise, bytes
         self.quadratic = all(count[i][a] == 0 for count in counts for i, a in ((1, 2), (2, 1), (2, 2)))
         sign = (1, 1, -1)

@@ -4,7 +4,7 @@ primitives of the closed-form sums (:mod:`.steps`, :mod:`.blocks`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 Counts = dict[str, tuple[int, int, int]]  # component -> (matmul FLOPs, elementwise FLOPs, bytes)
 Rates = tuple[float, float, float]  # matmul FLOP/s, elementwise FLOP/s, bytes/s
@@ -54,14 +54,20 @@ def classes(a: int, b: int, step: int) -> list[tuple[int, int]]:
     return [(a + r, (b - a - r) // step + 1) for r in range(min(step, b - a + 1))]
 
 
+def polynomials(counts: list[Counts], keys: Iterable[str] | None = None) -> dict[str, list[Newton]]:
+    """Each component's (matmul, elementwise, bytes) polynomials through ``counts``, a class's first passes' (a
+    component absent from a pass: 0), in the order the components first appear; ``keys``: those components."""
+    keys = dict.fromkeys(k for c in counts for k in c) if keys is None else keys
+    return {key: [Newton([c.get(key, ZERO)[i] for c in counts]) for i in range(3)] for key in keys}
+
+
 def piece_sum(f: Callable[[int], Counts], a: int, b: int, step: int, total: dict[str, list[int]]) -> None:
     """Add sum_{x=a..b} f(x) to ``total``, f polynomial on each residue class modulo ``step``."""
     for first, n in classes(a, b, step):
-        counts = [f(first + step * t) for t in range(min(n, 3))]
-        for key in dict.fromkeys(k for c in counts for k in c):
+        for key, polys in polynomials([f(first + step * t) for t in range(min(n, 3))]).items():
             acc = total.setdefault(key, [0, 0, 0])
-            for i in range(3):
-                acc[i] += Newton([c.get(key, ZERO)[i] for c in counts]).prefix(n)
+            for i, p in enumerate(polys):
+                acc[i] += p.prefix(n)
 
 
 class Times:

@@ -30,7 +30,7 @@ from ..model.config import ModelConfig
 from ..model.sizes import DTYPE_BITS
 from ..spec import RunSpec
 from .blocks import Blocks, Repeat, block_counts, blocks_time, layout
-from .polynomial import ZERO, Counts, Newton, Rates, Times, classes, piece_sum
+from .polynomial import Counts, Rates, Times, classes, piece_sum, polynomials
 
 
 def thresholds(cfg: ModelConfig) -> set[int]:
@@ -126,8 +126,6 @@ def time_sum(f: Callable[[int], Counts], rates: Callable[[int], Callable[[str], 
         a, b = item
         rate = rates((a + b) // 2)
         for first, n in classes(a, b, step):
-            counts = [f(first + step * t) for t in range(min(n, 3))]
-            for key in dict.fromkeys(k for c in counts for k in c):
-                mm, ew, nbytes = (Newton([c.get(key, ZERO)[i] for c in counts]) for i in range(3))
+            for key, (mm, ew, nbytes) in polynomials([f(first + step * t) for t in range(min(n, 3))]).items():
                 times.add(rate(key), mm, ew, nbytes, n)
     return times.seconds
