@@ -792,6 +792,33 @@ def test_plan_ranking_keeps_ties_in_enumeration_order():
         assert ranked(cfg, hw, 8, 1024, 64, top).best == fitting[:top]
 
 
+@pytest.mark.parametrize("model, gpus, overlap", [("gemma-2-9b", 16, 0.55), ("gemma-2-9b", 16, 1.0),
+                                                  ("mixtral-8x7b", 16, 1.0), ("llama-3.1-70b", 32, 0.55)])
+def test_plan_floors_never_pass_the_step(model, gpus, overlap):
+    """The lower bounds `plan` prunes with (step.floors, then step.data_parallel_floor), each at least the one
+    before, never pass the expected step, under any overlap of the data-parallel communication and every
+    layout (ZeRO 0 to 3, ep, pp); without stages, and with one expert a GPU (the pass its compute's bound is
+    of), the last is the step but its optimizer (it leaves out only that)."""
+    from llmcalc.analysis.cluster.search import candidates
+    from llmcalc.analysis.cluster.step import data_parallel_floor, fastest_ep, floors
+
+    cfg, h100 = load_bundled(model), load_hardware("h100")
+    hw = h100._replace(calibration=h100.calibration._replace(overlap=overlap))
+    shared: dict = {}
+    tight = 0
+    for c in candidates(cfg, hw, gpus, 4096, 64):
+        if not c.fits:
+            continue
+        floor = floors(cfg, c.run, hw, None, shared)
+        with_dp = data_parallel_floor(cfg, c.run, hw, floor, shared)
+        expected = c.step.expected
+        assert floor.compute <= floor.communication <= with_dp <= expected.time_s, c.run.layout
+        if c.run.layout.pp == 1 and c.run.layout.ep == fastest_ep(cfg):
+            assert with_dp == pytest.approx(expected.time_s - expected.optimizer_s, rel=1e-8), c.run.layout
+            tight += 1
+    assert tight > 0
+
+
 def test_plan_table_ranks_as_the_json_lists(run):
     """The table and the JSON (pruned: search.ranked) give the first --top fitting layouts of --all's JSON
     (every layout evaluated), and its counts."""

@@ -276,21 +276,26 @@ def stage_collectives(cfg: ModelConfig, run: RunSpec, stage: int) -> list[Collec
     return [c for _, group in collective_groups(cfg, run, stage) for c in group]
 
 
+DIMENSIONS = ("tp", "cp", "ep", "pp", "dp")  # :func:`collective_groups`' in its order
+
+
 def collective_groups(cfg: ModelConfig, run: RunSpec, stage: int, shared: dict | None = None,
-                      data_parallel: bool = True) -> list[tuple[tuple, tuple[Collective, ...]]]:
+                      dims: tuple[str, ...] = DIMENSIONS) -> list[tuple[tuple, tuple[Collective, ...]]]:
     """:func:`collectives` of a resolved run by parallel dimension (tp, cp, ep, pp, dp), each with
     the key of what it depends on; ``shared`` keeps each dimension's between calls on one ``cfg``
     (`plan`: a layout's tensor-parallel collectives are those of its ZeRO and expert variants).
-    Without ``data_parallel``, the dp dimension's are left out."""
+    ``dims``: the dimensions asked for (:data:`DIMENSIONS`)."""
     layout = run.layout
     shared = {} if shared is None else shared
     sig = stage_keys(cfg, layout.pp, layout.vpp)[stage]  # stages of one key hold the same layers and ends
     base = (layout.tp, layout.cp, layout.steps, sig)
     work = workload(run)
-    keys = (("tp", work, *base, layout.sp), ("cp", work, *base), ("ep", work, *base, layout.sp, layout.ep),
-            ("pp", work, *base, layout.sp, layout.pp, layout.vpp),  # the state's, not the tokens':
-            ("dp", run.mode, run.dtype, run.weights_dtype, run.lora, *base, layout.pp, layout.vpp, layout.ep,
-             layout.zero, layout.dp))[:None if data_parallel else -1]
+    every: tuple[tuple, ...] = (
+        ("tp", work, *base, layout.sp), ("cp", work, *base), ("ep", work, *base, layout.sp, layout.ep),
+        ("pp", work, *base, layout.sp, layout.pp, layout.vpp),  # the state's, not the tokens':
+        ("dp", run.mode, run.dtype, run.weights_dtype, run.lora, *base, layout.pp, layout.vpp, layout.ep, layout.zero,
+         layout.dp))
+    keys = [key for key in every if key[0] in dims]
     missing = [key for key in keys if key not in shared]
     if missing:
         share_key = ("share", work, layout.cp)  # one GPU's share of the run, the same under every layout of its cp

@@ -28,8 +28,9 @@ layers, a dimension's collectives), so each is figured once.
 
 :func:`ranked` (`plan`, but with ``--all``) gives the first ``top`` of them without figuring every step: each
 candidate's memory from each distinct stage's state and saves (:func:`_weigh`), then steps, best
-bound first, only for those whose lower bound (:func:`analysis.cluster.step.floors`) can still
-reach the ``top``, and the memory breakdown of the ``top`` alone.
+bound first, only for those whose lower bounds (:func:`analysis.cluster.step.floors`,
+:func:`analysis.cluster.step.data_parallel_floor`) can still reach the ``top``, and the memory breakdown
+of the ``top`` alone.
 """
 
 import dataclasses
@@ -56,7 +57,7 @@ from .sharding import (
     save_terms,
     zero_stages,
 )
-from .step import MARGIN, Step, floors, stage_floors, step, training_idle_slots
+from .step import MARGIN, Floor, Step, data_parallel_floor, floors, stage_floors, step, training_idle_slots
 
 MAX_GPUS = 1 << 20
 MIN_CP_CHUNK = 4096  # tokens of a sequence per context-parallel GPU
@@ -189,8 +190,9 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
     and how many fit of how many, without figuring every step: every candidate's peak memory (its
     totals alone), then the fitting ones best first by a lower bound of their expected step time
     (:func:`analysis.cluster.step.floors`: the compute, then with the communication no schedule
-    overlaps, figured when the compute's comes first), each step figured when its bound comes first,
-    until the next bound is past the ``top``-th step so far."""
+    overlaps, figured when the compute's comes first; then with the data-parallel communication no overlap
+    hides, :func:`analysis.cluster.step.data_parallel_floor`), each step figured when its last bound comes
+    first, until the next bound is past the ``top``-th step so far."""
     _check(cfg, gpus)
     shared: dict = {}
     runs = _workloads(cfg, seq, dtype, weights_dtype, lora, optimizer, grad_dtype)
@@ -201,7 +203,7 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
 
     passes: dict[tuple, RunSpec] = {}  # by (tp, cp, sp, b, recompute): a run of that pass
     computes: dict[tuple, float] = {}  # by (tp, cp, sp, pp, b, recompute): the longest stage's compute
-    bounds: dict[tuple, float] = {}  # by what they depend on: not dp's collectives, not ZeRO
+    bounds: dict[tuple, Floor] = {}  # by what they depend on: not dp's collectives, not ZeRO
 
     def compute_bound(w: _Weighed) -> float:  # floors()' first, figured for each pp of a pass alone
         lay = w.layout
@@ -213,25 +215,29 @@ def ranked(cfg: ModelConfig, hw: Hardware, gpus: int, seq: int, global_batch: in
             computes[key] = max(stage_floors(cfg, passes[run_key], hw, eff, shared, lay.pp).values())
         return (w.steps + training_idle_slots(lay.pp)) * computes[key] * (1 - MARGIN)  # vpp 1
 
-    def bound(w: _Weighed) -> float:
+    def floor(w: _Weighed) -> Floor:
         lay = w.layout
         key = (lay.tp, lay.cp, lay.pp, w.batch, w.recompute, lay.ep, lay.sp)
         if key not in bounds:
-            bounds[key] = floors(cfg, spec(w), hw, eff, shared)[1]
+            bounds[key] = floors(cfg, spec(w), hw, eff, shared)
         return bounds[key]
 
-    # best first: a candidate comes out with its compute's bound, goes back with the communication's,
-    # then has its step figured; past the ``top``-th step so far, no bound left can rank
-    queue = [(compute_bound(w), i, False) for i, w in enumerate(weighed) if w.total <= hw.memory]
+    # best first: a candidate comes out with its compute's bound, goes back with the communication's, then with
+    # the data-parallel communication's, then has its step figured; past the ``top``-th step so far, no bound
+    # left can rank
+    queue = [(compute_bound(w), i, 0) for i, w in enumerate(weighed) if w.total <= hw.memory]
     fitting = len(queue)
     heapq.heapify(queue)
     kept: list[tuple[float, int, int]] = []  # the best so far, negated: kept[0] is the worst of them
     steps: dict[int, Step] = {}
     while queue and (len(kept) < top or queue[0][0] <= -kept[0][0]):
-        _, i, communication = heapq.heappop(queue)
+        _, i, bounded = heapq.heappop(queue)
         w = weighed[i]
-        if not communication:
-            heapq.heappush(queue, (bound(w), i, True))
+        if bounded == 0:
+            heapq.heappush(queue, (floor(w).communication, i, 1))
+            continue
+        if bounded == 1:
+            heapq.heappush(queue, (data_parallel_floor(cfg, spec(w), hw, floor(w), shared), i, 2))
             continue
         s = steps[i] = step(cfg, spec(w), hw, eff, shared)
         key = (-s.expected.time_s, -w.total, -i)  # candidates()' order: step, memory, enumeration

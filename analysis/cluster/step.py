@@ -60,7 +60,7 @@ from ..perf.float8 import CASTS, casts
 from ..perf.hardware import Hardware
 from ..perf.roofline import Component, Roofline, roofline
 from ..spec import Layout, RunSpec
-from .comm import REGATHERED, Collective, collective_groups
+from .comm import DIMENSIONS, REGATHERED, Collective, collective_groups
 from .flops import core_share
 from .sharding import check_layout, cp_local, gpu_state, stage_keys, tp_local, workload
 
@@ -264,12 +264,23 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
                 stage_parts[slowest], expected)
 
 
+class Floor(NamedTuple):
+    """:func:`floors`' lower bounds of a step's expected time, and what :func:`data_parallel_floor` adds to."""
+
+    compute: float  # the longest stage's compute over the pipeline's slots
+    communication: float  # with that stage's communication no schedule overlaps
+    stage: int  # that stage
+    micro_s: float  # its micro-batch's compute, a bound
+    per_s: float  # its exposed per-micro-batch communication over the step, but the data-parallel
+    once_s: float  # and once a step
+
+
 def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = None, shared: dict | None = None,
-           comm: bool = True) -> tuple[float, float]:
-    """Two lower bounds of :func:`step`'s expected time of a training step (``run`` resolved, its
+           comm: bool = True) -> Floor:
+    """Lower bounds of :func:`step`'s expected time of a training step (``run`` resolved, its
     layout checked; ``shared`` as :func:`step` keeps it, so that a step after them finds their
     work done), `plan`'s pruning: (compute) the stage of the longest expected compute over all
-    ``m + (p - 1) / v`` slots of the pipeline, the bubble's included; (with communication, 0 unless
+    ``m + (p - 1) / v`` slots of the pipeline, the bubble's included; (communication, 0 unless
     ``comm``) that stage's slot also holding its per-micro-batch tensor-, context-, expert- and
     pipeline-parallel communication, which is never overlapped, plus that stage's such communication
     once per step. Each leaves out what is at least 0 (data-parallel communication, the optimizer step, the other
@@ -279,13 +290,13 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
     shared = {} if shared is None else shared
     micros = stage_floors(cfg, run, hw, eff, shared, layout.pp, layout.vpp)
     m, slots = layout.steps, layout.steps + idle_slots(run)
-    compute = slots * max(micros.values()) * (1 - MARGIN)
-    if not comm:
-        return compute, 0.0
     key = max(micros, key=micros.__getitem__)
+    compute = slots * micros[key] * (1 - MARGIN)
+    if not comm:
+        return Floor(compute, 0.0, 0, micros[key], 0.0, 0.0)
     s = stage_keys(cfg, layout.pp, layout.vpp).index(key)
     per = at_once = 0.0
-    for group_key, group in collective_groups(cfg, run, s, shared, data_parallel=False):
+    for group_key, group in collective_groups(cfg, run, s, shared, DIMENSIONS[:-1]):
         for c, t in zip(group, _timed(hw, layout, group_key, group, shared)[1]):
             if _overlap_kind(c) == "exposed" and not (layout.async_tp and c.what in TP_REGIONS):
                 # as _exposed (async TP may hide the regions' all of it)
@@ -293,7 +304,22 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
                     per += t
                 else:
                     at_once += t
-    return compute, (slots * slot_s(micros[key], per, m) + at_once) * (1 - MARGIN)
+    return Floor(compute, (slots * slot_s(micros[key], per, m) + at_once) * (1 - MARGIN), s, micros[key], per, at_once)
+
+
+def data_parallel_floor(cfg: ModelConfig, run: RunSpec, hw: Hardware, floor: Floor, shared: dict) -> float:
+    """:func:`floors`' communication bound of ``run`` with the data-parallel communication of its stage that no
+    overlap hides, as :func:`_exposed` leaves it beside the least micro-batch compute ``floor`` bounds. The step
+    grows with that compute at least as fast as the exposed part shrinks (an overlap at most 1): ZeRO-0/1's
+    once-a-step collectives hide behind one micro-batch of the ``m + idle`` slots, ZeRO-2's per-micro-batch
+    gradients behind two thirds of each and its weights behind a third of one, ZeRO-3's all of them behind
+    every micro-batch's compute."""
+    layout = run.layout
+    m, slots = layout.steps, layout.steps + idle_slots(run)
+    ((group_key, group),) = collective_groups(cfg, run, floor.stage, shared, ("dp",))
+    per, once = _exposed(list(group), _timed(hw, layout, group_key, group, shared)[1], floor.micro_s, m,
+                         hw.calibration.overlap)
+    return (slots * slot_s(floor.micro_s, floor.per_s + per, m) + floor.once_s + once) * (1 - MARGIN)
 
 
 def _timed(hw: Hardware, layout: Layout, group_key: tuple, group: tuple[Collective, ...],
