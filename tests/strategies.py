@@ -577,12 +577,12 @@ def _shared_transformer(draw, raw):
 
 
 @st.composite
-def valid_configs(draw, layouts: bool = False):
+def valid_configs(draw, layouts: bool = False, recurrent: bool = True):
     """Raw config mappings over every ModelConfig key and value (test_config checks the
     coverage); sizes stay tiny, since verify tests build these on the meta device. With `layouts`,
-    only what parallel layouts accept: no recurrent mixer, dense MLP beside
-    the experts, LongCat-Flash's MoE or hyper-connections (sharding.check_layout refuses them), so no
-    test filters out most draws."""
+    only what parallel layouts accept: no dense MLP beside the experts, LongCat-Flash's MoE, hyper-connections
+    or shared transformer block (sharding.check_layout refuses them), so no test filters out most draws;
+    without `recurrent`, no recurrent mixer (tensor and context parallelism and LoRA refuse them)."""
     n_layers = draw(st.integers(1, 4))
     raw = {"name": "r", "vocab_size": draw(st.integers(1, 500)), "context_length": draw(st.integers(1, 64)),
            "n_layers": n_layers, "d_ff": draw(st.integers(1, 64))}
@@ -699,13 +699,13 @@ def valid_configs(draw, layouts: bool = False):
         raw["mlp_bias"] = draw(st.booleans())
     if raw["position"] == "learned" and draw(st.booleans()):  # rows before position 0 (OPT, BioGPT)
         raw["position_offset"] = draw(st.integers(0, 3))
-    # recurrent layers in one config of 14 for each recurrent kind (layouts and LoRA refuse them: the
-    # properties over those need the rest), alone or beside attention ones, with or without FFN
-    recurrent = draw(st.integers(0, 13))
-    if layouts or ("dsa" in raw and raw["position"] == "rope"):  # DSA kept: attention layers only
-        recurrent = len(RECURRENT_MAPPINGS)
-    if recurrent < len(RECURRENT_MAPPINGS):
-        kind = list(RECURRENT_MAPPINGS)[recurrent]
+    # recurrent layers in one config of 14 for each recurrent kind, alone or beside attention ones, with or
+    # without FFN
+    mixer = draw(st.integers(0, 13))
+    if not recurrent or ("dsa" in raw and raw["position"] == "rope"):  # DSA kept: attention layers only
+        mixer = len(RECURRENT_MAPPINGS)
+    if mixer < len(RECURRENT_MAPPINGS):
+        kind = list(RECURRENT_MAPPINGS)[mixer]
         # 0: beside attention alone (Falcon-H1); 1: in layers of its own too; else in layers of its own
         beside = min(draw(st.integers(0, 3)), 2)
         if beside:
@@ -714,9 +714,9 @@ def valid_configs(draw, layouts: bool = False):
                 _single_sublayers(draw, raw)
         if beside < 2:
             _parallel_mixer(draw, raw, kind)
-        if beside and draw(st.booleans()):
+        if beside and not layouts and draw(st.booleans()):
             _shared_transformer(draw, raw)
-    if "dsa" in raw and (raw["position"] != "rope" or recurrent < len(RECURRENT_MAPPINGS)):  # RoPE, attention
+    if "dsa" in raw and (raw["position"] != "rope" or mixer < len(RECURRENT_MAPPINGS)):  # RoPE, attention
         raw.pop("dsa")
     if "dsa" in raw:  # DSA: full causal layers only, without soft-capping
         for key in ("sliding_window", "attention_chunk", "attn_logit_softcap"):
@@ -725,10 +725,10 @@ def valid_configs(draw, layouts: bool = False):
             raw["layer_types"] = [t for t in raw["layer_types"] if t not in ("sliding", "chunked")] or ["full"]
     if raw.get("moe") is not None and not raw["moe"].get("beside_mlp") and not layouts \
             and draw(st.booleans()):  # LongCat-Flash's
-        _longcat_moe(draw, raw, recurrent >= len(RECURRENT_MAPPINGS))
-    if recurrent >= len(RECURRENT_MAPPINGS) and not layouts and draw(st.integers(0, 3)) == 0:
+        _longcat_moe(draw, raw, mixer >= len(RECURRENT_MAPPINGS))
+    if mixer >= len(RECURRENT_MAPPINGS) and not layouts and draw(st.integers(0, 3)) == 0:
         _hyper(draw, raw)
-    if raw.get("attention") != "mla" and recurrent >= len(RECURRENT_MAPPINGS) and "hyper" not in raw \
+    if raw.get("attention") != "mla" and mixer >= len(RECURRENT_MAPPINGS) and "hyper" not in raw \
             and raw.get("qk_norm") != "l2" and "rope_layers" not in raw and not layouts \
             and draw(st.integers(0, 2)) == 0:  # Gemma 3n's shared tail
         types = raw.get("layer_types") or (["sliding"] if "sliding_window" in raw else ["full"])
@@ -737,7 +737,7 @@ def valid_configs(draw, layouts: bool = False):
         tails = [k for k in range(1, n) if set(kinds[n - k:]) <= set(kinds[:n - k])]  # a source for each span
         if tails:
             raw["kv_shared_layers"] = draw(st.sampled_from(tails))
-    if raw.get("attention") != "mla" and recurrent >= len(RECURRENT_MAPPINGS) and "hyper" not in raw \
+    if raw.get("attention") != "mla" and mixer >= len(RECURRENT_MAPPINGS) and "hyper" not in raw \
             and not layouts and not (raw.get("moe") or {}).get("shortcut") and raw.get("d_ff") \
             and draw(st.integers(0, 3)) == 0:  # Gemma 3n's layers
         _gemma3n(draw, raw)

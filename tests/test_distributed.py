@@ -142,14 +142,30 @@ def test_variants_on_one_gpu_only_are_not_sharded_on_torch(variant):
 @settings(max_examples=25, deadline=None)
 def test_random_variants_match_torch(variant, tp, dp):
     """Every variant FSDP2 can shard (all but those with layers without an MLP and those llmcalc sizes on one GPU
-    only: a vision tower, recurrent layers, hyper-connections, KV shared across layers, Gemma 3n's layers ...,
-    and DSA's indexer, without gradient in the reference: unsupported()), with TP where DTensor's plans apply."""
+    only: a vision tower, hyper-connections, KV shared across layers, Gemma 3n's layers, Zamba's shared block ...,
+    and DSA's indexer, without gradient in the reference: unsupported()), recurrent mixers included, with TP where
+    DTensor's plans apply."""
     cfg = from_dict({**BASE, **VARIANTS[variant]})
     layout = Layout(tp=tp, dp=dp, zero=3 if dp > 1 else 0)
     if layout.trivial or unsupported(cfg, layout) or cfg.n_heads % tp:
         layout = Layout(dp=2, zero=3)
     checks = check_layout_on_torch(cfg, layout, 8, 2)
     assert [c for c in checks if not c.ok] == []
+
+
+RECURRENT = sorted(k for k, v in VARIANTS.items() if from_dict({**BASE, **v}).has_recurrent
+                   and not unsupported(from_dict({**BASE, **v}), Layout(dp=3, zero=3)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", RECURRENT)
+def test_recurrent_variants_shard_as_fsdp2_does(variant):
+    """Each recurrent mixer's tensors as the reference holds them (a conv's (C, 1, K) weight, Mamba's (E, N) A_log,
+    RG-LRU's block-diagonal gates): ZeRO-3 over 3 GPUs, whose rows do not split evenly, gives rank 0 the state and
+    the traffic FSDP2 gives it."""
+    cfg = from_dict({**BASE, **VARIANTS[variant]})
+    checks = check_layout_on_torch(cfg, Layout(dp=3, zero=3), 8, 2)
+    assert [c for c in checks if not c.ok] == [] and len(checks) > 3
 
 
 @pytest.mark.parametrize("args, message", [
@@ -311,8 +327,8 @@ def test_time_with_a_layout_matches_plan_and_memory(run):
      "Invalid value for '--seq': expects a whole number such as 4096 or 128k, got '1,2'"),
     (["llama-3.1-405b", "--gpus", "1", "--hardware", "l4", "--global-batch", "1", "--seq", "1024"], 0,
      "no layout fits in 22.35 GiB: more GPUs, a shorter --seq or a smaller --global-batch"),
-    # recurrent layers are sized on one GPU only: more GPUs would be refused
-    (["granite-4.0-h-tiny", "--gpus", "1", "--hardware", "h100", "--global-batch", "8", "--seq", "8192"], 0,
+    # a dense MLP beside the experts is sized on one GPU only: more GPUs would be refused
+    (["gemma-4-26b-a4b", "--gpus", "1", "--hardware", "h100", "--global-batch", "8", "--seq", "131072"], 0,
      "no layout fits in 74.51 GiB: a shorter --seq or a smaller --global-batch"),
     (["gemma-3-27b-it", "--gpus", "1", "--hardware", "h100", "--global-batch", "8", "--seq", "8192"], 0,
      "no layout fits in 74.51 GiB: more GPUs, a shorter --seq or a smaller --global-batch"),

@@ -740,7 +740,6 @@ def _exhaustive(cfg, hw, gpus, seq, global_batch):
 
 @pytest.mark.parametrize("model, what", [
     ("gemma-4-26b-a4b", "a dense MLP beside its experts (moe.beside_mlp), which is"),
-    ("granite-4.0-h-tiny", "mamba2 layers, which are"),
 ])
 def test_plan_and_memory_refuse_what_is_sized_on_one_gpu_alike(run, model, what):
     """plan names the feature memory names for the same model: not "the heads, layers or global batch

@@ -946,13 +946,17 @@ def test_a_gated_deltanet_prefill_moves_weights_rows_and_writes_the_state():
         "embedding": 2 * T * d * b, "lm_head": d * V * b + B * (d + V) * b}
 
 
-def test_time_runs_recurrent_models_and_refuses_their_layouts_in_one_line(run):
+def test_time_runs_recurrent_models_and_refuses_their_tensor_parallel_layouts_in_one_line(run):
     ok = run("time", "qwen3-next-80b-a3b", "--hardware", "h100", "--mode", "decode", "--seq", "4096")
     assert ok.exit_code == 0, ok.stderr
     assert "gated_deltanet/scan" in ok.stdout
     refused = run("time", "qwen3-next-80b-a3b", "--hardware", "h100", "--mode", "decode", "--seq", "4096", "--tp", "2")
     assert (refused.exit_code, refused.stderr) == (2, "Error: --tp 2: qwen3-next-80b-a3b has gated_deltanet layers, "
-                                                      "which are sized on one GPU only: not with a parallel layout\n")
+                                                      "which are not split over tensor-parallel GPUs here\n")
+    ring = run("time", "qwen3-next-80b-a3b", "--hardware", "h100", "--seq", "16384", "--cp", "2")
+    assert (ring.exit_code, ring.stderr) == (2, "Error: --cp 2: qwen3-next-80b-a3b has gated_deltanet layers, whose "
+                                                "state runs through the whole sequence: not split over "
+                                                "context-parallel GPUs here\n")
 
 
 @pytest.mark.parametrize("mode, args", [

@@ -83,11 +83,12 @@ def one_gpu_only(cfg: ModelConfig) -> str | None:
     words), else None."""
     moe = cfg.moe
     one_gpu = [
-        (cfg.has_recurrent, f"{cfg.recurrent_kind} layers, which are"),
         (moe is not None and moe.beside_mlp, "a dense MLP beside its experts (moe.beside_mlp), which is"),
         (cfg.hyper is not None, "hyper-connections (hyper), which are"),
         (cfg.gemma3n is not None, "Gemma 3n's streams and per-layer inputs (gemma3n), which are"),
         (cfg.kv_shared_layers > 0, "layers reading an earlier layer's K/V (kv_shared_layers), which are"),
+        (cfg.shared_transformer is not None, "a transformer block several layers share (shared_transformer), "
+                                             "which is"),
         (moe is not None and bool(moe.zero_experts or moe.shortcut),
          "LongCat-Flash's MoE (moe.zero_experts, moe.shortcut), which is"),
     ]
@@ -144,6 +145,14 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
         (cp == 1 or cfg.dsa is None, "layout.cp", f"{cp}: DSA's indexer (dsa) picks each query's keys among all of "
                                                   "a sequence's, which ring attention passes around: not sized here"),
         (run.chunk is None, "chunk", "(chunked prefill) runs on one GPU: not with a parallel layout"),
+        # a recurrent mixer's projections and state are not split over TP ranks here, and its state runs through
+        # the whole sequence, which context parallelism would hand from GPU to GPU: data, pipeline and expert
+        # parallelism alone, which hold whole layers and whole sequences
+        (tp == 1 or not cfg.has_recurrent, "layout.tp", f"{tp}: {name} has {cfg.recurrent_kind} layers, which are "
+                                                        "not split over tensor-parallel GPUs here"),
+        (cp == 1 or not cfg.has_recurrent, "layout.cp", f"{cp}: {name} has {cfg.recurrent_kind} layers, whose state "
+                                                        "runs through the whole sequence: not split over "
+                                                        "context-parallel GPUs here"),
     ]
     what = one_gpu_only(cfg)
     if what is not None and not layout.trivial:  # named by the first split the layout makes
@@ -223,7 +232,8 @@ def on_residual_stream(key: str) -> bool:
 
 class Tensor(NamedTuple):
     """A parameter tensor as one GPU holds it, shaped as the reference model stores it
-    (``analysis.verify``): a linear's weight ``(d_out, d_in)``, stacked experts ``(n, d_in, d_out)``."""
+    (``analysis.verify``): a linear's weight ``(d_out, d_in)``, stacked experts ``(n, d_in, d_out)`` (their keys
+    start ``moe/``), a linear's copies side by side ``(copies, d_out, d_in)`` (Zamba's per-head x_proj)."""
 
     key: str
     shape: tuple[int, ...]
@@ -258,12 +268,13 @@ def _layer_tensors(layer: Block, ep: int) -> list[Tensor]:
             if m.bias:
                 out.append(Tensor(m.key, (n, m.d_out), expert))
         else:
-            out.append(Tensor(m.key, (m.d_out, m.d_in), linear=True))
+            copies = (m.copies,) if m.copies > 1 else ()
+            out.append(Tensor(m.key, (*copies, m.d_out, m.d_in), linear=True))
             if m.bias:
-                out.append(Tensor(m.key, (m.d_out,)))
+                out.append(Tensor(m.key, (*copies, m.d_out)))
     for norm in layer.norms():
         out += _norm_tensors(norm)
-    return out + [Tensor(v.key, (v.size,)) for v in layer.vectors()]
+    return out + [Tensor(v.key, shape) for v in layer.vectors() for shape in v.tensors]
 
 
 def stage_units(cfg: ModelConfig, layout: Layout, stage: int) -> tuple[tuple[Tensor, ...], ...]:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from .keys import checked, integer
 from .mixer import Mixer
-from .parts import Linear, Norm, Vector
+from .parts import Linear, Norm, Vector, conv_vector
 from .tape import Tape
 from .variants import Op
 
@@ -106,7 +106,7 @@ class GatedDeltaNet(Mixer):
 
     def vectors(self) -> list[Vector]:
         _, Hv, _, dv, K, _ = self.sizes
-        return [Vector("gated_deltanet/conv1d", self.channels * K), Vector("gated_deltanet/dt_bias", Hv),
+        return [conv_vector("gated_deltanet/conv1d", self.channels, K, False), Vector("gated_deltanet/dt_bias", Hv),
                 Vector("gated_deltanet/A_log", Hv), Vector("gated_deltanet/norm", dv)]
 
     @property

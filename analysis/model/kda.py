@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from .gated_deltanet import L2NORM_COST, SIGMOID_COST, SILU_COST, SOFTPLUS_COST
 from .keys import checked, integer
 from .mixer import Mixer
-from .parts import Linear, Norm, Vector
+from .parts import Linear, Norm, Vector, conv_vector
 from .tape import Tape
 from .variants import Op
 
@@ -107,8 +107,8 @@ class KDA(Mixer):
 
     def vectors(self) -> list[Vector]:
         H, d, K, _ = self.sizes
-        return [Vector("kda/conv1d", self.channels * K), Vector("kda/dt_bias", H * d), Vector("kda/A_log", H),
-                Vector("kda/o_norm", d)]
+        return [conv_vector("kda/conv1d", self.channels, K, False), Vector("kda/dt_bias", H * d),
+                Vector("kda/A_log", H), Vector("kda/o_norm", d)]
 
     @property
     def state_values(self) -> int:

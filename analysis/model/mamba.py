@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import brief
 from .keys import Checker, boolean, checked, integer, optional
 from .mixer import Mixer
-from .parts import Linear, Norm, Vector
+from .parts import Linear, Norm, Vector, conv_vector
 from .tape import Tape
 from .variants import Op
 
@@ -104,8 +104,8 @@ class Mamba(Mixer):
     def vectors(self) -> list[Vector]:
         E, N, R, K = self.sizes
         weights = [Vector("mamba/dt_norm", R), Vector("mamba/b_norm", N), Vector("mamba/c_norm", N)]
-        return [Vector("mamba/conv1d", E * K + (E if self.cfg.mamba.conv_bias else 0)),
-                Vector("mamba/A_log", E * N), Vector("mamba/D", E)] + (weights if self.weighted else [])
+        return [conv_vector("mamba/conv1d", E, K, self.cfg.mamba.conv_bias),
+                Vector("mamba/A_log", E * N, ((E, N),)), Vector("mamba/D", E)] + (weights if self.weighted else [])
 
     @property
     def weighted(self) -> bool:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from .keys import boolean, checked, integer, optional
 from .mixer import Mixer
-from .parts import Linear, Norm, Vector
+from .parts import Linear, Norm, Vector, conv_vector
 from .tape import Tape
 from .variants import Op
 
@@ -94,7 +94,7 @@ class Mamba2(Mixer):
     def vectors(self) -> list[Vector]:
         E, H, _, N, G, K, _ = self.sizes
         conv = E + 2 * G * N
-        return [Vector("mamba2/conv1d", conv * K + (conv if self.cfg.mamba2.conv_bias else 0)),
+        return [conv_vector("mamba2/conv1d", conv, K, self.cfg.mamba2.conv_bias),
                 Vector("mamba2/dt_bias", H), Vector("mamba2/A_log", H), Vector("mamba2/D", H)] + (
                 [Vector("mamba2/norm", E)] if self.cfg.mamba2.norm else [])
 

@@ -46,14 +46,26 @@ class Norm(NamedTuple):
 
 
 class Vector(NamedTuple):
-    """A learned vector used as is (attention sinks: one logit per head)."""
+    """Learned values used as is (attention sinks: one logit per head). ``shapes``: the tensors the reference
+    holds them in, where not one vector of ``size`` (a conv's weight and bias, Mamba's ``A_log`` matrix): ZeRO
+    splits each on its first dimension."""
 
     key: str
     size: int
+    shapes: tuple[tuple[int, ...], ...] = ()
 
     @property
     def params(self) -> int:
         return self.size
+
+    @property
+    def tensors(self) -> tuple[tuple[int, ...], ...]:
+        return self.shapes or ((self.size,),)
+
+
+def conv_vector(key: str, channels: int, taps: int, bias: bool) -> Vector:
+    """A depthwise conv's weight ``(channels, 1, taps)`` and its bias, as ``nn.Conv1d`` holds them."""
+    return Vector(key, channels * taps + (channels if bias else 0), ((channels, 1, taps),) + ((channels,),) * bias)
 
 
 class Table(NamedTuple):

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from .ffn import SIGMOID_COST
 from .keys import checked, integer, optional
 from .mixer import Mixer
-from .parts import Linear, Norm, Vector
+from .parts import Linear, Norm, Vector, conv_vector
 from .tape import Tape
 from .variants import ACTIVATIONS, Op
 
@@ -86,8 +86,9 @@ class RGLRU(Mixer):
     def vectors(self) -> list[Vector]:
         E, H, K = self.sizes
         w = E // H
-        return [Vector("rglru/conv1d", E * K + E), Vector("rglru/input_gate", H * w * w + E),
-                Vector("rglru/recurrent_gate", H * w * w + E), Vector("rglru/recurrent_param", E)]
+        blocks = ((H, w, w), (H, w))  # block-diagonal: a (w, w) weight and a bias of w per block
+        return [conv_vector("rglru/conv1d", E, K, True), Vector("rglru/input_gate", H * w * w + E, blocks),
+                Vector("rglru/recurrent_gate", H * w * w + E, blocks), Vector("rglru/recurrent_param", E)]
 
     @property
     def state_values(self) -> int:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from .keys import boolean, checked, integer
 from .mixer import Mixer
-from .parts import Linear, Norm, Vector
+from .parts import Linear, Norm, Vector, conv_vector
 from .tape import Tape
 from .variants import Op
 
@@ -73,7 +73,7 @@ class ShortConv(Mixer):
 
     def vectors(self) -> list[Vector]:
         d, L = self.sizes
-        return [Vector("short_conv/conv1d", d * L + (d if self.bias else 0))]
+        return [conv_vector("short_conv/conv1d", d, L, self.bias)]
 
     @property
     def state_values(self) -> int:

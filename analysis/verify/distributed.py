@@ -70,6 +70,7 @@ def unsupported(cfg: ModelConfig, layout: Layout) -> str | None:
         return "data parallelism is checked with FSDP2, which is ZeRO-3: add --zero 3"
     if layout.tp > 1:
         reasons = [(cfg.attention != "mha", "multi-head latent attention"), (cfg.moe is not None, "experts"),
+                   (cfg.has_recurrent, f"{cfg.recurrent_kind} layers"),
                    (cfg.position in ("alibi", "relative"), f"{cfg.position} position biases"),
                    (cfg.attention_sinks, "attention sinks"), (cfg.qk_norm == "full", "whole-projection qk-norm"),
                    (cfg.sub_norms, "sub-norms over the whole attention output and MLP width"),
@@ -221,7 +222,8 @@ def check_layout_on_torch(cfg: ModelConfig, layout: Layout, seq: int, batch: int
         mesh = init_device_mesh("cpu", tuple(s for _, s in dims), mesh_dim_names=tuple(n for n, _ in dims))
         names = {mesh[n].get_group().group_name: n for n, _ in dims}
         with torch.device("meta"):
-            model = Transformer(cfg, "flash")
+            model = Transformer(cfg, "flash").to(torch.float32)  # the run's dtype, buffers too (Lightning's
+            # decay tables are built in float64)
         _parallelize(model, cfg, mesh, layout)
         model.to_empty(device="cpu")
         tokens = torch.zeros(batch, seq, dtype=torch.long)

@@ -85,16 +85,19 @@ def joined(parts: list[torch.Tensor], dim: int) -> torch.Tensor:
 
 class HeadLinears(nn.Module):
     """H linears ``d_in -> d_out`` side by side, head ``i`` over input ``i``: ``weight`` (H, d_out, d_in) and
-    ``bias`` (H, d_out), as transformers' Zamba holds x_proj and dt_proj (one head: Mamba's linear)."""
+    ``bias`` (H, d_out), as transformers' Zamba holds x_proj and dt_proj (one head: Mamba's linear, (d_out, d_in)
+    and (d_out), as FSDP then splits them)."""
 
     def __init__(self, heads: int, d_in: int, d_out: int, bias: bool):
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(heads, d_out, d_in).uniform_(-d_in ** -0.5, d_in ** -0.5))
-        self.bias = nn.Parameter(torch.zeros(heads, d_out)) if bias else None
+        stacked = (heads,) if heads > 1 else ()  # one head: Mamba's nn.Linear, its weight (d_out, d_in)
+        self.weight = nn.Parameter(torch.empty(*stacked, d_out, d_in).uniform_(-d_in ** -0.5, d_in ** -0.5))
+        self.bias = nn.Parameter(torch.zeros(*stacked, d_out)) if bias else None
 
     def forward(self, xs: list[torch.Tensor]) -> list[torch.Tensor]:
-        biases = [None] * len(xs) if self.bias is None else list(self.bias)
-        return [F.linear(x, w, b) for x, w, b in zip(xs, self.weight, biases)]
+        weights = [self.weight] if self.weight.dim() == 2 else list(self.weight)
+        biases = [None] * len(xs) if self.bias is None else [self.bias] if self.bias.dim() == 1 else list(self.bias)
+        return [F.linear(x, w, b) for x, w, b in zip(xs, weights, biases)]
 
 
 def rms(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
