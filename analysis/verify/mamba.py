@@ -94,10 +94,10 @@ class HeadLinears(nn.Module):
         self.weight = nn.Parameter(torch.empty(*stacked, d_out, d_in).uniform_(-d_in ** -0.5, d_in ** -0.5))
         self.bias = nn.Parameter(torch.zeros(*stacked, d_out)) if bias else None
 
-    def forward(self, xs: list[torch.Tensor]) -> list[torch.Tensor]:
+    def forward(self, xs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:  # a tuple: module hooks see tensors
         weights = [self.weight] if self.weight.dim() == 2 else list(self.weight)
         biases = [None] * len(xs) if self.bias is None else [self.bias] if self.bias.dim() == 1 else list(self.bias)
-        return [F.linear(x, w, b) for x, w, b in zip(xs, weights, biases)]
+        return tuple(F.linear(x, w, b) for x, w, b in zip(xs, weights, biases))
 
 
 def rms(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
