@@ -123,6 +123,42 @@ def test_gpt2_activations_under_tp_match_korthikanti(tp, sp):
     assert m.parts["activations"] == L * per_layer + once
 
 
+@pytest.mark.parametrize("mode, seq, scores", [("prefill", 16384, 2), ("train", 8192, 1)])
+def test_a_stage_of_recurrent_layers_alone_holds_no_attention_transient(mode, seq, scores):
+    """Nemotron-Nano-9B-v2 over 4 stages, eager attention: a stage whose layers are all Mamba-2 or MLP layers
+    holds no attention scores; a stage with an attention layer one layer's, B x heads x S x S in bf16 (twice in
+    inference: the scores and their softmax; training saves the softmax as an activation)."""
+    cfg = load_bundled("nemotron-nano-9b-v2")
+    layout = Layout(pp=4, micro_batches=8 if mode == "train" else None)
+    run = RunSpec(mode, seq, 1, "eager", dtype="bf16", layout=layout)
+    kinds = [cfg.layer_types[i] for i in range(cfg.n_layers)]
+    attending = [any(kinds[i] not in ("mamba2", "none") for i in layers) for layers in stages(cfg, layout)]
+    assert attending.count(False) >= 2  # the first and last stages: Mamba-2 and MLP layers alone
+    for s in range(4):
+        part = memory(cfg, run, stage=s).parts["attention"]
+        assert part == (scores * cfg.n_heads * seq * seq * 2 if attending[s] else 0), s
+
+
+@pytest.mark.parametrize("mode, seq, batch, micro", [("decode", 131072, 16, None), ("train", 4096, 1, 8),
+                                                     ("prefill", 8192, 1, None)])
+def test_a_stage_runs_the_components_of_its_own_layers(mode, seq, batch, micro):
+    """Nemotron-Nano-9B-v2 (Mamba-2, attention and MLP layers) over 4 stages: the pacing stage's components are
+    those of its layers, each component's FLOPs what `flops --pp 4` counts on that stage layer by layer
+    (cluster.flops.gpu_flops); not the stage's share of every component alike. The final norm, in the layers'
+    `norm` component, goes with the stages' norms."""
+    from llmcalc.analysis.cluster.flops import gpu_flops
+
+    cfg, hw = load_bundled("nemotron-nano-9b-v2"), load_hardware("h100")
+    s = step(cfg, RunSpec(mode, seq, batch, layout=Layout(pp=4, micro_batches=micro)), hw)
+    counted = gpu_flops(cfg, s.run, s.stage).report.total
+    for key, c in s.components.items():
+        assert abs(c.matmul_flops - counted.matmul.get(key, 0)) <= 1, key  # scaled in floats, rounded
+        if key != "norm":
+            assert abs(c.elementwise_flops - counted.elementwise.get(key, 0)) <= 1, key
+    if mode == "decode":  # 131,072 cached tokens: the stages with attention layers pace the pipeline
+        assert "attention/scores" in s.components and s.stage in (1, 2)
+
+
 def test_pipeline_stages_hold_their_layers_and_1f1b_micro_batches():
     cfg = load_bundled("llama-2-7b")
     V, d, f, s = 32_000, 4096, 11_008, 2048

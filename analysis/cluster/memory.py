@@ -15,16 +15,17 @@ from ..count.kvcache import KVCache
 from ..count.memory import (
     PARTS,
     MemoryReport,
-    attention_bytes,
     attention_peak,
     device_memory,
     logits_bytes,
     state_bytes,
+    training_transient,
 )
 from ..count.quant import component_bytes, dequantized_bytes
 from ..errors import SpecError, brief
 from ..model.config import ModelConfig
 from ..model.formats import FORMATS
+from ..model.layers import LayerSpec, layer_plan
 from ..model.sizes import weight_bytes
 from ..spec import Layout, RunSpec, check_arguments, check_new
 from .sharding import (
@@ -74,10 +75,10 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
     parts["dequantization"] = dequantized_bytes(local, run.weights_dtype, run.dtype)  # the TP rank's largest matrix
     state = gpu_state(cfg, layout, stage)
     if run.mode == "train":
-        parts.update(_train_state(cfg, run, stage), attention=transient(cfg, run),
+        parts.update(_train_state(cfg, run, stage), attention=transient(cfg, run, in_stage(cfg, layout, stage)),
                      activations=sum(v for k, v in acts.items() if k != "loss"), logits=acts.get("loss", 0))
         return MemoryReport(run, parts, acts, {}, 0, run.seq, run.seq, stage)
-    peak, queries, keys = attention_peak(local, cp_local(run))
+    peak, queries, keys = attention_peak(local, cp_local(run), held_specs(cfg, in_stage(cfg, layout, stage)))
     last = stage == layout.pp - 1
     parts.update(weights=base_bytes(cfg, run, stage, state.weights), kv_cache=kv, attention=peak,
                  # the vocab-parallel head's logits, all-gathered whole on every GPU (comm's "tp logits")
@@ -100,10 +101,16 @@ def stage_states(cfg: ModelConfig, run: RunSpec, shared: dict, stages: Sequence[
     return out
 
 
-def transient(cfg: ModelConfig, run: RunSpec) -> int:
-    """The attention transient of a training GPU (``run`` resolved), the same on every stage."""
-    return attention_bytes(tp_local(cfg, run.layout.tp), run.batch, run.seq, run.seq, run.attention, run.dtype,
-                           training=True)
+def transient(cfg: ModelConfig, run: RunSpec, layers: tuple[tuple[int, int], ...]) -> int:
+    """The attention transient of a training GPU (``run`` resolved) holding ``layers`` (:func:`.sharding.in_stage`):
+    one attending layer's, 0 on a stage of recurrent layers alone."""
+    return training_transient(tp_local(cfg, run.layout.tp), run, held_specs(cfg, layers))
+
+
+def held_specs(cfg: ModelConfig, layers: tuple[tuple[int, int], ...]) -> list[LayerSpec]:
+    """The layer specs of ``layers`` ((layer-plan group, count)) that some layer has."""
+    plan = layer_plan(cfg)
+    return [plan[i].spec for i, n in layers if n]
 
 
 def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = None,
@@ -129,10 +136,12 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = Non
         if saves_key not in shared:
             shared[saves_key] = stage_saves(cfg, run)
         saves = shared[saves_key]
-        state, attention = stage_states(cfg, run, shared), transient(cfg, run)
+        state = stage_states(cfg, run, shared)
         mine = cp_local(run).replace(layout=Layout())
-        rerun = [recomputed_layer(cfg, mine, layout.tp, layout.sp, in_stage(cfg, layout, s)) for s in range(pp)]
-        totals = [state[s] + attention + rerun[s] + sum(c.kept * c.total for c in saves[s]) for s in range(pp)]
+        held = [in_stage(cfg, layout, s) for s in range(pp)]
+        rerun = [recomputed_layer(cfg, mine, layout.tp, layout.sp, held[s]) for s in range(pp)]
+        totals = [state[s] + transient(cfg, run, held[s]) + rerun[s] + sum(c.kept * c.total for c in saves[s])
+                  for s in range(pp)]
         shown = max(range(pp), key=totals.__getitem__) if stage is None else stage
         report = _stage_memory(cfg, run, shown, saved(saves[shown]), 0)
         return report._replace(parts={**report.parts, "recomputed": rerun[shown]}, stage_totals=tuple(totals))

@@ -287,9 +287,9 @@ def _weigh(cfg: ModelConfig, gpus: int, seq: int, global_batch: int, per_node: i
     out: list[_Weighed] = []
     broken: dict[tuple, bool] = {}  # (tp, cp, pp, ep, sp): breaks one of the model's rules
     states: dict[tuple, list[int]] = {}  # by (tp, pp, ep, zero): each distinct stage's state
-    mine: dict[tuple, tuple[RunSpec, int]] = {}  # by (b, recompute, tp, cp): a GPU's share of the run, its transient
-    saves: dict[tuple, list[tuple[int, int]]] = {}  # by (b, recompute, tp, cp, sp, pp): each distinct stage's saves a
-    # micro-batch, and its full recomputation's transient
+    mine: dict[tuple, RunSpec] = {}  # by (b, recompute, tp, cp): a GPU's share of the run
+    saves: dict[tuple, list[tuple[int, int]]] = {}  # by (b, recompute, tp, cp, sp, pp): each distinct stage's saves
+    # a micro-batch, and its full recomputation's and attention's transients
     for layout in splits(cfg, gpus, per_node, seq):
         tp, cp, pp, ep, sp = rules = layout.tp, layout.cp, layout.pp, layout.ep, layout.sp
         if broken.get(rules):
@@ -323,16 +323,18 @@ def _weigh(cfg: ModelConfig, gpus: int, seq: int, global_batch: int, per_node: i
                         if state_key not in states:
                             states[state_key] = stage_states(cfg, run, shared, [s for s, _ in firsts])
                         if mine_key not in mine:
-                            mine[mine_key] = (cp_local(run).replace(layout=Layout()), transient(cfg, run))
-                    one, attention = mine[mine_key]
+                            mine[mine_key] = cp_local(run).replace(layout=Layout())
+                    one = mine[mine_key]
                     saves_key = (b, recompute, tp, cp, sp, pp)
                     if saves_key not in saves:
                         terms = save_terms(cfg, one, tp, sp)
+                        whole = runs(b, recompute).replace(layout=Layout(tp=tp))  # the transient's: whole sequences
                         saves[saves_key] = [(terms.chunk(layers, s == 0, s == pp - 1),
-                                             recomputed_layer(cfg, one, tp, sp, layers)) for s, layers in firsts]
+                                             recomputed_layer(cfg, one, tp, sp, layers) + transient(cfg, whole, layers))
+                                            for s, layers in firsts]
                     state, saved = states[state_key], saves[saves_key]
-                    total = attention + max(state[j] + in_flight(pp, s, m) * kept + rerun
-                                            for j, ((s, _), (kept, rerun)) in enumerate(zip(firsts, saved)))
+                    total = max(state[j] + in_flight(pp, s, m) * kept + rerun
+                                for j, ((s, _), (kept, rerun)) in enumerate(zip(firsts, saved)))
                 out.append(_Weighed(layout, b, m, recompute, total))
                 fitted |= total <= budget
             b *= 2

@@ -146,13 +146,13 @@ def check_layout(cfg: ModelConfig, run: RunSpec) -> None:
                                                   "a sequence's, which ring attention passes around: not sized here"),
         (run.chunk is None, "chunk", "(chunked prefill) runs on one GPU: not with a parallel layout"),
         # a recurrent mixer's projections and state are not split over TP ranks here, and its state runs through
-        # the whole sequence, which context parallelism would hand from GPU to GPU: data, pipeline and expert
-        # parallelism alone, which hold whole layers and whole sequences
+        # the whole sequence, which context parallelism would hand from GPU to GPU; the TP and CP collectives count
+        # an attention and an FFN region a layer, which a layer without a mixer (none) has not: data, pipeline and
+        # expert parallelism alone, which hold whole layers and whole sequences
         (tp == 1 or not cfg.has_recurrent, "layout.tp", f"{tp}: {name} has {cfg.recurrent_kind} layers, which are "
                                                         "not split over tensor-parallel GPUs here"),
-        (cp == 1 or not cfg.has_recurrent, "layout.cp", f"{cp}: {name} has {cfg.recurrent_kind} layers, whose state "
-                                                        "runs through the whole sequence: not split over "
-                                                        "context-parallel GPUs here"),
+        (cp == 1 or not cfg.has_recurrent, "layout.cp", f"{cp}: {name} has {cfg.recurrent_kind} layers, which are "
+                                                        "not split over context-parallel GPUs here"),
     ]
     what = one_gpu_only(cfg)
     if what is not None and not layout.trivial:  # named by the first split the layout makes

@@ -3,9 +3,9 @@
 :mod:`analysis.cluster.comm`).
 
 - compute: the roofline (:mod:`analysis.perf.roofline`) of one micro-batch on the TP rank's model. A
-  stage runs its share of the layers' time (by their forward matmul FLOPs, so uneven layer plans
-  give uneven stages), the first stage also the embedding, the last the LM head and its
-  soft-capping. The optimizer step runs once per step, on the stage's optimizer state (ZeRO-1 and
+  stage runs its share of each of the layers' components (:mod:`.shares`: of the component's work, so
+  uneven layer plans and hybrid ones give uneven stages), the first stage also the embedding, the last
+  the LM head and its soft-capping. The optimizer step runs once per step, on the stage's optimizer state (ZeRO-1 and
   up: its ``1/dp`` shard);
 - pipeline (1F1B): ``m`` micro-batches through ``p`` stages take ``m + p - 1`` slots of the
   slowest stage (its compute plus its per-micro-batch communication); the bubble is the
@@ -47,7 +47,7 @@ collective by the alpha-beta model (:func:`analysis.perf.calibration.collective_
 
 from typing import NamedTuple
 
-from ..count.flops import FIRST_STAGE, LAST_STAGE, core_keys, layer_matmul
+from ..count.flops import FIRST_STAGE, LAST_STAGE, core_keys
 from ..count.lora import adapter_params
 from ..count.params import count_params
 from ..count.recompute import rerun_linears
@@ -63,6 +63,7 @@ from ..spec import Layout, RunSpec
 from .comm import DIMENSIONS, REGATHERED, Collective, collective_groups
 from .flops import core_share
 from .sharding import check_layout, cp_local, gpu_state, stage_keys, tp_local, workload
+from .shares import LayerWork, layer_work
 
 MARGIN = 1e-9  # :func:`floors`' below the figures they bound, for sums rounded in another order
 
@@ -225,7 +226,7 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
     layout = run.layout
     check_layout(cfg, run)
     shared = {} if shared is None else shared
-    work_key, (local, parts, optimizer, work, whole, trained) = _pass(cfg, run, hw, eff, shared)
+    work_key, (local, parts, optimizer, work, trained) = _pass(cfg, run, hw, eff, shared)
     m = layout.steps
     per_stage: dict[tuple, tuple] = {}  # stages holding the same layers (and ends) give the same figures
     stage_figures = []
@@ -234,7 +235,7 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
         if key not in per_stage:
             ck = (work_key, key)
             if ck not in shared:
-                shared[ck] = _stage_compute(parts, work, whole, held, first, last)
+                shared[ck] = _stage_compute(parts, work, held, first, last)
             mine, compute, micro = shared[ck]
             cs: list[Collective] = []  # each collective, its time at the link's peak, and expected
             ideal: list[float] = []
@@ -341,18 +342,18 @@ def stage_floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency |
     :func:`fastest_ep`'s, which bounds every ep's), as :func:`_stage_compute` figures it but summed in
     another order: less a margin for the rounding. Kept in ``shared`` (each pp of a pass is asked for
     again): not to be changed."""
-    work_key, (_, parts, _, work, whole, _) = _pass(cfg, run, hw, eff or Efficiency(), shared, fastest_ep(cfg))
+    work_key, (_, parts, _, work, _) = _pass(cfg, run, hw, eff or Efficiency(), shared, fastest_ep(cfg))
     sums_key = ("floor", work_key)
     if sums_key not in shared:  # the expected times of the layers' components, the first stage's, the last's
-        shared[sums_key] = (work, whole,
-                            sum(c.expected_s for k, c in parts.items() if k not in FIRST_STAGE + LAST_STAGE),
+        shared[sums_key] = ({k: c.expected_s for k, c in parts.items() if k not in FIRST_STAGE + LAST_STAGE},
                             sum(c.expected_s for k, c in parts.items() if k in FIRST_STAGE),
                             sum(c.expected_s for k, c in parts.items() if k in LAST_STAGE))
     stages_key = ("floors", work_key, pp, vpp)
     if stages_key not in shared:
-        work, whole, layers, first, last = shared[sums_key]
-        shared[stages_key] = {key: (sum(work[i] * n for i, n in key[2]) / whole * layers + (first if key[0] else 0.0)
-                                    + (last if key[1] else 0.0)) * (1 - MARGIN) for key in stage_keys(cfg, pp, vpp)}
+        layers, first, last = shared[sums_key]
+        shared[stages_key] = {key: (sum(t * work.share(k, key[2]) for k, t in layers.items())
+                                    + (first if key[0] else 0.0) + (last if key[1] else 0.0)) * (1 - MARGIN)
+                              for key in stage_keys(cfg, pp, vpp)}
     return shared[stages_key]
 
 
@@ -404,11 +405,8 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
         if CASTS in parts and pass_.run.fp8_scaling == "tensorwise":  # torchao's float8 TP plans
             parts[CASTS] = _recounted(parts[CASTS], *casts(local, pass_.run, layout.tp))
     optimizer = parts.pop("optimizer") if "optimizer" in parts else None
-    blocks = build(local).blocks  # count_flops' layer groups
-    work = [sum(layer_matmul(layer, pass_.run).values()) for _, layer in blocks]
-    whole = sum(w * g.count for w, (g, _) in zip(work, blocks))
     trained = count_params(local).total if run.lora is None else sum(adapter_params(local, run.lora).values())
-    shared[key] = local, parts, optimizer, work, whole, trained
+    shared[key] = local, parts, optimizer, layer_work(local, pass_.run), trained
     return key, shared[key]
 
 
@@ -431,13 +429,12 @@ def residual_norms(cfg: ModelConfig) -> float:
     return (outside + final) / (outside + inside + final) if outside + inside + final else 0.0
 
 
-def _stage_compute(parts: dict[str, Component], work: list[int], whole: int, held: tuple[tuple[int, int], ...],
+def _stage_compute(parts: dict[str, Component], work: LayerWork, held: tuple[tuple[int, int], ...],
                    first: bool, last: bool) -> tuple[dict[str, Component], float, float]:
-    """A stage's micro-batch: its share of the layers' components (by their forward matmul FLOPs),
-    the embedding on the first stage, the head on the last; its ideal and expected time."""
-    share = sum(work[i] * n for i, n in held) / whole
+    """A stage's micro-batch: its share of each of the layers' components (:mod:`.shares`), the embedding on the
+    first stage, the head on the last; its ideal and expected time."""
     ends = (FIRST_STAGE if first else ()) + (LAST_STAGE if last else ())
-    mine = {k: c if k in ends else _scaled(c, share) for k, c in parts.items()
+    mine = {k: c if k in ends else _scaled(c, work.share(k, held)) for k, c in parts.items()
             if k in ends or k not in FIRST_STAGE + LAST_STAGE}
     return mine, sum(c.time_s for c in mine.values()), sum(c.expected_s for c in mine.values())
 

@@ -31,10 +31,11 @@ Conventions (the docs' "Conventions: memory"):
 """
 
 import math
+from collections.abc import Collection
 from typing import NamedTuple
 
 from ..model.config import ModelConfig
-from ..model.layers import layer_plan
+from ..model.layers import LayerSpec, layer_plan
 from ..model.sizes import FP32, weight_bytes
 from ..spec import OPTIMIZER_STATES, RunSpec
 from .activations import activation_bytes, korthikanti_bytes
@@ -71,15 +72,16 @@ def state_bytes(weights: int, gradients: int, optimized: int, run: RunSpec) -> T
                          optimized * (OPTIMIZER_STATES[run.optimizer] * FP32 + master))
 
 
-def chunk_spans(cfg: ModelConfig, seq: int, chunk: int | None) -> list[tuple[int, int]]:
+def chunk_spans(cfg: ModelConfig, seq: int, chunk: int | None,
+                specs: Collection[LayerSpec] | None = None) -> list[tuple[int, int]]:
     """(queries, keys) of the attention calls that can be the largest when prefilling ``seq``
-    tokens: ``(seq, seq)`` unchunked; with chunks of C, the chunk at offset o attends to
-    ``min(o, W) + len(chunk)`` keys on each layer, and the largest is the last or the last
-    full chunk."""
+    tokens on layers of ``specs`` (None: every layer's): ``(seq, seq)`` unchunked; with chunks of C,
+    the chunk at offset o attends to ``min(o, W) + len(chunk)`` keys on each layer, and the largest
+    is the last or the last full chunk."""
     if chunk is None or chunk >= seq:
         return [(seq, seq)]
     last = chunk * ((seq - 1) // chunk)
-    windows = {g.spec for g in layer_plan(cfg)}
+    windows = {g.spec for g in layer_plan(cfg)} if specs is None else set(specs)
     out = [(min(chunk, seq - o), spec.keys_seen(o) + min(chunk, seq - o))
            for o in (last - chunk, last) for spec in windows if spec.chunk is None]
     for C in {spec.chunk for spec in windows if spec.chunk is not None}:
@@ -116,15 +118,27 @@ def recomputed_layer(cfg: ModelConfig, run: RunSpec) -> int:
                for (_, saved), (_, mine) in zip(activation_bytes(cfg, run.replace(recompute="none")).groups, kept))
 
 
-def attention_peak(cfg: ModelConfig, run: RunSpec) -> tuple[int, int, int]:
-    """(bytes, queries, keys) of the largest attention call of an inference run."""
+def attention_peak(cfg: ModelConfig, run: RunSpec, specs: Collection[LayerSpec] | None = None) -> tuple[int, int, int]:
+    """(bytes, queries, keys) of the largest attention call of an inference run on the layers of ``specs`` (None:
+    every layer's); (0, 0, 0) where none attends (recurrent layers alone)."""
     run.no_images()
     run = run.resolve(cfg)
+    attending = [s for s in ([g.spec for g in layer_plan(cfg)] if specs is None else specs) if s.attends]
+    if not attending:
+        return 0, 0, 0
     if run.mode == "decode":
-        spans = [(1, g.spec.keys_seen(run.seq)) for g in layer_plan(cfg)]
+        spans = [(1, s.keys_seen(run.seq)) for s in attending]
     else:
-        spans = chunk_spans(cfg, run.seq, run.chunk)
+        spans = chunk_spans(cfg, run.seq, run.chunk, attending)
     return max((attention_bytes(cfg, run.batch, q, k, run.attention, run.dtype), q, k) for q, k in spans)
+
+
+def training_transient(cfg: ModelConfig, run: RunSpec, specs: Collection[LayerSpec] | None = None) -> int:
+    """The attention transient of a training pass (``run`` resolved) on the layers of ``specs`` (None: every
+    layer's): one layer's, 0 where none attends."""
+    attending = any(s.attends for s in ([g.spec for g in layer_plan(cfg)] if specs is None else specs))
+    return attention_bytes(cfg, run.batch, run.seq, run.seq, run.attention, run.dtype, training=True) if attending \
+        else 0
 
 
 def logits_bytes(cfg: ModelConfig, batch: int, positions: int, dtype: str) -> int:
@@ -167,8 +181,7 @@ def device_memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
         acts = activation_bytes(cfg, run)
         parts.update(weights=base + state.weights, gradients=state.gradients, optimizer=state.optimizer,
                      activations=acts.total - acts.loss, logits=acts.loss, recomputed=recomputed_layer(cfg, run),
-                     attention=attention_bytes(cfg, run.batch, run.seq, run.seq, run.attention, run.dtype,
-                                               training=True))
+                     attention=training_transient(cfg, run))
         per_layer = {group.spec.describe(): sum(saved.values()) for group, saved in acts.groups}
         return MemoryReport(run, parts, acts.components, per_layer,
                             korthikanti_bytes(cfg, run.batch, run.seq), run.seq, run.seq)

@@ -284,8 +284,9 @@ class ModelConfig:
 
     @property
     def recurrent_kind(self) -> str:
-        """The first recurrent layer type a layer has (for messages), else ''."""
-        return next((t for t in self._used_types if t in RECURRENT_TYPES), "")
+        """The first recurrent layer type a layer has (for messages), a mixer before ``none`` (no mixer), else ''."""
+        kinds = [t for t in self._used_types if t in RECURRENT_TYPES]
+        return next((t for t in kinds if t != "none"), kinds[0] if kinds else "")
 
     @property
     def mamba2_sizes(self) -> tuple[int, int, int, int, int, int, int]:

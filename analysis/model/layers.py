@@ -63,6 +63,11 @@ class LayerSpec(NamedTuple):
         """A recurrent mixer: a state per sequence instead of KV per token."""
         return self.attention in RECURRENT_TYPES
 
+    @property
+    def attends(self) -> bool:
+        """Runs attention: its own, or (a recurrent layer) a shared transformer block's."""
+        return not self.recurrent or self.shared
+
     def keys_seen(self, kv_len: int) -> int:
         """Keys one query can see out of ``kv_len`` (the query is the last of them): bounded by
         the window, or the keys of its chunk up to itself."""

@@ -47,8 +47,8 @@ class Norm(NamedTuple):
 
 class Vector(NamedTuple):
     """Learned values used as is (attention sinks: one logit per head). ``shapes``: the tensors the reference
-    holds them in, where not one vector of ``size`` (a conv's weight and bias, Mamba's ``A_log`` matrix): ZeRO
-    splits each on its first dimension."""
+    holds them in, where not one vector of ``size`` (a conv's weight and bias, Mamba's ``A_log`` matrix), which
+    ZeRO splits as :meth:`analysis.cluster.sharding.Tensor.shard` says."""
 
     key: str
     size: int
