@@ -386,7 +386,7 @@ def test_gpus_flops_sum_back_to_the_model(case, data):
 
     cfg, layout = case.cfg, case.layout
     mode, causal = data.draw(st.sampled_from(["train", "prefill"])), data.draw(st.booleans())
-    cp = data.draw(st.sampled_from([1, 2, 3])) if case.run.attention == "flash" else 1
+    cp = data.draw(st.sampled_from([1, 2, 3])) if case.run.attention == "flash" and not cfg.has_recurrent else 1
     run = case.run.replace(seq=2 * cp * data.draw(st.integers(1, 6)), causal=causal)
     if mode == "prefill":  # the step's own fields back to their defaults
         run = RunSpec("prefill", run.seq, run.batch, run.attention, causal, all_logits=data.draw(st.booleans()),
