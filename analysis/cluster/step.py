@@ -344,16 +344,17 @@ def stage_floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency |
     again): not to be changed."""
     work_key, (_, parts, _, work, _) = _pass(cfg, run, hw, eff or Efficiency(), shared, fastest_ep(cfg))
     sums_key = ("floor", work_key)
-    if sums_key not in shared:  # the expected times of the layers' components, the first stage's, the last's
-        shared[sums_key] = ({k: c.expected_s for k, c in parts.items() if k not in FIRST_STAGE + LAST_STAGE},
+    if sums_key not in shared:  # the expected time of a layer of each group, the first stage's, the last's
+        layers = {k: c.expected_s for k, c in parts.items() if k not in FIRST_STAGE + LAST_STAGE}
+        shared[sums_key] = ([sum(t * work.share(k, ((i, 1),)) for k, t in layers.items())
+                             for i in range(len(work.matmul))],
                             sum(c.expected_s for k, c in parts.items() if k in FIRST_STAGE),
                             sum(c.expected_s for k, c in parts.items() if k in LAST_STAGE))
     stages_key = ("floors", work_key, pp, vpp)
     if stages_key not in shared:
-        layers, first, last = shared[sums_key]
-        shared[stages_key] = {key: (sum(t * work.share(k, key[2]) for k, t in layers.items())
-                                    + (first if key[0] else 0.0) + (last if key[1] else 0.0)) * (1 - MARGIN)
-                              for key in stage_keys(cfg, pp, vpp)}
+        per_layer, first, last = shared[sums_key]
+        shared[stages_key] = {key: (sum(per_layer[i] * n for i, n in key[2]) + (first if key[0] else 0.0)
+                                    + (last if key[1] else 0.0)) * (1 - MARGIN) for key in stage_keys(cfg, pp, vpp)}
     return shared[stages_key]
 
 
