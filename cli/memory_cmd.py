@@ -154,8 +154,9 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
         blocks.append("attention: one layer's pre-softmax scores (eager; the softmax output and flash's "
                       "log-sum-exp are saved activations)")
     else:
-        blocks.append(f"attention: one layer's peak, {count(m['attention_queries'])} queries x "
-                      f"{count(m['attention_keys'])} keys; logits: the last position of each sequence")
+        peak = (f"one layer's peak, {count(m['attention_queries'])} queries x {count(m['attention_keys'])} keys"
+                if m["attention_queries"] else "none, no layer here attends")
+        blocks.append(f"attention: {peak}; logits: the last position of each sequence")
     workload = pick(m, "model", "mode", "seq_len", "batch", "gpus")
     return Report(m, [{**workload, "part": k, "bytes": m[k]} for k in PARTS], blocks)
 

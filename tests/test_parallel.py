@@ -139,24 +139,79 @@ def test_a_stage_of_recurrent_layers_alone_holds_no_attention_transient(mode, se
         assert part == (scores * cfg.n_heads * seq * seq * 2 if attending[s] else 0), s
 
 
-@pytest.mark.parametrize("mode, seq, batch, micro", [("decode", 131072, 16, None), ("train", 4096, 1, 8),
-                                                     ("prefill", 8192, 1, None)])
-def test_a_stage_runs_the_components_of_its_own_layers(mode, seq, batch, micro):
-    """Nemotron-Nano-9B-v2 (Mamba-2, attention and MLP layers) over 4 stages: the pacing stage's components are
-    those of its layers, each component's FLOPs what `flops --pp 4` counts on that stage layer by layer
-    (cluster.flops.gpu_flops); not the stage's share of every component alike. The final norm, in the layers'
-    `norm` component, goes with the stages' norms."""
+@pytest.mark.parametrize("model, run", [
+    ("nemotron-nano-9b-v2", RunSpec("decode", 131072, 16, layout=Layout(pp=4))),
+    ("nemotron-nano-9b-v2", RunSpec("train", 4096, 1, layout=Layout(pp=4, micro_batches=8))),
+    ("nemotron-nano-9b-v2", RunSpec("prefill", 8192, 1, layout=Layout(pp=4))),
+    ("gemma-3-27b", RunSpec("prefill", 32768, 1, layout=Layout(pp=4))),
+    ("gemma-4-31b", RunSpec("train", 2048, 1, recompute="op", layout=Layout(pp=4, micro_batches=4))),
+    ("deepseek-v3", RunSpec("train", 1024, 1, layout=Layout(pp=8, micro_batches=8))),
+])
+def test_each_stage_runs_the_components_of_its_own_layers(model, run):
+    """Every stage's micro-batch (Nemotron-Nano's Mamba-2, attention and MLP layers, Gemma 3's sliding and full
+    ones, Gemma 4's rerunning different linears under per-op checkpointing, DeepSeek-V3's dense first layers):
+    each component's FLOPs those `flops --pp` counts on that stage layer by layer (cluster.flops.gpu_flops), not
+    the stage's share of every component alike; plan's bound of each stage's compute (step.stage_floors) just
+    below it. The final norm and the LM head's bias, in the layers' `norm` and `bias` components, go with the
+    stages' norms and biases."""
     from llmcalc.analysis.cluster.flops import gpu_flops
+    from llmcalc.analysis.cluster.sharding import stage_keys
+    from llmcalc.analysis.cluster.step import _pass, _stage_compute, fastest_ep, stage_floors
+    from llmcalc.analysis.perf.calibration import Efficiency
 
-    cfg, hw = load_bundled("nemotron-nano-9b-v2"), load_hardware("h100")
-    s = step(cfg, RunSpec(mode, seq, batch, layout=Layout(pp=4, micro_batches=micro)), hw)
-    counted = gpu_flops(cfg, s.run, s.stage).report.total
-    for key, c in s.components.items():
-        assert abs(c.matmul_flops - counted.matmul.get(key, 0)) <= 1, key  # scaled in floats, rounded
-        if key != "norm":
-            assert abs(c.elementwise_flops - counted.elementwise.get(key, 0)) <= 1, key
-    if mode == "decode":  # 131,072 cached tokens: the stages with attention layers pace the pipeline
-        assert "attention/scores" in s.components and s.stage in (1, 2)
+    cfg, hw = load_bundled(model), load_hardware("h100")
+    run = run.resolve(cfg)
+    shared: dict = {}
+    _, (_, parts, _, work, _) = _pass(cfg, run, hw, Efficiency(), shared)
+    floors = stage_floors(cfg, run, hw, None, shared, run.layout.pp)
+    for s, key in enumerate(stage_keys(cfg, run.layout.pp, 1)):
+        mine, _, expected = _stage_compute(parts, work, key[2], key[0], key[1])
+        counted = gpu_flops(cfg, run.executed(), s).report.total
+        for k, c in mine.items():
+            assert abs(c.matmul_flops - counted.matmul.get(k, 0)) <= 1, (s, k)  # scaled in floats, rounded
+            if k not in ("norm", "bias"):
+                assert abs(c.elementwise_flops - counted.elementwise.get(k, 0)) <= 1, (s, k)
+        assert floors[key] <= expected
+        if fastest_ep(cfg) == 1:  # the bound's pass is this one
+            assert floors[key] == pytest.approx(expected, rel=1e-8)
+
+
+def test_under_context_parallelism_a_stage_runs_its_layers_share_of_the_whole_sequences_core():
+    """Gemma 3 27B over 4 stages and 4 context-parallel GPUs: the busiest GPU's attention core (its share of the
+    whole sequence's) split over the stages as the whole sequence's is, whose sliding layers' core grows with the
+    sequence as the full layers' does not (`flops --pp 4` over the whole sequence), not as a GPU's S / cp tokens'
+    would split it."""
+    from llmcalc.analysis.cluster.flops import gpu_flops
+    from llmcalc.analysis.cluster.sharding import stage_keys
+    from llmcalc.analysis.cluster.step import _pass, _stage_compute
+    from llmcalc.analysis.perf.calibration import Efficiency
+
+    cfg, hw = load_bundled("gemma-3-27b"), load_hardware("h100")
+    run = RunSpec("prefill", 65536, 1, layout=Layout(pp=4, cp=4)).resolve(cfg)
+    _, (_, parts, _, work, _) = _pass(cfg, run, hw, Efficiency(), {})
+    whole = run.replace(layout=Layout(pp=4)).executed()
+    total = sum(gpu_flops(cfg, whole, s).report.total.matmul["attention/scores"] for s in range(4))
+    for s, key in enumerate(stage_keys(cfg, 4, 1)):
+        mine = _stage_compute(parts, work, key[2], key[0], key[1])[0]["attention/scores"].matmul_flops
+        counted = gpu_flops(cfg, whole, s).report.total.matmul["attention/scores"]
+        assert mine / parts["attention/scores"].matmul_flops == pytest.approx(counted / total, rel=1e-9), s
+
+
+def test_a_model_whose_layers_never_attend_holds_no_attention_transient():
+    """One GPU, eager attention: Mamba layers alone hold no attention scores; Zamba's Mamba layers run a shared
+    transformer block, which does (one layer's scores); RG-LRU layers beside a sliding layer of window 4 decode
+    with the window's 4 keys, not the recurrent layers' whole context."""
+    from llmcalc.analysis.count.memory import device_memory
+    from llmcalc.analysis.model.checks import from_dict
+    from tests.strategies import BASE, VARIANTS
+
+    mamba, zamba, rglru = (from_dict({**BASE, **VARIANTS[k]}) for k in ("mamba", "zamba", "rglru"))
+    train = RunSpec("train", 16, 2, "eager", dtype="bf16")
+    assert device_memory(mamba, train).parts["attention"] == 0
+    assert device_memory(zamba, train).parts["attention"] == 2 * zamba.n_heads * 16 * 16 * 2  # B h S S, bf16
+    decode = device_memory(rglru, RunSpec("decode", 60, 2, "eager", dtype="bf16"))
+    assert decode.parts["attention"] == 2 * 2 * rglru.n_heads * 1 * 4 * 2  # scores and softmax: B h 1 W, bf16
+    assert (decode.attention_queries, decode.attention_keys) == (1, 4)
 
 
 def test_pipeline_stages_hold_their_layers_and_1f1b_micro_batches():
@@ -741,6 +796,7 @@ def _exhaustive(cfg, hw, gpus, seq, global_batch):
     from llmcalc.analysis.cluster import sharding
     from llmcalc.analysis.cluster.search import layouts
     from llmcalc.analysis.count.memory import attention_bytes, state_bytes
+    from llmcalc.analysis.model.layers import layer_specs
 
     out = []
     for layout in layouts(cfg, gpus, hw.gpus_per_node, seq):
@@ -761,9 +817,10 @@ def _exhaustive(cfg, hw, gpus, seq, global_batch):
                     train = state_bytes(state.weights, state.gradients, state.optimizer, run)
                     rerun = sharding.recomputed_layer(cfg, sharding.cp_local(run).replace(layout=Layout()), micro.tp,
                                                       micro.sp, sharding.in_stage(cfg, micro, s))
+                    attends = any(layer_specs(cfg)[i].attends for i in sharding.stages(cfg, micro)[s])
                     totals.append(sum(train) + sum(acts.values()) + rerun
-                                  + attention_bytes(sharding.tp_local(cfg, micro.tp), b, seq, seq, run.attention,
-                                                    run.dtype, training=True))
+                                  + attends * attention_bytes(sharding.tp_local(cfg, micro.tp), b, seq, seq,
+                                                              run.attention, run.dtype, training=True))
                 total = max(totals)
                 fits = total <= hw.memory
                 s = step(cfg, run, hw) if fits else None

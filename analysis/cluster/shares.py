@@ -2,15 +2,19 @@
 the stage's layers do. A component runs in the layers that have it (a Mamba-2 scan in the Mamba-2 layers, an
 attention core in the attention layers, an expert GEMM in the MoE layers), so a stage of recurrent layers alone
 takes none of the attention's time, and a stage of attention layers the whole model's at long contexts. The work
-that measures a component: its forward matmul FLOPs, else its elementwise FLOPs, else its bytes (the cache
-writes); a stage's share of a component no layer has (fp8's casts) is its share of the layers' matmul FLOPs.
+that measures a component: its forward matmul FLOPs (with per-op recomputation, a rerun linear's counted again:
+Gemma 4's sliding and full layers rerun different ones), else its elementwise FLOPs, else its bytes (the cache
+writes); a stage's share of a component no layer has (fp8's casts, of the linears' inputs and outputs) is its share
+of the layers' linears' FLOPs. The final norm and the LM head's bias, in the layers' ``norm`` and ``bias``
+components, go with the stages' norms and biases.
 """
 
 from typing import NamedTuple
 
-from ..count.flops import layer_elementwise, layer_matmul
+from ..count.flops import SCORES_VALUES, layer_elementwise, layer_matmul
+from ..count.recompute import rerun_core, rerun_linears
 from ..count.traffic import layer_bytes
-from ..model.architecture import build
+from ..model.architecture import Block, build
 from ..model.config import ModelConfig
 from ..spec import RunSpec
 
@@ -20,27 +24,44 @@ Held = tuple[tuple[int, int], ...]  # (layer-plan group, layers of it): a stage'
 class LayerWork(NamedTuple):
     per_layer: tuple[dict[str, int], ...]  # a layer of each layer-plan group: its work by component
     whole: dict[str, int]  # every layer's, by component
-    matmul: tuple[int, ...]  # a layer of each group: its forward matmul FLOPs
-    whole_matmul: int
+    linears: tuple[int, ...]  # a layer of each group: its linears' forward FLOPs
+    whole_linears: int
 
     def share(self, key: str, held: Held) -> float:
         """The share of component ``key`` that the layers ``held`` run."""
         if self.whole.get(key):
             return sum(self.per_layer[i].get(key, 0) * n for i, n in held) / self.whole[key]
-        return sum(self.matmul[i] * n for i, n in held) / self.whole_matmul
+        return sum(self.linears[i] * n for i, n in held) / self.whole_linears
 
 
-def layer_work(cfg: ModelConfig, run: RunSpec) -> LayerWork:
-    """The layers' work of a pass of ``run`` (resolved, executed) on ``cfg`` (a TP rank's model), by component."""
+def layer_work(cfg: ModelConfig, run: RunSpec, core: tuple[set[str], RunSpec] | None = None) -> LayerWork:
+    """The layers' work of a pass of ``run`` (resolved, executed) on ``cfg`` (a TP rank's model), by component;
+    ``core``: components (attention's core under context parallelism, a GPU's share of the whole sequence's) and
+    the pass they are measured on (the whole sequence's: a sliding layer's core grows with the sequence as a
+    full layer's does not)."""
     blocks = build(cfg).blocks  # count_flops' layer groups
-    per_layer, matmul = [], []
+    per_layer, linears = [], []
     for _, layer in blocks:
         flops = layer_matmul(layer, run)
-        measures = (layer_bytes(layer, run), layer_elementwise(layer, run), flops)  # the last given wins
-        per_layer.append({k: v for measure in measures for k, v in measure.items() if v})
-        matmul.append(sum(flops.values()))
+        work = _measured(layer, run, flops)
+        if core is not None:
+            keys, sequence = core
+            work = {k: v for k, v in work.items() if k not in keys}
+            work.update({k: v for k, v in _measured(layer, sequence, layer_matmul(layer, sequence)).items()
+                         if k in keys})
+        per_layer.append(work)
+        linears.append(sum(flops.get(k, 0) for k in {m.key for m in layer.linears()}))
     whole: dict[str, int] = {}
     for (group, _), work in zip(blocks, per_layer):
         for k, v in work.items():
             whole[k] = whole.get(k, 0) + v * group.count
-    return LayerWork(tuple(per_layer), whole, tuple(matmul), sum(m * g.count for m, (g, _) in zip(matmul, blocks)))
+    return LayerWork(tuple(per_layer), whole, tuple(linears), sum(n * g.count for n, (g, _) in zip(linears, blocks)))
+
+
+def _measured(layer: Block, run: RunSpec, flops: dict[str, int]) -> dict[str, int]:
+    """One layer's work by component (module docstring), ``flops`` its forward matmul FLOPs."""
+    if run.mode == "train" and run.recompute == "op":  # forward and backward, the rerun matmuls once more
+        rerun = {m.key for m in rerun_linears(layer, run)} | set(SCORES_VALUES if rerun_core(layer.cfg, run) else ())
+        flops = {k: 3 * v + (v if k in rerun else 0) for k, v in flops.items()}
+    measures = (layer_bytes(layer, run), layer_elementwise(layer, run), flops)  # the last given wins
+    return {k: v for measure in measures for k, v in measure.items() if v}

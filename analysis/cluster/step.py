@@ -347,7 +347,7 @@ def stage_floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency |
     if sums_key not in shared:  # the expected time of a layer of each group, the first stage's, the last's
         layers = {k: c.expected_s for k, c in parts.items() if k not in FIRST_STAGE + LAST_STAGE}
         shared[sums_key] = ([sum(t * work.share(k, ((i, 1),)) for k, t in layers.items())
-                             for i in range(len(work.matmul))],
+                             for i in range(len(work.per_layer))],
                             sum(c.expected_s for k, c in parts.items() if k in FIRST_STAGE),
                             sum(c.expected_s for k, c in parts.items() if k in LAST_STAGE))
     stages_key = ("floors", work_key, pp, vpp)
@@ -368,11 +368,10 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
           ep: int | None = None) -> tuple[tuple, tuple]:
     """One micro-batch on the TP rank's model (``run`` resolved, with its layout): the model, its
     components (context parallel: the busiest GPU's share of the whole sequence's attention core; sequence
-    parallel: the residual stream's elementwise ops on 1/tp of the tokens), the optimizer step, each
-    layer group's forward matmul FLOPs, their sum over the layers, and the parameters the optimizer
-    steps; kept in ``shared`` under the key returned with it (it depends on tp, cp, sp, ep and the
-    workload alone). Expert parallelism: the pass of one GPU of its group of ``ep`` (unless given, the
-    layout's), reading the experts it holds."""
+    parallel: the residual stream's elementwise ops on 1/tp of the tokens), the optimizer step, the layers'
+    work by component (:func:`.shares.layer_work`), and the parameters the optimizer steps; kept in ``shared``
+    under the key returned with it (it depends on tp, cp, sp, ep and the workload alone). Expert parallelism:
+    the pass of one GPU of its group of ``ep`` (unless given, the layout's), reading the experts it holds."""
     layout = run.layout
     ep = layout.ep if ep is None else ep
     key = ("pass", layout.tp, layout.cp, layout.sp, ep, workload(run))
@@ -389,13 +388,16 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
     experts = Layout.expert_gpu(ep)
     pass_ = pass_of(cp_local(run).replace(layout=experts))
     parts = dict(pass_.components)
+    core = None
     if layout.cp > 1:  # ring attention: a GPU computes its share of the whole sequence's attention core
-        sequence = pass_of(run.replace(layout=experts)).components
+        whole = pass_of(run.replace(layout=experts))
         share_key = ("core share", layout.tp, layout.cp, workload(run))  # neither sp nor ep changes it
         if share_key not in shared:
             shared[share_key] = core_share(local, run.replace(layout=Layout()).executed(), layout.cp)
         share = shared[share_key]
-        parts.update({k: _scaled(sequence[k], share[k]) for k in core_keys(local, pass_.run) if k in sequence})
+        keys = {k for k in core_keys(local, pass_.run) if k in whole.components}
+        parts.update({k: _scaled(whole.components[k], share[k]) for k in keys})
+        core = keys, whole.run
     if layout.sp:  # the residual stream's elementwise ops run on the 1/tp of the tokens a GPU holds
         for k in SEQUENCE_SHARDED:
             if k in parts:
@@ -407,7 +409,7 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
             parts[CASTS] = _recounted(parts[CASTS], *casts(local, pass_.run, layout.tp))
     optimizer = parts.pop("optimizer") if "optimizer" in parts else None
     trained = count_params(local).total if run.lora is None else sum(adapter_params(local, run.lora).values())
-    shared[key] = local, parts, optimizer, layer_work(local, pass_.run), trained
+    shared[key] = local, parts, optimizer, layer_work(local, pass_.run, core), trained
     return key, shared[key]
 
 
