@@ -75,7 +75,8 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
     parts["dequantization"] = dequantized_bytes(local, run.weights_dtype, run.dtype)  # the TP rank's largest matrix
     state = gpu_state(cfg, layout, stage)
     if run.mode == "train":
-        parts.update(_train_state(cfg, run, stage), attention=transient(cfg, run, in_stage(cfg, layout, stage)),
+        parts.update(_train_state(cfg, run, stage),
+                     attention=transient(cfg, run, layout.tp, in_stage(cfg, layout, stage)),
                      activations=sum(v for k, v in acts.items() if k != "loss"), logits=acts.get("loss", 0))
         return MemoryReport(run, parts, acts, {}, 0, run.seq, run.seq, stage)
     peak, queries, keys = attention_peak(local, cp_local(run), held_specs(cfg, in_stage(cfg, layout, stage)))
@@ -101,10 +102,10 @@ def stage_states(cfg: ModelConfig, run: RunSpec, shared: dict, stages: Sequence[
     return out
 
 
-def transient(cfg: ModelConfig, run: RunSpec, layers: tuple[tuple[int, int], ...]) -> int:
-    """The attention transient of a training GPU (``run`` resolved) holding ``layers`` (:func:`.sharding.in_stage`):
-    one attending layer's, 0 on a stage of recurrent layers alone."""
-    return training_transient(tp_local(cfg, run.layout.tp), run, held_specs(cfg, layers))
+def transient(cfg: ModelConfig, run: RunSpec, tp: int, layers: tuple[tuple[int, int], ...]) -> int:
+    """The attention transient of a training GPU of a TP group of ``tp`` (``run`` resolved, whole sequences)
+    holding ``layers`` (:func:`.sharding.in_stage`): one attending layer's, 0 on a stage of recurrent layers alone."""
+    return training_transient(tp_local(cfg, tp), run, held_specs(cfg, layers))
 
 
 def held_specs(cfg: ModelConfig, layers: tuple[tuple[int, int], ...]) -> list[LayerSpec]:
@@ -140,8 +141,8 @@ def memory(cfg: ModelConfig, run: RunSpec = RunSpec(), shared: dict | None = Non
         mine = cp_local(run).replace(layout=Layout())
         held = [in_stage(cfg, layout, s) for s in range(pp)]
         rerun = [recomputed_layer(cfg, mine, layout.tp, layout.sp, held[s]) for s in range(pp)]
-        totals = [state[s] + transient(cfg, run, held[s]) + rerun[s] + sum(c.kept * c.total for c in saves[s])
-                  for s in range(pp)]
+        totals = [state[s] + transient(cfg, run, layout.tp, held[s]) + rerun[s]
+                  + sum(c.kept * c.total for c in saves[s]) for s in range(pp)]
         shown = max(range(pp), key=totals.__getitem__) if stage is None else stage
         report = _stage_memory(cfg, run, shown, saved(saves[shown]), 0)
         return report._replace(parts={**report.parts, "recomputed": rerun[shown]}, stage_totals=tuple(totals))

@@ -327,11 +327,9 @@ def _weigh(cfg: ModelConfig, gpus: int, seq: int, global_batch: int, per_node: i
                     one = mine[mine_key]
                     saves_key = (b, recompute, tp, cp, sp, pp)
                     if saves_key not in saves:
-                        terms = save_terms(cfg, one, tp, sp)
-                        whole = runs(b, recompute).replace(layout=Layout(tp=tp))  # the transient's: whole sequences
-                        saves[saves_key] = [(terms.chunk(layers, s == 0, s == pp - 1),
-                                             recomputed_layer(cfg, one, tp, sp, layers) + transient(cfg, whole, layers))
-                                            for s, layers in firsts]
+                        terms, whole = save_terms(cfg, one, tp, sp), runs(b, recompute)  # whole sequences
+                        saves[saves_key] = [(terms.chunk(layers, s == 0, s == pp - 1), recomputed_layer(
+                            cfg, one, tp, sp, layers) + transient(cfg, whole, tp, layers)) for s, layers in firsts]
                     state, saved = states[state_key], saves[saves_key]
                     total = max(state[j] + in_flight(pp, s, m) * kept + rerun
                                 for j, ((s, _), (kept, rerun)) in enumerate(zip(firsts, saved)))

@@ -136,9 +136,9 @@ def attention_peak(cfg: ModelConfig, run: RunSpec, specs: Collection[LayerSpec] 
 def training_transient(cfg: ModelConfig, run: RunSpec, specs: Collection[LayerSpec] | None = None) -> int:
     """The attention transient of a training pass (``run`` resolved) on the layers of ``specs`` (None: every
     layer's): one layer's, 0 where none attends."""
-    attending = any(s.attends for s in ([g.spec for g in layer_plan(cfg)] if specs is None else specs))
-    return attention_bytes(cfg, run.batch, run.seq, run.seq, run.attention, run.dtype, training=True) if attending \
-        else 0
+    scores = attention_bytes(cfg, run.batch, run.seq, run.seq, run.attention, run.dtype, training=True)
+    return scores if scores and any(s.attends for s in ([g.spec for g in layer_plan(cfg)] if specs is None
+                                                         else specs)) else 0
 
 
 def logits_bytes(cfg: ModelConfig, batch: int, positions: int, dtype: str) -> int:
