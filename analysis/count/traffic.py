@@ -48,7 +48,9 @@ The model (README "How long"), one kernel per op as PyTorch runs a transformer:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 from ..model.architecture import Block, build
 from ..model.attention import AbsorbedMLA, AttentionKind
@@ -115,7 +117,8 @@ def _attention_bytes(attn: AttentionKind, spec: LayerSpec, run: RunSpec, b: int,
             "attention/values": scores + keys * attn.value_dim * kv + o}
 
 
-def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
+@functools.lru_cache(maxsize=1024)  # a pass's time and a stage's share of it (analysis.cluster.shares) both ask
+def layer_bytes(layer: Block, run: RunSpec) -> Mapping[str, int]:
     """Forward bytes of one layer, by component (``run`` resolved)."""
     b, T = bytes_per(run.dtype), run.tokens
     kv = b if run.mode == "train" else bytes_per(run.kv_dtype)
@@ -143,7 +146,7 @@ def layer_bytes(layer: Block, run: RunSpec) -> dict[str, int]:
     if run.mode != "train":
         _add(out, "kv_cache", sum(weight_bytes(T * attn.kv_values_per_token, run.kv_dtype)
                                   for attn, _ in layer.attentions()))
-    return out
+    return MappingProxyType(out)
 
 
 def _linear_bytes(layer: Block, m: Linear, run: RunSpec, b: int) -> int:
