@@ -151,8 +151,9 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
             blocks.append(f"activations per layer, {label}: {fmt(n)}")
         blocks.append(f"Korthikanti et al. sbh(34 + 5as/h): {fmt(m['korthikanti_per_layer'])} per layer "
                       "(fp16 with dropout masks; llmcalc's reference has no dropout)")
-        blocks.append("attention: one layer's pre-softmax scores (eager; the softmax output and flash's "
-                      "log-sum-exp are saved activations)")
+        if m["attention"]:
+            blocks.append("attention: one layer's pre-softmax scores (eager; the softmax output and flash's "
+                          "log-sum-exp are saved activations)")
     else:
         peak = (f"one layer's peak, {count(m['attention_queries'])} queries x {count(m['attention_keys'])} keys"
                 if m["attention_queries"] else "none, no layer here attends")

@@ -146,18 +146,21 @@ def test_a_stage_of_recurrent_layers_alone_holds_no_attention_transient(mode, se
     ("gemma-3-27b", RunSpec("prefill", 32768, 1, layout=Layout(pp=4))),
     ("gemma-4-31b", RunSpec("train", 2048, 1, recompute="op", layout=Layout(pp=4, micro_batches=4))),
     ("deepseek-v3", RunSpec("train", 1024, 1, layout=Layout(pp=8, micro_batches=8))),
+    ("deepseek-v3", RunSpec("train", 1024, 1, dtype="fp8", layout=Layout(pp=8, micro_batches=8))),
 ])
 def test_each_stage_runs_the_components_of_its_own_layers(model, run):
     """Every stage's micro-batch (Nemotron-Nano's Mamba-2, attention and MLP layers, Gemma 3's sliding and full
     ones, Gemma 4's rerunning different linears under per-op checkpointing, DeepSeek-V3's dense first layers):
     each component's FLOPs those `flops --pp` counts on that stage layer by layer (cluster.flops.gpu_flops), not
-    the stage's share of every component alike; plan's bound of each stage's compute (step.stage_floors) just
-    below it. The final norm and the LM head's bias, in the layers' `norm` and `bias` components, go with the
-    stages' norms and biases."""
+    the stage's share of every component alike; fp8's casts the bytes of its layers' (float8.layer_casts);
+    plan's bound of each stage's compute (step.stage_floors) just below it. The final norm and the LM head's bias,
+    in the layers' `norm` and `bias` components, go with the stages' norms and biases."""
     from llmcalc.analysis.cluster.flops import gpu_flops
     from llmcalc.analysis.cluster.sharding import stage_keys
     from llmcalc.analysis.cluster.step import _pass, _stage_compute, fastest_ep, stage_floors
+    from llmcalc.analysis.model.architecture import build
     from llmcalc.analysis.perf.calibration import Efficiency
+    from llmcalc.analysis.perf.float8 import CASTS, layer_casts
 
     cfg, hw = load_bundled(model), load_hardware("h100")
     run = run.resolve(cfg)
@@ -167,6 +170,10 @@ def test_each_stage_runs_the_components_of_its_own_layers(model, run):
     for s, key in enumerate(stage_keys(cfg, run.layout.pp, 1)):
         mine, _, expected = _stage_compute(parts, work, key[2], key[0], key[1])
         counted = gpu_flops(cfg, run.executed(), s).report.total
+        if CASTS in mine:  # the roofline's alone; memory-bound, split by bytes
+            blocks = build(cfg).blocks
+            casts = sum(n * layer_casts(blocks[i][1], run.executed())[1] for i, n in key[2])
+            assert abs(mine.pop(CASTS).bytes - casts) <= 1, s
         for k, c in mine.items():
             assert abs(c.matmul_flops - counted.matmul.get(k, 0)) <= 1, (s, k)  # scaled in floats, rounded
             if k not in ("norm", "bias"):

@@ -4,9 +4,9 @@ attention core in the attention layers, an expert GEMM in the MoE layers), so a 
 takes none of the attention's time, and a stage of attention layers the whole model's at long contexts. The work
 that measures a component: its forward matmul FLOPs (with per-op recomputation, a rerun linear's counted again:
 Gemma 4's sliding and full layers rerun different ones), else its elementwise FLOPs, else its bytes (the cache
-writes); a stage's share of a component no layer has (fp8's casts, of the linears' inputs and outputs) is its share
-of the layers' linears' FLOPs. The final norm and the LM head's bias, in the layers' ``norm`` and ``bias``
-components, go with the stages' norms and biases.
+writes); fp8's casts by each layer's casts' bytes (:func:`analysis.perf.float8.layer_casts`). A stage's share of a
+component no layer has is its share of the layers' linears' FLOPs. The final norm and the LM head's bias, in the
+layers' ``norm`` and ``bias`` components, go with the stages' norms and biases.
 """
 
 from typing import NamedTuple
@@ -16,6 +16,7 @@ from ..count.recompute import rerun_core, rerun_linears
 from ..count.traffic import layer_bytes
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
+from ..perf.float8 import CASTS, layer_casts
 from ..spec import RunSpec
 
 Held = tuple[tuple[int, int], ...]  # (layer-plan group, layers of it): a stage's (.sharding.in_stage)
@@ -34,11 +35,12 @@ class LayerWork(NamedTuple):
         return sum(self.linears[i] * n for i, n in held) / self.whole_linears
 
 
-def layer_work(cfg: ModelConfig, run: RunSpec, core: tuple[set[str], RunSpec] | None = None) -> LayerWork:
+def layer_work(cfg: ModelConfig, run: RunSpec, core: tuple[set[str], RunSpec] | None = None,
+               shard: int = 1) -> LayerWork:
     """The layers' work of a pass of ``run`` (resolved, executed) on ``cfg`` (a TP rank's model), by component;
     ``core``: components (attention's core under context parallelism, a GPU's share of the whole sequence's) and
     the pass they are measured on (the whole sequence's: a sliding layer's core grows with the sequence as a
-    full layer's does not)."""
+    full layer's does not); ``shard``: the casts' (:func:`analysis.perf.float8.casts`)."""
     blocks = build(cfg).blocks  # count_flops' layer groups
     per_layer, linears = [], []
     for _, layer in blocks:
@@ -49,6 +51,8 @@ def layer_work(cfg: ModelConfig, run: RunSpec, core: tuple[set[str], RunSpec] | 
             work = {k: v for k, v in work.items() if k not in keys}
             work.update({k: v for k, v in _measured(layer, sequence, layer_matmul(layer, sequence)).items()
                          if k in keys})
+        if run.matmul_dtype == "fp8":
+            work[CASTS] = layer_casts(layer, run, shard)[1]
         per_layer.append(work)
         linears.append(sum(flops.get(k, 0) for k in {m.key for m in layer.linears()}))
     whole: dict[str, int] = {}

@@ -409,7 +409,8 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
             parts[CASTS] = _recounted(parts[CASTS], *casts(local, pass_.run, layout.tp))
     optimizer = parts.pop("optimizer") if "optimizer" in parts else None
     trained = count_params(local).total if run.lora is None else sum(adapter_params(local, run.lora).values())
-    shared[key] = local, parts, optimizer, layer_work(local, pass_.run, core), trained
+    work = layer_work(local, pass_.run, core, layout.tp if layout.sp and pass_.run.fp8_scaling == "tensorwise" else 1)
+    shared[key] = local, parts, optimizer, work, trained
     return key, shared[key]
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # (SSD), LFM2's gated short convolution, MiniMax's lightning attention, Qwen3-Next's Gated DeltaNet,
 # RecurrentGemma's RG-LRU block and Kimi Linear's KDA; and "none", no mixer (the layer is its FFN alone:
 # Nemotron-H's MLP and MoE layers), which goes the recurrent layers' way (no attention, an empty mixer keeping no
-# state; one GPU only)
+# state; no tensor or context parallelism)
 RECURRENT_TYPES = ("mamba", "mamba2", "short_conv", "none", "lightning", "gated_deltanet", "rglru", "kda")
 
 

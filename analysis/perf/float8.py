@@ -51,7 +51,7 @@ gathered in bf16, as in a bf16 run.
 """
 
 from ..count.flops import copies_read, linear_rows
-from ..model.architecture import build
+from ..model.architecture import Block, build
 from ..model.config import ModelConfig
 from ..model.formats import ROUTERS, fp8_weights
 from ..model.sizes import bytes_per
@@ -90,6 +90,12 @@ def casts(cfg: ModelConfig, run: RunSpec, shard: int = 1) -> tuple[int, int]:
     """(elementwise FLOPs, bytes) of a pass's casts to fp8 (``run`` resolved, its matmuls in fp8);
     ``shard``: the tensor-parallel GPUs of torchao's float8 TP plans under sequence parallelism
     (module docstring)."""
+    per_layer = [(group.count, layer_casts(block, run, shard)) for group, block in build(cfg).blocks]
+    return sum(n * flops for n, (flops, _) in per_layer), sum(n * nbytes for n, (_, nbytes) in per_layer)
+
+
+def layer_casts(block: Block, run: RunSpec, shard: int = 1) -> tuple[int, int]:
+    """(elementwise FLOPs, bytes) of one layer's casts to fp8 (:func:`casts`)."""
     train, rowwise = run.mode == "train", run.fp8_scaling == "rowwise"
     hp, layouts = bytes_per(run.dtype), 2 if train else 1
     forwards = 1 + (train and run.recompute in ("op", "full"))  # op keeps no fp8 matmul's output
@@ -99,27 +105,26 @@ def casts(cfg: ModelConfig, run: RunSpec, shard: int = 1) -> tuple[int, int]:
     wbytes = 0 if stored is None else (4 * bytes_per(stored) + 2 if rowwise and train else
                                        bytes_per(stored) + 1 if rowwise else 2 * bytes_per(stored) + layouts)
     values = nbytes = 0
-    for group, block in build(cfg).blocks:
-        shared: set = set()
-        linears = block.linears()
-        last = {m.key: i for i, m in enumerate(linears)}  # an FFN's down: the last linear of its key
-        for i, m in enumerate(linears):
-            if m.key in ROUTERS:
-                continue
-            rows = linear_rows(m, block, run)
-            read = copies_read(m, rows, run)  # as traffic reads them
-            x, g = rows * m.active * m.d_in, rows * m.active * m.d_out if train else 0
-            if shard > 1 or not train:
-                region: tuple[str, ...] | str | None = next(
-                    (keys for keys in (SHARED_INPUTS if train else INFERENCE_SHARED) if m.key in keys), None)
-                if region is None and not train and i < last[m.key]:  # experts' gate and up: each token's input,
-                    region = m.key  # before it is routed to its experts
-                if region is not None:  # torchao's TP plans cast a region's input on the GPU's sequence shard
-                    x = 0 if region in shared else rows // (shard if region in SHARED_INPUTS else 1) * m.d_in
-                    shared.add(region)
-                if m.key in ROW_PARALLEL and train:
-                    g = rows // shard * m.d_out
-            w = 0 if stored is None else read * m.d_in * m.d_out
-            values += group.count * axes * (forwards * (x + w) + g)
-            nbytes += group.count * (forwards * (x * act + w * wbytes) + g * act)
+    shared: set = set()
+    linears = block.linears()
+    last = {m.key: i for i, m in enumerate(linears)}  # an FFN's down: the last linear of its key
+    for i, m in enumerate(linears):
+        if m.key in ROUTERS:
+            continue
+        rows = linear_rows(m, block, run)
+        read = copies_read(m, rows, run)  # as traffic reads them
+        x, g = rows * m.active * m.d_in, rows * m.active * m.d_out if train else 0
+        if shard > 1 or not train:
+            region: tuple[str, ...] | str | None = next(
+                (keys for keys in (SHARED_INPUTS if train else INFERENCE_SHARED) if m.key in keys), None)
+            if region is None and not train and i < last[m.key]:  # experts' gate and up: each token's input,
+                region = m.key  # before it is routed to its experts
+            if region is not None:  # torchao's TP plans cast a region's input on the GPU's sequence shard
+                x = 0 if region in shared else rows // (shard if region in SHARED_INPUTS else 1) * m.d_in
+                shared.add(region)
+            if m.key in ROW_PARALLEL and train:
+                g = rows // shard * m.d_out
+        w = 0 if stored is None else read * m.d_in * m.d_out
+        values += axes * (forwards * (x + w) + g)
+        nbytes += forwards * (x * act + w * wbytes) + g * act
     return CAST_FLOPS * values, nbytes
