@@ -244,6 +244,14 @@ class Tensor(NamedTuple):
     def numel(self) -> int:
         return math.prod(self.shape)
 
+    @property
+    def matrix(self) -> tuple[int, int, int]:
+        """A linear's (copies, d_in, d_out), read from its shape as the class docstring gives it."""
+        if len(self.shape) == 2:
+            return 1, self.shape[1], self.shape[0]
+        copies, a, b = self.shape
+        return (copies, a, b) if self.key.startswith("moe/") else (copies, b, a)
+
     def shard(self, n: int) -> int:
         """Elements on rank 0 when split over ``n`` GPUs: on the first dimension (FSDP2), unless it has
         fewer rows than GPUs (stacked experts) and a later one splits evenly, as torchtitan places

@@ -11,8 +11,7 @@ layers' ``norm`` and ``bias`` components, go with the stages' norms and biases.
 
 from typing import NamedTuple
 
-from ..count.flops import SCORES_VALUES, layer_elementwise, layer_matmul
-from ..count.recompute import rerun_core, rerun_linears
+from ..count.flops import layer_elementwise, layer_matmul, rerun_matmuls
 from ..count.traffic import layer_bytes
 from ..model.architecture import Block, build
 from ..model.config import ModelConfig
@@ -65,7 +64,7 @@ def layer_work(cfg: ModelConfig, run: RunSpec, core: tuple[set[str], RunSpec] | 
 def _measured(layer: Block, run: RunSpec, flops: dict[str, int]) -> dict[str, int]:
     """One layer's work by component (module docstring), ``flops`` its forward matmul FLOPs."""
     if run.mode == "train" and run.recompute == "op":  # forward and backward, the rerun matmuls once more
-        rerun = {m.key for m in rerun_linears(layer, run)} | set(SCORES_VALUES if rerun_core(layer.cfg, run) else ())
+        rerun = rerun_matmuls(layer, run)
         flops = {k: 3 * v + (v if k in rerun else 0) for k, v in flops.items()}
     measures = (layer_bytes(layer, run), layer_elementwise(layer, run), flops)  # the last given wins
     return {k: v for measure in measures for k, v in measure.items() if v}

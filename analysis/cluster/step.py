@@ -398,6 +398,8 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
         keys = {k for k in core_keys(local, pass_.run) if k in whole.components}
         parts.update({k: _scaled(whole.components[k], share[k]) for k in keys})
         core = keys, whole.run
+    # torchao's float8 TP plans cast a region's input on the GPU's sequence shard (tensorwise, under sp)
+    shard = layout.tp if layout.sp and pass_.run.fp8_scaling == "tensorwise" else 1
     if layout.sp:  # the residual stream's elementwise ops run on the 1/tp of the tokens a GPU holds
         for k in SEQUENCE_SHARDED:
             if k in parts:
@@ -405,11 +407,11 @@ def _pass(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency, shared:
         if "norm" in parts:
             f = residual_norms(local)
             parts["norm"] = _scaled(parts["norm"], 1 - f + f / layout.tp, kernels=1.0)
-        if CASTS in parts and pass_.run.fp8_scaling == "tensorwise":  # torchao's float8 TP plans
-            parts[CASTS] = _recounted(parts[CASTS], *casts(local, pass_.run, layout.tp))
+        if CASTS in parts and shard > 1:
+            parts[CASTS] = _recounted(parts[CASTS], *casts(local, pass_.run, shard))
     optimizer = parts.pop("optimizer") if "optimizer" in parts else None
     trained = count_params(local).total if run.lora is None else sum(adapter_params(local, run.lora).values())
-    work = layer_work(local, pass_.run, core, layout.tp if layout.sp and pass_.run.fp8_scaling == "tensorwise" else 1)
+    work = layer_work(local, pass_.run, core, shard)
     shared[key] = local, parts, optimizer, work, trained
     return key, shared[key]
 

@@ -71,11 +71,6 @@ def _held(t: Tensor, s: Storage, dtype: str, replicas: int) -> tuple[int, int, i
     """(whole, ZeRO-3 shard over ``replicas``, kept whole) bytes of ``t`` under ``s``."""
     if not (t.linear and s.quantizes(t.key)):
         return weight_bytes(t.numel, dtype), weight_bytes(t.shard(replicas), dtype), 0
-    if len(t.shape) == 2:  # shapes as :class:`.sharding.Tensor` gives them
-        copies, d_in, d_out = 1, t.shape[1], t.shape[0]
-    elif t.key.startswith("moe/"):
-        copies, d_in, d_out = t.shape
-    else:
-        copies, d_out, d_in = t.shape
+    copies, d_in, d_out = t.matrix
     whole, codes = s.format.matrix_bytes(d_in, d_out, s.group), s.format.codes(d_in, d_out, s.group)
     return copies * whole, ceil_div(copies * codes, replicas), copies * (whole - codes)

@@ -436,6 +436,12 @@ def count_flops(cfg: ModelConfig, run: RunSpec = RunSpec()) -> FlopReport:
     return part_flops(cfg, run.resolve(cfg))
 
 
+def rerun_matmuls(layer: Block, run: RunSpec) -> set[str]:
+    """The matmul components of one layer that backward runs again (``run`` resolved): its rerun linears', and
+    attention's core where that runs again (:mod:`.recompute`)."""
+    return {m.key for m in rerun_linears(layer, run)} | set(SCORES_VALUES if rerun_core(layer.cfg, run) else ())
+
+
 def part_flops(cfg: ModelConfig, run: RunSpec, layers: frozenset[int] | None = None, first: bool = True,
                last: bool = True) -> FlopReport:
     """The FLOPs of ``run`` (resolved, its layout ignored) over the layers ``layers`` (indices; None: every
@@ -456,7 +462,7 @@ def part_flops(cfg: ModelConfig, run: RunSpec, layers: frozenset[int] | None = N
         groups.append((group, mm))
         _accumulate(layers_mm, mm, group.count)
         if run.recompute == "op" and run.mode == "train":
-            rerun = {m.key for m in rerun_linears(layer, run)} | (set(SCORES_VALUES) if rerun_core(cfg, run) else set())
+            rerun = rerun_matmuls(layer, run)
             _accumulate(op_mm, {k: v for k, v in mm.items() if k in rerun}, group.count)
             _accumulate(op_ew, totals(rerun_ops(layer, run, layer_ops(layer, run))), group.count)
         _accumulate(layers_ew, layer_elementwise(layer, run), group.count)

@@ -81,7 +81,7 @@ def chunk_spans(cfg: ModelConfig, seq: int, chunk: int | None,
     if chunk is None or chunk >= seq:
         return [(seq, seq)]
     last = chunk * ((seq - 1) // chunk)
-    windows = {g.spec for g in layer_plan(cfg)} if specs is None else set(specs)
+    windows = set(_or_every(cfg, specs))
     out = [(min(chunk, seq - o), spec.keys_seen(o) + min(chunk, seq - o))
            for o in (last - chunk, last) for spec in windows if spec.chunk is None]
     for C in {spec.chunk for spec in windows if spec.chunk is not None}:
@@ -123,7 +123,7 @@ def attention_peak(cfg: ModelConfig, run: RunSpec, specs: Collection[LayerSpec] 
     every layer's); (0, 0, 0) where none attends (recurrent layers alone)."""
     run.no_images()
     run = run.resolve(cfg)
-    attending = [s for s in ([g.spec for g in layer_plan(cfg)] if specs is None else specs) if s.attends]
+    attending = [s for s in _or_every(cfg, specs) if s.attends]
     if not attending:
         return 0, 0, 0
     if run.mode == "decode":
@@ -137,8 +137,12 @@ def training_transient(cfg: ModelConfig, run: RunSpec, specs: Collection[LayerSp
     """The attention transient of a training pass (``run`` resolved) on the layers of ``specs`` (None: every
     layer's): one layer's, 0 where none attends."""
     scores = attention_bytes(cfg, run.batch, run.seq, run.seq, run.attention, run.dtype, training=True)
-    return scores if scores and any(s.attends for s in ([g.spec for g in layer_plan(cfg)] if specs is None
-                                                         else specs)) else 0
+    return scores if scores and any(s.attends for s in _or_every(cfg, specs)) else 0
+
+
+def _or_every(cfg: ModelConfig, specs: Collection[LayerSpec] | None) -> Collection[LayerSpec]:
+    """``specs``, or (None) every layer's of ``cfg``."""
+    return [g.spec for g in layer_plan(cfg)] if specs is None else specs
 
 
 def logits_bytes(cfg: ModelConfig, batch: int, positions: int, dtype: str) -> int:
