@@ -276,25 +276,23 @@ class Floor(NamedTuple):
     once_s: float  # and once a step
 
 
-def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = None, shared: dict | None = None,
-           comm: bool = True) -> Floor:
+def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = None,
+           shared: dict | None = None) -> Floor:
     """Lower bounds of :func:`step`'s expected time of a training step (``run`` resolved, its
     layout checked; ``shared`` as :func:`step` keeps it, so that a step after them finds their
     work done), `plan`'s pruning: (compute) the stage of the longest expected compute over all
-    ``m + (p - 1) / v`` slots of the pipeline, the bubble's included; (communication, 0 unless
-    ``comm``) that stage's slot also holding its per-micro-batch tensor-, context-, expert- and
-    pipeline-parallel communication, which is never overlapped, plus that stage's such communication
-    once per step. Each leaves out what is at least 0 (data-parallel communication, the optimizer step, the other
-    stages), so that a step never beats them: the slowest slot sets the pace and the longest
-    once-per-step communication and optimizer step add to it (:class:`Expected`)."""
+    ``m + (p - 1) / v`` slots of the pipeline, the bubble's included; (communication) that stage's slot
+    also holding its per-micro-batch tensor-, context-, expert- and pipeline-parallel communication, which is
+    never overlapped, plus that stage's such communication once per step. Each leaves out what is at least 0
+    (data-parallel communication, the optimizer step, the other stages), so that a step never beats them: the
+    slowest slot sets the pace and the longest once-per-step communication and optimizer step add to it
+    (:class:`Expected`)."""
     layout = run.layout
     shared = {} if shared is None else shared
     micros = stage_floors(cfg, run, hw, eff, shared, layout.pp, layout.vpp)
     m, slots = layout.steps, layout.steps + idle_slots(run)
     key = max(micros, key=micros.__getitem__)
     compute = slots * micros[key] * (1 - MARGIN)
-    if not comm:
-        return Floor(compute, 0.0, 0, micros[key], 0.0, 0.0)
     s = stage_keys(cfg, layout.pp, layout.vpp).index(key)
     per = at_once = 0.0
     for group_key, group in collective_groups(cfg, run, s, shared, DIMENSIONS[:-1]):
@@ -305,7 +303,8 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
                     per += t
                 else:
                     at_once += t
-    return Floor(compute, (slots * slot_s(micros[key], per, m) + at_once) * (1 - MARGIN), s, micros[key], per, at_once)
+    return Floor(compute, (slots * slot_s(micros[key], per, m) + at_once) * (1 - MARGIN), s, micros[key], per,
+                 at_once)
 
 
 def data_parallel_floor(cfg: ModelConfig, run: RunSpec, hw: Hardware, floor: Floor, shared: dict) -> float:
