@@ -32,9 +32,16 @@ def env(tmp_path) -> dict[str, str]:
             "HOME": str(home), "TMPDIR": str(tmp)}
 
 
+def _foreground() -> None:
+    """SIGINT at its default, as a terminal's foreground job has it: pytest started as a background job
+    of a shell without job control (`(pytest &)`) passes SIGINT on ignored, which the console script
+    rightly keeps ignoring (cli/errors.catch_ctrl_c)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(env: dict[str, str], *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", MAIN, *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=_foreground)
 
 
 def _wait_for(proc: subprocess.Popen, condition, what: str) -> None:
