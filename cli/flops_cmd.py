@@ -245,15 +245,15 @@ def flops(
     if macs and fmt in ("json", "csv"):
         warn(f"--macs shows the tables' matmul figures as multiply-accumulates; {fmt} keeps FLOPs (MACs are "
              "matmul FLOPs / 2)")
-    given = applicable((mode,), mode, recompute=recompute, all_logits=all_logits)
+    given = applicable((mode,), mode, recompute=recompute, all_logits=all_logits, zero=zero)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     base = RunSpec(mode, None, 1, attention, causal, given["recompute"], given["all_logits"], lora=lora, images=images,
                    image_size=image_size)
-    layout = Layout.of(tp, pp, dp, ep, zero, cp=cp, gpus=gpus, mode=mode)
+    layout = Layout.of(tp, pp, dp, ep, given["zero"], cp=cp, gpus=gpus, mode=mode)
     warn_idle(layout)
     runs, records = [], []
     cfgs = splittable(lora_models(models, lora), base.replace(seq=seq and seq[0], layout=layout), models is None)
-    for cfg, s, b in workloads(cfgs, seq, batch):
+    for cfg, s, b in workloads(cfgs, seq, batch, run=base):
         run = base.replace(seq=s, batch=b, layout=layout)
         if layout.trivial:
             gpu, r, other = None, count_flops(cfg, run), count_flops(cfg, run.replace(causal=not causal))

@@ -79,7 +79,7 @@ def kvcache(
                          ep=ep, gpus=gpus)
     layout = layouts[batch[0]]
     cfgs = splittable(load_models(models), base.replace(seq=seq and seq[0], layout=layout), models is None)
-    for cfg, s, b in workloads(cfgs, seq, batch, state_dtype=state_dtype):
+    for cfg, s, b in workloads(cfgs, seq, batch, state_dtype=state_dtype, run=base):
         run = base.replace(seq=s, batch=b, layout=layout).resolve(cfg)
         gpu = gpu_kv_cache(cfg, run)
         c = gpu.cache

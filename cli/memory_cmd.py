@@ -231,7 +231,7 @@ def memory(
     results = []
     cfgs = splittable(lora_models(models, lora), base.replace(seq=seq and seq[0], layout=layouts[batch[0]]),
                       models is None)
-    for cfg, s, b in workloads(cfgs, seq, batch, state_dtype=given["state_dtype"]):
+    for cfg, s, b in workloads(cfgs, seq, batch, state_dtype=given["state_dtype"], run=base):
         run = base.replace(seq=s, batch=b, layout=layouts[b])
         record = memory_json(cfg, memory_report(cfg, run, stage=stage), mode)
         if budget_bytes is not None:

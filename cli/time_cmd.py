@@ -430,7 +430,7 @@ def time_command(
     seqs = (prompt,) if generating else seq
     cfgs = splittable(lora_models(models, lora), base.replace(seq=seqs and seqs[0], layout=layouts[batch[0]]),
                       models is None)
-    for cfg, s, b in workloads(cfgs, seqs, batch, new if generating else 0, given["state_dtype"]):
+    for cfg, s, b in workloads(cfgs, seqs, batch, new if generating else 0, given["state_dtype"], base):
         spec = serving(cfg, base.replace(seq=s, batch=b), hw)  # fp8 weights: fp8 matmuls where the GPU has them
         if parallel and not generating:
             from ..analysis.cluster.step import step

@@ -97,6 +97,13 @@ def test_what_is_not_a_config_file(run, tmp_path, make, message):
 
 
 @pytest.mark.unit
+def test_a_hardware_directory_is_named(run, tmp_path):
+    """A directory given as --hardware (no hardware directory to look into, as a model's has config.json)."""
+    line = error_line(run("time", "gpt2-small", "--hardware", tmp_path))
+    assert line == f"Error: {tmp_path}: is a directory\n"
+
+
+@pytest.mark.unit
 def test_a_symlink_loop(run, tmp_path):
     loop = tmp_path / "loop.yaml"
     loop.symlink_to(loop)

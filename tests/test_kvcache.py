@@ -276,6 +276,19 @@ def test_weights_dtype_without_a_budget_warns_that_it_is_ignored(run):
         "Warning: --weights-dtype sizes the weights beside the cache under --budget; ignored without it\n")
 
 
+def test_images_without_seq_fill_the_context_beside_the_text(run):
+    """No --seq: the sequence is the context length (131,072 for Gemma 3 27B), the text what 4 images of
+    256 tokens (an 896-pixel image, Gemma 3's model card) leave of it; a --seq past it with the images warns."""
+    result = run("kvcache", "gemma-3-27b-it", "--images", "4", "--json")
+    assert (result.exit_code, result.stderr) == (0, "")
+    record = json.loads(result.stdout)
+    assert (record["seq_len"], record["text_tokens"], record["image_tokens"]) == (131_072, 131_072 - 4 * 256, 256)
+    result = run("kvcache", "gemma-3-27b-it", "--images", "1", "--seq", "130817")
+    assert (result.exit_code, result.stderr) == (0, "Warning: gemma-3-27b-it: --seq + --images 131,073 exceeds its "
+                                                    "context length (131,072); computing anyway\n")
+    assert run("kvcache", "gemma-3-27b-it", "--images", "1", "--seq", "130816").stderr == ""
+
+
 def test_a_budget_with_images_is_refused_naming_what_takes_them(run):
     result = run("kvcache", "gemma-3-27b-it", "--images", "2", "--budget", "80GiB")
     assert (result.exit_code, result.stderr) == (2, "Error: --images (the vision tower's activations, bytes moved and "

@@ -43,12 +43,12 @@ def read_text(path: Path) -> str:
     except ValueError:  # a NUL in the path (the API's; no command line can hold one)
         raise ConfigError("cannot read file: a path holds no NUL character", source) from None
     too_large = f"larger than {MAX_FILE_BYTES:,} bytes, so not a model config (those are a few KB)"
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # checked before open(): it refuses a directory's descriptor itself
+        os.close(fd)
+        raise ConfigError("is a directory" if stat.S_ISDIR(info.st_mode)
+                          else "not a regular file (a FIFO, device or socket is never read)", source)
     with open(fd, "rb") as file:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise ConfigError("is a directory", source)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError("not a regular file (a FIFO, device or socket is never read)", source)
         if info.st_size > MAX_FILE_BYTES:
             raise ConfigError(too_large, source)
         try:
