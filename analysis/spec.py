@@ -253,8 +253,8 @@ class LoRA:
         _check_whole(self, ("rank",), "lora.")
         if not isinstance(self.targets, tuple) or not self.targets or not all(isinstance(t, str) for t in
                                                                               self.targets):
-            raise SpecError("lora.targets", f"needs at least one breakdown key, or {ALL_LINEAR}, got "
-                                            f"{brief(self.targets)}")
+            given = "none given" if self.targets in ((), "", []) else f"got {brief(self.targets)}"
+            raise SpecError("lora.targets", f"needs at least one breakdown key, or {ALL_LINEAR}; {given}")
         if self.alpha is not None and (isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float))
                                        or not 0 < self.alpha < math.inf):
             raise SpecError("lora.alpha", f"must be a positive number, got {brief(self.alpha)}")

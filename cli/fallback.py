@@ -26,7 +26,8 @@ def by_transformers(exc: UnmappedModelType) -> Report:
     table = Table([text_col("module", key=True), Col("layers"), Col("per layer"), Col("total"), Col("share")],
                   [rows], f"{exc.name}: parameters ({c.architecture}, transformers {c.version})",
                   footer=["total", "", "", count(c.total), "100.0%"])
-    head = "tied to the embedding, counted once" if c.tied else count(c.lm_head)
+    head = count(c.lm_head) if not c.tied else "tied to the embedding, counted once" + (
+        f", with a bias of {count(c.lm_head)}" if c.lm_head else "")
     return Report(record, csv, [
         table,
         f"{LABEL} (model_type {c.model_type!r} has no llmcalc mapper; docs: Models without a mapper)",

@@ -22,6 +22,9 @@ CONFIGS = {
     "gpt_neox_japanese": (dict(vocab_size=32000, hidden_size=2560, num_hidden_layers=32, num_attention_heads=32,
                                intermediate_multiple_size=4, max_position_embeddings=2048), None),
     "rwkv": (dict(vocab_size=1000, hidden_size=64, num_hidden_layers=3, context_length=128), None),  # untied head
+    # BERT's masked-LM head: the embedding's weight and a bias of its own (an encoder: no mapper)
+    "bert": (dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96),
+             None),
     "xlstm": (dict(vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_heads=4), None),
 }
 # The causal-LM families of transformers 5.23.0 that llmcalc's keys cannot count (docs/huggingface.md, Models
@@ -128,6 +131,16 @@ def test_gpt_neox_japanese_module_by_module(tmp_path, run):
     assert record["embedding"] == V * d and record["lm_head"] == 0 and record["tie_embeddings"]
     assert "lm_head" not in record["components"]  # tied: counted once, under the embedding
     assert record["total"] == V * d + layers * (4 * d * d + 2 * d * ff + 4 * d) + d + 2 * d == 2_598_837_760
+
+
+@pytest.mark.reference
+def test_a_tied_head_with_a_bias_is_tied(tmp_path, run):
+    """BertLMHeadModel's decoder is the word embedding (tied) and a bias of vocab_size: tied, the bias its own."""
+    record = json.loads(run("params", _write(tmp_path, "bert"), "--json").stdout)
+    assert record["tie_embeddings"] and record["lm_head"] == 1000
+    assert record["embedding"] == 1000 * 64
+    table = run("params", _write(tmp_path, "bert")).stdout
+    assert "LM head: tied to the embedding, counted once, with a bias of 1,000" in table
 
 
 @pytest.mark.reference

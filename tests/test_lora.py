@@ -74,7 +74,8 @@ def test_all_linear_is_every_layer_linear():
      "--lora-targets mlp/gate: gpt2-small has no such linear to adapt"),
     (["gpt2-small", "--lora-alpha", "8"], "--lora-alpha and --lora-targets need --lora-rank"),
     (["gpt2-small", "--lora-rank", "0"], "Invalid value for '--lora-rank': must be >= 1, got 0"),
-    (["gpt2-small", "--lora-rank", "8", "--lora-targets", ","], "--lora-targets needs at least one breakdown key"),
+    (["gpt2-small", "--lora-rank", "8", "--lora-targets", ","],
+     "Error: --lora-targets needs at least one breakdown key, or all-linear; none given\n"),
     (["gpt2-small", "--lora-rank", "8", "--lora-alpha", "-1"], "--lora-alpha must be a positive number"),
 ])
 def test_lora_usage_errors_exit_2(run, args, message):

@@ -527,13 +527,19 @@ def test_bad_time_options_exit_2_with_one_line(run, args, message):
     assert len(errors) == 1 and errors[0].startswith(message), result.stderr
 
 
-def test_a_bad_hardware_yaml_names_file_key_and_line(run, tmp_path):
+@pytest.mark.parametrize("line, message", [
+    ('memory_bandwidth: "3350GB"', "5: key 'memory_bandwidth': expects a rate with its unit, such as 3.35TB/s, "
+                                   "got '3350GB'"),
+    ("memory: 8e10", "4: key 'memory': expects a number with its unit, such as 80GB, or a whole number of bytes "
+                     "written without an exponent, got 80000000000.0"),  # a YAML float, where 80000000000 is read
+])
+def test_a_bad_hardware_yaml_names_file_key_and_line(run, tmp_path, line, message):
     path = tmp_path / "gpu.yaml"
-    path.write_text(H100_AS_USER_YAML.replace('memory_bandwidth: "3350GB/s"', 'memory_bandwidth: "3350GB"'))
+    key = line.split(":")[0]
+    text = "\n".join(line if row.startswith(key + ":") else row for row in H100_AS_USER_YAML.splitlines())
+    path.write_text(text)
     result = run("time", "gpt2-small", "--hardware", path)
-    assert result.exit_code == 2
-    assert result.stderr == (f"Error: {path}:5: key 'memory_bandwidth': expects a rate with its unit, such as "
-                             "3.35TB/s, got '3350GB'\n")
+    assert (result.exit_code, result.stderr) == (2, f"Error: {path}:{message}\n")
 
 
 def test_a_hardware_yaml_missing_what_a_run_needs_names_the_file(run, tmp_path):

@@ -77,7 +77,9 @@ def quantity(value: Any, kind: str, where: tuple[str, str, int | None]) -> int:
     try:
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             example = {"bytes": "80GB", "rate": "3.35TB/s", "flops": "989.4TFLOP/s"}[kind]
-            raise numbers.NumberError(f"expects a number with its unit, such as {example}")
+            unit = {"bytes": "bytes", "rate": "bytes/s", "flops": "FLOP/s"}[kind]
+            raise numbers.NumberError(f"expects a number with its unit, such as {example}, or a whole number of "
+                                      f"{unit} written without an exponent")  # YAML reads 8.5e10 as a float
         number = value if isinstance(value, int) else _READ[kind](value)
     except numbers.NumberError as exc:
         raise ConfigError(f"{exc}, got {brief(value)}", *where) from None

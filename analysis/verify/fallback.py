@@ -41,8 +41,8 @@ class TransformersCount:
     version: str  # transformers'
     total: int  # the state dict's numel: parameters and persistent buffers, each storage once
     embedding: int  # the input embedding's parameters
-    lm_head: int  # the output embedding's, 0 where it is the input embedding (tied)
-    tied: bool
+    lm_head: int  # the output embedding's own: 0 where it is the input embedding (tied), but a bias beside it
+    tied: bool  # the output embedding's weight is the input embedding's
     modules: tuple[ModuleCount, ...]  # in the model's order; they sum to ``total``
 
 
@@ -122,7 +122,7 @@ def count_with_transformers(exc: UnmappedModelType) -> TransformersCount:
 
     embedding = storages(model.get_input_embeddings())
     head = storages(model.get_output_embeddings())  # a model without an LM head has None
-    lm_head = sum(n for storage, n in head.items() if storage not in embedding)
+    lm_head = sum(n for storage, n in head.items() if storage not in embedding)  # a tied head's bias stays
     return TransformersCount(exc.model_type, type(model).__name__, transformers.__version__,
                              sum(m.params for m in modules), sum(embedding.values()), lm_head,
-                             bool(head) and lm_head == 0, tuple(modules))
+                             any(storage in embedding for storage in head), tuple(modules))
