@@ -227,7 +227,11 @@ def _notes(cfg: ModelConfig, hw: Hardware, rec: dict, run: RunSpec) -> list[str]
     if rec["mode"] == "train" and cfg.moe is not None:
         lines.append(MOE_TRAINING)
     run = rec.get("training_run")
-    if run:
+    if run and util["measured"]:
+        lines.append(f"{si(run['tokens'])} tokens on {run['gpus']} GPU(s) at the measured throughput: "
+                     f"{seconds(run['time_s'])}, {run['gpu_hours']:,.0f} GPU-hours (expected "
+                     f"{seconds(exp['run_time_s'])}, {exp['gpu_hours']:,.0f})")
+    elif run:
         lines.append(f"{si(run['tokens'])} tokens on {run['gpus']} GPU(s): {seconds(exp['run_time_s'])} expected, "
                      f"{exp['gpu_hours']:,.0f} GPU-hours (ideal {seconds(run['time_s'])}, "
                      f"{run['gpu_hours']:,.0f})")
@@ -236,11 +240,10 @@ def _notes(cfg: ModelConfig, hw: Hardware, rec: dict, run: RunSpec) -> list[str]
 
 def _utilization(u, measured: bool, run_tokens: Optional[float], expected: dict,
                  expected_tokens_per_s: float) -> dict:
-    """The JSON of a training run's MFU and HFU, and of a whole run of ``run_tokens``; the expected
-    throughput's (unless measured) into ``expected``."""
-    tokens_per_s = u.tokens_per_s if measured else expected_tokens_per_s
-    at = u._replace(tokens_per_s=tokens_per_s)
-    expected.update(tokens_per_s=tokens_per_s, mfu=at.mfu)
+    """The JSON of a training run's MFU and HFU at ``u``'s throughput (the ideal's, or the one measured), and
+    of a whole run of ``run_tokens`` at it; the expected throughput's into ``expected``, measured or not."""
+    at = u._replace(tokens_per_s=expected_tokens_per_s)
+    expected.update(tokens_per_s=expected_tokens_per_s, mfu=at.mfu)
     if run_tokens is not None:
         expected.update(run_time_s=at.run_time_s(run_tokens), gpu_hours=at.gpu_hours(run_tokens))
     out = {"utilization": {"tokens_per_s": u.tokens_per_s, "measured": measured, "gpus": u.gpus, "mfu": u.mfu,

@@ -1,6 +1,7 @@
 """The README's and the docs' command examples are real: each ```console block starting with
-`$ llmcalc ...` shows exactly what that command prints to stdout today. A line `...` alone stands
-for lines left out (long verify reports show their head and their tail).
+`$ llmcalc ...` shows exactly what that command prints today, as a terminal shows it: its warnings
+(stderr, written before the results) and then stdout. A line `...` alone stands for lines left out
+(long verify reports show their head and their tail).
 
 Refresh them after a deliberate change with `python tests/test_docs.py` (an elided block keeps as
 many head and tail lines as it had)."""
@@ -25,7 +26,7 @@ def _run(command: str) -> str:
 
     result = llmcalc(*shlex.split(command)[1:])
     assert result.exit_code in (0, 1), (command, result.stderr)
-    return result.stdout
+    return result.stderr + result.stdout
 
 
 def _blocks() -> list[tuple[str, str, str]]:

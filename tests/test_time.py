@@ -832,6 +832,26 @@ def test_generate_warns_when_the_prompt_and_new_tokens_pass_the_context(run):
                                          "(8,192); computing anyway\n")
 
 
+@pytest.mark.parametrize("layout", [[], ["--dp", "8", "--zero", "3"]])  # a roofline, and a step on a layout
+def test_a_whole_run_at_the_measured_throughput_beside_the_expected(run, layout):
+    """--tokens 1e9 on A100s (312 TFLOP/s bf16, datasheet): at a measured 3,000 tokens/s a GPU the run takes
+    1e9 / (3,000 G) seconds and G times that in GPU-seconds, its MFU 3,000 x FLOPs a token / 312e12; the expected
+    figures stay the calibrated model's, those of the same command without a measurement."""
+    gpus = 8 if layout else 1
+    args = ["time", "llama-3-8b", "--hardware", "a100-80gb", "--seq", "4096", *layout, "--tokens", "1e9", "--json"]
+    plain = json.loads(run(*args).stdout)
+    measured = json.loads(run(*args, "--tokens-per-s", str(3000 * gpus)).stdout)
+    assert measured["expected"] == plain["expected"]
+    assert plain["expected"]["run_time_s"] == pytest.approx(1e9 / plain["expected"]["tokens_per_s"])
+    seconds = 1e9 / (3000 * gpus)
+    assert measured["training_run"] == {"tokens": 1e9, "gpus": gpus, "time_s": pytest.approx(seconds),
+                                        "gpu_hours": pytest.approx(seconds * gpus / 3600)}
+    util = measured["utilization"]
+    assert util["measured"] and util["mfu"] == pytest.approx(3000 * util["model_flops_per_token"] / 312e12)
+    text = run(*args[:-1], "--tokens-per-s", str(3000 * gpus)).stdout.splitlines()[-1]
+    assert text.startswith(f"1.00 G tokens on {gpus} GPU(s) at the measured throughput: ")
+
+
 def test_mfu_above_100_percent_is_explained_and_a_throughput_above_the_ideal_warned(run):
     """Llama 3.1 8B at 32k tokens: MFU's model FLOPs count attention dense (PaLM), which flash attention
     runs half of, so the ideal's MFU passes 100%; a measured throughput above the ideal's is warned of."""
