@@ -33,6 +33,7 @@ from .format import count, group_label, share, si
 from .options import (
     ONE,
     WORKLOAD,
+    AllLogits,
     Attention,
     Batches,
     Cp,
@@ -208,8 +209,7 @@ def flops(
     causal: Annotated[bool, typer.Option("--causal", help="Count only unmasked query-key pairs.",
                                          rich_help_panel=WORKLOAD)] = False,
     recompute: Recompute = "none",
-    all_logits: Annotated[bool, typer.Option("--all-logits", help="prefill: logits at every position.",
-                                             rich_help_panel=WORKLOAD)] = False,
+    all_logits: AllLogits = False,
     lora_rank: LoraRank = None,
     lora_alpha: LoraAlpha = None,
     lora_targets: LoraTargets = None,

@@ -27,6 +27,7 @@ from .format import count, iec, share
 from .options import (
     ONE,
     WORKLOAD,
+    AllLogits,
     Attention,
     Budget,
     Chunk,
@@ -72,6 +73,8 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
            "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype, "state_dtype": run.state_dtype,
            "grad_dtype": run.grad_dtype, "attention_impl": run.attention, "recompute": run.recompute, **m.parts,
            "total": m.total}
+    if run.mode == "prefill":
+        out["all_logits"] = run.all_logits
     if run.lora is not None:
         out["lora"] = lora_record(cfg, run.lora)
     if not run.layout.trivial:
@@ -157,7 +160,8 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
     else:
         peak = (f"one layer's peak, {count(m['attention_queries'])} queries x {count(m['attention_keys'])} keys"
                 if m["attention_queries"] else "none, no layer here attends")
-        blocks.append(f"attention: {peak}; logits: the last position of each sequence")
+        positions = "every position (--all-logits)" if m.get("all_logits") else "the last position"
+        blocks.append(f"attention: {peak}; logits: {positions} of each sequence")
     workload = pick(m, "model", "mode", "seq_len", "batch", "gpus")
     return Report(m, [{**workload, "part": k, "bytes": m[k]} for k in PARTS], blocks)
 
@@ -171,6 +175,7 @@ def memory(
     batch: MicroBatches = ONE,
     attention: Attention = "flash",
     recompute: Recompute = "none",
+    all_logits: AllLogits = False,
     dtype: Dtype = None,
     weights_dtype: WeightsDtype = None,
     kv_dtype: KvDtype = None,
@@ -221,7 +226,8 @@ def memory(
     fmt = output_format(fmt, json_out)
     run_mode = MEMORY_MODES[mode]
     given = applicable((run_mode,), mode, chunk=chunk, kv_dtype=kv_dtype, state_dtype=state_dtype, recompute=recompute,
-                       optimizer=optimizer, grad_dtype=grad_dtype, zero=zero, vpp=vpp, global_batch=global_batch)
+                       all_logits=all_logits, optimizer=optimizer, grad_dtype=grad_dtype, zero=zero, vpp=vpp,
+                       global_batch=global_batch)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     budget_bytes, hw_name = _budget(budget, hardware_spec)
     base, layouts = runs(run_mode, batch, attention=attention, dtype=dtype, weights_dtype=weights_dtype, lora=lora,

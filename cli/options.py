@@ -191,6 +191,8 @@ Recompute = Annotated[Literal[RECOMPUTE], typer.Option(
     "--recompute", rich_help_panel=WORKLOAD, help="train: activation recomputation: none, selective (eager "
     "attention's core; nothing changes under flash), op (torchtitan's per-op checkpointing: every other linear's "
     "output and flash's kept, the rest rerun) or full (every layer).")]
+AllLogits = Annotated[bool, typer.Option("--all-logits", help="prefill: logits at every position (scoring a text), "
+                                         "not the last one's alone.", rich_help_panel=WORKLOAD)]
 Optimizer = Annotated[Literal[tuple(OPTIMIZER_STATES)], typer.Option(
     "--optimizer", help="train: the optimizer's state per parameter.", rich_help_panel=WORKLOAD)]
 Chunk = Annotated[Optional[int], _count_option("--chunk", "Chunked prefill: C tokens per chunk.")]

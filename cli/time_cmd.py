@@ -32,6 +32,7 @@ from .format import count, iec, rate, seconds, si
 from .options import (
     ONE,
     WORKLOAD,
+    AllLogits,
     AsyncTp,
     Attention,
     BandwidthEfficiency,
@@ -353,6 +354,7 @@ def time_command(
     chunk: Chunk = None,
     attention: Attention = "flash",
     recompute: Recompute = "none",
+    all_logits: AllLogits = False,
     optimizer: Optimizer = "adam",
     dtype: Dtype = None,
     fp8_scaling: Fp8Scaling = None,
@@ -418,6 +420,7 @@ def time_command(
     run_modes = ("prefill", "decode") if generating else (mode,)
     given = applicable(run_modes, mode, chunk=chunk, kv_dtype=kv_dtype, state_dtype=state_dtype, recompute=recompute,
                        optimizer=optimizer, grad_dtype=grad_dtype, zero=zero, vpp=vpp, global_batch=global_batch)
+    given.update(applicable((mode,), mode, all_logits=all_logits))  # a generation's prefill needs the last logits
     train = mode == "train"
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     base, layouts = runs("prefill" if generating else mode, batch, attention=attention, dtype=dtype,

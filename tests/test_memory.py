@@ -23,6 +23,17 @@ def test_training_state_bytes_per_parameter(dtype, optimizer, per_param):
     assert s.weights + s.gradients + s.optimizer == per_param * count_params(cfg).total
 
 
+@pytest.mark.parametrize("options, positions", [
+    ([], 1), (["--all-logits"], 8192), (["--all-logits", "--chunk", "1024"], 1024),
+    (["--all-logits", "--cp", "2"], 4096), (["--all-logits", "--tp", "2"], 8192)])
+def test_an_inference_holds_the_logits_it_returns(run, options, positions):
+    """Llama 3 8B's bf16 logits over its 128,256-word vocabulary: the last position's, or with --all-logits
+    (scoring a text) every position's a GPU computes at once: a chunk's, a context-parallel rank's S/cp, under TP
+    the vocab-parallel head's all-gathered whole."""
+    data = json.loads(run("memory", "llama-3-8b", "--mode", "inference", "--seq", "8192", *options, "--json").stdout)
+    assert data["logits"] == positions * 128_256 * 2
+
+
 def test_mistral_train(run):
     result = run("memory", "mistral-7b", "--mode", "train", "--seq", "4096", "--json")
     data = json.loads(result.stdout)

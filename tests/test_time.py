@@ -832,6 +832,19 @@ def test_generate_warns_when_the_prompt_and_new_tokens_pass_the_context(run):
                                          "(8,192); computing anyway\n")
 
 
+def test_a_prefill_with_all_logits_times_the_head_at_every_position(run):
+    """Scoring 8,192 tokens with Llama 3 8B: the LM head's matmul 2 x 8,192 x 4,096 x 128,256 FLOPs, not the last
+    position's alone; a generation's prefill needs only the last (the option is ignored with a warning)."""
+    args = ["time", "llama-3-8b", "--hardware", "h100", "--mode", "prefill", "--seq", "8192", "--json"]
+    last, every = (json.loads(run(*args, *more).stdout) for more in ([], ["--all-logits"]))
+    assert (last["components"]["lm_head"]["flops"], every["components"]["lm_head"]["flops"]) == (
+        2 * 4096 * 128_256, 2 * 8192 * 4096 * 128_256)
+    assert every["expected"]["time_s"] > last["expected"]["time_s"]
+    generate = run("time", "llama-3-8b", "--hardware", "h100", "--mode", "generate", "--prompt", "100", "--new", "10",
+                   "--all-logits")
+    assert generate.stderr == "Warning: --all-logits does not apply to --mode generate; ignored\n"
+
+
 @pytest.mark.parametrize("layout", [[], ["--dp", "8", "--zero", "3"]])  # a roofline, and a step on a layout
 def test_a_whole_run_at_the_measured_throughput_beside_the_expected(run, layout):
     """--tokens 1e9 on A100s (312 TFLOP/s bf16, datasheet): at a measured 3,000 tokens/s a GPU the run takes

@@ -17,7 +17,7 @@ from ..count.memory import (
     MemoryReport,
     attention_peak,
     device_memory,
-    logits_bytes,
+    held_logits,
     state_bytes,
     training_transient,
 )
@@ -83,7 +83,7 @@ def _stage_memory(cfg: ModelConfig, run: RunSpec, stage: int, acts: dict[str, in
     last = stage == layout.pp - 1
     parts.update(weights=base_bytes(cfg, run, stage, state.weights), kv_cache=kv, attention=peak,
                  # the vocab-parallel head's logits, all-gathered whole on every GPU (comm's "tp logits")
-                 logits=layout.tp * logits_bytes(local, run.batch, 1, run.dtype) if last else 0)
+                 logits=layout.tp * held_logits(local, cp_local(run)) if last else 0)
     return MemoryReport(run, parts, {}, {}, 0, queries, keys, stage)
 
 

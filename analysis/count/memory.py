@@ -20,7 +20,8 @@ Conventions (the docs' "Conventions: memory"):
   (Korthikanti et al.'s 2sbhL counts the kept inputs alone), summed with the loss's saves as every part is,
   though the loss frees them before backward reruns a layer (a bound by the smaller of the two);
 - inference (``prefill`` and ``decode``): weights in their stored dtype, the KV cache for
-  ``seq`` tokens, the attention peak, and the logits of the last position of each sequence;
+  ``seq`` tokens, the attention peak, and the logits of the last position of each sequence (of every
+  position with ``all_logits``);
 - MoE: every expert's weights, gradients and optimizer state, activations for the
   ``experts_per_token`` experts each token visits;
 - LoRA (``run.lora``): the frozen base in ``weights_dtype`` (the compute dtype, or a quantized
@@ -149,6 +150,13 @@ def logits_bytes(cfg: ModelConfig, batch: int, positions: int, dtype: str) -> in
     return batch * positions * cfg.vocab_size * weight_bytes(1, dtype)
 
 
+def held_logits(cfg: ModelConfig, run: RunSpec) -> int:
+    """Bytes of the logits an inference holds at once: each sequence's last position's, or with ``all_logits`` a
+    prefill's every position's (a chunked prefill's, a chunk's at a time)."""
+    every = run.mode == "prefill" and run.all_logits
+    return logits_bytes(cfg, run.batch, min(run.chunk or run.query_len, run.query_len) if every else 1, run.dtype)
+
+
 class MemoryReport(NamedTuple):
     run: RunSpec  # resolved
     parts: dict[str, int]  # every name of PARTS, 0 where it does not apply
@@ -192,5 +200,5 @@ def device_memory(cfg: ModelConfig, run: RunSpec = RunSpec()) -> MemoryReport:
     peak, queries, keys = attention_peak(cfg, run)
     parts.update(weights=weights_bytes(cfg, run.weights_dtype, run.dtype),
                  kv_cache=kv_cache(cfg, run).bytes, attention=peak,
-                 logits=logits_bytes(cfg, run.batch, 1, run.dtype))
+                 logits=held_logits(cfg, run))
     return MemoryReport(run, parts, {}, {}, 0, queries, keys)
