@@ -542,6 +542,14 @@ def test_a_bad_hardware_yaml_names_file_key_and_line(run, tmp_path, line, messag
     assert (result.exit_code, result.stderr) == (2, f"Error: {path}:{message}\n")
 
 
+def test_a_hardware_file_is_read_by_any_name_that_exists(run, tmp_path, monkeypatch):
+    """`--hardware my-gpu` names a file in the working directory as a model's path would, suffix or not."""
+    (tmp_path / "my-gpu").write_text(H100_AS_USER_YAML)
+    monkeypatch.chdir(tmp_path)
+    result = run("time", "gpt2-small", "--hardware", "my-gpu", "--json")
+    assert (result.exit_code, json.loads(result.stdout)["hardware"]) == (0, "my-h100")
+
+
 def test_a_hardware_yaml_missing_what_a_run_needs_names_the_file(run, tmp_path):
     """H100_AS_USER_YAML has no interconnect (a layout needs its links) and, without its fp32 line, no
     vector peak (the elementwise work runs at it): refused once a run needs them, naming file and key."""

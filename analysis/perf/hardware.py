@@ -20,6 +20,7 @@ Numbers are written as the datasheet prints them, with units, and read exactly (
 3,350,000,000,000 bytes/s); a plain integer is taken in the base unit (bytes, bytes/s, FLOP/s).
 """
 
+import os
 import re
 from pathlib import Path
 from types import MappingProxyType
@@ -177,12 +178,13 @@ def bundled_hardware() -> list[str]:
 
 
 def load_hardware(spec: str) -> Hardware:
-    """A bundled name (``h100``) or a YAML file."""
+    """A bundled name (``h100``) or a YAML file (a path, as a model's is read: one that exists, or that looks
+    like a path)."""
     bundled = bundled_hardware()
     if spec in bundled:
         raw, lines = read(HARDWARE_DIR / f"{spec}.yaml")
         return hardware_from_dict(raw, f"model_configs/hardware/{spec}.yaml", lines)
-    if not spec.endswith((".yaml", ".yml")) and "/" not in spec:
+    if not (os.path.lexists(spec) or spec.endswith((".yaml", ".yml")) or "/" in spec or os.sep in spec):
         raise unknown("hardware", spec, bundled, "hardware")
     raw, lines = read_yaml(read_text(Path(spec)), spec)
     return hardware_from_dict(raw, spec, lines)
