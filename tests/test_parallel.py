@@ -1122,15 +1122,21 @@ def test_time_generate_on_data_parallel_gpus_counts_every_gpus_sequences(run):
 @pytest.mark.parametrize("in_flight", [1, 2, 4, 6])
 def test_batches_in_flight_keep_an_inference_pipeline_full(in_flight):
     """Serving over 4 pipeline stages with m batches in flight (vLLM keeps pp of them): the passes follow one
-    another without the pipeline draining, max(m, 4) slots of the pacing stage for a pass of each, m batches'
-    tokens; each stage's GPUs hold the cache of all m."""
+    another without the pipeline draining, a pass of each the longer of m slots of the pacing stage and one
+    batch's way through the 4 stages (the last holds the LM head, the first the embedding: uneven), m batches'
+    tokens; each stage's GPUs hold the cache of all m. One batch's way is one GPU's roofline and the stages'
+    sends between them."""
     cfg, hw = load_bundled("llama-3.1-70b"), load_hardware("h200")
     run = RunSpec("decode", 4096, 8, layout=Layout(pp=4, micro_batches=in_flight))
-    one = step(cfg, run.replace(layout=Layout(pp=4)), hw)
     st = step(cfg, run, hw)
-    slot = one.slot_s(one.stage)
-    assert st.time_s == pytest.approx(max(in_flight, 4) * slot, rel=1e-12)
-    assert st.tokens == in_flight * 8 and st.bubble == max(0, 4 - in_flight) / max(in_flight, 4)
+    slots = [st.slot_s(s) for s in range(4)]
+    assert sum(slots) < 4 * max(slots)  # uneven stages
+    assert st.time_s == pytest.approx(max(in_flight * max(slots), sum(slots)), rel=1e-12)
+    assert st.tokens == in_flight * 8 and st.bubble == pytest.approx(max(0, 1 - in_flight * max(slots) / sum(slots)))
+    if in_flight == 1:
+        one_gpu = roofline(cfg, RunSpec("decode", 4096, 8), hw)
+        assert st.time_s == pytest.approx(one_gpu.time_s + sum(st.comm_s), rel=1e-12)
+        assert st.expected.time_s == pytest.approx(sum(st.expected.slot_s(s) for s in range(4)), rel=1e-12)
     kv = memory(cfg, run).parts["kv_cache"]
     assert kv == in_flight * memory(cfg, run.replace(layout=Layout(pp=4))).parts["kv_cache"]
     assert kv == in_flight * 20 * 8 * 4096 * 2 * 8 * 128 * 2  # 20 of the 80 layers on the peak stage

@@ -13,7 +13,8 @@
   model chunks a stage, ``(p - 1) / v`` idle slots (Narayanan et al. 2021). An inference pass is
   one micro-batch unless ``micro_batches`` says otherwise: ``m`` batches in flight, as a serving engine
   keeps them (vLLM runs ``pp`` of them at once), whose passes follow one another without the pipeline
-  draining: ``max(m, p)`` slots for a pass of each, ``p - m`` of them idle when fewer batches than stages;
+  draining: a pass of each takes the longer of ``m`` slots of the slowest stage and one batch's way through
+  every stage (the sum of the stages' slots), the difference idle (``p - m`` slots of even stages);
 - context parallelism: a GPU runs the ``S/cp`` tokens it holds, and its share of the whole sequence's
   attention core (scores, softmax, values), as Megatron's CP splits each sequence into ``2 cp`` chunks,
   the busiest GPU's (:func:`.flops.core_share`: ``1/cp`` but under windows and attention chunks);
@@ -89,7 +90,7 @@ class Step(NamedTuple):
 
     @property
     def idle_slots(self) -> float:
-        return idle_slots(self.run)
+        return idle_slots(self.run, self.compute_s, self.comm_s)
 
     @property
     def bubble_s(self) -> float:
@@ -175,13 +176,16 @@ def pacing_stage(compute_s: tuple[float, ...], comm_s: tuple[float, ...], micro_
     return max(range(len(compute_s)), key=lambda s: slot_s(compute_s[s], comm_s[s], micro_batches))
 
 
-def idle_slots(run: RunSpec) -> float:
-    """Slots of the pacing stage a pipeline idles in a step of ``run`` (resolved): :func:`training_idle_slots`;
-    in inference ``max(0, p - m)``, ``m`` batches in flight (module docstring)."""
+def idle_slots(run: RunSpec, compute_s: tuple[float, ...], comm_s: tuple[float, ...]) -> float:
+    """Slots of the pacing stage a pipeline idles in a step of ``run`` (resolved) whose stages take ``compute_s``
+    and ``comm_s``: :func:`training_idle_slots`; in inference, with ``m`` batches in flight, what one batch's way
+    through every stage takes past ``m`` slots of the slowest (module docstring)."""
     layout = run.layout
-    if run.mode != "train":
-        return max(0, layout.pp - layout.steps)
-    return training_idle_slots(layout.pp, layout.vpp)
+    if run.mode == "train":
+        return training_idle_slots(layout.pp, layout.vpp)
+    m = layout.steps
+    slots = [slot_s(c, k, m) for c, k in zip(compute_s, comm_s)]
+    return max(0.0, sum(slots) / max(slots) - m)
 
 
 def training_idle_slots(pp: int, vpp: int = 1) -> float:
@@ -260,7 +264,8 @@ def step(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None = 
     (stage_parts, computes, comms, drains, opts, stage_cs, ideal_collectives, e_computes, e_collectives, e_comms,
      e_drains, e_opts) = map(tuple, zip(*stage_figures))
     slowest = pacing_stage(computes, comms, m)
-    expected = Expected(e_computes, e_comms, max(e_drains), max(e_opts), e_collectives[slowest], m, idle_slots(run))
+    expected = Expected(e_computes, e_comms, max(e_drains), max(e_opts), e_collectives[slowest], m,
+                        idle_slots(run, e_computes, e_comms))
     return Step(run, computes, comms, max(drains), max(opts), stage_cs[slowest], ideal_collectives[slowest], slowest,
                 stage_parts[slowest], expected)
 
@@ -290,7 +295,7 @@ def floors(cfg: ModelConfig, run: RunSpec, hw: Hardware, eff: Efficiency | None 
     layout = run.layout
     shared = {} if shared is None else shared
     micros = stage_floors(cfg, run, hw, eff, shared, layout.pp, layout.vpp)
-    m, slots = layout.steps, layout.steps + idle_slots(run)
+    m, slots = layout.steps, layout.steps + training_idle_slots(layout.pp, layout.vpp)
     key = max(micros, key=micros.__getitem__)
     compute = slots * micros[key] * (1 - MARGIN)
     s = stage_keys(cfg, layout.pp, layout.vpp).index(key)
@@ -315,7 +320,7 @@ def data_parallel_floor(cfg: ModelConfig, run: RunSpec, hw: Hardware, floor: Flo
     gradients behind two thirds of each and its weights behind a third of one, ZeRO-3's all of them behind
     every micro-batch's compute."""
     layout = run.layout
-    m, slots = layout.steps, layout.steps + idle_slots(run)
+    m, slots = layout.steps, layout.steps + training_idle_slots(layout.pp, layout.vpp)
     ((group_key, group),) = collective_groups(cfg, run, floor.stage, shared, ("dp",))
     per, once = _exposed(list(group), _timed(hw, layout, group_key, group, shared)[1], floor.micro_s, m,
                          hw.calibration.overlap)
