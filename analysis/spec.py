@@ -308,7 +308,7 @@ class RunSpec:
     ``P..seq-1`` against the P cached tokens and themselves (a decode is the chunk ``P = seq - 1``)."""
 
     mode: str = "train"
-    seq: int | None = None  # None: the model's context length
+    seq: int | None = None  # None: the model's context length (with images: the text what they leave of it)
     batch: int = 1
     attention: str = "flash"  # eager | flash
     causal: bool = False  # FLOP convention: False dense score matrix, True unmasked pairs only
@@ -381,8 +381,15 @@ class RunSpec:
                 raise SpecError("images", f"{cfg.name} has no vision tower")
             from .model.vision import image
             img = image(cfg.vision, self.image_size)
+            tokens = self.images * img.tokens
+            if self.seq is None:  # no seq: the text fills what the images leave of the context
+                if tokens >= seq:
+                    raise SpecError("images", f"{self.images:,} of {img.tokens:,} tokens each fill {cfg.name}'s "
+                                              f"context length ({seq:,}), leaving no text: give the text's tokens "
+                                              "(--seq)")
+                seq -= tokens
             text, image_size = seq, img.size
-            seq += self.images * img.tokens
+            seq += tokens
         weights = self.weights_dtype or (cfg.dtype if stored else dtype)
         if weights in FORMATS and weights != cfg.dtype:  # a checkpoint's own format keeps its own skip list
             kept = FORMATS[weights].kept()

@@ -58,7 +58,7 @@ MAX_ROWS = 1_000  # of a sweep: each row costs milliseconds, and a table of more
 
 def workloads(cfgs: list[ModelConfig], seqs: Optional[tuple[int, ...]], batches: tuple[int, ...],
               new: int = 0, state_dtype: Optional[str] = None,
-              run: Optional[RunSpec] = None) -> Iterator[tuple[ModelConfig, int, int]]:
+              run: Optional[RunSpec] = None) -> Iterator[tuple[ModelConfig, Optional[int], int]]:
     """Every (model, seq, batch) of a sweep, in that order; no seq is the model's context length (the
     text beside ``run``'s images, which fill the rest), and a sequence past it (with ``new`` tokens
     generated after it: a generation's prompt; with the images' tokens) is computed with a warning (once
@@ -68,13 +68,14 @@ def workloads(cfgs: list[ModelConfig], seqs: Optional[tuple[int, ...]], batches:
     if rows > MAX_ROWS:
         raise UsageError(f"{len(cfgs)} model(s) x {len(seqs or (0,))} --seq x {len(batches)} --batch make "
                          f"{rows:,} rows: at most {MAX_ROWS:,}")
+    images = run if run is not None and run.images else None
     for cfg in cfgs:
         if state_dtype is not None and not cfg.has_recurrent:
             warn(f"--state-dtype: {cfg.name} keeps no recurrent state; ignored")
-        images = run.replace(seq=1).resolve(cfg).seq - 1 if run is not None and run.images else 0  # their tokens
-        for s in seqs or (max(cfg.context_length - images, 1),):
-            what = "--prompt + --new" if new else "--seq"
-            warn_past_context(cfg, s + images + new, what + " + --images" if images else what)
+        for s in seqs or (None if images else cfg.context_length,):  # None: RunSpec's default (the images')
+            if s is not None:
+                what = ("--prompt + --new" if new else "--seq") + (" + --images" if images else "")
+                warn_past_context(cfg, (images.replace(seq=s).resolve(cfg).seq if images else s) + new, what)
             for b in batches:
                 yield cfg, s, b
 

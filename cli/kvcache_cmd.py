@@ -5,13 +5,14 @@ from typing import Annotated, Optional
 
 from ..analysis.cluster.memory import cache_budget, gpu_kv_cache
 from ..analysis.spec import runs
-from .common import image_record, load_models, one_or_list, splittable, workloads
+from .common import image_record, load_models, lora_spec, one_or_list, splittable, workloads
 from .format import count, group_label, iec
 from .options import (
     ONE,
     Batches,
     Budget,
     Counts,
+    Cp,
     Dp,
     Dtype,
     Ep,
@@ -22,11 +23,16 @@ from .options import (
     ImageSize,
     Json,
     KvDtype,
+    LoraAlpha,
+    LoraRank,
+    LoraTargets,
     Models,
     Pp,
     StateDtype,
     Tp,
     WeightsDtype,
+    Zero,
+    applicable,
     output_format,
     seqs_option,
 )
@@ -47,10 +53,15 @@ def kvcache(
     images: Images = 0,
     image_size: ImageSize = None,
     tp: Tp = 1,
+    cp: Cp = 1,
     pp: Pp = 1,
     dp: Dp = 1,
     ep: Ep = 1,
+    zero: Zero = 0,
     gpus: Gpus = None,
+    lora_rank: LoraRank = None,
+    lora_alpha: LoraAlpha = None,
+    lora_targets: LoraTargets = None,
     exact: Exact = False,
     fmt: Format = "table",
     json_out: Json = False,
@@ -74,9 +85,10 @@ def kvcache(
         warn("--weights-dtype sizes the weights beside the cache under --budget; ignored without it")
     rows, out, groups, states = [], [], [], []
     fmt_bytes = count if exact else iec
+    given = applicable(("decode",), "decode", zero=zero)  # the run spec's options, as a decode takes them
     base, layouts = runs("decode", batch, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-                         state_dtype=state_dtype, images=images, image_size=image_size, tp=tp, pp=pp, dp=dp,
-                         ep=ep, gpus=gpus)
+                         state_dtype=state_dtype, images=images, image_size=image_size, tp=tp, cp=cp, pp=pp, dp=dp,
+                         ep=ep, gpus=gpus, lora=lora_spec(lora_rank, lora_alpha, lora_targets), **given)
     layout = layouts[batch[0]]
     cfgs = splittable(load_models(models), base.replace(seq=seq and seq[0], layout=layout), models is None)
     for cfg, s, b in workloads(cfgs, seq, batch, state_dtype=state_dtype, run=base):

@@ -74,7 +74,7 @@ def memory_json(cfg: ModelConfig, m: MemoryReport, mode: str) -> dict:
            "grad_dtype": run.grad_dtype, "attention_impl": run.attention, "recompute": run.recompute, **m.parts,
            "total": m.total}
     if run.mode == "prefill":
-        out["all_logits"] = run.all_logits
+        out.update(chunk=run.chunk, all_logits=run.all_logits)
     if run.lora is not None:
         out["lora"] = lora_record(cfg, run.lora)
     if not run.layout.trivial:
@@ -160,7 +160,8 @@ def _explain(cfg: ModelConfig, m: dict, fmt, per_gpu: str) -> Report:
     else:
         peak = (f"one layer's peak, {count(m['attention_queries'])} queries x {count(m['attention_keys'])} keys"
                 if m["attention_queries"] else "none, no layer here attends")
-        positions = "every position (--all-logits)" if m.get("all_logits") else "the last position"
+        positions = ("the last position" if not m.get("all_logits") else "every position (--all-logits)"
+                     if m["chunk"] is None else f"a chunk's {count(m['chunk'])} positions at a time (--all-logits)")
         blocks.append(f"attention: {peak}; logits: {positions} of each sequence")
     workload = pick(m, "model", "mode", "seq_len", "batch", "gpus")
     return Report(m, [{**workload, "part": k, "bytes": m[k]} for k in PARTS], blocks)

@@ -134,7 +134,7 @@ def time_json(cfg: ModelConfig, hw: Hardware, mode: str, r: Roofline, eff: Effic
             "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype,
             "fp8_scaling": run.fp8_scaling, "weights_dtype": run.weights_dtype, "kv_dtype": run.kv_dtype,
             "state_dtype": run.state_dtype, "grad_dtype": run.grad_dtype, "chunk": run.chunk,
-            "recompute": run.recompute, "efficiency": IDEAL_EFFICIENCY,
+            "all_logits": run.all_logits, "recompute": run.recompute, "efficiency": IDEAL_EFFICIENCY,
             "time_s": r.time_s, "flops": r.flops, "bytes": r.bytes, "bound": r.bound, "components": _components(r),
             "expected": {**expected_head(hw, eff), "time_s": r.expected_s, "bound": r.expected_bound},
             **({"lora": lora_record(cfg, run.lora)} if run.lora else {})}
@@ -264,6 +264,7 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff: Effici
     rec = {"model": cfg.name, "hardware": hw.name, "mode": mode, "seq_len": run.seq, "batch": run.batch,
            "attention": run.attention, "dtype": run.dtype, "matmul_dtype": run.matmul_dtype,
            "fp8_scaling": run.fp8_scaling, "grad_dtype": run.grad_dtype, "recompute": run.recompute,
+           "all_logits": run.all_logits,
            "efficiency": IDEAL_EFFICIENCY, "gpus": run.layout.gpus,
            "layout": {**dataclasses.asdict(run.layout), "micro_batches": st.micro_batches}, "stage": st.stage,
            "time_s": st.time_s,
@@ -277,7 +278,8 @@ def step_json(cfg: ModelConfig, hw: Hardware, mode: str, st: "Step", eff: Effici
                            for c, t, e in zip(st.collectives, st.collectives_s, exp.collectives_s)],
            "expected": {**expected_head(hw, eff), "time_s": exp.time_s, "parts_s": expected_parts,
                         "largest": max(expected_parts, key=lambda k: expected_parts[k]), "stage": exp.stage,
-                        "micro_batch_s": list(exp.compute_s), "tokens_per_s": st.expected_tokens_per_s}}
+                        "micro_batch_s": list(exp.compute_s), "tokens_per_s": st.expected_tokens_per_s,
+                        "bubble": exp.bubble}}
     if u is not None:
         rec.update(_utilization(u, measured, run_tokens, rec["expected"], st.expected_tokens_per_s))
     return rec
@@ -305,8 +307,9 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
     chunks = f" of {run.layout.vpp} chunks (interleaved)" if run.layout.vpp > 1 else ""
     flowing = ("micro-batches" if rec["mode"] == "train" else "batch in flight" if st.micro_batches == 1
                else "batches in flight (passes follow one another, the pipeline never drained)")
+    ideal = f" (ideal {100 * st.bubble:.1f}%)" if f"{st.bubble:.3f}" != f"{st.expected.bubble:.3f}" else ""
     pipeline = (f"pipeline: {count(st.micro_batches)} {flowing} through {run.layout.pp} stages{chunks}, bubble "
-                f"{100 * st.bubble:.1f}% of the pipelined time; " if run.layout.pp > 1 else "")
+                f"{100 * st.expected.bubble:.1f}% of the pipelined time{ideal}; " if run.layout.pp > 1 else "")
     links = [f"links: {rate(hw.intra_node)} per GPU within a node of {hw.gpus_per_node or rec['gpus']}, "
              f"{rate(hw.inter_node)} across nodes; expected: latency per call, NCCL's bus bandwidth, data-parallel "
              "communication partly hidden by the compute it runs beside; ideal: peak links, hidden by all of "
@@ -322,7 +325,7 @@ def _step_breakdown(cfg: ModelConfig, hw: Hardware, rec: dict, st: "Step") -> Re
 def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batches: tuple[int, ...]) -> Report:
     rows = [(m["model"], count(m["seq_len"]), count(m["batch"]), count(m["layout"]["micro_batches"]),
              seconds(m["expected"]["time_s"]), seconds(m["time_s"]), m["expected"]["largest"],
-             f"{100 * m['bubble']:.1f}%", iec(m["sent_bytes"]), iec(m["memory_bytes"]),
+             f"{100 * m['expected']['bubble']:.1f}%", iec(m["sent_bytes"]), iec(m["memory_bytes"]),
              f"{m['expected']['tokens_per_s']:,.0f}")
             for m in records]
     layout = Layout(**{**records[0]["layout"], "micro_batches": None})
@@ -332,7 +335,8 @@ def _steps_side_by_side(records: list[dict], data, hw: Hardware, mode: str, batc
                    Col("sent/GPU"), Col("memory"), Col("tokens/s")], [rows],
                   f"{mode} on {records[0]['gpus']:,} x {hw.name}, {layout.describe()}")
     csv = [{**pick(m, "model", "hardware", "mode", "seq_len", "batch", "gpus", "time_s", "largest", "bubble",
-                   "sent_bytes", "memory_bytes", "tokens_per_s"), "expected.time_s": m["expected"]["time_s"]}
+                   "sent_bytes", "memory_bytes", "tokens_per_s"), "expected.time_s": m["expected"]["time_s"],
+            "expected.bubble": m["expected"]["bubble"]}
            for m in records]
     return Report(data, csv, [table])
 

@@ -207,13 +207,14 @@ def test_families_partition_the_matmul_flops(name):
     assert r.family_matmul("attn scores+values") == sum(r.matmul.get(k, 0) for k in mixer)  # a hybrid has both kinds
 
 
-@pytest.mark.parametrize("mode, option", [("decode", "--recompute full"), ("prefill", "--recompute selective"),
-                                          ("train", "--all-logits"), ("decode", "--all-logits"),
-                                          ("prefill", "--zero 1")])  # as memory and time ignore it
-def test_an_option_of_another_mode_is_ignored_with_a_warning(run, mode, option):
-    result = run("flops", "gpt2-small", "--seq", "64", "--mode", mode, "--dp", "2", *option.split(), "--json")
+@pytest.mark.parametrize("mode, option, layout", [
+    ("decode", "--recompute full", ""), ("prefill", "--recompute selective", ""), ("train", "--all-logits", ""),
+    ("decode", "--all-logits", ""), ("prefill", "--zero 1", "--dp 2")])  # --zero as memory and time ignore it
+def test_an_option_of_another_mode_is_ignored_with_a_warning(run, mode, option, layout):
+    args = ("flops", "gpt2-small", "--seq", "64", "--mode", mode, *layout.split())
+    result = run(*args, *option.split(), "--json")
     option = option.split()[0]
-    plain = run("flops", "gpt2-small", "--seq", "64", "--mode", mode, "--dp", "2", "--json")
+    plain = run(*args, "--json")
     assert result.exit_code == 0 and result.stdout == plain.stdout  # nothing counted, nothing claimed
     assert result.stderr == f"Warning: {option} does not apply to --mode {mode}; ignored\n"
 

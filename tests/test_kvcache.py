@@ -287,6 +287,23 @@ def test_images_without_seq_fill_the_context_beside_the_text(run):
     assert (result.exit_code, result.stderr) == (0, "Warning: gemma-3-27b-it: --seq + --images 131,073 exceeds its "
                                                     "context length (131,072); computing anyway\n")
     assert run("kvcache", "gemma-3-27b-it", "--images", "1", "--seq", "130816").stderr == ""
+    resolved = RunSpec("prefill", images=4).resolve(load_bundled("gemma-3-27b-it"))  # the API's default alike
+    assert (resolved.seq, resolved.text) == (131_072, 131_072 - 4 * 256)
+    assert run("kvcache", "gemma-3-27b-it", "--images", "512").stderr == (
+        "Error: --images 512 of 256 tokens each fill gemma-3-27b-it's context length (131,072), leaving no text: "
+        "give the text's tokens (--seq)\n")
+
+
+@pytest.mark.parametrize("option, code, stderr", [
+    ("--zero 1", 0, "Warning: --zero does not apply to --mode decode; ignored\n"),
+    ("--cp 2", 2, "Error: --cp 2: context parallelism splits a sequence's new tokens, and a decode step has one\n"),
+    ("--lora-rank 8", 2, "Error: --lora-rank applies to mode train only\n")])
+def test_the_run_specs_options_go_as_a_decode_takes_them(run, option, code, stderr):
+    """DESIGN.md section 5: every command of a workload takes the layout and LoRA options; the cache is a decode's."""
+    result = run("kvcache", "mistral-7b", "--seq", "4096", "--dp", "2", *option.split())
+    assert (result.exit_code, result.stderr) == (code, stderr)
+    if code == 0:
+        assert result.stdout == run("kvcache", "mistral-7b", "--seq", "4096", "--dp", "2").stdout
 
 
 def test_a_budget_with_images_is_refused_naming_what_takes_them(run):

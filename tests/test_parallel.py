@@ -1119,27 +1119,28 @@ def test_time_generate_on_data_parallel_gpus_counts_every_gpus_sequences(run):
     assert "communication" not in replicas  # replicas alone send nothing
 
 
-@pytest.mark.parametrize("in_flight", [1, 2, 4, 6])
-def test_batches_in_flight_keep_an_inference_pipeline_full(in_flight):
+def test_batches_in_flight_keep_an_inference_pipeline_full():
     """Serving over 4 pipeline stages with m batches in flight (vLLM keeps pp of them): the passes follow one
-    another without the pipeline draining, a pass of each the longer of m slots of the pacing stage and one
-    batch's way through the 4 stages (the last holds the LM head, the first the embedding: uneven), m batches'
-    tokens; each stage's GPUs hold the cache of all m. One batch's way is one GPU's roofline and the stages'
-    sends between them."""
+    another without the pipeline draining. One batch's pass is its way through the 4 stages: one GPU's roofline
+    and the sends between stages (the last stage holds the LM head, the first the embedding: uneven). From 4
+    batches on, the pipeline is full: each batch adds a slot of the slowest stage (6 take 6/4 of 4's time); with
+    fewer, a pass of each is the longer of one batch's way and its share of a full pipeline's. m batches' tokens;
+    each stage's GPUs hold the cache of all m; the bubble is the pass's idle share, in the table's figures."""
     cfg, hw = load_bundled("llama-3.1-70b"), load_hardware("h200")
-    run = RunSpec("decode", 4096, 8, layout=Layout(pp=4, micro_batches=in_flight))
-    st = step(cfg, run, hw)
-    slots = [st.slot_s(s) for s in range(4)]
-    assert sum(slots) < 4 * max(slots)  # uneven stages
-    assert st.time_s == pytest.approx(max(in_flight * max(slots), sum(slots)), rel=1e-12)
-    assert st.tokens == in_flight * 8 and st.bubble == pytest.approx(max(0, 1 - in_flight * max(slots) / sum(slots)))
-    if in_flight == 1:
-        one_gpu = roofline(cfg, RunSpec("decode", 4096, 8), hw)
-        assert st.time_s == pytest.approx(one_gpu.time_s + sum(st.comm_s), rel=1e-12)
-        assert st.expected.time_s == pytest.approx(sum(st.expected.slot_s(s) for s in range(4)), rel=1e-12)
-    kv = memory(cfg, run).parts["kv_cache"]
-    assert kv == in_flight * memory(cfg, run.replace(layout=Layout(pp=4))).parts["kv_cache"]
-    assert kv == in_flight * 20 * 8 * 4096 * 2 * 8 * 128 * 2  # 20 of the 80 layers on the peak stage
+    run = RunSpec("decode", 4096, 8)
+    steps = {m: step(cfg, run.replace(layout=Layout(pp=4, micro_batches=m)), hw) for m in (1, 2, 3, 4, 6)}
+    assert steps[1].time_s == pytest.approx(roofline(cfg, run, hw).time_s + sum(steps[1].comm_s), rel=1e-12)
+    for times in ({m: p.time_s for m, p in steps.items()}, {m: p.expected.time_s for m, p in steps.items()}):
+        assert times[1] < times[4]  # one batch's way is not a full pipeline's 4 slots of the slowest stage
+        assert times[6] == pytest.approx(6 / 4 * times[4], rel=1e-12)
+        for m in (2, 3):
+            assert times[m] == pytest.approx(max(times[1], m / 4 * times[4]), rel=1e-12)
+    for m, pipe in steps.items():
+        assert pipe.tokens == m * 8 and pipe.expected.time_s >= pipe.time_s
+        for figures in (pipe, pipe.expected):
+            assert figures.bubble == pytest.approx(figures.parts_s["bubble"] / figures.time_s, rel=1e-12)
+        kv = memory(cfg, run.replace(layout=Layout(pp=4, micro_batches=m))).parts["kv_cache"]
+        assert kv == m * 20 * 8 * 4096 * 2 * 8 * 128 * 2  # 20 of the 80 layers on the peak stage
 
 
 def test_batches_in_flight_need_a_pipeline_and_memory_names_them(run):

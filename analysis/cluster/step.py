@@ -98,9 +98,7 @@ class Step(NamedTuple):
 
     @property
     def bubble(self) -> float:
-        """The bubble's share of the pipelined time, (p - 1) / (m + p - 1); interleaved,
-        ((p - 1) / v) / (m + (p - 1) / v)."""
-        return self.idle_slots / (self.micro_batches + self.idle_slots)
+        return bubble(self.idle_slots, self.micro_batches)
 
     @property
     def communication_s(self) -> float:
@@ -157,6 +155,10 @@ class Expected(NamedTuple):
         return slot_s(self.compute_s[stage], self.comm_s[stage], self.micro_batches)
 
     @property
+    def bubble(self) -> float:
+        return bubble(self.idle_slots, self.micro_batches)
+
+    @property
     def parts_s(self) -> dict[str, float]:
         return _parts_s(self)
 
@@ -186,6 +188,12 @@ def idle_slots(run: RunSpec, compute_s: tuple[float, ...], comm_s: tuple[float, 
     m = layout.steps
     slots = [slot_s(c, k, m) for c, k in zip(compute_s, comm_s)]
     return max(0.0, sum(slots) / max(slots) - m)
+
+
+def bubble(idle_slots: float, micro_batches: int) -> float:
+    """The bubble's share of the pipelined time: in training (p - 1) / (m + p - 1), interleaved
+    ((p - 1) / v) / (m + (p - 1) / v); in inference what the stages' own slots leave idle (:func:`idle_slots`)."""
+    return idle_slots / (micro_batches + idle_slots)
 
 
 def training_idle_slots(pp: int, vpp: int = 1) -> float:

@@ -46,7 +46,7 @@ from .params import count_params
 from .quant import dequantized_bytes, weights_bytes
 
 # `llmcalc memory --mode` -> the RunSpec mode: inference is a prefill of the sequence (weights,
-# KV cache, attention working memory, last-position logits)
+# KV cache, attention working memory, the logits it returns)
 MEMORY_MODES = {"train": "train", "inference": "prefill"}
 PARTS = ("weights", "gradients", "optimizer", "activations", "recomputed", "attention", "dequantization", "kv_cache",
          "logits")
