@@ -318,6 +318,25 @@ def test_the_ideal_step_is_never_slower_than_the_expected(case, rounds, per_node
 
 
 @pytest.mark.unit
+@settings(max_examples=60, deadline=None)
+@given(cases(lora=False, layouts=True), st.sampled_from(["prefill", "decode"]), st.integers(1, 6))
+def test_an_inference_pipeline_is_one_gpus_pass_and_the_sends(case, mode, in_flight):
+    """Inference through the case's pipeline stages with 1 to 6 batches in flight: one batch's pass is one GPU's
+    roofline and the sends between stages (the stages split every component's work); more batches never take
+    less than that, nor less than their own passes on one GPU, nor more than one batch's pass each; the expected
+    pass is never faster than the ideal."""
+    cfg, pp = case.cfg, case.layout.pp
+    run = RunSpec(mode, case.run.seq, case.run.batch)
+    one_gpu = roofline(cfg, run, H100).time_s
+    single = step(cfg, run.replace(layout=Layout(pp=pp)), H100)
+    assert single.time_s == pytest.approx(one_gpu + sum(single.comm_s), rel=1e-9)
+    pipe = step(cfg, run.replace(layout=Layout(pp=pp, micro_batches=in_flight)), H100)
+    assert max(single.time_s, in_flight * one_gpu / pp) * (1 - 1e-9) <= pipe.time_s
+    assert pipe.time_s <= in_flight * single.time_s * (1 + 1e-9)
+    assert pipe.expected.time_s >= pipe.time_s and single.expected.time_s >= single.time_s
+
+
+@pytest.mark.unit
 @settings(max_examples=40, deadline=None)
 @given(wide_layouts())
 def test_the_gradient_dtype_sizes_the_gradients_alone(case):
