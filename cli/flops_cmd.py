@@ -245,7 +245,7 @@ def flops(
     if macs and fmt in ("json", "csv"):
         warn(f"--macs shows the tables' matmul figures as multiply-accumulates; {fmt} keeps FLOPs (MACs are "
              "matmul FLOPs / 2)")
-    given = applicable((mode,), mode, recompute=recompute, all_logits=all_logits, zero=zero)
+    given = applicable((mode,), f"--mode {mode}", recompute=recompute, all_logits=all_logits, zero=zero)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     base = RunSpec(mode, None, 1, attention, causal, given["recompute"], given["all_logits"], lora=lora, images=images,
                    image_size=image_size)

@@ -85,7 +85,7 @@ def kvcache(
         warn("--weights-dtype sizes the weights beside the cache under --budget; ignored without it")
     rows, out, groups, states = [], [], [], []
     fmt_bytes = count if exact else iec
-    given = applicable(("decode",), "decode", zero=zero)  # the run spec's options, as a decode takes them
+    given = applicable(("decode",), "a decode's KV cache", zero=zero)  # the run spec's options, as a decode's
     base, layouts = runs("decode", batch, dtype=dtype, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
                          state_dtype=state_dtype, images=images, image_size=image_size, tp=tp, cp=cp, pp=pp, dp=dp,
                          ep=ep, gpus=gpus, lora=lora_spec(lora_rank, lora_alpha, lora_targets), **given)

@@ -226,9 +226,9 @@ def memory(
     """
     fmt = output_format(fmt, json_out)
     run_mode = MEMORY_MODES[mode]
-    given = applicable((run_mode,), mode, chunk=chunk, kv_dtype=kv_dtype, state_dtype=state_dtype, recompute=recompute,
-                       all_logits=all_logits, optimizer=optimizer, grad_dtype=grad_dtype, zero=zero, vpp=vpp,
-                       global_batch=global_batch)
+    given = applicable((run_mode,), f"--mode {mode}", chunk=chunk, kv_dtype=kv_dtype, state_dtype=state_dtype,
+                       recompute=recompute, all_logits=all_logits, optimizer=optimizer, grad_dtype=grad_dtype,
+                       zero=zero, vpp=vpp, global_batch=global_batch)
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     budget_bytes, hw_name = _budget(budget, hardware_spec)
     base, layouts = runs(run_mode, batch, attention=attention, dtype=dtype, weights_dtype=weights_dtype, lora=lora,

@@ -299,9 +299,10 @@ def out_file(out: str, suffixes: tuple[str, ...], what: str, example: str, why: 
 
 def applicable(modes: tuple[str, ...], label: str, **given) -> dict:
     """The options ``given`` as typed (RunSpec's fields, Layout.of's keywords), each that applies to
-    none of ``modes`` warned about and at its default (analysis.spec.drop_inapplicable). ``label`` is the mode
-    as the user gave it (``--mode inference`` is a prefill)."""
+    none of ``modes`` warned about and at its default (analysis.spec.drop_inapplicable). ``label`` says what
+    they do not apply to: the mode as the user gave it (``--mode inference``, a prefill), or what a command
+    without --mode computes."""
     kept, ignored = drop_inapplicable(modes, **given)
     for field in ignored:
-        warn(f"{flag(field)} does not apply to --mode {label}; ignored")
+        warn(f"{flag(field)} does not apply to {label}; ignored")
     return kept

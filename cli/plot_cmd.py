@@ -287,7 +287,7 @@ def plot(
         run = RunSpec("prefill", None, batch, attention)
     else:
         memory_mode = mode or "train"
-        kv = applicable((MEMORY_MODES[memory_mode],), memory_mode, kv_dtype=kv_dtype)["kv_dtype"]
+        kv = applicable((MEMORY_MODES[memory_mode],), f"--mode {memory_mode}", kv_dtype=kv_dtype)["kv_dtype"]
         run = RunSpec(MEMORY_MODES[memory_mode], None, batch, attention, kv_dtype=kv)
     cfgs = load_models(models)
     with temporary_cache("MPLCONFIGDIR"):  # before matplotlib is imported (cli/caches.py)

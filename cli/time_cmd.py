@@ -422,9 +422,11 @@ def time_command(
         if value is not None and mode != "train":
             warn(f"{option} does not apply to --mode {mode}; ignored")
     run_modes = ("prefill", "decode") if generating else (mode,)
-    given = applicable(run_modes, mode, chunk=chunk, kv_dtype=kv_dtype, state_dtype=state_dtype, recompute=recompute,
-                       optimizer=optimizer, grad_dtype=grad_dtype, zero=zero, vpp=vpp, global_batch=global_batch)
-    given.update(applicable((mode,), mode, all_logits=all_logits))  # a generation's prefill needs the last logits
+    given = applicable(run_modes, f"--mode {mode}", chunk=chunk, kv_dtype=kv_dtype, state_dtype=state_dtype,
+                       recompute=recompute, optimizer=optimizer, grad_dtype=grad_dtype, zero=zero, vpp=vpp,
+                       global_batch=global_batch)
+    # a generation's prefill needs the last position's logits alone
+    given.update(applicable((mode,), f"--mode {mode}", all_logits=all_logits))
     train = mode == "train"
     lora = lora_spec(lora_rank, lora_alpha, lora_targets)  # RunSpec refuses it outside training
     base, layouts = runs("prefill" if generating else mode, batch, attention=attention, dtype=dtype,

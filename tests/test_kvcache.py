@@ -295,7 +295,7 @@ def test_images_without_seq_fill_the_context_beside_the_text(run):
 
 
 @pytest.mark.parametrize("option, code, stderr", [
-    ("--zero 1", 0, "Warning: --zero does not apply to --mode decode; ignored\n"),
+    ("--zero 1", 0, "Warning: --zero does not apply to a decode's KV cache; ignored\n"),
     ("--cp 2", 2, "Error: --cp 2: context parallelism splits a sequence's new tokens, and a decode step has one\n"),
     ("--lora-rank 8", 2, "Error: --lora-rank applies to mode train only\n")])
 def test_the_run_specs_options_go_as_a_decode_takes_them(run, option, code, stderr):
