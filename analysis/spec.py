@@ -38,9 +38,9 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from .errors import SpecError, brief
+from .errors import SpecError, brief, shorten
 from .model.architecture import build
-from .model.config import ModelConfig
+from .model.config import ModelConfig, check_config
 from .model.formats import FORMATS, FP8_SCALES, WEIGHT_FORMATS, fp8_weights, quantized
 from .model.sizes import COMPUTE_DTYPES, DTYPE_BITS, FLOAT_DTYPES, MAX_INT
 
@@ -105,8 +105,7 @@ def _check_whole(obj: object, names: tuple[str, ...], prefix: str = "", minimum:
 def check_arguments(cfg: object, *run: object) -> None:
     """SpecError unless the arguments of an analytic function are a ModelConfig (and a RunSpec,
     where it takes one): the public API checks what it is given, as the command line does."""
-    if not isinstance(cfg, ModelConfig):
-        raise SpecError("cfg", f"must be a ModelConfig (llmcalc.load_model reads one), got {brief(cfg)}")
+    check_config(cfg)
     if run and not isinstance(run[0], RunSpec):
         raise SpecError("run", f"must be a RunSpec, got {brief(run[0])}")
 
@@ -140,6 +139,9 @@ class Layout:
     def __post_init__(self) -> None:
         _check_whole(self, ("tp", "pp", "dp", "ep", "cp", "vpp"), "layout.")
         _check_whole(self, ("micro_batches",), "layout.", optional=True)
+        for name in ("sp", "async_tp"):
+            if not isinstance(getattr(self, name), bool):
+                raise SpecError(f"layout.{name}", f"must be true or false, got {brief(getattr(self, name))}")
         _check_choice("layout.zero", self.zero, ZERO_STAGES)
         if self.sp and self.tp == 1:
             raise SpecError("layout.sp", "(sequence parallelism) splits activations over tp: it needs tp > 1")
@@ -168,8 +170,9 @@ class Layout:
         if global_batch is not None:
             if not applies("global_batch", mode):
                 raise SpecError("global_batch", f"applies to mode {' or '.join(APPLIES['global_batch'])} only")
-            if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
-                raise SpecError("global_batch", f"must be a positive integer, got {brief(global_batch)}")
+            for name, value in (("global_batch", global_batch), ("batch", batch), ("layout.dp", dp)):  # divided by
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise SpecError(name, f"must be a positive integer, got {brief(value)}")
             if global_batch % (batch * dp):
                 raise SpecError("global_batch", f"{global_batch:,} must be a multiple of batch x dp "
                                                 f"({batch:,} x {dp:,})")
@@ -270,6 +273,21 @@ def check_new(new: object) -> None:
         raise SpecError("new", f"must be a positive integer (the tokens generated), got {brief(new)}")
 
 
+def linear_keys(cfg: ModelConfig) -> list[str]:
+    """The breakdown keys of the model's layer linears, in order: what LoRA can target."""
+    return list(dict.fromkeys(m.key for m, _ in build(cfg).layer_linears()))
+
+
+def targeted(cfg: ModelConfig, lora: LoRA) -> list[str]:
+    """The keys ``lora`` adapts in ``cfg``; SpecError naming a target the model lacks."""
+    available = linear_keys(cfg)
+    missing = [t for t in lora.targets if t not in (*available, ALL_LINEAR)]
+    if missing:
+        raise SpecError("lora.targets", f"{shorten(', '.join(missing))}: {cfg.name} has no such linear to adapt (its "
+                                        f"linears: {', '.join(available)}, or {ALL_LINEAR})")
+    return available if ALL_LINEAR in lora.targets else list(dict.fromkeys(lora.targets))
+
+
 def lora_refusal(cfg: ModelConfig) -> str | None:
     """Why LoRA adapters on ``cfg`` are refused, or None: their placement on a recurrent mixer's, the
     hyper-connections' or Gemma 3n's own matrices is not modeled."""
@@ -348,6 +366,9 @@ class RunSpec:
         _check_whole(self, ("image_size", "text"), optional=True)
         if self.image_size is not None and not self.images:
             raise SpecError("image_size", "applies with images (the size of each image), got no images")
+        if self.text is not None and not (self.images and self.seq is not None and self.text < self.seq):
+            raise SpecError("text", f"is resolve's (the text tokens of seq beside its images), got {self.text} of "
+                                    f"{self.seq} tokens with {self.images} images: leave it unset")
         if self.images and self.past:
             raise SpecError("images", "with past: one chunk of a prefill with images is not modeled (the tower "
                                       "runs before the first chunk)")
@@ -356,6 +377,7 @@ class RunSpec:
 
     def resolve(self, cfg: ModelConfig) -> "RunSpec":
         """Every ``None`` replaced by its default for ``cfg`` (module docstring)."""
+        check_config(cfg)
         train = self.mode == "train"
         fp8 = "fp8" in (self.dtype, self.matmul_dtype)  # matmul_dtype: a run resolved before
         if fp8 and self.lora is not None:
@@ -376,20 +398,26 @@ class RunSpec:
                                              "LoRA adapters (QLoRA)")
         seq = self.seq or cfg.context_length
         text, image_size = self.text, self.image_size
-        if self.images and self.text is None:  # the images' tokens join the text's (resolved once)
+        if self.images:  # the images' tokens join the text's (resolved once: ``text`` set)
             if cfg.vision is None:
                 raise SpecError("images", f"{cfg.name} has no vision tower")
             from .model.vision import image
             img = image(cfg.vision, self.image_size)
             tokens = self.images * img.tokens
-            if self.seq is None:  # no seq: the text fills what the images leave of the context
-                if tokens >= seq:
-                    raise SpecError("images", f"{self.images:,} of {img.tokens:,} tokens each fill {cfg.name}'s "
-                                              f"context length ({seq:,}), leaving no text: give the text's tokens "
-                                              "(--seq)")
-                seq -= tokens
-            text, image_size = seq, img.size
-            seq += tokens
+            if self.text is not None:
+                if self.text + tokens != seq:
+                    raise SpecError("text", f"is resolve's (the text tokens of seq beside its images), got "
+                                            f"{self.text:,} beside {tokens:,} image tokens in seq {seq:,}: leave it "
+                                            "unset")
+            else:
+                if self.seq is None:  # no seq: the text fills what the images leave of the context
+                    if tokens >= seq:
+                        raise SpecError("images", f"{self.images:,} of {img.tokens:,} tokens each fill {cfg.name}'s "
+                                                  f"context length ({seq:,}), leaving no text: give the text's tokens "
+                                                  "(--seq)")
+                    seq -= tokens
+                text, image_size = seq, img.size
+                seq += tokens
         weights = self.weights_dtype or (cfg.dtype if stored else dtype)
         if weights in FORMATS and weights != cfg.dtype:  # a checkpoint's own format keeps its own skip list
             kept = FORMATS[weights].kept()
@@ -401,6 +429,8 @@ class RunSpec:
                                      "--weights-dtype bf16 or an fp8 format")
         if self.lora is not None and (why := lora_refusal(cfg)) is not None:
             raise SpecError("lora", why)
+        if self.lora is not None:
+            targeted(cfg, self.lora)  # SpecError naming a target the model lacks
         layout = self.layout  # an inference pass: one batch through the pipeline unless more are in flight
         if not train and layout.micro_batches is None:
             layout = dataclasses.replace(layout, micro_batches=1)

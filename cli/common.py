@@ -6,12 +6,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from ..analysis.count.lora import targeted
 from ..analysis.count.params import ParamCount, count_params
 from ..analysis.errors import SpecError
 from ..analysis.load.catalog import bundled_names, load_model
 from ..analysis.model.config import ModelConfig
-from ..analysis.spec import Layout, LoRA, RunSpec
+from ..analysis.spec import Layout, LoRA, RunSpec, targeted
 from .errors import UsageError, flag
 from .format import count
 from .terminal import warn

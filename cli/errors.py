@@ -54,7 +54,8 @@ class UsageError(ValueError):
 
 
 class VerificationFailed(Exception):
-    """A check of `llmcalc verify` failed (the report is already printed): exit 1."""
+    """A check of `llmcalc verify` failed (the report is already printed): exit 1, the message (which checks)
+    on stderr, where a CI log shows it apart from the report."""
 
 
 def say(message: str) -> None:
@@ -101,7 +102,8 @@ def guarded():
     try:
         with reader_may_leave():
             yield
-    except VerificationFailed:
+    except VerificationFailed as exc:
+        say(str(exc))
         raise SystemExit(EXIT_FAILED) from None
     except SpecError as exc:
         say(f"{flag(exc.field)} {exc.message}")

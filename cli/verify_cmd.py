@@ -79,8 +79,10 @@ def _conclude(records: list[dict], models: Optional[list[str]], csv: list[dict],
     if junit is not None:
         write_junit(junit, records)
     emit(Report(one_or_list(records, models), csv, blocks), fmt)
-    if not all(r["ok"] for r in records):
-        raise VerificationFailed()
+    failed = [f"{r['model']} {c['name']}" for r in records for c in r["checks"] if not c["ok"]]
+    if failed:
+        total = sum(len(r["checks"]) for r in records)
+        raise VerificationFailed(f"{len(failed)} of {total:,} checks failed: {', '.join(failed)}")
 
 
 def _record(cfg, checks: list, notes: bool = False, **fields) -> dict:

@@ -17,13 +17,14 @@ from llmcalc.analysis.count.kvcache import kv_cache
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import ConfigError, SpecError
 from llmcalc.analysis.load.catalog import load_bundled, load_model
-from llmcalc.analysis.model.architecture import MIXERS
+from llmcalc.analysis.model.architecture import MIXERS, build
 from llmcalc.analysis.model.attention import ATTENTION as ATTENTION_KINDS
 from llmcalc.analysis.model.checks import from_dict
 from llmcalc.analysis.model.config import LAYER_TYPES, NORM_PLACEMENTS, PARALLEL_MIXERS, QK_NORMS, ModelConfig
 from llmcalc.analysis.model.formats import WEIGHT_FORMATS
 from llmcalc.analysis.model.gemma3n import Gemma3nConfig
 from llmcalc.analysis.model.hyper import HyperConfig
+from llmcalc.analysis.model.layers import layer_plan
 from llmcalc.analysis.model.mamba import MIXER_NORMS
 from llmcalc.analysis.model.mla import DSAConfig, MLAConfig
 from llmcalc.analysis.model.moe import MoEConfig
@@ -38,7 +39,7 @@ from llmcalc.analysis.model.vision import (
     ProjectorConfig,
     VisionConfig,
 )
-from llmcalc.analysis.spec import RunSpec
+from llmcalc.analysis.spec import Layout, LoRA, RunSpec
 from tests.strategies import BASE as BASE_DICT
 from tests.strategies import QUANT_SKIPS, VARIANTS, valid_configs
 
@@ -520,11 +521,39 @@ def test_replace_checks_the_copy():
     (lambda cfg: memory(cfg, {"mode": "train"}), "run"),
     (lambda cfg: RunSpec(causal="false"), "causal"),
     (lambda cfg: RunSpec(seq=2**60), "seq"),
+    (lambda cfg: layer_plan(None), "cfg"),
+    (lambda cfg: build(None), "cfg"),
+    (lambda cfg: RunSpec().resolve(None), "cfg"),
+    (lambda cfg: Layout.of(global_batch=8, batch=0), "batch"),  # before dividing by it
+    (lambda cfg: Layout.of(global_batch=8, dp=0), "layout.dp"),
+    (lambda cfg: Layout(tp=2, sp="no"), "layout.sp"),
+    (lambda cfg: Layout(tp=2, sp=True, async_tp=1), "layout.async_tp"),
+    (lambda cfg: RunSpec(seq=8, text=4), "text"),  # resolve's, beside images
+    (lambda cfg: count_flops(cfg, RunSpec(seq=8, lora=LoRA(8, ("attention/zz",)))), "lora.targets"),
+    (lambda cfg: activation_bytes(cfg, RunSpec(seq=8, lora=LoRA(8, ("attention/zz",)))), "lora.targets"),
 ])
 def test_the_api_refuses_arguments_of_the_wrong_kind(call, field):
     with pytest.raises(SpecError) as caught:
         call(load_bundled("gpt2-small"))
     assert caught.value.field == field
+
+
+def test_a_run_keeps_its_images_tokens():
+    """``text`` is resolve's: given beside images, it must leave seq their tokens (Gemma 3's 256 an image)."""
+    cfg = load_bundled("gemma-3-27b-it")
+    resolved = RunSpec("prefill", 8, images=1).resolve(cfg)
+    assert (resolved.seq, resolved.text, resolved.resolve(cfg).seq) == (264, 8, 264)
+    with pytest.raises(SpecError) as caught:
+        RunSpec("prefill", 8, images=1, text=4).resolve(cfg)  # 4 + 256 is not 8
+    assert caught.value.field == "text"
+
+
+def test_a_count_is_the_callers_own():
+    """Changing a result's dicts leaves the next call's count whole."""
+    cfg = load_bundled("gpt2-small")
+    count_params(cfg).components.pop("mlp/up")
+    again = count_params(cfg)
+    assert sum(again.components.values()) == again.total == 124_439_808
 
 
 def test_load_model_refuses_what_is_not_a_name_or_path():

@@ -12,11 +12,11 @@ import torch
 import llmcalc.analysis.verify.report as report
 from llmcalc.analysis.cluster.memory import fit, memory
 from llmcalc.analysis.count.flops import count_flops
-from llmcalc.analysis.count.lora import adapter_params, linear_keys
+from llmcalc.analysis.count.lora import adapter_params
 from llmcalc.analysis.count.traffic import pass_bytes
 from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_bundled, load_model
-from llmcalc.analysis.spec import Layout, LoRA, RunSpec, lora_refusal
+from llmcalc.analysis.spec import Layout, LoRA, RunSpec, linear_keys, lora_refusal
 from tests.strategies import CONFIGS
 
 pytestmark = pytest.mark.reference

@@ -14,7 +14,6 @@ from llmcalc.analysis.cluster.comm import collectives
 from llmcalc.analysis.cluster.sharding import check_layout, gpu_state, stage_tensors, zero_stages
 from llmcalc.analysis.cluster.step import link, step
 from llmcalc.analysis.count.flops import count_flops
-from llmcalc.analysis.count.lora import linear_keys
 from llmcalc.analysis.count.params import count_params
 from llmcalc.analysis.errors import SpecError
 from llmcalc.analysis.load.catalog import load_bundled
@@ -25,7 +24,7 @@ from llmcalc.analysis.model.mixer import RECURRENT_TYPES
 from llmcalc.analysis.perf.calibration import Efficiency
 from llmcalc.analysis.perf.hardware import load_hardware
 from llmcalc.analysis.perf.roofline import prefill, roofline
-from llmcalc.analysis.spec import ALL_LINEAR, Layout, LoRA, RunSpec, lora_refusal, recompute_refusal
+from llmcalc.analysis.spec import ALL_LINEAR, Layout, LoRA, RunSpec, linear_keys, lora_refusal, recompute_refusal
 from tests.strategies import valid_configs, vision_configs
 from tests.tower import image_flops
 

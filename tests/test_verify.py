@@ -69,6 +69,8 @@ def test_wrong_formula_fails_with_exit_1(run, bundled_copy, monkeypatch):
     result = run("verify", path, "--device", "meta", "--seq", "8", "--batch", "1")
     assert result.exit_code == 1
     assert "FAIL" in result.stdout
+    total = result.stdout.split(" checks pass")[0].rsplit("/", 1)[1]  # the title's "n/N checks pass"
+    assert result.stderr == f"Error: 2 of {total} checks failed: gpt2-small params/lm_head, gpt2-small params/total\n"
     # the JUnit file names the failed checks with both figures and their difference
     junit = path.parent / "verify.xml"
     assert run("verify", path, "--device", "meta", "--seq", "8", "--batch", "1", "--junit", junit).exit_code == 1

@@ -13,30 +13,14 @@ from __future__ import annotations
 
 import functools
 
-from ..errors import SpecError, shorten
 from ..model.architecture import build
 from ..model.config import ModelConfig
-from ..spec import ALL_LINEAR, LoRA
-
-
-def linear_keys(cfg: ModelConfig) -> list[str]:
-    """The breakdown keys of the model's layer linears, in order: what LoRA can target."""
-    return list(dict.fromkeys(m.key for m, _ in build(cfg).layer_linears()))
+from ..spec import ALL_LINEAR, LoRA, linear_keys, targeted
 
 
 def frozen_keys(cfg: ModelConfig) -> list[str]:
     """Components whose matmuls are frozen weights under LoRA: every layer linear and the head."""
     return [*linear_keys(cfg), build(cfg).head.linear.key]
-
-
-def targeted(cfg: ModelConfig, lora: LoRA) -> list[str]:
-    """The keys ``lora`` adapts in ``cfg``; SpecError naming a target the model lacks."""
-    available = linear_keys(cfg)
-    missing = [t for t in lora.targets if t not in (*available, ALL_LINEAR)]
-    if missing:
-        raise SpecError("lora.targets", f"{shorten(', '.join(missing))}: {cfg.name} has no such linear to adapt (its "
-                                        f"linears: {', '.join(available)}, or {ALL_LINEAR})")
-    return available if ALL_LINEAR in lora.targets else list(dict.fromkeys(lora.targets))
 
 
 def layer_adapted(linears: list[str], lora: LoRA | None) -> frozenset[str]:

@@ -75,9 +75,12 @@ def _inactive(block: Block) -> int:
 
 
 def count_params(cfg: ModelConfig) -> ParamCount:
-    """The model's parameters by component and layer group, total and active (module docstring)."""
+    """The model's parameters by component and layer group, total and active (module docstring): the caller's
+    own dicts, so that changing them leaves the count kept for the next call as it was."""
     check_arguments(cfg)
-    return _count_params(cfg)
+    p = _count_params(cfg)
+    return p._replace(groups=tuple((g, dict(per_layer)) for g, per_layer in p.groups),
+                      components=dict(p.components), vision_layer=dict(p.vision_layer))
 
 
 @functools.lru_cache(maxsize=256)  # configs are frozen; memory, quant and plan ask again and again

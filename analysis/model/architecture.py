@@ -32,7 +32,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
 from .attention import ATTENTION, AttentionKind, rope_norms
-from .config import ModelConfig
+from .config import ModelConfig, check_config
 from .ffn import FFN, FFNKind
 from .layers import LayerGroup, LayerSpec, layer_config, layer_plan
 from .mixer import Mixer
@@ -298,9 +298,14 @@ def _vision(cfg: ModelConfig) -> "Vision | None":
     return build_vision(cfg)
 
 
-@functools.lru_cache(maxsize=256)  # configs are frozen; `plan` asks for the same few many times
 def build(cfg: ModelConfig) -> Model:
     """The model ``cfg`` describes, part by part (module docstring)."""
+    check_config(cfg)
+    return _build(cfg)
+
+
+@functools.lru_cache(maxsize=256)  # configs are frozen; `plan` asks for the same few many times
+def _build(cfg: ModelConfig) -> Model:
     final = make_norm(cfg, "norm/final", cfg.d_model) if cfg.final_norm else None
     return Model(cfg, Table("embedding/token", cfg.vocab_size, cfg.d_model), position_table(cfg),
                  tuple((group, Block(layer_config(cfg, group.spec), group.spec)) for group in layer_plan(cfg)), final,

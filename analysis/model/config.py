@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import SpecError, brief
 from .attention import ATTENTION
 from .formats import WEIGHT_FORMATS
 from .keys import (
@@ -341,3 +342,8 @@ class ModelConfig:
 
 REQUIRED = required(ModelConfig)
 
+
+def check_config(cfg: object) -> None:
+    """SpecError unless ``cfg`` is a ModelConfig: the public API checks what it is given, as the command line does."""
+    if not isinstance(cfg, ModelConfig):
+        raise SpecError("cfg", f"must be a ModelConfig (llmcalc.load_model reads one), got {brief(cfg)}")

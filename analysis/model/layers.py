@@ -35,7 +35,7 @@ import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .config import RECURRENT_TYPES, ModelConfig
+from .config import RECURRENT_TYPES, ModelConfig, check_config
 
 
 class LayerSpec(NamedTuple):
@@ -181,9 +181,14 @@ def kv_source(cfg: ModelConfig, i: int) -> int:
     return next(j for j in range(cfg.n_layers - cfg.kv_shared_layers - 1, -1, -1) if specs[j].span == specs[i].span)
 
 
-@functools.lru_cache(maxsize=256)
 def layer_plan(cfg: ModelConfig) -> tuple[LayerGroup, ...]:
     """Groups of identical layers, in order of first appearance."""
+    check_config(cfg)
+    return _layer_plan(cfg)
+
+
+@functools.lru_cache(maxsize=256)
+def _layer_plan(cfg: ModelConfig) -> tuple[LayerGroup, ...]:
     members: dict[LayerSpec, list[int]] = {}
     for i, spec in enumerate(layer_specs(cfg)):
         members.setdefault(spec, []).append(i)
