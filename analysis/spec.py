@@ -35,6 +35,7 @@ dtype policy lives:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
@@ -273,9 +274,10 @@ def check_new(new: object) -> None:
         raise SpecError("new", f"must be a positive integer (the tokens generated), got {brief(new)}")
 
 
-def linear_keys(cfg: ModelConfig) -> list[str]:
+@functools.lru_cache(maxsize=256)  # every resolve of a run with adapters checks its targets (`plan`: hundreds)
+def linear_keys(cfg: ModelConfig) -> tuple[str, ...]:
     """The breakdown keys of the model's layer linears, in order: what LoRA can target."""
-    return list(dict.fromkeys(m.key for m, _ in build(cfg).layer_linears()))
+    return tuple(dict.fromkeys(m.key for m, _ in build(cfg).layer_linears()))
 
 
 def targeted(cfg: ModelConfig, lora: LoRA) -> list[str]:
@@ -285,7 +287,7 @@ def targeted(cfg: ModelConfig, lora: LoRA) -> list[str]:
     if missing:
         raise SpecError("lora.targets", f"{shorten(', '.join(missing))}: {cfg.name} has no such linear to adapt (its "
                                         f"linears: {', '.join(available)}, or {ALL_LINEAR})")
-    return available if ALL_LINEAR in lora.targets else list(dict.fromkeys(lora.targets))
+    return list(available if ALL_LINEAR in lora.targets else dict.fromkeys(lora.targets))
 
 
 def lora_refusal(cfg: ModelConfig) -> str | None:
