@@ -103,8 +103,9 @@ def hardware(fmt: Format = "table", json_out: Json = False) -> None:
     table = Table([text_col("name", key=True), Col("memory"), Col("bandwidth"), Col("bf16 dense"),
                    Col("fp8 dense"), text_col("calibrated"), text_col("description", optional=True)], [rows],
                   "accelerators (sources: `llmcalc hardware --json`, or the YAML files)")
-    csv = [pick(d, "name", "description", "memory", "memory_bandwidth",
-                *(f"peak_flops.{k}" for k in PEAK_DTYPES), "calibration", "source") for d in data]
+    columns = ("name", "description", "memory", "memory_bandwidth", *(f"peak_flops.{k}" for k in PEAK_DTYPES),
+               *(f"interconnect.{k}" for k in ("intra_node", "inter_node", "gpus_per_node")), "calibration", "source")
+    csv = [{**dict.fromkeys(columns), **pick(d, *columns)} for d in data]  # every column, in this order
     emit(Report(data, csv, [table, "calibrated: the expected time has its fractions of these peaks (docs: Hardware, "
                                    "Calibration); -: none, expected = ideal"]), fmt)
 

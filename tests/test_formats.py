@@ -66,6 +66,20 @@ def test_csv_rows_are_the_json_records(run, args):
 
 
 @pytest.mark.unit
+def test_hardware_csv_has_every_figure_of_the_json(run):
+    """A row per accelerator with every figure of its JSON record (the peaks, the links), in one set of columns:
+    a figure a card lacks (the A100's fp8 peak) is a blank cell."""
+    data = json.loads(run("hardware", "--json").stdout)
+    rows = _csv(run("hardware", "--format", "csv").stdout)
+    assert [row["name"] for row in rows] == [record["name"] for record in data]
+    for row, record in zip(rows, data):
+        for key, value in record.items():
+            for path, leaf in ([(f"{key}.{k}", v) for k, v in value.items()] if isinstance(value, dict)
+                               else [(key, value)]):
+                assert row[path] == ("" if leaf is None else str(leaf)), (record["name"], path)
+
+
+@pytest.mark.unit
 def test_plan_csv_rows_are_its_layouts_beside_the_run(run):
     """A row per layout of the JSON, the run's own columns (model, dtypes ...) on each."""
     args = ("plan", "qwen3-30b-a3b", "--gpus", "8", "--hardware", "h100", "--seq", "4096", "--global-batch", "64",
