@@ -680,17 +680,25 @@ calibration:  # 8
      "gemm_n0, kernel_us, latency_inter_us, latency_intra_us, overlap, source, streaming, streaming_b0)"),
     (NUMBERED_YAML, "int8: 0.6", "int8: 2", 14, "calibration.streaming.int8", "expected a fraction in (0, 1], got 2"),
     (NUMBERED_YAML, "    int4: 0.5  # 15\n", "", 11, "calibration.streaming",
-     "expected a fraction for each of float, fp8, int8, int4, nf4"),
+     "expected a fraction for each of float, fp8, int8, int4, nf4: int4 missing"),
+    (NUMBERED_YAML, "    int4: 0.5  # 15", "    int3: 0.5  # 15", 15, "calibration.streaming.int3",
+     "unknown kind (known: float, fp8, int8, int4, nf4)"),
+    (NUMBERED_YAML, '  fp32: "66.9TFLOP/s"  # 5', '  fp4: "66.9TFLOP/s"  # 5', 5, "peak_flops.fp4",
+     "unknown dtype (known: fp32, tf32, bf16, fp16, fp8, int8)"),
+    (NUMBERED_YAML, 'source: "datasheet"  # 7', 'interconnect: {nvlink: "900GB/s"}  # 7', 7, "interconnect.nvlink",
+     "unknown key (known: intra_node, inter_node, gpus_per_node)"),
     (NUMBERED_YAML, 'bf16: "989.4TFLOP/s"', "bf16: -3", 6, "peak_flops.bf16",
      "expected a positive whole number of base units up to 10^21, got -3"),
     (FROM_YAML, "bus_inter: 0.9", "bus_inter: 1.5", 12, "calibration.bus_inter",
      "expected a fraction in (0, 1], got 1.5"),
     (FROM_YAML, "from: h100", "from: h200", 9, "calibration.from",  # h200's is itself from h100's: no chains
      "h200 has no calibration of its own to start from"),
-    (FROM_YAML, "flash: 0.5", "streaming: {int9: 0.5}", 11, "calibration.streaming",
+    (FROM_YAML, "flash: 0.5", "streaming: {int9: 0.5}", 11, "calibration.streaming.int9",
+     "unknown kind (known: float, fp8, int8, int4, nf4)"),
+    (FROM_YAML, "flash: 0.5", "streaming: {}", 11, "calibration.streaming",
      "expected a fraction for some of float, fp8, int8, int4, nf4"),
-], ids=["kernel_us", "gemm_m0", "unknown", "streaming.int8", "streaming", "peak_flops.bf16", "from-bus_inter",
-        "from", "from-streaming"])
+], ids=["kernel_us", "gemm_m0", "unknown", "streaming.int8", "streaming", "streaming.int3", "peak_flops.fp4",
+        "interconnect.nvlink", "peak_flops.bf16", "from-bus_inter", "from", "from-streaming", "from-streaming-empty"])
 def test_a_bad_calibration_names_the_keys_own_line(run, tmp_path, text, old, new, line, key, message):
     assert old in text
     path = tmp_path / "numbered.yaml"

@@ -290,10 +290,16 @@ def calibration_from_dict(raw: Any, where: Any, base: Calibration = IDEAL) -> Ca
             values["source"] = value
         elif key == "streaming":  # all five, or over a bundled section (``from``) the kinds to change
             whole = base is IDEAL
-            if not isinstance(value, dict) or not value or not set(value) <= set(STREAMING) or (
-                    whole and set(value) != set(STREAMING)):
+            if not isinstance(value, dict) or not value:
                 raise ConfigError(f"expected a fraction for {'each' if whole else 'some'} of {', '.join(STREAMING)}",
                                   *where(name))
+            for kind in value:
+                if kind not in STREAMING:
+                    raise ConfigError(f"unknown kind (known: {', '.join(STREAMING)})", *where(f"{name}.{kind}"))
+            missing = [kind for kind in STREAMING if kind not in value]
+            if whole and missing:
+                raise ConfigError(f"expected a fraction for each of {', '.join(STREAMING)}: {', '.join(missing)} "
+                                  "missing", *where(name))
             values["streaming"] = {**base.streaming, **{k: _number(v, f"{name}.{k}", where, 1.0)
                                                         for k, v in value.items()}}
         else:

@@ -117,11 +117,13 @@ def hardware_from_dict(raw: Any, source: str, lines: dict[str, int] | None = Non
         raise ConfigError(f"expected a mapping dtype -> FLOP/s ({', '.join(PEAK_DTYPES)})", *at("peak_flops"))
     for dtype in peaks:
         if dtype not in PEAK_DTYPES:
-            raise ConfigError(f"unknown dtype {brief(dtype)} (known: {', '.join(PEAK_DTYPES)})",
-                              *at("peak_flops"))
-    link = raw.get("interconnect", {})
-    if not isinstance(link, dict) or set(link) - {"intra_node", "inter_node", "gpus_per_node"}:
-        raise ConfigError("expected a mapping with intra_node, inter_node, gpus_per_node", *at("interconnect"))
+            raise ConfigError(f"unknown dtype (known: {', '.join(PEAK_DTYPES)})", *at(f"peak_flops.{dtype}"))
+    link, links = raw.get("interconnect", {}), ("intra_node", "inter_node", "gpus_per_node")
+    if not isinstance(link, dict):
+        raise ConfigError(f"expected a mapping with {', '.join(links)}", *at("interconnect"))
+    for key in link:
+        if key not in links:
+            raise ConfigError(f"unknown key (known: {', '.join(links)})", *at(f"interconnect.{key}"))
     per_node = link.get("gpus_per_node")
     if per_node is not None and (isinstance(per_node, bool) or not isinstance(per_node, int) or not 0 < per_node
                                  <= 2**20):
