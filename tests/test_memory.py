@@ -34,6 +34,18 @@ def test_an_inference_holds_the_logits_it_returns(run, options, positions):
     assert data["logits"] == positions * 128_256 * 2
 
 
+def test_a_chunk_before_the_last_holds_no_logits():
+    """A prefill's chunk before the last computes no logits (the API's ``logits=False``): its memory holds none,
+    as its FLOPs count no LM head."""
+    from llmcalc.analysis.cluster.memory import memory
+    from llmcalc.analysis.count.flops import count_flops
+
+    cfg = load_bundled("llama-3-8b")
+    chunk = RunSpec("prefill", 64, 2, logits=False)
+    assert memory(cfg, chunk).parts["logits"] == count_flops(cfg, chunk).forward.matmul.get("lm_head", 0) == 0
+    assert memory(cfg, chunk.replace(logits=True)).parts["logits"] == 2 * 128_256 * 2
+
+
 def test_mistral_train(run):
     result = run("memory", "mistral-7b", "--mode", "train", "--seq", "4096", "--json")
     data = json.loads(result.stdout)

@@ -151,10 +151,12 @@ def logits_bytes(cfg: ModelConfig, batch: int, positions: int, dtype: str) -> in
 
 
 def held_logits(cfg: ModelConfig, run: RunSpec) -> int:
-    """Bytes of the logits an inference holds at once: each sequence's last position's, or with ``all_logits`` a
-    prefill's every position's (a chunked prefill's, a chunk's at a time)."""
+    """Bytes of the logits an inference holds at once: each sequence's last position's (none for a prefill's chunk
+    before the last, as the FLOPs count them: ``logit_tokens``), or with ``all_logits`` a prefill's every
+    position's (a chunked prefill's, a chunk's at a time)."""
     every = run.mode == "prefill" and run.all_logits
-    return logits_bytes(cfg, run.batch, min(run.chunk or run.query_len, run.query_len) if every else 1, run.dtype)
+    positions = min(run.chunk or run.query_len, run.query_len) if every else run.logit_tokens // run.batch
+    return logits_bytes(cfg, run.batch, positions, run.dtype)
 
 
 class MemoryReport(NamedTuple):
