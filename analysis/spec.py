@@ -368,9 +368,9 @@ class RunSpec:
         _check_whole(self, ("image_size", "text"), optional=True)
         if self.image_size is not None and not self.images:
             raise SpecError("image_size", "applies with images (the size of each image), got no images")
-        if self.text is not None and not (self.images and self.seq is not None and self.text < self.seq):
-            raise SpecError("text", f"is resolve's (the text tokens of seq beside its images), got {self.text} of "
-                                    f"{self.seq} tokens with {self.images} images: leave it unset")
+        if self.text is not None and not self.images:  # resolve checks it against the images
+            raise SpecError("text", "applies with images (resolve's: the text tokens of seq beside them), got no "
+                                    "images")
         if self.images and self.past:
             raise SpecError("images", "with past: one chunk of a prefill with images is not modeled (the tower "
                                       "runs before the first chunk)")

@@ -88,6 +88,11 @@ def load_model(spec: str) -> ModelConfig:
     names = bundled_names()
     if spec in names:
         return load_bundled(spec)
-    if os.path.lexists(spec) or spec.endswith((".yaml", ".yml", ".json")) or "/" in spec or os.sep in spec:
+    if is_path(spec, (".yaml", ".yml", ".json")):
         return load_path(Path(spec))
     raise unknown("model", spec, names, "models")
+
+
+def is_path(spec: str, suffixes: tuple[str, ...]) -> bool:
+    """Whether ``spec``, not a bundled name, is read as a file: one that exists, or that looks like a path."""
+    return os.path.lexists(spec) or spec.endswith(suffixes) or "/" in spec or os.sep in spec

@@ -20,7 +20,6 @@ Numbers are written as the datasheet prints them, with units, and read exactly (
 3,350,000,000,000 bytes/s); a plain integer is taken in the base unit (bytes, bytes/s, FLOP/s).
 """
 
-import os
 import re
 from pathlib import Path
 from types import MappingProxyType
@@ -28,7 +27,7 @@ from typing import Any, Mapping, NamedTuple
 
 from .. import numbers
 from ..errors import ConfigError, brief, key_line
-from ..load.catalog import HARDWARE_DIR, bundled_files, read, unknown
+from ..load.catalog import HARDWARE_DIR, bundled_files, is_path, read, unknown
 from ..load.files import read_text, read_yaml
 from .calibration import IDEAL, MAX_QUANTITY, Calibration, calibration_from_dict
 
@@ -186,7 +185,7 @@ def load_hardware(spec: str) -> Hardware:
     if spec in bundled:
         raw, lines = read(HARDWARE_DIR / f"{spec}.yaml")
         return hardware_from_dict(raw, f"model_configs/hardware/{spec}.yaml", lines)
-    if not (os.path.lexists(spec) or spec.endswith((".yaml", ".yml")) or "/" in spec or os.sep in spec):
+    if not is_path(spec, (".yaml", ".yml")):
         raise unknown("hardware", spec, bundled, "hardware")
     raw, lines = read_yaml(read_text(Path(spec)), spec)
     return hardware_from_dict(raw, spec, lines)
